@@ -1,0 +1,99 @@
+//! Command-line interface (clap derive). Only plain values go inward from here.
+
+use std::path::PathBuf;
+
+use clap::{Parser, ValueEnum};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    Table,
+    Json,
+    Csv,
+}
+
+/// Communication and compute metrics from multi-rank GPU profiler traces.
+///
+/// Point it at a directory of per-rank PyTorch profiler (Kineto) traces, one file
+/// per rank (`rank{N}_trace.json`, `kineto_trace_{N}.json`, `worker{N}*.pt.trace.json`,
+/// `rank-{N}*.json.gz`, or a ccl-bench `profile_traces/iteration_{K}/` layout).
+#[derive(Debug, Parser)]
+#[command(name = "ccl-bench", version, after_help = AFTER_HELP)]
+pub struct Cli {
+    /// Trace directory or file (same as --trace); prints all metrics
+    #[arg(value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+
+    /// Trace directory or single trace file (.json or .json.gz)
+    #[arg(long, short = 't', value_name = "DIR|FILE")]
+    pub trace: Option<PathBuf>,
+
+    /// Print one metric as a bare number (exit 3 when it does not apply)
+    #[arg(long, short = 'm', value_name = "NAME", conflicts_with = "metrics")]
+    pub metric: Option<String>,
+
+    /// Print every metric with value, unit and meaning
+    #[arg(long, visible_alias = "all")]
+    pub metrics: bool,
+
+    /// Output format for --metrics
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+
+    /// Only this rank (default: all ranks; single-rank metrics use rank 0)
+    #[arg(long, value_name = "N")]
+    pub rank: Option<u32>,
+
+    /// Read profile_traces/iteration_K (default: the newest)
+    #[arg(long, value_name = "K")]
+    pub iteration: Option<u32>,
+
+    /// Print VALUE (exit 0) instead of failing when the metric does not apply, e.g. -1
+    #[arg(long, value_name = "VALUE", allow_hyphen_values = true)]
+    pub missing: Option<String>,
+
+    /// List metric names, units, meanings and the inputs each needs
+    #[arg(long)]
+    pub list_metrics: bool,
+
+    /// List the kernel classification rules
+    #[arg(long)]
+    pub list_classes: bool,
+}
+
+const AFTER_HELP: &str = "\
+Examples:
+  ccl-bench --trace runs/llama_8gpu --metric communication_fraction
+  ccl-bench --trace runs/llama_8gpu --metrics --format json
+  ccl-bench --list-metrics
+
+Exit status: 0 ok, 1 unreadable or invalid input, 2 usage error (e.g. unknown metric),
+3 the metric does not apply to this trace (reason on stderr).";
+
+impl Cli {
+    /// The trace path, from --trace or the positional argument.
+    pub fn trace_path(&self) -> Option<&PathBuf> {
+        self.trace.as_ref().or(self.dir.as_ref())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn verify_cli() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn positional_and_flag_paths() {
+        let c = Cli::parse_from(["ccl-bench", "some/dir"]);
+        assert_eq!(c.trace_path(), Some(&PathBuf::from("some/dir")));
+        let c = Cli::parse_from(["ccl-bench", "--trace", "x", "--metric", "mfu", "--missing", "-1"]);
+        assert_eq!(c.trace_path(), Some(&PathBuf::from("x")));
+        assert_eq!(c.missing.as_deref(), Some("-1"));
+        let c = Cli::parse_from(["ccl-bench", "--all", "x"]);
+        assert!(c.metrics);
+    }
+}

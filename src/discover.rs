@@ -1,0 +1,297 @@
+//! Finds the inputs in a trace directory, as CCL-Bench users lay them out:
+//! `rank{N}_trace.json`, `kineto_trace_{N}.json`, `worker{N}*.pt.trace.json`,
+//! `rank-{N}.*.json.gz`, `profile_traces/iteration_{K}/…`, plus the workload card,
+//! execution traces, memory snapshots and Nsight Systems files beside them.
+
+use std::fs;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use crate::error::{Error, Result};
+use crate::read::open;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InputKind {
+    /// PyTorch profiler Chrome-trace JSON.
+    Kineto,
+    /// PyTorch execution trace (ET) JSON.
+    ExecutionTrace,
+    /// `torch.cuda.memory._dump_snapshot` pickle.
+    MemorySnapshot,
+    /// Nsight Systems report (`.nsys-rep`), readable only after `nsys export`.
+    NsysReport,
+    /// Nsight Systems SQLite export.
+    NsysSqlite,
+    /// CCL-Bench workload card YAML.
+    WorkloadCard,
+}
+
+impl InputKind {
+    pub fn describe(self) -> &'static str {
+        match self {
+            Self::Kineto => "PyTorch profiler trace",
+            Self::ExecutionTrace => "PyTorch execution trace",
+            Self::MemorySnapshot => "CUDA memory snapshot",
+            Self::NsysReport => "Nsight Systems report",
+            Self::NsysSqlite => "Nsight Systems SQLite export",
+            Self::WorkloadCard => "workload card",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Input {
+    pub path: PathBuf,
+    pub kind: InputKind,
+    /// Rank parsed from the file name, if it carries one.
+    pub rank: Option<u32>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Discovery {
+    pub inputs: Vec<Input>,
+    /// The `iteration_K` folder chosen, for `profile_traces` layouts.
+    pub iteration: Option<u32>,
+    /// Things the user should know (which iteration was picked, files skipped).
+    pub notes: Vec<String>,
+}
+
+impl Discovery {
+    pub fn of_kind(&self, kind: InputKind) -> impl Iterator<Item = &Input> {
+        self.inputs.iter().filter(move |i| i.kind == kind)
+    }
+}
+
+/// Inputs at `path`: a single trace file, or a trace directory.
+pub fn discover(path: &Path, iteration: Option<u32>) -> Result<Discovery> {
+    let meta = fs::metadata(path).map_err(|source| Error::Io {
+        path: path.to_owned(),
+        source,
+    })?;
+    if meta.is_file() {
+        let kind = sniff(path)?.ok_or_else(|| Error::NotATrace {
+            path: path.to_owned(),
+            why: "not a profiler trace this tool reads (expected PyTorch profiler JSON, .json or .json.gz)".into(),
+        })?;
+        return Ok(Discovery {
+            inputs: vec![Input {
+                path: path.to_owned(),
+                kind,
+                rank: rank_from_name(path),
+            }],
+            ..Default::default()
+        });
+    }
+    let mut d = Discovery::default();
+    let mut dir = path.to_owned();
+    let profile = dir.join("profile_traces");
+    if profile.is_dir() {
+        dir = profile;
+    }
+    if let Some((k, chosen)) = pick_iteration(&dir, iteration)? {
+        d.iteration = Some(k);
+        dir = chosen;
+    } else if let Some(k) = iteration {
+        return Err(Error::IterationNotFound {
+            dir: path.to_owned(),
+            wanted: k,
+            available: "none (no iteration_K folders)".into(),
+        });
+    }
+    // The card may sit at the top of the run folder, above profile_traces/.
+    for folder in [path, dir.as_path()] {
+        scan_folder(folder, &mut d)?;
+        if folder == dir {
+            break;
+        }
+    }
+    d.inputs.dedup_by(|a, b| a.path == b.path);
+    if d.of_kind(InputKind::Kineto).next().is_none() {
+        return Err(no_traces(path, &dir, &d));
+    }
+    Ok(d)
+}
+
+fn no_traces(path: &Path, dir: &Path, d: &Discovery) -> Error {
+    if let Some(rep) = d.of_kind(InputKind::NsysReport).next() {
+        return Error::Unsupported {
+            path: rep.path.clone(),
+            why: format!(
+                "Nsight Systems reports cannot be read directly; convert with `nsys export --type sqlite --output {} {}`",
+                rep.path.with_extension("sqlite").display(),
+                rep.path.display()
+            ),
+        };
+    }
+    let found: Vec<String> = d
+        .inputs
+        .iter()
+        .map(|i| format!("{} ({})", i.path.display(), i.kind.describe()))
+        .collect();
+    let detail = if found.is_empty() {
+        format!(
+            "looked in {} for rank*_trace.json, kineto_trace_*.json, worker*.pt.trace.json, *.json.gz",
+            dir.display()
+        )
+    } else {
+        format!("found only {}; reading those is not supported yet", found.join(", "))
+    };
+    Error::NoTraces {
+        dir: path.to_owned(),
+        detail,
+    }
+}
+
+static ITERATION: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^iteration_(\d+)$").expect("valid regex"));
+
+/// Picks `iteration_K` under `dir`: the requested one, else the newest (largest K).
+fn pick_iteration(dir: &Path, wanted: Option<u32>) -> Result<Option<(u32, PathBuf)>> {
+    let mut found: Vec<(u32, PathBuf)> = read_dir(dir)?
+        .into_iter()
+        .filter(|p| p.is_dir())
+        .filter_map(|p| {
+            let name = p.file_name()?.to_str()?;
+            let k = ITERATION.captures(name)?[1].parse().ok()?;
+            Some((k, p))
+        })
+        .collect();
+    if found.is_empty() {
+        return Ok(None);
+    }
+    found.sort();
+    match wanted {
+        None => Ok(found.pop()),
+        Some(k) => match found.iter().position(|(i, _)| *i == k) {
+            Some(i) => Ok(Some(found.swap_remove(i))),
+            None => Err(Error::IterationNotFound {
+                dir: dir.to_owned(),
+                wanted: k,
+                available: found
+                    .iter()
+                    .map(|(i, _)| i.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            }),
+        },
+    }
+}
+
+fn read_dir(dir: &Path) -> Result<Vec<PathBuf>> {
+    let io = |source| Error::Io {
+        path: dir.to_owned(),
+        source,
+    };
+    let mut v = fs::read_dir(dir)
+        .map_err(io)?
+        .map(|e| e.map(|e| e.path()))
+        .collect::<std::io::Result<Vec<_>>>()
+        .map_err(io)?;
+    v.sort();
+    Ok(v)
+}
+
+fn scan_folder(dir: &Path, d: &mut Discovery) -> Result<()> {
+    for path in read_dir(dir)? {
+        if !path.is_file() {
+            continue;
+        }
+        match sniff(&path) {
+            Ok(Some(kind)) => d.inputs.push(Input {
+                rank: rank_from_name(&path),
+                path,
+                kind,
+            }),
+            Ok(None) => {}
+            // An unreadable neighbour file should not stop the run; say so.
+            Err(e) => d.notes.push(format!("skipped {e}")),
+        }
+    }
+    Ok(())
+}
+
+/// The kind of input a file holds, from its name and, for JSON, its first bytes
+/// (gzip is detected by magic bytes, not by extension).
+pub fn sniff(path: &Path) -> Result<Option<InputKind>> {
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    let by_ext = if name.ends_with(".yaml") || name.ends_with(".yml") {
+        Some(InputKind::WorkloadCard)
+    } else if name.ends_with(".nsys-rep") || name.ends_with(".qdrep") {
+        Some(InputKind::NsysReport)
+    } else if name.ends_with(".sqlite") {
+        Some(InputKind::NsysSqlite)
+    } else if name.ends_with(".pickle") || name.ends_with(".pkl") {
+        Some(InputKind::MemorySnapshot)
+    } else {
+        None
+    };
+    if by_ext.is_some() {
+        return Ok(by_ext);
+    }
+    if !(name.ends_with(".json") || name.ends_with(".json.gz") || name.ends_with(".gz")) {
+        return Ok(None);
+    }
+    let mut head = Vec::with_capacity(64 * 1024);
+    let reader = open(path)?;
+    if let Err(source) = reader.take(64 * 1024).read_to_end(&mut head) {
+        // A damaged gzip stream still gives us what it decoded before the damage.
+        if head.is_empty() {
+            return Err(Error::Io {
+                path: path.to_owned(),
+                source,
+            });
+        }
+    }
+    let text = String::from_utf8_lossy(&head);
+    if text.contains("\"traceEvents\"") {
+        Ok(Some(InputKind::Kineto))
+    } else if text.contains("\"nodes\"") && text.contains("\"schema\"") {
+        Ok(Some(InputKind::ExecutionTrace))
+    } else if name.contains(".pt.trace.json") || text.trim_start().starts_with('[') {
+        // A bare event array, or a profiler file whose header is unusually long.
+        Ok(Some(InputKind::Kineto))
+    } else {
+        Ok(None)
+    }
+}
+
+static RANK_PATTERNS: LazyLock<[Regex; 3]> = LazyLock::new(|| {
+    [
+        Regex::new(r"(?i)(?:rank|worker)[-_]?(\d+)").expect("valid regex"),
+        Regex::new(r"(?i)kineto_trace_(\d+)").expect("valid regex"),
+        Regex::new(r"(?i)[-_](\d+)\.(?:pt\.)?trace\.json").expect("valid regex"),
+    ]
+});
+
+/// Rank carried by a file name: `rank3_trace.json`, `rank-3.*.json.gz`,
+/// `worker3_step_12.*.pt.trace.json`, `kineto_trace_3.json`, `foo_3.pt.trace.json`.
+pub fn rank_from_name(path: &Path) -> Option<u32> {
+    let name = path.file_name()?.to_str()?;
+    RANK_PATTERNS
+        .iter()
+        .find_map(|re| re.captures(name)?[1].parse().ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranks_from_file_names() {
+        let r = |n: &str| rank_from_name(Path::new(n));
+        assert_eq!(r("rank3_trace.json"), Some(3));
+        assert_eq!(r("kineto_trace_12.json"), Some(12));
+        assert_eq!(r("worker7_step_12.1694128201553.pt.trace.json"), Some(7));
+        assert_eq!(r("rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz"), Some(34));
+        assert_eq!(r("sampled_rank-1.json.gz"), Some(1));
+        assert_eq!(r("host_5.pt.trace.json"), Some(5));
+        assert_eq!(r("eager_trace.json.gz"), None);
+    }
+}

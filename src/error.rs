@@ -1,0 +1,42 @@
+//! Errors that name the file and say what is wrong with it.
+
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}: not valid JSON at {at}: {msg}", path.display())]
+    Parse { path: PathBuf, at: String, msg: String },
+    #[error("{}: {why}", path.display())]
+    NotATrace { path: PathBuf, why: String },
+    #[error("{}: {why}", path.display())]
+    Unsupported { path: PathBuf, why: String },
+    #[error("{}: no profiler traces found ({detail})", dir.display())]
+    NoTraces { dir: PathBuf, detail: String },
+    #[error("{}: iteration {wanted} not found; available: {available}", dir.display())]
+    IterationNotFound {
+        dir: PathBuf,
+        wanted: u32,
+        available: String,
+    },
+    #[error(
+        "rank {rank} appears in both {} and {}: these files come from different runs or iterations; \
+         point --trace at one run's files",
+        first.display(),
+        second.display()
+    )]
+    MixedRuns {
+        rank: u32,
+        first: PathBuf,
+        second: PathBuf,
+    },
+    #[error("the traces disagree on the world size ({detail}): they come from different runs")]
+    MixedWorldSize { detail: String },
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

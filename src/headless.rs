@@ -1,0 +1,131 @@
+//! Headless mode: load, evaluate, print a bare number, a table, JSON or CSV.
+
+use std::io::{self, Write};
+use std::process::ExitCode;
+
+use anyhow::{anyhow, Context, Result};
+
+use crate::cli::Cli;
+use crate::discover::discover;
+use crate::metrics::{self, Ctx, Metric, Outcome, METRICS};
+use crate::model::classify::RULES;
+use crate::model::Trace;
+use crate::read::{self, Progress};
+use crate::report::{self, About, Row};
+
+/// Exit status: the metric does not apply to this trace.
+pub const EXIT_NOT_APPLICABLE: u8 = 3;
+/// Exit status: usage error (unknown metric, missing argument).
+pub const EXIT_USAGE: u8 = 2;
+
+pub fn run(cli: &Cli) -> Result<ExitCode> {
+    let mut out = io::stdout().lock();
+    if cli.list_metrics {
+        list_metrics(&mut out)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    if cli.list_classes {
+        list_classes(&mut out)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    // Check the metric name before spending time on loading.
+    let metric = match &cli.metric {
+        Some(name) => match metrics::find(name) {
+            Some(m) => Some(m),
+            None => {
+                let close = metrics::suggest(name);
+                let hint = if close.is_empty() {
+                    String::new()
+                } else {
+                    format!("; did you mean {}?", close.join(", "))
+                };
+                eprintln!("ccl-bench: unknown metric '{name}'{hint} (ccl-bench --list-metrics lists all)");
+                return Ok(ExitCode::from(EXIT_USAGE));
+            }
+        },
+        None => None,
+    };
+    let Some(path) = cli.trace_path() else {
+        eprintln!("ccl-bench: no trace given; use --trace DIR (ccl-bench --help for more)");
+        return Ok(ExitCode::from(EXIT_USAGE));
+    };
+    let trace = load(path, cli.iteration)?;
+    let ctx = match Ctx::new(&trace, cli.rank) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("ccl-bench: {e}");
+            return Ok(ExitCode::from(EXIT_USAGE));
+        }
+    };
+    match metric {
+        Some(m) => print_one(m, &ctx, cli, &mut out),
+        None => {
+            let rows: Vec<Row> = METRICS
+                .iter()
+                .map(|metric| Row {
+                    metric,
+                    outcome: metric.eval(&ctx),
+                })
+                .collect();
+            let about = About {
+                source: trace.source.display().to_string(),
+                ranks: ctx.ranks.iter().map(|r| r.rank).collect(),
+                ops: ctx.ranks.iter().map(|r| r.ops.len()).sum(),
+            };
+            report::write(cli.format, &about, &rows, &mut out)?;
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// Discovers and loads a trace, printing load warnings on stderr.
+pub fn load(path: &std::path::Path, iteration: Option<u32>) -> Result<Trace> {
+    let discovery = discover(path, iteration)?;
+    let (trace, report) = read::load(path, &discovery, &Progress::default())
+        .with_context(|| format!("cannot load {}", path.display()))?;
+    for w in &report.warnings {
+        eprintln!("warning: {w}");
+    }
+    if trace.ranks.is_empty() {
+        return Err(anyhow!("{}: no ranks loaded", path.display()));
+    }
+    Ok(trace)
+}
+
+fn print_one(m: &Metric, ctx: &Ctx, cli: &Cli, out: &mut dyn Write) -> Result<ExitCode> {
+    match m.eval(ctx) {
+        Outcome::Value(v) => {
+            writeln!(out, "{}", m.unit.bare(v.value))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Outcome::NotApplicable(why) => {
+            eprintln!("ccl-bench: {} does not apply to {}: {why}", m.name, ctx.trace.source.display());
+            match &cli.missing {
+                Some(v) => {
+                    writeln!(out, "{v}")?;
+                    Ok(ExitCode::SUCCESS)
+                }
+                None => Ok(ExitCode::from(EXIT_NOT_APPLICABLE)),
+            }
+        }
+    }
+}
+
+fn list_metrics(out: &mut dyn Write) -> io::Result<()> {
+    let width = METRICS.iter().map(|m| m.name.len()).max().unwrap_or(0);
+    writeln!(out, "{:<width$}  {:<6}  {:<44}  meaning", "metric", "unit", "needs")?;
+    for m in METRICS {
+        let needs: Vec<&str> = m.needs.iter().map(|n| n.describe()).collect();
+        writeln!(out, "{:<width$}  {:<6}  {:<44}  {}", m.name, m.unit.symbol(), needs.join(", "), m.about)?;
+    }
+    Ok(())
+}
+
+fn list_classes(out: &mut dyn Write) -> io::Result<()> {
+    writeln!(out, "Kernel names are matched case-insensitively, first rule wins; no match = other.")?;
+    writeln!(out, "memcpy/memset events are memory unless they match communication (peer-to-peer copies).")?;
+    for r in RULES {
+        writeln!(out, "{:<14}  {}", r.class.name(), r.pattern)?;
+    }
+    Ok(())
+}

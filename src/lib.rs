@@ -1,0 +1,26 @@
+//! ccl-bench: communication and compute metrics from multi-rank GPU profiler traces.
+//!
+//! Data flows one way:
+//!
+//! ```text
+//! trace dir ─discover─▶ inputs ─read─▶ per-rank RankTimeline ─▶ Trace
+//!           ─metrics─▶ Outcome (value | not applicable) ─▶ views (headless CLI, reports)
+//! ```
+//!
+//! Nothing downstream reads files; nothing upstream knows about views.
+//! - [`discover`]: which files in a directory are traces, of which rank.
+//! - [`read`]: streaming, parallel readers into the [`model`].
+//! - [`model`]: timelines, interval math, kernel classification.
+//! - [`metrics`]: the metric registry and its families.
+//! - [`headless`], [`report`], [`cli`]: the command-line views.
+//! - [`synth`]: a deterministic trace writer for tests and samples.
+
+pub mod cli;
+pub mod discover;
+pub mod error;
+pub mod headless;
+pub mod metrics;
+pub mod model;
+pub mod read;
+pub mod report;
+pub mod synth;

@@ -1,0 +1,142 @@
+//! The evaluation context: the ranks in scope plus derived per-rank data (busy
+//! unions, per-class sums) computed once and shared by every metric.
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use rayon::prelude::*;
+
+use crate::model::{Interval, IntervalSet, KernelClass, Ns, RankTimeline, StrId, Trace};
+
+/// Derived data of one rank.
+#[derive(Debug, Clone)]
+pub struct RankStats {
+    pub rank: u32,
+    /// Summed duration of all kernels.
+    pub kernel_sum: Ns,
+    /// Summed duration of every device op (kernels, memory copies and sets).
+    pub op_sum: Ns,
+    /// Summed kernel duration per class, indexed like `KernelClass::ALL`.
+    pub kernel_class_sum: [Ns; KernelClass::ALL.len()],
+    /// Summed duration of every op (any activity) per class.
+    pub op_class_sum: [Ns; KernelClass::ALL.len()],
+    /// Summed kernel duration per kernel name.
+    pub by_name: HashMap<StrId, Ns>,
+    /// Union of all device activity.
+    pub busy: IntervalSet,
+    /// Union of communication ops.
+    pub comm: IntervalSet,
+    /// Union of compute kernels (neither communication nor memory).
+    pub compute: IntervalSet,
+    /// Union of memory copies and sets (peer-to-peer copies count as communication).
+    pub memory: IntervalSet,
+}
+
+impl RankStats {
+    pub fn of(t: &RankTimeline) -> Self {
+        let mut kernel_class_sum = [0; KernelClass::ALL.len()];
+        let mut op_class_sum = [0; KernelClass::ALL.len()];
+        let mut by_name = HashMap::new();
+        let (mut kernel_sum, mut op_sum) = (0, 0);
+        for op in &t.ops {
+            let c = class_index(op.class);
+            op_sum += op.dur;
+            op_class_sum[c] += op.dur;
+            if op.is_kernel() {
+                kernel_sum += op.dur;
+                kernel_class_sum[c] += op.dur;
+                *by_name.entry(op.name).or_insert(0) += op.dur;
+            }
+        }
+        Self {
+            rank: t.rank,
+            kernel_sum,
+            op_sum,
+            kernel_class_sum,
+            op_class_sum,
+            by_name,
+            busy: t.busy(|_| true),
+            comm: t.busy(|o| o.is_comm()),
+            compute: t.busy(|o| o.is_compute()),
+            memory: t.busy(|o| o.is_memory()),
+        }
+    }
+
+    pub fn kernel_class(&self, c: KernelClass) -> Ns {
+        self.kernel_class_sum[class_index(c)]
+    }
+
+    pub fn op_class(&self, c: KernelClass) -> Ns {
+        self.op_class_sum[class_index(c)]
+    }
+}
+
+pub fn class_index(c: KernelClass) -> usize {
+    KernelClass::ALL
+        .iter()
+        .position(|&k| k == c)
+        .expect("every class is in ALL")
+}
+
+pub struct Ctx<'a> {
+    pub trace: &'a Trace,
+    /// Ranks in scope: all of them, or the one chosen with `--rank`.
+    pub ranks: Vec<&'a RankTimeline>,
+    /// The rank that single-rank metrics describe: `--rank`, else rank 0 (or the lowest).
+    pub focus: Option<&'a RankTimeline>,
+    stats: OnceLock<Vec<RankStats>>,
+}
+
+impl<'a> Ctx<'a> {
+    /// A context over all ranks, or only `rank` when given.
+    pub fn new(trace: &'a Trace, rank: Option<u32>) -> Result<Self, String> {
+        let ranks: Vec<&RankTimeline> = match rank {
+            None => trace.ranks.iter().collect(),
+            Some(r) => vec![trace.rank(r).ok_or_else(|| {
+                let have: Vec<String> = trace.ranks.iter().map(|t| t.rank.to_string()).collect();
+                format!("rank {r} is not in the trace (ranks: {})", have.join(", "))
+            })?],
+        };
+        let focus = ranks.first().copied();
+        Ok(Self {
+            trace,
+            ranks,
+            focus,
+            stats: OnceLock::new(),
+        })
+    }
+
+    /// Derived data of every rank in scope, in the same order as `ranks`.
+    pub fn stats(&self) -> &[RankStats] {
+        self.stats
+            .get_or_init(|| self.ranks.par_iter().map(|t| RankStats::of(t)).collect())
+    }
+
+    /// Pairs of (timeline, stats) for the ranks in scope.
+    pub fn each(&self) -> impl Iterator<Item = (&'a RankTimeline, &RankStats)> {
+        self.ranks.iter().copied().zip(self.stats())
+    }
+
+    pub fn has_kernels(&self) -> bool {
+        self.stats().iter().any(|s| s.kernel_sum > 0)
+    }
+}
+
+/// The device-side extent of each step: from the first start to the last end of the
+/// ops launched during it. Without steps, the whole device window.
+pub fn gpu_step_windows(t: &RankTimeline) -> IntervalSet {
+    if t.steps.is_empty() {
+        return t.device_window().map(IntervalSet::single).unwrap_or_default();
+    }
+    let mut hulls: Vec<Option<Interval>> = vec![None; t.steps.len()];
+    for op in &t.ops {
+        if let Some(i) = op.step {
+            let h = &mut hulls[i as usize];
+            *h = Some(match *h {
+                Some(h) => Interval::new(h.start.min(op.start), h.end.max(op.end())),
+                None => op.interval(),
+            });
+        }
+    }
+    IntervalSet::from_iter_unsorted(hulls.into_iter().flatten())
+}

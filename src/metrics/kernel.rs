@@ -1,0 +1,164 @@
+//! Kernel-time metrics: totals, concentration, class breakdown, SM coverage.
+
+use super::ctx::Ctx;
+use super::outcome::{percent, Outcome};
+use crate::model::time::ns_to_s;
+use crate::model::{KernelClass, Ns, RankTimeline};
+
+const NO_KERNELS: &str = "the trace has no GPU kernels";
+
+pub fn total_kernel_time(ctx: &Ctx) -> Outcome {
+    if !ctx.has_kernels() {
+        return Outcome::na(NO_KERNELS);
+    }
+    let per_rank: Vec<(u32, f64)> = ctx
+        .stats()
+        .iter()
+        .map(|s| (s.rank, ns_to_s(s.kernel_sum)))
+        .collect();
+    let total: Ns = ctx.stats().iter().map(|s| s.kernel_sum).sum();
+    Outcome::seconds(total).with_per_rank(per_rank)
+}
+
+pub fn dominant_kernel_concentration(ctx: &Ctx) -> Outcome {
+    let out = Outcome::rank_mean(
+        ctx.stats().iter().map(|s| {
+            let top = s.by_name.values().copied().max().unwrap_or(0);
+            (s.rank, percent(top, s.kernel_sum))
+        }),
+        NO_KERNELS,
+    );
+    // Name the kernel that dominates on the most ranks' pooled time.
+    let mut pooled: std::collections::HashMap<&str, Ns> = Default::default();
+    for (t, s) in ctx.each() {
+        for (id, ns) in &s.by_name {
+            *pooled.entry(t.name(*id)).or_default() += ns;
+        }
+    }
+    match pooled.into_iter().max_by_key(|(n, ns)| (*ns, std::cmp::Reverse(*n))) {
+        Some((name, _)) => out.with_note(format!("dominant kernel: {name}")),
+        None => out,
+    }
+}
+
+pub fn moe_fraction(ctx: &Ctx) -> Outcome {
+    Outcome::rank_mean(
+        ctx.stats()
+            .iter()
+            .map(|s| (s.rank, percent(s.kernel_class(KernelClass::Moe), s.kernel_sum))),
+        NO_KERNELS,
+    )
+}
+
+/// The classes `break_down_steps` reports; compute classes other than these are
+/// folded into "other compute".
+const BREAKDOWN: [&str; 6] = [
+    "communication",
+    "attention",
+    "moe",
+    "gemm",
+    "other compute",
+    "memory",
+];
+
+fn breakdown_bucket(c: KernelClass) -> usize {
+    match c {
+        KernelClass::Communication => 0,
+        KernelClass::Attention => 1,
+        KernelClass::Moe => 2,
+        KernelClass::Gemm => 3,
+        KernelClass::Memory => 5,
+        _ => 4,
+    }
+}
+
+/// Device time per class over the ops launched during steps (all ops when the
+/// trace has no steps), as % of that time. Headline: the compute share.
+pub fn break_down_steps(ctx: &Ctx) -> Outcome {
+    let mut shares: Vec<(u32, [f64; 6])> = Vec::new();
+    for t in &ctx.ranks {
+        let in_steps = !t.steps.is_empty();
+        let mut sums = [0 as Ns; 6];
+        for op in t.ops.iter().filter(|o| !in_steps || o.step.is_some()) {
+            sums[breakdown_bucket(op.class)] += op.dur;
+        }
+        let total: Ns = sums.iter().sum();
+        if total > 0 {
+            shares.push((t.rank, sums.map(|x| x as f64 / total as f64 * 100.0)));
+        }
+    }
+    if shares.is_empty() {
+        return Outcome::na("the trace has no GPU activity");
+    }
+    let n = shares.len() as f64;
+    let mean = |i: usize| shares.iter().map(|(_, s)| s[i]).sum::<f64>() / n;
+    let parts = BREAKDOWN
+        .iter()
+        .enumerate()
+        .map(|(i, label)| ((*label).to_owned(), mean(i)))
+        .collect();
+    let compute = |s: &[f64; 6]| s[1] + s[2] + s[3] + s[4];
+    let per_rank = shares.iter().map(|(r, s)| (*r, compute(s))).collect();
+    Outcome::value(shares.iter().map(|(_, s)| compute(s)).sum::<f64>() / n)
+        .with_per_rank(per_rank)
+        .with_parts(parts)
+        .with_note("headline: compute share (attention + moe + gemm + other compute)")
+}
+
+/// Fraction of the GPU's SMs a kernel's grid can occupy: min(1, blocks / SMs).
+fn coverage(t: &RankTimeline, blocks: Option<f64>, device: u32) -> Option<f64> {
+    let sms = t.num_sms(device)?;
+    Some((blocks? / f64::from(sms)).min(1.0))
+}
+
+/// Kernels of a rank with known SM coverage: (duration, coverage).
+fn covered_kernels(t: &RankTimeline) -> Vec<(Ns, f64)> {
+    t.kernels()
+        .filter_map(|k| Some((k.dur, coverage(t, k.blocks, k.device)?)))
+        .collect()
+}
+
+const NO_GRID: &str =
+    "no kernel has launch-grid information (args.grid or blocks per SM) with a known SM count";
+
+pub fn mean_sm_coverage(ctx: &Ctx) -> Outcome {
+    Outcome::rank_mean(
+        ctx.ranks.iter().map(|t| {
+            let ks = covered_kernels(t);
+            let total: Ns = ks.iter().map(|k| k.0).sum();
+            let weighted: f64 = ks.iter().map(|(d, c)| *d as f64 * c).sum();
+            (t.rank, (total > 0).then(|| weighted / total as f64 * 100.0))
+        }),
+        NO_GRID,
+    )
+}
+
+/// Share of kernel time (over kernels with known coverage) in kernels that `pick`
+/// selects, given the kernel's duration, coverage and the rank's median duration.
+fn coverage_share(ctx: &Ctx, pick: impl Fn(Ns, f64, Ns) -> bool) -> Outcome {
+    Outcome::rank_mean(
+        ctx.ranks.iter().map(|t| {
+            let ks = covered_kernels(t);
+            let mut durs: Vec<Ns> = ks.iter().map(|k| k.0).collect();
+            durs.sort_unstable();
+            let median = durs.get(durs.len() / 2).copied().unwrap_or(0);
+            let total: Ns = durs.iter().sum();
+            let hit: Ns = ks
+                .iter()
+                .filter(|(d, c)| pick(*d, *c, median))
+                .map(|k| k.0)
+                .sum();
+            (t.rank, percent(hit, total))
+        }),
+        NO_GRID,
+    )
+}
+
+pub fn compute_bound_fraction(ctx: &Ctx) -> Outcome {
+    coverage_share(ctx, |dur, cov, median| cov > 0.7 && dur > median)
+}
+
+pub fn memory_bound_fraction(ctx: &Ctx) -> Outcome {
+    coverage_share(ctx, |_, cov, _| cov < 0.5)
+}
+

@@ -1,0 +1,160 @@
+//! What a metric evaluates to: a value with its unit (and per-rank values and a
+//! breakdown when it has them), or the reason it does not apply to this trace.
+
+use crate::model::time::ns_to_s;
+use crate::model::Ns;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    /// 0-100.
+    Percent,
+    /// 0-1 (or ≥ 1 for max/min ratios).
+    Ratio,
+    Seconds,
+    Count,
+    /// 1e9 bytes per second.
+    GBps,
+}
+
+impl Unit {
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Self::Percent => "%",
+            Self::Ratio => "ratio",
+            Self::Seconds => "s",
+            Self::Count => "count",
+            Self::GBps => "GB/s",
+        }
+    }
+
+    /// The bare number printed by `--metric`: counts as integers, the rest in full
+    /// precision so scripts lose nothing.
+    pub fn bare(self, v: f64) -> String {
+        match self {
+            Self::Count => format!("{}", v.round() as i64),
+            _ => format!("{v}"),
+        }
+    }
+
+    /// A short human rendering for tables.
+    pub fn human(self, v: f64) -> String {
+        match self {
+            Self::Count => format!("{}", v.round() as i64),
+            Self::Seconds if v != 0.0 && v.abs() < 1e-3 => format!("{:.3e}", v),
+            Self::Seconds => format!("{v:.6}"),
+            Self::Ratio => format!("{v:.4}"),
+            _ => format!("{v:.3}"),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Measured {
+    pub value: f64,
+    /// The value on each rank, for metrics computed per rank and then averaged.
+    pub per_rank: Vec<(u32, f64)>,
+    /// A breakdown (label, value in the metric's unit), e.g. per kernel class.
+    pub parts: Vec<(String, f64)>,
+    /// One line of context, e.g. which kernel dominates.
+    pub note: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    Value(Measured),
+    NotApplicable(String),
+}
+
+impl Outcome {
+    pub fn value(value: f64) -> Self {
+        Self::Value(Measured {
+            value,
+            per_rank: Vec::new(),
+            parts: Vec::new(),
+            note: None,
+        })
+    }
+
+    pub fn seconds(ns: Ns) -> Self {
+        Self::value(ns_to_s(ns))
+    }
+
+    pub fn na(reason: impl Into<String>) -> Self {
+        Self::NotApplicable(reason.into())
+    }
+
+    #[must_use]
+    pub fn with_per_rank(mut self, per_rank: Vec<(u32, f64)>) -> Self {
+        if let Self::Value(m) = &mut self {
+            m.per_rank = per_rank;
+        }
+        self
+    }
+
+    #[must_use]
+    pub fn with_parts(mut self, parts: Vec<(String, f64)>) -> Self {
+        if let Self::Value(m) = &mut self {
+            m.parts = parts;
+        }
+        self
+    }
+
+    #[must_use]
+    pub fn with_note(mut self, note: impl Into<String>) -> Self {
+        if let Self::Value(m) = &mut self {
+            m.note = Some(note.into());
+        }
+        self
+    }
+
+    pub fn as_value(&self) -> Option<f64> {
+        match self {
+            Self::Value(m) => Some(m.value),
+            Self::NotApplicable(_) => None,
+        }
+    }
+
+    /// Mean of per-rank values (ranks where `value` is `None` are left out), or
+    /// not applicable with `why` when no rank has a value.
+    pub fn rank_mean(values: impl IntoIterator<Item = (u32, Option<f64>)>, why: &str) -> Self {
+        let per_rank: Vec<(u32, f64)> = values
+            .into_iter()
+            .filter_map(|(r, v)| Some((r, v?)))
+            .collect();
+        if per_rank.is_empty() {
+            return Self::na(why);
+        }
+        let mean = per_rank.iter().map(|(_, v)| v).sum::<f64>() / per_rank.len() as f64;
+        Self::value(mean).with_per_rank(per_rank)
+    }
+}
+
+/// `part / whole × 100`, or `None` when the whole is zero.
+pub fn percent(part: Ns, whole: Ns) -> Option<f64> {
+    (whole > 0).then(|| part as f64 / whole as f64 * 100.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rank_mean_skips_missing_ranks() {
+        let o = Outcome::rank_mean([(0, Some(10.0)), (1, None), (2, Some(20.0))], "none");
+        assert_eq!(o.as_value(), Some(15.0));
+        let Outcome::Value(m) = o else { unreachable!() };
+        assert_eq!(m.per_rank, vec![(0, 10.0), (2, 20.0)]);
+        assert_eq!(
+            Outcome::rank_mean([(0, None)], "no data"),
+            Outcome::NotApplicable("no data".into())
+        );
+    }
+
+    #[test]
+    fn bare_numbers() {
+        assert_eq!(Unit::Count.bare(8.0), "8");
+        assert_eq!(Unit::Percent.bare(12.5), "12.5");
+        assert_eq!(percent(1, 4), Some(25.0));
+        assert_eq!(percent(1, 0), None);
+    }
+}

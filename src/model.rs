@@ -1,0 +1,16 @@
+//! The in-memory model every reader fills and every metric and view reads:
+//! one [`RankTimeline`] per rank, with integer-nanosecond times and interned names.
+
+pub mod classify;
+pub mod intervals;
+pub mod strings;
+pub mod time;
+pub mod timeline;
+pub mod trace;
+
+pub use classify::{CollKind, KernelClass};
+pub use intervals::{Interval, IntervalSet};
+pub use strings::{Interner, StrId};
+pub use time::Ns;
+pub use timeline::{Activity, Annotation, CollMeta, DeviceInfo, DeviceOp, RankTimeline, Step};
+pub use trace::Trace;

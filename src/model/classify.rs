@@ -1,0 +1,263 @@
+//! Kernel classification, in one table. A device op's name (and whether it is a
+//! kernel or a memory copy/set) decides its class; communication kernels also get
+//! their collective kind. `ccl-bench --list-classes` prints this table.
+
+use std::sync::LazyLock;
+
+use regex::{Regex, RegexBuilder};
+
+use super::timeline::Activity;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum KernelClass {
+    Communication,
+    Memory,
+    Moe,
+    Gemm,
+    Attention,
+    Normalization,
+    Optimizer,
+    Reduction,
+    Elementwise,
+    Other,
+}
+
+impl KernelClass {
+    pub const ALL: [Self; 10] = [
+        Self::Communication,
+        Self::Memory,
+        Self::Moe,
+        Self::Gemm,
+        Self::Attention,
+        Self::Normalization,
+        Self::Optimizer,
+        Self::Reduction,
+        Self::Elementwise,
+        Self::Other,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Communication => "communication",
+            Self::Memory => "memory",
+            Self::Moe => "moe",
+            Self::Gemm => "gemm",
+            Self::Attention => "attention",
+            Self::Normalization => "normalization",
+            Self::Optimizer => "optimizer",
+            Self::Reduction => "reduction",
+            Self::Elementwise => "elementwise",
+            Self::Other => "other",
+        }
+    }
+
+    /// Compute = a kernel that is neither communication nor a memory operation.
+    pub fn is_compute(self) -> bool {
+        !matches!(self, Self::Communication | Self::Memory)
+    }
+}
+
+/// The kind of collective a communication op performs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum CollKind {
+    AllReduce,
+    AllGather,
+    ReduceScatter,
+    /// All-to-all, including NCCL `SendRecv` kernels issued for an all-to-all.
+    AllToAll,
+    /// Point-to-point send/recv (and peer-to-peer copies).
+    SendRecv,
+    Broadcast,
+    Reduce,
+    Unknown,
+}
+
+impl CollKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::AllReduce => "all_reduce",
+            Self::AllGather => "all_gather",
+            Self::ReduceScatter => "reduce_scatter",
+            Self::AllToAll => "all_to_all",
+            Self::SendRecv => "send_recv",
+            Self::Broadcast => "broadcast",
+            Self::Reduce => "reduce",
+            Self::Unknown => "unknown",
+        }
+    }
+}
+
+/// One row of the rule table: a class and the case-insensitive pattern that selects it.
+/// Rules are tried in order; the first match wins.
+pub struct Rule {
+    pub class: KernelClass,
+    pub pattern: &'static str,
+}
+
+/// Communication first (so `reduce_scatter` never lands in reduction), MoE before
+/// GEMM (so `grouped_gemm` counts as MoE).
+pub const RULES: &[Rule] = &[
+    Rule {
+        class: KernelClass::Communication,
+        pattern: r"nccl|rccl|msccl|allreduce|allgather|reducescatter|all_reduce|all_gather|reduce_scatter|alltoall|all_to_all|sendrecv|broadcast|cross_device|memcpy ptop|memcpy peer",
+    },
+    Rule {
+        class: KernelClass::Memory,
+        pattern: r"^memcpy|^memset|^memory copy|^memory set",
+    },
+    Rule {
+        class: KernelClass::Moe,
+        pattern: r"moe|expert|routing|gating|topk|fused_expert|dispatch|combine|grouped_gemm",
+    },
+    Rule {
+        class: KernelClass::Gemm,
+        pattern: r"gemm|cutlass|cublas|matmul|wgmma|sm90_xmma|nvjet|triton_mm",
+    },
+    Rule {
+        class: KernelClass::Attention,
+        pattern: r"flash|fmha|attention|sdpa|softmax",
+    },
+    Rule {
+        class: KernelClass::Normalization,
+        pattern: r"layer_?norm|rms_?norm|batch_?norm|group_?norm",
+    },
+    Rule {
+        class: KernelClass::Optimizer,
+        pattern: r"multi_tensor_apply|adam",
+    },
+    Rule {
+        class: KernelClass::Reduction,
+        pattern: r"reduce_kernel|sum_kernel|mean_kernel",
+    },
+    Rule {
+        class: KernelClass::Elementwise,
+        pattern: r"elementwise|vectorized|unrolled|pointwise",
+    },
+];
+
+static COMPILED: LazyLock<Vec<(KernelClass, Regex)>> = LazyLock::new(|| {
+    RULES
+        .iter()
+        .map(|r| {
+            let re = RegexBuilder::new(r.pattern)
+                .case_insensitive(true)
+                .build()
+                .expect("classification patterns are valid");
+            (r.class, re)
+        })
+        .collect()
+});
+
+/// Class of a device op. Memory copies and sets are `Memory` unless they cross
+/// devices (peer-to-peer copies are communication).
+pub fn classify(name: &str, activity: Activity) -> KernelClass {
+    let by_name = COMPILED
+        .iter()
+        .find(|(_, re)| re.is_match(name))
+        .map_or(KernelClass::Other, |(c, _)| *c);
+    match activity {
+        Activity::Kernel => by_name,
+        Activity::Memcpy | Activity::Memset if by_name == KernelClass::Communication => by_name,
+        Activity::Memcpy | Activity::Memset => KernelClass::Memory,
+    }
+}
+
+/// Collective kind from a kernel name such as `ncclDevKernel_AllGather_RING_LL`
+/// or from a `Collective name` argument such as `_allgather_base`.
+pub fn coll_kind(name: &str) -> CollKind {
+    let n: String = name
+        .chars()
+        .filter(|c| *c != '_' && *c != '-')
+        .flat_map(char::to_lowercase)
+        .collect();
+    // Longer names first: "reducescatter" and "allreduce" both contain "reduce".
+    const TABLE: &[(&str, CollKind)] = &[
+        ("reducescatter", CollKind::ReduceScatter),
+        ("allreduce", CollKind::AllReduce),
+        ("allgather", CollKind::AllGather),
+        ("alltoall", CollKind::AllToAll),
+        ("sendrecv", CollKind::AllToAll),
+        ("broadcast", CollKind::Broadcast),
+        ("ptop", CollKind::SendRecv),
+        ("send", CollKind::SendRecv),
+        ("recv", CollKind::SendRecv),
+        ("reduce", CollKind::Reduce),
+        ("gather", CollKind::AllGather),
+        ("scatter", CollKind::ReduceScatter),
+    ];
+    TABLE
+        .iter()
+        .find(|(k, _)| n.contains(k))
+        .map_or(CollKind::Unknown, |(_, kind)| *kind)
+}
+
+/// Size in bytes of one element of a PyTorch dtype name as Kineto writes it.
+pub fn dtype_size(dtype: &str) -> Option<u64> {
+    let d = dtype.trim().trim_start_matches("c10::").to_ascii_lowercase();
+    let size = match d.as_str() {
+        "float" | "float32" | "int" | "int32" | "uint32" | "complexhalf" => 4,
+        "double" | "float64" | "long" | "int64" | "uint64" | "complexfloat" => 8,
+        "half" | "float16" | "bfloat16" | "short" | "int16" | "uint16" => 2,
+        "byte" | "char" | "bool" | "int8" | "uint8" => 1,
+        "complexdouble" => 16,
+        _ if d.starts_with("float8") => 1,
+        _ => return None,
+    };
+    Some(size)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classifies_kernel_names() {
+        let k = |n| classify(n, Activity::Kernel);
+        use KernelClass::*;
+        assert_eq!(k("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)"), Communication);
+        assert_eq!(k("ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)"), Communication);
+        assert_eq!(k("void at::native::reduce_kernel<512, 1>"), Reduction);
+        assert_eq!(k("sm90_xmma_gemm_bf16bf16_bf16f32"), Gemm);
+        assert_eq!(k("void cutlass::Kernel2<cutlass_80_wmma>"), Gemm);
+        assert_eq!(k("flash_fwd_kernel"), Attention);
+        assert_eq!(k("fused_moe_kernel"), Moe);
+        assert_eq!(k("grouped_gemm_kernel"), Moe);
+        assert_eq!(k("void at::native::(anonymous namespace)::RowwiseMomentsCUDAKernel"), Other);
+        assert_eq!(k("triton_red_fused_rms_norm_0"), Normalization);
+        assert_eq!(k("void at::native::vectorized_elementwise_kernel<4>"), Elementwise);
+        assert_eq!(k("multi_tensor_apply_kernel"), Optimizer);
+    }
+
+    #[test]
+    fn memory_ops_are_memory_unless_peer_to_peer() {
+        assert_eq!(classify("Memcpy HtoD (Pageable -> Device)", Activity::Memcpy), KernelClass::Memory);
+        assert_eq!(classify("Memset (Device)", Activity::Memset), KernelClass::Memory);
+        assert_eq!(classify("Memcpy PtoP (Device -> Device)", Activity::Memcpy), KernelClass::Communication);
+    }
+
+    #[test]
+    fn collective_kinds_from_names_and_args() {
+        assert_eq!(coll_kind("ncclKernel_AllReduce_RING_LL_Sum_float"), CollKind::AllReduce);
+        assert_eq!(coll_kind("ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL"), CollKind::ReduceScatter);
+        assert_eq!(coll_kind("ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t"), CollKind::AllToAll);
+        assert_eq!(coll_kind("ncclKernel_Broadcast_RING_LL_Sum_int8_t"), CollKind::Broadcast);
+        assert_eq!(coll_kind("ncclDevKernel_Reduce_Sum_f32_RING_LL"), CollKind::Reduce);
+        assert_eq!(coll_kind("_allgather_base"), CollKind::AllGather);
+        assert_eq!(coll_kind("allgather_into_tensor_coalesced"), CollKind::AllGather);
+        assert_eq!(coll_kind("reduce_scatter_tensor_coalesced"), CollKind::ReduceScatter);
+        assert_eq!(coll_kind("all_to_all"), CollKind::AllToAll);
+        assert_eq!(coll_kind("send"), CollKind::SendRecv);
+        assert_eq!(coll_kind("allreduce"), CollKind::AllReduce);
+        assert_eq!(coll_kind("barrier"), CollKind::Unknown);
+    }
+
+    #[test]
+    fn dtype_sizes() {
+        assert_eq!(dtype_size("Float"), Some(4));
+        assert_eq!(dtype_size("BFloat16"), Some(2));
+        assert_eq!(dtype_size("c10::Half"), Some(2));
+        assert_eq!(dtype_size("Long"), Some(8));
+        assert_eq!(dtype_size("Float8_e4m3fn"), Some(1));
+        assert_eq!(dtype_size("mystery"), None);
+    }
+}

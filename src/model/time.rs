@@ -1,0 +1,26 @@
+//! Time is integer nanoseconds everywhere inside the model; microseconds and
+//! seconds appear only at the edges (readers and reports).
+
+/// A point in time or a duration, in nanoseconds.
+pub type Ns = i64;
+
+/// Kineto and Chrome traces give microseconds, sometimes with a nanosecond fraction.
+pub fn us_to_ns(us: f64) -> Ns {
+    (us * 1_000.0).round() as Ns
+}
+
+pub fn ns_to_s(ns: Ns) -> f64 {
+    ns as f64 / 1e9
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn converts_fractional_microseconds() {
+        assert_eq!(us_to_ns(2636.669), 2_636_669);
+        assert_eq!(us_to_ns(4_458_677_009_853.422), 4_458_677_009_853_422);
+        assert_eq!(ns_to_s(1_500_000_000), 1.5);
+    }
+}

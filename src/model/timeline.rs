@@ -1,0 +1,170 @@
+//! One rank's timeline: device activity (kernels, memory copies and sets), the
+//! training steps and user annotations, all in integer nanoseconds.
+
+use std::path::PathBuf;
+
+use super::classify::{CollKind, KernelClass};
+use super::intervals::{Interval, IntervalSet};
+use super::strings::{Interner, StrId};
+use super::time::Ns;
+
+/// What kind of device activity an op is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Activity {
+    Kernel,
+    Memcpy,
+    Memset,
+}
+
+/// Collective metadata recorded by PyTorch (`record_param_comms` args).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CollMeta {
+    pub kind: CollKind,
+    /// The `Collective name` argument as written, e.g. `_allgather_base`.
+    pub name: StrId,
+    pub in_nelems: Option<u64>,
+    pub out_nelems: Option<u64>,
+    pub dtype_size: Option<u64>,
+    pub group_size: Option<u32>,
+    pub pg_name: Option<StrId>,
+    pub pg_ranks: Option<StrId>,
+}
+
+impl CollMeta {
+    /// Message size in bytes: input elements × element size.
+    pub fn in_bytes(&self) -> Option<u64> {
+        Some(self.in_nelems? * self.dtype_size?)
+    }
+
+    pub fn out_bytes(&self) -> Option<u64> {
+        Some(self.out_nelems? * self.dtype_size?)
+    }
+}
+
+/// One kernel, memory copy or memory set on a GPU stream.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeviceOp {
+    pub start: Ns,
+    pub dur: Ns,
+    pub name: StrId,
+    pub activity: Activity,
+    pub class: KernelClass,
+    /// Collective kind for communication ops.
+    pub coll: Option<CollKind>,
+    pub stream: u32,
+    pub device: u32,
+    /// Thread blocks launched (product of `grid`), when recorded.
+    pub blocks: Option<f64>,
+    /// Bytes moved, for memory copies and sets.
+    pub bytes: Option<u64>,
+    /// Index into `RankTimeline::colls` for collectives with recorded metadata.
+    pub meta: Option<u32>,
+    /// Index into `RankTimeline::steps` of the step during which the op was launched.
+    pub step: Option<u32>,
+}
+
+impl DeviceOp {
+    pub fn end(&self) -> Ns {
+        self.start + self.dur
+    }
+
+    pub fn interval(&self) -> Interval {
+        Interval::new(self.start, self.end())
+    }
+
+    pub fn is_kernel(&self) -> bool {
+        self.activity == Activity::Kernel
+    }
+
+    pub fn is_comm(&self) -> bool {
+        self.class == KernelClass::Communication
+    }
+
+    /// A compute kernel: a kernel that is not communication (and not a memory kernel).
+    pub fn is_compute(&self) -> bool {
+        self.is_kernel() && self.class.is_compute()
+    }
+
+    pub fn is_memory(&self) -> bool {
+        self.class == KernelClass::Memory
+    }
+}
+
+/// A `ProfilerStep#N` range (CPU side).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Step {
+    pub number: i64,
+    pub start: Ns,
+    pub end: Ns,
+}
+
+impl Step {
+    pub fn dur(&self) -> Ns {
+        self.end - self.start
+    }
+}
+
+/// A user annotation (`record_function` range) such as `forward` or `optimizer`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Annotation {
+    pub name: StrId,
+    pub start: Ns,
+    pub end: Ns,
+    /// True for `gpu_user_annotation` ranges (device time), false for CPU ranges.
+    pub on_gpu: bool,
+}
+
+/// A GPU described by the trace's `deviceProperties`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeviceInfo {
+    pub id: u32,
+    pub name: String,
+    pub num_sms: Option<u32>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct RankTimeline {
+    pub rank: u32,
+    pub world_size: Option<u32>,
+    pub source: PathBuf,
+    pub strings: Interner,
+    /// Device ops sorted by start time.
+    pub ops: Vec<DeviceOp>,
+    pub colls: Vec<CollMeta>,
+    /// Steps sorted by start time.
+    pub steps: Vec<Step>,
+    pub annotations: Vec<Annotation>,
+    pub devices: Vec<DeviceInfo>,
+    /// First start and last end over every timed event of the rank (CPU and GPU).
+    pub window: Option<Interval>,
+}
+
+impl RankTimeline {
+    pub fn name(&self, id: StrId) -> &str {
+        self.strings.get(id)
+    }
+
+    pub fn kernels(&self) -> impl Iterator<Item = &DeviceOp> {
+        self.ops.iter().filter(|o| o.is_kernel())
+    }
+
+    pub fn coll_meta(&self, op: &DeviceOp) -> Option<&CollMeta> {
+        op.meta.map(|i| &self.colls[i as usize])
+    }
+
+    pub fn num_sms(&self, device: u32) -> Option<u32> {
+        self.devices.iter().find(|d| d.id == device)?.num_sms
+    }
+
+    /// Union of the intervals of the ops that `keep` selects.
+    pub fn busy(&self, keep: impl Fn(&DeviceOp) -> bool) -> IntervalSet {
+        IntervalSet::from_iter_unsorted(self.ops.iter().filter(|o| keep(o)).map(DeviceOp::interval))
+    }
+
+    /// First device op start to last device op end.
+    pub fn device_window(&self) -> Option<Interval> {
+        let start = self.ops.first()?.start;
+        let end = self.ops.iter().map(DeviceOp::end).max()?;
+        Some(Interval::new(start, end))
+    }
+}

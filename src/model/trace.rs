@@ -1,0 +1,25 @@
+//! A whole loaded trace: every rank's timeline, ordered by rank.
+
+use std::path::PathBuf;
+
+use super::timeline::RankTimeline;
+
+#[derive(Debug, Clone, Default)]
+pub struct Trace {
+    /// Sorted by rank; rank numbers are unique.
+    pub ranks: Vec<RankTimeline>,
+    /// The file or directory the user pointed at.
+    pub source: PathBuf,
+    /// The `iteration_K` folder that was read, for ccl-bench `profile_traces` layouts.
+    pub iteration: Option<u32>,
+}
+
+impl Trace {
+    pub fn rank(&self, rank: u32) -> Option<&RankTimeline> {
+        self.ranks.iter().find(|r| r.rank == rank)
+    }
+
+    pub fn total_ops(&self) -> usize {
+        self.ranks.iter().map(|r| r.ops.len()).sum()
+    }
+}

@@ -1,0 +1,164 @@
+//! Readers: turn the discovered input files into a [`Trace`]. Ranks are parsed in
+//! parallel, each streamed from its (decompressing) reader.
+
+pub mod chrome;
+pub mod kineto;
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+use flate2::read::MultiGzDecoder;
+use rayon::prelude::*;
+
+use crate::discover::{Discovery, InputKind};
+use crate::error::{Error, Result};
+use crate::model::Trace;
+
+const BUF: usize = 256 * 1024;
+
+/// Opens a file for reading, transparently decompressing gzip (recognised by its
+/// magic bytes `1f 8b`, whatever the extension says).
+pub fn open(path: &Path) -> Result<Box<dyn Read + Send>> {
+    let io = |source| Error::Io {
+        path: path.to_owned(),
+        source,
+    };
+    let mut r = BufReader::with_capacity(BUF, File::open(path).map_err(io)?);
+    let gz = r.fill_buf().map_err(io)?.starts_with(&[0x1f, 0x8b]);
+    Ok(if gz {
+        Box::new(BufReader::with_capacity(BUF, MultiGzDecoder::new(r)))
+    } else {
+        Box::new(r)
+    })
+}
+
+/// Counts read bytes so progress can be shown while files load.
+struct Counting<'a, R> {
+    inner: R,
+    bytes: &'a AtomicU64,
+}
+
+impl<R: Read> Read for Counting<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.bytes.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
+/// Load progress, readable from another thread while `load` runs.
+#[derive(Debug, Default)]
+pub struct Progress {
+    pub files_total: AtomicUsize,
+    pub files_done: AtomicUsize,
+    /// Uncompressed bytes parsed so far.
+    pub bytes: AtomicU64,
+}
+
+/// What loading noticed that the user should know.
+#[derive(Debug, Default)]
+pub struct LoadReport {
+    pub warnings: Vec<String>,
+    pub files: Vec<PathBuf>,
+    pub events: u64,
+    pub bytes: u64,
+}
+
+/// Reads every PyTorch profiler trace in `discovery` into one [`Trace`].
+pub fn load(source: &Path, discovery: &Discovery, progress: &Progress) -> Result<(Trace, LoadReport)> {
+    let inputs: Vec<_> = discovery.of_kind(InputKind::Kineto).collect();
+    progress.files_total.store(inputs.len(), Ordering::Relaxed);
+    let results: Vec<Result<(Option<u32>, kineto::KinetoFile)>> = inputs
+        .par_iter()
+        .map(|input| {
+            let reader = Counting {
+                inner: open(&input.path)?,
+                bytes: &progress.bytes,
+            };
+            let file = kineto::read(reader, &input.path)?;
+            progress.files_done.fetch_add(1, Ordering::Relaxed);
+            Ok((input.rank, file))
+        })
+        .collect();
+    let mut report = LoadReport {
+        warnings: discovery.notes.clone(),
+        ..Default::default()
+    };
+    let mut files = Vec::with_capacity(results.len());
+    for r in results {
+        files.push(r?);
+    }
+    report.bytes = progress.bytes.load(Ordering::Relaxed);
+    let ranks = assign_ranks(files, &mut report)?;
+    Ok((
+        Trace {
+            ranks,
+            source: source.to_owned(),
+            iteration: discovery.iteration,
+        },
+        report,
+    ))
+}
+
+/// Each file's rank comes from `distributedInfo.rank`, else from its file name,
+/// else (with a warning) the next free number. Two files claiming one rank, or
+/// disagreeing world sizes, mean several runs were mixed: that is an error, never
+/// a silent merge.
+fn assign_ranks(
+    files: Vec<(Option<u32>, kineto::KinetoFile)>,
+    report: &mut LoadReport,
+) -> Result<Vec<crate::model::RankTimeline>> {
+    let mut by_rank = BTreeMap::new();
+    let mut unranked = Vec::new();
+    for (name_rank, f) in files {
+        report.events += f.events;
+        report.warnings.extend(f.warnings);
+        report.files.push(f.timeline.source.clone());
+        match f.dist_rank.or(name_rank) {
+            Some(rank) => {
+                let mut t = f.timeline;
+                t.rank = rank;
+                if let Some(prev) = by_rank.insert(rank, t) {
+                    let second = by_rank[&rank].source.clone();
+                    return Err(Error::MixedRuns {
+                        rank,
+                        first: prev.source,
+                        second,
+                    });
+                }
+            }
+            None => unranked.push(f.timeline),
+        }
+    }
+    let several = by_rank.len() + unranked.len() > 1;
+    for mut t in unranked {
+        let rank = (0..).find(|r| !by_rank.contains_key(r)).unwrap_or(0);
+        if several {
+            report.warnings.push(format!(
+                "{}: no rank in distributedInfo or file name; using rank {rank}",
+                t.source.display()
+            ));
+        }
+        t.rank = rank;
+        by_rank.insert(rank, t);
+    }
+    let sizes: BTreeMap<u32, Vec<u32>> =
+        by_rank.values().fold(BTreeMap::new(), |mut m, t| {
+            if let Some(w) = t.world_size {
+                m.entry(w).or_insert_with(Vec::new).push(t.rank);
+            }
+            m
+        });
+    if sizes.len() > 1 {
+        let detail = sizes
+            .iter()
+            .map(|(w, ranks)| format!("world size {w} on ranks {ranks:?}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        return Err(Error::MixedWorldSize { detail });
+    }
+    Ok(by_rank.into_values().collect())
+}

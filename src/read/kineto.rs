@@ -1,0 +1,670 @@
+//! PyTorch profiler (Kineto) Chrome-trace JSON, streamed event by event into a
+//! [`RankTimeline`]. Old (2021) and new category names both load.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::io::Read;
+use std::path::Path;
+
+use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+
+use super::chrome::{KeyOf, LenientF64, LenientU64, MicrosAsNs, Product, StrInto};
+use crate::error::Error;
+use crate::model::classify::{classify, coll_kind, dtype_size};
+use crate::model::{
+    Activity, Annotation, CollKind, CollMeta, DeviceInfo, DeviceOp, Interner, Interval, Ns,
+    RankTimeline, Step, StrId,
+};
+
+/// What the reader found in one file, before ranks are resolved across files.
+#[derive(Debug)]
+pub struct KinetoFile {
+    pub timeline: RankTimeline,
+    /// `distributedInfo.rank`, when the trace has it.
+    pub dist_rank: Option<u32>,
+    pub events: u64,
+    pub warnings: Vec<String>,
+}
+
+/// Reads one Kineto trace from `reader` (already decompressed). `path` is only
+/// used in messages.
+pub fn read(reader: impl Read, path: &Path) -> Result<KinetoFile, Error> {
+    let mut b = Builder::default();
+    let mut de = serde_json::Deserializer::from_reader(reader);
+    let outcome = FileSeed { b: &mut b }
+        .deserialize(&mut de)
+        .and_then(|()| de.end());
+    let mut warnings = Vec::new();
+    if let Err(e) = outcome {
+        let at = format!("line {}, column {}", e.line(), e.column());
+        if b.events == 0 {
+            return Err(Error::Parse {
+                path: path.to_owned(),
+                at,
+                msg: e.to_string(),
+            });
+        }
+        warnings.push(format!(
+            "{}: trace is cut off or damaged at {at} ({}); loaded the {} complete events before it",
+            path.display(),
+            short_error(&e),
+            b.events
+        ));
+    } else if !b.saw_events {
+        return Err(Error::NotATrace {
+            path: path.to_owned(),
+            why: "JSON without a \"traceEvents\" array, so not a PyTorch profiler trace".into(),
+        });
+    }
+    let events = b.events;
+    let dist_rank = b.dist_rank;
+    let mut timeline = b.finish();
+    timeline.source = path.to_owned();
+    Ok(KinetoFile {
+        timeline,
+        dist_rank,
+        events,
+        warnings,
+    })
+}
+
+fn short_error(e: &serde_json::Error) -> &'static str {
+    use serde_json::error::Category;
+    match e.classify() {
+        Category::Eof => "unexpected end of file",
+        Category::Io => "read error",
+        Category::Syntax => "invalid JSON",
+        Category::Data => "unexpected value",
+    }
+}
+
+/// Event categories we treat differently; everything else is `Other`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+enum Cat {
+    Kernel,
+    Memcpy,
+    Memset,
+    Runtime,
+    CpuOp,
+    UserAnnotation,
+    GpuUserAnnotation,
+    #[default]
+    Other,
+}
+
+fn cat_of(s: &str) -> Cat {
+    match s {
+        "kernel" | "Kernel" => Cat::Kernel,
+        "gpu_memcpy" | "Memcpy" => Cat::Memcpy,
+        "gpu_memset" | "Memset" => Cat::Memset,
+        "cuda_runtime" | "cuda_driver" | "Runtime" | "Driver" => Cat::Runtime,
+        "cpu_op" | "Operator" => Cat::CpuOp,
+        "user_annotation" => Cat::UserAnnotation,
+        "gpu_user_annotation" => Cat::GpuUserAnnotation,
+        _ => Cat::Other,
+    }
+}
+
+#[derive(Default)]
+struct Args {
+    stream: Option<u64>,
+    device: Option<u64>,
+    correlation: Option<u64>,
+    external_id: Option<u64>,
+    blocks: Option<f64>,
+    blocks_per_sm: Option<f64>,
+    bytes: Option<u64>,
+    coll_name: Option<StrId>,
+    in_nelems: Option<u64>,
+    out_nelems: Option<u64>,
+    group_size: Option<u64>,
+    dtype: Option<StrId>,
+    pg_name: Option<StrId>,
+    pg_ranks: Option<StrId>,
+}
+
+#[derive(Default)]
+struct Event {
+    ph: u8,
+    cat: Cat,
+    has_name: bool,
+    ts: Option<Ns>,
+    dur: Option<Ns>,
+    tid: Option<u64>,
+    args: Args,
+}
+
+/// Per-op data kept until the whole file is read (links are resolved at the end,
+/// because profilers write launches and kernels in any order).
+struct PendingOp {
+    op: DeviceOp,
+    correlation: Option<u64>,
+    external_id: Option<u64>,
+    blocks_per_sm: Option<f64>,
+}
+
+#[derive(Default)]
+struct Builder {
+    strings: Interner,
+    name_buf: String,
+    scratch: String,
+    ops: Vec<PendingOp>,
+    colls: Vec<CollMeta>,
+    /// Runtime launch time by correlation id.
+    launches: HashMap<u64, Ns>,
+    /// `record_param_comms` metadata by External id.
+    comm_args: HashMap<u64, CollMeta>,
+    steps: Vec<Step>,
+    annotations: Vec<Annotation>,
+    devices: Vec<DeviceInfo>,
+    window: Option<Interval>,
+    dist_rank: Option<u32>,
+    world_size: Option<u32>,
+    saw_events: bool,
+    events: u64,
+}
+
+impl Builder {
+    fn coll_meta(&mut self, a: &Args) -> Option<CollMeta> {
+        let name = a.coll_name?;
+        let dtype_size = a.dtype.and_then(|d| dtype_size(self.strings.get(d)));
+        Some(CollMeta {
+            kind: coll_kind(self.strings.get(name)),
+            name,
+            in_nelems: a.in_nelems,
+            out_nelems: a.out_nelems,
+            dtype_size,
+            group_size: a.group_size.and_then(|g| u32::try_from(g).ok()),
+            pg_name: a.pg_name,
+            pg_ranks: a.pg_ranks,
+        })
+    }
+
+    fn push(&mut self, e: Event) {
+        self.events += 1;
+        if e.ph != b'X' {
+            return;
+        }
+        let (Some(ts), Some(dur)) = (e.ts, e.dur) else {
+            return;
+        };
+        if dur < 0 {
+            return;
+        }
+        let end = ts + dur;
+        self.window = Some(match self.window {
+            Some(w) => Interval::new(w.start.min(ts), w.end.max(end)),
+            None => Interval::new(ts, end),
+        });
+        let activity = match e.cat {
+            Cat::Kernel => Some(Activity::Kernel),
+            Cat::Memcpy => Some(Activity::Memcpy),
+            Cat::Memset => Some(Activity::Memset),
+            _ => None,
+        };
+        if let Some(activity) = activity {
+            let name = self.strings.intern(&self.name_buf);
+            let class = classify(&self.name_buf, activity);
+            let meta = self.coll_meta(&e.args).map(|m| {
+                self.colls.push(m);
+                (self.colls.len() - 1) as u32
+            });
+            self.ops.push(PendingOp {
+                op: DeviceOp {
+                    start: ts,
+                    dur,
+                    name,
+                    activity,
+                    class,
+                    coll: None,
+                    stream: e.args.stream.or(e.tid).unwrap_or(0) as u32,
+                    device: e.args.device.unwrap_or(0) as u32,
+                    blocks: e.args.blocks,
+                    bytes: e.args.bytes,
+                    meta,
+                    step: None,
+                },
+                correlation: e.args.correlation,
+                external_id: e.args.external_id,
+                blocks_per_sm: e.args.blocks_per_sm,
+            });
+            return;
+        }
+        match e.cat {
+            Cat::Runtime => {
+                if let Some(c) = e.args.correlation {
+                    self.launches.insert(c, ts);
+                }
+            }
+            Cat::GpuUserAnnotation => {
+                let name = self.strings.intern(&self.name_buf);
+                self.annotations.push(Annotation {
+                    name,
+                    start: ts,
+                    end,
+                    on_gpu: true,
+                });
+            }
+            _ => {
+                if let Some(n) = self.name_buf.strip_prefix("ProfilerStep#") {
+                    if let Ok(number) = n.trim().parse() {
+                        self.steps.push(Step {
+                            number,
+                            start: ts,
+                            end,
+                        });
+                    }
+                } else if self.name_buf == "record_param_comms" {
+                    if let (Some(id), Some(meta)) = (e.args.external_id, self.coll_meta(&e.args)) {
+                        self.comm_args.insert(id, meta);
+                    }
+                } else if e.cat == Cat::UserAnnotation {
+                    let name = self.strings.intern(&self.name_buf);
+                    self.annotations.push(Annotation {
+                        name,
+                        start: ts,
+                        end,
+                        on_gpu: false,
+                    });
+                }
+            }
+        }
+    }
+
+    fn finish(mut self) -> RankTimeline {
+        self.steps.sort_by_key(|s| (s.start, s.number));
+        self.steps.dedup_by_key(|s| s.number);
+        let steps = self.steps;
+        let mut colls = self.colls;
+        let mut ops: Vec<DeviceOp> = Vec::with_capacity(self.ops.len());
+        for p in self.ops {
+            let mut op = p.op;
+            if op.is_comm() {
+                if op.meta.is_none() {
+                    if let Some(m) = p.external_id.and_then(|id| self.comm_args.get(&id)) {
+                        colls.push(m.clone());
+                        op.meta = Some((colls.len() - 1) as u32);
+                    }
+                }
+                let from_args = op.meta.map(|i| colls[i as usize].kind);
+                let from_name = coll_kind(self.strings.get(op.name));
+                op.coll = Some(match (from_args, from_name) {
+                    // An all-to-all issued as NCCL SendRecv: trust what PyTorch recorded.
+                    (Some(k), _) if k != CollKind::Unknown => k,
+                    (_, k) => k,
+                });
+            }
+            if op.blocks.is_none() {
+                if let (Some(bps), Some(sms)) = (
+                    p.blocks_per_sm,
+                    self.devices
+                        .iter()
+                        .find(|d| d.id == op.device)
+                        .and_then(|d| d.num_sms),
+                ) {
+                    op.blocks = Some(bps * f64::from(sms));
+                }
+            }
+            // A kernel belongs to the step during which it was launched.
+            let launched = p
+                .correlation
+                .and_then(|c| self.launches.get(&c).copied())
+                .unwrap_or(op.start);
+            op.step = step_at(&steps, launched);
+            ops.push(op);
+        }
+        ops.sort_by_key(|o| (o.start, o.end()));
+        self.annotations.sort_by_key(|a| a.start);
+        RankTimeline {
+            rank: self.dist_rank.unwrap_or(0),
+            world_size: self.world_size,
+            source: Default::default(),
+            strings: self.strings,
+            ops,
+            colls,
+            steps,
+            annotations: self.annotations,
+            devices: self.devices,
+            window: self.window,
+        }
+    }
+
+    fn read_device_properties(&mut self, v: serde_json::Value) {
+        let Some(list) = v.as_array() else { return };
+        for d in list {
+            let id = d.get("id").and_then(serde_json::Value::as_u64).unwrap_or(0) as u32;
+            self.devices.push(DeviceInfo {
+                id,
+                name: d
+                    .get("name")
+                    .and_then(serde_json::Value::as_str)
+                    .unwrap_or("")
+                    .to_owned(),
+                num_sms: d
+                    .get("numSms")
+                    .and_then(serde_json::Value::as_u64)
+                    .map(|n| n as u32),
+            });
+        }
+    }
+
+    fn read_distributed_info(&mut self, v: serde_json::Value) {
+        let num = |k: &str| {
+            v.get(k)
+                .and_then(|x| x.as_u64().or_else(|| x.as_str()?.parse().ok()))
+                .and_then(|x| u32::try_from(x).ok())
+        };
+        self.dist_rank = num("rank");
+        self.world_size = num("world_size");
+    }
+}
+
+/// Index of the step whose range contains `t` (steps are sorted and do not overlap).
+fn step_at(steps: &[Step], t: Ns) -> Option<u32> {
+    let i = steps.partition_point(|s| s.start <= t);
+    let s = steps.get(i.checked_sub(1)?)?;
+    (t < s.end).then_some((i - 1) as u32)
+}
+
+// ---- serde plumbing -------------------------------------------------------
+
+enum TopKey {
+    TraceEvents,
+    DeviceProperties,
+    DistributedInfo,
+    Other,
+}
+
+fn top_key(k: &str) -> TopKey {
+    match k {
+        "traceEvents" => TopKey::TraceEvents,
+        "deviceProperties" => TopKey::DeviceProperties,
+        "distributedInfo" => TopKey::DistributedInfo,
+        _ => TopKey::Other,
+    }
+}
+
+struct FileSeed<'b> {
+    b: &'b mut Builder,
+}
+
+impl<'de> DeserializeSeed<'de> for FileSeed<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for FileSeed<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a Chrome trace: an object with \"traceEvents\" or an array of events")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some(key) = map.next_key_seed(KeyOf(top_key))? {
+            match key {
+                TopKey::TraceEvents => {
+                    self.b.saw_events = true;
+                    map.next_value_seed(EventsSeed { b: self.b })?;
+                }
+                TopKey::DeviceProperties => {
+                    let v = map.next_value()?;
+                    self.b.read_device_properties(v);
+                }
+                TopKey::DistributedInfo => {
+                    let v = map.next_value()?;
+                    self.b.read_distributed_info(v);
+                }
+                TopKey::Other => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<(), A::Error> {
+        self.b.saw_events = true;
+        EventsSeed { b: self.b }.visit_seq(seq)
+    }
+}
+
+struct EventsSeed<'b> {
+    b: &'b mut Builder,
+}
+
+impl<'de> DeserializeSeed<'de> for EventsSeed<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for EventsSeed<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an array of trace events")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while let Some(event) = seq.next_element_seed(EventSeed { b: self.b })? {
+            if let Some(event) = event {
+                self.b.push(event);
+            }
+        }
+        Ok(())
+    }
+}
+
+struct EventSeed<'b> {
+    b: &'b mut Builder,
+}
+
+enum EventKey {
+    Ph,
+    Cat,
+    Name,
+    Ts,
+    Dur,
+    Tid,
+    Args,
+    Other,
+}
+
+fn event_key(k: &str) -> EventKey {
+    match k {
+        "ph" => EventKey::Ph,
+        "cat" => EventKey::Cat,
+        "name" => EventKey::Name,
+        "ts" => EventKey::Ts,
+        "dur" => EventKey::Dur,
+        "tid" => EventKey::Tid,
+        "args" => EventKey::Args,
+        _ => EventKey::Other,
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for EventSeed<'_> {
+    type Value = Option<Event>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for EventSeed<'_> {
+    type Value = Option<Event>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a trace event object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let b = self.b;
+        let mut e = Event::default();
+        b.name_buf.clear();
+        while let Some(key) = map.next_key_seed(KeyOf(event_key))? {
+            match key {
+                EventKey::Ph => {
+                    if map.next_value_seed(StrInto(&mut b.scratch))? {
+                        e.ph = b.scratch.bytes().next().unwrap_or(0);
+                    }
+                }
+                EventKey::Cat => {
+                    if map.next_value_seed(StrInto(&mut b.scratch))? {
+                        e.cat = cat_of(&b.scratch);
+                    }
+                }
+                EventKey::Name => e.has_name = map.next_value_seed(StrInto(&mut b.name_buf))?,
+                EventKey::Ts => e.ts = map.next_value_seed(MicrosAsNs)?,
+                EventKey::Dur => e.dur = map.next_value_seed(MicrosAsNs)?,
+                EventKey::Tid => e.tid = map.next_value_seed(LenientU64)?,
+                EventKey::Args => {
+                    e.args = map.next_value_seed(ArgsSeed {
+                        strings: &mut b.strings,
+                    })?
+                }
+                EventKey::Other => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        if !e.has_name {
+            b.name_buf.clear();
+        }
+        Ok(Some(e))
+    }
+
+    // Anything that is not an object is not an event: count nothing, skip it.
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(None)
+    }
+    fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+}
+
+struct ArgsSeed<'s> {
+    strings: &'s mut Interner,
+}
+
+enum ArgKey {
+    Stream,
+    Device,
+    Correlation,
+    ExternalId,
+    Grid,
+    BlocksPerSm,
+    Bytes,
+    CollName,
+    InNelems,
+    OutNelems,
+    GroupSize,
+    Dtype,
+    PgName,
+    PgRanks,
+    Other,
+}
+
+fn arg_key(k: &str) -> ArgKey {
+    match k {
+        "stream" => ArgKey::Stream,
+        "device" => ArgKey::Device,
+        "correlation" => ArgKey::Correlation,
+        "External id" => ArgKey::ExternalId,
+        "grid" => ArgKey::Grid,
+        "blocks per SM" => ArgKey::BlocksPerSm,
+        "bytes" => ArgKey::Bytes,
+        "Collective name" => ArgKey::CollName,
+        "In msg nelems" => ArgKey::InNelems,
+        "Out msg nelems" => ArgKey::OutNelems,
+        "Group size" => ArgKey::GroupSize,
+        "dtype" => ArgKey::Dtype,
+        "Process Group Name" => ArgKey::PgName,
+        "Process Group Ranks" => ArgKey::PgRanks,
+        _ => ArgKey::Other,
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for ArgsSeed<'_> {
+    type Value = Args;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Args, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ArgsSeed<'_> {
+    type Value = Args;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an args object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Args, A::Error> {
+        let mut a = Args::default();
+        let mut buf = String::new();
+        let mut text = |map: &mut A, strings: &mut Interner| -> Result<Option<StrId>, A::Error> {
+            Ok(map
+                .next_value_seed(StrInto(&mut buf))?
+                .then(|| strings.intern(&buf)))
+        };
+        while let Some(key) = map.next_key_seed(KeyOf(arg_key))? {
+            match key {
+                ArgKey::Stream => a.stream = map.next_value_seed(LenientU64)?,
+                ArgKey::Device => a.device = map.next_value_seed(LenientU64)?,
+                ArgKey::Correlation => a.correlation = map.next_value_seed(LenientU64)?,
+                ArgKey::ExternalId => a.external_id = map.next_value_seed(LenientU64)?,
+                ArgKey::Grid => a.blocks = map.next_value_seed(Product)?,
+                ArgKey::BlocksPerSm => a.blocks_per_sm = map.next_value_seed(LenientF64)?,
+                ArgKey::Bytes => a.bytes = map.next_value_seed(LenientU64)?,
+                ArgKey::CollName => a.coll_name = text(&mut map, self.strings)?,
+                ArgKey::InNelems => a.in_nelems = map.next_value_seed(LenientU64)?,
+                ArgKey::OutNelems => a.out_nelems = map.next_value_seed(LenientU64)?,
+                ArgKey::GroupSize => a.group_size = map.next_value_seed(LenientU64)?,
+                ArgKey::Dtype => a.dtype = text(&mut map, self.strings)?,
+                ArgKey::PgName => a.pg_name = text(&mut map, self.strings)?,
+                ArgKey::PgRanks => a.pg_ranks = text(&mut map, self.strings)?,
+                ArgKey::Other => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(a)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Args, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(Args::default())
+    }
+    fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<Args, E> {
+        Ok(Args::default())
+    }
+    fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<Args, E> {
+        Ok(Args::default())
+    }
+    fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<Args, E> {
+        Ok(Args::default())
+    }
+    fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<Args, E> {
+        Ok(Args::default())
+    }
+    fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Args, E> {
+        Ok(Args::default())
+    }
+    fn visit_unit<E: serde::de::Error>(self) -> Result<Args, E> {
+        Ok(Args::default())
+    }
+}

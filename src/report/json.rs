@@ -1,0 +1,75 @@
+//! `--format json`: one object with the trace summary and every metric.
+
+use std::collections::BTreeMap;
+use std::io::{self, Write};
+
+use serde::Serialize;
+
+use super::{About, Row};
+use crate::metrics::Outcome;
+
+#[derive(Serialize)]
+struct Doc<'a> {
+    trace: &'a str,
+    ranks: &'a [u32],
+    gpu_ops: usize,
+    metrics: Vec<MetricJson<'a>>,
+}
+
+#[derive(Serialize)]
+struct MetricJson<'a> {
+    name: &'a str,
+    unit: &'a str,
+    value: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    not_applicable: Option<&'a str>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    per_rank: BTreeMap<String, f64>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    parts: Vec<Part<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    note: Option<&'a str>,
+    about: &'a str,
+}
+
+#[derive(Serialize)]
+struct Part<'a> {
+    label: &'a str,
+    value: f64,
+}
+
+pub fn write(about: &About, rows: &[Row], out: &mut dyn Write) -> io::Result<()> {
+    let metrics = rows
+        .iter()
+        .map(|r| {
+            let mut m = MetricJson {
+                name: r.metric.name,
+                unit: r.metric.unit.symbol(),
+                value: None,
+                not_applicable: None,
+                per_rank: BTreeMap::new(),
+                parts: Vec::new(),
+                note: None,
+                about: r.metric.about,
+            };
+            match &r.outcome {
+                Outcome::Value(v) => {
+                    m.value = Some(v.value);
+                    m.per_rank = v.per_rank.iter().map(|(k, x)| (k.to_string(), *x)).collect();
+                    m.parts = v.parts.iter().map(|(label, value)| Part { label, value: *value }).collect();
+                    m.note = v.note.as_deref();
+                }
+                Outcome::NotApplicable(why) => m.not_applicable = Some(why),
+            }
+            m
+        })
+        .collect();
+    let doc = Doc {
+        trace: &about.source,
+        ranks: &about.ranks,
+        gpu_ops: about.ops,
+        metrics,
+    };
+    serde_json::to_writer_pretty(&mut *out, &doc)?;
+    writeln!(out)
+}

@@ -1,0 +1,84 @@
+//! The human-readable table printed by `--metrics`.
+
+use std::io::{self, Write};
+
+use super::{About, Row};
+use crate::metrics::Outcome;
+
+pub fn write(about: &About, rows: &[Row], out: &mut dyn Write) -> io::Result<()> {
+    writeln!(
+        out,
+        "{}: {} rank{} ({}), {} GPU ops",
+        about.source,
+        about.ranks.len(),
+        if about.ranks.len() == 1 { "" } else { "s" },
+        rank_list(&about.ranks),
+        about.ops
+    )?;
+    let width = rows.iter().map(|r| r.metric.name.len()).max().unwrap_or(6);
+    writeln!(
+        out,
+        "{:<width$}  {:>14}  {:<6}  {:<27}  meaning",
+        "metric", "value", "unit", "min .. max (rank)"
+    )?;
+    for r in rows {
+        let unit = r.metric.unit;
+        match &r.outcome {
+            Outcome::Value(m) => {
+                let spread = r.spread().map_or(String::new(), |((rn, vn), (rx, vx))| {
+                    format!("{} (r{rn}) .. {} (r{rx})", unit.human(vn), unit.human(vx))
+                });
+                writeln!(
+                    out,
+                    "{:<width$}  {:>14}  {:<6}  {:<27}  {}",
+                    r.metric.name,
+                    unit.human(m.value),
+                    unit.symbol(),
+                    spread,
+                    r.metric.about
+                )?;
+                for (label, v) in &m.parts {
+                    writeln!(out, "{:<width$}  {:>14}  {:<6}", format!("  {label}"), unit.human(*v), unit.symbol())?;
+                }
+                if let Some(note) = &m.note {
+                    writeln!(out, "{:<width$}  {note}", "")?;
+                }
+            }
+            Outcome::NotApplicable(why) => writeln!(
+                out,
+                "{:<width$}  {:>14}  {:<6}  {:<27}  not applicable: {why}",
+                r.metric.name,
+                "n/a",
+                unit.symbol(),
+                ""
+            )?,
+        }
+    }
+    Ok(())
+}
+
+/// `0-7` for contiguous ranks, else a comma list (shortened when long).
+fn rank_list(ranks: &[u32]) -> String {
+    match ranks {
+        [] => "none".into(),
+        [a] => format!("rank {a}"),
+        [first, .., last] if (*last - *first) as usize + 1 == ranks.len() => {
+            format!("ranks {first}-{last}")
+        }
+        _ if ranks.len() > 8 => format!("ranks {}, ... ({} in all)", ranks[..4].iter().map(u32::to_string).collect::<Vec<_>>().join(", "), ranks.len()),
+        _ => format!("ranks {}", ranks.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rank_list;
+
+    #[test]
+    fn rank_lists() {
+        assert_eq!(rank_list(&[0, 1, 2, 3]), "ranks 0-3");
+        assert_eq!(rank_list(&[0, 1]), "ranks 0-1");
+        assert_eq!(rank_list(&[0, 2]), "ranks 0, 2");
+        assert_eq!(rank_list(&[34]), "rank 34");
+    }
+}
