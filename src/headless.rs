@@ -125,7 +125,8 @@ fn list_classes(out: &mut dyn Write) -> io::Result<()> {
     writeln!(out, "Kernel names are matched case-insensitively, first rule wins; no match = other.")?;
     writeln!(out, "memcpy/memset events are memory unless they match communication (peer-to-peer copies).")?;
     for r in RULES {
-        writeln!(out, "{:<14}  {}", r.class.name(), r.pattern)?;
+        let scope = if r.base_only { " (base name only)" } else { "" };
+        writeln!(out, "{:<14}  {}{scope}", r.class.name(), r.pattern)?;
     }
     Ok(())
 }

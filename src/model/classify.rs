@@ -92,6 +92,10 @@ impl CollKind {
 pub struct Rule {
     pub class: KernelClass,
     pub pattern: &'static str,
+    /// Match only the base name, before template arguments and the parameter list:
+    /// generic words such as "dispatch" appear in library template arguments
+    /// (`cub::DispatchReduceByKey<…>`) of kernels unrelated to the class.
+    pub base_only: bool,
 }
 
 /// Communication first (so `reduce_scatter` never lands in reduction), MoE before
@@ -100,42 +104,51 @@ pub const RULES: &[Rule] = &[
     Rule {
         class: KernelClass::Communication,
         pattern: r"nccl|rccl|msccl|allreduce|allgather|reducescatter|all_reduce|all_gather|reduce_scatter|alltoall|all_to_all|sendrecv|broadcast|cross_device|memcpy ptop|memcpy peer",
+        base_only: false,
     },
     Rule {
         class: KernelClass::Memory,
         pattern: r"^memcpy|^memset|^memory copy|^memory set",
+        base_only: false,
     },
     Rule {
         class: KernelClass::Moe,
         pattern: r"moe|expert|routing|gating|topk|fused_expert|dispatch|combine|grouped_gemm",
+        base_only: true,
     },
     Rule {
         class: KernelClass::Gemm,
-        pattern: r"gemm|cutlass|cublas|matmul|wgmma|sm90_xmma|nvjet|triton_mm",
+        pattern: r"gemm|cutlass|cublas|matmul|wgmma|sm90_xmma|nvjet|triton_mm|^cijk_|hipblaslt|rocblas|convolve|convolution|conv_(fwd|bwd|wrw)",
+        base_only: false,
     },
     Rule {
         class: KernelClass::Attention,
-        pattern: r"flash|fmha|attention|sdpa|softmax",
+        pattern: r"flash|fmha|attention|attn|sdpa|softmax",
+        base_only: false,
     },
     Rule {
         class: KernelClass::Normalization,
         pattern: r"layer_?norm|rms_?norm|batch_?norm|group_?norm",
+        base_only: false,
     },
     Rule {
         class: KernelClass::Optimizer,
         pattern: r"multi_tensor_apply|adam",
+        base_only: false,
     },
     Rule {
         class: KernelClass::Reduction,
         pattern: r"reduce_kernel|sum_kernel|mean_kernel",
+        base_only: false,
     },
     Rule {
         class: KernelClass::Elementwise,
         pattern: r"elementwise|vectorized|unrolled|pointwise",
+        base_only: false,
     },
 ];
 
-static COMPILED: LazyLock<Vec<(KernelClass, Regex)>> = LazyLock::new(|| {
+static COMPILED: LazyLock<Vec<(&'static Rule, Regex)>> = LazyLock::new(|| {
     RULES
         .iter()
         .map(|r| {
@@ -143,18 +156,24 @@ static COMPILED: LazyLock<Vec<(KernelClass, Regex)>> = LazyLock::new(|| {
                 .case_insensitive(true)
                 .build()
                 .expect("classification patterns are valid");
-            (r.class, re)
+            (r, re)
         })
         .collect()
 });
 
+/// `void cub::DeviceReduceByKeyKernel<…>(…)` -> `void cub::DeviceReduceByKeyKernel`.
+fn base_name(name: &str) -> &str {
+    name.split(['<', '(']).next().unwrap_or(name)
+}
+
 /// Class of a device op. Memory copies and sets are `Memory` unless they cross
 /// devices (peer-to-peer copies are communication).
 pub fn classify(name: &str, activity: Activity) -> KernelClass {
+    let base = base_name(name);
     let by_name = COMPILED
         .iter()
-        .find(|(_, re)| re.is_match(name))
-        .map_or(KernelClass::Other, |(c, _)| *c);
+        .find(|(rule, re)| re.is_match(if rule.base_only { base } else { name }))
+        .map_or(KernelClass::Other, |(rule, _)| rule.class);
     match activity {
         Activity::Kernel => by_name,
         Activity::Memcpy | Activity::Memset if by_name == KernelClass::Communication => by_name,
@@ -220,8 +239,16 @@ mod tests {
         assert_eq!(k("sm90_xmma_gemm_bf16bf16_bf16f32"), Gemm);
         assert_eq!(k("void cutlass::Kernel2<cutlass_80_wmma>"), Gemm);
         assert_eq!(k("flash_fwd_kernel"), Attention);
+        // AMD: Tensile GEMMs, composable-kernel convolutions, Triton attention.
+        assert_eq!(k("Cijk_Alik_Bljk_B_BS_BH_Bias_HA_S_SAV_UserArgs_MT256x128x64"), Gemm);
+        assert_eq!(k("_ZN2ck16tensor_operation6device12_GLOBAL__N_139kernel_grouped_conv_fwd_xdl"), Gemm);
+        assert_eq!(k("attn_fwd"), Attention);
         assert_eq!(k("fused_moe_kernel"), Moe);
         assert_eq!(k("grouped_gemm_kernel"), Moe);
+        assert_eq!(k("void moe::dev::routing::routingIndicesHistogramKernel<moe::dev::X>(int)"), Moe);
+        // "Dispatch" in a CUB template argument is not MoE dispatch.
+        assert_eq!(k("void cub::DeviceReduceByKeyKernel<cub::DispatchReduceByKey<long*>>(long*)"), Other);
+        assert_eq!(k("void (anonymous namespace)::multimem_all_reduce_kernel<c10::BFloat16, 16>"), Communication);
         assert_eq!(k("void at::native::(anonymous namespace)::RowwiseMomentsCUDAKernel"), Other);
         assert_eq!(k("triton_red_fused_rms_norm_0"), Normalization);
         assert_eq!(k("void at::native::vectorized_elementwise_kernel<4>"), Elementwise);
