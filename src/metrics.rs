@@ -195,6 +195,44 @@ pub fn suggest(name: &str) -> Vec<&'static str> {
     scored.into_iter().take(5).map(|(_, n)| n).collect()
 }
 
+/// Helpers for the metric unit tests: traces from `synth`, loaded through the
+/// real Kineto reader.
+#[cfg(test)]
+pub(crate) mod testing {
+    use crate::model::Trace;
+    use crate::read::kineto;
+    use crate::synth::RankTrace;
+
+    pub fn trace(ranks: &[RankTrace]) -> Trace {
+        let mut trace = Trace::default();
+        for r in ranks {
+            let text = r.to_json();
+            let f = kineto::read(text.as_bytes(), "synthetic.json".as_ref()).expect("synthetic trace loads");
+            let mut t = f.timeline;
+            t.rank = f.dist_rank.unwrap_or(0);
+            trace.ranks.push(t);
+        }
+        trace
+    }
+
+    /// The value of `metric` on `trace`, over all ranks or one.
+    pub fn eval(trace: &Trace, metric: &str, rank: Option<u32>) -> super::Outcome {
+        let ctx = super::Ctx::new(trace, rank).expect("rank exists");
+        super::find(metric).expect("metric exists").eval(&ctx)
+    }
+
+    pub fn value(trace: &Trace, metric: &str, rank: Option<u32>) -> f64 {
+        match eval(trace, metric, rank) {
+            super::Outcome::Value(m) => m.value,
+            super::Outcome::NotApplicable(why) => panic!("{metric} not applicable: {why}"),
+        }
+    }
+
+    pub fn assert_close(got: f64, want: f64) {
+        assert!((got - want).abs() <= 1e-9 * want.abs().max(1.0), "got {got}, want {want}");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -102,3 +102,55 @@ impl RankTrace {
         serde_json::to_string_pretty(&doc).expect("JSON values serialize")
     }
 }
+
+/// A two-rank trace small enough to compute every metric by hand (times in µs,
+/// 10 SMs per GPU). The expected values are worked out in the metric tests.
+///
+/// Rank 0, steps #1 = [0, 100) and #2 = [100, 200) on the CPU:
+/// ```text
+/// op  name                                   device time   grid  launched
+/// K1  sm90_xmma_gemm_bf16                    [10, 45)      20    5   (step 1)
+/// C1  ncclDevKernel_AllReduce_Sum_f32_RING   [30, 60)       8    6   (step 1)
+/// M1  Memcpy HtoD, 1e6 bytes                 [60, 70)       -    7   (step 1)
+/// K2  flash_fwd_kernel                       [110, 150)     4    105 (step 2)
+/// C2  ncclDevKernel_AllGather_RING_LL        [140, 170)     8    106 (step 2)
+/// K3  fused_moe_kernel                       [170, 180)     6    107 (step 2)
+/// ```
+/// Rank 1, step #1 = [0, 200): K1 gemm [0, 100) grid 10, C1 all-reduce [100, 200) grid 8.
+pub fn two_rank_example() -> Vec<RankTrace> {
+    let ar = Coll {
+        name: "allreduce",
+        in_nelems: 1 << 20,
+        out_nelems: 1 << 20,
+        dtype: "Float",
+        group_size: 2,
+    };
+    let ag = Coll {
+        name: "_allgather_base",
+        in_nelems: 1 << 18,
+        out_nelems: 1 << 19,
+        dtype: "BFloat16",
+        group_size: 2,
+    };
+    let mut r0 = RankTrace::new(Some(0), 2, 10);
+    r0.step(1, 0.0, 100.0);
+    r0.step(2, 100.0, 100.0);
+    let ops = [
+        r0.kernel("sm90_xmma_gemm_bf16", 10.0, 35.0, 7, 20),
+        r0.collective("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", 30.0, 30.0, 20, &ar),
+        r0.memcpy("Memcpy HtoD (Pageable -> Device)", 60.0, 10.0, 7, 1_000_000),
+        r0.kernel("flash_fwd_kernel", 110.0, 40.0, 7, 4),
+        r0.collective("ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)", 140.0, 30.0, 20, &ag),
+        r0.kernel("fused_moe_kernel", 170.0, 10.0, 7, 6),
+    ];
+    for (corr, at) in ops.into_iter().zip([5.0, 6.0, 7.0, 105.0, 106.0, 107.0]) {
+        r0.launch(corr, at);
+    }
+    let mut r1 = RankTrace::new(Some(1), 2, 10);
+    r1.step(1, 0.0, 200.0);
+    let k = r1.kernel("sm90_xmma_gemm_bf16", 0.0, 100.0, 7, 10);
+    let c = r1.collective("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", 100.0, 100.0, 20, &ar);
+    r1.launch(k, 1.0);
+    r1.launch(c, 2.0);
+    vec![r0, r1]
+}

@@ -39,3 +39,24 @@ pub fn load_imbalance_ratio(ctx: &Ctx) -> Outcome {
             ns_to_s(min)
         ))
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::metrics::testing::{assert_close, eval, trace, value};
+    use crate::metrics::Outcome;
+    use crate::synth::two_rank_example;
+
+    #[test]
+    fn utilization() {
+        // rank 0: busy [10,70) + [110,180) = 130 over window [10,180) = 170; rank 1: 200/200.
+        let t = trace(&two_rank_example());
+        assert_close(value(&t, "aggregate_gpu_utilization", None), (130.0 / 170.0 * 100.0 + 100.0) / 2.0);
+    }
+
+    #[test]
+    fn imbalance_needs_two_ranks() {
+        let t = trace(&two_rank_example());
+        assert_close(value(&t, "load_imbalance_ratio", None), 200.0 / 130.0);
+        assert!(matches!(eval(&t, "load_imbalance_ratio", Some(0)), Outcome::NotApplicable(_)));
+    }
+}

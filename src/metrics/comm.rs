@@ -80,3 +80,67 @@ pub fn communication_overlap_ratio(ctx: &Ctx) -> Outcome {
         "the trace has no communication kernels",
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::metrics::testing::{assert_close, eval, trace, value};
+    use crate::metrics::Outcome;
+    use crate::synth::{two_rank_example, RankTrace};
+
+    // Hand computations for `synth::two_rank_example` (µs):
+    // rank 0 kernels K1 35 + C1 30 + K2 40 + C2 30 + K3 10 = 145, of which comm 60;
+    //        all device ops 145 + memcpy 10 = 155.
+    // rank 1 kernels 100 + 100 = 200, comm 100.
+
+    #[test]
+    fn coll_call_num_counts_the_last_step() {
+        let t = trace(&two_rank_example());
+        // Rank 0's last step (#2) launched C2 only.
+        assert_eq!(value(&t, "coll_call_num", None), 1.0);
+        assert_eq!(value(&t, "coll_call_num", Some(1)), 1.0);
+    }
+
+    #[test]
+    fn coll_call_num_without_steps_counts_everything() {
+        let mut r = RankTrace::new(Some(0), 1, 10);
+        r.kernel("ncclKernel_AllReduce_RING_LL_Sum_float", 0.0, 5.0, 1, 8);
+        r.kernel("ncclKernel_Broadcast_RING_LL_Sum_int8_t", 10.0, 5.0, 1, 8);
+        r.kernel("gemm", 20.0, 5.0, 2, 8);
+        assert_eq!(value(&trace(&[r]), "coll_call_num", None), 2.0);
+    }
+
+    #[test]
+    fn communication_time_per_step() {
+        // rank 0: 60 µs over 2 steps = 30 µs; rank 1: 100 µs over 1 step. Mean 65 µs.
+        assert_close(value(&trace(&two_rank_example()), "total_communication_time", None), 65e-6);
+    }
+
+    #[test]
+    fn communication_ratio_and_fraction() {
+        let t = trace(&two_rank_example());
+        // ratio: 60/145 and 100/200, averaged.
+        assert_close(value(&t, "communication_ratio", None), (60.0 / 145.0 * 100.0 + 50.0) / 2.0);
+        assert_close(value(&t, "communication_ratio", Some(1)), 50.0);
+        // fraction: the memcpy joins the denominator on rank 0: 60/155.
+        assert_close(value(&t, "communication_fraction", None), (60.0 / 155.0 * 100.0 + 50.0) / 2.0);
+    }
+
+    #[test]
+    fn overlap_ratio() {
+        let t = trace(&two_rank_example());
+        // rank 0: comm [30,60) ∪ [140,170) = 60; compute [10,45) ∪ [110,150) ∪ [170,180);
+        // overlap [30,45) + [140,150) = 25 -> 25/60. rank 1: comm starts where compute
+        // ends (touching, no overlap) -> 0.
+        assert_close(value(&t, "communication_overlap_ratio", None), (25.0 / 60.0) / 2.0);
+        assert_close(value(&t, "communication_overlap_ratio", Some(0)), 25.0 / 60.0);
+    }
+
+    #[test]
+    fn no_communication_is_not_applicable_for_overlap_but_zero_for_ratio() {
+        let mut r = RankTrace::new(None, 1, 10);
+        r.kernel("gemm", 0.0, 5.0, 1, 8);
+        let t = trace(&[r]);
+        assert!(matches!(eval(&t, "communication_overlap_ratio", None), Outcome::NotApplicable(_)));
+        assert_eq!(value(&t, "communication_ratio", None), 0.0);
+    }
+}

@@ -162,3 +162,77 @@ pub fn memory_bound_fraction(ctx: &Ctx) -> Outcome {
     coverage_share(ctx, |_, cov, _| cov < 0.5)
 }
 
+
+#[cfg(test)]
+mod tests {
+    use crate::metrics::testing::{assert_close, eval, trace, value};
+    use crate::metrics::Outcome;
+    use crate::synth::{two_rank_example, RankTrace};
+
+    #[test]
+    fn total_kernel_time_sums_all_ranks() {
+        // 145 µs + 200 µs; the memcpy is not a kernel.
+        assert_close(value(&trace(&two_rank_example()), "total_kernel_time", None), 345e-6);
+    }
+
+    #[test]
+    fn dominant_kernel() {
+        let t = trace(&two_rank_example());
+        // rank 0: flash 40/145; rank 1: gemm and all-reduce tie at 100/200.
+        assert_close(value(&t, "dominant_kernel_concentration", None), (40.0 / 145.0 * 100.0 + 50.0) / 2.0);
+    }
+
+    #[test]
+    fn moe_fraction() {
+        // rank 0: 10/145; rank 1: 0.
+        assert_close(value(&trace(&two_rank_example()), "moe_fraction", None), 10.0 / 145.0 * 100.0 / 2.0);
+    }
+
+    #[test]
+    fn break_down_by_class() {
+        let t = trace(&two_rank_example());
+        // rank 0 of 155 µs: comm 60, attention 40, moe 10, gemm 35, other 0, memory 10;
+        // rank 1 of 200 µs: comm 100, gemm 100. Headline: compute share 85/155 and 50 %.
+        let Outcome::Value(m) = eval(&t, "break_down_steps", None) else { panic!() };
+        assert_close(m.value, (85.0 / 155.0 * 100.0 + 50.0) / 2.0);
+        let part = |l: &str| m.parts.iter().find(|p| p.0 == l).unwrap().1;
+        assert_close(part("communication"), (60.0 / 155.0 * 100.0 + 50.0) / 2.0);
+        assert_close(part("attention"), 40.0 / 155.0 * 100.0 / 2.0);
+        assert_close(part("moe"), 10.0 / 155.0 * 100.0 / 2.0);
+        assert_close(part("gemm"), (35.0 / 155.0 * 100.0 + 50.0) / 2.0);
+        assert_close(part("other compute"), 0.0);
+        assert_close(part("memory"), 10.0 / 155.0 * 100.0 / 2.0);
+        assert_close(m.parts.iter().map(|p| p.1).sum(), 100.0);
+    }
+
+    #[test]
+    fn sm_coverage_family() {
+        let t = trace(&two_rank_example());
+        // Coverage with 10 SMs: K1 1.0, C1 0.8, K2 0.4, C2 0.8, K3 0.6 on rank 0;
+        // rank 1: gemm 1.0, all-reduce 0.8.
+        // rank 0: (35·1 + 30·.8 + 40·.4 + 30·.8 + 10·.6) / 145 = 105/145; rank 1: 180/200.
+        assert_close(value(&t, "mean_sm_coverage", None), (105.0 / 145.0 * 100.0 + 90.0) / 2.0);
+        // Median duration on rank 0 is 30 (of 10,30,30,35,40): only K1 (35 µs, 1.0)
+        // is both wide and long. Rank 1: nothing is longer than its median (100).
+        assert_close(value(&t, "compute_bound_fraction", None), 35.0 / 145.0 * 100.0 / 2.0);
+        // Coverage below 50 %: K2 on rank 0 only.
+        assert_close(value(&t, "memory_bound_fraction", None), 40.0 / 145.0 * 100.0 / 2.0);
+    }
+
+    #[test]
+    fn no_grid_is_not_applicable() {
+        let mut r = RankTrace::new(None, 1, 0);
+        r.kernel("gemm", 0.0, 5.0, 1, 8);
+        // numSms 0 -> the SM count is unknown (deviceProperties without numSms).
+        let t = trace(&[r]);
+        assert!(matches!(eval(&t, "mean_sm_coverage", None), Outcome::NotApplicable(_)));
+    }
+
+    #[test]
+    fn no_kernels_is_not_applicable() {
+        let t = trace(&[RankTrace::new(Some(0), 1, 10)]);
+        for m in ["total_kernel_time", "dominant_kernel_concentration", "moe_fraction", "break_down_steps"] {
+            assert!(matches!(eval(&t, m, None), Outcome::NotApplicable(_)), "{m}");
+        }
+    }
+}

@@ -16,3 +16,25 @@ pub fn avg_step_time(ctx: &Ctx) -> Outcome {
         "the trace has no ProfilerStep annotations",
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::metrics::testing::{assert_close, eval, trace, value};
+    use crate::metrics::Outcome;
+    use crate::synth::{two_rank_example, RankTrace};
+
+    #[test]
+    fn step_time() {
+        // rank 0: two 100 µs steps; rank 1: one 200 µs step.
+        let t = trace(&two_rank_example());
+        assert_close(value(&t, "avg_step_time", None), 150e-6);
+        assert_close(value(&t, "avg_step_time", Some(1)), 200e-6);
+    }
+
+    #[test]
+    fn no_steps() {
+        let mut r = RankTrace::new(None, 1, 10);
+        r.kernel("gemm", 0.0, 5.0, 1, 8);
+        assert!(matches!(eval(&trace(&[r]), "avg_step_time", None), Outcome::NotApplicable(_)));
+    }
+}

@@ -5,8 +5,11 @@
 pub type Ns = i64;
 
 /// Kineto and Chrome traces give microseconds, sometimes with a nanosecond fraction.
+/// The whole and fractional microseconds are converted separately: multiplying a
+/// large timestamp by 1000 first would add a rounding error of its own.
 pub fn us_to_ns(us: f64) -> Ns {
-    (us * 1_000.0).round() as Ns
+    let whole = us.trunc();
+    whole as Ns * 1_000 + ((us - whole) * 1_000.0).round() as Ns
 }
 
 pub fn ns_to_s(ns: Ns) -> f64 {
@@ -21,6 +24,8 @@ mod tests {
     fn converts_fractional_microseconds() {
         assert_eq!(us_to_ns(2636.669), 2_636_669);
         assert_eq!(us_to_ns(4_458_677_009_853.422), 4_458_677_009_853_422);
+        assert_eq!(us_to_ns(4_458_677_052_057.143), 4_458_677_052_057_143);
+        assert_eq!(us_to_ns(-1.5), -1_500);
         assert_eq!(ns_to_s(1_500_000_000), 1.5);
     }
 }

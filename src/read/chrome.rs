@@ -255,9 +255,9 @@ impl<'de, K> Visitor<'de> for KeyOf<K> {
 mod tests {
     use super::*;
 
-    fn parse<S>(seed: S, json: &str) -> S::Value
+    fn parse<V, S>(seed: S, json: &str) -> V
     where
-        S: for<'de> DeserializeSeed<'de>,
+        S: for<'de> DeserializeSeed<'de, Value = V>,
     {
         let mut de = serde_json::Deserializer::from_str(json);
         seed.deserialize(&mut de).unwrap()

@@ -343,6 +343,7 @@ impl Builder {
                 num_sms: d
                     .get("numSms")
                     .and_then(serde_json::Value::as_u64)
+                    .filter(|&n| n > 0)
                     .map(|n| n as u32),
             });
         }

@@ -1,0 +1,210 @@
+#!/usr/bin/env python3
+"""Independent reference values for ccl-bench's corpus tests.
+
+Computes the seed-list-A metrics of ../shared/METRICS.md straight from the raw
+PyTorch profiler JSON with json.load (no code shared with the Rust crate), so the
+integration tests in tests/it/corpus.rs compare two separate implementations.
+
+    python3 scripts/reference_metrics.py ../shared/corpus/kineto/dlrm_8rank_v100/*.json
+
+Prints one `name value` line per metric; the numbers were pasted into the tests.
+"""
+import gzip
+from decimal import Decimal, ROUND_HALF_EVEN
+import json
+import re
+import statistics
+import sys
+
+COMM = re.compile(r"nccl|rccl|msccl|allreduce|allgather|reducescatter|all_reduce|all_gather|"
+                  r"reduce_scatter|alltoall|all_to_all|sendrecv|broadcast|cross_device|memcpy ptop|memcpy peer", re.I)
+MEMNAME = re.compile(r"^memcpy|^memset|^memory copy|^memory set", re.I)
+MOE = re.compile(r"moe|expert|routing|gating|topk|fused_expert|dispatch|combine|grouped_gemm", re.I)
+GEMM = re.compile(r"gemm|cutlass|cublas|matmul|wgmma|sm90_xmma|nvjet|triton_mm|^cijk_|hipblaslt|rocblas|"
+                  r"convolve|convolution|conv_(fwd|bwd|wrw)", re.I)
+ATTN = re.compile(r"flash|fmha|attention|attn|sdpa|softmax", re.I)
+KERNEL, MEMCPY, MEMSET = {"kernel", "Kernel"}, {"gpu_memcpy", "Memcpy"}, {"gpu_memset", "Memset"}
+RUNTIME = {"cuda_runtime", "cuda_driver", "Runtime", "Driver"}
+
+
+def ns(us):
+    # Exact: float(us) * 1000 would lose nanoseconds above 2**53 (epoch microseconds).
+    if isinstance(us, int):
+        return us * 1000
+    return int((Decimal(repr(us)) * 1000).to_integral_value(rounding=ROUND_HALF_EVEN))
+
+
+def klass(name, is_kernel):
+    if COMM.search(name):
+        return "comm"
+    if not is_kernel or MEMNAME.search(name):
+        return "memory"
+    if MOE.search(re.split(r"[<(]", name)[0]):
+        return "moe"
+    if GEMM.search(name):
+        return "gemm"
+    if ATTN.search(name):
+        return "attention"
+    return "other"
+
+
+def union(iv):
+    out = []
+    for s, e in sorted(x for x in iv if x[1] > x[0]):
+        if out and s <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], e)
+        else:
+            out.append([s, e])
+    return out
+
+
+def total(iv):
+    return sum(e - s for s, e in iv)
+
+
+def intersect(a, b):
+    out, i, j = [], 0, 0
+    while i < len(a) and j < len(b):
+        s, e = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        if s < e:
+            out.append([s, e])
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return out
+
+
+def subtract(a, b):
+    # a minus b, by walking both boundaries on a small grid of events
+    res = []
+    for s, e in a:
+        cur = s
+        for bs, be in b:
+            if be <= cur or bs >= e:
+                continue
+            if bs > cur:
+                res.append([cur, bs])
+            cur = max(cur, be)
+        if cur < e:
+            res.append([cur, e])
+    return res
+
+
+def load(path):
+    opener = gzip.open if open(path, "rb").read(2) == b"\x1f\x8b" else open
+    with opener(path, "rt") as f:
+        d = json.load(f)
+    ev = d["traceEvents"] if isinstance(d, dict) else d
+    sms = {p.get("id", 0): p.get("numSms") for p in (d.get("deviceProperties") or [])} if isinstance(d, dict) else {}
+    ops, launches, steps = [], {}, {}
+    for e in ev:
+        if not isinstance(e, dict) or e.get("ph") != "X" or "ts" not in e or "dur" not in e:
+            continue
+        cat, name, a = e.get("cat"), e.get("name", ""), e.get("args") or {}
+        ts, dur = ns(e["ts"]), ns(e["dur"])
+        if dur < 0:
+            continue
+        if cat in KERNEL or cat in MEMCPY or cat in MEMSET:
+            grid = a.get("grid")
+            blocks = None
+            if isinstance(grid, list) and grid:
+                blocks = 1
+                for g in grid:
+                    blocks *= g
+            elif "blocks per SM" in a and sms.get(a.get("device", 0)):
+                blocks = a["blocks per SM"] * sms[a.get("device", 0)]
+            ops.append(dict(ts=ts, end=ts + dur, dur=dur, name=name, kernel=cat in KERNEL,
+                            memcpy=cat in MEMCPY, cls=klass(name, cat in KERNEL), bytes=a.get("bytes"),
+                            corr=a.get("correlation"), blocks=blocks, device=a.get("device", 0)))
+        elif cat in RUNTIME and "correlation" in a:
+            launches[a["correlation"]] = ts
+        elif cat != "gpu_user_annotation" and name.startswith("ProfilerStep#"):
+            steps.setdefault(int(name.split("#")[1]), (ts, ts + dur))
+    steps = sorted(steps.items(), key=lambda kv: kv[1][0])
+    for o in ops:
+        t = launches.get(o["corr"], o["ts"])
+        o["step"] = next((i for i, (_, (s, e)) in enumerate(steps) if s <= t < e), None)
+    return dict(ops=ops, steps=steps, sms=sms)
+
+
+def metrics(ranks):
+    out = {}
+    per = []
+    for r in ranks:
+        ops, steps = r["ops"], r["steps"]
+        ks = [o for o in ops if o["kernel"]]
+        ksum = sum(o["dur"] for o in ks)
+        osum = sum(o["dur"] for o in ops)
+        comm_k = sum(o["dur"] for o in ks if o["cls"] == "comm")
+        comm_o = sum(o["dur"] for o in ops if o["cls"] == "comm")
+        busy = union([[o["ts"], o["end"]] for o in ops])
+        comm_u = union([[o["ts"], o["end"]] for o in ops if o["cls"] == "comm"])
+        comp_u = union([[o["ts"], o["end"]] for o in ks if o["cls"] not in ("comm", "memory")])
+        mem_u = union([[o["ts"], o["end"]] for o in ops if o["cls"] == "memory"])
+        window = max(o["end"] for o in ops) - min(o["ts"] for o in ops)
+        names = {}
+        for o in ks:
+            names[o["name"]] = names.get(o["name"], 0) + o["dur"]
+        in_steps = [o for o in ops if not steps or o["step"] is not None]
+        comm_steps = sum(o["dur"] for o in in_steps if o["kernel"] and o["cls"] == "comm")
+        if steps:
+            hulls = {}
+            for o in ops:
+                if o["step"] is not None:
+                    h = hulls.get(o["step"], [o["ts"], o["end"]])
+                    hulls[o["step"]] = [min(h[0], o["ts"]), max(h[1], o["end"])]
+            win = union(list(hulls.values()))
+        else:
+            win = [[min(o["ts"] for o in ops), max(o["end"] for o in ops)]]
+        last = len(steps) - 1 if steps else None
+        cov = []
+        for o in ks:
+            sm = r["sms"].get(o["device"])
+            if o["blocks"] is not None and sm:
+                cov.append((o["dur"], min(1.0, o["blocks"] / sm)))
+        mc = [o for o in ops if o["memcpy"] and o["bytes"] is not None and o["dur"] > 0]
+        bsum = sum(o["dur"] for o in in_steps)
+        per.append(dict(
+            total_kernel_time=ksum / 1e9,
+            communication_ratio=100 * comm_k / ksum,
+            communication_fraction=100 * comm_o / osum,
+            coll_call_num=sum(1 for o in ks if o["cls"] == "comm" and (last is None or o["step"] == last)),
+            total_communication_time=comm_steps / 1e9 / max(1, len(steps)),
+            aggregate_gpu_utilization=100 * total(busy) / window,
+            communication_overlap_ratio=(total(intersect(comm_u, comp_u)) / total(comm_u)) if comm_u else None,
+            busy=total(busy),
+            avg_step_time=(statistics.mean(e - s for _, (s, e) in steps) / 1e9) if steps else None,
+            dominant_kernel_concentration=100 * max(names.values()) / ksum,
+            moe_fraction=100 * sum(o["dur"] for o in ks if o["cls"] == "moe") / ksum,
+            break_down_steps=100 * sum(o["dur"] for o in in_steps if o["cls"] not in ("comm", "memory")) / bsum,
+            memory_transfer_overhead=100 * total(intersect(subtract(mem_u, comp_u), win)) / total(win),
+            mean_sm_coverage=(100 * sum(d * c for d, c in cov) / sum(d for d, _ in cov)) if cov else None,
+            mc_bytes=sum(o["bytes"] for o in mc), mc_ns=sum(o["dur"] for o in mc),
+        ))
+    def mean(k):
+        v = [p[k] for p in per if p[k] is not None]
+        return statistics.mean(v) if v else None
+    out["total_kernel_time"] = sum(p["total_kernel_time"] for p in per)
+    for k in ("communication_ratio", "communication_fraction", "total_communication_time",
+              "aggregate_gpu_utilization", "communication_overlap_ratio", "avg_step_time",
+              "dominant_kernel_concentration", "moe_fraction", "break_down_steps",
+              "memory_transfer_overhead", "mean_sm_coverage"):
+        out[k] = mean(k)
+    out["coll_call_num"] = per[0]["coll_call_num"]
+    b = [p["busy"] for p in per]
+    out["load_imbalance_ratio"] = max(b) / min(b) if len(b) > 1 else None
+    mb, mn = sum(p["mc_bytes"] for p in per), sum(p["mc_ns"] for p in per)
+    out["average_memory_bandwidth"] = mb / mn if mn else None
+    return out
+
+
+def rank_of(path, d_rank):
+    return d_rank
+
+
+if __name__ == "__main__":
+    # Files are given in rank order; rank 0 first.
+    ranks = [load(p) for p in sys.argv[1:]]
+    for k, v in sorted(metrics(ranks).items()):
+        print(k, repr(v))
