@@ -669,3 +669,120 @@ impl<'de> Visitor<'de> for ArgsSeed<'_> {
         Ok(Args::default())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::KernelClass;
+
+    fn load(text: &str) -> KinetoFile {
+        read(text.as_bytes(), Path::new("t.json")).expect("loads")
+    }
+
+    const TWO_STEPS: &str = r#"{"distributedInfo": {"rank": 3, "world_size": 4},
+      "deviceProperties": [{"id": 0, "name": "A100", "numSms": 108}],
+      "traceEvents": [
+        {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#7", "ts": 0, "dur": 100},
+        {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#8", "ts": 100, "dur": 100},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": 90, "dur": 2, "args": {"correlation": 11}},
+        {"ph": "X", "cat": "kernel", "name": "ncclKernel_AllReduce_RING_LL_Sum_float", "ts": 150, "dur": 20,
+         "args": {"correlation": 11, "External id": 5, "stream": 20, "device": 0, "blocks per SM": 0.5}},
+        {"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "ts": 89, "dur": 3,
+         "args": {"External id": 5, "Collective name": "allreduce", "In msg nelems": 1000,
+                  "Out msg nelems": 1000, "dtype": "BFloat16", "Group size": 4}},
+        {"ph": "i", "cat": "cpu_instant_event", "name": "x", "ts": 1},
+        {"ph": "X", "cat": "kernel", "name": "gemm", "ts": 150.5, "dur": 1.25, "args": {"stream": "7"}}
+      ]}"#;
+
+    #[test]
+    fn kernels_belong_to_the_step_that_launched_them() {
+        let f = load(TWO_STEPS);
+        let t = &f.timeline;
+        assert_eq!(f.dist_rank, Some(3));
+        assert_eq!(t.world_size, Some(4));
+        assert_eq!(t.steps.iter().map(|s| s.number).collect::<Vec<_>>(), vec![7, 8]);
+        let nccl = t.ops.iter().find(|o| o.is_comm()).unwrap();
+        // Runs during step 8 on the GPU, but was launched at t=90, in step 7.
+        assert_eq!(nccl.step, Some(0));
+        // No launch record: the kernel's own start decides (step 8).
+        let gemm = t.ops.iter().find(|o| !o.is_comm()).unwrap();
+        assert_eq!(gemm.step, Some(1));
+        assert_eq!((gemm.start, gemm.dur, gemm.stream), (150_500, 1_250, 7));
+    }
+
+    #[test]
+    fn collective_metadata_from_record_param_comms() {
+        let f = load(TWO_STEPS);
+        let t = &f.timeline;
+        let nccl = t.ops.iter().find(|o| o.is_comm()).unwrap();
+        assert_eq!(nccl.coll, Some(CollKind::AllReduce));
+        let m = t.coll_meta(nccl).expect("linked by External id");
+        assert_eq!(m.in_bytes(), Some(2000));
+        assert_eq!(m.group_size, Some(4));
+        // blocks per SM × SMs when no grid is recorded.
+        assert_eq!(nccl.blocks, Some(54.0));
+    }
+
+    #[test]
+    fn legacy_2021_categories() {
+        let f = load(
+            r#"{"traceEvents": [
+            {"ph": "X", "cat": "Operator", "name": "ProfilerStep#5", "ts": 0, "dur": 50},
+            {"ph": "X", "cat": "Runtime", "name": "cudaLaunchKernel", "ts": 1, "dur": 1, "args": {"correlation": 1}},
+            {"ph": "X", "cat": "Kernel", "name": "volta_sgemm_128x64_nn", "ts": 5, "dur": 10, "args": {"correlation": 1, "stream": 7}},
+            {"ph": "X", "cat": "Memcpy", "name": "Memcpy HtoD (Pageable -> Device)", "ts": 20, "dur": 4, "args": {"bytes": 4096}},
+            {"ph": "X", "cat": "Memset", "name": "Memset (Device)", "ts": 30, "dur": 1}
+        ]}"#,
+        );
+        let t = &f.timeline;
+        assert_eq!(t.steps.len(), 1);
+        assert_eq!(t.ops.len(), 3);
+        assert_eq!(t.ops[0].class, KernelClass::Gemm);
+        assert_eq!(t.ops[0].step, Some(0));
+        assert_eq!(t.ops[1].activity, Activity::Memcpy);
+        assert_eq!(t.ops[1].bytes, Some(4096));
+        assert_eq!(t.ops[2].activity, Activity::Memset);
+    }
+
+    #[test]
+    fn truncated_file_keeps_complete_events() {
+        let full = TWO_STEPS;
+        let cut = &full[..full.find("\"gemm\"").unwrap()];
+        let f = load(cut);
+        assert_eq!(f.warnings.len(), 1, "{:?}", f.warnings);
+        assert!(f.warnings[0].contains("t.json"));
+        // Everything before the cut event is there; the cut one is not.
+        assert_eq!(f.timeline.ops.len(), 1);
+        assert_eq!(f.timeline.steps.len(), 2);
+    }
+
+    #[test]
+    fn bare_event_array() {
+        let f = load(r#"[{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 2}]"#);
+        assert_eq!(f.timeline.ops.len(), 1);
+    }
+
+    #[test]
+    fn rejects_json_that_is_not_a_trace() {
+        let e = read(&b"{\"nodes\": []}"[..], Path::new("et.json")).unwrap_err();
+        assert!(e.to_string().contains("et.json"), "{e}");
+        assert!(e.to_string().contains("traceEvents"), "{e}");
+        let e = read(&b"not json"[..], Path::new("x.json")).unwrap_err();
+        assert!(e.to_string().starts_with("x.json: not valid JSON at line 1"), "{e}");
+    }
+
+    #[test]
+    fn odd_types_do_not_fail_the_file() {
+        let f = load(
+            r#"{"traceEvents": [
+            {"ph": "X", "cat": "kernel", "name": "k", "pid": "Spans", "tid": "stream 7", "ts": "10", "dur": 2,
+             "args": {"grid": "big", "stream": null, "External id": [1], "bytes": -3}},
+            {"ph": "X", "cat": "kernel", "name": "neg", "ts": 1, "dur": -5},
+            3, "x", null
+        ]}"#,
+        );
+        assert_eq!(f.timeline.ops.len(), 1);
+        let k = &f.timeline.ops[0];
+        assert_eq!((k.start, k.blocks, k.bytes), (10_000, None, None));
+    }
+}

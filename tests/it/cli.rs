@@ -1,0 +1,127 @@
+use std::io::Write;
+
+use ccl_bench::synth::two_rank_example;
+
+use crate::support::{assert_close, run, stderr, stdout, write_ranks};
+
+#[test]
+fn bare_number_on_stdout() {
+    let dir = write_ranks(&two_rank_example());
+    let p = dir.path().to_str().unwrap();
+    let o = run(&["--trace", p, "--metric", "communication_ratio"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert_eq!(out.lines().count(), 1, "only the number: {out:?}");
+    assert_close(out.trim().parse().unwrap(), (60.0 / 145.0 * 100.0 + 50.0) / 2.0, "communication_ratio");
+    // Counts print as integers.
+    assert_eq!(stdout(&run(&["--trace", p, "--metric", "coll_call_num"])).trim(), "1");
+    // --rank narrows to one rank.
+    let o = run(&["--trace", p, "--metric", "communication_ratio", "--rank", "1"]);
+    assert_eq!(stdout(&o).trim(), "50");
+}
+
+#[test]
+fn single_file_trace() {
+    let dir = write_ranks(&two_rank_example());
+    let f = dir.path().join("rank1_trace.json");
+    let o = run(&["--trace", f.to_str().unwrap(), "--metric", "avg_step_time"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_close(stdout(&o).trim().parse().unwrap(), 200e-6, "avg_step_time");
+}
+
+#[test]
+fn gzip_detected_by_content_not_extension() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = two_rank_example()[1].to_json();
+    // A gzip stream behind a plain .json name.
+    let f = std::fs::File::create(dir.path().join("rank1_trace.json")).unwrap();
+    let mut gz = flate2::write::GzEncoder::new(f, flate2::Compression::fast());
+    gz.write_all(text.as_bytes()).unwrap();
+    gz.finish().unwrap();
+    let o = run(&["--trace", dir.path().to_str().unwrap(), "--metric", "total_kernel_time"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_close(stdout(&o).trim().parse().unwrap(), 200e-6, "total_kernel_time");
+}
+
+#[test]
+fn not_applicable_exits_3_with_reason() {
+    let dir = write_ranks(&two_rank_example());
+    let p = dir.path().to_str().unwrap();
+    let o = run(&["--trace", p, "--metric", "load_imbalance_ratio", "--rank", "0"]);
+    assert_eq!(o.status.code(), Some(3));
+    assert_eq!(stdout(&o), "");
+    assert!(stderr(&o).contains("needs at least 2 ranks"), "{}", stderr(&o));
+    // Old scripts expect -1.
+    let o = run(&["--trace", p, "--metric", "load_imbalance_ratio", "--rank", "0", "--missing", "-1"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(stdout(&o).trim(), "-1");
+}
+
+#[test]
+fn unknown_metric_lists_close_names() {
+    let o = run(&["--trace", "/nonexistent", "--metric", "comunication_ratio"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(stdout(&o), "");
+    assert!(stderr(&o).contains("communication_ratio"), "{}", stderr(&o));
+}
+
+#[test]
+fn all_metrics_table_json_csv() {
+    let dir = write_ranks(&two_rank_example());
+    let p = dir.path().to_str().unwrap();
+    let table = stdout(&run(&["--trace", p, "--metrics"]));
+    for m in ccl_bench::metrics::METRICS {
+        assert!(table.contains(m.name), "table lacks {}", m.name);
+    }
+    assert!(table.contains("2 ranks (ranks 0-1)"), "{table}");
+    let o = run(&["--trace", p, "--all", "--format", "json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).expect("valid JSON");
+    let metrics = doc["metrics"].as_array().unwrap();
+    assert_eq!(metrics.len(), ccl_bench::metrics::METRICS.len());
+    let bd = metrics.iter().find(|m| m["name"] == "break_down_steps").unwrap();
+    assert_eq!(bd["parts"].as_array().unwrap().len(), 6);
+    let ratio = metrics.iter().find(|m| m["name"] == "communication_ratio").unwrap();
+    assert_eq!(ratio["per_rank"]["1"], 50.0);
+    let csv = stdout(&run(&["--trace", p, "--metrics", "--format", "csv"]));
+    assert!(csv.starts_with("metric,value,unit,min,min_rank,max,max_rank,status,about"));
+    assert!(csv.contains("\ncommunication_ratio,"));
+    assert!(csv.contains("\nbreak_down_steps.other_compute,"));
+}
+
+#[test]
+fn list_metrics_and_classes() {
+    let o = run(&["--list-metrics"]);
+    assert!(o.status.success());
+    let out = stdout(&o);
+    for m in ccl_bench::metrics::METRICS {
+        assert!(out.contains(m.name));
+    }
+    let out = stdout(&run(&["--list-classes"]));
+    assert!(out.contains("communication") && out.contains("gemm"));
+}
+
+#[test]
+fn iteration_layout_picks_newest_or_the_one_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let ranks = two_rank_example();
+    for (k, r) in [(3, &ranks[0]), (5, &ranks[1])] {
+        let it = dir.path().join(format!("profile_traces/iteration_{k}"));
+        std::fs::create_dir_all(&it).unwrap();
+        std::fs::write(it.join("rank0_trace.json"), r.to_json()).unwrap();
+    }
+    let p = dir.path().to_str().unwrap();
+    // Newest: iteration 5 holds the one-step trace (200 µs).
+    let o = run(&["--trace", p, "--metric", "avg_step_time"]);
+    assert_close(stdout(&o).trim().parse().unwrap(), 200e-6, "newest iteration");
+    let o = run(&["--trace", p, "--metric", "avg_step_time", "--iteration", "3"]);
+    assert_close(stdout(&o).trim().parse().unwrap(), 100e-6, "iteration 3");
+    let o = run(&["--trace", p, "--metric", "avg_step_time", "--iteration", "4"]);
+    assert_ne!(o.status.code(), Some(0));
+    assert!(stderr(&o).contains("iteration 4 not found; available: 3, 5"), "{}", stderr(&o));
+}
+
+#[test]
+fn help_describes_the_tool() {
+    let out = stdout(&run(&["--help"]));
+    assert!(out.contains("--metric") && out.contains("Exit status"));
+}

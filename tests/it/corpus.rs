@@ -1,0 +1,222 @@
+//! Agreement with real traces. Expected values come from an independent Python
+//! implementation over json.load (no shared code), run once and pasted here:
+//!
+//!     python3 scripts/reference_metrics.py ../shared/corpus/kineto/dlrm_8rank_v100/*.json
+//!     python3 scripts/reference_metrics.py ../shared/corpus/kineto/hta/nccl_parser_config/*.gz
+//!     python3 scripts/reference_metrics.py ../shared/corpus/kineto/tracelens/b200/*.gz
+//!     python3 scripts/reference_metrics.py ../shared/corpus/kineto/legacy_2021/*.gz
+//!     python3 scripts/reference_metrics.py ../shared/corpus/kineto/h100_gpt_eager/profile_traces/iteration_5/*.json
+//!
+//! `None` means the reference found the metric not applicable.
+
+use ccl_bench::headless::load;
+use ccl_bench::metrics::{self, Ctx, Outcome};
+
+use crate::support::{assert_close, corpus, run, stderr, stdout};
+
+fn check(rel: &str, expected: &[(&str, Option<f64>)]) {
+    let Some(dir) = corpus(rel) else { return };
+    let trace = load(&dir, None).expect("corpus trace loads");
+    let ctx = Ctx::new(&trace, None).unwrap();
+    for (name, want) in expected {
+        let got = metrics::find(name).expect("metric exists").eval(&ctx);
+        match (want, &got) {
+            (Some(w), Outcome::Value(m)) => assert_close(m.value, *w, &format!("{rel} {name}")),
+            (None, Outcome::NotApplicable(_)) => {}
+            _ => panic!("{rel} {name}: got {got:?}, want {want:?}"),
+        }
+    }
+}
+
+const DLRM: &[(&str, Option<f64>)] = &[
+    ("aggregate_gpu_utilization", Some(45.540615910869)),
+    ("average_memory_bandwidth", Some(4.1044210526315785)),
+    ("avg_step_time", Some(0.01600775)),
+    ("break_down_steps", Some(18.564916488080126)),
+    ("coll_call_num", Some(8.0)),
+    ("communication_fraction", Some(81.0837109280298)),
+    ("communication_overlap_ratio", Some(0.04553887813074647)),
+    ("communication_ratio", Some(81.35637280308184)),
+    ("dominant_kernel_concentration", Some(62.46427789870828)),
+    ("load_imbalance_ratio", Some(4.633696878525762)),
+    ("mean_sm_coverage", Some(12.825636089570672)),
+    ("memory_transfer_overhead", Some(0.14810453329780446)),
+    ("moe_fraction", Some(0.0)),
+    ("total_communication_time", Some(0.00606775)),
+    ("total_kernel_time", Some(0.05740700000000001)),
+];
+
+const NCCL_PARSER: &[(&str, Option<f64>)] = &[
+    ("aggregate_gpu_utilization", Some(23.843732400346585)),
+    ("average_memory_bandwidth", Some(135.81654433195257)),
+    ("avg_step_time", Some(0.22236844633333333)),
+    ("break_down_steps", Some(70.01559479935563)),
+    ("coll_call_num", Some(7.0)),
+    ("communication_fraction", Some(28.378033836048342)),
+    ("communication_overlap_ratio", Some(0.15609156171303173)),
+    ("communication_ratio", Some(28.841332746455258)),
+    ("dominant_kernel_concentration", Some(28.770987361653688)),
+    ("load_imbalance_ratio", None),
+    ("mean_sm_coverage", Some(69.52623775036388)),
+    ("memory_transfer_overhead", Some(0.4094485944139168)),
+    ("moe_fraction", Some(0.0)),
+    ("total_communication_time", Some(0.015625497666666665)),
+    ("total_kernel_time", Some(0.16253234)),
+];
+
+const B200: &[(&str, Option<f64>)] = &[
+    ("aggregate_gpu_utilization", Some(13.725730074686599)),
+    ("average_memory_bandwidth", Some(960.7806908938722)),
+    ("avg_step_time", None),
+    ("break_down_steps", Some(74.76079569612267)),
+    ("coll_call_num", Some(74.0)),
+    ("communication_fraction", Some(18.35714946990166)),
+    ("communication_overlap_ratio", Some(0.0)),
+    ("communication_ratio", Some(19.713868725487703)),
+    ("dominant_kernel_concentration", Some(29.29033972093681)),
+    ("load_imbalance_ratio", None),
+    ("mean_sm_coverage", Some(73.51019844126664)),
+    ("memory_transfer_overhead", Some(0.9502554340257405)),
+    ("moe_fraction", Some(6.407736191645043)),
+    ("total_communication_time", Some(0.002141501)),
+    ("total_kernel_time", Some(0.010862916)),
+];
+
+const LEGACY: &[(&str, Option<f64>)] = &[
+    ("aggregate_gpu_utilization", Some(60.56918523959911)),
+    ("average_memory_bandwidth", Some(10.059784197702749)),
+    ("avg_step_time", Some(0.17482933333333334)),
+    ("break_down_steps", Some(98.00748229664755)),
+    ("coll_call_num", Some(0.0)),
+    ("communication_fraction", Some(0.0)),
+    ("communication_overlap_ratio", None),
+    ("communication_ratio", Some(0.0)),
+    ("dominant_kernel_concentration", Some(13.652008682539575)),
+    ("load_imbalance_ratio", None),
+    ("mean_sm_coverage", Some(98.4957977759445)),
+    ("memory_transfer_overhead", Some(1.6907951067326714)),
+    ("moe_fraction", Some(0.0)),
+    ("total_communication_time", Some(0.0)),
+    ("total_kernel_time", Some(0.591532)),
+];
+
+const GPT_EAGER: &[(&str, Option<f64>)] = &[
+    ("aggregate_gpu_utilization", Some(93.80689500488404)),
+    ("average_memory_bandwidth", None),
+    ("avg_step_time", Some(0.026253425)),
+    ("break_down_steps", Some(99.81957126394407)),
+    ("coll_call_num", Some(0.0)),
+    ("communication_fraction", Some(0.0)),
+    ("communication_overlap_ratio", None),
+    ("communication_ratio", Some(0.0)),
+    ("dominant_kernel_concentration", Some(11.523510221072144)),
+    ("load_imbalance_ratio", None),
+    ("mean_sm_coverage", Some(97.97137501999845)),
+    ("memory_transfer_overhead", Some(0.1692635818644733)),
+    ("moe_fraction", Some(0.0)),
+    ("total_communication_time", Some(0.0)),
+    ("total_kernel_time", Some(0.074495365)),
+];
+
+#[test]
+fn dlrm_8rank_v100() {
+    check("kineto/dlrm_8rank_v100", DLRM);
+}
+
+#[test]
+fn hta_nccl_parser_config() {
+    check("kineto/hta/nccl_parser_config", NCCL_PARSER);
+}
+
+#[test]
+fn tracelens_b200_new_nccl_names() {
+    check("kineto/tracelens/b200", B200);
+}
+
+#[test]
+fn legacy_2021_categories() {
+    check("kineto/legacy_2021", LEGACY);
+}
+
+#[test]
+fn h100_gpt_eager_ccl_bench_layout() {
+    check("kineto/h100_gpt_eager", GPT_EAGER);
+}
+
+#[test]
+fn dlrm_structure() {
+    let Some(dir) = corpus("kineto/dlrm_8rank_v100") else { return };
+    let trace = load(&dir, None).unwrap();
+    assert_eq!(trace.ranks.iter().map(|r| r.rank).collect::<Vec<_>>(), (0..8).collect::<Vec<_>>());
+    // Per rank: 5 SendRecv (all_to_all) + 3 AllReduce NCCL kernels (corpus README).
+    for r in &trace.ranks {
+        let kinds: Vec<_> = r.kernels().filter_map(|k| k.coll).collect();
+        let a2a = kinds.iter().filter(|k| **k == ccl_bench::model::CollKind::AllToAll).count();
+        let ar = kinds.iter().filter(|k| **k == ccl_bench::model::CollKind::AllReduce).count();
+        assert_eq!((a2a, ar), (5, 3), "rank {}", r.rank);
+    }
+}
+
+#[test]
+fn collective_sizes_from_kernel_args() {
+    let Some(dir) = corpus("kineto/hta/nccl_parser_config") else { return };
+    let trace = load(&dir, None).unwrap();
+    let r = &trace.ranks[0];
+    // The kernel at ts 4458677009853.422 µs carries "In msg nelems": 6637568,
+    // "dtype": "Float", "Group size": 2 (read with json.load).
+    let k = r.kernels().find(|k| k.start == 4_458_677_009_853_422).expect("kernel at that ts");
+    assert_eq!(k.coll, Some(ccl_bench::model::CollKind::AllReduce));
+    let m = r.coll_meta(k).expect("args carry collective metadata");
+    assert_eq!(r.name(m.name), "allreduce");
+    assert_eq!(m.group_size, Some(2));
+    assert_eq!(m.in_bytes(), Some(6_637_568 * 4));
+}
+
+#[test]
+fn every_kineto_corpus_trace_loads() {
+    for rel in [
+        "kineto/h100_tiny_transformer",
+        "kineto/hta/amd_trace",
+        "kineto/hta/cpu_only",
+        "kineto/hta/critical_path/alexnet",
+        "kineto/hta/cupti_profiler",
+        "kineto/hta/distributed_info_unavailable",
+        "kineto/hta/mtia_trace_single_rank",
+        "kineto/hta/ns_resolution_trace",
+        "kineto/hta/rank_unavailable",
+        "kineto/hta/trace_file_list",
+        "kineto/hta/trace_filter",
+        "kineto/hta/triton_example",
+        "kineto/hta/with_gpu_user_annotation",
+        "kineto/tracelens/h100",
+        "kineto/tracelens/mi300",
+        "kineto/tracelens/mi210/gpu_only_trace",
+        "kineto/tracelens/inference/sglang_decode",
+        "kineto/tracelens/inference/vllm_decode_full",
+        "kineto/tracelens/torch_compile_triton",
+    ] {
+        let Some(dir) = corpus(rel) else { return };
+        let o = run(&["--trace", dir.to_str().unwrap(), "--metrics", "--format", "json"]);
+        assert!(o.status.success(), "{rel}: {}", stderr(&o));
+        let doc: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        assert!(!doc["ranks"].as_array().unwrap().is_empty(), "{rel}");
+    }
+}
+
+#[test]
+fn rank_from_distributed_info_and_file_name() {
+    // distributedInfo says rank 34 (file name agrees); sampled_rank-{0,1} by both.
+    let Some(cpu) = corpus("kineto/hta/cpu_only") else { return };
+    assert_eq!(load(&cpu, None).unwrap().ranks[0].rank, 34);
+    let Some(two) = corpus("kineto/hta/trace_filter") else { return };
+    let t = load(&two, None).unwrap();
+    assert_eq!(t.ranks.iter().map(|r| r.rank).collect::<Vec<_>>(), vec![0, 1]);
+}
+
+#[test]
+fn gpu_metrics_on_cpu_only_trace_are_not_applicable() {
+    let Some(dir) = corpus("kineto/hta/cpu_only") else { return };
+    let o = run(&["--trace", dir.to_str().unwrap(), "--metric", "total_kernel_time"]);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(stderr(&o).contains("no GPU kernels"), "{}", stderr(&o));
+}
