@@ -90,7 +90,15 @@ mod tests {
     fn positional_and_flag_paths() {
         let c = Cli::parse_from(["ccl-bench", "some/dir"]);
         assert_eq!(c.trace_path(), Some(&PathBuf::from("some/dir")));
-        let c = Cli::parse_from(["ccl-bench", "--trace", "x", "--metric", "mfu", "--missing", "-1"]);
+        let c = Cli::parse_from([
+            "ccl-bench",
+            "--trace",
+            "x",
+            "--metric",
+            "mfu",
+            "--missing",
+            "-1",
+        ]);
         assert_eq!(c.trace_path(), Some(&PathBuf::from("x")));
         assert_eq!(c.missing.as_deref(), Some("-1"));
         let c = Cli::parse_from(["ccl-bench", "--all", "x"]);

@@ -137,7 +137,10 @@ fn no_traces(path: &Path, dir: &Path, d: &Discovery) -> Error {
             dir.display()
         )
     } else {
-        format!("found only {}; reading those is not supported yet", found.join(", "))
+        format!(
+            "found only {}; reading those is not supported yet",
+            found.join(", ")
+        )
     };
     Error::NoTraces {
         dir: path.to_owned(),

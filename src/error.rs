@@ -11,7 +11,11 @@ pub enum Error {
         source: std::io::Error,
     },
     #[error("{}: not valid JSON at {at}: {msg}", path.display())]
-    Parse { path: PathBuf, at: String, msg: String },
+    Parse {
+        path: PathBuf,
+        at: String,
+        msg: String,
+    },
     #[error("{}: {why}", path.display())]
     NotATrace { path: PathBuf, why: String },
     #[error("{}: {why}", path.display())]

@@ -30,19 +30,21 @@ pub fn run(cli: &Cli) -> Result<ExitCode> {
     }
     // Check the metric name before spending time on loading.
     let metric = match &cli.metric {
-        Some(name) => match metrics::find(name) {
-            Some(m) => Some(m),
-            None => {
-                let close = metrics::suggest(name);
-                let hint = if close.is_empty() {
-                    String::new()
-                } else {
-                    format!("; did you mean {}?", close.join(", "))
-                };
-                eprintln!("ccl-bench: unknown metric '{name}'{hint} (ccl-bench --list-metrics lists all)");
-                return Ok(ExitCode::from(EXIT_USAGE));
+        Some(name) => {
+            match metrics::find(name) {
+                Some(m) => Some(m),
+                None => {
+                    let close = metrics::suggest(name);
+                    let hint = if close.is_empty() {
+                        String::new()
+                    } else {
+                        format!("; did you mean {}?", close.join(", "))
+                    };
+                    eprintln!("ccl-bench: unknown metric '{name}'{hint} (ccl-bench --list-metrics lists all)");
+                    return Ok(ExitCode::from(EXIT_USAGE));
+                }
             }
-        },
+        }
         None => None,
     };
     let Some(path) = cli.trace_path() else {
@@ -99,7 +101,11 @@ fn print_one(m: &Metric, ctx: &Ctx, cli: &Cli, out: &mut dyn Write) -> Result<Ex
             Ok(ExitCode::SUCCESS)
         }
         Outcome::NotApplicable(why) => {
-            eprintln!("ccl-bench: {} does not apply to {}: {why}", m.name, ctx.trace.source.display());
+            eprintln!(
+                "ccl-bench: {} does not apply to {}: {why}",
+                m.name,
+                ctx.trace.source.display()
+            );
             match &cli.missing {
                 Some(v) => {
                     writeln!(out, "{v}")?;
@@ -113,17 +119,34 @@ fn print_one(m: &Metric, ctx: &Ctx, cli: &Cli, out: &mut dyn Write) -> Result<Ex
 
 fn list_metrics(out: &mut dyn Write) -> io::Result<()> {
     let width = METRICS.iter().map(|m| m.name.len()).max().unwrap_or(0);
-    writeln!(out, "{:<width$}  {:<6}  {:<44}  meaning", "metric", "unit", "needs")?;
+    writeln!(
+        out,
+        "{:<width$}  {:<6}  {:<44}  meaning",
+        "metric", "unit", "needs"
+    )?;
     for m in METRICS {
         let needs: Vec<&str> = m.needs.iter().map(|n| n.describe()).collect();
-        writeln!(out, "{:<width$}  {:<6}  {:<44}  {}", m.name, m.unit.symbol(), needs.join(", "), m.about)?;
+        writeln!(
+            out,
+            "{:<width$}  {:<6}  {:<44}  {}",
+            m.name,
+            m.unit.symbol(),
+            needs.join(", "),
+            m.about
+        )?;
     }
     Ok(())
 }
 
 fn list_classes(out: &mut dyn Write) -> io::Result<()> {
-    writeln!(out, "Kernel names are matched case-insensitively, first rule wins; no match = other.")?;
-    writeln!(out, "memcpy/memset events are memory unless they match communication (peer-to-peer copies).")?;
+    writeln!(
+        out,
+        "Kernel names are matched case-insensitively, first rule wins; no match = other."
+    )?;
+    writeln!(
+        out,
+        "memcpy/memset events are memory unless they match communication (peer-to-peer copies)."
+    )?;
     for r in RULES {
         let scope = if r.base_only { " (base name only)" } else { "" };
         writeln!(out, "{:<14}  {}{scope}", r.class.name(), r.pattern)?;

@@ -207,7 +207,8 @@ pub(crate) mod testing {
         let mut trace = Trace::default();
         for r in ranks {
             let text = r.to_json();
-            let f = kineto::read(text.as_bytes(), "synthetic.json".as_ref()).expect("synthetic trace loads");
+            let f = kineto::read(text.as_bytes(), "synthetic.json".as_ref())
+                .expect("synthetic trace loads");
             let mut t = f.timeline;
             t.rank = f.dist_rank.unwrap_or(0);
             trace.ranks.push(t);
@@ -229,7 +230,10 @@ pub(crate) mod testing {
     }
 
     pub fn assert_close(got: f64, want: f64) {
-        assert!((got - want).abs() <= 1e-9 * want.abs().max(1.0), "got {got}, want {want}");
+        assert!(
+            (got - want).abs() <= 1e-9 * want.abs().max(1.0),
+            "got {got}, want {want}"
+        );
     }
 }
 
@@ -246,7 +250,11 @@ mod tests {
         assert_eq!(names.len(), n, "duplicate metric names");
         for m in METRICS {
             assert!(!m.about.is_empty(), "{} has no description", m.name);
-            assert!(!m.about.contains('\n'), "{}: description must be one line", m.name);
+            assert!(
+                !m.about.contains('\n'),
+                "{}: description must be one line",
+                m.name
+            );
         }
     }
 

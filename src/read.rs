@@ -68,7 +68,11 @@ pub struct LoadReport {
 }
 
 /// Reads every PyTorch profiler trace in `discovery` into one [`Trace`].
-pub fn load(source: &Path, discovery: &Discovery, progress: &Progress) -> Result<(Trace, LoadReport)> {
+pub fn load(
+    source: &Path,
+    discovery: &Discovery,
+    progress: &Progress,
+) -> Result<(Trace, LoadReport)> {
     let inputs: Vec<_> = discovery.of_kind(InputKind::Kineto).collect();
     progress.files_total.store(inputs.len(), Ordering::Relaxed);
     let results: Vec<Result<(Option<u32>, kineto::KinetoFile)>> = inputs
@@ -145,13 +149,12 @@ fn assign_ranks(
         t.rank = rank;
         by_rank.insert(rank, t);
     }
-    let sizes: BTreeMap<u32, Vec<u32>> =
-        by_rank.values().fold(BTreeMap::new(), |mut m, t| {
-            if let Some(w) = t.world_size {
-                m.entry(w).or_insert_with(Vec::new).push(t.rank);
-            }
-            m
-        });
+    let sizes: BTreeMap<u32, Vec<u32>> = by_rank.values().fold(BTreeMap::new(), |mut m, t| {
+        if let Some(w) = t.world_size {
+            m.entry(w).or_insert_with(Vec::new).push(t.rank);
+        }
+        m
+    });
     if sizes.len() > 1 {
         let detail = sizes
             .iter()

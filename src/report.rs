@@ -24,8 +24,16 @@ impl Row {
         if m.per_rank.len() < 2 {
             return None;
         }
-        let min = m.per_rank.iter().copied().min_by(|a, b| a.1.total_cmp(&b.1))?;
-        let max = m.per_rank.iter().copied().max_by(|a, b| a.1.total_cmp(&b.1))?;
+        let min = m
+            .per_rank
+            .iter()
+            .copied()
+            .min_by(|a, b| a.1.total_cmp(&b.1))?;
+        let max = m
+            .per_rank
+            .iter()
+            .copied()
+            .max_by(|a, b| a.1.total_cmp(&b.1))?;
         Some((min, max))
     }
 }

@@ -35,7 +35,15 @@ impl RankTrace {
         }
     }
 
-    fn device_op(&mut self, cat: &str, name: &str, ts: f64, dur: f64, stream: u32, mut args: Value) -> u64 {
+    fn device_op(
+        &mut self,
+        cat: &str,
+        name: &str,
+        ts: f64,
+        dur: f64,
+        stream: u32,
+        mut args: Value,
+    ) -> u64 {
         let correlation = self.next_correlation;
         self.next_correlation += 1;
         args["device"] = json!(0);
@@ -51,7 +59,14 @@ impl RankTrace {
 
     /// A kernel launched with `grid` blocks; returns its correlation id.
     pub fn kernel(&mut self, name: &str, ts: f64, dur: f64, stream: u32, grid: u32) -> u64 {
-        self.device_op("kernel", name, ts, dur, stream, json!({ "grid": [grid, 1, 1], "block": [256, 1, 1] }))
+        self.device_op(
+            "kernel",
+            name,
+            ts,
+            dur,
+            stream,
+            json!({ "grid": [grid, 1, 1], "block": [256, 1, 1] }),
+        )
     }
 
     /// A NCCL kernel carrying collective arguments.
@@ -66,11 +81,25 @@ impl RankTrace {
     }
 
     pub fn memcpy(&mut self, name: &str, ts: f64, dur: f64, stream: u32, bytes: u64) -> u64 {
-        self.device_op("gpu_memcpy", name, ts, dur, stream, json!({ "bytes": bytes }))
+        self.device_op(
+            "gpu_memcpy",
+            name,
+            ts,
+            dur,
+            stream,
+            json!({ "bytes": bytes }),
+        )
     }
 
     pub fn memset(&mut self, ts: f64, dur: f64, stream: u32, bytes: u64) -> u64 {
-        self.device_op("gpu_memset", "Memset (Device)", ts, dur, stream, json!({ "bytes": bytes }))
+        self.device_op(
+            "gpu_memset",
+            "Memset (Device)",
+            ts,
+            dur,
+            stream,
+            json!({ "bytes": bytes }),
+        )
     }
 
     /// The CPU-side launch of the op with `correlation`, at `ts`.
@@ -97,7 +126,8 @@ impl RankTrace {
             "traceEvents": self.events,
         });
         if let Some(rank) = self.rank {
-            doc["distributedInfo"] = json!({ "backend": "nccl", "rank": rank, "world_size": self.world_size });
+            doc["distributedInfo"] =
+                json!({ "backend": "nccl", "rank": rank, "world_size": self.world_size });
         }
         serde_json::to_string_pretty(&doc).expect("JSON values serialize")
     }
@@ -137,10 +167,22 @@ pub fn two_rank_example() -> Vec<RankTrace> {
     r0.step(2, 100.0, 100.0);
     let ops = [
         r0.kernel("sm90_xmma_gemm_bf16", 10.0, 35.0, 7, 20),
-        r0.collective("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", 30.0, 30.0, 20, &ar),
+        r0.collective(
+            "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+            30.0,
+            30.0,
+            20,
+            &ar,
+        ),
         r0.memcpy("Memcpy HtoD (Pageable -> Device)", 60.0, 10.0, 7, 1_000_000),
         r0.kernel("flash_fwd_kernel", 110.0, 40.0, 7, 4),
-        r0.collective("ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)", 140.0, 30.0, 20, &ag),
+        r0.collective(
+            "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+            140.0,
+            30.0,
+            20,
+            &ag,
+        ),
         r0.kernel("fused_moe_kernel", 170.0, 10.0, 7, 6),
     ];
     for (corr, at) in ops.into_iter().zip([5.0, 6.0, 7.0, 105.0, 106.0, 107.0]) {
@@ -149,7 +191,13 @@ pub fn two_rank_example() -> Vec<RankTrace> {
     let mut r1 = RankTrace::new(Some(1), 2, 10);
     r1.step(1, 0.0, 200.0);
     let k = r1.kernel("sm90_xmma_gemm_bf16", 0.0, 100.0, 7, 10);
-    let c = r1.collective("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", 100.0, 100.0, 20, &ar);
+    let c = r1.collective(
+        "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+        100.0,
+        100.0,
+        20,
+        &ar,
+    );
     r1.launch(k, 1.0);
     r1.launch(c, 2.0);
     vec![r0, r1]

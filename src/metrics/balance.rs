@@ -21,11 +21,19 @@ pub fn load_imbalance_ratio(ctx: &Ctx) -> Outcome {
     if ctx.ranks.len() < 2 {
         return Outcome::na(format!(
             "needs at least 2 ranks; the trace{} has {}",
-            if ctx.ranks.len() < ctx.trace.ranks.len() { " selection" } else { "" },
+            if ctx.ranks.len() < ctx.trace.ranks.len() {
+                " selection"
+            } else {
+                ""
+            },
             ctx.ranks.len()
         ));
     }
-    let busy: Vec<(u32, i64)> = ctx.stats().iter().map(|s| (s.rank, s.busy.total())).collect();
+    let busy: Vec<(u32, i64)> = ctx
+        .stats()
+        .iter()
+        .map(|s| (s.rank, s.busy.total()))
+        .collect();
     let (min_rank, min) = *busy.iter().min_by_key(|b| b.1).expect("≥ 2 ranks");
     let (max_rank, max) = *busy.iter().max_by_key(|b| b.1).expect("≥ 2 ranks");
     if min == 0 {
@@ -50,13 +58,19 @@ mod tests {
     fn utilization() {
         // rank 0: busy [10,70) + [110,180) = 130 over window [10,180) = 170; rank 1: 200/200.
         let t = trace(&two_rank_example());
-        assert_close(value(&t, "aggregate_gpu_utilization", None), (130.0 / 170.0 * 100.0 + 100.0) / 2.0);
+        assert_close(
+            value(&t, "aggregate_gpu_utilization", None),
+            (130.0 / 170.0 * 100.0 + 100.0) / 2.0,
+        );
     }
 
     #[test]
     fn imbalance_needs_two_ranks() {
         let t = trace(&two_rank_example());
         assert_close(value(&t, "load_imbalance_ratio", None), 200.0 / 130.0);
-        assert!(matches!(eval(&t, "load_imbalance_ratio", Some(0)), Outcome::NotApplicable(_)));
+        assert!(matches!(
+            eval(&t, "load_imbalance_ratio", Some(0)),
+            Outcome::NotApplicable(_)
+        ));
     }
 }

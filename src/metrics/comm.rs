@@ -19,7 +19,10 @@ pub fn coll_call_num(ctx: &Ctx) -> Outcome {
         .filter(|k| k.is_comm() && (last.is_none() || k.step == last))
         .count();
     let scope = match last {
-        Some(i) => format!("ProfilerStep#{} on rank {}", t.steps[i as usize].number, t.rank),
+        Some(i) => format!(
+            "ProfilerStep#{} on rank {}",
+            t.steps[i as usize].number, t.rank
+        ),
         None => format!("whole trace of rank {} (no steps)", t.rank),
     };
     Outcome::value(count as f64).with_note(scope)
@@ -112,17 +115,30 @@ mod tests {
     #[test]
     fn communication_time_per_step() {
         // rank 0: 60 µs over 2 steps = 30 µs; rank 1: 100 µs over 1 step. Mean 65 µs.
-        assert_close(value(&trace(&two_rank_example()), "total_communication_time", None), 65e-6);
+        assert_close(
+            value(
+                &trace(&two_rank_example()),
+                "total_communication_time",
+                None,
+            ),
+            65e-6,
+        );
     }
 
     #[test]
     fn communication_ratio_and_fraction() {
         let t = trace(&two_rank_example());
         // ratio: 60/145 and 100/200, averaged.
-        assert_close(value(&t, "communication_ratio", None), (60.0 / 145.0 * 100.0 + 50.0) / 2.0);
+        assert_close(
+            value(&t, "communication_ratio", None),
+            (60.0 / 145.0 * 100.0 + 50.0) / 2.0,
+        );
         assert_close(value(&t, "communication_ratio", Some(1)), 50.0);
         // fraction: the memcpy joins the denominator on rank 0: 60/155.
-        assert_close(value(&t, "communication_fraction", None), (60.0 / 155.0 * 100.0 + 50.0) / 2.0);
+        assert_close(
+            value(&t, "communication_fraction", None),
+            (60.0 / 155.0 * 100.0 + 50.0) / 2.0,
+        );
     }
 
     #[test]
@@ -131,8 +147,14 @@ mod tests {
         // rank 0: comm [30,60) ∪ [140,170) = 60; compute [10,45) ∪ [110,150) ∪ [170,180);
         // overlap [30,45) + [140,150) = 25 -> 25/60. rank 1: comm starts where compute
         // ends (touching, no overlap) -> 0.
-        assert_close(value(&t, "communication_overlap_ratio", None), (25.0 / 60.0) / 2.0);
-        assert_close(value(&t, "communication_overlap_ratio", Some(0)), 25.0 / 60.0);
+        assert_close(
+            value(&t, "communication_overlap_ratio", None),
+            (25.0 / 60.0) / 2.0,
+        );
+        assert_close(
+            value(&t, "communication_overlap_ratio", Some(0)),
+            25.0 / 60.0,
+        );
     }
 
     #[test]
@@ -140,7 +162,10 @@ mod tests {
         let mut r = RankTrace::new(None, 1, 10);
         r.kernel("gemm", 0.0, 5.0, 1, 8);
         let t = trace(&[r]);
-        assert!(matches!(eval(&t, "communication_overlap_ratio", None), Outcome::NotApplicable(_)));
+        assert!(matches!(
+            eval(&t, "communication_overlap_ratio", None),
+            Outcome::NotApplicable(_)
+        ));
         assert_eq!(value(&t, "communication_ratio", None), 0.0);
     }
 }

@@ -126,7 +126,10 @@ impl<'a> Ctx<'a> {
 /// ops launched during it. Without steps, the whole device window.
 pub fn gpu_step_windows(t: &RankTimeline) -> IntervalSet {
     if t.steps.is_empty() {
-        return t.device_window().map(IntervalSet::single).unwrap_or_default();
+        return t
+            .device_window()
+            .map(IntervalSet::single)
+            .unwrap_or_default();
     }
     let mut hulls: Vec<Option<Interval>> = vec![None; t.steps.len()];
     for op in &t.ops {

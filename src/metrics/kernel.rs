@@ -35,7 +35,10 @@ pub fn dominant_kernel_concentration(ctx: &Ctx) -> Outcome {
             *pooled.entry(t.name(*id)).or_default() += ns;
         }
     }
-    match pooled.into_iter().max_by_key(|(n, ns)| (*ns, std::cmp::Reverse(*n))) {
+    match pooled
+        .into_iter()
+        .max_by_key(|(n, ns)| (*ns, std::cmp::Reverse(*n)))
+    {
         Some((name, _)) => out.with_note(format!("dominant kernel: {name}")),
         None => out,
     }
@@ -43,9 +46,12 @@ pub fn dominant_kernel_concentration(ctx: &Ctx) -> Outcome {
 
 pub fn moe_fraction(ctx: &Ctx) -> Outcome {
     Outcome::rank_mean(
-        ctx.stats()
-            .iter()
-            .map(|s| (s.rank, percent(s.kernel_class(KernelClass::Moe), s.kernel_sum))),
+        ctx.stats().iter().map(|s| {
+            (
+                s.rank,
+                percent(s.kernel_class(KernelClass::Moe), s.kernel_sum),
+            )
+        }),
         NO_KERNELS,
     )
 }
@@ -162,7 +168,6 @@ pub fn memory_bound_fraction(ctx: &Ctx) -> Outcome {
     coverage_share(ctx, |_, cov, _| cov < 0.5)
 }
 
-
 #[cfg(test)]
 mod tests {
     use crate::metrics::testing::{assert_close, eval, trace, value};
@@ -172,20 +177,29 @@ mod tests {
     #[test]
     fn total_kernel_time_sums_all_ranks() {
         // 145 µs + 200 µs; the memcpy is not a kernel.
-        assert_close(value(&trace(&two_rank_example()), "total_kernel_time", None), 345e-6);
+        assert_close(
+            value(&trace(&two_rank_example()), "total_kernel_time", None),
+            345e-6,
+        );
     }
 
     #[test]
     fn dominant_kernel() {
         let t = trace(&two_rank_example());
         // rank 0: flash 40/145; rank 1: gemm and all-reduce tie at 100/200.
-        assert_close(value(&t, "dominant_kernel_concentration", None), (40.0 / 145.0 * 100.0 + 50.0) / 2.0);
+        assert_close(
+            value(&t, "dominant_kernel_concentration", None),
+            (40.0 / 145.0 * 100.0 + 50.0) / 2.0,
+        );
     }
 
     #[test]
     fn moe_fraction() {
         // rank 0: 10/145; rank 1: 0.
-        assert_close(value(&trace(&two_rank_example()), "moe_fraction", None), 10.0 / 145.0 * 100.0 / 2.0);
+        assert_close(
+            value(&trace(&two_rank_example()), "moe_fraction", None),
+            10.0 / 145.0 * 100.0 / 2.0,
+        );
     }
 
     #[test]
@@ -193,7 +207,9 @@ mod tests {
         let t = trace(&two_rank_example());
         // rank 0 of 155 µs: comm 60, attention 40, moe 10, gemm 35, other 0, memory 10;
         // rank 1 of 200 µs: comm 100, gemm 100. Headline: compute share 85/155 and 50 %.
-        let Outcome::Value(m) = eval(&t, "break_down_steps", None) else { panic!() };
+        let Outcome::Value(m) = eval(&t, "break_down_steps", None) else {
+            panic!()
+        };
         assert_close(m.value, (85.0 / 155.0 * 100.0 + 50.0) / 2.0);
         let part = |l: &str| m.parts.iter().find(|p| p.0 == l).unwrap().1;
         assert_close(part("communication"), (60.0 / 155.0 * 100.0 + 50.0) / 2.0);
@@ -211,12 +227,21 @@ mod tests {
         // Coverage with 10 SMs: K1 1.0, C1 0.8, K2 0.4, C2 0.8, K3 0.6 on rank 0;
         // rank 1: gemm 1.0, all-reduce 0.8.
         // rank 0: (35·1 + 30·.8 + 40·.4 + 30·.8 + 10·.6) / 145 = 105/145; rank 1: 180/200.
-        assert_close(value(&t, "mean_sm_coverage", None), (105.0 / 145.0 * 100.0 + 90.0) / 2.0);
+        assert_close(
+            value(&t, "mean_sm_coverage", None),
+            (105.0 / 145.0 * 100.0 + 90.0) / 2.0,
+        );
         // Median duration on rank 0 is 30 (of 10,30,30,35,40): only K1 (35 µs, 1.0)
         // is both wide and long. Rank 1: nothing is longer than its median (100).
-        assert_close(value(&t, "compute_bound_fraction", None), 35.0 / 145.0 * 100.0 / 2.0);
+        assert_close(
+            value(&t, "compute_bound_fraction", None),
+            35.0 / 145.0 * 100.0 / 2.0,
+        );
         // Coverage below 50 %: K2 on rank 0 only.
-        assert_close(value(&t, "memory_bound_fraction", None), 40.0 / 145.0 * 100.0 / 2.0);
+        assert_close(
+            value(&t, "memory_bound_fraction", None),
+            40.0 / 145.0 * 100.0 / 2.0,
+        );
     }
 
     #[test]
@@ -225,14 +250,25 @@ mod tests {
         r.kernel("gemm", 0.0, 5.0, 1, 8);
         // numSms 0 -> the SM count is unknown (deviceProperties without numSms).
         let t = trace(&[r]);
-        assert!(matches!(eval(&t, "mean_sm_coverage", None), Outcome::NotApplicable(_)));
+        assert!(matches!(
+            eval(&t, "mean_sm_coverage", None),
+            Outcome::NotApplicable(_)
+        ));
     }
 
     #[test]
     fn no_kernels_is_not_applicable() {
         let t = trace(&[RankTrace::new(Some(0), 1, 10)]);
-        for m in ["total_kernel_time", "dominant_kernel_concentration", "moe_fraction", "break_down_steps"] {
-            assert!(matches!(eval(&t, m, None), Outcome::NotApplicable(_)), "{m}");
+        for m in [
+            "total_kernel_time",
+            "dominant_kernel_concentration",
+            "moe_fraction",
+            "break_down_steps",
+        ] {
+            assert!(
+                matches!(eval(&t, m, None), Outcome::NotApplicable(_)),
+                "{m}"
+            );
         }
     }
 }

@@ -23,7 +23,11 @@ pub fn average_memory_bandwidth(ctx: &Ctx) -> Outcome {
     let (mut bytes, mut ns): (u64, Ns) = (0, 0);
     for t in &ctx.ranks {
         let (mut b, mut d) = (0u64, 0 as Ns);
-        for op in t.ops.iter().filter(|o| o.activity == Activity::Memcpy && o.dur > 0) {
+        for op in t
+            .ops
+            .iter()
+            .filter(|o| o.activity == Activity::Memcpy && o.dur > 0)
+        {
             if let Some(x) = op.bytes {
                 b += x;
                 d += op.dur;
@@ -53,7 +57,10 @@ mod tests {
         // rank 0: memcpy [60,70) is not under compute; device-side steps are
         // [10,70) and [110,180) = 130 µs -> 10/130. rank 1: no copies -> 0.
         let t = trace(&two_rank_example());
-        assert_close(value(&t, "memory_transfer_overhead", None), 10.0 / 130.0 * 100.0 / 2.0);
+        assert_close(
+            value(&t, "memory_transfer_overhead", None),
+            10.0 / 130.0 * 100.0 / 2.0,
+        );
     }
 
     #[test]
@@ -63,7 +70,10 @@ mod tests {
         r.memcpy("Memcpy DtoH (Device -> Pinned)", 20.0, 10.0, 2, 100);
         r.memcpy("Memcpy DtoH (Device -> Pinned)", 95.0, 10.0, 2, 100);
         // Only [100,105) sticks out of the gemm; no steps: window [0,105).
-        assert_close(value(&trace(&[r]), "memory_transfer_overhead", None), 5.0 / 105.0 * 100.0);
+        assert_close(
+            value(&trace(&[r]), "memory_transfer_overhead", None),
+            5.0 / 105.0 * 100.0,
+        );
     }
 
     #[test]
@@ -71,6 +81,9 @@ mod tests {
         // 1e6 bytes in 10 µs = 1e11 B/s = 100 GB/s.
         let t = trace(&two_rank_example());
         assert_close(value(&t, "average_memory_bandwidth", None), 100.0);
-        assert!(matches!(eval(&t, "average_memory_bandwidth", Some(1)), Outcome::NotApplicable(_)));
+        assert!(matches!(
+            eval(&t, "average_memory_bandwidth", Some(1)),
+            Outcome::NotApplicable(_)
+        ));
     }
 }

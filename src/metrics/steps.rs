@@ -35,6 +35,9 @@ mod tests {
     fn no_steps() {
         let mut r = RankTrace::new(None, 1, 10);
         r.kernel("gemm", 0.0, 5.0, 1, 8);
-        assert!(matches!(eval(&trace(&[r]), "avg_step_time", None), Outcome::NotApplicable(_)));
+        assert!(matches!(
+            eval(&trace(&[r]), "avg_step_time", None),
+            Outcome::NotApplicable(_)
+        ));
     }
 }

@@ -212,7 +212,10 @@ pub fn coll_kind(name: &str) -> CollKind {
 
 /// Size in bytes of one element of a PyTorch dtype name as Kineto writes it.
 pub fn dtype_size(dtype: &str) -> Option<u64> {
-    let d = dtype.trim().trim_start_matches("c10::").to_ascii_lowercase();
+    let d = dtype
+        .trim()
+        .trim_start_matches("c10::")
+        .to_ascii_lowercase();
     let size = match d.as_str() {
         "float" | "float32" | "int" | "int32" | "uint32" | "complexhalf" => 4,
         "double" | "float64" | "long" | "int64" | "uint64" | "complexfloat" => 8,
@@ -233,45 +236,102 @@ mod tests {
     fn classifies_kernel_names() {
         let k = |n| classify(n, Activity::Kernel);
         use KernelClass::*;
-        assert_eq!(k("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)"), Communication);
-        assert_eq!(k("ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)"), Communication);
+        assert_eq!(
+            k("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)"),
+            Communication
+        );
+        assert_eq!(
+            k("ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)"),
+            Communication
+        );
         assert_eq!(k("void at::native::reduce_kernel<512, 1>"), Reduction);
         assert_eq!(k("sm90_xmma_gemm_bf16bf16_bf16f32"), Gemm);
         assert_eq!(k("void cutlass::Kernel2<cutlass_80_wmma>"), Gemm);
         assert_eq!(k("flash_fwd_kernel"), Attention);
         // AMD: Tensile GEMMs, composable-kernel convolutions, Triton attention.
-        assert_eq!(k("Cijk_Alik_Bljk_B_BS_BH_Bias_HA_S_SAV_UserArgs_MT256x128x64"), Gemm);
-        assert_eq!(k("_ZN2ck16tensor_operation6device12_GLOBAL__N_139kernel_grouped_conv_fwd_xdl"), Gemm);
+        assert_eq!(
+            k("Cijk_Alik_Bljk_B_BS_BH_Bias_HA_S_SAV_UserArgs_MT256x128x64"),
+            Gemm
+        );
+        assert_eq!(
+            k("_ZN2ck16tensor_operation6device12_GLOBAL__N_139kernel_grouped_conv_fwd_xdl"),
+            Gemm
+        );
         assert_eq!(k("attn_fwd"), Attention);
         assert_eq!(k("fused_moe_kernel"), Moe);
         assert_eq!(k("grouped_gemm_kernel"), Moe);
-        assert_eq!(k("void moe::dev::routing::routingIndicesHistogramKernel<moe::dev::X>(int)"), Moe);
+        assert_eq!(
+            k("void moe::dev::routing::routingIndicesHistogramKernel<moe::dev::X>(int)"),
+            Moe
+        );
         // "Dispatch" in a CUB template argument is not MoE dispatch.
-        assert_eq!(k("void cub::DeviceReduceByKeyKernel<cub::DispatchReduceByKey<long*>>(long*)"), Other);
-        assert_eq!(k("void (anonymous namespace)::multimem_all_reduce_kernel<c10::BFloat16, 16>"), Communication);
-        assert_eq!(k("void at::native::(anonymous namespace)::RowwiseMomentsCUDAKernel"), Other);
+        assert_eq!(
+            k("void cub::DeviceReduceByKeyKernel<cub::DispatchReduceByKey<long*>>(long*)"),
+            Other
+        );
+        assert_eq!(
+            k("void (anonymous namespace)::multimem_all_reduce_kernel<c10::BFloat16, 16>"),
+            Communication
+        );
+        assert_eq!(
+            k("void at::native::(anonymous namespace)::RowwiseMomentsCUDAKernel"),
+            Other
+        );
         assert_eq!(k("triton_red_fused_rms_norm_0"), Normalization);
-        assert_eq!(k("void at::native::vectorized_elementwise_kernel<4>"), Elementwise);
+        assert_eq!(
+            k("void at::native::vectorized_elementwise_kernel<4>"),
+            Elementwise
+        );
         assert_eq!(k("multi_tensor_apply_kernel"), Optimizer);
     }
 
     #[test]
     fn memory_ops_are_memory_unless_peer_to_peer() {
-        assert_eq!(classify("Memcpy HtoD (Pageable -> Device)", Activity::Memcpy), KernelClass::Memory);
-        assert_eq!(classify("Memset (Device)", Activity::Memset), KernelClass::Memory);
-        assert_eq!(classify("Memcpy PtoP (Device -> Device)", Activity::Memcpy), KernelClass::Communication);
+        assert_eq!(
+            classify("Memcpy HtoD (Pageable -> Device)", Activity::Memcpy),
+            KernelClass::Memory
+        );
+        assert_eq!(
+            classify("Memset (Device)", Activity::Memset),
+            KernelClass::Memory
+        );
+        assert_eq!(
+            classify("Memcpy PtoP (Device -> Device)", Activity::Memcpy),
+            KernelClass::Communication
+        );
     }
 
     #[test]
     fn collective_kinds_from_names_and_args() {
-        assert_eq!(coll_kind("ncclKernel_AllReduce_RING_LL_Sum_float"), CollKind::AllReduce);
-        assert_eq!(coll_kind("ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL"), CollKind::ReduceScatter);
-        assert_eq!(coll_kind("ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t"), CollKind::AllToAll);
-        assert_eq!(coll_kind("ncclKernel_Broadcast_RING_LL_Sum_int8_t"), CollKind::Broadcast);
-        assert_eq!(coll_kind("ncclDevKernel_Reduce_Sum_f32_RING_LL"), CollKind::Reduce);
+        assert_eq!(
+            coll_kind("ncclKernel_AllReduce_RING_LL_Sum_float"),
+            CollKind::AllReduce
+        );
+        assert_eq!(
+            coll_kind("ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL"),
+            CollKind::ReduceScatter
+        );
+        assert_eq!(
+            coll_kind("ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t"),
+            CollKind::AllToAll
+        );
+        assert_eq!(
+            coll_kind("ncclKernel_Broadcast_RING_LL_Sum_int8_t"),
+            CollKind::Broadcast
+        );
+        assert_eq!(
+            coll_kind("ncclDevKernel_Reduce_Sum_f32_RING_LL"),
+            CollKind::Reduce
+        );
         assert_eq!(coll_kind("_allgather_base"), CollKind::AllGather);
-        assert_eq!(coll_kind("allgather_into_tensor_coalesced"), CollKind::AllGather);
-        assert_eq!(coll_kind("reduce_scatter_tensor_coalesced"), CollKind::ReduceScatter);
+        assert_eq!(
+            coll_kind("allgather_into_tensor_coalesced"),
+            CollKind::AllGather
+        );
+        assert_eq!(
+            coll_kind("reduce_scatter_tensor_coalesced"),
+            CollKind::ReduceScatter
+        );
         assert_eq!(coll_kind("all_to_all"), CollKind::AllToAll);
         assert_eq!(coll_kind("send"), CollKind::SendRecv);
         assert_eq!(coll_kind("allreduce"), CollKind::AllReduce);

@@ -181,7 +181,10 @@ mod tests {
     }
 
     fn intervals() -> impl Strategy<Value = Vec<(Ns, Ns)>> {
-        prop::collection::vec((0i64..64, 0i64..20).prop_map(|(s, l)| (s, (s + l).min(64))), 0..12)
+        prop::collection::vec(
+            (0i64..64, 0i64..20).prop_map(|(s, l)| (s, (s + l).min(64))),
+            0..12,
+        )
     }
 
     proptest! {

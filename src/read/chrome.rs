@@ -275,7 +275,10 @@ mod tests {
 
     #[test]
     fn micros_to_nanos() {
-        assert_eq!(parse(MicrosAsNs, "1694128201429795"), Some(1_694_128_201_429_795_000));
+        assert_eq!(
+            parse(MicrosAsNs, "1694128201429795"),
+            Some(1_694_128_201_429_795_000)
+        );
         assert_eq!(parse(MicrosAsNs, "2636.669"), Some(2_636_669));
         assert_eq!(parse(MicrosAsNs, "\"12.5\""), Some(12_500));
         assert_eq!(parse(MicrosAsNs, "null"), None);

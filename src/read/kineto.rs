@@ -700,7 +700,10 @@ mod tests {
         let t = &f.timeline;
         assert_eq!(f.dist_rank, Some(3));
         assert_eq!(t.world_size, Some(4));
-        assert_eq!(t.steps.iter().map(|s| s.number).collect::<Vec<_>>(), vec![7, 8]);
+        assert_eq!(
+            t.steps.iter().map(|s| s.number).collect::<Vec<_>>(),
+            vec![7, 8]
+        );
         let nccl = t.ops.iter().find(|o| o.is_comm()).unwrap();
         // Runs during step 8 on the GPU, but was launched at t=90, in step 7.
         assert_eq!(nccl.step, Some(0));
@@ -768,7 +771,11 @@ mod tests {
         assert!(e.to_string().contains("et.json"), "{e}");
         assert!(e.to_string().contains("traceEvents"), "{e}");
         let e = read(&b"not json"[..], Path::new("x.json")).unwrap_err();
-        assert!(e.to_string().starts_with("x.json: not valid JSON at line 1"), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with("x.json: not valid JSON at line 1"),
+            "{e}"
+        );
     }
 
     #[test]

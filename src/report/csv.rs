@@ -8,7 +8,9 @@ use crate::metrics::Outcome;
 pub fn write(rows: &[Row], out: &mut dyn Write) -> io::Result<()> {
     let mut w = csv::Writer::from_writer(out);
     let num = |v: Option<f64>| v.map_or(String::new(), |v| v.to_string());
-    w.write_record(["metric", "value", "unit", "min", "min_rank", "max", "max_rank", "status", "about"])?;
+    w.write_record([
+        "metric", "value", "unit", "min", "min_rank", "max", "max_rank", "status", "about",
+    ])?;
     for r in rows {
         let spread = r.spread();
         let (value, status) = match &r.outcome {

@@ -55,8 +55,19 @@ pub fn write(about: &About, rows: &[Row], out: &mut dyn Write) -> io::Result<()>
             match &r.outcome {
                 Outcome::Value(v) => {
                     m.value = Some(v.value);
-                    m.per_rank = v.per_rank.iter().map(|(k, x)| (k.to_string(), *x)).collect();
-                    m.parts = v.parts.iter().map(|(label, value)| Part { label, value: *value }).collect();
+                    m.per_rank = v
+                        .per_rank
+                        .iter()
+                        .map(|(k, x)| (k.to_string(), *x))
+                        .collect();
+                    m.parts = v
+                        .parts
+                        .iter()
+                        .map(|(label, value)| Part {
+                            label,
+                            value: *value,
+                        })
+                        .collect();
                     m.note = v.note.as_deref();
                 }
                 Outcome::NotApplicable(why) => m.not_applicable = Some(why),

@@ -38,7 +38,13 @@ pub fn write(about: &About, rows: &[Row], out: &mut dyn Write) -> io::Result<()>
                     r.metric.about
                 )?;
                 for (label, v) in &m.parts {
-                    writeln!(out, "{:<width$}  {:>14}  {:<6}", format!("  {label}"), unit.human(*v), unit.symbol())?;
+                    writeln!(
+                        out,
+                        "{:<width$}  {:>14}  {:<6}",
+                        format!("  {label}"),
+                        unit.human(*v),
+                        unit.symbol()
+                    )?;
                 }
                 if let Some(note) = &m.note {
                     writeln!(out, "{:<width$}  {note}", "")?;
@@ -65,8 +71,23 @@ fn rank_list(ranks: &[u32]) -> String {
         [first, .., last] if (*last - *first) as usize + 1 == ranks.len() => {
             format!("ranks {first}-{last}")
         }
-        _ if ranks.len() > 8 => format!("ranks {}, ... ({} in all)", ranks[..4].iter().map(u32::to_string).collect::<Vec<_>>().join(", "), ranks.len()),
-        _ => format!("ranks {}", ranks.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")),
+        _ if ranks.len() > 8 => format!(
+            "ranks {}, ... ({} in all)",
+            ranks[..4]
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(", "),
+            ranks.len()
+        ),
+        _ => format!(
+            "ranks {}",
+            ranks
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
     }
 }
 

@@ -20,7 +20,10 @@ fn missing_path() {
 #[test]
 fn empty_directory() {
     let dir = tempfile::tempdir().unwrap();
-    fails_naming(&["--trace", dir.path().to_str().unwrap(), "--metrics"], "no profiler traces found");
+    fails_naming(
+        &["--trace", dir.path().to_str().unwrap(), "--metrics"],
+        "no profiler traces found",
+    );
 }
 
 #[test]
@@ -28,7 +31,10 @@ fn garbage_file() {
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("rank0_trace.json");
     std::fs::write(&f, b"\x00\x01 definitely not json").unwrap();
-    fails_naming(&["--trace", f.to_str().unwrap(), "--metrics"], "rank0_trace.json");
+    fails_naming(
+        &["--trace", f.to_str().unwrap(), "--metrics"],
+        "rank0_trace.json",
+    );
 }
 
 #[test]
@@ -36,7 +42,10 @@ fn json_that_is_not_a_trace() {
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("kineto_trace_0.json");
     std::fs::write(&f, br#"{"traceEvents": 5}"#).unwrap();
-    fails_naming(&["--trace", f.to_str().unwrap(), "--metrics"], "kineto_trace_0.json");
+    fails_naming(
+        &["--trace", f.to_str().unwrap(), "--metrics"],
+        "kineto_trace_0.json",
+    );
 }
 
 #[test]
@@ -47,9 +56,18 @@ fn truncated_trace_loads_with_a_warning() {
     // Cut inside the last event.
     std::fs::write(&f, &text[..text.len() - 40]).unwrap();
     let before = std::fs::read(&f).unwrap();
-    let o = run(&["--trace", dir.path().to_str().unwrap(), "--metric", "avg_step_time"]);
+    let o = run(&[
+        "--trace",
+        dir.path().to_str().unwrap(),
+        "--metric",
+        "avg_step_time",
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(stderr(&o).contains("warning:") && stderr(&o).contains("rank0_trace.json"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("warning:") && stderr(&o).contains("rank0_trace.json"),
+        "{}",
+        stderr(&o)
+    );
     assert_eq!(stdout(&o).trim(), "0.0002");
     // Nothing is written to the input.
     assert_eq!(std::fs::read(&f).unwrap(), before);
@@ -60,23 +78,50 @@ fn mixed_runs_are_not_merged() {
     let ranks = two_rank_example();
     let dir = tempfile::tempdir().unwrap();
     // Two files that both claim rank 0 (e.g. steps 12 and 13 of one worker).
-    std::fs::write(dir.path().join("worker0_step_12.pt.trace.json"), ranks[0].to_json()).unwrap();
-    std::fs::write(dir.path().join("worker0_step_13.pt.trace.json"), ranks[0].to_json()).unwrap();
-    let err = fails_naming(&["--trace", dir.path().to_str().unwrap(), "--metrics"], "rank 0 appears in both");
-    assert!(err.contains("worker0_step_12") && err.contains("worker0_step_13"), "{err}");
+    std::fs::write(
+        dir.path().join("worker0_step_12.pt.trace.json"),
+        ranks[0].to_json(),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("worker0_step_13.pt.trace.json"),
+        ranks[0].to_json(),
+    )
+    .unwrap();
+    let err = fails_naming(
+        &["--trace", dir.path().to_str().unwrap(), "--metrics"],
+        "rank 0 appears in both",
+    );
+    assert!(
+        err.contains("worker0_step_12") && err.contains("worker0_step_13"),
+        "{err}"
+    );
 }
 
 #[test]
 fn nsys_report_gets_the_export_command() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("nsys_0.nsys-rep"), b"binary").unwrap();
-    fails_naming(&["--trace", dir.path().to_str().unwrap(), "--metrics"], "nsys export --type sqlite");
+    fails_naming(
+        &["--trace", dir.path().to_str().unwrap(), "--metrics"],
+        "nsys export --type sqlite",
+    );
 }
 
 #[test]
 fn unknown_rank() {
     let dir = write_ranks(&two_rank_example());
-    let o = run(&["--trace", dir.path().to_str().unwrap(), "--metrics", "--rank", "9"]);
+    let o = run(&[
+        "--trace",
+        dir.path().to_str().unwrap(),
+        "--metrics",
+        "--rank",
+        "9",
+    ]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("rank 9 is not in the trace (ranks: 0, 1)"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("rank 9 is not in the trace (ranks: 0, 1)"),
+        "{}",
+        stderr(&o)
+    );
 }

@@ -12,11 +12,25 @@ fn bare_number_on_stdout() {
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
     assert_eq!(out.lines().count(), 1, "only the number: {out:?}");
-    assert_close(out.trim().parse().unwrap(), (60.0 / 145.0 * 100.0 + 50.0) / 2.0, "communication_ratio");
+    assert_close(
+        out.trim().parse().unwrap(),
+        (60.0 / 145.0 * 100.0 + 50.0) / 2.0,
+        "communication_ratio",
+    );
     // Counts print as integers.
-    assert_eq!(stdout(&run(&["--trace", p, "--metric", "coll_call_num"])).trim(), "1");
+    assert_eq!(
+        stdout(&run(&["--trace", p, "--metric", "coll_call_num"])).trim(),
+        "1"
+    );
     // --rank narrows to one rank.
-    let o = run(&["--trace", p, "--metric", "communication_ratio", "--rank", "1"]);
+    let o = run(&[
+        "--trace",
+        p,
+        "--metric",
+        "communication_ratio",
+        "--rank",
+        "1",
+    ]);
     assert_eq!(stdout(&o).trim(), "50");
 }
 
@@ -38,21 +52,50 @@ fn gzip_detected_by_content_not_extension() {
     let mut gz = flate2::write::GzEncoder::new(f, flate2::Compression::fast());
     gz.write_all(text.as_bytes()).unwrap();
     gz.finish().unwrap();
-    let o = run(&["--trace", dir.path().to_str().unwrap(), "--metric", "total_kernel_time"]);
+    let o = run(&[
+        "--trace",
+        dir.path().to_str().unwrap(),
+        "--metric",
+        "total_kernel_time",
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert_close(stdout(&o).trim().parse().unwrap(), 200e-6, "total_kernel_time");
+    assert_close(
+        stdout(&o).trim().parse().unwrap(),
+        200e-6,
+        "total_kernel_time",
+    );
 }
 
 #[test]
 fn not_applicable_exits_3_with_reason() {
     let dir = write_ranks(&two_rank_example());
     let p = dir.path().to_str().unwrap();
-    let o = run(&["--trace", p, "--metric", "load_imbalance_ratio", "--rank", "0"]);
+    let o = run(&[
+        "--trace",
+        p,
+        "--metric",
+        "load_imbalance_ratio",
+        "--rank",
+        "0",
+    ]);
     assert_eq!(o.status.code(), Some(3));
     assert_eq!(stdout(&o), "");
-    assert!(stderr(&o).contains("needs at least 2 ranks"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("needs at least 2 ranks"),
+        "{}",
+        stderr(&o)
+    );
     // Old scripts expect -1.
-    let o = run(&["--trace", p, "--metric", "load_imbalance_ratio", "--rank", "0", "--missing", "-1"]);
+    let o = run(&[
+        "--trace",
+        p,
+        "--metric",
+        "load_imbalance_ratio",
+        "--rank",
+        "0",
+        "--missing",
+        "-1",
+    ]);
     assert_eq!(o.status.code(), Some(0));
     assert_eq!(stdout(&o).trim(), "-1");
 }
@@ -78,9 +121,15 @@ fn all_metrics_table_json_csv() {
     let doc: serde_json::Value = serde_json::from_slice(&o.stdout).expect("valid JSON");
     let metrics = doc["metrics"].as_array().unwrap();
     assert_eq!(metrics.len(), ccl_bench::metrics::METRICS.len());
-    let bd = metrics.iter().find(|m| m["name"] == "break_down_steps").unwrap();
+    let bd = metrics
+        .iter()
+        .find(|m| m["name"] == "break_down_steps")
+        .unwrap();
     assert_eq!(bd["parts"].as_array().unwrap().len(), 6);
-    let ratio = metrics.iter().find(|m| m["name"] == "communication_ratio").unwrap();
+    let ratio = metrics
+        .iter()
+        .find(|m| m["name"] == "communication_ratio")
+        .unwrap();
     assert_eq!(ratio["per_rank"]["1"], 50.0);
     let csv = stdout(&run(&["--trace", p, "--metrics", "--format", "csv"]));
     assert!(csv.starts_with("metric,value,unit,min,min_rank,max,max_rank,status,about"));
@@ -112,12 +161,34 @@ fn iteration_layout_picks_newest_or_the_one_asked() {
     let p = dir.path().to_str().unwrap();
     // Newest: iteration 5 holds the one-step trace (200 µs).
     let o = run(&["--trace", p, "--metric", "avg_step_time"]);
-    assert_close(stdout(&o).trim().parse().unwrap(), 200e-6, "newest iteration");
-    let o = run(&["--trace", p, "--metric", "avg_step_time", "--iteration", "3"]);
+    assert_close(
+        stdout(&o).trim().parse().unwrap(),
+        200e-6,
+        "newest iteration",
+    );
+    let o = run(&[
+        "--trace",
+        p,
+        "--metric",
+        "avg_step_time",
+        "--iteration",
+        "3",
+    ]);
     assert_close(stdout(&o).trim().parse().unwrap(), 100e-6, "iteration 3");
-    let o = run(&["--trace", p, "--metric", "avg_step_time", "--iteration", "4"]);
+    let o = run(&[
+        "--trace",
+        p,
+        "--metric",
+        "avg_step_time",
+        "--iteration",
+        "4",
+    ]);
     assert_ne!(o.status.code(), Some(0));
-    assert!(stderr(&o).contains("iteration 4 not found; available: 3, 5"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("iteration 4 not found; available: 3, 5"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]

@@ -145,26 +145,42 @@ fn h100_gpt_eager_ccl_bench_layout() {
 
 #[test]
 fn dlrm_structure() {
-    let Some(dir) = corpus("kineto/dlrm_8rank_v100") else { return };
+    let Some(dir) = corpus("kineto/dlrm_8rank_v100") else {
+        return;
+    };
     let trace = load(&dir, None).unwrap();
-    assert_eq!(trace.ranks.iter().map(|r| r.rank).collect::<Vec<_>>(), (0..8).collect::<Vec<_>>());
+    assert_eq!(
+        trace.ranks.iter().map(|r| r.rank).collect::<Vec<_>>(),
+        (0..8).collect::<Vec<_>>()
+    );
     // Per rank: 5 SendRecv (all_to_all) + 3 AllReduce NCCL kernels (corpus README).
     for r in &trace.ranks {
         let kinds: Vec<_> = r.kernels().filter_map(|k| k.coll).collect();
-        let a2a = kinds.iter().filter(|k| **k == ccl_bench::model::CollKind::AllToAll).count();
-        let ar = kinds.iter().filter(|k| **k == ccl_bench::model::CollKind::AllReduce).count();
+        let a2a = kinds
+            .iter()
+            .filter(|k| **k == ccl_bench::model::CollKind::AllToAll)
+            .count();
+        let ar = kinds
+            .iter()
+            .filter(|k| **k == ccl_bench::model::CollKind::AllReduce)
+            .count();
         assert_eq!((a2a, ar), (5, 3), "rank {}", r.rank);
     }
 }
 
 #[test]
 fn collective_sizes_from_kernel_args() {
-    let Some(dir) = corpus("kineto/hta/nccl_parser_config") else { return };
+    let Some(dir) = corpus("kineto/hta/nccl_parser_config") else {
+        return;
+    };
     let trace = load(&dir, None).unwrap();
     let r = &trace.ranks[0];
     // The kernel at ts 4458677009853.422 µs carries "In msg nelems": 6637568,
     // "dtype": "Float", "Group size": 2 (read with json.load).
-    let k = r.kernels().find(|k| k.start == 4_458_677_009_853_422).expect("kernel at that ts");
+    let k = r
+        .kernels()
+        .find(|k| k.start == 4_458_677_009_853_422)
+        .expect("kernel at that ts");
     assert_eq!(k.coll, Some(ccl_bench::model::CollKind::AllReduce));
     let m = r.coll_meta(k).expect("args carry collective metadata");
     assert_eq!(r.name(m.name), "allreduce");
@@ -196,7 +212,13 @@ fn every_kineto_corpus_trace_loads() {
         "kineto/tracelens/torch_compile_triton",
     ] {
         let Some(dir) = corpus(rel) else { return };
-        let o = run(&["--trace", dir.to_str().unwrap(), "--metrics", "--format", "json"]);
+        let o = run(&[
+            "--trace",
+            dir.to_str().unwrap(),
+            "--metrics",
+            "--format",
+            "json",
+        ]);
         assert!(o.status.success(), "{rel}: {}", stderr(&o));
         let doc: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
         assert!(!doc["ranks"].as_array().unwrap().is_empty(), "{rel}");
@@ -206,17 +228,31 @@ fn every_kineto_corpus_trace_loads() {
 #[test]
 fn rank_from_distributed_info_and_file_name() {
     // distributedInfo says rank 34 (file name agrees); sampled_rank-{0,1} by both.
-    let Some(cpu) = corpus("kineto/hta/cpu_only") else { return };
+    let Some(cpu) = corpus("kineto/hta/cpu_only") else {
+        return;
+    };
     assert_eq!(load(&cpu, None).unwrap().ranks[0].rank, 34);
-    let Some(two) = corpus("kineto/hta/trace_filter") else { return };
+    let Some(two) = corpus("kineto/hta/trace_filter") else {
+        return;
+    };
     let t = load(&two, None).unwrap();
-    assert_eq!(t.ranks.iter().map(|r| r.rank).collect::<Vec<_>>(), vec![0, 1]);
+    assert_eq!(
+        t.ranks.iter().map(|r| r.rank).collect::<Vec<_>>(),
+        vec![0, 1]
+    );
 }
 
 #[test]
 fn gpu_metrics_on_cpu_only_trace_are_not_applicable() {
-    let Some(dir) = corpus("kineto/hta/cpu_only") else { return };
-    let o = run(&["--trace", dir.to_str().unwrap(), "--metric", "total_kernel_time"]);
+    let Some(dir) = corpus("kineto/hta/cpu_only") else {
+        return;
+    };
+    let o = run(&[
+        "--trace",
+        dir.to_str().unwrap(),
+        "--metric",
+        "total_kernel_time",
+    ]);
     assert_eq!(o.status.code(), Some(3));
     assert!(stderr(&o).contains("no GPU kernels"), "{}", stderr(&o));
 }

@@ -6,11 +6,16 @@ use ccl_bench::synth::RankTrace;
 /// `../shared/corpus/<rel>`, or `None` (with a message) when the shared corpus is
 /// not beside the checkout, as in a fresh clone.
 pub fn corpus(rel: &str) -> Option<PathBuf> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus").join(rel);
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/corpus")
+        .join(rel);
     if p.exists() {
         Some(p)
     } else {
-        eprintln!("skipping: {} absent (../shared/corpus is not beside the checkout)", p.display());
+        eprintln!(
+            "skipping: {} absent (../shared/corpus is not beside the checkout)",
+            p.display()
+        );
         None
     }
 }
