@@ -176,6 +176,16 @@ pub static METRICS: &[Metric] = &[
     },
 ];
 
+/// The README's metric table, generated so it cannot drift from the registry.
+pub fn markdown_table() -> String {
+    let mut s = String::from("| metric | unit | needs | meaning |\n|---|---|---|---|\n");
+    for m in METRICS {
+        let needs: Vec<&str> = m.needs.iter().map(|n| n.describe()).collect();
+        s += &format!("| `{}` | {} | {} | {} |\n", m.name, m.unit.symbol(), needs.join(", "), m.about.replace('|', "\\|"));
+    }
+    s
+}
+
 pub fn find(name: &str) -> Option<&'static Metric> {
     METRICS.iter().find(|m| m.name == name)
 }

@@ -19,9 +19,27 @@ use crate::model::Trace;
 
 const BUF: usize = 256 * 1024;
 
+/// A trace file's bytes, decompressed when needed. A concrete enum rather than
+/// `Box<dyn Read>`: serde_json reads one byte at a time, and a virtual call per
+/// byte would cost more than the parsing itself.
+pub enum Source {
+    Plain(BufReader<File>),
+    Gzip(BufReader<MultiGzDecoder<BufReader<File>>>),
+}
+
+impl Read for Source {
+    #[inline]
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Self::Plain(r) => r.read(buf),
+            Self::Gzip(r) => r.read(buf),
+        }
+    }
+}
+
 /// Opens a file for reading, transparently decompressing gzip (recognised by its
 /// magic bytes `1f 8b`, whatever the extension says).
-pub fn open(path: &Path) -> Result<Box<dyn Read + Send>> {
+pub fn open(path: &Path) -> Result<Source> {
     let io = |source| Error::Io {
         path: path.to_owned(),
         source,
@@ -29,23 +47,41 @@ pub fn open(path: &Path) -> Result<Box<dyn Read + Send>> {
     let mut r = BufReader::with_capacity(BUF, File::open(path).map_err(io)?);
     let gz = r.fill_buf().map_err(io)?.starts_with(&[0x1f, 0x8b]);
     Ok(if gz {
-        Box::new(BufReader::with_capacity(BUF, MultiGzDecoder::new(r)))
+        Source::Gzip(BufReader::with_capacity(BUF, MultiGzDecoder::new(r)))
     } else {
-        Box::new(r)
+        Source::Plain(r)
     })
 }
 
-/// Counts read bytes so progress can be shown while files load.
+/// Counts read bytes so progress can be shown while files load. serde_json reads
+/// a byte at a time, so the shared counter is updated once per MiB, not per read.
 struct Counting<'a, R> {
     inner: R,
     bytes: &'a AtomicU64,
+    pending: u64,
+}
+
+impl<'a, R> Counting<'a, R> {
+    fn new(inner: R, bytes: &'a AtomicU64) -> Self {
+        Self { inner, bytes, pending: 0 }
+    }
 }
 
 impl<R: Read> Read for Counting<'_, R> {
+    #[inline]
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let n = self.inner.read(buf)?;
-        self.bytes.fetch_add(n as u64, Ordering::Relaxed);
+        self.pending += n as u64;
+        if self.pending >= 1 << 20 || n == 0 {
+            self.bytes.fetch_add(std::mem::take(&mut self.pending), Ordering::Relaxed);
+        }
         Ok(n)
+    }
+}
+
+impl<R> Drop for Counting<'_, R> {
+    fn drop(&mut self) {
+        self.bytes.fetch_add(self.pending, Ordering::Relaxed);
     }
 }
 
@@ -78,10 +114,7 @@ pub fn load(
     let results: Vec<Result<(Option<u32>, kineto::KinetoFile)>> = inputs
         .par_iter()
         .map(|input| {
-            let reader = Counting {
-                inner: open(&input.path)?,
-                bytes: &progress.bytes,
-            };
+            let reader = Counting::new(open(&input.path)?, &progress.bytes);
             let file = kineto::read(reader, &input.path)?;
             progress.files_done.fetch_add(1, Ordering::Relaxed);
             Ok((input.rank, file))

@@ -4,4 +4,5 @@
 mod bad_input;
 mod cli;
 mod corpus;
+mod readme;
 mod support;
