@@ -75,7 +75,8 @@ impl RankTrace {
             "grid": [8, 1, 1], "block": [512, 1, 1],
             "Collective name": c.name, "In msg nelems": c.in_nelems,
             "Out msg nelems": c.out_nelems, "dtype": c.dtype, "Group size": c.group_size,
-            "Process Group Name": "0", "Process Group Ranks": "[0, 1]"
+            "Process Group Name": "0",
+            "Process Group Ranks": format!("{:?}", (0..c.group_size).collect::<Vec<_>>())
         });
         self.device_op("kernel", name, ts, dur, stream, args)
     }
@@ -201,4 +202,209 @@ pub fn two_rank_example() -> Vec<RankTrace> {
     r1.launch(k, 1.0);
     r1.launch(c, 2.0);
     vec![r0, r1]
+}
+
+/// Shape of a simulated data-parallel training run (see [`training_run`]).
+#[derive(Debug, Clone)]
+pub struct RunShape {
+    pub ranks: u32,
+    pub steps: u32,
+    pub layers: u32,
+    /// This rank computes `straggler_factor` times slower than the others.
+    pub straggler: Option<u32>,
+    pub straggler_factor: f64,
+}
+
+impl Default for RunShape {
+    fn default() -> Self {
+        Self {
+            ranks: 8,
+            steps: 3,
+            layers: 8,
+            straggler: Some(5),
+            straggler_factor: 1.3,
+        }
+    }
+}
+
+/// A deterministic FSDP-style training run on `shape.ranks` GPUs (132 SMs each).
+/// Per step and rank: an input copy; per layer a prefetched all-gather of weights
+/// (comm stream) and forward kernels (attention, GEMMs, RMSNorm, elementwise);
+/// backward in reverse with each layer's gradient reduce-scatter overlapping the
+/// next layer's backward; a small all-reduce; the optimizer. Collectives end on
+/// every rank when the last rank has arrived, so a slow rank makes the others wait
+/// inside their communication kernels, as on real hardware.
+pub fn training_run(shape: &RunShape) -> Vec<RankTrace> {
+    const COMPUTE: u32 = 7;
+    const COMM: u32 = 20;
+    let n = shape.ranks as usize;
+    let mut traces: Vec<RankTrace> = (0..shape.ranks)
+        .map(|r| RankTrace::new(Some(r), shape.ranks, 132))
+        .collect();
+    // Slowdown of rank r, with a little deterministic per-kernel variation.
+    let factor = |r: usize, salt: u32| {
+        let base = if shape.straggler == Some(r as u32) { shape.straggler_factor } else { 1.0 };
+        base * (1.0 + 0.01 * f64::from((r as u32 * 7 + salt * 3) % 5))
+    };
+    let group = shape.ranks;
+    let gather = Coll { name: "_allgather_base", in_nelems: 1 << 21, out_nelems: (1 << 21) * u64::from(group), dtype: "BFloat16", group_size: group };
+    let scatter = Coll { name: "_reduce_scatter_base", in_nelems: (1 << 21) * u64::from(group), out_nelems: 1 << 21, dtype: "BFloat16", group_size: group };
+    let reduce = Coll { name: "allreduce", in_nelems: 1 << 12, out_nelems: 1 << 12, dtype: "Float", group_size: group };
+    let mut step_start = 0.0;
+    for step in 0..shape.steps {
+        let mut comp = vec![step_start + 100.0; n];
+        let mut comm_free = vec![step_start + 100.0; n];
+        let mut cpu = vec![step_start + 10.0; n];
+        // Launch every op from the CPU shortly after the previous launch.
+        let launch = |t: &mut RankTrace, cpu: &mut f64, corr: u64| {
+            *cpu += 4.0;
+            t.launch(corr, *cpu);
+        };
+        // A collective on every rank: starts when the rank is ready, ends for all
+        // when the last rank is ready plus the transfer time.
+        let collective = |traces: &mut [RankTrace], cpu: &mut [f64], ready: &[f64], name: &str, dur: f64, c: &Coll| {
+            let end = ready.iter().copied().fold(f64::MIN, f64::max) + dur;
+            for (r, t) in traces.iter_mut().enumerate() {
+                let corr = t.collective(name, ready[r], end - ready[r], COMM, c);
+                cpu[r] += 4.0;
+                t.launch(corr, cpu[r]);
+            }
+            end
+        };
+        for (r, t) in traces.iter_mut().enumerate() {
+            let c = t.memcpy("Memcpy HtoD (Pageable -> Device)", comp[r], 50.0, COMPUTE, 8 << 20);
+            launch(t, &mut cpu[r], c);
+            comp[r] += 50.0;
+        }
+        // Forward: all-gather layer l while layer l-1 computes.
+        let mut layer_start = comp.clone();
+        for layer in 0..shape.layers {
+            let ready: Vec<f64> = (0..n).map(|r| comm_free[r].max(layer_start[r])).collect();
+            let end = collective(&mut traces, &mut cpu, &ready, "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)", 150.0, &gather);
+            for (r, t) in traces.iter_mut().enumerate() {
+                comm_free[r] = end;
+                layer_start[r] = comp[r];
+                comp[r] = comp[r].max(end);
+                for (name, dur) in [
+                    ("triton_red_fused_rms_norm_0", 40.0),
+                    ("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64", 300.0),
+                    ("void flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4>>(flash::Flash_fwd_params)", 250.0),
+                    ("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64", 300.0),
+                    ("void at::native::vectorized_elementwise_kernel<4, at::native::silu_kernel>(int)", 30.0),
+                ] {
+                    let d = dur * factor(r, layer + step);
+                    let k = t.kernel(name, comp[r], d, COMPUTE, 264);
+                    launch(t, &mut cpu[r], k);
+                    comp[r] += d;
+                }
+            }
+        }
+        // Backward: compute layer l, then reduce-scatter its gradients while the
+        // next layer's backward runs.
+        for layer in (0..shape.layers).rev() {
+            for (r, t) in traces.iter_mut().enumerate() {
+                for (name, dur) in [
+                    ("sm90_xmma_gemm_bf16bf16_bf16f32_f32_nt_n_tilesize128x128x64", 600.0),
+                    ("void flash::flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel<Flash_bwd_kernel_traits>(flash::Flash_bwd_params)", 500.0),
+                    ("sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_tilesize128x256x64", 600.0),
+                    ("triton_red_fused_rms_norm_backward_1", 60.0),
+                ] {
+                    let d = dur * factor(r, layer + 2 * step + 1);
+                    let k = t.kernel(name, comp[r], d, COMPUTE, 264);
+                    launch(t, &mut cpu[r], k);
+                    comp[r] += d;
+                }
+            }
+            let ready: Vec<f64> = (0..n).map(|r| comm_free[r].max(comp[r])).collect();
+            let end = collective(&mut traces, &mut cpu, &ready, "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)", 200.0, &scatter);
+            comm_free.iter_mut().for_each(|c| *c = end);
+        }
+        // Gradient-norm all-reduce: compute waits for it.
+        let ready: Vec<f64> = (0..n).map(|r| comm_free[r].max(comp[r])).collect();
+        let end = collective(&mut traces, &mut cpu, &ready, "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", 40.0, &reduce);
+        let mut step_end = end;
+        for (r, t) in traces.iter_mut().enumerate() {
+            let d = 200.0 * factor(r, step);
+            let k = t.kernel("void at::native::(anonymous namespace)::multi_tensor_apply_kernel<FusedAdamMathFunctor>(int)", end, d, COMPUTE, 528);
+            launch(t, &mut cpu[r], k);
+            step_end = step_end.max(end + d + 20.0);
+        }
+        for t in traces.iter_mut() {
+            t.step(step + 1, step_start, step_end - step_start);
+        }
+        step_start = step_end;
+    }
+    traces
+}
+
+/// The workload card (CCL-Bench YAML) that describes [`training_run`]'s default shape.
+pub const SAMPLE_CARD: &str = "\
+# Workload card for the synthetic sample (CCL-Bench schema).
+workload:
+  model:
+    phase: training
+    moe: false
+    model_family: llama
+    precision: bf16
+    model_arch:
+      num_params: 1300000000
+      num_layers: 8
+      num_heads: 16
+      head_dim: 128
+  data:
+    batch_size: 8
+    seq_len: 4096
+  hardware:
+    network_topo:
+      bandwidth_gbps: [400, 3600]
+    xpu_spec:
+      type: GPU
+      model: H100-SXM
+      total_count: 8
+      count_per_node: 8
+Model-executor:
+  framework:
+    name: torch
+  model_plan_parallelization:
+    dp_replicate: 1
+    dp_shard: 8
+    tp: 1
+    pp: 1
+    cp: 1
+    ep: 1
+  communication_library:
+    name: NCCL
+metric_source:
+  traces: [json]
+";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::testing::{trace, value};
+
+    #[test]
+    fn training_run_is_deterministic() {
+        let a: Vec<String> = training_run(&RunShape::default()).iter().map(RankTrace::to_json).collect();
+        let b: Vec<String> = training_run(&RunShape::default()).iter().map(RankTrace::to_json).collect();
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn the_straggler_is_the_busiest_rank_and_others_wait() {
+        let t = trace(&training_run(&RunShape::default()));
+        let ctx = crate::metrics::Ctx::new(&t, None).unwrap();
+        let compute: Vec<i64> = ctx.stats().iter().map(|s| s.compute.total()).collect();
+        // Rank 5 computes ~30 % longer than rank 0.
+        let slow = compute[5] as f64 / compute[0] as f64;
+        assert!((1.25..1.4).contains(&slow), "{slow}");
+        // Busy time hides it: the fast ranks are busy inside NCCL kernels, waiting.
+        assert!(value(&t, "load_imbalance_ratio", None) < 1.1);
+        // Fast ranks wait inside collectives, so they spend more time communicating.
+        let comm5 = value(&t, "communication_ratio", Some(5));
+        let comm0 = value(&t, "communication_ratio", Some(0));
+        assert!(comm0 > comm5, "rank 0 {comm0} vs straggler {comm5}");
+        assert!(value(&t, "communication_overlap_ratio", None) > 0.0);
+        assert_eq!(value(&t, "coll_call_num", None), f64::from(2 * 8 + 1));
+    }
 }
