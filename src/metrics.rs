@@ -181,7 +181,13 @@ pub fn markdown_table() -> String {
     let mut s = String::from("| metric | unit | needs | meaning |\n|---|---|---|---|\n");
     for m in METRICS {
         let needs: Vec<&str> = m.needs.iter().map(|n| n.describe()).collect();
-        s += &format!("| `{}` | {} | {} | {} |\n", m.name, m.unit.symbol(), needs.join(", "), m.about.replace('|', "\\|"));
+        s += &format!(
+            "| `{}` | {} | {} | {} |\n",
+            m.name,
+            m.unit.symbol(),
+            needs.join(", "),
+            m.about.replace('|', "\\|")
+        );
     }
     s
 }

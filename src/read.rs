@@ -24,7 +24,8 @@ const BUF: usize = 256 * 1024;
 /// byte would cost more than the parsing itself.
 pub enum Source {
     Plain(BufReader<File>),
-    Gzip(BufReader<MultiGzDecoder<BufReader<File>>>),
+    // Boxed: the inflate state is large, and the enum is moved around.
+    Gzip(Box<BufReader<MultiGzDecoder<BufReader<File>>>>),
 }
 
 impl Read for Source {
@@ -47,7 +48,10 @@ pub fn open(path: &Path) -> Result<Source> {
     let mut r = BufReader::with_capacity(BUF, File::open(path).map_err(io)?);
     let gz = r.fill_buf().map_err(io)?.starts_with(&[0x1f, 0x8b]);
     Ok(if gz {
-        Source::Gzip(BufReader::with_capacity(BUF, MultiGzDecoder::new(r)))
+        Source::Gzip(Box::new(BufReader::with_capacity(
+            BUF,
+            MultiGzDecoder::new(r),
+        )))
     } else {
         Source::Plain(r)
     })
@@ -63,7 +67,11 @@ struct Counting<'a, R> {
 
 impl<'a, R> Counting<'a, R> {
     fn new(inner: R, bytes: &'a AtomicU64) -> Self {
-        Self { inner, bytes, pending: 0 }
+        Self {
+            inner,
+            bytes,
+            pending: 0,
+        }
     }
 }
 
@@ -73,7 +81,8 @@ impl<R: Read> Read for Counting<'_, R> {
         let n = self.inner.read(buf)?;
         self.pending += n as u64;
         if self.pending >= 1 << 20 || n == 0 {
-            self.bytes.fetch_add(std::mem::take(&mut self.pending), Ordering::Relaxed);
+            self.bytes
+                .fetch_add(std::mem::take(&mut self.pending), Ordering::Relaxed);
         }
         Ok(n)
     }

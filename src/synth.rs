@@ -243,13 +243,35 @@ pub fn training_run(shape: &RunShape) -> Vec<RankTrace> {
         .collect();
     // Slowdown of rank r, with a little deterministic per-kernel variation.
     let factor = |r: usize, salt: u32| {
-        let base = if shape.straggler == Some(r as u32) { shape.straggler_factor } else { 1.0 };
+        let base = if shape.straggler == Some(r as u32) {
+            shape.straggler_factor
+        } else {
+            1.0
+        };
         base * (1.0 + 0.01 * f64::from((r as u32 * 7 + salt * 3) % 5))
     };
     let group = shape.ranks;
-    let gather = Coll { name: "_allgather_base", in_nelems: 1 << 21, out_nelems: (1 << 21) * u64::from(group), dtype: "BFloat16", group_size: group };
-    let scatter = Coll { name: "_reduce_scatter_base", in_nelems: (1 << 21) * u64::from(group), out_nelems: 1 << 21, dtype: "BFloat16", group_size: group };
-    let reduce = Coll { name: "allreduce", in_nelems: 1 << 12, out_nelems: 1 << 12, dtype: "Float", group_size: group };
+    let gather = Coll {
+        name: "_allgather_base",
+        in_nelems: 1 << 21,
+        out_nelems: (1 << 21) * u64::from(group),
+        dtype: "BFloat16",
+        group_size: group,
+    };
+    let scatter = Coll {
+        name: "_reduce_scatter_base",
+        in_nelems: (1 << 21) * u64::from(group),
+        out_nelems: 1 << 21,
+        dtype: "BFloat16",
+        group_size: group,
+    };
+    let reduce = Coll {
+        name: "allreduce",
+        in_nelems: 1 << 12,
+        out_nelems: 1 << 12,
+        dtype: "Float",
+        group_size: group,
+    };
     let mut step_start = 0.0;
     for step in 0..shape.steps {
         let mut comp = vec![step_start + 100.0; n];
@@ -262,7 +284,12 @@ pub fn training_run(shape: &RunShape) -> Vec<RankTrace> {
         };
         // A collective on every rank: starts when the rank is ready, ends for all
         // when the last rank is ready plus the transfer time.
-        let collective = |traces: &mut [RankTrace], cpu: &mut [f64], ready: &[f64], name: &str, dur: f64, c: &Coll| {
+        let collective = |traces: &mut [RankTrace],
+                          cpu: &mut [f64],
+                          ready: &[f64],
+                          name: &str,
+                          dur: f64,
+                          c: &Coll| {
             let end = ready.iter().copied().fold(f64::MIN, f64::max) + dur;
             for (r, t) in traces.iter_mut().enumerate() {
                 let corr = t.collective(name, ready[r], end - ready[r], COMM, c);
@@ -272,7 +299,13 @@ pub fn training_run(shape: &RunShape) -> Vec<RankTrace> {
             end
         };
         for (r, t) in traces.iter_mut().enumerate() {
-            let c = t.memcpy("Memcpy HtoD (Pageable -> Device)", comp[r], 50.0, COMPUTE, 8 << 20);
+            let c = t.memcpy(
+                "Memcpy HtoD (Pageable -> Device)",
+                comp[r],
+                50.0,
+                COMPUTE,
+                8 << 20,
+            );
             launch(t, &mut cpu[r], c);
             comp[r] += 50.0;
         }
@@ -280,7 +313,14 @@ pub fn training_run(shape: &RunShape) -> Vec<RankTrace> {
         let mut layer_start = comp.clone();
         for layer in 0..shape.layers {
             let ready: Vec<f64> = (0..n).map(|r| comm_free[r].max(layer_start[r])).collect();
-            let end = collective(&mut traces, &mut cpu, &ready, "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)", 150.0, &gather);
+            let end = collective(
+                &mut traces,
+                &mut cpu,
+                &ready,
+                "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+                150.0,
+                &gather,
+            );
             for (r, t) in traces.iter_mut().enumerate() {
                 comm_free[r] = end;
                 layer_start[r] = comp[r];
@@ -316,12 +356,26 @@ pub fn training_run(shape: &RunShape) -> Vec<RankTrace> {
                 }
             }
             let ready: Vec<f64> = (0..n).map(|r| comm_free[r].max(comp[r])).collect();
-            let end = collective(&mut traces, &mut cpu, &ready, "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)", 200.0, &scatter);
+            let end = collective(
+                &mut traces,
+                &mut cpu,
+                &ready,
+                "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+                200.0,
+                &scatter,
+            );
             comm_free.iter_mut().for_each(|c| *c = end);
         }
         // Gradient-norm all-reduce: compute waits for it.
         let ready: Vec<f64> = (0..n).map(|r| comm_free[r].max(comp[r])).collect();
-        let end = collective(&mut traces, &mut cpu, &ready, "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", 40.0, &reduce);
+        let end = collective(
+            &mut traces,
+            &mut cpu,
+            &ready,
+            "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+            40.0,
+            &reduce,
+        );
         let mut step_end = end;
         for (r, t) in traces.iter_mut().enumerate() {
             let d = 200.0 * factor(r, step);
@@ -385,8 +439,14 @@ mod tests {
 
     #[test]
     fn training_run_is_deterministic() {
-        let a: Vec<String> = training_run(&RunShape::default()).iter().map(RankTrace::to_json).collect();
-        let b: Vec<String> = training_run(&RunShape::default()).iter().map(RankTrace::to_json).collect();
+        let a: Vec<String> = training_run(&RunShape::default())
+            .iter()
+            .map(RankTrace::to_json)
+            .collect();
+        let b: Vec<String> = training_run(&RunShape::default())
+            .iter()
+            .map(RankTrace::to_json)
+            .collect();
         assert_eq!(a, b);
     }
 

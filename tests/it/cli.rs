@@ -200,12 +200,20 @@ fn help_describes_the_tool() {
 #[test]
 fn bundled_sample_is_what_the_generator_writes() {
     use ccl_bench::synth::{training_run, RunShape, SAMPLE_CARD};
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("trace_collection/llama_fsdp_8gpu");
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("trace_collection/llama_fsdp_8gpu");
     for (rank, t) in training_run(&RunShape::default()).iter().enumerate() {
-        let committed = std::fs::read_to_string(dir.join(format!("rank{rank}_trace.json"))).unwrap();
-        assert!(committed == t.to_json(), "rank {rank} differs: rerun `cargo run --example gen_sample`");
+        let committed =
+            std::fs::read_to_string(dir.join(format!("rank{rank}_trace.json"))).unwrap();
+        assert!(
+            committed == t.to_json(),
+            "rank {rank} differs: rerun `cargo run --example gen_sample`"
+        );
     }
-    assert_eq!(std::fs::read_to_string(dir.join("workload_card.yaml")).unwrap(), SAMPLE_CARD);
+    assert_eq!(
+        std::fs::read_to_string(dir.join("workload_card.yaml")).unwrap(),
+        SAMPLE_CARD
+    );
     // And the README's run command works on it.
     let o = run(&[dir.to_str().unwrap()]);
     assert!(o.status.success(), "{}", stderr(&o));

@@ -8,12 +8,22 @@ const END: &str = "<!-- metrics:end -->";
 fn readme_metric_table_matches_registry() {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md");
     let readme = std::fs::read_to_string(&path).expect("README.md");
-    let start = readme.find(BEGIN).expect("README has the metrics:begin marker") + BEGIN.len();
-    let end = readme[start..].find(END).expect("README has the metrics:end marker") + start;
+    let start = readme
+        .find(BEGIN)
+        .expect("README has the metrics:begin marker")
+        + BEGIN.len();
+    let end = readme[start..]
+        .find(END)
+        .expect("README has the metrics:end marker")
+        + start;
     let table = ccl_bench::metrics::markdown_table();
     if readme[start..end] != table {
         if std::env::var_os("CCL_BENCH_BLESS").is_some() {
-            std::fs::write(&path, format!("{}{}{}", &readme[..start], table, &readme[end..])).unwrap();
+            std::fs::write(
+                &path,
+                format!("{}{}{}", &readme[..start], table, &readme[end..]),
+            )
+            .unwrap();
         } else {
             panic!("README metric table is out of date: run CCL_BENCH_BLESS=1 cargo test readme");
         }
