@@ -8,7 +8,7 @@ use std::path::Path;
 
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
-use super::chrome::{KeyOf, LenientF64, LenientU64, MicrosAsNs, Product, StrInto};
+use super::chrome::{non_map_arms, KeyOf, LenientF64, LenientU64, MicrosAsNs, Product, StrInto};
 use crate::error::Error;
 use crate::model::classify::{classify, coll_kind, dtype_size};
 use crate::model::{
@@ -535,28 +535,7 @@ impl<'de> Visitor<'de> for EventSeed<'_> {
     }
 
     // Anything that is not an object is not an event: count nothing, skip it.
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(None)
-    }
-    fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
-        Ok(None)
-    }
+    non_map_arms!(None);
 }
 
 struct ArgsSeed<'s> {
@@ -646,28 +625,7 @@ impl<'de> Visitor<'de> for ArgsSeed<'_> {
         Ok(a)
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Args, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(Args::default())
-    }
-    fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<Args, E> {
-        Ok(Args::default())
-    }
-    fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<Args, E> {
-        Ok(Args::default())
-    }
-    fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<Args, E> {
-        Ok(Args::default())
-    }
-    fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<Args, E> {
-        Ok(Args::default())
-    }
-    fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Args, E> {
-        Ok(Args::default())
-    }
-    fn visit_unit<E: serde::de::Error>(self) -> Result<Args, E> {
-        Ok(Args::default())
-    }
+    non_map_arms!(Args::default());
 }
 
 #[cfg(test)]
