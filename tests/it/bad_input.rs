@@ -125,3 +125,32 @@ fn unknown_rank() {
         stderr(&o)
     );
 }
+
+#[test]
+fn truncated_gzip_loads_with_a_warning() {
+    use std::io::Write;
+    let text = two_rank_example()[1].to_json();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(text.as_bytes()).unwrap();
+    let bytes = gz.finish().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    // Drop the gzip trailer and the end of the stream, as a killed job would.
+    std::fs::write(
+        dir.path().join("rank1_trace.json.gz"),
+        &bytes[..bytes.len() - 30],
+    )
+    .unwrap();
+    let o = run(&[
+        "--trace",
+        dir.path().to_str().unwrap(),
+        "--metric",
+        "avg_step_time",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("rank1_trace.json.gz") && stderr(&o).contains("cut off"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!stdout(&o).trim().is_empty());
+}
