@@ -16,25 +16,34 @@ pub fn write(about: &About, rows: &[Row], out: &mut dyn Write) -> io::Result<()>
         about.ops
     )?;
     let width = rows.iter().map(|r| r.metric.name.len()).max().unwrap_or(6);
+    let spread = |r: &Row| {
+        r.spread().map_or(String::new(), |((rn, vn), (rx, vx))| {
+            let unit = r.metric.unit;
+            format!("{} (r{rn}) .. {} (r{rx})", unit.human(vn), unit.human(vx))
+        })
+    };
+    let sw = rows
+        .iter()
+        .map(|r| spread(r).len())
+        .max()
+        .unwrap_or(0)
+        .max(17);
     writeln!(
         out,
-        "{:<width$}  {:>14}  {:<6}  {:<27}  meaning",
+        "{:<width$}  {:>14}  {:<6}  {:<sw$}  meaning",
         "metric", "value", "unit", "min .. max (rank)"
     )?;
     for r in rows {
         let unit = r.metric.unit;
         match &r.outcome {
             Outcome::Value(m) => {
-                let spread = r.spread().map_or(String::new(), |((rn, vn), (rx, vx))| {
-                    format!("{} (r{rn}) .. {} (r{rx})", unit.human(vn), unit.human(vx))
-                });
                 writeln!(
                     out,
-                    "{:<width$}  {:>14}  {:<6}  {:<27}  {}",
+                    "{:<width$}  {:>14}  {:<6}  {:<sw$}  {}",
                     r.metric.name,
                     unit.human(m.value),
                     unit.symbol(),
-                    spread,
+                    spread(r),
                     r.metric.about
                 )?;
                 for (label, v) in &m.parts {
@@ -52,7 +61,7 @@ pub fn write(about: &About, rows: &[Row], out: &mut dyn Write) -> io::Result<()>
             }
             Outcome::NotApplicable(why) => writeln!(
                 out,
-                "{:<width$}  {:>14}  {:<6}  {:<27}  not applicable: {why}",
+                "{:<width$}  {:>14}  {:<6}  {:<sw$}  not applicable: {why}",
                 r.metric.name,
                 "n/a",
                 unit.symbol(),
