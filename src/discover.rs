@@ -108,7 +108,6 @@ pub fn discover(path: &Path, iteration: Option<u32>) -> Result<Discovery> {
             break;
         }
     }
-    d.inputs.dedup_by(|a, b| a.path == b.path);
     if d.of_kind(InputKind::Kineto).next().is_none() {
         return Err(no_traces(path, &dir, &d));
     }

@@ -22,10 +22,6 @@ impl Interval {
     pub fn is_empty(&self) -> bool {
         self.end <= self.start
     }
-
-    pub fn contains(&self, t: Ns) -> bool {
-        self.start <= t && t < self.end
-    }
 }
 
 /// A normalized set of intervals: sorted, non-empty, pairwise disjoint and not

@@ -35,10 +35,6 @@ impl CollMeta {
     pub fn in_bytes(&self) -> Option<u64> {
         Some(self.in_nelems? * self.dtype_size?)
     }
-
-    pub fn out_bytes(&self) -> Option<u64> {
-        Some(self.out_nelems? * self.dtype_size?)
-    }
 }
 
 /// One kernel, memory copy or memory set on a GPU stream.

@@ -18,8 +18,4 @@ impl Trace {
     pub fn rank(&self, rank: u32) -> Option<&RankTimeline> {
         self.ranks.iter().find(|r| r.rank == rank)
     }
-
-    pub fn total_ops(&self) -> usize {
-        self.ranks.iter().map(|r| r.ops.len()).sum()
-    }
 }

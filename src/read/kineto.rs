@@ -12,8 +12,8 @@ use super::chrome::{non_map_arms, KeyOf, LenientF64, LenientU64, MicrosAsNs, Pro
 use crate::error::Error;
 use crate::model::classify::{classify, coll_kind, dtype_size};
 use crate::model::{
-    Activity, Annotation, CollKind, CollMeta, DeviceInfo, DeviceOp, Interner, Interval, Ns,
-    RankTimeline, Step, StrId,
+    Activity, Annotation, CollKind, CollMeta, DeviceInfo, DeviceOp, Interner, Interval,
+    KernelClass, Ns, RankTimeline, Step, StrId,
 };
 
 /// What the reader found in one file, before ranks are resolved across files.
@@ -146,6 +146,8 @@ struct PendingOp {
 #[derive(Default)]
 struct Builder {
     strings: Interner,
+    /// Class per (name, activity): the rule table runs once per distinct name, not per event.
+    classes: HashMap<(StrId, Activity), KernelClass>,
     name_buf: String,
     scratch: String,
     ops: Vec<PendingOp>,
@@ -204,7 +206,10 @@ impl Builder {
         };
         if let Some(activity) = activity {
             let name = self.strings.intern(&self.name_buf);
-            let class = classify(&self.name_buf, activity);
+            let class = *self
+                .classes
+                .entry((name, activity))
+                .or_insert_with(|| classify(&self.name_buf, activity));
             let meta = self.coll_meta(&e.args).map(|m| {
                 self.colls.push(m);
                 (self.colls.len() - 1) as u32
@@ -631,7 +636,6 @@ impl<'de> Visitor<'de> for ArgsSeed<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::KernelClass;
 
     fn load(text: &str) -> KinetoFile {
         read(text.as_bytes(), Path::new("t.json")).expect("loads")
