@@ -1,6 +1,7 @@
 //! The in-memory model every reader fills and every metric and view reads:
 //! one [`RankTimeline`] per rank, with integer-nanosecond times and interned names.
 
+pub mod card;
 pub mod classify;
 pub mod intervals;
 pub mod strings;
@@ -8,6 +9,7 @@ pub mod time;
 pub mod timeline;
 pub mod trace;
 
+pub use card::WorkloadCard;
 pub use classify::{CollKind, KernelClass};
 pub use intervals::{Interval, IntervalSet};
 pub use strings::{Interner, StrId};

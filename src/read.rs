@@ -1,6 +1,7 @@
 //! Readers: turn the discovered input files into a [`Trace`]. Ranks are parsed in
 //! parallel, each streamed from its (decompressing) reader.
 
+pub mod card;
 pub mod chrome;
 pub mod kineto;
 
@@ -139,14 +140,37 @@ pub fn load(
     }
     report.bytes = progress.bytes.load(Ordering::Relaxed);
     let ranks = assign_ranks(files, &mut report)?;
+    let card = read_card(discovery, &mut report);
     Ok((
         Trace {
             ranks,
             source: source.to_owned(),
             iteration: discovery.iteration,
+            card,
         },
         report,
     ))
+}
+
+/// The first workload card that parses. A broken card is a warning, not an
+/// error: the traces are still worth reading, and card-based metrics say why they
+/// do not apply.
+fn read_card(discovery: &Discovery, report: &mut LoadReport) -> Option<crate::model::WorkloadCard> {
+    let mut found = None;
+    for input in discovery.of_kind(InputKind::WorkloadCard) {
+        match card::read(&input.path) {
+            Ok(c) if found.is_none() => {
+                report.files.push(input.path.clone());
+                found = Some(c);
+            }
+            Ok(_) => report.warnings.push(format!(
+                "{}: a second workload card; using the first",
+                input.path.display()
+            )),
+            Err(e) => report.warnings.push(format!("{e}; ignored")),
+        }
+    }
+    found
 }
 
 /// Each file's rank comes from `distributedInfo.rank`, else from its file name,

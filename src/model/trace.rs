@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use super::card::WorkloadCard;
 use super::timeline::RankTimeline;
 
 #[derive(Debug, Clone, Default)]
@@ -12,6 +13,8 @@ pub struct Trace {
     pub source: PathBuf,
     /// The `iteration_K` folder that was read, for ccl-bench `profile_traces` layouts.
     pub iteration: Option<u32>,
+    /// The workload card found beside the traces.
+    pub card: Option<WorkloadCard>,
 }
 
 impl Trace {
