@@ -3,11 +3,13 @@
 //! README table and the JSON/CSV outputs are all generated from [`METRICS`].
 
 pub mod balance;
+pub mod breakdown;
 pub mod comm;
 pub mod ctx;
 pub mod kernel;
 pub mod memory;
 pub mod outcome;
+pub mod ranks;
 pub mod steps;
 
 pub use ctx::Ctx;
@@ -37,9 +39,40 @@ impl Need {
     }
 }
 
+/// Where a metric is listed in the Summary tab.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Group {
+    Time,
+    Communication,
+    Compute,
+    Memory,
+    Balance,
+}
+
+impl Group {
+    pub const ALL: [Group; 5] = [
+        Self::Time,
+        Self::Communication,
+        Self::Compute,
+        Self::Memory,
+        Self::Balance,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Time => "time",
+            Self::Communication => "communication",
+            Self::Compute => "compute",
+            Self::Memory => "memory",
+            Self::Balance => "balance",
+        }
+    }
+}
+
 pub struct Metric {
     pub name: &'static str,
     pub unit: Unit,
+    pub group: Group,
     /// One line: what the number means and how it is computed.
     pub about: &'static str,
     pub needs: &'static [Need],
@@ -58,6 +91,7 @@ pub static METRICS: &[Metric] = &[
     Metric {
         name: "avg_step_time",
         unit: Unit::Seconds,
+        group: Group::Time,
         about: "mean ProfilerStep duration per rank, averaged over ranks",
         needs: &[Steps],
         compute: steps::avg_step_time,
@@ -65,6 +99,7 @@ pub static METRICS: &[Metric] = &[
     Metric {
         name: "coll_call_num",
         unit: Unit::Count,
+        group: Group::Communication,
         about: "communication kernels (ncclKernel_*, ncclDevKernel_*, RCCL, ...) launched in the last step of rank 0 (or --rank)",
         needs: &[Kernels],
         compute: comm::coll_call_num,
@@ -72,6 +107,7 @@ pub static METRICS: &[Metric] = &[
     Metric {
         name: "total_kernel_time",
         unit: Unit::Seconds,
+        group: Group::Compute,
         about: "summed kernel durations over all ranks (memcpy/memset excluded)",
         needs: &[Kernels],
         compute: kernel::total_kernel_time,
@@ -79,6 +115,7 @@ pub static METRICS: &[Metric] = &[
     Metric {
         name: "total_communication_time",
         unit: Unit::Seconds,
+        group: Group::Communication,
         about: "summed communication kernel time per step (kernels launched in steps / number of steps), averaged over ranks",
         needs: &[Kernels],
         compute: comm::total_communication_time,
@@ -86,6 +123,7 @@ pub static METRICS: &[Metric] = &[
     Metric {
         name: "communication_ratio",
         unit: Unit::Percent,
+        group: Group::Communication,
         about: "summed communication kernel time / summed kernel time x 100, per rank, averaged",
         needs: &[Kernels],
         compute: comm::communication_ratio,
@@ -93,6 +131,7 @@ pub static METRICS: &[Metric] = &[
     Metric {
         name: "communication_fraction",
         unit: Unit::Percent,
+        group: Group::Communication,
         about: "summed communication time / summed GPU time incl. memcpy/memset x 100, per rank, averaged",
         needs: &[Kernels],
         compute: comm::communication_fraction,
@@ -100,6 +139,7 @@ pub static METRICS: &[Metric] = &[
     Metric {
         name: "communication_overlap_ratio",
         unit: Unit::Ratio,
+        group: Group::Communication,
         about: "|union(comm) ∩ union(compute)| / |union(comm)| per rank, averaged over ranks with communication",
         needs: &[CommKernels],
         compute: comm::communication_overlap_ratio,
@@ -107,6 +147,7 @@ pub static METRICS: &[Metric] = &[
     Metric {
         name: "break_down_steps",
         unit: Unit::Percent,
+        group: Group::Compute,
         about: "GPU time of ops launched in steps by class (communication, attention, moe, gemm, other compute, memory) as % of it; headline = compute share",
         needs: &[Kernels],
         compute: kernel::break_down_steps,
@@ -114,6 +155,7 @@ pub static METRICS: &[Metric] = &[
     Metric {
         name: "moe_fraction",
         unit: Unit::Percent,
+        group: Group::Compute,
         about: "summed MoE-class kernel time / summed kernel time x 100, per rank, averaged",
         needs: &[Kernels],
         compute: kernel::moe_fraction,
@@ -121,6 +163,7 @@ pub static METRICS: &[Metric] = &[
     Metric {
         name: "dominant_kernel_concentration",
         unit: Unit::Percent,
+        group: Group::Compute,
         about: "summed time of the kernel name with the most time / summed kernel time x 100, per rank, averaged",
         needs: &[Kernels],
         compute: kernel::dominant_kernel_concentration,
@@ -128,6 +171,7 @@ pub static METRICS: &[Metric] = &[
     Metric {
         name: "aggregate_gpu_utilization",
         unit: Unit::Percent,
+        group: Group::Compute,
         about: "union of GPU activity (kernels + memcpy/memset) / device window (first GPU op start to last GPU op end) x 100, per rank, averaged",
         needs: &[Kernels],
         compute: balance::aggregate_gpu_utilization,
@@ -135,6 +179,7 @@ pub static METRICS: &[Metric] = &[
     Metric {
         name: "mean_sm_coverage",
         unit: Unit::Percent,
+        group: Group::Compute,
         about: "duration-weighted mean over kernels of min(1, grid blocks / SMs) x 100, per rank, averaged",
         needs: &[GridInfo],
         compute: kernel::mean_sm_coverage,
@@ -142,6 +187,7 @@ pub static METRICS: &[Metric] = &[
     Metric {
         name: "compute_bound_fraction",
         unit: Unit::Percent,
+        group: Group::Compute,
         about: "time in kernels with SM coverage > 70% and duration above the median kernel / kernel time (kernels with grid info) x 100",
         needs: &[GridInfo],
         compute: kernel::compute_bound_fraction,
@@ -149,6 +195,7 @@ pub static METRICS: &[Metric] = &[
     Metric {
         name: "memory_bound_fraction",
         unit: Unit::Percent,
+        group: Group::Compute,
         about: "time in kernels with SM coverage < 50% / kernel time (kernels with grid info) x 100",
         needs: &[GridInfo],
         compute: kernel::memory_bound_fraction,
@@ -156,6 +203,7 @@ pub static METRICS: &[Metric] = &[
     Metric {
         name: "memory_transfer_overhead",
         unit: Unit::Percent,
+        group: Group::Memory,
         about: "memcpy/memset time not covered by compute kernels / device-side step time (first to last op of each step) x 100, per rank, averaged",
         needs: &[Kernels],
         compute: memory::memory_transfer_overhead,
@@ -163,6 +211,7 @@ pub static METRICS: &[Metric] = &[
     Metric {
         name: "average_memory_bandwidth",
         unit: Unit::GBps,
+        group: Group::Memory,
         about: "sum of bytes / sum of durations over memcpy events with a byte count, all ranks pooled",
         needs: &[Memcpy],
         compute: memory::average_memory_bandwidth,
@@ -170,6 +219,7 @@ pub static METRICS: &[Metric] = &[
     Metric {
         name: "load_imbalance_ratio",
         unit: Unit::Ratio,
+        group: Group::Balance,
         about: "max over ranks of GPU busy time (union of device activity) / min over ranks",
         needs: &[Kernels, TwoRanks],
         compute: balance::load_imbalance_ratio,

@@ -11,7 +11,7 @@ pub mod trace;
 
 pub use card::WorkloadCard;
 pub use classify::{CollKind, KernelClass};
-pub use intervals::{Interval, IntervalSet};
+pub use intervals::{Coverage, Interval, IntervalSet};
 pub use strings::{Interner, StrId};
 pub use time::Ns;
 pub use timeline::{Activity, Annotation, CollMeta, DeviceInfo, DeviceOp, RankTimeline, Step};

@@ -131,6 +131,12 @@ pub fn gpu_step_windows(t: &RankTimeline) -> IntervalSet {
             .map(IntervalSet::single)
             .unwrap_or_default();
     }
+    IntervalSet::from_iter_unsorted(gpu_step_hulls(t).into_iter().flatten())
+}
+
+/// For each of the rank's steps (same index as `steps`), the hull of the device
+/// ops launched during it; `None` for a step that launched nothing.
+pub fn gpu_step_hulls(t: &RankTimeline) -> Vec<Option<Interval>> {
     let mut hulls: Vec<Option<Interval>> = vec![None; t.steps.len()];
     for op in &t.ops {
         if let Some(i) = op.step {
@@ -141,5 +147,5 @@ pub fn gpu_step_windows(t: &RankTimeline) -> IntervalSet {
             });
         }
     }
-    IntervalSet::from_iter_unsorted(hulls.into_iter().flatten())
+    hulls
 }

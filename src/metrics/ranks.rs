@@ -1,0 +1,127 @@
+//! Per-rank comparison rows for the Stragglers tab: where each rank's step time
+//! went. Every time is a mean per profiled step, over the device-side step
+//! windows (first to last op launched in each step; the device window without
+//! steps), so ranks are compared over the same work.
+
+use super::ctx::{gpu_step_windows, Ctx};
+use crate::model::Ns;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct RankRow {
+    pub rank: u32,
+    pub steps: usize,
+    /// Mean `ProfilerStep` duration (CPU side); `None` without steps.
+    pub step_time: Option<Ns>,
+    /// Device-side step window.
+    pub span: Ns,
+    /// Any device activity.
+    pub busy: Ns,
+    /// Compute kernels (union).
+    pub compute: Ns,
+    /// Communication (union).
+    pub comm: Ns,
+    /// Communication not overlapped by compute: comm − comm ∩ compute.
+    pub exposed_comm: Ns,
+    /// No device activity: span − busy.
+    pub idle: Ns,
+}
+
+impl RankRow {
+    /// The time that ranks are compared by: step time, else the device span.
+    pub fn pace(&self) -> Ns {
+        self.step_time.unwrap_or(self.span)
+    }
+}
+
+pub fn rank_rows(ctx: &Ctx) -> Vec<RankRow> {
+    ctx.each()
+        .map(|(t, s)| {
+            let window = gpu_step_windows(t);
+            let n = t.steps.len().max(1) as Ns;
+            let within = |set: &crate::model::IntervalSet| set.overlap_len(&window) / n;
+            let busy = within(&s.busy);
+            let comm = within(&s.comm);
+            let exposed_comm = s.comm.subtract(&s.compute).overlap_len(&window) / n;
+            let span = window.total() / n;
+            RankRow {
+                rank: t.rank,
+                steps: t.steps.len(),
+                step_time: (!t.steps.is_empty())
+                    .then(|| t.steps.iter().map(|st| st.dur()).sum::<Ns>() / n),
+                span,
+                busy,
+                compute: within(&s.compute),
+                comm,
+                exposed_comm,
+                idle: span - busy,
+            }
+        })
+        .collect()
+}
+
+/// The slowest rank by [`RankRow::pace`], the median pace, and the slowest's
+/// index in `rows`.
+pub fn slowest(rows: &[RankRow]) -> Option<(usize, Ns)> {
+    let (i, _) = rows.iter().enumerate().max_by_key(|(_, r)| r.pace())?;
+    Some((i, median(rows.iter().map(RankRow::pace).collect())))
+}
+
+/// Median; for an even count the mean of the middle two.
+pub fn median(mut v: Vec<Ns>) -> Ns {
+    if v.is_empty() {
+        return 0;
+    }
+    v.sort_unstable();
+    let m = v.len() / 2;
+    if v.len() % 2 == 1 {
+        v[m]
+    } else {
+        (v[m - 1] + v[m]) / 2
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::testing::trace;
+    use crate::synth::two_rank_example;
+
+    #[test]
+    fn where_step_time_went() {
+        // Rank 0 (2 steps): windows [10,70) + [110,180) = 130 µs; compute
+        // [10,45)+[110,150)+[170,180) = 85; comm [30,60)+[140,170) = 60; exposed
+        // [45,60)+[150,170) = 35; busy 130; per step: half of each.
+        // Rank 1 (1 step): window [0,200); compute 100, comm 100 all exposed.
+        let t = trace(&two_rank_example());
+        let ctx = Ctx::new(&t, None).unwrap();
+        let rows = rank_rows(&ctx);
+        let r0 = &rows[0];
+        assert_eq!(r0.step_time, Some(100_000));
+        assert_eq!(
+            (
+                r0.span,
+                r0.busy,
+                r0.compute,
+                r0.comm,
+                r0.exposed_comm,
+                r0.idle
+            ),
+            (65_000, 65_000, 42_500, 30_000, 17_500, 0)
+        );
+        let r1 = &rows[1];
+        assert_eq!(r1.step_time, Some(200_000));
+        assert_eq!(
+            (r1.span, r1.compute, r1.comm, r1.exposed_comm, r1.idle),
+            (200_000, 100_000, 100_000, 100_000, 0)
+        );
+        // Slowest: rank 1 at 200 µs; median of {100, 200} = 150.
+        assert_eq!(slowest(&rows), Some((1, 150_000)));
+    }
+
+    #[test]
+    fn medians() {
+        assert_eq!(median(vec![3, 1, 2]), 2);
+        assert_eq!(median(vec![4, 1, 2, 3]), 2);
+        assert_eq!(median(vec![]), 0);
+    }
+}
