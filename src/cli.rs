@@ -16,10 +16,12 @@ pub enum Format {
 /// Point it at a directory of per-rank PyTorch profiler (Kineto) traces, one file
 /// per rank (`rank{N}_trace.json`, `kineto_trace_{N}.json`, `worker{N}*.pt.trace.json`,
 /// `rank-{N}*.json.gz`, or a ccl-bench `profile_traces/iteration_{K}/` layout).
+/// `ccl-bench DIR` opens the terminal UI (without a terminal it prints the metric
+/// table); `ccl-bench` alone opens the bundled sample in trace_collection/.
 #[derive(Debug, Parser)]
 #[command(name = "ccl-bench", version, after_help = AFTER_HELP)]
 pub struct Cli {
-    /// Trace directory or file (same as --trace); prints all metrics
+    /// Trace directory or file to open in the terminal UI (same as --trace)
     #[arg(value_name = "DIR")]
     pub dir: Option<PathBuf>,
 
@@ -58,6 +60,18 @@ pub struct Cli {
     /// List the kernel classification rules
     #[arg(long)]
     pub list_classes: bool,
+
+    /// Write the UI as an SVG image instead of opening it (for screenshots)
+    #[arg(long, value_name = "FILE", hide = true)]
+    pub screenshot: Option<PathBuf>,
+
+    /// Tab shown by --screenshot: summary, kernels, timeline, stragglers
+    #[arg(long, value_name = "TAB", default_value = "summary", hide = true)]
+    pub tab: String,
+
+    /// Terminal size for --screenshot, in cells
+    #[arg(long, value_name = "WxH", default_value = "120x36", hide = true)]
+    pub size: String,
 }
 
 const AFTER_HELP: &str = "\
@@ -74,6 +88,34 @@ impl Cli {
     pub fn trace_path(&self) -> Option<&PathBuf> {
         self.trace.as_ref().or(self.dir.as_ref())
     }
+
+    /// True when no headless output was asked for: browse the trace.
+    pub fn browse(&self) -> bool {
+        self.metric.is_none()
+            && !self.metrics
+            && !self.list_metrics
+            && !self.list_classes
+            && self.screenshot.is_none()
+    }
+
+    /// `--size WxH` as (width, height).
+    pub fn screenshot_size(&self) -> Option<(u16, u16)> {
+        let (w, h) = self.size.split_once(['x', 'X'])?;
+        Some((w.trim().parse().ok()?, h.trim().parse().ok()?))
+    }
+}
+
+/// The sample the README opens, relative to the working directory or to the
+/// source checkout the binary was built from.
+pub const SAMPLE: &str = "trace_collection/llama_fsdp_8gpu";
+
+pub fn sample_path() -> Option<PathBuf> {
+    [
+        PathBuf::from(SAMPLE),
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(SAMPLE),
+    ]
+    .into_iter()
+    .find(|p| p.is_dir())
 }
 
 #[cfg(test)]

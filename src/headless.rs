@@ -94,6 +94,36 @@ pub fn load(path: &std::path::Path, iteration: Option<u32>) -> Result<Trace> {
     Ok(trace)
 }
 
+/// Renders one tab of the UI to an SVG file (`--screenshot FILE --tab T --size WxH`).
+pub fn screenshot(cli: &Cli, out: &std::path::Path) -> Result<ExitCode> {
+    use crate::tui::{app::App, screenshot, tabs::Tab, theme::Theme};
+    let Some(tab) = Tab::parse(&cli.tab) else {
+        eprintln!(
+            "ccl-bench: unknown tab '{}'; tabs: summary, kernels, timeline, stragglers",
+            cli.tab
+        );
+        return Ok(ExitCode::from(EXIT_USAGE));
+    };
+    let Some((w, h)) = cli.screenshot_size().filter(|&(w, h)| w > 0 && h > 0) else {
+        eprintln!("ccl-bench: --size wants WIDTHxHEIGHT in cells, e.g. 120x36");
+        return Ok(ExitCode::from(EXIT_USAGE));
+    };
+    let Some(path) = cli.trace_path() else {
+        eprintln!("ccl-bench: --screenshot needs --trace DIR");
+        return Ok(ExitCode::from(EXIT_USAGE));
+    };
+    let data = crate::tui::load_data(path, cli.iteration, &Progress::default())?;
+    for w in &data.warnings {
+        eprintln!("warning: {w}");
+    }
+    let mut app = App::new(std::sync::Arc::new(data), Theme::from_env(), (w, h));
+    app.tab = tab;
+    let buf = screenshot::render(&mut app, w, h);
+    std::fs::write(out, screenshot::buffer_to_svg(&buf))
+        .with_context(|| format!("cannot write {}", out.display()))?;
+    Ok(ExitCode::SUCCESS)
+}
+
 fn print_one(m: &Metric, ctx: &Ctx, cli: &Cli, out: &mut dyn Write) -> Result<ExitCode> {
     match m.eval(ctx) {
         Outcome::Value(v) => {

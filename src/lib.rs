@@ -24,3 +24,4 @@ pub mod model;
 pub mod read;
 pub mod report;
 pub mod synth;
+pub mod tui;

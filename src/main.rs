@@ -1,13 +1,15 @@
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
+use anyhow::Result;
 use clap::Parser;
 
-use ccl_bench::cli::Cli;
-use ccl_bench::headless;
+use ccl_bench::cli::{sample_path, Cli, SAMPLE};
+use ccl_bench::{headless, tui};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match headless::run(&cli) {
+    match run(&cli) {
         Ok(code) => code,
         Err(e) => {
             // `ccl-bench ... | head` closing the pipe is not an error.
@@ -21,4 +23,30 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+fn run(cli: &Cli) -> Result<ExitCode> {
+    if let Some(out) = &cli.screenshot {
+        return headless::screenshot(cli, out);
+    }
+    // Browsing needs a terminal on both ends; piped, print the metric table.
+    let interactive = std::io::stdout().is_terminal() && std::io::stdin().is_terminal();
+    if cli.browse() && interactive {
+        let path = match cli.trace_path() {
+            Some(p) => p.clone(),
+            None => match sample_path() {
+                Some(p) => p,
+                None => {
+                    eprintln!(
+                        "ccl-bench: no trace given and the sample ({SAMPLE}) is not here; \
+                         use ccl-bench DIR (ccl-bench --help for more)"
+                    );
+                    return Ok(ExitCode::from(headless::EXIT_USAGE));
+                }
+            },
+        };
+        tui::run(path, cli.iteration)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    headless::run(cli)
 }

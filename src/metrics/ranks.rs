@@ -2,6 +2,11 @@
 //! went. Every time is a mean per profiled step, over the device-side step
 //! windows (first to last op launched in each step; the device window without
 //! steps), so ranks are compared over the same work.
+//!
+//! Ranks are ranked by *work*: busy time minus exposed communication. In a
+//! synchronous job every rank's step time is the same (collectives end together),
+//! so step time cannot name the straggler; the straggler is the rank with the
+//! most work, and the others spend the difference waiting inside communication.
 
 use super::ctx::{gpu_step_windows, Ctx};
 use crate::model::Ns;
@@ -27,9 +32,10 @@ pub struct RankRow {
 }
 
 impl RankRow {
-    /// The time that ranks are compared by: step time, else the device span.
-    pub fn pace(&self) -> Ns {
-        self.step_time.unwrap_or(self.span)
+    /// What ranks are compared by: busy − exposed communication, the time the
+    /// rank spends on anything but communication it cannot hide.
+    pub fn work(&self) -> Ns {
+        self.busy - self.exposed_comm
     }
 }
 
@@ -59,11 +65,14 @@ pub fn rank_rows(ctx: &Ctx) -> Vec<RankRow> {
         .collect()
 }
 
-/// The slowest rank by [`RankRow::pace`], the median pace, and the slowest's
-/// index in `rows`.
+/// The slowest rank's index in `rows` by [`RankRow::work`] (the lowest rank
+/// among equals), and the median work.
 pub fn slowest(rows: &[RankRow]) -> Option<(usize, Ns)> {
-    let (i, _) = rows.iter().enumerate().max_by_key(|(_, r)| r.pace())?;
-    Some((i, median(rows.iter().map(RankRow::pace).collect())))
+    let (i, _) = rows
+        .iter()
+        .enumerate()
+        .max_by_key(|(i, r)| (r.work(), std::cmp::Reverse(*i)))?;
+    Some((i, median(rows.iter().map(RankRow::work).collect())))
 }
 
 /// Median; for an even count the mean of the middle two.
@@ -114,8 +123,10 @@ mod tests {
             (r1.span, r1.compute, r1.comm, r1.exposed_comm, r1.idle),
             (200_000, 100_000, 100_000, 100_000, 0)
         );
-        // Slowest: rank 1 at 200 µs; median of {100, 200} = 150.
-        assert_eq!(slowest(&rows), Some((1, 150_000)));
+        // Work = busy − exposed: rank 0 65 − 17.5 = 47.5 µs, rank 1 200 − 100 = 100.
+        assert_eq!((r0.work(), r1.work()), (47_500, 100_000));
+        // Slowest: rank 1; median of {47.5, 100} = 73.75 µs.
+        assert_eq!(slowest(&rows), Some((1, 73_750)));
     }
 
     #[test]

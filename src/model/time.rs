@@ -16,6 +16,29 @@ pub fn ns_to_s(ns: Ns) -> f64 {
     ns as f64 / 1e9
 }
 
+/// A duration for people: three significant digits in the largest unit that keeps
+/// the number ≥ 1 (`850 ns`, `12.3 µs`, `4.56 ms`, `1.20 s`).
+pub fn human(ns: Ns) -> String {
+    let a = ns.unsigned_abs() as f64;
+    let (v, unit) = if a >= 1e9 {
+        (ns as f64 / 1e9, "s")
+    } else if a >= 1e6 {
+        (ns as f64 / 1e6, "ms")
+    } else if a >= 1e3 {
+        (ns as f64 / 1e3, "µs")
+    } else {
+        return format!("{ns} ns");
+    };
+    let digits = if v.abs() >= 100.0 {
+        0
+    } else if v.abs() >= 10.0 {
+        1
+    } else {
+        2
+    };
+    format!("{v:.digits$} {unit}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -27,5 +50,15 @@ mod tests {
         assert_eq!(us_to_ns(4_458_677_052_057.143), 4_458_677_052_057_143);
         assert_eq!(us_to_ns(-1.5), -1_500);
         assert_eq!(ns_to_s(1_500_000_000), 1.5);
+    }
+
+    #[test]
+    fn human_durations() {
+        assert_eq!(human(850), "850 ns");
+        assert_eq!(human(12_345), "12.3 µs");
+        assert_eq!(human(4_560_000), "4.56 ms");
+        assert_eq!(human(1_200_000_000), "1.20 s");
+        assert_eq!(human(250_000_000), "250 ms");
+        assert_eq!(human(-2_000), "-2.00 µs");
     }
 }

@@ -6,3 +6,4 @@ mod cli;
 mod corpus;
 mod readme;
 mod support;
+mod tui;

@@ -1,0 +1,157 @@
+//! The terminal UI: load in a background thread while showing progress, then an
+//! Elm-style loop (event → `Action` → `App::update` → draw). No async runtime:
+//! nothing here waits on more than one thing.
+
+pub mod action;
+pub mod app;
+pub mod data;
+pub mod keymap;
+pub mod loading;
+pub mod screenshot;
+pub mod tabs;
+pub mod theme;
+pub mod widgets;
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::thread;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use ratatui::crossterm::event::{self, DisableMouseCapture, EnableMouseCapture};
+use ratatui::crossterm::execute;
+use ratatui::DefaultTerminal;
+
+use crate::discover::discover;
+use crate::read::{self, Progress};
+use app::App;
+use data::Data;
+use theme::Theme;
+
+/// Discovers and loads a trace into the view data (used by the TUI and screenshots).
+pub fn load_data(path: &Path, iteration: Option<u32>, progress: &Progress) -> Result<Data> {
+    let discovery = discover(path, iteration)?;
+    let (trace, report) = read::load(path, &discovery, progress)
+        .with_context(|| format!("cannot load {}", path.display()))?;
+    if trace.ranks.is_empty() {
+        anyhow::bail!("{}: no ranks loaded", path.display());
+    }
+    Ok(Data::new(trace, report))
+}
+
+enum Screen {
+    Loading(thread::JoinHandle<Result<Data>>),
+    Failed(String),
+    Ready(Box<App>),
+}
+
+/// Runs the UI on `path` until the user quits. A load error is shown in the UI
+/// and then returned, so the exit status says the trace could not be read.
+pub fn run(path: PathBuf, iteration: Option<u32>) -> Result<()> {
+    let theme = Theme::from_env();
+    let progress = Arc::new(Progress::default());
+    let loader = {
+        let (path, progress) = (path.clone(), Arc::clone(&progress));
+        thread::spawn(move || load_data(&path, iteration, &progress))
+    };
+    let mut terminal = ratatui::try_init().context("cannot start the terminal UI")?;
+    // ratatui's panic hook restores the screen; mouse capture must go too.
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let _ = execute!(io::stdout(), DisableMouseCapture);
+        hook(info);
+    }));
+    let _ = execute!(io::stdout(), EnableMouseCapture);
+    let result = event_loop(
+        &mut terminal,
+        Screen::Loading(loader),
+        &path,
+        &progress,
+        theme,
+    );
+    let _ = execute!(io::stdout(), DisableMouseCapture);
+    ratatui::restore();
+    result
+}
+
+fn event_loop(
+    terminal: &mut DefaultTerminal,
+    mut screen: Screen,
+    path: &Path,
+    progress: &Progress,
+    theme: Theme,
+) -> Result<()> {
+    let source = path.display().to_string();
+    let mut dirty = true;
+    loop {
+        if let Screen::Loading(h) = &screen {
+            if h.is_finished() {
+                let Screen::Loading(h) = screen else {
+                    unreachable!()
+                };
+                screen = match h.join() {
+                    Ok(Ok(data)) => {
+                        let size = terminal.size()?;
+                        Screen::Ready(Box::new(App::new(
+                            Arc::new(data),
+                            theme,
+                            (size.width, size.height),
+                        )))
+                    }
+                    Ok(Err(e)) => Screen::Failed(format!("{e:#}")),
+                    Err(_) => Screen::Failed(format!("{source}: the loader crashed")),
+                };
+                dirty = true;
+            }
+        }
+        if dirty {
+            terminal.draw(|f| match &screen {
+                Screen::Loading(_) => f.render_widget(
+                    loading::Loading {
+                        source: &source,
+                        progress,
+                        theme,
+                    },
+                    f.area(),
+                ),
+                Screen::Failed(m) => {
+                    f.render_widget(loading::Failed { message: m, theme }, f.area())
+                }
+                Screen::Ready(app) => f.render_widget(&**app, f.area()),
+            })?;
+        }
+        // While loading, redraw a few times a second for the progress numbers.
+        let tick = if matches!(screen, Screen::Loading(_)) {
+            100
+        } else {
+            250
+        };
+        if !event::poll(Duration::from_millis(tick))? {
+            dirty = matches!(screen, Screen::Loading(_));
+            continue;
+        }
+        let ev = event::read()?;
+        dirty = true;
+        match &mut screen {
+            Screen::Ready(app) => {
+                if let Some(a) = keymap::action_for(&ev, app.tab, app.mode()) {
+                    app.update(a);
+                }
+                if app.quit {
+                    return Ok(());
+                }
+            }
+            Screen::Loading(_) | Screen::Failed(_) => {
+                if let Some(action::Action::Quit | action::Action::Back) =
+                    keymap::action_for(&ev, tabs::Tab::Summary, keymap::Mode::Normal)
+                {
+                    if let Screen::Failed(m) = screen {
+                        anyhow::bail!(m);
+                    }
+                    return Ok(());
+                }
+            }
+        }
+    }
+}

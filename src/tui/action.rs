@@ -1,0 +1,68 @@
+//! Everything the user can ask for. Keys and mouse events become actions
+//! (`keymap`), and only `App::update` turns actions into state changes.
+
+use super::tabs::Tab;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    Quit,
+    NextTab,
+    PrevTab,
+    SelectTab(Tab),
+    ToggleHelp,
+    /// Leave help, a prompt or a filter; quit from the plain view.
+    Back,
+    Up,
+    Down,
+    PageUp,
+    PageDown,
+    Home,
+    End,
+    // Timeline.
+    ZoomIn,
+    ZoomOut,
+    ResetZoom,
+    PanLeft,
+    PanRight,
+    CursorLeft,
+    CursorRight,
+    NextStep,
+    PrevStep,
+    /// Ask for a step number to jump to.
+    GoToStep,
+    ToggleStreams,
+    // Tables.
+    NextSort,
+    ReverseSort,
+    NextRank,
+    PrevRank,
+    ToggleGrouping,
+    /// Start typing a filter.
+    Filter,
+    // Text entry (filter, step prompt).
+    Input(char),
+    Backspace,
+    Submit,
+    // Mouse, in terminal cells.
+    Click {
+        col: u16,
+        row: u16,
+    },
+    Drag {
+        col: u16,
+        row: u16,
+    },
+    Release,
+    ScrollUp {
+        col: u16,
+        row: u16,
+    },
+    ScrollDown {
+        col: u16,
+        row: u16,
+    },
+    Resize {
+        width: u16,
+        height: u16,
+    },
+}

@@ -1,0 +1,197 @@
+//! The application state and its one way of changing: `App::update(Action)`.
+//! Rendering (`impl Widget for &App`) only reads it.
+
+use std::sync::Arc;
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Widget;
+
+use super::action::Action;
+use super::data::Data;
+use super::keymap::Mode;
+use super::tabs::kernels::{self, KernelsState};
+use super::tabs::stragglers::{self, StragglersState};
+use super::tabs::summary::{self, SummaryState};
+use super::tabs::timeline::{self, TimelineState};
+use super::tabs::Tab;
+use super::theme::Theme;
+use super::widgets::help::{self, Help};
+
+pub struct App {
+    pub data: Arc<Data>,
+    pub theme: Theme,
+    pub tab: Tab,
+    /// Help is open, scrolled by this many lines.
+    pub help: Option<u16>,
+    pub quit: bool,
+    /// Terminal size: layout (and so mouse hits) depends on it.
+    pub size: (u16, u16),
+    pub summary: SummaryState,
+    pub kernels: KernelsState,
+    pub timeline: TimelineState,
+    pub stragglers: StragglersState,
+}
+
+/// Tab bar, tab body, status line.
+pub fn layout(area: Rect) -> (Rect, Rect, Rect) {
+    let bar = Rect::new(area.x, area.y, area.width, 1.min(area.height));
+    let status_h = 1.min(area.height - bar.height);
+    let body = Rect::new(
+        area.x,
+        area.y + bar.height,
+        area.width,
+        area.height - bar.height - status_h,
+    );
+    let status = Rect::new(area.x, body.bottom(), area.width, status_h);
+    (bar, body, status)
+}
+
+const BRAND: &str = " ccl-bench ";
+
+/// The tab whose label is at column `col` of the tab bar.
+pub fn tab_at(col: u16) -> Option<Tab> {
+    let mut x = BRAND.chars().count() as u16;
+    for t in Tab::ALL {
+        let w = t.label().chars().count() as u16;
+        if col >= x && col < x + w {
+            return Some(t);
+        }
+        x += w + 1;
+    }
+    None
+}
+
+impl App {
+    pub fn new(data: Arc<Data>, theme: Theme, size: (u16, u16)) -> Self {
+        Self {
+            summary: SummaryState::default(),
+            kernels: KernelsState::new(&data),
+            timeline: TimelineState::new(&data),
+            stragglers: StragglersState::new(&data),
+            data,
+            theme,
+            tab: Tab::Summary,
+            help: None,
+            quit: false,
+            size,
+        }
+    }
+
+    pub fn mode(&self) -> Mode {
+        let typing = match self.tab {
+            Tab::Kernels => self.kernels.typing,
+            Tab::Timeline => self.timeline.typing(),
+            _ => false,
+        };
+        if typing && self.help.is_none() {
+            Mode::Typing
+        } else {
+            Mode::Normal
+        }
+    }
+
+    fn body(&self) -> Rect {
+        layout(Rect::new(0, 0, self.size.0, self.size.1)).1
+    }
+
+    pub fn update(&mut self, action: Action) {
+        match action {
+            Action::Quit => return self.quit = true,
+            Action::Resize { width, height } => return self.size = (width, height),
+            Action::ToggleHelp => {
+                self.help = if self.help.is_some() { None } else { Some(0) };
+                return;
+            }
+            _ => {}
+        }
+        if let Some(scroll) = &mut self.help {
+            match action {
+                Action::Back => self.help = None,
+                Action::Down | Action::ScrollDown { .. } => {
+                    let max = help::lines(self.theme).len() as u16;
+                    *scroll = (*scroll + 1).min(max);
+                }
+                Action::Up | Action::ScrollUp { .. } => *scroll = scroll.saturating_sub(1),
+                _ => {}
+            }
+            return;
+        }
+        if self.mode() == Mode::Normal {
+            match action {
+                Action::NextTab => return self.tab = self.tab.next(),
+                Action::PrevTab => return self.tab = self.tab.prev(),
+                Action::SelectTab(t) => return self.tab = t,
+                Action::Back => return self.quit = true,
+                Action::Click { col, row: 0 } => {
+                    if let Some(t) = tab_at(col) {
+                        self.tab = t;
+                    }
+                    return;
+                }
+                _ => {}
+            }
+        }
+        let body = self.body();
+        let data = &self.data;
+        match self.tab {
+            Tab::Summary => self.summary.update(action, data, body),
+            Tab::Kernels => self.kernels.update(action, data, body),
+            Tab::Timeline => self.timeline.update(action, data, body),
+            Tab::Stragglers => self.stragglers.update(action, data, body),
+        }
+    }
+
+    fn hint(&self) -> String {
+        match self.tab {
+            Tab::Summary => "↑↓ scroll".to_owned(),
+            Tab::Kernels => self.kernels.hint(),
+            Tab::Timeline => {
+                "+/- zoom  ←→ pan  ,/. cursor  n/p step  : go to step  t streams  0 all".to_owned()
+            }
+            Tab::Stragglers => "s sort  S reverse  ↑↓ select".to_owned(),
+        }
+    }
+}
+
+impl Widget for &App {
+    fn render(self, area: Rect, buf: &mut Buffer) {
+        if area.width == 0 || area.height == 0 {
+            return;
+        }
+        let (bar, body, status) = layout(area);
+        let t = self.theme;
+        let mut spans = vec![Span::styled(BRAND, t.title())];
+        for tab in Tab::ALL {
+            let style = if tab == self.tab {
+                t.tab_active()
+            } else {
+                t.dim()
+            };
+            spans.push(Span::styled(tab.label(), style));
+            spans.push(Span::raw(" "));
+        }
+        Line::from(spans).render(bar, buf);
+        let data = &self.data;
+        match self.tab {
+            Tab::Summary => summary::render(&self.summary, data, t, body, buf),
+            Tab::Kernels => kernels::render(&self.kernels, data, t, body, buf),
+            Tab::Timeline => timeline::render(&self.timeline, data, t, body, buf),
+            Tab::Stragglers => stragglers::render(&self.stragglers, data, t, body, buf),
+        }
+        if status.height > 0 {
+            Line::from(vec![
+                Span::styled(" ? ", t.key()),
+                Span::raw("help  "),
+                Span::styled("q ", t.key()),
+                Span::raw("quit  │ "),
+                Span::styled(self.hint(), t.dim()),
+            ])
+            .render(status, buf);
+        }
+        if let Some(scroll) = self.help {
+            Help { theme: t, scroll }.render(area, buf);
+        }
+    }
+}

@@ -1,0 +1,156 @@
+//! Everything the tabs show that does not change while browsing, computed once
+//! after loading: metric outcomes, per-rank rows, timeline lanes with coverage
+//! indexes, step spans.
+
+use std::collections::BTreeMap;
+
+use crate::metrics::ranks::{rank_rows, RankRow};
+use crate::metrics::{Ctx, Metric, Outcome, METRICS};
+use crate::model::{Coverage, DeviceOp, Interval, IntervalSet, Ns, Trace};
+use crate::read::LoadReport;
+
+pub struct Data {
+    pub trace: Trace,
+    pub warnings: Vec<String>,
+    pub files: usize,
+    pub events: u64,
+    pub bytes: u64,
+    pub summary: Vec<(&'static Metric, Outcome)>,
+    pub ranks: Vec<RankRow>,
+    /// One lane per rank.
+    pub lanes: Vec<Lane>,
+    /// One lane per (rank, stream).
+    pub stream_lanes: Vec<Lane>,
+    /// Steps by number: the hull of their device windows over all ranks.
+    pub steps: Vec<StepSpan>,
+    /// Everything drawn on the timeline: first to last device op of any rank.
+    pub span: Interval,
+    /// Longest op of each rank (by rank index), to bound the search for the op
+    /// under the cursor.
+    pub max_dur: Vec<Ns>,
+}
+
+/// A timeline row: what a rank (or one of its streams) was doing, as coverage
+/// indexes so a screen column is drawn in O(log n).
+pub struct Lane {
+    pub rank_index: usize,
+    pub rank: u32,
+    pub stream: Option<u32>,
+    pub compute: Coverage,
+    pub comm: Coverage,
+    /// compute ∩ comm.
+    pub overlap: Coverage,
+    pub memory: Coverage,
+}
+
+impl Lane {
+    fn of<'a>(
+        rank_index: usize,
+        rank: u32,
+        stream: Option<u32>,
+        ops: impl Iterator<Item = &'a DeviceOp> + Clone,
+    ) -> Self {
+        let set = |keep: fn(&DeviceOp) -> bool| {
+            IntervalSet::from_iter_unsorted(ops.clone().filter(|o| keep(o)).map(|o| o.interval()))
+        };
+        let compute = set(DeviceOp::is_compute);
+        let comm = set(DeviceOp::is_comm);
+        let overlap = compute.intersect(&comm);
+        Self {
+            rank_index,
+            rank,
+            stream,
+            memory: Coverage::new(set(DeviceOp::is_memory)),
+            compute: Coverage::new(compute),
+            comm: Coverage::new(comm),
+            overlap: Coverage::new(overlap),
+        }
+    }
+
+    pub fn label(&self) -> String {
+        match self.stream {
+            Some(s) => format!("r{} s{s}", self.rank),
+            None => format!("rank {}", self.rank),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StepSpan {
+    pub number: i64,
+    pub span: Interval,
+}
+
+impl Data {
+    pub fn new(trace: Trace, report: LoadReport) -> Self {
+        let ctx = Ctx::new(&trace, None).expect("no rank filter");
+        let summary = METRICS.iter().map(|m| (m, m.eval(&ctx))).collect();
+        let ranks = rank_rows(&ctx);
+        drop(ctx);
+        let mut lanes = Vec::new();
+        let mut stream_lanes = Vec::new();
+        let mut steps: BTreeMap<i64, Interval> = BTreeMap::new();
+        let mut max_dur = Vec::new();
+        for (i, t) in trace.ranks.iter().enumerate() {
+            lanes.push(Lane::of(i, t.rank, None, t.ops.iter()));
+            let mut streams: Vec<u32> = t.ops.iter().map(|o| o.stream).collect();
+            streams.sort_unstable();
+            streams.dedup();
+            for s in streams {
+                stream_lanes.push(Lane::of(
+                    i,
+                    t.rank,
+                    Some(s),
+                    t.ops.iter().filter(move |o| o.stream == s),
+                ));
+            }
+            max_dur.push(t.ops.iter().map(|o| o.dur).max().unwrap_or(0));
+            for (step, hull) in t.steps.iter().zip(crate::metrics::ctx::gpu_step_hulls(t)) {
+                let Some(h) = hull else { continue };
+                steps
+                    .entry(step.number)
+                    .and_modify(|s| *s = Interval::new(s.start.min(h.start), s.end.max(h.end)))
+                    .or_insert(h);
+            }
+        }
+        let span = trace
+            .ranks
+            .iter()
+            .filter_map(|t| t.device_window())
+            .reduce(|a, b| Interval::new(a.start.min(b.start), a.end.max(b.end)))
+            .map_or(Interval::new(0, 1), |s| {
+                Interval::new(s.start, s.end.max(s.start + 1))
+            });
+        Self {
+            warnings: report.warnings,
+            files: report.files.len(),
+            events: report.events,
+            bytes: report.bytes,
+            summary,
+            ranks,
+            lanes,
+            stream_lanes,
+            steps: steps
+                .into_iter()
+                .map(|(number, span)| StepSpan { number, span })
+                .collect(),
+            span,
+            max_dur,
+            trace,
+        }
+    }
+
+    /// The ops of rank `rank_index` running at `t` (on `stream` when given).
+    pub fn ops_at(&self, rank_index: usize, stream: Option<u32>, t: Ns) -> Vec<&DeviceOp> {
+        let Some(r) = self.trace.ranks.get(rank_index) else {
+            return Vec::new();
+        };
+        let earliest = t - self.max_dur[rank_index];
+        let end = r.ops.partition_point(|o| o.start <= t);
+        let begin = r.ops[..end].partition_point(|o| o.start < earliest);
+        r.ops[begin..end]
+            .iter()
+            .filter(|o| o.end() > t && stream.is_none_or(|s| o.stream == s))
+            .collect()
+    }
+}

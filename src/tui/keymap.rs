@@ -1,0 +1,331 @@
+//! Keys to actions: one table, which is also what the help screen lists.
+
+use ratatui::crossterm::event::{
+    Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseButton, MouseEventKind,
+};
+
+use super::action::Action;
+use super::tabs::Tab;
+
+/// Where a binding applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    Global,
+    Tab(Tab),
+}
+
+pub struct Binding {
+    pub scope: Scope,
+    pub keys: &'static [KeyCode],
+    /// How the keys are written in the help screen.
+    pub label: &'static str,
+    pub action: Action,
+    pub help: &'static str,
+}
+
+use KeyCode::{
+    BackTab, Backspace, Char, Down, End, Enter, Esc, Home, Left, PageDown, PageUp, Right, Up,
+};
+use Scope::Global;
+
+const KERNELS: Scope = Scope::Tab(Tab::Kernels);
+const TIMELINE: Scope = Scope::Tab(Tab::Timeline);
+const STRAGGLERS: Scope = Scope::Tab(Tab::Stragglers);
+
+macro_rules! bind {
+    ($scope:expr, [$($k:expr),+], $label:literal, $action:expr, $help:literal) => {
+        Binding { scope: $scope, keys: &[$($k),+], label: $label, action: $action, help: $help }
+    };
+}
+
+pub static BINDINGS: &[Binding] = &[
+    bind!(
+        Global,
+        [Char('1')],
+        "1",
+        Action::SelectTab(Tab::Summary),
+        "Summary tab"
+    ),
+    bind!(
+        Global,
+        [Char('2')],
+        "2",
+        Action::SelectTab(Tab::Kernels),
+        "Kernels tab"
+    ),
+    bind!(
+        Global,
+        [Char('3')],
+        "3",
+        Action::SelectTab(Tab::Timeline),
+        "Timeline tab"
+    ),
+    bind!(
+        Global,
+        [Char('4')],
+        "4",
+        Action::SelectTab(Tab::Stragglers),
+        "Stragglers tab"
+    ),
+    bind!(Global, [KeyCode::Tab], "Tab", Action::NextTab, "next tab"),
+    bind!(
+        Global,
+        [BackTab],
+        "Shift-Tab",
+        Action::PrevTab,
+        "previous tab"
+    ),
+    bind!(Global, [Char('?')], "?", Action::ToggleHelp, "this help"),
+    bind!(Global, [Char('q')], "q", Action::Quit, "quit"),
+    bind!(
+        Global,
+        [Esc],
+        "Esc",
+        Action::Back,
+        "close help / prompt, else quit"
+    ),
+    bind!(
+        Global,
+        [Up, Char('k')],
+        "↑ k",
+        Action::Up,
+        "up (row, rank lane)"
+    ),
+    bind!(Global, [Down, Char('j')], "↓ j", Action::Down, "down"),
+    bind!(Global, [PageUp], "PgUp", Action::PageUp, "page up"),
+    bind!(Global, [PageDown], "PgDn", Action::PageDown, "page down"),
+    bind!(
+        Global,
+        [Home, Char('g')],
+        "Home g",
+        Action::Home,
+        "first row"
+    ),
+    bind!(Global, [End, Char('G')], "End G", Action::End, "last row"),
+    bind!(
+        KERNELS,
+        [Char('/')],
+        "/",
+        Action::Filter,
+        "filter by name (Enter keeps, Esc clears)"
+    ),
+    bind!(
+        KERNELS,
+        [Char('c')],
+        "c",
+        Action::ToggleGrouping,
+        "kernels / kernel classes"
+    ),
+    bind!(
+        KERNELS,
+        [Char('r')],
+        "r",
+        Action::NextRank,
+        "next rank (all ranks first)"
+    ),
+    bind!(KERNELS, [Char('R')], "R", Action::PrevRank, "previous rank"),
+    bind!(
+        KERNELS,
+        [Char('s'), Right],
+        "s →",
+        Action::NextSort,
+        "sort by next column (or click a header)"
+    ),
+    bind!(
+        KERNELS,
+        [Char('S'), Left],
+        "S ←",
+        Action::ReverseSort,
+        "reverse the sort"
+    ),
+    bind!(
+        STRAGGLERS,
+        [Char('s'), Right],
+        "s →",
+        Action::NextSort,
+        "sort by next column (or click a header)"
+    ),
+    bind!(
+        STRAGGLERS,
+        [Char('S'), Left],
+        "S ←",
+        Action::ReverseSort,
+        "reverse the sort"
+    ),
+    bind!(
+        TIMELINE,
+        [Char('+'), Char('=')],
+        "+",
+        Action::ZoomIn,
+        "zoom in at the cursor (or wheel)"
+    ),
+    bind!(TIMELINE, [Char('-')], "-", Action::ZoomOut, "zoom out"),
+    bind!(TIMELINE, [Char('0')], "0", Action::ResetZoom, "whole trace"),
+    bind!(
+        TIMELINE,
+        [Left, Char('h')],
+        "← h",
+        Action::PanLeft,
+        "pan left (or drag)"
+    ),
+    bind!(
+        TIMELINE,
+        [Right, Char('l')],
+        "→ l",
+        Action::PanRight,
+        "pan right"
+    ),
+    bind!(
+        TIMELINE,
+        [Char(','), Char('<')],
+        ", <",
+        Action::CursorLeft,
+        "cursor left (or click)"
+    ),
+    bind!(
+        TIMELINE,
+        [Char('.'), Char('>')],
+        ". >",
+        Action::CursorRight,
+        "cursor right"
+    ),
+    bind!(
+        TIMELINE,
+        [Char('n'), Char(']')],
+        "n ]",
+        Action::NextStep,
+        "next step"
+    ),
+    bind!(
+        TIMELINE,
+        [Char('p'), Char('[')],
+        "p [",
+        Action::PrevStep,
+        "previous step"
+    ),
+    bind!(TIMELINE, [Char(':')], ":", Action::GoToStep, "go to step N"),
+    bind!(
+        TIMELINE,
+        [Char('t')],
+        "t",
+        Action::ToggleStreams,
+        "one lane per rank / per stream"
+    ),
+];
+
+/// What the keyboard is doing: commands, or typing into a prompt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Mode {
+    #[default]
+    Normal,
+    Typing,
+}
+
+/// The action for a terminal event, if any.
+pub fn action_for(event: &Event, tab: Tab, mode: Mode) -> Option<Action> {
+    match event {
+        Event::Key(key) => key_action(key, tab, mode),
+        Event::Mouse(m) => {
+            let (col, row) = (m.column, m.row);
+            match m.kind {
+                MouseEventKind::Down(MouseButton::Left) => Some(Action::Click { col, row }),
+                MouseEventKind::Drag(MouseButton::Left) => Some(Action::Drag { col, row }),
+                MouseEventKind::Up(MouseButton::Left) => Some(Action::Release),
+                MouseEventKind::ScrollUp => Some(Action::ScrollUp { col, row }),
+                MouseEventKind::ScrollDown => Some(Action::ScrollDown { col, row }),
+                _ => None,
+            }
+        }
+        Event::Resize(width, height) => Some(Action::Resize {
+            width: *width,
+            height: *height,
+        }),
+        _ => None,
+    }
+}
+
+pub fn key_action(key: &KeyEvent, tab: Tab, mode: Mode) -> Option<Action> {
+    if key.kind == KeyEventKind::Release {
+        return None;
+    }
+    // Ctrl-C quits from anywhere: raw mode turns it into a key, not a signal.
+    if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == Char('c') {
+        return Some(Action::Quit);
+    }
+    if mode == Mode::Typing {
+        return match key.code {
+            Enter => Some(Action::Submit),
+            Esc => Some(Action::Back),
+            Backspace => Some(Action::Backspace),
+            Char(c) => Some(Action::Input(c)),
+            _ => None,
+        };
+    }
+    BINDINGS
+        .iter()
+        .filter(|b| b.scope == Scope::Global || b.scope == Scope::Tab(tab))
+        // Tab-specific bindings win over global ones for the same key.
+        .max_by_key(|b| (b.keys.contains(&key.code), matches!(b.scope, Scope::Tab(_))))
+        .filter(|b| b.keys.contains(&key.code))
+        .map(|b| b.action)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(c: KeyCode) -> KeyEvent {
+        KeyEvent::new(c, KeyModifiers::NONE)
+    }
+
+    #[test]
+    fn keys_by_tab_and_mode() {
+        assert_eq!(
+            key_action(&key(Char('q')), Tab::Summary, Mode::Normal),
+            Some(Action::Quit)
+        );
+        assert_eq!(
+            key_action(&key(Char('3')), Tab::Kernels, Mode::Normal),
+            Some(Action::SelectTab(Tab::Timeline))
+        );
+        assert_eq!(
+            key_action(&key(Char('+')), Tab::Timeline, Mode::Normal),
+            Some(Action::ZoomIn)
+        );
+        assert_eq!(
+            key_action(&key(Char('+')), Tab::Kernels, Mode::Normal),
+            None
+        );
+        assert_eq!(
+            key_action(&key(Left), Tab::Timeline, Mode::Normal),
+            Some(Action::PanLeft)
+        );
+        assert_eq!(
+            key_action(&key(Left), Tab::Kernels, Mode::Normal),
+            Some(Action::ReverseSort)
+        );
+        assert_eq!(
+            key_action(&key(Char('q')), Tab::Kernels, Mode::Typing),
+            Some(Action::Input('q'))
+        );
+        assert_eq!(
+            key_action(&key(Esc), Tab::Kernels, Mode::Typing),
+            Some(Action::Back)
+        );
+        let ctrl_c = KeyEvent::new(Char('c'), KeyModifiers::CONTROL);
+        assert_eq!(
+            key_action(&ctrl_c, Tab::Kernels, Mode::Typing),
+            Some(Action::Quit)
+        );
+    }
+
+    #[test]
+    fn no_key_bound_twice_in_one_scope() {
+        for (i, a) in BINDINGS.iter().enumerate() {
+            for b in &BINDINGS[i + 1..] {
+                let clash = a.scope == b.scope && a.keys.iter().any(|k| b.keys.contains(k));
+                assert!(!clash, "{} and {} share a key", a.label, b.label);
+            }
+        }
+    }
+}

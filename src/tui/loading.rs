@@ -1,0 +1,73 @@
+//! The screens before the app: loading progress, and a load error.
+
+use std::sync::atomic::Ordering;
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Gauge, Paragraph, Widget, Wrap};
+
+use super::theme::Theme;
+use crate::read::Progress;
+
+pub struct Loading<'a> {
+    pub source: &'a str,
+    pub progress: &'a Progress,
+    pub theme: Theme,
+}
+
+impl Widget for Loading<'_> {
+    fn render(self, area: Rect, buf: &mut Buffer) {
+        if area.height == 0 || area.width == 0 {
+            return;
+        }
+        let total = self.progress.files_total.load(Ordering::Relaxed);
+        let done = self.progress.files_done.load(Ordering::Relaxed);
+        let mb = self.progress.bytes.load(Ordering::Relaxed) as f64 / 1e6;
+        let lines = vec![
+            Line::styled(format!("Loading {}", self.source), self.theme.title()),
+            Line::raw(format!(
+                "{done} of {total} rank files parsed · {mb:.1} MB read"
+            )),
+            Line::from(vec![
+                Span::styled("q", self.theme.key()),
+                Span::raw(" quits"),
+            ]),
+        ];
+        let text_h = 3.min(area.height);
+        Paragraph::new(lines).render(Rect::new(area.x, area.y, area.width, text_h), buf);
+        if area.height > 4 {
+            let ratio = if total > 0 {
+                done as f64 / total as f64
+            } else {
+                0.0
+            };
+            Gauge::default()
+                .ratio(ratio.clamp(0.0, 1.0))
+                .gauge_style(self.theme.bar())
+                .render(Rect::new(area.x, area.y + 4, area.width, 1), buf);
+        }
+    }
+}
+
+pub struct Failed<'a> {
+    pub message: &'a str,
+    pub theme: Theme,
+}
+
+impl Widget for Failed<'_> {
+    fn render(self, area: Rect, buf: &mut Buffer) {
+        Paragraph::new(vec![
+            Line::styled("Cannot open the trace", self.theme.error()),
+            Line::raw(""),
+            Line::raw(self.message.to_owned()),
+            Line::raw(""),
+            Line::from(vec![
+                Span::styled("q", self.theme.key()),
+                Span::raw(" quits (the message is printed again on exit)"),
+            ]),
+        ])
+        .wrap(Wrap { trim: false })
+        .render(area, buf);
+    }
+}

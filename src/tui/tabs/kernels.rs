@@ -1,0 +1,293 @@
+//! Kernels tab: device time per kernel (or per kernel class) over all ranks or
+//! one, sortable by any column, filtered by typing `/`.
+
+use std::cmp::Ordering;
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Widget;
+
+use crate::metrics::breakdown::{kernel_table, Grouping, KernelRow};
+use crate::metrics::Ctx;
+use crate::model::time::human;
+use crate::model::Activity;
+use crate::tui::action::Action;
+use crate::tui::data::Data;
+use crate::tui::theme::{Shade, Theme};
+use crate::tui::widgets::table::{self, col, Column, Row, Table};
+use crate::tui::widgets::{bar, fit};
+
+const COLUMNS: [Column; 8] = [
+    col("name", 0, false),
+    col("class", 13, false),
+    col("count", 8, true),
+    col("total", 9, true),
+    col("mean", 9, true),
+    col("max", 9, true),
+    col("share", 6, true),
+    col("", 12, false),
+];
+const SHARE: usize = 6;
+
+#[derive(Debug, Clone)]
+pub struct KernelsState {
+    pub grouping: Grouping,
+    /// `None`: all ranks.
+    pub rank: Option<u32>,
+    pub filter: String,
+    pub typing: bool,
+    /// Sorted column and whether descending.
+    pub sort: (usize, bool),
+    pub selected: usize,
+    /// Every row for the current grouping and rank.
+    rows: Vec<KernelRow>,
+    /// Indices into `rows` that pass the filter, in sort order.
+    pub shown: Vec<usize>,
+}
+
+impl KernelsState {
+    pub fn new(data: &Data) -> Self {
+        let mut s = Self {
+            grouping: Grouping::Kernel,
+            rank: None,
+            filter: String::new(),
+            typing: false,
+            sort: (3, true),
+            selected: 0,
+            rows: Vec::new(),
+            shown: Vec::new(),
+        };
+        s.recompute(data);
+        s
+    }
+
+    pub fn rows(&self) -> impl Iterator<Item = &KernelRow> {
+        self.shown.iter().map(|&i| &self.rows[i])
+    }
+
+    fn recompute(&mut self, data: &Data) {
+        let ctx = Ctx::new(&data.trace, self.rank).expect("rank comes from the trace");
+        self.rows = kernel_table(&ctx, self.grouping);
+        self.refilter();
+    }
+
+    fn refilter(&mut self) {
+        let needle = self.filter.to_lowercase();
+        self.shown = (0..self.rows.len())
+            .filter(|&i| {
+                let r = &self.rows[i];
+                needle.is_empty()
+                    || r.name.to_lowercase().contains(&needle)
+                    || r.class.name().contains(&needle)
+            })
+            .collect();
+        let (c, desc) = self.sort;
+        let rows = &self.rows;
+        self.shown.sort_by(|&a, &b| {
+            let o = compare(&rows[a], &rows[b], c);
+            let o = if desc { o.reverse() } else { o };
+            o.then_with(|| rows[a].name.cmp(&rows[b].name))
+        });
+        self.selected = self.selected.min(self.shown.len().saturating_sub(1));
+    }
+
+    pub fn update(&mut self, action: Action, data: &Data, area: Rect) {
+        if self.typing {
+            match action {
+                Action::Input(c) => self.filter.push(c),
+                Action::Backspace => {
+                    self.filter.pop();
+                }
+                Action::Submit => self.typing = false,
+                Action::Back => {
+                    self.typing = false;
+                    self.filter.clear();
+                }
+                _ => return,
+            }
+            self.refilter();
+            return;
+        }
+        let page = usize::from(area.height.saturating_sub(3)).max(1);
+        let last = self.shown.len().saturating_sub(1);
+        match action {
+            Action::Up | Action::ScrollUp { .. } => self.selected = self.selected.saturating_sub(1),
+            Action::Down | Action::ScrollDown { .. } => {
+                self.selected = (self.selected + 1).min(last)
+            }
+            Action::PageUp => self.selected = self.selected.saturating_sub(page),
+            Action::PageDown => self.selected = (self.selected + page).min(last),
+            Action::Home => self.selected = 0,
+            Action::End => self.selected = last,
+            Action::Filter => self.typing = true,
+            Action::ToggleGrouping => {
+                self.grouping = match self.grouping {
+                    Grouping::Kernel => Grouping::Class,
+                    Grouping::Class => Grouping::Kernel,
+                };
+                self.selected = 0;
+                self.recompute(data);
+            }
+            Action::NextRank | Action::PrevRank => {
+                let ranks: Vec<Option<u32>> = std::iter::once(None)
+                    .chain(data.trace.ranks.iter().map(|r| Some(r.rank)))
+                    .collect();
+                let i = ranks.iter().position(|&r| r == self.rank).unwrap_or(0);
+                let n = ranks.len();
+                let j = if action == Action::NextRank {
+                    (i + 1) % n
+                } else {
+                    (i + n - 1) % n
+                };
+                self.rank = ranks[j];
+                self.recompute(data);
+            }
+            Action::NextSort => self.sort_by((self.sort.0 + 1) % SHARE_END, None),
+            Action::ReverseSort => self.sort = (self.sort.0, !self.sort.1),
+            Action::Click { col, row } => {
+                let table = table_area(area);
+                if row == table.y {
+                    if let Some(c) =
+                        table::column_at(&COLUMNS, table.width, col.saturating_sub(table.x))
+                    {
+                        self.sort_by(c.min(SHARE_END - 1), Some(()));
+                    }
+                } else if row > table.y && row < table.bottom() {
+                    let visible = usize::from(table.height - 1);
+                    let first = table::offset(self.selected, visible);
+                    let i = first + usize::from(row - table.y - 1);
+                    if i < self.shown.len() {
+                        self.selected = i;
+                    }
+                }
+                return self.refilter();
+            }
+            _ => return,
+        }
+        self.refilter();
+    }
+
+    /// Sort by column `c`; clicking the sorted column again flips the order.
+    fn sort_by(&mut self, c: usize, clicked: Option<()>) {
+        self.sort = if clicked.is_some() && self.sort.0 == c {
+            (c, !self.sort.1)
+        } else {
+            // Names and classes read best ascending, numbers largest first.
+            (c, c >= 2)
+        };
+    }
+
+    pub fn hint(&self) -> String {
+        let scope = self
+            .rank
+            .map_or("all ranks".to_owned(), |r| format!("rank {r}"));
+        let what = match self.grouping {
+            Grouping::Kernel => "kernels",
+            Grouping::Class => "classes",
+        };
+        format!("{what} · {scope} · / filter  c classes  r rank  s sort")
+    }
+}
+
+/// Sortable columns: name .. share (the bar sorts like share).
+const SHARE_END: usize = SHARE + 1;
+
+fn compare(a: &KernelRow, b: &KernelRow, column: usize) -> Ordering {
+    match column {
+        0 => a.name.cmp(&b.name),
+        1 => a.class.name().cmp(b.class.name()),
+        2 => a.count.cmp(&b.count),
+        4 => a.mean().cmp(&b.mean()),
+        5 => a.max.cmp(&b.max),
+        _ => a.total.cmp(&b.total),
+    }
+}
+
+/// The table below the one-line title.
+fn table_area(area: Rect) -> Rect {
+    Rect::new(
+        area.x,
+        area.y + 1,
+        area.width,
+        area.height.saturating_sub(1),
+    )
+}
+
+pub fn render(state: &KernelsState, _data: &Data, theme: Theme, area: Rect, buf: &mut Buffer) {
+    if area.height == 0 {
+        return;
+    }
+    let what = match state.grouping {
+        Grouping::Kernel => "Kernels",
+        Grouping::Class => "Kernel classes",
+    };
+    let scope = state
+        .rank
+        .map_or("all ranks".to_owned(), |r| format!("rank {r}"));
+    let total: i64 = state.rows().map(|r| r.total).sum();
+    let mut title = vec![
+        Span::styled(format!("{what} · {scope} · "), theme.title()),
+        Span::raw(format!(
+            "{} shown, {} device time",
+            state.shown.len(),
+            human(total)
+        )),
+    ];
+    if state.typing || !state.filter.is_empty() {
+        title.push(Span::styled(
+            format!(
+                "  filter: {}{}",
+                state.filter,
+                if state.typing { "▏" } else { "" }
+            ),
+            theme.key(),
+        ));
+    }
+    Line::from(title).render(Rect::new(area.x, area.y, area.width, 1), buf);
+    let max_share = state.rows().map(|r| r.share).fold(0.0, f64::max);
+    let rows = state
+        .rows()
+        .map(|r| {
+            let shade = if r.activity != Activity::Kernel || r.class.name() == "memory" {
+                Shade::Memory
+            } else if r.class.is_compute() {
+                Shade::Compute
+            } else {
+                Shade::Comm
+            };
+            Row {
+                cells: vec![
+                    Span::raw(fit(&r.name, 200)),
+                    Span::styled(r.class.name(), theme.shade(shade)),
+                    Span::raw(r.count.to_string()),
+                    Span::raw(human(r.total)),
+                    Span::raw(human(r.mean())),
+                    Span::raw(human(r.max)),
+                    Span::raw(format!("{:.1}%", r.share)),
+                    Span::styled(
+                        bar(
+                            if max_share > 0.0 {
+                                r.share / max_share
+                            } else {
+                                0.0
+                            },
+                            12,
+                        ),
+                        theme.bar(),
+                    ),
+                ],
+                style: Style::new(),
+            }
+        })
+        .collect();
+    Table {
+        columns: &COLUMNS,
+        rows,
+        selected: (!state.shown.is_empty()).then_some(state.selected),
+        sort: Some(state.sort),
+        theme,
+    }
+    .render(table_area(area), buf);
+}

@@ -1,0 +1,222 @@
+//! Stragglers tab: ranks side by side (step time and where it went), the slowest
+//! rank and its gap to the median highlighted.
+
+use std::cmp::Ordering;
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Widget;
+
+use crate::metrics::ranks::{slowest, RankRow};
+use crate::model::time::human;
+use crate::tui::action::Action;
+use crate::tui::data::Data;
+use crate::tui::theme::Theme;
+use crate::tui::widgets::bar;
+use crate::tui::widgets::table::{self, col, Column, Row, Table};
+
+const COLUMNS: [Column; 10] = [
+    col("rank", 5, true),
+    col("step", 9, true),
+    col("compute", 9, true),
+    col("comm", 9, true),
+    col("exposed", 9, true),
+    col("idle", 9, true),
+    col("busy", 9, true),
+    col("work", 9, true),
+    col("vs median", 10, true),
+    col("work █ + exposed comm ░", 0, false),
+];
+/// Columns up to the bar sort; the bar sorts like work.
+const SORTABLE: usize = 9;
+const WORK: usize = 7;
+
+#[derive(Debug, Clone)]
+pub struct StragglersState {
+    pub sort: (usize, bool),
+    pub selected: usize,
+    /// Indices into `Data::ranks` in sort order.
+    pub order: Vec<usize>,
+}
+
+impl StragglersState {
+    pub fn new(data: &Data) -> Self {
+        let mut s = Self {
+            sort: (0, false),
+            selected: 0,
+            order: (0..data.ranks.len()).collect(),
+        };
+        s.resort(data);
+        s
+    }
+
+    fn resort(&mut self, data: &Data) {
+        let (c, desc) = self.sort;
+        let rows = &data.ranks;
+        self.order.sort_by(|&a, &b| {
+            let o = compare(&rows[a], &rows[b], c);
+            let o = if desc { o.reverse() } else { o };
+            o.then(rows[a].rank.cmp(&rows[b].rank))
+        });
+    }
+
+    pub fn update(&mut self, action: Action, data: &Data, area: Rect) {
+        let last = self.order.len().saturating_sub(1);
+        match action {
+            Action::Up | Action::ScrollUp { .. } => self.selected = self.selected.saturating_sub(1),
+            Action::Down | Action::ScrollDown { .. } => {
+                self.selected = (self.selected + 1).min(last)
+            }
+            Action::PageUp | Action::Home => self.selected = 0,
+            Action::PageDown | Action::End => self.selected = last,
+            Action::NextSort => {
+                let c = (self.sort.0 + 1) % SORTABLE;
+                self.sort = (c, c > 0);
+            }
+            Action::ReverseSort => self.sort.1 = !self.sort.1,
+            Action::Click { col, row } => {
+                let t = table_area(area);
+                if row == t.y {
+                    if let Some(c) = table::column_at(&COLUMNS, t.width, col.saturating_sub(t.x)) {
+                        let c = if c >= SORTABLE { WORK } else { c };
+                        self.sort = if self.sort.0 == c {
+                            (c, !self.sort.1)
+                        } else {
+                            (c, c > 0)
+                        };
+                    }
+                } else if row > t.y && row < t.bottom() {
+                    let first = table::offset(self.selected, usize::from(t.height - 1));
+                    let i = first + usize::from(row - t.y - 1);
+                    if i < self.order.len() {
+                        self.selected = i;
+                    }
+                }
+            }
+            _ => return,
+        }
+        self.resort(data);
+    }
+}
+
+fn compare(a: &RankRow, b: &RankRow, column: usize) -> Ordering {
+    match column {
+        0 => a.rank.cmp(&b.rank),
+        1 => a.step_time.cmp(&b.step_time),
+        2 => a.compute.cmp(&b.compute),
+        3 => a.comm.cmp(&b.comm),
+        4 => a.exposed_comm.cmp(&b.exposed_comm),
+        5 => a.idle.cmp(&b.idle),
+        6 => a.busy.cmp(&b.busy),
+        _ => a.work().cmp(&b.work()),
+    }
+}
+
+fn table_area(area: Rect) -> Rect {
+    let top = 2.min(area.height);
+    Rect::new(area.x, area.y + top, area.width, area.height - top)
+}
+
+pub fn render(state: &StragglersState, data: &Data, theme: Theme, area: Rect, buf: &mut Buffer) {
+    if area.height == 0 {
+        return;
+    }
+    let per = if data.ranks.iter().any(|r| r.step_time.is_some()) {
+        "per step (mean)"
+    } else {
+        "no ProfilerStep annotations: over the whole device window"
+    };
+    let slow = slowest(&data.ranks);
+    let headline = match slow {
+        Some((i, median)) if data.ranks.len() > 1 => {
+            let s = &data.ranks[i];
+            let gap = s.work() - median;
+            let pct = if median > 0 {
+                gap as f64 / median as f64 * 100.0
+            } else {
+                0.0
+            };
+            Line::from(vec![
+                Span::styled(format!("Slowest rank {}: ", s.rank), theme.alert()),
+                Span::raw(format!(
+                    "{} of work vs median {} (+{}, +{pct:.1}%)",
+                    human(s.work()),
+                    human(median),
+                    human(gap)
+                )),
+            ])
+        }
+        _ => Line::styled("One rank: nothing to compare", theme.dim()),
+    };
+    headline.render(Rect::new(area.x, area.y, area.width, 1), buf);
+    if area.height > 1 {
+        Line::styled(
+            format!(
+                "{per}; work = busy − exposed comm (others wait for the slowest inside communication); \
+                 exposed = comm not overlapped by compute"
+            ),
+            theme.dim(),
+        )
+        .render(Rect::new(area.x, area.y + 1, area.width, 1), buf);
+    }
+    let median = slow.map_or(0, |(_, m)| m);
+    let max_total = data.ranks.iter().map(|r| r.busy).max().unwrap_or(0);
+    let widths = table::widths(&COLUMNS, area.width);
+    let bar_w = widths[COLUMNS.len() - 1];
+    let rows = state
+        .order
+        .iter()
+        .map(|&i| {
+            let r = &data.ranks[i];
+            let is_slowest = data.ranks.len() > 1 && slow.is_some_and(|(s, _)| s == i);
+            let gap = r.work() - median;
+            let frac = |v: i64| {
+                if max_total > 0 {
+                    v as f64 / max_total as f64
+                } else {
+                    0.0
+                }
+            };
+            let work_bar = bar(frac(r.work()), bar_w);
+            let cells = work_bar.chars().count() as u16;
+            let exposed_bar = "░".repeat(usize::from(
+                ((frac(r.exposed_comm) * f64::from(bar_w)).round() as u16)
+                    .min(bar_w.saturating_sub(cells)),
+            ));
+            let style = if is_slowest {
+                theme.alert()
+            } else {
+                Style::new()
+            };
+            Row {
+                cells: vec![
+                    Span::raw(r.rank.to_string()),
+                    Span::raw(r.step_time.map_or("-".to_owned(), human)),
+                    Span::raw(human(r.compute)),
+                    Span::raw(human(r.comm)),
+                    Span::raw(human(r.exposed_comm)),
+                    Span::raw(human(r.idle)),
+                    Span::raw(human(r.busy)),
+                    Span::raw(human(r.work())),
+                    Span::raw(if gap >= 0 {
+                        format!("+{}", human(gap))
+                    } else {
+                        human(gap)
+                    }),
+                    Span::styled(format!("{work_bar}{exposed_bar}"), theme.bar()),
+                ],
+                style,
+            }
+        })
+        .collect();
+    Table {
+        columns: &COLUMNS,
+        rows,
+        selected: (!state.order.is_empty()).then_some(state.selected),
+        sort: Some(state.sort),
+        theme,
+    }
+    .render(table_area(area), buf);
+}

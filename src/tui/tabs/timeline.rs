@@ -1,0 +1,485 @@
+//! Timeline tab: one lane per rank (or per stream), time across, compute and
+//! communication in distinct shades and their overlap in a third; zoom, pan,
+//! jump to a step, and a cursor naming the op under it. All lanes share the
+//! trace's clock; each screen column is drawn from prefix-sum coverage indexes,
+//! so a frame costs O(lanes × columns × log events) at any zoom.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::Modifier;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Widget;
+
+use crate::model::time::human;
+use crate::model::{Interval, Ns};
+use crate::tui::action::Action;
+use crate::tui::data::{Data, Lane};
+use crate::tui::theme::{Shade, Theme};
+use crate::tui::widgets::fit;
+
+#[derive(Debug, Clone)]
+pub struct TimelineState {
+    /// The visible time range.
+    pub view: Interval,
+    pub cursor: Ns,
+    /// Selected lane (index into the lanes shown).
+    pub lane: usize,
+    /// One lane per stream instead of per rank.
+    pub streams: bool,
+    /// The step number being typed after `:`.
+    pub prompt: Option<String>,
+    pub message: Option<String>,
+    drag: Option<(u16, Interval)>,
+}
+
+/// Where the parts of the tab go.
+pub struct Areas {
+    pub ruler: Rect,
+    pub labels: Rect,
+    pub lanes: Rect,
+    pub info: Rect,
+}
+
+pub fn areas(area: Rect) -> Areas {
+    let info_h = 3.min(area.height);
+    let ruler_h = 2.min(area.height - info_h);
+    let lanes_h = area.height - info_h - ruler_h;
+    let label_w = 10.min(area.width / 3);
+    let y = area.y + ruler_h;
+    Areas {
+        ruler: Rect::new(area.x + label_w, area.y, area.width - label_w, ruler_h),
+        labels: Rect::new(area.x, y, label_w, lanes_h),
+        lanes: Rect::new(area.x + label_w, y, area.width - label_w, lanes_h),
+        info: Rect::new(area.x, y + lanes_h, area.width, info_h),
+    }
+}
+
+/// Time at the left edge of column `c` of a `width`-column view.
+fn col_time(view: Interval, width: u16, c: u16) -> Ns {
+    let w = i128::from(width.max(1));
+    (i128::from(view.start) + i128::from(view.len()) * i128::from(c) / w) as Ns
+}
+
+/// The column showing time `t`, if visible.
+fn time_col(view: Interval, width: u16, t: Ns) -> Option<u16> {
+    if t < view.start || t >= view.end || width == 0 {
+        return None;
+    }
+    let c = i128::from(t - view.start) * i128::from(width) / i128::from(view.len().max(1));
+    Some(c as u16)
+}
+
+/// What a lane shows over `[lo, hi)`: the kind of activity covering most of it.
+pub fn shade(lane: &Lane, lo: Ns, hi: Ns) -> Shade {
+    let overlap = lane.overlap.covered(lo, hi);
+    let comm = lane.comm.covered(lo, hi) - overlap;
+    let compute = lane.compute.covered(lo, hi) - overlap;
+    let memory = lane.memory.covered(lo, hi);
+    [
+        (overlap, Shade::Overlap),
+        (comm, Shade::Comm),
+        (compute, Shade::Compute),
+        (memory, Shade::Memory),
+    ]
+    .into_iter()
+    .filter(|(v, _)| *v > 0)
+    // First of equals wins: the order above is the priority.
+    .fold(None, |best: Option<(Ns, Shade)>, (v, s)| match best {
+        Some((b, _)) if b >= v => best,
+        _ => Some((v, s)),
+    })
+    .map_or(Shade::Idle, |(_, s)| s)
+}
+
+/// A round tick interval (1, 2 or 5 × 10^k ns) at least `min` long.
+pub fn tick_step(min: Ns) -> Ns {
+    let mut step: Ns = 1;
+    loop {
+        for m in [1, 2, 5] {
+            if step * m >= min {
+                return step * m;
+            }
+        }
+        step *= 10;
+    }
+}
+
+impl TimelineState {
+    pub fn new(data: &Data) -> Self {
+        Self {
+            view: data.span,
+            cursor: data.span.start,
+            lane: 0,
+            streams: false,
+            prompt: None,
+            message: None,
+            drag: None,
+        }
+    }
+
+    pub fn lanes<'a>(&self, data: &'a Data) -> &'a [Lane] {
+        if self.streams {
+            &data.stream_lanes
+        } else {
+            &data.lanes
+        }
+    }
+
+    pub fn typing(&self) -> bool {
+        self.prompt.is_some()
+    }
+
+    fn set_view(&mut self, data: &Data, start: Ns, len: Ns, width: u16) {
+        let full = data.span;
+        // Never narrower than a nanosecond per column, never wider than the trace.
+        let len = len.max(Ns::from(width.max(1))).min(full.len().max(1));
+        let start = start.clamp(full.start, full.end - len);
+        self.view = Interval::new(start, start + len);
+    }
+
+    fn zoom(&mut self, data: &Data, factor: f64, at: Ns, width: u16) {
+        let v = self.view;
+        let len = ((v.len() as f64) * factor).round() as Ns;
+        // Keep `at` on the same screen position.
+        let frac = (at - v.start) as f64 / v.len().max(1) as f64;
+        let start = at - (len as f64 * frac).round() as Ns;
+        self.set_view(data, start, len, width);
+    }
+
+    fn show_step(&mut self, data: &Data, i: usize, width: u16) {
+        let s = data.steps[i];
+        let pad = s.span.len() / 50;
+        self.set_view(data, s.span.start - pad, s.span.len() + 2 * pad, width);
+        self.cursor = s.span.start;
+        self.message = Some(format!("step {}", s.number));
+    }
+
+    pub fn update(&mut self, action: Action, data: &Data, area: Rect) {
+        let a = areas(area);
+        let width = a.lanes.width;
+        let ns_per_col = (self.view.len() / Ns::from(width.max(1))).max(1);
+        if let Some(p) = &mut self.prompt {
+            match action {
+                Action::Input(c) if c.is_ascii_digit() || c == '-' => p.push(c),
+                Action::Backspace => {
+                    p.pop();
+                }
+                Action::Back => self.prompt = None,
+                Action::Submit => {
+                    let text = self.prompt.take().unwrap_or_default();
+                    match text.parse::<i64>() {
+                        Ok(n) => match data.steps.iter().position(|s| s.number == n) {
+                            Some(i) => self.show_step(data, i, width),
+                            None => self.message = Some(no_step(n, data)),
+                        },
+                        Err(_) => self.message = Some(format!("not a step number: {text:?}")),
+                    }
+                }
+                _ => {}
+            }
+            return;
+        }
+        self.message = None;
+        let nlanes = self.lanes(data).len();
+        match action {
+            Action::ZoomIn => self.zoom(data, 0.5, self.cursor, width),
+            Action::ZoomOut => self.zoom(data, 2.0, self.cursor, width),
+            Action::ResetZoom => self.view = data.span,
+            Action::PanLeft | Action::PanRight => {
+                let d = (self.view.len() / 8).max(1);
+                let d = if action == Action::PanLeft { -d } else { d };
+                self.set_view(data, self.view.start + d, self.view.len(), width);
+            }
+            Action::CursorLeft | Action::CursorRight => {
+                let d = if action == Action::CursorLeft {
+                    -ns_per_col
+                } else {
+                    ns_per_col
+                };
+                self.cursor = (self.cursor + d).clamp(data.span.start, data.span.end - 1);
+                if self.cursor < self.view.start || self.cursor >= self.view.end {
+                    let start = self.cursor - self.view.len() / 2;
+                    self.set_view(data, start, self.view.len(), width);
+                }
+            }
+            Action::Up => self.lane = self.lane.saturating_sub(1),
+            Action::Down => self.lane = (self.lane + 1).min(nlanes.saturating_sub(1)),
+            Action::PageUp | Action::Home => self.lane = 0,
+            Action::PageDown | Action::End => self.lane = nlanes.saturating_sub(1),
+            Action::NextStep => match data
+                .steps
+                .iter()
+                .position(|s| s.span.start > self.view.start + ns_per_col)
+            {
+                Some(i) => self.show_step(data, i, width),
+                None => self.message = Some("no later step".into()),
+            },
+            Action::PrevStep => match data
+                .steps
+                .iter()
+                .rposition(|s| s.span.start < self.view.start - ns_per_col)
+            {
+                Some(i) => self.show_step(data, i, width),
+                None => self.message = Some("no earlier step".into()),
+            },
+            Action::GoToStep => {
+                if data.steps.is_empty() {
+                    self.message = Some("the trace has no ProfilerStep annotations".into());
+                } else {
+                    self.prompt = Some(String::new());
+                }
+            }
+            Action::ToggleStreams => {
+                let rank = self.lanes(data).get(self.lane).map(|l| l.rank);
+                self.streams = !self.streams;
+                self.lane = self
+                    .lanes(data)
+                    .iter()
+                    .position(|l| Some(l.rank) == rank)
+                    .unwrap_or(0);
+            }
+            Action::Click { col, row } => {
+                if let Some(c) = inside(a.lanes, col, row).map(|(c, _)| c) {
+                    let first = lane_offset(self.lane, a.lanes.height);
+                    let lane = first + usize::from(row - a.lanes.y);
+                    if lane < nlanes {
+                        self.lane = lane;
+                    }
+                    self.cursor = col_time(self.view, width, c) + ns_per_col / 2;
+                    self.drag = Some((col, self.view));
+                }
+            }
+            Action::Drag { col, .. } => {
+                if let Some((from, view)) = self.drag {
+                    let d =
+                        (i64::from(from) - i64::from(col)) * (view.len() / Ns::from(width.max(1)));
+                    self.set_view(data, view.start + d, view.len(), width);
+                }
+            }
+            Action::Release => self.drag = None,
+            Action::ScrollUp { col, row } | Action::ScrollDown { col, row } => {
+                let at = inside(a.lanes, col, row)
+                    .map_or(self.cursor, |(c, _)| col_time(self.view, width, c));
+                let f = if matches!(action, Action::ScrollUp { .. }) {
+                    0.5
+                } else {
+                    2.0
+                };
+                self.zoom(data, f, at, width);
+            }
+            _ => {}
+        }
+    }
+}
+
+fn no_step(n: i64, data: &Data) -> String {
+    let (first, last) = (
+        data.steps[0].number,
+        data.steps[data.steps.len() - 1].number,
+    );
+    format!("no step {n}; the trace has steps {first} to {last}")
+}
+
+/// Column and row within `r`, if (col, row) is inside it.
+fn inside(r: Rect, col: u16, row: u16) -> Option<(u16, u16)> {
+    (col >= r.x && col < r.right() && row >= r.y && row < r.bottom())
+        .then(|| (col - r.x, row - r.y))
+}
+
+/// First lane shown so that the selected one is visible.
+fn lane_offset(selected: usize, rows: u16) -> usize {
+    crate::tui::widgets::table::offset(selected, usize::from(rows))
+}
+
+pub fn render(state: &TimelineState, data: &Data, theme: Theme, area: Rect, buf: &mut Buffer) {
+    if area.width == 0 || area.height == 0 {
+        return;
+    }
+    let a = areas(area);
+    let view = state.view;
+    let width = a.lanes.width;
+    render_ruler(view, data.span.start, a.ruler, theme, buf);
+    let lanes = state.lanes(data);
+    let first = lane_offset(state.lane, a.lanes.height);
+    let cursor_col = time_col(view, width, state.cursor);
+    for (k, lane) in lanes
+        .iter()
+        .skip(first)
+        .take(usize::from(a.lanes.height))
+        .enumerate()
+    {
+        let y = a.lanes.y + k as u16;
+        let selected = first + k == state.lane;
+        let label_style = if selected {
+            theme.selected()
+        } else {
+            theme.dim()
+        };
+        Line::styled(fit(&lane.label(), usize::from(a.labels.width)), label_style)
+            .render(Rect::new(a.labels.x, y, a.labels.width, 1), buf);
+        for c in 0..width {
+            let lo = col_time(view, width, c);
+            let hi = col_time(view, width, c + 1).max(lo + 1);
+            let s = shade(lane, lo, hi);
+            if let Some(cell) = buf.cell_mut((a.lanes.x + c, y)) {
+                cell.set_symbol(s.glyph()).set_style(theme.shade(s));
+                if cursor_col == Some(c) {
+                    cell.modifier.insert(Modifier::REVERSED);
+                }
+            }
+        }
+    }
+    render_info(state, data, theme, a.info, buf);
+}
+
+fn render_ruler(view: Interval, origin: Ns, r: Rect, theme: Theme, buf: &mut Buffer) {
+    if r.height == 0 || r.width == 0 {
+        return;
+    }
+    let ns_per_col = (view.len() as f64 / f64::from(r.width)).max(1e-9);
+    let step = tick_step((ns_per_col * 14.0).ceil() as Ns);
+    let rel_start = view.start - origin;
+    let mut t = rel_start.div_euclid(step) * step;
+    if t < rel_start {
+        t += step;
+    }
+    let tick_row = r.y + r.height - 1;
+    for c in 0..r.width {
+        if let Some(cell) = buf.cell_mut((r.x + c, tick_row)) {
+            cell.set_symbol("─").set_style(theme.dim());
+        }
+    }
+    while t < view.end - origin {
+        if let Some(c) = time_col(view, r.width, t + origin) {
+            if let Some(cell) = buf.cell_mut((r.x + c, tick_row)) {
+                cell.set_symbol("┬").set_style(theme.dim());
+            }
+            if r.height > 1 {
+                let label = human(t);
+                let room = r.width - c;
+                Line::raw(fit(&label, usize::from(room)))
+                    .render(Rect::new(r.x + c, r.y, room, 1), buf);
+            }
+        }
+        t += step;
+    }
+}
+
+fn render_info(state: &TimelineState, data: &Data, theme: Theme, r: Rect, buf: &mut Buffer) {
+    let origin = data.span.start;
+    let lanes = state.lanes(data);
+    let mut lines = Vec::new();
+    // Steps can overlap across ranks: name the latest one that started.
+    let step = data
+        .steps
+        .iter()
+        .rev()
+        .find(|s| s.span.start <= state.cursor && state.cursor < s.span.end)
+        .map_or(String::new(), |s| format!(" · step {}", s.number));
+    lines.push(Line::from(vec![
+        Span::styled("cursor ", theme.dim()),
+        Span::styled(human(state.cursor - origin), theme.cursor()),
+        Span::raw(format!(
+            "{step} · view {} – {} ({} wide) · {} lanes",
+            human(state.view.start - origin),
+            human(state.view.end - origin),
+            human(state.view.len()),
+            lanes.len()
+        )),
+    ]));
+    let under = lanes.get(state.lane).map(|lane| {
+        let ops = data.ops_at(lane.rank_index, lane.stream, state.cursor);
+        let t = &data.trace.ranks[lane.rank_index];
+        match ops.first() {
+            None => Line::styled(format!("{}: idle at the cursor", lane.label()), theme.dim()),
+            Some(op) => {
+                let mut s = format!(
+                    "{} stream {}: {} · start {} · {} · {}",
+                    lane.label(),
+                    op.stream,
+                    t.name(op.name),
+                    human(op.start - origin),
+                    human(op.dur),
+                    op.class.name()
+                );
+                if let Some(m) = t.coll_meta(op) {
+                    s += &format!(" {}", m.kind.name());
+                    if let Some(b) = m.in_bytes() {
+                        s += &format!(" {:.2} MB", b as f64 / 1e6);
+                    }
+                    if let Some(g) = m.group_size {
+                        s += &format!(" group {g}");
+                    }
+                } else if let Some(b) = op.bytes {
+                    s += &format!(" {:.2} MB", b as f64 / 1e6);
+                }
+                if ops.len() > 1 {
+                    s += &format!("  (+{} more on other streams)", ops.len() - 1);
+                }
+                Line::raw(s)
+            }
+        }
+    });
+    lines.push(under.unwrap_or_default());
+    lines.push(if let Some(p) = &state.prompt {
+        Line::styled(
+            format!("go to step: {p}▏ (Enter jumps, Esc cancels)"),
+            theme.key(),
+        )
+    } else if let Some(m) = &state.message {
+        Line::styled(m.clone(), theme.key())
+    } else {
+        let mut spans = Vec::new();
+        for s in [Shade::Compute, Shade::Comm, Shade::Overlap, Shade::Memory] {
+            spans.push(Span::styled(s.glyph(), theme.shade(s)));
+            spans.push(Span::raw(format!(" {}  ", s.label())));
+        }
+        Line::from(spans)
+    });
+    for (k, l) in lines.into_iter().enumerate().take(usize::from(r.height)) {
+        l.render(Rect::new(r.x, r.y + k as u16, r.width, 1), buf);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Coverage, IntervalSet};
+
+    fn cov(v: &[(Ns, Ns)]) -> Coverage {
+        Coverage::new(IntervalSet::from_unsorted(
+            v.iter().map(|&(a, b)| Interval::new(a, b)).collect(),
+        ))
+    }
+
+    #[test]
+    fn column_shade_is_the_majority() {
+        let lane = Lane {
+            rank_index: 0,
+            rank: 0,
+            stream: None,
+            compute: cov(&[(0, 60)]),
+            comm: cov(&[(50, 100)]),
+            overlap: cov(&[(50, 60)]),
+            memory: cov(&[(200, 210)]),
+        };
+        assert_eq!(shade(&lane, 0, 40), Shade::Compute);
+        assert_eq!(shade(&lane, 50, 60), Shade::Overlap);
+        // [40, 100): compute-only 10, overlap 10, comm-only 40.
+        assert_eq!(shade(&lane, 40, 100), Shade::Comm);
+        assert_eq!(shade(&lane, 100, 200), Shade::Idle);
+        assert_eq!(shade(&lane, 150, 250), Shade::Memory);
+    }
+
+    #[test]
+    fn ticks_and_columns() {
+        assert_eq!(tick_step(1), 1);
+        assert_eq!(tick_step(3), 5);
+        assert_eq!(tick_step(1_100), 2_000);
+        let v = Interval::new(1000, 2000);
+        assert_eq!(col_time(v, 10, 0), 1000);
+        assert_eq!(col_time(v, 10, 10), 2000);
+        assert_eq!(time_col(v, 10, 1550), Some(5));
+        assert_eq!(time_col(v, 10, 2000), None);
+    }
+}

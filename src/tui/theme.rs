@@ -1,0 +1,137 @@
+//! Colours and glyphs. Only the 16 basic ANSI colours are used, so any terminal
+//! shows them; with `NO_COLOR` set everything is drawn in the default colours and
+//! told apart by glyphs and bold/reverse/dim instead.
+
+use ratatui::style::{Color, Modifier, Style};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Theme {
+    pub color: bool,
+}
+
+impl Default for Theme {
+    fn default() -> Self {
+        Self { color: true }
+    }
+}
+
+/// What a timeline cell shows. Distinct glyphs keep them apart without colour.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shade {
+    Idle,
+    Compute,
+    Comm,
+    Overlap,
+    Memory,
+}
+
+impl Shade {
+    pub fn glyph(self) -> &'static str {
+        match self {
+            Self::Idle => " ",
+            Self::Compute => "█",
+            Self::Comm => "░",
+            Self::Overlap => "▓",
+            Self::Memory => "▪",
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Idle => "idle",
+            Self::Compute => "compute",
+            Self::Comm => "communication",
+            Self::Overlap => "overlap",
+            Self::Memory => "memcpy/memset",
+        }
+    }
+}
+
+impl Theme {
+    /// Colour unless `NO_COLOR` is set to anything non-empty (no-color.org).
+    pub fn from_env() -> Self {
+        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+        Self { color: !no_color }
+    }
+
+    pub fn mono() -> Self {
+        Self { color: false }
+    }
+
+    fn fg(self, c: Color) -> Style {
+        if self.color {
+            Style::new().fg(c)
+        } else {
+            Style::new()
+        }
+    }
+
+    pub fn shade(self, s: Shade) -> Style {
+        match s {
+            Shade::Idle => Style::new(),
+            Shade::Compute => self.fg(Color::Blue),
+            Shade::Comm => self.fg(Color::LightRed),
+            Shade::Overlap => self.fg(Color::Magenta),
+            Shade::Memory => self.fg(Color::Yellow),
+        }
+    }
+
+    pub fn title(self) -> Style {
+        self.fg(Color::Cyan).add_modifier(Modifier::BOLD)
+    }
+
+    pub fn header(self) -> Style {
+        Style::new().add_modifier(Modifier::BOLD | Modifier::UNDERLINED)
+    }
+
+    pub fn key(self) -> Style {
+        self.fg(Color::Yellow).add_modifier(Modifier::BOLD)
+    }
+
+    pub fn dim(self) -> Style {
+        if self.color {
+            Style::new().fg(Color::DarkGray)
+        } else {
+            Style::new().add_modifier(Modifier::DIM)
+        }
+    }
+
+    pub fn selected(self) -> Style {
+        Style::new().add_modifier(Modifier::REVERSED)
+    }
+
+    pub fn tab_active(self) -> Style {
+        self.fg(Color::Black)
+            .bg(if self.color {
+                Color::Cyan
+            } else {
+                Color::Reset
+            })
+            .add_modifier(if self.color {
+                Modifier::BOLD
+            } else {
+                Modifier::BOLD | Modifier::REVERSED
+            })
+    }
+
+    /// The slowest rank, a warning.
+    pub fn alert(self) -> Style {
+        self.fg(Color::LightRed).add_modifier(Modifier::BOLD)
+    }
+
+    pub fn good(self) -> Style {
+        self.fg(Color::Green)
+    }
+
+    pub fn bar(self) -> Style {
+        self.fg(Color::Cyan)
+    }
+
+    pub fn cursor(self) -> Style {
+        self.fg(Color::Yellow).add_modifier(Modifier::BOLD)
+    }
+
+    pub fn error(self) -> Style {
+        self.fg(Color::Red).add_modifier(Modifier::BOLD)
+    }
+}

@@ -1,0 +1,49 @@
+//! Small widgets shared by the tabs.
+
+pub mod help;
+pub mod table;
+
+/// A horizontal bar `width` cells wide filled to `fraction` (0..=1), with
+/// eighth-block precision.
+pub fn bar(fraction: f64, width: u16) -> String {
+    const EIGHTHS: [&str; 8] = ["", "▏", "▎", "▍", "▌", "▋", "▊", "▉"];
+    let f = if fraction.is_finite() {
+        fraction.clamp(0.0, 1.0)
+    } else {
+        0.0
+    };
+    let eighths = (f * f64::from(width) * 8.0).round() as usize;
+    let mut s = "█".repeat(eighths / 8);
+    s += EIGHTHS[eighths % 8];
+    s
+}
+
+/// `s` cut to `width` characters, with `…` marking the cut.
+pub fn fit(s: &str, width: usize) -> String {
+    if s.chars().count() <= width {
+        return s.to_owned();
+    }
+    if width == 0 {
+        return String::new();
+    }
+    let mut out: String = s.chars().take(width - 1).collect();
+    out.push('…');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bars_and_fitting() {
+        assert_eq!(bar(0.5, 4), "██");
+        assert_eq!(bar(0.5, 1), "▌");
+        assert_eq!(bar(1.0 / 16.0, 1), "▏");
+        assert_eq!(bar(2.0, 2), "██");
+        assert_eq!(bar(f64::NAN, 3), "");
+        assert_eq!(fit("abcdef", 4), "abc…");
+        assert_eq!(fit("abc", 4), "abc");
+        assert_eq!(fit("abc", 0), "");
+    }
+}

@@ -1,0 +1,290 @@
+//! The terminal UI without a terminal: every tab rendered into ratatui's
+//! TestBackend (insta snapshots), tiny sizes, and key handling through
+//! `App::update`.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use ratatui::backend::TestBackend;
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::widgets::Widget;
+use ratatui::Terminal;
+
+use ccl_bench::read::Progress;
+use ccl_bench::synth::two_rank_example;
+use ccl_bench::tui::action::Action;
+use ccl_bench::tui::app::{tab_at, App};
+use ccl_bench::tui::data::Data;
+use ccl_bench::tui::loading::Failed;
+use ccl_bench::tui::tabs::Tab;
+use ccl_bench::tui::theme::Theme;
+use ccl_bench::tui::{keymap, load_data};
+
+use crate::support::write_ranks;
+
+const SAMPLE: &str = "trace_collection/llama_fsdp_8gpu";
+
+fn sample() -> Data {
+    load_data(Path::new(SAMPLE), None, &Progress::default()).expect("sample loads")
+}
+
+fn two_ranks() -> Data {
+    let dir = write_ranks(&two_rank_example());
+    let mut d = load_data(dir.path(), None, &Progress::default()).expect("loads");
+    // The temporary directory's name changes every run.
+    d.trace.source = "two_ranks".into();
+    d
+}
+
+fn app(data: Data, size: (u16, u16)) -> App {
+    App::new(Arc::new(data), Theme::mono(), size)
+}
+
+fn draw(app: &App) -> TestBackend {
+    let (w, h) = app.size;
+    let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
+    t.draw(|f| f.render_widget(app, f.area())).unwrap();
+    t.backend().clone()
+}
+
+fn text(buf: &Buffer) -> String {
+    let a = buf.area;
+    (0..a.height)
+        .map(|y| {
+            (0..a.width)
+                .map(|x| buf[(x, y)].symbol())
+                .collect::<String>()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn every_tab_at_80x24_and_200x50() {
+    let data = Arc::new(sample());
+    for (w, h) in [(80, 24), (200, 50)] {
+        for tab in Tab::ALL {
+            let mut a = App::new(Arc::clone(&data), Theme::mono(), (w, h));
+            a.update(Action::SelectTab(tab));
+            insta::assert_snapshot!(
+                format!("sample_{}_{w}x{h}", tab.title().to_lowercase()),
+                draw(&a)
+            );
+        }
+    }
+}
+
+#[test]
+fn tiny_terminals_never_panic() {
+    let data = Arc::new(two_ranks());
+    for (w, h) in [(1, 1), (10, 5), (3, 2), (1, 40), (200, 1), (0, 0)] {
+        let mut a = App::new(Arc::clone(&data), Theme::mono(), (w, h));
+        for tab in Tab::ALL {
+            a.update(Action::SelectTab(tab));
+            // Drive every kind of action at this size too.
+            for act in [
+                Action::ZoomIn,
+                Action::Down,
+                Action::PanRight,
+                Action::NextSort,
+                Action::Click { col: 0, row: 0 },
+                Action::Click {
+                    col: w / 2,
+                    row: h / 2,
+                },
+                Action::ScrollUp {
+                    col: w / 2,
+                    row: h / 2,
+                },
+                Action::Drag { col: 0, row: h / 2 },
+                Action::End,
+            ] {
+                a.update(act);
+            }
+            let mut buf = Buffer::empty(Rect::new(0, 0, w, h));
+            (&a).render(buf.area, &mut buf);
+            a.update(Action::ToggleHelp);
+            (&a).render(buf.area, &mut buf);
+            a.update(Action::ToggleHelp);
+        }
+    }
+}
+
+#[test]
+fn tabs_switch_by_number_cycle_and_click() {
+    let mut a = app(two_ranks(), (100, 30));
+    assert_eq!(a.tab, Tab::Summary);
+    a.update(Action::SelectTab(Tab::Timeline));
+    assert_eq!(a.tab, Tab::Timeline);
+    a.update(Action::NextTab);
+    assert_eq!(a.tab, Tab::Stragglers);
+    a.update(Action::NextTab);
+    assert_eq!(a.tab, Tab::Summary);
+    a.update(Action::PrevTab);
+    assert_eq!(a.tab, Tab::Stragglers);
+    // " ccl-bench " is 11 cells; " 1 Summary " follows, then " 2 Kernels ".
+    assert_eq!(tab_at(11), Some(Tab::Summary));
+    assert_eq!(tab_at(23), Some(Tab::Kernels));
+    assert_eq!(tab_at(0), None);
+    a.update(Action::Click { col: 23, row: 0 });
+    assert_eq!(a.tab, Tab::Kernels);
+    let screen = text(draw(&a).buffer());
+    assert!(
+        screen.lines().next().unwrap().contains("2 Kernels"),
+        "{screen}"
+    );
+}
+
+#[test]
+fn help_lists_keys_and_esc_closes_then_quits() {
+    let mut a = app(two_ranks(), (100, 40));
+    a.update(Action::ToggleHelp);
+    let screen = text(draw(&a).buffer());
+    assert!(screen.contains("Keys"), "{screen}");
+    assert!(screen.contains("zoom in at the cursor"), "{screen}");
+    a.update(Action::Back);
+    assert!(a.help.is_none() && !a.quit);
+    a.update(Action::Back);
+    assert!(a.quit);
+}
+
+#[test]
+fn kernels_filter_sort_group_and_rank() {
+    let mut a = app(two_ranks(), (100, 30));
+    a.update(Action::SelectTab(Tab::Kernels));
+    // Largest total first: the gemm (135 µs over both ranks).
+    assert_eq!(a.kernels.rows().next().unwrap().name, "sm90_xmma_gemm_bf16");
+    assert_eq!(a.kernels.shown.len(), 6);
+    a.update(Action::Filter);
+    assert_eq!(a.mode(), keymap::Mode::Typing);
+    for c in "nccl".chars() {
+        a.update(Action::Input(c));
+    }
+    // While typing, 'q' is text, and the filter applies as it is typed.
+    assert_eq!(a.kernels.shown.len(), 2);
+    a.update(Action::Submit);
+    assert_eq!(a.mode(), keymap::Mode::Normal);
+    assert_eq!(a.kernels.filter, "nccl");
+    // Sort ascending by total: the all-gather (30 µs) before the all-reduce (130 µs).
+    a.update(Action::ReverseSort);
+    let names: Vec<&str> = a.kernels.rows().map(|r| r.name.as_str()).collect();
+    assert!(names[0].contains("AllGather"), "{names:?}");
+    // Clicking the "count" header sorts by count (largest first).
+    let header_row = 2; // tab bar, title, header
+                        // Name takes 100 − 73 = 27 cells, then class (13), then count at 42..50.
+    a.update(Action::Click {
+        col: 45,
+        row: header_row,
+    });
+    assert_eq!(a.kernels.sort, (2, true));
+    assert!(a.kernels.rows().next().unwrap().name.contains("AllReduce"));
+    // Esc while typing clears the filter.
+    a.update(Action::Filter);
+    a.update(Action::Back);
+    assert_eq!(a.kernels.shown.len(), 6);
+    // Classes, then rank 0 only.
+    a.update(Action::ToggleGrouping);
+    assert!(a.kernels.rows().any(|r| r.name == "communication"));
+    a.update(Action::NextRank);
+    assert_eq!(a.kernels.rank, Some(0));
+    let comm = a
+        .kernels
+        .rows()
+        .find(|r| r.name == "communication")
+        .unwrap();
+    assert_eq!((comm.count, comm.total), (2, 60_000));
+    a.update(Action::PrevRank);
+    assert_eq!(a.kernels.rank, None);
+    insta::assert_snapshot!("two_ranks_kernel_classes", draw(&a));
+}
+
+#[test]
+fn timeline_zoom_pan_steps_cursor() {
+    let mut a = app(two_ranks(), (100, 20));
+    a.update(Action::SelectTab(Tab::Timeline));
+    let full = a.timeline.view;
+    // Device ops span [0, 200) µs over both ranks.
+    assert_eq!((full.start, full.end), (0, 200_000));
+    a.update(Action::ZoomIn);
+    assert_eq!(a.timeline.view.len(), 100_000);
+    // The cursor (at 0) stays on screen when zooming.
+    assert_eq!(a.timeline.view.start, 0);
+    a.update(Action::PanRight);
+    assert_eq!(a.timeline.view.start, 12_500);
+    a.update(Action::ZoomOut);
+    a.update(Action::ZoomOut);
+    assert_eq!(a.timeline.view, full, "never wider than the trace");
+    // Steps: #1 spans [0,200) over both ranks (rank 1's step); #2 is [110,180).
+    a.update(Action::GoToStep);
+    a.update(Action::Input('2'));
+    a.update(Action::Submit);
+    assert_eq!(a.timeline.cursor, 110_000);
+    assert!(a.timeline.view.start <= 110_000 && a.timeline.view.end >= 180_000);
+    assert!(a.timeline.view.len() < 80_000);
+    a.update(Action::GoToStep);
+    a.update(Action::Input('9'));
+    a.update(Action::Submit);
+    assert_eq!(
+        a.timeline.message.as_deref(),
+        Some("no step 9; the trace has steps 1 to 2")
+    );
+    insta::assert_snapshot!("two_ranks_timeline_step2", draw(&a));
+    // The cursor names the op under it on the selected lane.
+    a.update(Action::ResetZoom);
+    a.update(Action::Down);
+    let screen = text(draw(&a).buffer());
+    // Cursor at 110 µs: rank 1 is in its all-reduce [100, 200).
+    assert!(
+        screen.contains("rank 1 stream 20: ncclDevKernel_AllReduce"),
+        "{screen}"
+    );
+    assert!(screen.contains("cursor 110 µs · step 2"), "{screen}");
+    // Per-stream lanes: rank 0 has streams 7 and 20, rank 1 too.
+    a.update(Action::ToggleStreams);
+    assert_eq!(a.timeline.lanes(&a.data).len(), 4);
+    assert_eq!(a.timeline.lane, 2, "stays on rank 1");
+    // A click moves the cursor; a drag pans.
+    a.update(Action::ZoomIn);
+    let before = a.timeline.view.start;
+    a.update(Action::Click { col: 60, row: 4 });
+    a.update(Action::Drag { col: 50, row: 4 });
+    a.update(Action::Release);
+    assert!(a.timeline.view.start > before);
+    insta::assert_snapshot!("two_ranks_timeline_streams", draw(&a));
+}
+
+#[test]
+fn stragglers_name_the_slow_rank() {
+    let mut a = app(sample(), (120, 20));
+    a.update(Action::SelectTab(Tab::Stragglers));
+    let screen = text(draw(&a).buffer());
+    // The sample's rank 5 computes 1.3x slower than the others.
+    assert!(screen.contains("Slowest rank 5"), "{screen}");
+    a.update(Action::NextSort); // by step time, descending
+    assert_eq!(a.stragglers.sort, (1, true));
+    for _ in 0..6 {
+        a.update(Action::NextSort);
+    }
+    assert_eq!(a.stragglers.sort, (7, true), "work");
+    assert_eq!(a.data.ranks[a.stragglers.order[0]].rank, 5);
+}
+
+#[test]
+fn load_errors_are_shown_not_panicked() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("rank0_trace.json"), "{\"traceEvents\": 5}").unwrap();
+    let Err(err) = load_data(dir.path(), None, &Progress::default()) else {
+        panic!("a bad trace must not load")
+    };
+    let message = format!("{err:#}");
+    let mut buf = Buffer::empty(Rect::new(0, 0, 60, 10));
+    Failed {
+        message: &message,
+        theme: Theme::mono(),
+    }
+    .render(buf.area, &mut buf);
+    let screen = text(&buf);
+    assert!(screen.contains("Cannot open the trace"), "{screen}");
+    assert!(screen.contains("rank0_trace.json"), "{screen}");
+}
