@@ -69,6 +69,11 @@ pub struct Cli {
     #[arg(long, value_name = "TAB", default_value = "summary", hide = true)]
     pub tab: String,
 
+    /// Keys pressed before --screenshot draws, one character per key (e.g. "]]" on
+    /// the timeline jumps to the second step)
+    #[arg(long, value_name = "KEYS", default_value = "", hide = true)]
+    pub keys: String,
+
     /// Terminal size for --screenshot, in cells
     #[arg(long, value_name = "WxH", default_value = "120x36", hide = true)]
     pub size: String,

@@ -97,6 +97,7 @@ pub fn load(path: &std::path::Path, iteration: Option<u32>) -> Result<Trace> {
 /// Renders one tab of the UI to an SVG file (`--screenshot FILE --tab T --size WxH`).
 pub fn screenshot(cli: &Cli, out: &std::path::Path) -> Result<ExitCode> {
     use crate::tui::{app::App, screenshot, tabs::Tab, theme::Theme};
+    use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
     let Some(tab) = Tab::parse(&cli.tab) else {
         eprintln!(
             "ccl-bench: unknown tab '{}'; tabs: summary, kernels, timeline, stragglers",
@@ -118,6 +119,12 @@ pub fn screenshot(cli: &Cli, out: &std::path::Path) -> Result<ExitCode> {
     }
     let mut app = App::new(std::sync::Arc::new(data), Theme::from_env(), (w, h));
     app.tab = tab;
+    for c in cli.keys.chars() {
+        let key = KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE);
+        if let Some(a) = crate::tui::keymap::key_action(&key, app.tab, app.mode()) {
+            app.update(a);
+        }
+    }
     let buf = screenshot::render(&mut app, w, h);
     std::fs::write(out, screenshot::buffer_to_svg(&buf))
         .with_context(|| format!("cannot write {}", out.display()))?;

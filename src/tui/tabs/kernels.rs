@@ -246,7 +246,9 @@ pub fn render(state: &KernelsState, _data: &Data, theme: Theme, area: Rect, buf:
         ));
     }
     Line::from(title).render(Rect::new(area.x, area.y, area.width, 1), buf);
-    let max_share = state.rows().map(|r| r.share).fold(0.0, f64::max);
+    // Bars scale to the largest row before filtering, so typing a filter does
+    // not stretch them.
+    let max_share = state.rows.iter().map(|r| r.share).fold(0.0, f64::max);
     let rows = state
         .rows()
         .map(|r| {

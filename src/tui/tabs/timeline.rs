@@ -240,8 +240,9 @@ impl TimelineState {
             }
             Action::Click { col, row } => {
                 if let Some(c) = inside(a.lanes, col, row).map(|(c, _)| c) {
-                    let first = lane_offset(self.lane, a.lanes.height);
-                    let lane = first + usize::from(row - a.lanes.y);
+                    let h = lane_height(a.lanes.height, nlanes);
+                    let first = lane_offset(self.lane, a.lanes.height / h);
+                    let lane = first + usize::from((row - a.lanes.y) / h);
                     if lane < nlanes {
                         self.lane = lane;
                     }
@@ -287,6 +288,12 @@ fn inside(r: Rect, col: u16, row: u16) -> Option<(u16, u16)> {
 }
 
 /// First lane shown so that the selected one is visible.
+/// Rows per lane: up to 3 when there is room, so few ranks fill the screen.
+fn lane_height(rows: u16, lanes: usize) -> u16 {
+    let per = usize::from(rows) / lanes.max(1);
+    per.clamp(1, 3) as u16
+}
+
 fn lane_offset(selected: usize, rows: u16) -> usize {
     crate::tui::widgets::table::offset(selected, usize::from(rows))
 }
@@ -300,15 +307,16 @@ pub fn render(state: &TimelineState, data: &Data, theme: Theme, area: Rect, buf:
     let width = a.lanes.width;
     render_ruler(view, data.span.start, a.ruler, theme, buf);
     let lanes = state.lanes(data);
-    let first = lane_offset(state.lane, a.lanes.height);
+    let h = lane_height(a.lanes.height, lanes.len());
+    let first = lane_offset(state.lane, a.lanes.height / h);
     let cursor_col = time_col(view, width, state.cursor);
     for (k, lane) in lanes
         .iter()
         .skip(first)
-        .take(usize::from(a.lanes.height))
+        .take(usize::from(a.lanes.height / h))
         .enumerate()
     {
-        let y = a.lanes.y + k as u16;
+        let y = a.lanes.y + k as u16 * h;
         let selected = first + k == state.lane;
         let label_style = if selected {
             theme.selected()
@@ -321,10 +329,12 @@ pub fn render(state: &TimelineState, data: &Data, theme: Theme, area: Rect, buf:
             let lo = col_time(view, width, c);
             let hi = col_time(view, width, c + 1).max(lo + 1);
             let s = shade(lane, lo, hi);
-            if let Some(cell) = buf.cell_mut((a.lanes.x + c, y)) {
-                cell.set_symbol(s.glyph()).set_style(theme.shade(s));
-                if cursor_col == Some(c) {
-                    cell.modifier.insert(Modifier::REVERSED);
+            for dy in 0..h {
+                if let Some(cell) = buf.cell_mut((a.lanes.x + c, y + dy)) {
+                    cell.set_symbol(s.glyph()).set_style(theme.shade(s));
+                    if cursor_col == Some(c) {
+                        cell.modifier.insert(Modifier::REVERSED);
+                    }
                 }
             }
         }
