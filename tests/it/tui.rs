@@ -288,3 +288,34 @@ fn load_errors_are_shown_not_panicked() {
     assert!(screen.contains("Cannot open the trace"), "{screen}");
     assert!(screen.contains("rank0_trace.json"), "{screen}");
 }
+
+#[test]
+fn real_traces_render_on_every_tab() {
+    for rel in ["kineto/dlrm_8rank_v100", "kineto/h100_gpt_eager"] {
+        let Some(dir) = crate::support::corpus(rel) else {
+            continue;
+        };
+        let data = load_data(&dir, None, &Progress::default()).expect("corpus trace loads");
+        let ranks = data.trace.ranks.len();
+        let mut a = app(data, (120, 40));
+        let mut screens = Vec::new();
+        for tab in Tab::ALL {
+            a.update(Action::SelectTab(tab));
+            for act in [
+                Action::ZoomIn,
+                Action::NextStep,
+                Action::Down,
+                Action::NextRank,
+            ] {
+                a.update(act);
+            }
+            screens.push(text(draw(&a).buffer()));
+        }
+        let all = screens.join("\n");
+        assert!(all.contains("nccl") || all.contains("Nccl"), "{rel}: {all}");
+        assert!(screens[2].contains("rank 0"), "{rel}: {}", screens[2]);
+        if ranks > 1 {
+            assert!(screens[3].contains("Slowest rank"), "{rel}: {}", screens[3]);
+        }
+    }
+}
