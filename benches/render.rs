@@ -11,6 +11,7 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 
+use ccl_bench::metrics::Options;
 use ccl_bench::model::classify::classify;
 use ccl_bench::model::{Activity, DeviceOp, RankTimeline, Step, Trace};
 use ccl_bench::read::LoadReport;
@@ -81,7 +82,7 @@ fn bench(c: &mut Criterion) {
         ..Default::default()
     };
     let events: usize = trace.ranks.iter().map(|r| r.ops.len()).sum();
-    let data = Arc::new(Data::new(trace, LoadReport::default()));
+    let data = Arc::new(Data::new(trace, LoadReport::default(), Options::default()));
     let mut terminal = Terminal::new(TestBackend::new(200, 50)).unwrap();
     let mut g = c.benchmark_group(format!("frame_200x50_{events}_events"));
     for (label, zoom_ins) in [("timeline_whole_trace", 0), ("timeline_zoomed_2^12", 12)] {

@@ -49,6 +49,15 @@ pub struct Cli {
     #[arg(long, value_name = "K")]
     pub iteration: Option<u32>,
 
+    /// Devices the run spans, for MFU and per-chip counts (default: the workload
+    /// card's total_count, else the number of ranks)
+    #[arg(long, visible_alias = "n_chips", value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub n_chips: Option<u32>,
+
+    /// Model parameters, e.g. 7e9 or 7B (default: the workload card's num_params)
+    #[arg(long, visible_alias = "model_params", value_name = "P", value_parser = parse_params)]
+    pub model_params: Option<f64>,
+
     /// Print VALUE (exit 0) instead of failing when the metric does not apply, e.g. -1
     #[arg(long, value_name = "VALUE", allow_hyphen_values = true)]
     pub missing: Option<String>,
@@ -88,7 +97,21 @@ Examples:
 Exit status: 0 ok, 1 unreadable or invalid input, 2 usage error (e.g. unknown metric),
 3 the metric does not apply to this trace (reason on stderr).";
 
+fn parse_params(s: &str) -> Result<f64, String> {
+    crate::model::card::parse_count(s)
+        .filter(|v| *v > 0.0)
+        .ok_or_else(|| format!("'{s}' is not a parameter count (e.g. 7e9 or 7B)"))
+}
+
 impl Cli {
+    /// The metric options given on the command line.
+    pub fn options(&self) -> crate::metrics::Options {
+        crate::metrics::Options {
+            n_chips: self.n_chips,
+            model_params: self.model_params,
+        }
+    }
+
     /// The trace path, from --trace or the positional argument.
     pub fn trace_path(&self) -> Option<&PathBuf> {
         self.trace.as_ref().or(self.dir.as_ref())
@@ -150,5 +173,9 @@ mod tests {
         assert_eq!(c.missing.as_deref(), Some("-1"));
         let c = Cli::parse_from(["ccl-bench", "--all", "x"]);
         assert!(c.metrics);
+        let c = Cli::parse_from(["ccl-bench", "x", "--n_chips", "16", "--model_params", "7B"]);
+        assert_eq!((c.n_chips, c.model_params), (Some(16), Some(7e9)));
+        assert!(Cli::try_parse_from(["ccl-bench", "--model-params", "lots"]).is_err());
+        assert!(Cli::try_parse_from(["ccl-bench", "--n-chips", "0"]).is_err());
     }
 }

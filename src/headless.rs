@@ -53,7 +53,7 @@ pub fn run(cli: &Cli) -> Result<ExitCode> {
     };
     let trace = load(path, cli.iteration)?;
     let ctx = match Ctx::new(&trace, cli.rank) {
-        Ok(c) => c,
+        Ok(c) => c.with_options(cli.options()),
         Err(e) => {
             eprintln!("ccl-bench: {e}");
             return Ok(ExitCode::from(EXIT_USAGE));
@@ -113,7 +113,7 @@ pub fn screenshot(cli: &Cli, out: &std::path::Path) -> Result<ExitCode> {
         eprintln!("ccl-bench: --screenshot needs --trace DIR");
         return Ok(ExitCode::from(EXIT_USAGE));
     };
-    let data = crate::tui::load_data(path, cli.iteration, &Progress::default())?;
+    let data = crate::tui::load_data(path, cli.iteration, cli.options(), &Progress::default())?;
     for w in &data.warnings {
         eprintln!("warning: {w}");
     }

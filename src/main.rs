@@ -45,7 +45,7 @@ fn run(cli: &Cli) -> Result<ExitCode> {
                 }
             },
         };
-        tui::run(path, cli.iteration)?;
+        tui::run(path, cli.iteration, cli.options())?;
         return Ok(ExitCode::SUCCESS);
     }
     headless::run(cli)

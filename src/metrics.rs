@@ -4,15 +4,19 @@
 
 pub mod balance;
 pub mod breakdown;
+pub mod collectives;
 pub mod comm;
 pub mod ctx;
+pub mod flops;
 pub mod kernel;
 pub mod memory;
 pub mod outcome;
+pub mod phases;
 pub mod ranks;
 pub mod steps;
+pub mod window;
 
-pub use ctx::Ctx;
+pub use ctx::{Ctx, Options};
 pub use outcome::{Measured, Outcome, Unit};
 
 /// What a metric needs from the trace to apply.
@@ -24,6 +28,13 @@ pub enum Need {
     GridInfo,
     Memcpy,
     TwoRanks,
+    CollSizes,
+    Card,
+    ModelParams,
+    Flops,
+    Annotations,
+    EngineSteps,
+    Simulator,
 }
 
 impl Need {
@@ -35,6 +46,13 @@ impl Need {
             Self::GridInfo => "kernel launch grids + deviceProperties",
             Self::Memcpy => "memcpy events with bytes",
             Self::TwoRanks => "≥ 2 ranks",
+            Self::CollSizes => "collective sizes (Kineto collective args)",
+            Self::Card => "workload card",
+            Self::ModelParams => "model size (card or --model-params)",
+            Self::Flops => "`flops` args (with_flops=True)",
+            Self::Annotations => "record_function ranges",
+            Self::EngineSteps => "vLLM/SGLang engine-step ranges",
+            Self::Simulator => "a network simulator",
         }
     }
 }
@@ -43,16 +61,22 @@ impl Need {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Group {
     Time,
+    Throughput,
+    Phases,
     Communication,
+    Bandwidth,
     Compute,
     Memory,
     Balance,
 }
 
 impl Group {
-    pub const ALL: [Group; 5] = [
+    pub const ALL: [Group; 8] = [
         Self::Time,
+        Self::Throughput,
+        Self::Phases,
         Self::Communication,
+        Self::Bandwidth,
         Self::Compute,
         Self::Memory,
         Self::Balance,
@@ -61,7 +85,10 @@ impl Group {
     pub fn name(self) -> &'static str {
         match self {
             Self::Time => "time",
+            Self::Throughput => "throughput",
+            Self::Phases => "phases",
             Self::Communication => "communication",
+            Self::Bandwidth => "bandwidth",
             Self::Compute => "compute",
             Self::Memory => "memory",
             Self::Balance => "balance",
@@ -224,8 +251,418 @@ pub static METRICS: &[Metric] = &[
         needs: &[Kernels, TwoRanks],
         compute: balance::load_imbalance_ratio,
     },
+    // CCL-Bench's TPU/XLA-era list: whole-trace window per rank.
+    Metric {
+        name: "wall_time_s",
+        unit: Unit::Seconds,
+        group: Group::Time,
+        about: "last event end - first event start (CPU and GPU events), per rank, averaged",
+        needs: &[],
+        compute: window::wall_time_s,
+    },
+    Metric {
+        name: "total_compute_time_s",
+        unit: Unit::Seconds,
+        group: Group::Compute,
+        about: "union of non-communication device ops (compute kernels, memcpy/memset) over the whole trace, per rank, averaged",
+        needs: &[Kernels],
+        compute: window::total_compute_time_s,
+    },
+    Metric {
+        name: "total_comm_time_s",
+        unit: Unit::Seconds,
+        group: Group::Communication,
+        about: "union of communication ops over the whole trace, per rank, averaged",
+        needs: &[Kernels],
+        compute: window::total_comm_time_s,
+    },
+    Metric {
+        name: "avg_comm_kernel_time_s",
+        unit: Unit::Seconds,
+        group: Group::Communication,
+        about: "mean duration of one communication op, all ranks pooled",
+        needs: &[CommKernels],
+        compute: window::avg_comm_kernel_time_s,
+    },
+    Metric {
+        name: "compute_utilization_proxy",
+        unit: Unit::Ratio,
+        group: Group::Compute,
+        about: "total_compute_time_s / wall_time_s, per rank, averaged",
+        needs: &[Kernels],
+        compute: window::compute_utilization_proxy,
+    },
+    Metric {
+        name: "num_comm_kernels",
+        unit: Unit::Count,
+        group: Group::Communication,
+        about: "communication ops over all ranks in scope (the note gives the count per chip for --n-chips)",
+        needs: &[Kernels],
+        compute: window::num_comm_kernels,
+    },
+    Metric {
+        name: "num_comm_kernels_w_size_and_time",
+        unit: Unit::Count,
+        group: Group::Communication,
+        about: "communication ops with a known message size and a positive duration, all ranks",
+        needs: &[CommKernels],
+        compute: window::num_comm_kernels_w_size_and_time,
+    },
+    Metric {
+        name: "avg_comm_bandwidth_GBps",
+        unit: Unit::GBps,
+        group: Group::Bandwidth,
+        about: "mean over sized communication ops of message bytes (In msg nelems x dtype size) / duration",
+        needs: &[CollSizes],
+        compute: window::avg_comm_bandwidth_gbps,
+    },
+    Metric {
+        name: "allreduce_comm_time_s",
+        unit: Unit::Seconds,
+        group: Group::Communication,
+        about: "summed all-reduce op time over the whole trace, per rank, averaged",
+        needs: &[CommKernels],
+        compute: window::allreduce_comm_time_s,
+    },
+    Metric {
+        name: "hockney_alpha_s",
+        unit: Unit::Seconds,
+        group: Group::Bandwidth,
+        about: "latency α of a least-squares fit t = α + β·bytes over all-reduce ops with a size (needs ≥ 2 distinct sizes)",
+        needs: &[CollSizes],
+        compute: collectives::hockney_alpha,
+    },
+    Metric {
+        name: "hockney_beta_s_per_byte",
+        unit: Unit::SecondsPerByte,
+        group: Group::Bandwidth,
+        about: "inverse bandwidth β of the same fit",
+        needs: &[CollSizes],
+        compute: collectives::hockney_beta,
+    },
+    Metric {
+        name: "hockney_inverse_beta_Bps",
+        unit: Unit::BytesPerS,
+        group: Group::Bandwidth,
+        about: "1/β of the same fit: the asymptotic all-reduce bandwidth",
+        needs: &[CollSizes],
+        compute: collectives::hockney_inverse_beta,
+    },
+    Metric {
+        name: "achieved_flops_from_trace_json",
+        unit: Unit::FlopPerS,
+        group: Group::Throughput,
+        about: "sum over ranks of the rank's `flops` args / its wall time (aggregate FLOP/s)",
+        needs: &[Flops],
+        compute: flops::achieved_flops_from_trace_json,
+    },
+    Metric {
+        name: "total_model_flops_from_args",
+        unit: Unit::Flop,
+        group: Group::Throughput,
+        about: "sum of `flops` args of CPU ops over all ranks",
+        needs: &[Flops],
+        compute: flops::total_model_flops_from_args,
+    },
+    Metric {
+        name: "flops_per_token_used",
+        unit: Unit::FlopPerToken,
+        group: Group::Throughput,
+        about: "6 x model parameters for training, 2 x for inference (card phase)",
+        needs: &[ModelParams],
+        compute: flops::flops_per_token_used,
+    },
+    Metric {
+        name: "estimated_total_tokens",
+        unit: Unit::Tokens,
+        group: Group::Throughput,
+        about: "total_model_flops_from_args / flops_per_token_used",
+        needs: &[Flops, ModelParams],
+        compute: flops::estimated_total_tokens,
+    },
+    Metric {
+        name: "estimated_throughput_tokens_per_s",
+        unit: Unit::TokensPerS,
+        group: Group::Throughput,
+        about: "estimated_total_tokens / wall_time_s",
+        needs: &[Flops, ModelParams],
+        compute: flops::estimated_throughput,
+    },
+    Metric {
+        name: "throughput",
+        unit: Unit::TokensPerS,
+        group: Group::Throughput,
+        about: "same as estimated_throughput_tokens_per_s (CCL-Bench's short name)",
+        needs: &[Flops, ModelParams],
+        compute: flops::estimated_throughput,
+    },
+    // Leaderboard set.
+    Metric {
+        name: "mfu",
+        unit: Unit::Percent,
+        group: Group::Throughput,
+        about: "model FLOPs per step (6 or 2 x params x card batch x seq) / mean step time / (peak FLOP/s of the GPU model at the card's precision x devices) x 100",
+        needs: &[Steps, Card, ModelParams],
+        compute: flops::mfu,
+    },
+    Metric {
+        name: "tokens_per_s",
+        unit: Unit::TokensPerS,
+        group: Group::Throughput,
+        about: "card batch_size x seq_len (the job's tokens per step) / mean step time",
+        needs: &[Steps, Card],
+        compute: flops::tokens_per_s,
+    },
+    Metric {
+        name: "ttft",
+        unit: Unit::Seconds,
+        group: Group::Time,
+        about: "time to first token: the first prefill engine step (vLLM execute_context_N>0, SGLang step[PREFILL]) on rank 0",
+        needs: &[EngineSteps],
+        compute: phases::ttft,
+    },
+    Metric {
+        name: "tpot",
+        unit: Unit::Seconds,
+        group: Group::Time,
+        about: "time per output token: mean decode engine step after the first prefill, rank 0",
+        needs: &[EngineSteps],
+        compute: phases::tpot,
+    },
+    Metric {
+        name: "bandwidth_utilization_allgather_group_6",
+        unit: Unit::GBps,
+        group: Group::Bandwidth,
+        about: "all-gather bus bandwidth: sum of S x (n-1)/n / sum of time, S = gathered output bytes, n = group size (nccl-tests busbw)",
+        needs: &[CollSizes],
+        compute: collectives::bw_allgather,
+    },
+    Metric {
+        name: "bandwidth_utilization_allreduce_group_6",
+        unit: Unit::GBps,
+        group: Group::Bandwidth,
+        about: "all-reduce bus bandwidth: sum of S x 2(n-1)/n / sum of time, S = message bytes",
+        needs: &[CollSizes],
+        compute: collectives::bw_allreduce,
+    },
+    Metric {
+        name: "bandwidth_utilization_alltoall_group_6",
+        unit: Unit::GBps,
+        group: Group::Bandwidth,
+        about: "all-to-all bus bandwidth: sum of S x (n-1)/n / sum of time, S = message bytes",
+        needs: &[CollSizes],
+        compute: collectives::bw_alltoall,
+    },
+    Metric {
+        name: "bandwidth_utilization_reducescatter_group_6",
+        unit: Unit::GBps,
+        group: Group::Bandwidth,
+        about: "reduce-scatter bus bandwidth: sum of S x (n-1)/n / sum of time, S = input bytes",
+        needs: &[CollSizes],
+        compute: collectives::bw_reducescatter,
+    },
+    Metric {
+        name: "bandwidth_utilization_peertopeer_group_6",
+        unit: Unit::Percent,
+        group: Group::Bandwidth,
+        about: "send/recv bytes / time as % of the card's link bandwidth (scale-up within a node, else scale-out)",
+        needs: &[CollSizes, Card],
+        compute: collectives::bw_peertopeer,
+    },
+    Metric {
+        name: "collective_vol_allgather_gb",
+        unit: Unit::GB,
+        group: Group::Communication,
+        about: "all-gather message bytes sent per step on rank 0 (or --rank), ops launched in steps / steps",
+        needs: &[CollSizes],
+        compute: collectives::vol_allgather,
+    },
+    Metric {
+        name: "collective_vol_allreduce_gb",
+        unit: Unit::GB,
+        group: Group::Communication,
+        about: "all-reduce message bytes per step on rank 0 (or --rank)",
+        needs: &[CollSizes],
+        compute: collectives::vol_allreduce,
+    },
+    Metric {
+        name: "collective_vol_alltoall_gb",
+        unit: Unit::GB,
+        group: Group::Communication,
+        about: "all-to-all message bytes per step on rank 0 (or --rank)",
+        needs: &[CollSizes],
+        compute: collectives::vol_alltoall,
+    },
+    Metric {
+        name: "collective_vol_reducescatter_gb",
+        unit: Unit::GB,
+        group: Group::Communication,
+        about: "reduce-scatter message bytes per step on rank 0 (or --rank)",
+        needs: &[CollSizes],
+        compute: collectives::vol_reducescatter,
+    },
+    Metric {
+        name: "collective_vol_total_gb",
+        unit: Unit::GB,
+        group: Group::Communication,
+        about: "message bytes of every collective per step on rank 0 (or --rank)",
+        needs: &[CollSizes],
+        compute: collectives::vol_total,
+    },
+    Metric {
+        name: "compute_comm_overlap",
+        unit: Unit::Percent,
+        group: Group::Communication,
+        about: "100 x communication_overlap_ratio",
+        needs: &[CommKernels],
+        compute: comm::compute_comm_overlap,
+    },
+    Metric {
+        name: "exposed_comm_time_s",
+        unit: Unit::Seconds,
+        group: Group::Communication,
+        about: "communication not overlapped by compute (comm - comm ∩ compute) per step, per rank, averaged",
+        needs: &[CommKernels],
+        compute: balance::exposed_comm_time,
+    },
+    Metric {
+        name: "straggler",
+        unit: Unit::Ratio,
+        group: Group::Balance,
+        about: "slowest rank's work / median rank's, work = busy - exposed communication per step (step times are equal in a synchronous job; the straggler's peers wait in communication)",
+        needs: &[Kernels, TwoRanks],
+        compute: balance::straggler,
+    },
+    Metric {
+        name: "slowest_rank",
+        unit: Unit::Rank,
+        group: Group::Balance,
+        about: "the rank with the most work per step (see straggler)",
+        needs: &[Kernels, TwoRanks],
+        compute: balance::slowest_rank,
+    },
+    Metric {
+        name: "step_time_std_s",
+        unit: Unit::Seconds,
+        group: Group::Balance,
+        about: "population standard deviation of ProfilerStep durations over all steps of all ranks",
+        needs: &[Steps],
+        compute: balance::step_time_std,
+    },
+    Metric {
+        name: "sync_wait_time_s",
+        unit: Unit::Seconds,
+        group: Group::Balance,
+        about: "max - min over ranks of exposed communication per step: time the fastest rank waits for the others",
+        needs: &[CommKernels, TwoRanks],
+        compute: balance::sync_wait_time,
+    },
+    Metric {
+        name: "bubble_time_s",
+        unit: Unit::Seconds,
+        group: Group::Balance,
+        about: "step time with no device activity (mean step time - busy per step), per rank, averaged",
+        needs: &[Steps, Kernels],
+        compute: balance::bubble_time,
+    },
+    Metric {
+        name: "cpu_launch_overhead_s",
+        unit: Unit::Seconds,
+        group: Group::Compute,
+        about: "CPU time in kernel-launch runtime calls (cudaLaunchKernel, cuLaunchKernel, hip*) per step, per rank, averaged",
+        needs: &[Kernels],
+        compute: balance::cpu_launch_overhead,
+    },
+    Metric {
+        name: "scale_up_bw_utility",
+        unit: Unit::Percent,
+        group: Group::Bandwidth,
+        about: "needs a network simulator's link model: always not applicable here",
+        needs: &[Simulator],
+        compute: balance::scale_up_bw_utility,
+    },
+    // Training phases and FSDP, from record_function ranges.
+    Metric {
+        name: "forward_time_s",
+        unit: Unit::Seconds,
+        group: Group::Phases,
+        about: "union of `forward` ranges (GPU-side when mirrored) per step, per rank, averaged",
+        needs: &[Annotations],
+        compute: phases::forward_time,
+    },
+    Metric {
+        name: "backward_time_s",
+        unit: Unit::Seconds,
+        group: Group::Phases,
+        about: "union of `backward` ranges per step, per rank, averaged",
+        needs: &[Annotations],
+        compute: phases::backward_time,
+    },
+    Metric {
+        name: "optimizer_time_s",
+        unit: Unit::Seconds,
+        group: Group::Phases,
+        about: "union of `optimizer` and `Optimizer.step#*` ranges per step, per rank, averaged",
+        needs: &[Annotations],
+        compute: phases::optimizer_time,
+    },
+    Metric {
+        name: "forward_fraction",
+        unit: Unit::Percent,
+        group: Group::Phases,
+        about: "forward ranges / step time x 100, per rank, averaged",
+        needs: &[Annotations],
+        compute: phases::forward_fraction,
+    },
+    Metric {
+        name: "backward_fraction",
+        unit: Unit::Percent,
+        group: Group::Phases,
+        about: "backward ranges / step time x 100, per rank, averaged",
+        needs: &[Annotations],
+        compute: phases::backward_fraction,
+    },
+    Metric {
+        name: "optimizer_fraction",
+        unit: Unit::Percent,
+        group: Group::Phases,
+        about: "optimizer ranges / step time x 100, per rank, averaged",
+        needs: &[Annotations],
+        compute: phases::optimizer_fraction,
+    },
+    Metric {
+        name: "fsdp_all_gather_time_s",
+        unit: Unit::Seconds,
+        group: Group::Phases,
+        about: "union of FSDP::all_gather ranges (CPU) per step, per rank, averaged",
+        needs: &[Annotations],
+        compute: phases::fsdp_all_gather_time,
+    },
+    Metric {
+        name: "fsdp_reduce_scatter_time_s",
+        unit: Unit::Seconds,
+        group: Group::Phases,
+        about: "union of FSDP::reduce_scatter / FSDP::post_backward_reduce ranges per step, per rank, averaged",
+        needs: &[Annotations],
+        compute: phases::fsdp_reduce_scatter_time,
+    },
+    Metric {
+        name: "fsdp_copy_in_time_s",
+        unit: Unit::Seconds,
+        group: Group::Phases,
+        about: "union of FSDP::*copy_in ranges per step, per rank, averaged",
+        needs: &[Annotations],
+        compute: phases::fsdp_copy_in_time,
+    },
+    Metric {
+        name: "fsdp_copy_out_time_s",
+        unit: Unit::Seconds,
+        group: Group::Phases,
+        about: "union of FSDP::*copy_out ranges per step, per rank, averaged",
+        needs: &[Annotations],
+        compute: phases::fsdp_copy_out_time,
+    },
 ];
-
 /// The README's metric table, generated so it cannot drift from the registry.
 pub fn markdown_table() -> String {
     let mut s = String::from("| metric | unit | needs | meaning |\n|---|---|---|---|\n");
@@ -280,6 +717,22 @@ pub(crate) mod testing {
             trace.ranks.push(t);
         }
         trace
+    }
+
+    /// The sample workload card attached to `trace`.
+    pub fn with_card(trace: &mut Trace) {
+        trace.card = Some(
+            crate::read::card::parse(crate::synth::SAMPLE_CARD, "card.yaml".as_ref())
+                .expect("sample card parses"),
+        );
+    }
+
+    /// The value of `metric` with command-line options.
+    pub fn eval_with(trace: &Trace, metric: &str, opts: super::Options) -> super::Outcome {
+        let ctx = super::Ctx::new(trace, None)
+            .expect("all ranks")
+            .with_options(opts);
+        super::find(metric).expect("metric exists").eval(&ctx)
     }
 
     /// The value of `metric` on `trace`, over all ranks or one.

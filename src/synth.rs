@@ -111,6 +111,31 @@ impl RankTrace {
         }));
     }
 
+    /// A CPU operator, with the `flops` arg `with_flops=True` records.
+    pub fn cpu_op(&mut self, name: &str, ts: f64, dur: f64, flops: Option<f64>) {
+        let args = match flops {
+            Some(f) => json!({ "flops": f }),
+            None => json!({}),
+        };
+        self.events.push(json!({
+            "ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1,
+            "ts": ts, "dur": dur, "args": args
+        }));
+    }
+
+    /// A `record_function` range: CPU (`user_annotation`) or its GPU mirror.
+    pub fn annotation(&mut self, name: &str, ts: f64, dur: f64, on_gpu: bool) {
+        let cat = if on_gpu {
+            "gpu_user_annotation"
+        } else {
+            "user_annotation"
+        };
+        self.events.push(json!({
+            "ph": "X", "cat": cat, "name": name, "pid": 1, "tid": 1,
+            "ts": ts, "dur": dur, "args": {}
+        }));
+    }
+
     /// A `ProfilerStep#n` annotation.
     pub fn step(&mut self, n: u32, ts: f64, dur: f64) {
         self.events.push(json!({
@@ -407,7 +432,7 @@ workload:
       head_dim: 128
   data:
     batch_size: 8
-    seq_len: 4096
+    seq_len: 1024
   hardware:
     network_topo:
       bandwidth_gbps: [400, 3600]

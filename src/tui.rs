@@ -24,20 +24,26 @@ use ratatui::crossterm::execute;
 use ratatui::DefaultTerminal;
 
 use crate::discover::discover;
+use crate::metrics::Options;
 use crate::read::{self, Progress};
 use app::App;
 use data::Data;
 use theme::Theme;
 
 /// Discovers and loads a trace into the view data (used by the TUI and screenshots).
-pub fn load_data(path: &Path, iteration: Option<u32>, progress: &Progress) -> Result<Data> {
+pub fn load_data(
+    path: &Path,
+    iteration: Option<u32>,
+    opts: Options,
+    progress: &Progress,
+) -> Result<Data> {
     let discovery = discover(path, iteration)?;
     let (trace, report) = read::load(path, &discovery, progress)
         .with_context(|| format!("cannot load {}", path.display()))?;
     if trace.ranks.is_empty() {
         anyhow::bail!("{}: no ranks loaded", path.display());
     }
-    Ok(Data::new(trace, report))
+    Ok(Data::new(trace, report, opts))
 }
 
 enum Screen {
@@ -48,12 +54,12 @@ enum Screen {
 
 /// Runs the UI on `path` until the user quits. A load error is shown in the UI
 /// and then returned, so the exit status says the trace could not be read.
-pub fn run(path: PathBuf, iteration: Option<u32>) -> Result<()> {
+pub fn run(path: PathBuf, iteration: Option<u32>, opts: Options) -> Result<()> {
     let theme = Theme::from_env();
     let progress = Arc::new(Progress::default());
     let loader = {
         let (path, progress) = (path.clone(), Arc::clone(&progress));
-        thread::spawn(move || load_data(&path, iteration, &progress))
+        thread::spawn(move || load_data(&path, iteration, opts, &progress))
     };
     let mut terminal = ratatui::try_init().context("cannot start the terminal UI")?;
     // ratatui's panic hook restores the screen; mouse capture must go too.

@@ -2,7 +2,8 @@
 
 use super::ctx::Ctx;
 use super::outcome::{percent, Outcome};
-use crate::model::time::ns_to_s;
+use super::ranks::{rank_rows, slowest};
+use crate::model::time::{human, ns_to_s};
 
 /// Union of device activity over the rank's device window (first op start to
 /// last op end).
@@ -48,6 +49,131 @@ pub fn load_imbalance_ratio(ctx: &Ctx) -> Outcome {
         ))
 }
 
+fn two_ranks_needed(ctx: &Ctx) -> Option<Outcome> {
+    (ctx.ranks.len() < 2).then(|| {
+        Outcome::na(format!(
+            "needs at least 2 ranks; the selection has {}",
+            ctx.ranks.len()
+        ))
+    })
+}
+
+/// Slowest rank's work / the median rank's work, where work = busy − exposed
+/// communication per step (see `metrics::ranks`): in a synchronous job step
+/// times are equal on every rank, and the straggler shows as the others'
+/// waiting inside communication.
+pub fn straggler(ctx: &Ctx) -> Outcome {
+    if let Some(na) = two_ranks_needed(ctx) {
+        return na;
+    }
+    let rows = rank_rows(ctx);
+    let Some((i, median)) = slowest(&rows) else {
+        return Outcome::na("no ranks");
+    };
+    if median <= 0 {
+        return Outcome::na("the median rank has no device activity");
+    }
+    Outcome::value(rows[i].work() as f64 / median as f64)
+        .with_per_rank(rows.iter().map(|r| (r.rank, ns_to_s(r.work()))).collect())
+        .with_note(format!(
+            "rank {} works {} per step vs median {}; per-rank values are work seconds",
+            rows[i].rank,
+            human(rows[i].work()),
+            human(median)
+        ))
+}
+
+/// The rank number of the straggler (most work per step).
+pub fn slowest_rank(ctx: &Ctx) -> Outcome {
+    if let Some(na) = two_ranks_needed(ctx) {
+        return na;
+    }
+    let rows = rank_rows(ctx);
+    match slowest(&rows) {
+        Some((i, _)) => Outcome::value(f64::from(rows[i].rank)),
+        None => Outcome::na("no ranks"),
+    }
+}
+
+/// Population standard deviation of every step's duration on every rank.
+pub fn step_time_std(ctx: &Ctx) -> Outcome {
+    let d: Vec<f64> = ctx
+        .ranks
+        .iter()
+        .flat_map(|t| t.steps.iter().map(|s| ns_to_s(s.dur())))
+        .collect();
+    if d.len() < 2 {
+        return Outcome::na(format!(
+            "needs at least 2 ProfilerSteps over all ranks; the trace has {}",
+            d.len()
+        ));
+    }
+    let mean = d.iter().sum::<f64>() / d.len() as f64;
+    let var = d.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / d.len() as f64;
+    Outcome::value(var.sqrt()).with_note(format!("over {} steps, mean {mean:.6} s", d.len()))
+}
+
+/// Exposed communication of the rank that waits most minus that of the rank
+/// that waits least, per step: time ranks spend waiting for each other.
+pub fn sync_wait_time(ctx: &Ctx) -> Outcome {
+    if let Some(na) = two_ranks_needed(ctx) {
+        return na;
+    }
+    let rows = rank_rows(ctx);
+    if !ctx.ranks.iter().any(|t| t.ops.iter().any(|o| o.is_comm())) {
+        return Outcome::na("the trace has no communication ops");
+    }
+    let max = rows.iter().map(|r| r.exposed_comm).max().unwrap_or(0);
+    let min = rows.iter().map(|r| r.exposed_comm).min().unwrap_or(0);
+    Outcome::seconds(max - min)
+        .with_per_rank(
+            rows.iter()
+                .map(|r| (r.rank, ns_to_s(r.exposed_comm)))
+                .collect(),
+        )
+        .with_note("per-rank values are exposed communication seconds per step")
+}
+
+/// Communication not overlapped by compute, per step, averaged over ranks.
+pub fn exposed_comm_time(ctx: &Ctx) -> Outcome {
+    if !ctx.ranks.iter().any(|t| t.ops.iter().any(|o| o.is_comm())) {
+        return Outcome::na("the trace has no communication ops");
+    }
+    let rows = rank_rows(ctx);
+    Outcome::rank_mean(
+        rows.iter().map(|r| (r.rank, Some(ns_to_s(r.exposed_comm)))),
+        "no ranks",
+    )
+}
+
+/// Step time with no device activity (step time − busy), per step, averaged.
+pub fn bubble_time(ctx: &Ctx) -> Outcome {
+    let rows = rank_rows(ctx);
+    Outcome::rank_mean(
+        rows.iter()
+            .map(|r| (r.rank, r.step_time.map(|st| ns_to_s((st - r.busy).max(0))))),
+        "the trace has no ProfilerStep annotations",
+    )
+}
+
+/// Kernel-launch calls' CPU time per step, averaged over ranks.
+pub fn cpu_launch_overhead(ctx: &Ctx) -> Outcome {
+    Outcome::rank_mean(
+        ctx.ranks.iter().map(|t| {
+            let steps = t.steps.len().max(1) as f64;
+            (
+                t.rank,
+                (t.launch_calls > 0).then(|| ns_to_s(t.launch_time) / steps),
+            )
+        }),
+        "the trace has no kernel-launch runtime calls (cuda_runtime / cuda_driver)",
+    )
+}
+
+pub fn scale_up_bw_utility(_: &Ctx) -> Outcome {
+    Outcome::na("needs a network simulator's link model; a profiler trace alone cannot give it")
+}
+
 #[cfg(test)]
 mod tests {
     use crate::metrics::testing::{assert_close, eval, trace, value};
@@ -70,6 +196,42 @@ mod tests {
         assert_close(value(&t, "load_imbalance_ratio", None), 200.0 / 130.0);
         assert!(matches!(
             eval(&t, "load_imbalance_ratio", Some(0)),
+            Outcome::NotApplicable(_)
+        ));
+    }
+
+    #[test]
+    fn stragglers_and_variability() {
+        // Work per step (busy − exposed comm): rank 0 65 − 17.5 = 47.5 µs,
+        // rank 1 200 − 100 = 100 µs; median 73.75.
+        let t = trace(&two_rank_example());
+        assert_close(value(&t, "straggler", None), 100.0 / 73.75);
+        assert_close(value(&t, "slowest_rank", None), 1.0);
+        // Step times 100, 100, 200 µs: mean 133.3, population std 47.14 µs.
+        let mean = 400.0 / 3.0;
+        let std = ((2.0 * (100.0 - mean) * (100.0f64 - mean) + (200.0 - mean) * (200.0 - mean))
+            / 3.0)
+            .sqrt();
+        assert_close(value(&t, "step_time_std_s", None), std * 1e-6);
+        // Exposed comm per step: rank 0 17.5, rank 1 100.
+        assert_close(value(&t, "sync_wait_time_s", None), 82.5e-6);
+        assert_close(
+            value(&t, "exposed_comm_time_s", None),
+            (17.5e-6 + 100e-6) / 2.0,
+        );
+        // Bubble: rank 0 100 − 65 = 35 µs, rank 1 200 − 200 = 0.
+        assert_close(value(&t, "bubble_time_s", None), 17.5e-6);
+        // Launch calls (1 µs each): rank 0 6 over 2 steps, rank 1 2 over 1 step.
+        assert_close(
+            value(&t, "cpu_launch_overhead_s", None),
+            (3e-6 + 2e-6) / 2.0,
+        );
+        assert!(matches!(
+            eval(&t, "straggler", Some(0)),
+            Outcome::NotApplicable(_)
+        ));
+        assert!(matches!(
+            eval(&t, "scale_up_bw_utility", None),
             Outcome::NotApplicable(_)
         ));
     }

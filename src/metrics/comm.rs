@@ -84,6 +84,15 @@ pub fn communication_overlap_ratio(ctx: &Ctx) -> Outcome {
     )
 }
 
+/// `communication_overlap_ratio` as a percentage (the leaderboard's name).
+pub fn compute_comm_overlap(ctx: &Ctx) -> Outcome {
+    match communication_overlap_ratio(ctx) {
+        Outcome::Value(m) => Outcome::value(m.value * 100.0)
+            .with_per_rank(m.per_rank.iter().map(|&(r, v)| (r, v * 100.0)).collect()),
+        na => na,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use crate::metrics::testing::{assert_close, eval, trace, value};

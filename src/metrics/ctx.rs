@@ -78,8 +78,19 @@ pub fn class_index(c: KernelClass) -> usize {
         .expect("every class is in ALL")
 }
 
+/// What the user told us about the run, beyond the trace.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Options {
+    /// Devices the run spans (`--n-chips`); default: the workload card's
+    /// `total_count`, else the ranks in the trace.
+    pub n_chips: Option<u32>,
+    /// Model parameters (`--model-params`); default: the card's `num_params`.
+    pub model_params: Option<f64>,
+}
+
 pub struct Ctx<'a> {
     pub trace: &'a Trace,
+    pub opts: Options,
     /// Ranks in scope: all of them, or the one chosen with `--rank`.
     pub ranks: Vec<&'a RankTimeline>,
     /// The rank that single-rank metrics describe: `--rank`, else rank 0 (or the lowest).
@@ -100,9 +111,48 @@ impl<'a> Ctx<'a> {
         let focus = ranks.first().copied();
         Ok(Self {
             trace,
+            opts: Options::default(),
             ranks,
             focus,
             stats: OnceLock::new(),
+        })
+    }
+
+    #[must_use]
+    pub fn with_options(mut self, opts: Options) -> Self {
+        self.opts = opts;
+        self
+    }
+
+    /// Devices the run spans: `--n-chips`, the card's `total_count`, else ranks.
+    pub fn n_chips(&self) -> u32 {
+        self.opts
+            .n_chips
+            .or_else(|| {
+                let c = self
+                    .trace
+                    .card
+                    .as_ref()?
+                    .workload
+                    .hardware
+                    .xpu_spec
+                    .total_count?;
+                (c >= 1.0).then_some(c as u32)
+            })
+            .unwrap_or(self.trace.ranks.len() as u32)
+            .max(1)
+    }
+
+    /// Model parameters: `--model-params`, else the card's `num_params`.
+    pub fn model_params(&self) -> Option<f64> {
+        self.opts.model_params.or_else(|| {
+            self.trace
+                .card
+                .as_ref()?
+                .workload
+                .model
+                .model_arch
+                .num_params
         })
     }
 

@@ -14,6 +14,17 @@ pub enum Unit {
     Count,
     /// 1e9 bytes per second.
     GBps,
+    /// 1e9 bytes.
+    GB,
+    Flop,
+    FlopPerS,
+    FlopPerToken,
+    Tokens,
+    TokensPerS,
+    SecondsPerByte,
+    BytesPerS,
+    /// A rank number.
+    Rank,
 }
 
 impl Unit {
@@ -24,6 +35,15 @@ impl Unit {
             Self::Seconds => "s",
             Self::Count => "count",
             Self::GBps => "GB/s",
+            Self::GB => "GB",
+            Self::Flop => "FLOP",
+            Self::FlopPerS => "FLOP/s",
+            Self::FlopPerToken => "FLOP/token",
+            Self::Tokens => "tokens",
+            Self::TokensPerS => "tokens/s",
+            Self::SecondsPerByte => "s/B",
+            Self::BytesPerS => "B/s",
+            Self::Rank => "rank",
         }
     }
 
@@ -31,7 +51,7 @@ impl Unit {
     /// precision so scripts lose nothing.
     pub fn bare(self, v: f64) -> String {
         match self {
-            Self::Count => format!("{}", v.round() as i64),
+            Self::Count | Self::Rank => format!("{}", v.round() as i64),
             _ => format!("{v}"),
         }
     }
@@ -39,8 +59,8 @@ impl Unit {
     /// A short human rendering for tables.
     pub fn human(self, v: f64) -> String {
         match self {
-            Self::Count => format!("{}", v.round() as i64),
-            Self::Seconds if v != 0.0 && v.abs() < 1e-3 => format!("{:.3e}", v),
+            Self::Count | Self::Rank => format!("{}", v.round() as i64),
+            _ if v != 0.0 && (v.abs() >= 1e6 || v.abs() < 1e-3) => format!("{v:.3e}"),
             Self::Seconds => format!("{v:.6}"),
             Self::Ratio => format!("{v:.4}"),
             _ => format!("{v:.3}"),

@@ -5,6 +5,11 @@ use super::outcome::Outcome;
 use crate::model::time::ns_to_s;
 use crate::model::Ns;
 
+/// Mean step duration in ns (per rank, then over ranks), `None` without steps.
+pub fn mean_step_ns(ctx: &Ctx) -> Option<f64> {
+    avg_step_time(ctx).as_value().map(|s| s * 1e9)
+}
+
 /// Mean `ProfilerStep#N` duration per rank, averaged over ranks.
 pub fn avg_step_time(ctx: &Ctx) -> Outcome {
     Outcome::rank_mean(

@@ -133,6 +133,13 @@ pub struct RankTimeline {
     pub devices: Vec<DeviceInfo>,
     /// First start and last end over every timed event of the rank (CPU and GPU).
     pub window: Option<Interval>,
+    /// Sum of `flops` args of CPU ops (profiled `with_flops=True`); `None` when
+    /// no op carries one.
+    pub flops: Option<f64>,
+    /// CUDA/HIP runtime and driver kernel-launch calls: how many, and their
+    /// summed CPU duration.
+    pub launch_calls: u64,
+    pub launch_time: Ns,
 }
 
 impl RankTimeline {

@@ -121,6 +121,7 @@ struct Args {
     dtype: Option<StrId>,
     pg_name: Option<StrId>,
     pg_ranks: Option<StrId>,
+    flops: Option<f64>,
 }
 
 #[derive(Default)]
@@ -164,6 +165,9 @@ struct Builder {
     world_size: Option<u32>,
     saw_events: bool,
     events: u64,
+    flops: Option<f64>,
+    launch_calls: u64,
+    launch_time: Ns,
 }
 
 impl Builder {
@@ -240,6 +244,11 @@ impl Builder {
                 if let Some(c) = e.args.correlation {
                     self.launches.insert(c, ts);
                 }
+                // cudaLaunchKernel, cuLaunchKernelEx, hipExtModuleLaunchKernel, ...
+                if self.name_buf.contains("Launch") {
+                    self.launch_calls += 1;
+                    self.launch_time += dur;
+                }
             }
             Cat::GpuUserAnnotation => {
                 let name = self.strings.intern(&self.name_buf);
@@ -262,6 +271,11 @@ impl Builder {
                 } else if self.name_buf == "record_param_comms" {
                     if let (Some(id), Some(meta)) = (e.args.external_id, self.coll_meta(&e.args)) {
                         self.comm_args.insert(id, meta);
+                    }
+                } else if let (Cat::CpuOp, Some(f)) = (e.cat, e.args.flops) {
+                    // `with_flops=True`: leaf ops (aten::mm, addmm, conv) carry it.
+                    if f.is_finite() && f >= 0.0 {
+                        *self.flops.get_or_insert(0.0) += f;
                     }
                 } else if e.cat == Cat::UserAnnotation {
                     let name = self.strings.intern(&self.name_buf);
@@ -331,6 +345,9 @@ impl Builder {
             annotations: self.annotations,
             devices: self.devices,
             window: self.window,
+            flops: self.flops,
+            launch_calls: self.launch_calls,
+            launch_time: self.launch_time,
         }
     }
 
@@ -562,6 +579,7 @@ enum ArgKey {
     Dtype,
     PgName,
     PgRanks,
+    Flops,
     Other,
 }
 
@@ -581,6 +599,7 @@ fn arg_key(k: &str) -> ArgKey {
         "dtype" => ArgKey::Dtype,
         "Process Group Name" => ArgKey::PgName,
         "Process Group Ranks" => ArgKey::PgRanks,
+        "flops" => ArgKey::Flops,
         _ => ArgKey::Other,
     }
 }
@@ -622,6 +641,7 @@ impl<'de> Visitor<'de> for ArgsSeed<'_> {
                 ArgKey::Dtype => a.dtype = text(&mut map, self.strings)?,
                 ArgKey::PgName => a.pg_name = text(&mut map, self.strings)?,
                 ArgKey::PgRanks => a.pg_ranks = text(&mut map, self.strings)?,
+                ArgKey::Flops => a.flops = map.next_value_seed(LenientF64)?,
                 ArgKey::Other => {
                     map.next_value::<IgnoredAny>()?;
                 }

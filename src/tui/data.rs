@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use crate::metrics::ranks::{rank_rows, RankRow};
-use crate::metrics::{Ctx, Metric, Outcome, METRICS};
+use crate::metrics::{Ctx, Metric, Options, Outcome, METRICS};
 use crate::model::{Coverage, DeviceOp, Interval, IntervalSet, Ns, Trace};
 use crate::read::LoadReport;
 
@@ -82,8 +82,10 @@ pub struct StepSpan {
 }
 
 impl Data {
-    pub fn new(trace: Trace, report: LoadReport) -> Self {
-        let ctx = Ctx::new(&trace, None).expect("no rank filter");
+    pub fn new(trace: Trace, report: LoadReport, opts: Options) -> Self {
+        let ctx = Ctx::new(&trace, None)
+            .expect("no rank filter")
+            .with_options(opts);
         let summary = METRICS.iter().map(|m| (m, m.eval(&ctx))).collect();
         let ranks = rank_rows(&ctx);
         drop(ctx);

@@ -112,13 +112,13 @@ fn lines(data: &Data, theme: Theme, width: u16) -> Vec<Line<'static>> {
                     };
                     Line::from(vec![
                         Span::styled(name, theme.key()),
-                        Span::raw(format!("{value:>12} {unit:<6} ")),
+                        Span::raw(format!("{value:>12} {unit:<10} ")),
                         Span::styled(fit(&about, room), theme.dim()),
                     ])
                 }
                 Outcome::NotApplicable(why) => Line::from(vec![
                     Span::styled(name, theme.dim()),
-                    Span::styled(format!("{:>12} {:<6} ", "n/a", ""), theme.dim()),
+                    Span::styled(format!("{:>12} {:<10} ", "n/a", ""), theme.dim()),
                     Span::styled(fit(why, room), theme.dim()),
                 ]),
             });

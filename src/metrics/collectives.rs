@@ -1,0 +1,370 @@
+//! Collective sizes: volumes, achieved bus bandwidth (the nccl-tests
+//! definition), peer-to-peer link utilization, and a Hockney α-β fit.
+
+use super::ctx::Ctx;
+use super::outcome::Outcome;
+use crate::model::{CollKind, DeviceOp, Ns, RankTimeline};
+
+/// A communication op with what its size metadata tells.
+#[derive(Debug, Clone, Copy)]
+pub struct SizedColl {
+    pub kind: CollKind,
+    /// Bytes this rank contributes (`In msg nelems` × element size).
+    pub msg_bytes: u64,
+    /// nccl-tests' S: the total data size the algorithm bandwidth is computed
+    /// from: the gathered output for all-gather, the input otherwise.
+    pub data_bytes: u64,
+    /// Ranks in the collective's group.
+    pub n: Option<u32>,
+    pub dur: Ns,
+    pub step: Option<u32>,
+}
+
+impl SizedColl {
+    /// nccl-tests' bus-bandwidth factor: 2(n−1)/n for all-reduce, (n−1)/n for
+    /// all-gather, reduce-scatter and all-to-all, 1 for point-to-point.
+    pub fn bus_factor(&self) -> Option<f64> {
+        let n = f64::from(self.n?);
+        match self.kind {
+            CollKind::AllReduce => Some(2.0 * (n - 1.0) / n),
+            CollKind::AllGather | CollKind::ReduceScatter | CollKind::AllToAll => {
+                Some((n - 1.0) / n)
+            }
+            CollKind::SendRecv | CollKind::Broadcast | CollKind::Reduce => Some(1.0),
+            CollKind::Unknown => None,
+        }
+    }
+}
+
+fn sized_op(t: &RankTimeline, o: &DeviceOp) -> Option<SizedColl> {
+    if !o.is_comm() {
+        return None;
+    }
+    let m = t.coll_meta(o)?;
+    let msg_bytes = m.in_bytes()?;
+    let kind = o.coll.unwrap_or(m.kind);
+    let data_bytes = match kind {
+        CollKind::AllGather => m.out_nelems.zip(m.dtype_size).map(|(n, s)| n * s)?,
+        _ => msg_bytes,
+    };
+    Some(SizedColl {
+        kind,
+        msg_bytes,
+        data_bytes,
+        n: m.group_size.or(t.world_size),
+        dur: o.dur,
+        step: o.step,
+    })
+}
+
+/// Sized collectives of one rank.
+pub fn sized(t: &RankTimeline) -> impl Iterator<Item = SizedColl> + '_ {
+    t.ops.iter().filter_map(|o| sized_op(t, o))
+}
+
+const NO_SIZES: &str =
+    "no communication op has size metadata (Kineto collective args or record_param_comms)";
+
+/// Achieved bus bandwidth of one collective kind: Σ S × factor / Σ time over
+/// its ops on the ranks in scope (duration-weighted), in GB/s.
+fn busbw(ctx: &Ctx, kind: CollKind) -> Outcome {
+    let (mut bytes, mut time, mut ops) = (0.0, 0, 0);
+    let mut any_sized = false;
+    for t in &ctx.ranks {
+        for c in sized(t) {
+            any_sized = true;
+            if c.kind != kind || c.dur <= 0 {
+                continue;
+            }
+            // A group of one moves nothing over a link.
+            let Some(f) = c.bus_factor().filter(|&f| f > 0.0) else {
+                continue;
+            };
+            bytes += c.data_bytes as f64 * f;
+            time += c.dur;
+            ops += 1;
+        }
+    }
+    if !any_sized {
+        return Outcome::na(NO_SIZES);
+    }
+    if ops == 0 {
+        return Outcome::na(format!(
+            "no {} with a known size and a group of 2 or more ranks",
+            kind.name()
+        ));
+    }
+    Outcome::value(bytes / time as f64).with_note(format!(
+        "busbw over {ops} {} ops: Σ size × bus factor / Σ time",
+        kind.name()
+    ))
+}
+
+pub fn bw_allreduce(ctx: &Ctx) -> Outcome {
+    busbw(ctx, CollKind::AllReduce)
+}
+pub fn bw_allgather(ctx: &Ctx) -> Outcome {
+    busbw(ctx, CollKind::AllGather)
+}
+pub fn bw_reducescatter(ctx: &Ctx) -> Outcome {
+    busbw(ctx, CollKind::ReduceScatter)
+}
+pub fn bw_alltoall(ctx: &Ctx) -> Outcome {
+    busbw(ctx, CollKind::AllToAll)
+}
+
+/// Point-to-point transfers' bandwidth as % of the card's link bandwidth
+/// (scale-up within a node, scale-out across nodes).
+pub fn bw_peertopeer(ctx: &Ctx) -> Outcome {
+    let Some(card) = &ctx.trace.card else {
+        return Outcome::na(
+            "needs the link bandwidth from a workload card (network_topo.bandwidth_gbps)",
+        );
+    };
+    let hw = &card.workload.hardware;
+    let bw = &hw.network_topo.bandwidth_gbps;
+    let one_node = match (hw.xpu_spec.total_count, hw.xpu_spec.count_per_node) {
+        (Some(t), Some(p)) => t <= p,
+        _ => true,
+    };
+    let link_gbps = match (bw.first(), bw.get(1)) {
+        (_, Some(&up)) if one_node => up,
+        (Some(&out), _) => out,
+        _ => {
+            return Outcome::na("the workload card has no network_topo.bandwidth_gbps");
+        }
+    };
+    let (mut bytes, mut time) = (0u64, 0);
+    let mut any_sized = false;
+    for t in &ctx.ranks {
+        for c in sized(t) {
+            any_sized = true;
+            if c.kind == CollKind::SendRecv && c.dur > 0 {
+                bytes += c.msg_bytes;
+                time += c.dur;
+            }
+        }
+    }
+    if !any_sized {
+        return Outcome::na(NO_SIZES);
+    }
+    if time == 0 {
+        return Outcome::na("no point-to-point (send/recv) transfers with a known size");
+    }
+    let achieved_gbps = bytes as f64 * 8.0 / time as f64; // bits per ns = Gb/s
+    Outcome::value(achieved_gbps / link_gbps * 100.0).with_note(format!(
+        "{achieved_gbps:.1} Gb/s of a {link_gbps} Gb/s {} link",
+        if one_node && bw.len() > 1 {
+            "scale-up"
+        } else {
+            "scale-out"
+        }
+    ))
+}
+
+/// GB a rank sends per step in collectives of `kind` (all kinds when `None`):
+/// message bytes of the ops launched in steps / steps, on rank 0 (or `--rank`).
+fn volume(ctx: &Ctx, kind: Option<CollKind>) -> Outcome {
+    let Some(t) = ctx.focus else {
+        return Outcome::na("no ranks");
+    };
+    let all: Vec<SizedColl> = sized(t).collect();
+    if all.is_empty() {
+        return Outcome::na(NO_SIZES);
+    }
+    let in_steps = !t.steps.is_empty();
+    let bytes: u64 = all
+        .iter()
+        .filter(|c| kind.is_none_or(|k| c.kind == k) && (!in_steps || c.step.is_some()))
+        .map(|c| c.msg_bytes)
+        .sum();
+    let steps = t.steps.len().max(1);
+    Outcome::value(bytes as f64 / 1e9 / steps as f64).with_note(if in_steps {
+        format!("rank {}, mean over {steps} steps", t.rank)
+    } else {
+        format!("rank {}, whole trace (no steps)", t.rank)
+    })
+}
+
+pub fn vol_allreduce(ctx: &Ctx) -> Outcome {
+    volume(ctx, Some(CollKind::AllReduce))
+}
+pub fn vol_allgather(ctx: &Ctx) -> Outcome {
+    volume(ctx, Some(CollKind::AllGather))
+}
+pub fn vol_reducescatter(ctx: &Ctx) -> Outcome {
+    volume(ctx, Some(CollKind::ReduceScatter))
+}
+pub fn vol_alltoall(ctx: &Ctx) -> Outcome {
+    volume(ctx, Some(CollKind::AllToAll))
+}
+pub fn vol_total(ctx: &Ctx) -> Outcome {
+    volume(ctx, None)
+}
+
+/// Least-squares fit of t = α + β · bytes over all-reduce ops with a size.
+pub fn hockney_fit(ctx: &Ctx) -> Result<(f64, f64, usize), String> {
+    let pts: Vec<(f64, f64)> = ctx
+        .ranks
+        .iter()
+        .flat_map(|t| sized(t).collect::<Vec<_>>())
+        .filter(|c| c.kind == CollKind::AllReduce && c.dur > 0)
+        .map(|c| (c.msg_bytes as f64, c.dur as f64 / 1e9))
+        .collect();
+    let distinct = {
+        let mut s: Vec<u64> = pts.iter().map(|p| p.0 as u64).collect();
+        s.sort_unstable();
+        s.dedup();
+        s.len()
+    };
+    if distinct < 2 {
+        return Err(format!(
+            "needs all-reduce ops of at least 2 distinct sizes; the trace has {} op(s) of {distinct} size(s)",
+            pts.len()
+        ));
+    }
+    let n = pts.len() as f64;
+    let mx = pts.iter().map(|p| p.0).sum::<f64>() / n;
+    let my = pts.iter().map(|p| p.1).sum::<f64>() / n;
+    let sxx: f64 = pts.iter().map(|p| (p.0 - mx).powi(2)).sum();
+    let sxy: f64 = pts.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+    let beta = sxy / sxx;
+    Ok((my - beta * mx, beta, pts.len()))
+}
+
+pub fn hockney_alpha(ctx: &Ctx) -> Outcome {
+    match hockney_fit(ctx) {
+        Ok((a, _, n)) => Outcome::value(a).with_note(format!("fit over {n} all-reduce ops")),
+        Err(e) => Outcome::na(e),
+    }
+}
+
+pub fn hockney_beta(ctx: &Ctx) -> Outcome {
+    match hockney_fit(ctx) {
+        Ok((_, b, n)) => Outcome::value(b).with_note(format!("fit over {n} all-reduce ops")),
+        Err(e) => Outcome::na(e),
+    }
+}
+
+pub fn hockney_inverse_beta(ctx: &Ctx) -> Outcome {
+    match hockney_fit(ctx) {
+        Ok((_, b, _)) if b > 0.0 => Outcome::value(1.0 / b),
+        Ok((_, b, _)) => Outcome::na(format!(
+            "the fitted β is {b:e} s/B (time does not grow with size), so 1/β is meaningless"
+        )),
+        Err(e) => Outcome::na(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::metrics::testing::{assert_close, eval, trace, value, with_card};
+    use crate::metrics::Outcome;
+    use crate::synth::{two_rank_example, Coll, RankTrace};
+
+    #[test]
+    fn bus_bandwidth() {
+        // All-reduce, n = 2, factor 2(n−1)/n = 1: 2 × 4,194,304 B over 30 + 100 µs.
+        let t = trace(&two_rank_example());
+        assert_close(
+            value(&t, "bandwidth_utilization_allreduce_group_6", None),
+            2.0 * 4_194_304.0 / 130_000.0,
+        );
+        // All-gather: S = output 2^19 bf16 = 1,048,576 B, factor 1/2, in 30 µs.
+        assert_close(
+            value(&t, "bandwidth_utilization_allgather_group_6", None),
+            1_048_576.0 * 0.5 / 30_000.0,
+        );
+        let na = eval(&t, "bandwidth_utilization_alltoall_group_6", None);
+        assert!(
+            matches!(na, Outcome::NotApplicable(ref w) if w.contains("all_to_all")),
+            "{na:?}"
+        );
+    }
+
+    #[test]
+    fn volumes_per_step_on_rank_0() {
+        // Rank 0, 2 steps: all-reduce 4,194,304 B, all-gather 524,288 B.
+        let t = trace(&two_rank_example());
+        assert_close(
+            value(&t, "collective_vol_allreduce_gb", None),
+            4_194_304.0 / 2.0 / 1e9,
+        );
+        assert_close(
+            value(&t, "collective_vol_allgather_gb", None),
+            524_288.0 / 2.0 / 1e9,
+        );
+        assert_close(
+            value(&t, "collective_vol_total_gb", None),
+            4_718_592.0 / 2.0 / 1e9,
+        );
+        // Sized collectives exist, none is an all-to-all: a true zero.
+        assert_close(value(&t, "collective_vol_alltoall_gb", None), 0.0);
+        // Rank 1: one step with the all-reduce.
+        assert_close(
+            value(&t, "collective_vol_total_gb", Some(1)),
+            4_194_304.0 / 1e9,
+        );
+    }
+
+    #[test]
+    fn hockney_fit_recovers_alpha_beta() {
+        // t = 10 µs + bytes / 100 GB/s over four sizes.
+        let mut r = RankTrace::new(Some(0), 4, 10);
+        let mut ts = 0.0;
+        for nelems in [1u64 << 10, 1 << 16, 1 << 20, 1 << 22] {
+            let bytes = nelems * 4;
+            let dur_us = 10.0 + bytes as f64 / 100e9 * 1e6;
+            let c = Coll {
+                name: "allreduce",
+                in_nelems: nelems,
+                out_nelems: nelems,
+                dtype: "Float",
+                group_size: 4,
+            };
+            r.collective(
+                "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+                ts,
+                dur_us,
+                20,
+                &c,
+            );
+            ts += 1000.0;
+        }
+        let t = trace(&[r]);
+        // µs → ns rounding in the trace leaves ~1e-12 s of noise.
+        assert!((value(&t, "hockney_alpha_s", None) - 10e-6).abs() < 1e-9);
+        assert!((value(&t, "hockney_beta_s_per_byte", None) - 1e-11).abs() < 1e-14);
+        assert!((value(&t, "hockney_inverse_beta_Bps", None) / 100e9 - 1.0).abs() < 1e-3);
+        // The two-rank example has one all-reduce size only.
+        let t = trace(&two_rank_example());
+        assert!(matches!(
+            eval(&t, "hockney_alpha_s", None),
+            Outcome::NotApplicable(_)
+        ));
+    }
+
+    #[test]
+    fn peer_to_peer_share_of_the_link() {
+        // 1 MB sent in 10 µs = 800 Gb/s over a 3600 Gb/s scale-up link (one node).
+        let mut r = RankTrace::new(Some(0), 2, 10);
+        let c = Coll {
+            name: "send",
+            in_nelems: 250_000,
+            out_nelems: 250_000,
+            dtype: "Float",
+            group_size: 2,
+        };
+        r.collective("ncclDevKernel_SendRecv", 0.0, 10.0, 20, &c);
+        let mut t = trace(&[r]);
+        assert!(matches!(
+            eval(&t, "bandwidth_utilization_peertopeer_group_6", None),
+            Outcome::NotApplicable(_)
+        ));
+        with_card(&mut t);
+        assert_close(
+            value(&t, "bandwidth_utilization_peertopeer_group_6", None),
+            800.0 / 3600.0 * 100.0,
+        );
+    }
+}

@@ -1,0 +1,312 @@
+//! Time by phase, from `record_function` ranges: training phases (forward,
+//! backward, optimizer), FSDP ranges, and inference engine steps (TTFT, TPOT).
+//! Ranges of a phase are unioned per rank, so nested ranges (`optimizer` around
+//! `Optimizer.step#AdamW.step`) count once.
+
+use std::sync::OnceLock;
+
+use regex::Regex;
+
+use super::ctx::Ctx;
+use super::outcome::{percent, Outcome};
+use crate::model::time::ns_to_s;
+use crate::model::{Annotation, Interval, IntervalSet, Ns, RankTimeline};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    Forward,
+    Backward,
+    Optimizer,
+    FsdpAllGather,
+    FsdpReduceScatter,
+    FsdpCopyIn,
+    FsdpCopyOut,
+}
+
+impl Phase {
+    fn matches(self, name: &str) -> bool {
+        let fsdp = name.strip_prefix("FSDP::");
+        match self {
+            Self::Forward => name == "forward" || name.ends_with("## forward ##"),
+            Self::Backward => name == "backward" || name.ends_with("## backward ##"),
+            Self::Optimizer => name == "optimizer" || name.starts_with("Optimizer.step#"),
+            Self::FsdpAllGather => {
+                fsdp.is_some_and(|n| n.contains("all_gather") && !n.contains("copy"))
+            }
+            Self::FsdpReduceScatter => fsdp.is_some_and(|n| {
+                n.contains("reduce_scatter") || n.contains("post_backward_reduce")
+            }),
+            Self::FsdpCopyIn => fsdp.is_some_and(|n| n.contains("copy_in")),
+            Self::FsdpCopyOut => fsdp.is_some_and(|n| n.contains("copy_out")),
+        }
+    }
+
+    fn describe(self) -> &'static str {
+        match self {
+            Self::Forward => "`forward` ranges",
+            Self::Backward => "`backward` ranges",
+            Self::Optimizer => "`optimizer` / `Optimizer.step#*` ranges",
+            Self::FsdpAllGather => "`FSDP::all_gather` ranges",
+            Self::FsdpReduceScatter => {
+                "`FSDP::reduce_scatter` / `FSDP::post_backward_reduce` ranges"
+            }
+            Self::FsdpCopyIn => "`FSDP::*copy_in` ranges",
+            Self::FsdpCopyOut => "`FSDP::*copy_out` ranges",
+        }
+    }
+
+    /// Training phases are read on the GPU timeline when the trace mirrors the
+    /// ranges there (`gpu_user_annotation`); FSDP ranges are CPU-side.
+    fn prefers_gpu(self) -> bool {
+        matches!(self, Self::Forward | Self::Backward | Self::Optimizer)
+    }
+}
+
+/// Union of the rank's ranges of `phase`, GPU-side when present and preferred.
+fn phase_time(t: &RankTimeline, phase: Phase) -> Option<Ns> {
+    let pick = |gpu: bool| -> Vec<&Annotation> {
+        t.annotations
+            .iter()
+            .filter(|a| a.on_gpu == gpu && phase.matches(t.name(a.name)))
+            .collect()
+    };
+    let mut ranges = if phase.prefers_gpu() {
+        pick(true)
+    } else {
+        Vec::new()
+    };
+    if ranges.is_empty() {
+        ranges = pick(false);
+    }
+    if ranges.is_empty() {
+        return None;
+    }
+    let set = IntervalSet::from_iter_unsorted(ranges.iter().map(|a| Interval::new(a.start, a.end)));
+    Some(set.total())
+}
+
+/// Mean per step of the phase's time, per rank, averaged.
+fn per_step(ctx: &Ctx, phase: Phase) -> Outcome {
+    Outcome::rank_mean(
+        ctx.ranks.iter().map(|t| {
+            let steps = t.steps.len().max(1) as f64;
+            (t.rank, phase_time(t, phase).map(|ns| ns_to_s(ns) / steps))
+        }),
+        &format!("the trace has no {}", phase.describe()),
+    )
+}
+
+/// The phase's time as % of step time (of the whole window without steps).
+fn share(ctx: &Ctx, phase: Phase) -> Outcome {
+    Outcome::rank_mean(
+        ctx.ranks.iter().map(|t| {
+            let whole = if t.steps.is_empty() {
+                t.window.map_or(0, |w| w.len())
+            } else {
+                t.steps.iter().map(|s| s.dur()).sum()
+            };
+            (
+                t.rank,
+                phase_time(t, phase).and_then(|ns| percent(ns, whole)),
+            )
+        }),
+        &format!("the trace has no {}", phase.describe()),
+    )
+}
+
+pub fn forward_time(ctx: &Ctx) -> Outcome {
+    per_step(ctx, Phase::Forward)
+}
+pub fn backward_time(ctx: &Ctx) -> Outcome {
+    per_step(ctx, Phase::Backward)
+}
+pub fn optimizer_time(ctx: &Ctx) -> Outcome {
+    per_step(ctx, Phase::Optimizer)
+}
+pub fn forward_fraction(ctx: &Ctx) -> Outcome {
+    share(ctx, Phase::Forward)
+}
+pub fn backward_fraction(ctx: &Ctx) -> Outcome {
+    share(ctx, Phase::Backward)
+}
+pub fn optimizer_fraction(ctx: &Ctx) -> Outcome {
+    share(ctx, Phase::Optimizer)
+}
+pub fn fsdp_all_gather_time(ctx: &Ctx) -> Outcome {
+    per_step(ctx, Phase::FsdpAllGather)
+}
+pub fn fsdp_reduce_scatter_time(ctx: &Ctx) -> Outcome {
+    per_step(ctx, Phase::FsdpReduceScatter)
+}
+pub fn fsdp_copy_in_time(ctx: &Ctx) -> Outcome {
+    per_step(ctx, Phase::FsdpCopyIn)
+}
+pub fn fsdp_copy_out_time(ctx: &Ctx) -> Outcome {
+    per_step(ctx, Phase::FsdpCopyOut)
+}
+
+/// An inference engine step: vLLM `execute_context_N(..)_generation_M(..)`
+/// (prefill when N > 0) or SGLang `step[PREFILL|EXTEND|DECODE …]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EngineStep {
+    pub start: Ns,
+    pub dur: Ns,
+    pub prefill: bool,
+}
+
+fn engine_step(name: &str) -> Option<bool> {
+    static VLLM: OnceLock<Regex> = OnceLock::new();
+    static SGLANG: OnceLock<Regex> = OnceLock::new();
+    let vllm = VLLM.get_or_init(|| {
+        Regex::new(r"^execute_(?:\d+_)?context_(\d+)\(.*\)_generation_(\d+)").expect("valid")
+    });
+    let sglang =
+        SGLANG.get_or_init(|| Regex::new(r"^step\[(PREFILL|EXTEND|MIXED|DECODE)").expect("valid"));
+    if let Some(c) = vllm.captures(name) {
+        return Some(c[1] != *"0");
+    }
+    sglang.captures(name).map(|c| &c[1] != "DECODE")
+}
+
+pub fn engine_steps(t: &RankTimeline) -> Vec<EngineStep> {
+    let mut v: Vec<EngineStep> = t
+        .annotations
+        .iter()
+        .filter(|a| !a.on_gpu)
+        .filter_map(|a| {
+            Some(EngineStep {
+                start: a.start,
+                dur: a.end - a.start,
+                prefill: engine_step(t.name(a.name))?,
+            })
+        })
+        .collect();
+    v.sort_by_key(|s| s.start);
+    v
+}
+
+const NO_ENGINE: &str =
+    "no inference engine-step ranges (vLLM execute_context_*, SGLang step[...])";
+
+/// Time to first token: the first prefill engine step on rank 0 (or `--rank`).
+pub fn ttft(ctx: &Ctx) -> Outcome {
+    let Some(t) = ctx.focus else {
+        return Outcome::na("no ranks");
+    };
+    let steps = engine_steps(t);
+    if steps.is_empty() {
+        return Outcome::na(NO_ENGINE);
+    }
+    match steps.iter().find(|s| s.prefill) {
+        Some(s) => Outcome::seconds(s.dur),
+        None => Outcome::na("the trace has decode steps only (no prefill to time)"),
+    }
+}
+
+/// Time per output token: mean decode engine step after the first prefill.
+pub fn tpot(ctx: &Ctx) -> Outcome {
+    let Some(t) = ctx.focus else {
+        return Outcome::na("no ranks");
+    };
+    let steps = engine_steps(t);
+    if steps.is_empty() {
+        return Outcome::na(NO_ENGINE);
+    }
+    let after = steps.iter().position(|s| s.prefill).map_or(0, |i| i + 1);
+    let decode: Vec<Ns> = steps[after..]
+        .iter()
+        .filter(|s| !s.prefill)
+        .map(|s| s.dur)
+        .collect();
+    if decode.is_empty() {
+        return Outcome::na("no decode engine steps after the prefill");
+    }
+    Outcome::value(ns_to_s(decode.iter().sum()) / decode.len() as f64)
+        .with_note(format!("mean of {} decode steps", decode.len()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::testing::{assert_close, eval, trace, value};
+    use crate::metrics::Outcome;
+    use crate::synth::RankTrace;
+
+    fn training() -> RankTrace {
+        // Two steps of 100 µs; per step forward 30, backward 50, optimizer 10 µs
+        // (an `optimizer` range around `Optimizer.step#AdamW.step` counts once).
+        let mut r = RankTrace::new(Some(0), 1, 10);
+        for (i, at) in [0.0, 100.0].into_iter().enumerate() {
+            r.step(i as u32 + 1, at, 100.0);
+            r.annotation("forward", at, 30.0, false);
+            r.annotation("backward", at + 30.0, 50.0, false);
+            r.annotation("optimizer", at + 80.0, 10.0, false);
+            r.annotation("Optimizer.step#AdamW.step", at + 81.0, 8.0, false);
+            r.annotation("FSDP::all_gather", at + 1.0, 4.0, false);
+            r.annotation("FSDP::all_gather_copy_in", at + 0.5, 0.5, false);
+        }
+        r.kernel("gemm", 5.0, 10.0, 7, 1);
+        r
+    }
+
+    #[test]
+    fn training_phases() {
+        let t = trace(&[training()]);
+        assert_close(value(&t, "forward_time_s", None), 30e-6);
+        assert_close(value(&t, "backward_time_s", None), 50e-6);
+        assert_close(value(&t, "optimizer_time_s", None), 10e-6);
+        assert_close(value(&t, "forward_fraction", None), 30.0);
+        assert_close(value(&t, "backward_fraction", None), 50.0);
+        assert_close(value(&t, "fsdp_all_gather_time_s", None), 4e-6);
+        assert_close(value(&t, "fsdp_copy_in_time_s", None), 0.5e-6);
+        assert!(matches!(
+            eval(&t, "fsdp_copy_out_time_s", None),
+            Outcome::NotApplicable(_)
+        ));
+        // GPU mirrors win over CPU ranges for training phases.
+        let mut r = training();
+        r.annotation("forward", 2.0, 20.0, true);
+        r.annotation("forward", 102.0, 20.0, true);
+        assert_close(value(&trace(&[r]), "forward_time_s", None), 20e-6);
+    }
+
+    #[test]
+    fn engine_step_names() {
+        assert_eq!(
+            engine_step("execute_context_1(888_788544)_generation_0(0)"),
+            Some(true)
+        );
+        assert_eq!(
+            engine_step("execute_32_context_0(sq0sk0sqsq0sqsk0)_generation_32(x)"),
+            Some(false)
+        );
+        assert_eq!(engine_step("step[DECODE bs=32]"), Some(false));
+        assert_eq!(engine_step("step[PREFILL bs=4]"), Some(true));
+        assert_eq!(engine_step("forward"), None);
+    }
+
+    #[test]
+    fn ttft_and_tpot() {
+        // Prefill 50 µs, then decode steps of 10, 12 and 14 µs.
+        let mut r = RankTrace::new(Some(0), 1, 10);
+        r.annotation(
+            "execute_context_1(512_512)_generation_0(0)",
+            0.0,
+            50.0,
+            false,
+        );
+        for (i, d) in [10.0, 12.0, 14.0].into_iter().enumerate() {
+            r.annotation(
+                "execute_context_0(0)_generation_8(8)",
+                60.0 + 20.0 * i as f64,
+                d,
+                false,
+            );
+        }
+        let t = trace(&[r]);
+        assert_close(value(&t, "ttft", None), 50e-6);
+        assert_close(value(&t, "tpot", None), 12e-6);
+        let t = trace(&[training()]);
+        assert!(matches!(eval(&t, "ttft", None), Outcome::NotApplicable(_)));
+    }
+}
