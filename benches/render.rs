@@ -58,6 +58,7 @@ fn rank(r: u32) -> RankTimeline {
             bytes: None,
             meta: None,
             step: Some((i / per_step) as u32),
+            launch: start,
         });
         if k != 3 {
             at += dur + 500;

@@ -98,6 +98,7 @@ def load(path):
     ev = d["traceEvents"] if isinstance(d, dict) else d
     sms = {p.get("id", 0): p.get("numSms") for p in (d.get("deviceProperties") or [])} if isinstance(d, dict) else {}
     ops, launches, steps = [], {}, {}
+    ann, comm_args, lo, hi = [], {}, None, None
     for e in ev:
         if not isinstance(e, dict) or e.get("ph") != "X" or "ts" not in e or "dur" not in e:
             continue
@@ -105,6 +106,12 @@ def load(path):
         ts, dur = ns(e["ts"]), ns(e["dur"])
         if dur < 0:
             continue
+        lo = ts if lo is None else min(lo, ts)
+        hi = ts + dur if hi is None else max(hi, ts + dur)
+        if cat == "user_annotation":
+            ann.append((name, ts, ts + dur))
+        if name == "record_param_comms" and "External id" in a:
+            comm_args[a["External id"]] = a
         if cat in KERNEL or cat in MEMCPY or cat in MEMSET:
             grid = a.get("grid")
             blocks = None
@@ -116,7 +123,8 @@ def load(path):
                 blocks = a["blocks per SM"] * sms[a.get("device", 0)]
             ops.append(dict(ts=ts, end=ts + dur, dur=dur, name=name, kernel=cat in KERNEL,
                             memcpy=cat in MEMCPY, cls=klass(name, cat in KERNEL), bytes=a.get("bytes"),
-                            corr=a.get("correlation"), blocks=blocks, device=a.get("device", 0)))
+                            corr=a.get("correlation"), blocks=blocks, device=a.get("device", 0),
+                            ext=a.get("External id"), args=a))
         elif cat in RUNTIME and "correlation" in a:
             launches[a["correlation"]] = ts
         elif cat != "gpu_user_annotation" and name.startswith("ProfilerStep#"):
@@ -124,8 +132,45 @@ def load(path):
     steps = sorted(steps.items(), key=lambda kv: kv[1][0])
     for o in ops:
         t = launches.get(o["corr"], o["ts"])
+        o["launch"] = t
         o["step"] = next((i for i, (_, (s, e)) in enumerate(steps) if s <= t < e), None)
-    return dict(ops=ops, steps=steps, sms=sms)
+        a = o["args"] if "Collective name" in o["args"] else comm_args.get(o["ext"], {})
+        o["coll"] = coll(a) if o["cls"] == "comm" else None
+    return dict(ops=ops, steps=steps, sms=sms, ann=ann, window=(hi - lo) if lo is not None else None)
+
+
+DTYPE = {"Float": 4, "BFloat16": 2, "Half": 2, "Double": 8, "Int": 4, "Long": 8, "Byte": 1,
+         "Char": 1, "Bool": 1, "Short": 2}
+
+
+def coll(a):
+    """(kind, message bytes, nccl-tests data bytes, group size) from collective args."""
+    name = str(a.get("Collective name", "")).lower().replace("_", "")
+    size = DTYPE.get(a.get("dtype"))
+    if "In msg nelems" not in a or size is None:
+        return None
+    kind = next((k for k in ("allreduce", "allgather", "reducescatter", "alltoall") if k in name), "other")
+    msg = a["In msg nelems"] * size
+    data = a.get("Out msg nelems", 0) * size if kind == "allgather" else msg
+    return kind, msg, data, a.get("Group size")
+
+
+def phase(name, which):
+    if which == "optimizer":
+        return name == "optimizer" or name.startswith("Optimizer.step#")
+    return name == which or name.endswith("## %s ##" % which)
+
+
+def phase_time(r, which):
+    """Union of device ops launched in the phase's CPU ranges, per step (s)."""
+    spans = []
+    ranges = [(a, b) for n, a, b in r["ann"] if phase(n, which)]
+    if not ranges:
+        return None
+    for a, b in ranges:
+        launched = [[o["ts"], o["end"]] for o in r["ops"] if a <= o["launch"] < b]
+        spans += launched or [[a, b]]
+    return total(union(spans)) / 1e9 / max(1, len(r["steps"]))
 
 
 def metrics(ranks):
@@ -181,6 +226,14 @@ def metrics(ranks):
             memory_transfer_overhead=100 * total(intersect(subtract(mem_u, comp_u), win)) / total(win),
             mean_sm_coverage=(100 * sum(d * c for d, c in cov) / sum(d for d, _ in cov)) if cov else None,
             mc_bytes=sum(o["bytes"] for o in mc), mc_ns=sum(o["dur"] for o in mc),
+            wall_time_s=r["window"] / 1e9,
+            total_compute_time_s=total(union(comp_u + mem_u)) / 1e9,
+            total_comm_time_s=total(comm_u) / 1e9,
+            comm_durs=[o["dur"] for o in ops if o["cls"] == "comm"],
+            exposed_comm_time_s=total(intersect(subtract(comm_u, comp_u), win)) / 1e9 / max(1, len(steps)),
+            work=(total(intersect(busy, win)) - total(intersect(subtract(comm_u, comp_u), win))) / max(1, len(steps)),
+            **{f"{w}_time_s": phase_time(r, w) for w in ("forward", "backward", "optimizer")},
+            colls=[(o["coll"], o["dur"], o["step"]) for o in ops if o["coll"]],
         ))
     def mean(k):
         v = [p[k] for p in per if p[k] is not None]
@@ -194,6 +247,28 @@ def metrics(ranks):
     out["coll_call_num"] = per[0]["coll_call_num"]
     b = [p["busy"] for p in per]
     out["load_imbalance_ratio"] = max(b) / min(b) if len(b) > 1 else None
+    for k in ("wall_time_s", "total_compute_time_s", "total_comm_time_s", "exposed_comm_time_s",
+              "forward_time_s", "backward_time_s", "optimizer_time_s"):
+        out[k] = mean(k)
+    durs = [d for p in per for d in p["comm_durs"]]
+    out["avg_comm_kernel_time_s"] = sum(durs) / len(durs) / 1e9 if durs else None
+    out["num_comm_kernels"] = len(durs)
+    w = sorted(p["work"] for p in per)
+    med = w[len(w) // 2] if len(w) % 2 else (w[len(w) // 2 - 1] + w[len(w) // 2]) // 2
+    out["straggler"] = max(w) / med if len(w) > 1 else None
+    bus, t = 0.0, 0
+    for p in per:
+        for (kind, msg, data, n), dur, _ in p["colls"]:
+            if kind == "allreduce" and n and n > 1 and dur > 0:
+                bus += data * 2 * (n - 1) / n
+                t += dur
+    out["bandwidth_utilization_allreduce_group_6"] = bus / t if t else None
+    r0 = per[0]
+    nsteps = max(1, len(ranks[0]["steps"]))
+    in_steps = [c for c in r0["colls"] if not ranks[0]["steps"] or c[2] is not None]
+    if r0["colls"]:
+        out["collective_vol_allreduce_gb"] = sum(c[0][1] for c in in_steps if c[0][0] == "allreduce") / 1e9 / nsteps
+        out["collective_vol_total_gb"] = sum(c[0][1] for c in in_steps) / 1e9 / nsteps
     mb, mn = sum(p["mc_bytes"] for p in per), sum(p["mc_ns"] for p in per)
     out["average_memory_bandwidth"] = mb / mn if mn else None
     return out

@@ -1,6 +1,6 @@
 //! Utilization and balance across ranks.
 
-use super::ctx::Ctx;
+use super::ctx::{gpu_step_windows, Ctx};
 use super::outcome::{percent, Outcome};
 use super::ranks::{rank_rows, slowest};
 use crate::model::time::{human, ns_to_s};
@@ -139,9 +139,14 @@ pub fn exposed_comm_time(ctx: &Ctx) -> Outcome {
     if !ctx.ranks.iter().any(|t| t.ops.iter().any(|o| o.is_comm())) {
         return Outcome::na("the trace has no communication ops");
     }
-    let rows = rank_rows(ctx);
     Outcome::rank_mean(
-        rows.iter().map(|r| (r.rank, Some(ns_to_s(r.exposed_comm)))),
+        ctx.each().map(|(t, s)| {
+            let exposed = s
+                .comm
+                .subtract(&s.compute)
+                .overlap_len(&gpu_step_windows(t));
+            (t.rank, Some(ns_to_s(exposed) / t.steps.len().max(1) as f64))
+        }),
         "no ranks",
     )
 }

@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 
 use regex::Regex;
 
-use super::ctx::Ctx;
+use super::ctx::{gpu_step_windows, Ctx};
 use super::outcome::{percent, Outcome};
 use crate::model::time::ns_to_s;
 use crate::model::{Annotation, Interval, IntervalSet, Ns, RankTimeline};
@@ -54,35 +54,38 @@ impl Phase {
             Self::FsdpCopyOut => "`FSDP::*copy_out` ranges",
         }
     }
-
-    /// Training phases are read on the GPU timeline when the trace mirrors the
-    /// ranges there (`gpu_user_annotation`); FSDP ranges are CPU-side.
-    fn prefers_gpu(self) -> bool {
-        matches!(self, Self::Forward | Self::Backward | Self::Optimizer)
-    }
 }
 
-/// Union of the rank's ranges of `phase`, GPU-side when present and preferred.
+/// Device time of a phase: the union of the device ops launched during its CPU
+/// ranges (kernels run after their launch, and autograd launches backward
+/// kernels from its own thread while the main thread sits in `backward`); a
+/// range that launched nothing counts its own CPU length. Busy time, not the
+/// hull: a copy on a side stream launched in `backward` may run while forward
+/// kernels are still queued, and hulls would then count that time twice.
+/// The `gpu_user_annotation` mirrors are not used: they only cover kernels
+/// launched by the annotating thread, so a mirrored `backward` is µs long.
 fn phase_time(t: &RankTimeline, phase: Phase) -> Option<Ns> {
-    let pick = |gpu: bool| -> Vec<&Annotation> {
-        t.annotations
-            .iter()
-            .filter(|a| a.on_gpu == gpu && phase.matches(t.name(a.name)))
-            .collect()
-    };
-    let mut ranges = if phase.prefers_gpu() {
-        pick(true)
-    } else {
-        Vec::new()
-    };
-    if ranges.is_empty() {
-        ranges = pick(false);
-    }
+    let ranges: Vec<&Annotation> = t
+        .annotations
+        .iter()
+        .filter(|a| !a.on_gpu && phase.matches(t.name(a.name)))
+        .collect();
     if ranges.is_empty() {
         return None;
     }
-    let set = IntervalSet::from_iter_unsorted(ranges.iter().map(|a| Interval::new(a.start, a.end)));
-    Some(set.total())
+    let mut by_launch: Vec<(Ns, Interval)> =
+        t.ops.iter().map(|o| (o.launch, o.interval())).collect();
+    by_launch.sort_unstable_by_key(|p| p.0);
+    let mut spans = Vec::new();
+    for a in ranges {
+        let lo = by_launch.partition_point(|p| p.0 < a.start);
+        let hi = by_launch.partition_point(|p| p.0 < a.end);
+        if lo == hi {
+            spans.push(Interval::new(a.start, a.end));
+        }
+        spans.extend(by_launch[lo..hi].iter().map(|p| p.1));
+    }
+    Some(IntervalSet::from_unsorted(spans).total())
 }
 
 /// Mean per step of the phase's time, per rank, averaged.
@@ -96,14 +99,17 @@ fn per_step(ctx: &Ctx, phase: Phase) -> Outcome {
     )
 }
 
-/// The phase's time as % of step time (of the whole window without steps).
+/// The phase's device time as % of the device-side step windows (first to last
+/// op launched in each step; the device window without steps), so both sides of
+/// the ratio are measured on the GPU (CPU steps for a trace without device ops).
 fn share(ctx: &Ctx, phase: Phase) -> Outcome {
     Outcome::rank_mean(
         ctx.ranks.iter().map(|t| {
-            let whole = if t.steps.is_empty() {
-                t.window.map_or(0, |w| w.len())
-            } else {
-                t.steps.iter().map(|s| s.dur()).sum()
+            let whole = match gpu_step_windows(t).total() {
+                // CPU-only trace: the CPU steps, else the whole window.
+                0 if t.steps.is_empty() => t.window.map_or(0, |w| w.len()),
+                0 => t.steps.iter().map(|s| s.dur()).sum(),
+                w => w,
             };
             (
                 t.rank,
@@ -181,8 +187,17 @@ pub fn engine_steps(t: &RankTimeline) -> Vec<EngineStep> {
             })
         })
         .collect();
-    v.sort_by_key(|s| s.start);
-    v
+    // SGLang wraps its `step[…]` inside vLLM-style `execute_…` ranges: keep the
+    // outer range of nested ones so a step counts once.
+    v.sort_by_key(|s| (s.start, std::cmp::Reverse(s.dur)));
+    let mut out: Vec<EngineStep> = Vec::with_capacity(v.len());
+    for s in v {
+        match out.last() {
+            Some(last) if s.start + s.dur <= last.start + last.dur => {}
+            _ => out.push(s),
+        }
+    }
+    out
 }
 
 const NO_ENGINE: &str =
@@ -245,7 +260,6 @@ mod tests {
             r.annotation("FSDP::all_gather", at + 1.0, 4.0, false);
             r.annotation("FSDP::all_gather_copy_in", at + 0.5, 0.5, false);
         }
-        r.kernel("gemm", 5.0, 10.0, 7, 1);
         r
     }
 
@@ -255,6 +269,7 @@ mod tests {
         assert_close(value(&t, "forward_time_s", None), 30e-6);
         assert_close(value(&t, "backward_time_s", None), 50e-6);
         assert_close(value(&t, "optimizer_time_s", None), 10e-6);
+        // No device ops: the share is of the CPU steps, 200 µs.
         assert_close(value(&t, "forward_fraction", None), 30.0);
         assert_close(value(&t, "backward_fraction", None), 50.0);
         assert_close(value(&t, "fsdp_all_gather_time_s", None), 4e-6);
@@ -263,11 +278,28 @@ mod tests {
             eval(&t, "fsdp_copy_out_time_s", None),
             Outcome::NotApplicable(_)
         ));
-        // GPU mirrors win over CPU ranges for training phases.
-        let mut r = training();
-        r.annotation("forward", 2.0, 20.0, true);
-        r.annotation("forward", 102.0, 20.0, true);
-        assert_close(value(&trace(&[r]), "forward_time_s", None), 20e-6);
+    }
+
+    #[test]
+    fn phases_on_the_device_follow_their_launches() {
+        // Step 1's forward (CPU [0, 30)) launches kernels at 5 and 20 that run at
+        // [10, 40) and [45, 60): device-side forward = 30 + 15 = 45 µs. Its
+        // backward (CPU [30, 80)) launches one kernel at 35 running [60, 95).
+        // The GPU mirror of `backward` (2 µs) is ignored.
+        let mut r = RankTrace::new(Some(0), 1, 10);
+        r.step(1, 0.0, 100.0);
+        r.annotation("forward", 0.0, 30.0, false);
+        r.annotation("backward", 30.0, 50.0, false);
+        r.annotation("backward", 60.0, 2.0, true);
+        for (ts, dur, at) in [(10.0, 30.0, 5.0), (45.0, 15.0, 20.0), (60.0, 35.0, 35.0)] {
+            let c = r.kernel("gemm", ts, dur, 7, 1);
+            r.launch(c, at);
+        }
+        let t = trace(&[r]);
+        assert_close(value(&t, "forward_time_s", None), 45e-6);
+        assert_close(value(&t, "backward_time_s", None), 35e-6);
+        // Device-side step window: [10, 95) = 85 µs.
+        assert_close(value(&t, "forward_fraction", None), 45.0 / 85.0 * 100.0);
     }
 
     #[test]
@@ -303,6 +335,8 @@ mod tests {
                 false,
             );
         }
+        // A nested SGLang step inside a decode range counts once.
+        r.annotation("step[DECODE bs=8]", 61.0, 5.0, false);
         let t = trace(&[r]);
         assert_close(value(&t, "ttft", None), 50e-6);
         assert_close(value(&t, "tpot", None), 12e-6);

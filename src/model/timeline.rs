@@ -57,6 +57,9 @@ pub struct DeviceOp {
     pub meta: Option<u32>,
     /// Index into `RankTimeline::steps` of the step during which the op was launched.
     pub step: Option<u32>,
+    /// When the CPU launched it (the runtime call with the same correlation id);
+    /// the op's start when the trace does not say.
+    pub launch: Ns,
 }
 
 impl DeviceOp {

@@ -232,6 +232,7 @@ impl Builder {
                     bytes: e.args.bytes,
                     meta,
                     step: None,
+                    launch: ts,
                 },
                 correlation: e.args.correlation,
                 external_id: e.args.external_id,
@@ -330,6 +331,7 @@ impl Builder {
                 .and_then(|c| self.launches.get(&c).copied())
                 .unwrap_or(op.start);
             op.step = step_at(&steps, launched);
+            op.launch = launched;
             ops.push(op);
         }
         ops.sort_by_key(|o| (o.start, o.end()));

@@ -44,6 +44,20 @@ const DLRM: &[(&str, Option<f64>)] = &[
     ("moe_fraction", Some(0.0)),
     ("total_communication_time", Some(0.00606775)),
     ("total_kernel_time", Some(0.05740700000000001)),
+    // Whole-trace list, phases (`## forward ##` ranges), straggler.
+    ("wall_time_s", Some(0.016223750000000002)),
+    ("total_compute_time_s", Some(0.00112925)),
+    ("total_comm_time_s", Some(0.00606775)),
+    ("avg_comm_kernel_time_s", Some(0.00075846875)),
+    ("num_comm_kernels", Some(64.0)),
+    ("exposed_comm_time_s", Some(0.00586125)),
+    ("straggler", Some(1.1680517082179132)),
+    ("forward_time_s", Some(0.0035881249999999997)),
+    ("backward_time_s", Some(0.002064125)),
+    ("optimizer_time_s", Some(0.000205625)),
+    // The 2021 trace records no collective sizes.
+    ("bandwidth_utilization_allreduce_group_6", None),
+    ("collective_vol_total_gb", None),
 ];
 
 const NCCL_PARSER: &[(&str, Option<f64>)] = &[
@@ -58,6 +72,22 @@ const NCCL_PARSER: &[(&str, Option<f64>)] = &[
     ("dominant_kernel_concentration", Some(28.770987361653688)),
     ("load_imbalance_ratio", None),
     ("mean_sm_coverage", Some(69.52623775036388)),
+    ("wall_time_s", Some(0.713092254)),
+    ("total_compute_time_s", Some(0.118309345)),
+    ("total_comm_time_s", Some(0.046876493)),
+    ("avg_comm_kernel_time_s", Some(0.0022322139523809526)),
+    ("num_comm_kernels", Some(21.0)),
+    ("exposed_comm_time_s", Some(0.013186489333333334)),
+    ("straggler", None),
+    (
+        "bandwidth_utilization_allreduce_group_6",
+        Some(6.558388033366894),
+    ),
+    ("collective_vol_allreduce_gb", Some(0.10222812799999999)),
+    ("collective_vol_total_gb", Some(0.102441032)),
+    ("forward_time_s", Some(0.012922674)),
+    ("backward_time_s", Some(0.03888457133333333)),
+    ("optimizer_time_s", Some(0.0006927593333333333)),
     ("memory_transfer_overhead", Some(0.4094485944139168)),
     ("moe_fraction", Some(0.0)),
     ("total_communication_time", Some(0.015625497666666665)),
@@ -116,6 +146,18 @@ const GPT_EAGER: &[(&str, Option<f64>)] = &[
     ("moe_fraction", Some(0.0)),
     ("total_communication_time", Some(0.0)),
     ("total_kernel_time", Some(0.074495365)),
+    // `forward` / `backward` / `optimizer` ranges; backward kernels are launched
+    // by the autograd thread while the main thread is in `backward`.
+    ("forward_time_s", Some(0.008712441999999999)),
+    ("backward_time_s", Some(0.014381996000000001)),
+    ("optimizer_time_s", Some(0.001782235)),
+    ("wall_time_s", Some(0.07986315)),
+    ("total_compute_time_s", Some(0.074630019)),
+    ("total_comm_time_s", Some(0.0)),
+    ("avg_comm_kernel_time_s", None),
+    ("num_comm_kernels", Some(0.0)),
+    ("exposed_comm_time_s", None),
+    ("bandwidth_utilization_allreduce_group_6", None),
 ];
 
 #[test]
@@ -255,4 +297,74 @@ fn gpu_metrics_on_cpu_only_trace_are_not_applicable() {
     ]);
     assert_eq!(o.status.code(), Some(3));
     assert!(stderr(&o).contains("no GPU kernels"), "{}", stderr(&o));
+}
+
+#[test]
+fn inference_engine_steps() {
+    // vLLM decode capture: one decode step of 2,408.598 µs, no prefill.
+    check(
+        "kineto/tracelens/inference/vllm_decode_full",
+        &[("tpot", Some(0.002408598)), ("ttft", None)],
+    );
+    // SGLang: `step[DECODE bs=32]` nested in an `execute_…` range counts once.
+    check(
+        "kineto/tracelens/inference/sglang_decode/sglang_Qwen3-8B_decode.json.gz",
+        &[("tpot", Some(0.465716634)), ("ttft", None)],
+    );
+}
+
+/// Every metric gives a number on some corpus trace (or the bundled sample with
+/// its workload card), except those whose input no corpus trace has; for those
+/// the reason must say what is missing.
+#[test]
+fn every_metric_applies_somewhere_or_says_why_not() {
+    let dirs = [
+        "kineto/dlrm_8rank_v100",
+        "kineto/hta/nccl_parser_config",
+        "kineto/h100_gpt_eager",
+        "kineto/tracelens/b200",
+        "kineto/tracelens/inference/vllm_decode_full",
+    ];
+    let mut traces = Vec::new();
+    for d in dirs {
+        let Some(p) = corpus(d) else { return };
+        traces.push(load(&p, None).expect("corpus trace loads"));
+    }
+    let sample =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("trace_collection/llama_fsdp_8gpu");
+    traces.push(load(&sample, None).expect("sample loads"));
+    // No corpus trace was profiled with_flops, uses FSDP2 ranges, records sizes
+    // for all-to-all or point-to-point, and no trace can feed a network simulator.
+    let never = [
+        "achieved_flops_from_trace_json",
+        "total_model_flops_from_args",
+        "estimated_total_tokens",
+        "estimated_throughput_tokens_per_s",
+        "throughput",
+        "fsdp_all_gather_time_s",
+        "fsdp_reduce_scatter_time_s",
+        "fsdp_copy_in_time_s",
+        "fsdp_copy_out_time_s",
+        "bandwidth_utilization_alltoall_group_6",
+        "bandwidth_utilization_peertopeer_group_6",
+        "scale_up_bw_utility",
+    ];
+    for m in metrics::METRICS {
+        let outcomes: Vec<Outcome> = traces
+            .iter()
+            .map(|t| m.eval(&Ctx::new(t, None).unwrap()))
+            .collect();
+        let applies = outcomes.iter().any(|o| matches!(o, Outcome::Value(_)));
+        assert_eq!(
+            applies,
+            !never.contains(&m.name),
+            "{}: {outcomes:?}",
+            m.name
+        );
+        for o in &outcomes {
+            if let Outcome::NotApplicable(why) = o {
+                assert!(why.len() > 15, "{}: unclear reason {why:?}", m.name);
+            }
+        }
+    }
 }
