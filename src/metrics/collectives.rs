@@ -68,7 +68,7 @@ const NO_SIZES: &str =
 /// Achieved bus bandwidth of one collective kind: Σ S × factor / Σ time over
 /// its ops on the ranks in scope (duration-weighted), in GB/s.
 fn busbw(ctx: &Ctx, kind: CollKind) -> Outcome {
-    let (mut bytes, mut time, mut ops) = (0.0, 0, 0);
+    let (mut bytes, mut alg_bytes, mut time, mut ops) = (0.0, 0u64, 0, 0);
     let mut any_sized = false;
     for t in &ctx.ranks {
         for c in sized(t) {
@@ -81,6 +81,7 @@ fn busbw(ctx: &Ctx, kind: CollKind) -> Outcome {
                 continue;
             };
             bytes += c.data_bytes as f64 * f;
+            alg_bytes += c.data_bytes;
             time += c.dur;
             ops += 1;
         }
@@ -95,8 +96,9 @@ fn busbw(ctx: &Ctx, kind: CollKind) -> Outcome {
         ));
     }
     Outcome::value(bytes / time as f64).with_note(format!(
-        "busbw over {ops} {} ops: Σ size × bus factor / Σ time",
-        kind.name()
+        "busbw over {ops} {} ops: Σ size × bus factor / Σ time; algbw (Σ size / Σ time) {:.3} GB/s",
+        kind.name(),
+        alg_bytes as f64 / time as f64
     ))
 }
 

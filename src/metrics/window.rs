@@ -31,12 +31,31 @@ pub fn total_compute_time_s(ctx: &Ctx) -> Outcome {
     )
 }
 
-/// Union of communication ops.
+/// Union of communication ops; the breakdown gives each collective kind's
+/// summed op time (per rank, averaged), so the types can be compared.
 pub fn total_comm_time_s(ctx: &Ctx) -> Outcome {
+    let mut kinds: Vec<(CollKind, Ns)> = Vec::new();
+    for t in &ctx.ranks {
+        for o in t.ops.iter().filter(|o| o.is_comm()) {
+            let k = o.coll.unwrap_or(CollKind::Unknown);
+            match kinds.iter_mut().find(|(c, _)| *c == k) {
+                Some((_, d)) => *d += o.dur,
+                None => kinds.push((k, o.dur)),
+            }
+        }
+    }
+    kinds.sort();
+    let n = ctx.ranks.len().max(1) as f64;
     Outcome::rank_mean(
         ctx.each()
             .map(|(t, s)| (t.rank, (!t.ops.is_empty()).then(|| ns_to_s(s.comm.total())))),
         NO_OPS,
+    )
+    .with_parts(
+        kinds
+            .into_iter()
+            .map(|(k, d)| (k.name().to_owned(), ns_to_s(d) / n))
+            .collect(),
     )
 }
 
@@ -164,6 +183,15 @@ mod tests {
         assert_close(value(&t, "total_compute_time_s", None), 97.5e-6);
         // Comm union: rank 0 60, rank 1 100.
         assert_close(value(&t, "total_comm_time_s", None), 80e-6);
+        // By kind, summed then averaged over 2 ranks: all-reduce (30 + 100) / 2,
+        // all-gather 30 / 2.
+        let Outcome::Value(m) = eval(&t, "total_comm_time_s", None) else {
+            unreachable!()
+        };
+        assert_eq!(m.parts.len(), 2);
+        assert_eq!(m.parts[0].0, "all_reduce");
+        assert_close(m.parts[0].1, 65e-6);
+        assert_close(m.parts[1].1, 15e-6);
         // Comm ops 30, 30, 100 µs.
         assert_close(value(&t, "avg_comm_kernel_time_s", None), 160e-6 / 3.0);
         assert_close(
