@@ -334,10 +334,13 @@ pub fn training_run(shape: &RunShape) -> Vec<RankTrace> {
             launch(t, &mut cpu[r], c);
             comp[r] += 50.0;
         }
-        // Forward: all-gather layer l while layer l-1 computes.
+        // Forward: all-gather layer l while layer l-1 computes. The CPU side
+        // records `forward`/`backward`/`optimizer` and FSDP2-style ranges.
+        let fwd_cpu = cpu.clone();
         let mut layer_start = comp.clone();
         for layer in 0..shape.layers {
             let ready: Vec<f64> = (0..n).map(|r| comm_free[r].max(layer_start[r])).collect();
+            let before = cpu.clone();
             let end = collective(
                 &mut traces,
                 &mut cpu,
@@ -346,6 +349,17 @@ pub fn training_run(shape: &RunShape) -> Vec<RankTrace> {
                 150.0,
                 &gather,
             );
+            for (r, t) in traces.iter_mut().enumerate() {
+                t.annotation("FSDP::all_gather_copy_in", before[r] + 0.5, 0.5, false);
+                t.annotation(
+                    "FSDP::all_gather",
+                    before[r] + 1.0,
+                    cpu[r] - before[r],
+                    false,
+                );
+                t.annotation("FSDP::all_gather_copy_out", cpu[r] + 1.0, 1.0, false);
+                cpu[r] += 2.0;
+            }
             for (r, t) in traces.iter_mut().enumerate() {
                 comm_free[r] = end;
                 layer_start[r] = comp[r];
@@ -364,6 +378,10 @@ pub fn training_run(shape: &RunShape) -> Vec<RankTrace> {
                 }
             }
         }
+        for (r, t) in traces.iter_mut().enumerate() {
+            t.annotation("forward", fwd_cpu[r], cpu[r] + 1.0 - fwd_cpu[r], false);
+        }
+        let bwd_cpu: Vec<f64> = cpu.iter().map(|c| c + 1.0).collect();
         // Backward: compute layer l, then reduce-scatter its gradients while the
         // next layer's backward runs.
         for layer in (0..shape.layers).rev() {
@@ -381,6 +399,7 @@ pub fn training_run(shape: &RunShape) -> Vec<RankTrace> {
                 }
             }
             let ready: Vec<f64> = (0..n).map(|r| comm_free[r].max(comp[r])).collect();
+            let before = cpu.clone();
             let end = collective(
                 &mut traces,
                 &mut cpu,
@@ -389,8 +408,20 @@ pub fn training_run(shape: &RunShape) -> Vec<RankTrace> {
                 200.0,
                 &scatter,
             );
+            for (r, t) in traces.iter_mut().enumerate() {
+                t.annotation(
+                    "FSDP::reduce_scatter",
+                    before[r] + 1.0,
+                    cpu[r] - before[r],
+                    false,
+                );
+            }
             comm_free.iter_mut().for_each(|c| *c = end);
         }
+        for (r, t) in traces.iter_mut().enumerate() {
+            t.annotation("backward", bwd_cpu[r], cpu[r] + 1.0 - bwd_cpu[r], false);
+        }
+        let opt_cpu: Vec<f64> = cpu.iter().map(|c| c + 1.0).collect();
         // Gradient-norm all-reduce: compute waits for it.
         let ready: Vec<f64> = (0..n).map(|r| comm_free[r].max(comp[r])).collect();
         let end = collective(
@@ -406,6 +437,7 @@ pub fn training_run(shape: &RunShape) -> Vec<RankTrace> {
             let d = 200.0 * factor(r, step);
             let k = t.kernel("void at::native::(anonymous namespace)::multi_tensor_apply_kernel<FusedAdamMathFunctor>(int)", end, d, COMPUTE, 528);
             launch(t, &mut cpu[r], k);
+            t.annotation("optimizer", opt_cpu[r], cpu[r] + 1.0 - opt_cpu[r], false);
             step_end = step_end.max(end + d + 20.0);
         }
         for t in traces.iter_mut() {
