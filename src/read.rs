@@ -4,6 +4,7 @@
 pub mod card;
 pub mod chrome;
 pub mod kineto;
+pub mod split;
 
 use std::collections::BTreeMap;
 use std::fs::File;

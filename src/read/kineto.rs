@@ -6,9 +6,10 @@ use std::fmt;
 use std::io::Read;
 use std::path::Path;
 
-use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 
 use super::chrome::{non_map_arms, KeyOf, LenientF64, LenientU64, MicrosAsNs, Product, StrInto};
+use super::split::{Pos, Splitter};
 use crate::error::Error;
 use crate::model::classify::{classify, coll_kind, dtype_size};
 use crate::model::{
@@ -30,24 +31,32 @@ pub struct KinetoFile {
 /// used in messages.
 pub fn read(reader: impl Read, path: &Path) -> Result<KinetoFile, Error> {
     let mut b = Builder::default();
-    let mut de = serde_json::Deserializer::from_reader(reader);
-    let outcome = FileSeed { b: &mut b }
-        .deserialize(&mut de)
-        .and_then(|()| de.end());
+    let mut sp = Splitter::new(reader);
+    let outcome = document(&mut sp, &mut b);
     let mut warnings = Vec::new();
-    if let Err(e) = outcome {
-        let at = format!("line {}, column {}", e.line(), e.column());
+    if let Err(stop) = outcome {
+        let (at, msg) = match stop {
+            Stop::Io(source) if b.events == 0 => {
+                return Err(Error::Io {
+                    path: path.to_owned(),
+                    source,
+                })
+            }
+            Stop::Io(e) => (sp.pos(), format!("read error: {e}")),
+            Stop::Cut => (sp.pos(), "unexpected end of file".to_owned()),
+            Stop::Bad { at, msg } => (at, msg),
+        };
+        let at = format!("line {}, column {}", at.line, at.column);
         if b.events == 0 {
             return Err(Error::Parse {
                 path: path.to_owned(),
                 at,
-                msg: e.to_string(),
+                msg,
             });
         }
         warnings.push(format!(
-            "{}: trace is cut off or damaged at {at} ({}); loaded the {} complete events before it",
+            "{}: trace is cut off or damaged at {at} ({msg}); loaded the {} complete events before it",
             path.display(),
-            short_error(&e),
             b.events
         ));
     } else if !b.saw_events {
@@ -66,6 +75,140 @@ pub fn read(reader: impl Read, path: &Path) -> Result<KinetoFile, Error> {
         events,
         warnings,
     })
+}
+
+/// Why reading stopped early.
+enum Stop {
+    /// The input ended inside the document.
+    Cut,
+    Bad {
+        at: Pos,
+        msg: String,
+    },
+    Io(std::io::Error),
+}
+
+impl From<std::io::Error> for Stop {
+    fn from(e: std::io::Error) -> Self {
+        Self::Io(e)
+    }
+}
+
+fn bad<R: Read>(sp: &Splitter<R>, msg: impl Into<String>) -> Stop {
+    Stop::Bad {
+        at: sp.pos(),
+        msg: msg.into(),
+    }
+}
+
+/// A Chrome trace: an object with `traceEvents` (and metadata such as
+/// `deviceProperties`), or a bare array of events.
+fn document<R: Read>(sp: &mut Splitter<R>, b: &mut Builder) -> Result<(), Stop> {
+    match sp.peek()? {
+        Some(b'{') => {
+            sp.bump();
+            members(sp, b)?;
+        }
+        Some(b'[') => {
+            b.saw_events = true;
+            events(sp, b)?;
+        }
+        Some(_) => return Err(bad(sp, "expected a JSON object or array")),
+        None => return Err(bad(sp, "the file is empty")),
+    }
+    match sp.peek()? {
+        None => Ok(()),
+        Some(_) => Err(bad(sp, "trailing characters after the trace")),
+    }
+}
+
+fn members<R: Read>(sp: &mut Splitter<R>, b: &mut Builder) -> Result<(), Stop> {
+    if sp.peek()? == Some(b'}') {
+        sp.bump();
+        return Ok(());
+    }
+    loop {
+        if sp.peek()?.ok_or(Stop::Cut)? != b'"' {
+            return Err(bad(sp, "expected a key in double quotes"));
+        }
+        let raw = sp.value()?.ok_or(Stop::Cut)?;
+        let key: String =
+            serde_json::from_slice(raw).map_err(|e| bad(sp, format!("bad key: {e}")))?;
+        match sp.peek()? {
+            Some(b':') => sp.bump(),
+            Some(_) => return Err(bad(sp, "expected ':' after a key")),
+            None => return Err(Stop::Cut),
+        }
+        match key.as_str() {
+            "traceEvents" => {
+                match sp.peek()?.ok_or(Stop::Cut)? {
+                    b'[' => {}
+                    _ => return Err(bad(sp, "\"traceEvents\" is not an array of trace events")),
+                }
+                b.saw_events = true;
+                events(sp, b)?;
+            }
+            "deviceProperties" | "distributedInfo" => {
+                let raw = sp.value()?.ok_or(Stop::Cut)?;
+                let len = raw.len();
+                let v: serde_json::Value = serde_json::from_slice(raw).map_err(|e| Stop::Bad {
+                    at: sp.pos_of_last(len),
+                    msg: format!("{key}: {e}"),
+                })?;
+                if key == "deviceProperties" {
+                    b.read_device_properties(v);
+                } else {
+                    b.read_distributed_info(v);
+                }
+            }
+            _ => {
+                sp.value()?.ok_or(Stop::Cut)?;
+            }
+        }
+        match sp.peek()? {
+            Some(b',') => sp.bump(),
+            Some(b'}') => {
+                sp.bump();
+                return Ok(());
+            }
+            Some(_) => return Err(bad(sp, "expected ',' or '}' after a value")),
+            None => return Err(Stop::Cut),
+        }
+    }
+}
+
+/// The event array; each event is parsed from its own slice.
+fn events<R: Read>(sp: &mut Splitter<R>, b: &mut Builder) -> Result<(), Stop> {
+    sp.bump();
+    if sp.peek()? == Some(b']') {
+        sp.bump();
+        return Ok(());
+    }
+    loop {
+        let raw = sp.value()?.ok_or(Stop::Cut)?;
+        let mut de = serde_json::Deserializer::from_slice(raw);
+        let seed = EventSeed { b: &mut *b };
+        match seed.deserialize(&mut de).and_then(|e| de.end().map(|()| e)) {
+            Ok(Some(event)) => b.push(event),
+            Ok(None) => {}
+            Err(e) => {
+                let len = raw.len();
+                return Err(Stop::Bad {
+                    at: sp.pos_of_last(len),
+                    msg: format!("{}: {e}", short_error(&e)),
+                });
+            }
+        }
+        match sp.peek()? {
+            Some(b',') => sp.bump(),
+            Some(b']') => {
+                sp.bump();
+                return Ok(());
+            }
+            Some(_) => return Err(bad(sp, "expected ',' or ']' between events")),
+            None => return Err(Stop::Cut),
+        }
+    }
 }
 
 fn short_error(e: &serde_json::Error) -> &'static str {
@@ -392,94 +535,6 @@ fn step_at(steps: &[Step], t: Ns) -> Option<u32> {
 }
 
 // ---- serde plumbing -------------------------------------------------------
-
-enum TopKey {
-    TraceEvents,
-    DeviceProperties,
-    DistributedInfo,
-    Other,
-}
-
-fn top_key(k: &str) -> TopKey {
-    match k {
-        "traceEvents" => TopKey::TraceEvents,
-        "deviceProperties" => TopKey::DeviceProperties,
-        "distributedInfo" => TopKey::DistributedInfo,
-        _ => TopKey::Other,
-    }
-}
-
-struct FileSeed<'b> {
-    b: &'b mut Builder,
-}
-
-impl<'de> DeserializeSeed<'de> for FileSeed<'_> {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for FileSeed<'_> {
-    type Value = ();
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a Chrome trace: an object with \"traceEvents\" or an array of events")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        while let Some(key) = map.next_key_seed(KeyOf(top_key))? {
-            match key {
-                TopKey::TraceEvents => {
-                    self.b.saw_events = true;
-                    map.next_value_seed(EventsSeed { b: self.b })?;
-                }
-                TopKey::DeviceProperties => {
-                    let v = map.next_value()?;
-                    self.b.read_device_properties(v);
-                }
-                TopKey::DistributedInfo => {
-                    let v = map.next_value()?;
-                    self.b.read_distributed_info(v);
-                }
-                TopKey::Other => {
-                    map.next_value::<IgnoredAny>()?;
-                }
-            }
-        }
-        Ok(())
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<(), A::Error> {
-        self.b.saw_events = true;
-        EventsSeed { b: self.b }.visit_seq(seq)
-    }
-}
-
-struct EventsSeed<'b> {
-    b: &'b mut Builder,
-}
-
-impl<'de> DeserializeSeed<'de> for EventsSeed<'_> {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_seq(self)
-    }
-}
-
-impl<'de> Visitor<'de> for EventsSeed<'_> {
-    type Value = ();
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("an array of trace events")
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while let Some(event) = seq.next_element_seed(EventSeed { b: self.b })? {
-            if let Some(event) = event {
-                self.b.push(event);
-            }
-        }
-        Ok(())
-    }
-}
 
 struct EventSeed<'b> {
     b: &'b mut Builder,
