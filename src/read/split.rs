@@ -54,9 +54,9 @@ impl<R: Read> Splitter<R> {
         }
         if self.start > 0 {
             let dropped = &self.buf[..self.start];
-            match dropped.iter().rposition(|&b| b == b'\n') {
+            match memchr::memrchr(b'\n', dropped) {
                 Some(last) => {
-                    self.dropped_lines += dropped.iter().filter(|&&b| b == b'\n').count() as u64;
+                    self.dropped_lines += memchr::memchr_iter(b'\n', dropped).count() as u64;
                     self.dropped_column = (dropped.len() - last - 1) as u64;
                 }
                 None => self.dropped_column += dropped.len() as u64,
@@ -131,6 +131,13 @@ impl<R: Read> Splitter<R> {
                         if depth == 0 {
                             return Ok(Some(self.take(i + 1)));
                         }
+                    } else {
+                        // Kernel names are long: jump to the next quote or escape.
+                        match memchr::memchr2(b'"', b'\\', &bytes[i..]) {
+                            Some(k) => i += k,
+                            None => i = bytes.len(),
+                        }
+                        continue;
                     }
                 } else if scalar {
                     if matches!(b, b',' | b']' | b'}') || is_ws(b) {
@@ -172,8 +179,8 @@ impl<R: Read> Splitter<R> {
     /// Position of byte `at` of the buffer.
     fn pos_at(&self, at: usize) -> Pos {
         let seen = &self.buf[..at];
-        let lines = seen.iter().filter(|&&b| b == b'\n').count() as u64;
-        let column = match seen.iter().rposition(|&b| b == b'\n') {
+        let lines = memchr::memchr_iter(b'\n', seen).count() as u64;
+        let column = match memchr::memrchr(b'\n', seen) {
             Some(last) => (at - last - 1) as u64,
             None => self.dropped_column + at as u64,
         };
