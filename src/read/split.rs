@@ -115,6 +115,9 @@ impl<R: Read> Splitter<R> {
         let (mut depth, mut in_str, mut esc) = (0u32, false, false);
         let first = self.buf[self.start];
         let scalar = !matches!(first, b'{' | b'[' | b'"');
+        // An object ends at its matching brace whatever brackets it holds, so
+        // only quotes and braces need looking at: jump between them.
+        let object = first == b'{';
         // Offset from `start` of the next byte to look at; survives refills.
         let mut i = 0;
         loop {
@@ -142,6 +145,24 @@ impl<R: Read> Splitter<R> {
                 } else if scalar {
                     if matches!(b, b',' | b']' | b'}') || is_ws(b) {
                         return Ok(Some(self.take(i)));
+                    }
+                } else if object {
+                    match b {
+                        b'"' => in_str = true,
+                        b'{' => depth += 1,
+                        b'}' => {
+                            depth -= 1;
+                            if depth == 0 {
+                                return Ok(Some(self.take(i + 1)));
+                            }
+                        }
+                        _ => {
+                            match memchr::memchr3(b'"', b'{', b'}', &bytes[i..]) {
+                                Some(k) => i += k,
+                                None => i = bytes.len(),
+                            }
+                            continue;
+                        }
                     }
                 } else {
                     match b {
