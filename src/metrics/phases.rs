@@ -203,15 +203,22 @@ pub fn engine_steps(t: &RankTimeline) -> Vec<EngineStep> {
 const NO_ENGINE: &str =
     "no inference engine-step ranges (vLLM execute_context_*, SGLang step[...])";
 
-/// Time to first token: the first prefill engine step on rank 0 (or `--rank`).
-pub fn ttft(ctx: &Ctx) -> Outcome {
-    let Some(t) = ctx.focus else {
-        return Outcome::na("no ranks");
-    };
+/// The engine steps of rank 0 (or `--rank`), or why there are none.
+fn focus_engine_steps(ctx: &Ctx) -> Result<Vec<EngineStep>, Outcome> {
+    let t = ctx.focus.ok_or_else(|| Outcome::na("no ranks"))?;
     let steps = engine_steps(t);
     if steps.is_empty() {
-        return Outcome::na(NO_ENGINE);
+        return Err(Outcome::na(NO_ENGINE));
     }
+    Ok(steps)
+}
+
+/// Time to first token: the first prefill engine step on rank 0 (or `--rank`).
+pub fn ttft(ctx: &Ctx) -> Outcome {
+    let steps = match focus_engine_steps(ctx) {
+        Ok(s) => s,
+        Err(na) => return na,
+    };
     match steps.iter().find(|s| s.prefill) {
         Some(s) => Outcome::seconds(s.dur),
         None => Outcome::na("the trace has decode steps only (no prefill to time)"),
@@ -220,13 +227,10 @@ pub fn ttft(ctx: &Ctx) -> Outcome {
 
 /// Time per output token: mean decode engine step after the first prefill.
 pub fn tpot(ctx: &Ctx) -> Outcome {
-    let Some(t) = ctx.focus else {
-        return Outcome::na("no ranks");
+    let steps = match focus_engine_steps(ctx) {
+        Ok(s) => s,
+        Err(na) => return na,
     };
-    let steps = engine_steps(t);
-    if steps.is_empty() {
-        return Outcome::na(NO_ENGINE);
-    }
     let after = steps.iter().position(|s| s.prefill).map_or(0, |i| i + 1);
     let decode: Vec<Ns> = steps[after..]
         .iter()

@@ -16,7 +16,7 @@ use crate::model::Activity;
 use crate::tui::action::Action;
 use crate::tui::data::Data;
 use crate::tui::theme::{Shade, Theme};
-use crate::tui::widgets::table::{self, col, Column, Row, Table};
+use crate::tui::widgets::table::{self, col, Column, Hit, Row, Table};
 use crate::tui::widgets::{bar, fit};
 
 const COLUMNS: [Column; 8] = [
@@ -147,22 +147,12 @@ impl KernelsState {
             Action::NextSort => self.sort_by((self.sort.0 + 1) % SHARE_END, None),
             Action::ReverseSort => self.sort = (self.sort.0, !self.sort.1),
             Action::Click { col, row } => {
-                let table = table_area(area);
-                if row == table.y {
-                    if let Some(c) =
-                        table::column_at(&COLUMNS, table.width, col.saturating_sub(table.x))
-                    {
-                        self.sort_by(c.min(SHARE_END - 1), Some(()));
-                    }
-                } else if row > table.y && row < table.bottom() {
-                    let visible = usize::from(table.height - 1);
-                    let first = table::offset(self.selected, visible);
-                    let i = first + usize::from(row - table.y - 1);
-                    if i < self.shown.len() {
-                        self.selected = i;
-                    }
+                let rows = self.shown.len();
+                match table::hit(&COLUMNS, table_area(area), self.selected, rows, col, row) {
+                    Some(Hit::Header(c)) => self.sort_by(c.min(SHARE_END - 1), Some(())),
+                    Some(Hit::Row(i)) => self.selected = i,
+                    None => {}
                 }
-                return self.refilter();
             }
             _ => return,
         }

@@ -15,7 +15,7 @@ use crate::tui::action::Action;
 use crate::tui::data::Data;
 use crate::tui::theme::Theme;
 use crate::tui::widgets::bar;
-use crate::tui::widgets::table::{self, col, Column, Row, Table};
+use crate::tui::widgets::table::{self, col, Column, Hit, Row, Table};
 
 const COLUMNS: [Column; 10] = [
     col("rank", 5, true),
@@ -77,9 +77,9 @@ impl StragglersState {
             }
             Action::ReverseSort => self.sort.1 = !self.sort.1,
             Action::Click { col, row } => {
-                let t = table_area(area);
-                if row == t.y {
-                    if let Some(c) = table::column_at(&COLUMNS, t.width, col.saturating_sub(t.x)) {
+                let rows = self.order.len();
+                match table::hit(&COLUMNS, table_area(area), self.selected, rows, col, row) {
+                    Some(Hit::Header(c)) => {
                         let c = if c >= SORTABLE { WORK } else { c };
                         self.sort = if self.sort.0 == c {
                             (c, !self.sort.1)
@@ -87,12 +87,8 @@ impl StragglersState {
                             (c, c > 0)
                         };
                     }
-                } else if row > t.y && row < t.bottom() {
-                    let first = table::offset(self.selected, usize::from(t.height - 1));
-                    let i = first + usize::from(row - t.y - 1);
-                    if i < self.order.len() {
-                        self.selected = i;
-                    }
+                    Some(Hit::Row(i)) => self.selected = i,
+                    None => {}
                 }
             }
             _ => return,

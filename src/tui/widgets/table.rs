@@ -63,6 +63,34 @@ pub fn column_at(columns: &[Column], total: u16, x: u16) -> Option<usize> {
     None
 }
 
+/// What a click at (col, row) in a table drawn in `area` landed on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hit {
+    /// A column header.
+    Header(usize),
+    /// A data row, by index into the rows (scrolling accounted for).
+    Row(usize),
+}
+
+pub fn hit(
+    columns: &[Column],
+    area: Rect,
+    selected: usize,
+    rows: usize,
+    col: u16,
+    row: u16,
+) -> Option<Hit> {
+    if row == area.y {
+        return column_at(columns, area.width, col.saturating_sub(area.x)).map(Hit::Header);
+    }
+    if row > area.y && row < area.bottom() {
+        let first = offset(selected, usize::from(area.height - 1));
+        let i = first + usize::from(row - area.y - 1);
+        return (i < rows).then_some(Hit::Row(i));
+    }
+    None
+}
+
 /// First row shown so that `selected` is visible in `height` rows (header excluded).
 pub fn offset(selected: usize, visible: usize) -> usize {
     if visible == 0 {
@@ -151,6 +179,13 @@ mod tests {
         assert_eq!(column_at(&COLS, 20, 11), Some(1));
         assert_eq!(column_at(&COLS, 20, 15), Some(2));
         assert_eq!(offset(0, 5), 0);
+        // Header at y = 2, three rows visible below it, row 7 selected: rows 5..8 shown.
+        let area = Rect::new(0, 2, 20, 4);
+        assert_eq!(hit(&COLS, area, 7, 9, 12, 2), Some(Hit::Header(1)));
+        assert_eq!(hit(&COLS, area, 7, 9, 0, 3), Some(Hit::Row(5)));
+        assert_eq!(hit(&COLS, area, 7, 9, 0, 5), Some(Hit::Row(7)));
+        assert_eq!(hit(&COLS, area, 7, 7, 0, 5), None);
+        assert_eq!(hit(&COLS, area, 7, 9, 0, 6), None);
         assert_eq!(offset(7, 5), 3);
     }
 
