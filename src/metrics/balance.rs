@@ -2,7 +2,7 @@
 
 use super::ctx::{gpu_step_windows, Ctx};
 use super::outcome::{percent, Outcome};
-use super::ranks::{rank_rows, slowest};
+use super::ranks::slowest;
 use crate::model::time::{human, ns_to_s};
 
 /// Union of device activity over the rank's device window (first op start to
@@ -66,7 +66,7 @@ pub fn straggler(ctx: &Ctx) -> Outcome {
     if let Some(na) = two_ranks_needed(ctx) {
         return na;
     }
-    let rows = rank_rows(ctx);
+    let rows = ctx.rank_rows();
     let Some((i, median)) = slowest(&rows) else {
         return Outcome::na("no ranks");
     };
@@ -88,7 +88,7 @@ pub fn slowest_rank(ctx: &Ctx) -> Outcome {
     if let Some(na) = two_ranks_needed(ctx) {
         return na;
     }
-    let rows = rank_rows(ctx);
+    let rows = ctx.rank_rows();
     match slowest(&rows) {
         Some((i, _)) => Outcome::value(f64::from(rows[i].rank)),
         None => Outcome::na("no ranks"),
@@ -119,7 +119,7 @@ pub fn sync_wait_time(ctx: &Ctx) -> Outcome {
     if let Some(na) = two_ranks_needed(ctx) {
         return na;
     }
-    let rows = rank_rows(ctx);
+    let rows = ctx.rank_rows();
     if !ctx.ranks.iter().any(|t| t.ops.iter().any(|o| o.is_comm())) {
         return Outcome::na("the trace has no communication ops");
     }
@@ -153,7 +153,7 @@ pub fn exposed_comm_time(ctx: &Ctx) -> Outcome {
 
 /// Step time with no device activity (step time − busy), per step, averaged.
 pub fn bubble_time(ctx: &Ctx) -> Outcome {
-    let rows = rank_rows(ctx);
+    let rows = ctx.rank_rows();
     Outcome::rank_mean(
         rows.iter()
             .map(|r| (r.rank, r.step_time.map(|st| ns_to_s((st - r.busy).max(0))))),

@@ -96,6 +96,7 @@ pub struct Ctx<'a> {
     /// The rank that single-rank metrics describe: `--rank`, else rank 0 (or the lowest).
     pub focus: Option<&'a RankTimeline>,
     stats: OnceLock<Vec<RankStats>>,
+    rows: OnceLock<Vec<super::ranks::RankRow>>,
 }
 
 impl<'a> Ctx<'a> {
@@ -112,6 +113,7 @@ impl<'a> Ctx<'a> {
         Ok(Self {
             trace,
             opts: Options::default(),
+            rows: OnceLock::new(),
             ranks,
             focus,
             stats: OnceLock::new(),
@@ -160,6 +162,11 @@ impl<'a> Ctx<'a> {
     pub fn stats(&self) -> &[RankStats] {
         self.stats
             .get_or_init(|| self.ranks.par_iter().map(|t| RankStats::of(t)).collect())
+    }
+
+    /// Per-step time breakdown of every rank in scope (see `metrics::ranks`).
+    pub fn rank_rows(&self) -> &[super::ranks::RankRow] {
+        self.rows.get_or_init(|| super::ranks::rank_rows(self))
     }
 
     /// Pairs of (timeline, stats) for the ranks in scope.

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::metrics::ranks::{rank_rows, RankRow};
+use crate::metrics::ranks::RankRow;
 use crate::metrics::{Ctx, Metric, Options, Outcome, METRICS};
 use crate::model::{Coverage, DeviceOp, Interval, IntervalSet, Ns, Trace};
 use crate::read::LoadReport;
@@ -87,7 +87,7 @@ impl Data {
             .expect("no rank filter")
             .with_options(opts);
         let summary = METRICS.iter().map(|m| (m, m.eval(&ctx))).collect();
-        let ranks = rank_rows(&ctx);
+        let ranks = ctx.rank_rows().to_vec();
         drop(ctx);
         let mut lanes = Vec::new();
         let mut stream_lanes = Vec::new();
