@@ -67,7 +67,7 @@ pub fn straggler(ctx: &Ctx) -> Outcome {
         return na;
     }
     let rows = ctx.rank_rows();
-    let Some((i, median)) = slowest(&rows) else {
+    let Some((i, median)) = slowest(rows) else {
         return Outcome::na("no ranks");
     };
     if median <= 0 {
@@ -89,7 +89,7 @@ pub fn slowest_rank(ctx: &Ctx) -> Outcome {
         return na;
     }
     let rows = ctx.rank_rows();
-    match slowest(&rows) {
+    match slowest(rows) {
         Some((i, _)) => Outcome::value(f64::from(rows[i].rank)),
         None => Outcome::na("no ranks"),
     }
