@@ -74,7 +74,7 @@ pub fn discover(path: &Path, iteration: Option<u32>) -> Result<Discovery> {
     if meta.is_file() {
         let kind = sniff(path)?.ok_or_else(|| Error::NotATrace {
             path: path.to_owned(),
-            why: "not a profiler trace this tool reads (expected PyTorch profiler JSON, .json or .json.gz)".into(),
+            why: "not a profiler trace this tool reads (expected PyTorch profiler JSON, .json or .json.gz, or an Nsight Systems .sqlite export)".into(),
         })?;
         return Ok(Discovery {
             inputs: vec![Input {
@@ -108,7 +108,9 @@ pub fn discover(path: &Path, iteration: Option<u32>) -> Result<Discovery> {
             break;
         }
     }
-    if d.of_kind(InputKind::Kineto).next().is_none() {
+    if d.of_kind(InputKind::Kineto).next().is_none()
+        && d.of_kind(InputKind::NsysSqlite).next().is_none()
+    {
         return Err(no_traces(path, &dir, &d));
     }
     Ok(d)
@@ -119,7 +121,7 @@ fn no_traces(path: &Path, dir: &Path, d: &Discovery) -> Error {
         return Error::Unsupported {
             path: rep.path.clone(),
             why: format!(
-                "Nsight Systems reports cannot be read directly; convert with `nsys export --type sqlite --output {} {}`",
+                "Nsight Systems reports cannot be read directly; convert with `nsys export --type sqlite --output {} {}` and point --trace at the .sqlite",
                 rep.path.with_extension("sqlite").display(),
                 rep.path.display()
             ),
@@ -132,7 +134,7 @@ fn no_traces(path: &Path, dir: &Path, d: &Discovery) -> Error {
         .collect();
     let detail = if found.is_empty() {
         format!(
-            "looked in {} for rank*_trace.json, kineto_trace_*.json, worker*.pt.trace.json, *.json.gz",
+            "looked in {} for rank*_trace.json, kineto_trace_*.json, worker*.pt.trace.json, *.json.gz, *.sqlite",
             dir.display()
         )
     } else {

@@ -4,6 +4,7 @@
 pub mod card;
 pub mod chrome;
 pub mod kineto;
+pub mod nsys;
 pub mod split;
 
 use std::collections::BTreeMap;
@@ -96,6 +97,26 @@ impl<R> Drop for Counting<'_, R> {
     }
 }
 
+/// What a reader found in one file, before ranks are resolved across files.
+#[derive(Debug)]
+pub struct RankFile {
+    pub timeline: crate::model::RankTimeline,
+    /// The rank the file's content states (`distributedInfo.rank`), if any.
+    pub dist_rank: Option<u32>,
+    pub events: u64,
+    pub warnings: Vec<String>,
+}
+
+/// A file's timeline with the rank its file name gives.
+type Ranked = (Option<u32>, RankFile);
+
+/// Index of the step whose range contains `t` (steps are sorted and do not overlap).
+pub(crate) fn step_at(steps: &[crate::model::Step], t: crate::model::Ns) -> Option<u32> {
+    let i = steps.partition_point(|s| s.start <= t);
+    let s = steps.get(i.checked_sub(1)?)?;
+    (t < s.end).then_some((i - 1) as u32)
+}
+
 /// Load progress, readable from another thread while `load` runs.
 #[derive(Debug, Default)]
 pub struct Progress {
@@ -120,24 +141,40 @@ pub fn load(
     discovery: &Discovery,
     progress: &Progress,
 ) -> Result<(Trace, LoadReport)> {
-    let inputs: Vec<_> = discovery.of_kind(InputKind::Kineto).collect();
-    progress.files_total.store(inputs.len(), Ordering::Relaxed);
-    let results: Vec<Result<(Option<u32>, kineto::KinetoFile)>> = inputs
-        .par_iter()
-        .map(|input| {
-            let reader = Counting::new(open(&input.path)?, &progress.bytes);
-            let file = kineto::read(reader, &input.path)?;
-            progress.files_done.fetch_add(1, Ordering::Relaxed);
-            Ok((input.rank, file))
-        })
-        .collect();
+    let kineto: Vec<_> = discovery.of_kind(InputKind::Kineto).collect();
+    let nsys: Vec<_> = discovery.of_kind(InputKind::NsysSqlite).collect();
     let mut report = LoadReport {
         warnings: discovery.notes.clone(),
         ..Default::default()
     };
+    // Exports of one run in several formats would be the same ranks twice:
+    // read the PyTorch profiler traces when there are any.
+    let use_nsys = kineto.is_empty();
+    if !use_nsys && !nsys.is_empty() {
+        report.warnings.push(format!(
+            "{} Nsight Systems export(s) beside the PyTorch profiler traces were not read (point --trace at one of them to read it)",
+            nsys.len()
+        ));
+    }
+    let inputs: Vec<_> = if use_nsys { nsys } else { kineto };
+    progress.files_total.store(inputs.len(), Ordering::Relaxed);
+    let results: Vec<Result<Vec<Ranked>>> = inputs
+        .par_iter()
+        .map(|input| {
+            let files = match input.kind {
+                InputKind::NsysSqlite => nsys::read(&input.path, input.rank)?,
+                _ => {
+                    let reader = Counting::new(open(&input.path)?, &progress.bytes);
+                    vec![(input.rank, kineto::read(reader, &input.path)?)]
+                }
+            };
+            progress.files_done.fetch_add(1, Ordering::Relaxed);
+            Ok(files)
+        })
+        .collect();
     let mut files = Vec::with_capacity(results.len());
     for r in results {
-        files.push(r?);
+        files.extend(r?);
     }
     report.bytes = progress.bytes.load(Ordering::Relaxed);
     let ranks = assign_ranks(files, &mut report)?;
@@ -179,7 +216,7 @@ fn read_card(discovery: &Discovery, report: &mut LoadReport) -> Option<crate::mo
 /// disagreeing world sizes, mean several runs were mixed: that is an error, never
 /// a silent merge.
 fn assign_ranks(
-    files: Vec<(Option<u32>, kineto::KinetoFile)>,
+    files: Vec<Ranked>,
     report: &mut LoadReport,
 ) -> Result<Vec<crate::model::RankTimeline>> {
     let mut by_rank = BTreeMap::new();

@@ -10,6 +10,7 @@ use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 
 use super::chrome::{non_map_arms, KeyOf, LenientF64, LenientU64, MicrosAsNs, Product, StrInto};
 use super::split::{Pos, Splitter};
+use super::{step_at, RankFile};
 use crate::error::Error;
 use crate::model::classify::{classify, coll_kind, dtype_size};
 use crate::model::{
@@ -17,19 +18,9 @@ use crate::model::{
     KernelClass, Ns, RankTimeline, Step, StrId,
 };
 
-/// What the reader found in one file, before ranks are resolved across files.
-#[derive(Debug)]
-pub struct KinetoFile {
-    pub timeline: RankTimeline,
-    /// `distributedInfo.rank`, when the trace has it.
-    pub dist_rank: Option<u32>,
-    pub events: u64,
-    pub warnings: Vec<String>,
-}
-
 /// Reads one Kineto trace from `reader` (already decompressed). `path` is only
 /// used in messages.
-pub fn read(reader: impl Read, path: &Path) -> Result<KinetoFile, Error> {
+pub fn read(reader: impl Read, path: &Path) -> Result<RankFile, Error> {
     let mut b = Builder::default();
     let mut sp = Splitter::new(reader);
     let outcome = document(&mut sp, &mut b);
@@ -69,7 +60,7 @@ pub fn read(reader: impl Read, path: &Path) -> Result<KinetoFile, Error> {
     let dist_rank = b.dist_rank;
     let mut timeline = b.finish();
     timeline.source = path.to_owned();
-    Ok(KinetoFile {
+    Ok(RankFile {
         timeline,
         dist_rank,
         events,
@@ -527,13 +518,6 @@ impl Builder {
     }
 }
 
-/// Index of the step whose range contains `t` (steps are sorted and do not overlap).
-fn step_at(steps: &[Step], t: Ns) -> Option<u32> {
-    let i = steps.partition_point(|s| s.start <= t);
-    let s = steps.get(i.checked_sub(1)?)?;
-    (t < s.end).then_some((i - 1) as u32)
-}
-
 // ---- serde plumbing -------------------------------------------------------
 
 struct EventSeed<'b> {
@@ -714,7 +698,7 @@ impl<'de> Visitor<'de> for ArgsSeed<'_> {
 mod tests {
     use super::*;
 
-    fn load(text: &str) -> KinetoFile {
+    fn load(text: &str) -> RankFile {
         read(text.as_bytes(), Path::new("t.json")).expect("loads")
     }
 

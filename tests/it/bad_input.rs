@@ -154,3 +154,27 @@ fn truncated_gzip_loads_with_a_warning() {
     );
     assert!(!stdout(&o).trim().is_empty());
 }
+
+#[test]
+fn sqlite_that_is_not_an_nsys_export() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("results.sqlite");
+    let c = rusqlite::Connection::open(&f).unwrap();
+    c.execute("CREATE TABLE runs (id INTEGER, loss REAL)", [])
+        .unwrap();
+    drop(c);
+    let err = fails_naming(
+        &["--trace", f.to_str().unwrap(), "--metrics"],
+        "results.sqlite",
+    );
+    assert!(
+        err.contains("not an `nsys export --type sqlite` file"),
+        "{err}"
+    );
+    // Not SQLite at all.
+    std::fs::write(&f, b"SQLite? no").unwrap();
+    fails_naming(
+        &["--trace", f.to_str().unwrap(), "--metrics"],
+        "results.sqlite",
+    );
+}

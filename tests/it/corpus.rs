@@ -365,3 +365,73 @@ fn every_metric_applies_somewhere_or_says_why_not() {
         }
     }
 }
+
+/// Nsight Systems SQLite exports of three schema generations. Expected values
+/// come from nsys's own `cuda_gpu_kern_sum` report (h100_tiny_transformer) and
+/// from SQL over the export's tables.
+#[test]
+fn nsys_sqlite_exports() {
+    // 2025.3, schema 3.20: 744 kernels, 4,769,921 ns (nsys stats agrees);
+    // the top kernel 514,697 ns; five NVTX `step_N` ranges, 498,503,879 ns.
+    check(
+        "nsys/h100_tiny_transformer/h100_tiny_transformer_nsys.sqlite",
+        &[
+            ("total_kernel_time", Some(0.004769921)),
+            (
+                "dominant_kernel_concentration",
+                Some(514_697.0 / 4_769_921.0 * 100.0),
+            ),
+            ("avg_step_time", Some(0.0997007758)),
+            ("coll_call_num", Some(0.0)),
+        ],
+    );
+    // 2024.5, schema 3.13, 4 GPUs listed, kernels on one; memcpy bytes / time.
+    check(
+        "nsys/cloverleaf-nsys",
+        &[
+            ("total_kernel_time", Some(0.29440454)),
+            (
+                "average_memory_bandwidth",
+                Some(225_116_952.0 / 9_390_923.0),
+            ),
+        ],
+    );
+    // 2022.2, schema 2.9 (older column layout).
+    check(
+        "nsys/saxpy-mpi-cuda_nsys_perlmutter0.sqlite",
+        &[
+            ("total_kernel_time", Some(0.08857348)),
+            (
+                "average_memory_bandwidth",
+                Some(3_932_160_000.0 / 284_699_600.0),
+            ),
+        ],
+    );
+}
+
+#[test]
+fn nsys_export_is_opened_without_writing_beside_it() {
+    let Some(src) = corpus("nsys/h100_tiny_transformer/h100_tiny_transformer_nsys.sqlite") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("rank3.sqlite");
+    std::fs::copy(&src, &f).unwrap();
+    let o = run(&[
+        "--trace",
+        dir.path().to_str().unwrap(),
+        "--metric",
+        "total_kernel_time",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o).trim(), "0.004769921");
+    let names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(
+        names,
+        vec![std::ffi::OsString::from("rank3.sqlite")],
+        "no -wal/-shm/journal files"
+    );
+}

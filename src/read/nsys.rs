@@ -1,0 +1,435 @@
+//! Nsight Systems SQLite exports (`nsys export --type sqlite`): CUPTI kernel,
+//! memcpy, memset and runtime tables, NVTX ranges and GPU info, old (2022) and
+//! new (2025) schemas. Each GPU in the file becomes one rank. The file is opened
+//! immutable: nothing is ever written next to it.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::Path;
+
+use rusqlite::types::ValueRef;
+use rusqlite::{Connection, OpenFlags, Row};
+
+use super::{step_at, RankFile};
+use crate::error::Error;
+use crate::model::classify::{classify, coll_kind};
+use crate::model::{
+    Activity, Annotation, DeviceInfo, DeviceOp, Interval, KernelClass, Ns, RankTimeline, Step,
+};
+
+/// CUPTI copy kinds (`ENUM_CUDA_MEMCPY_OPER`), named as Kineto names them.
+fn copy_name(kind: i64) -> &'static str {
+    match kind {
+        1 => "Memcpy HtoD",
+        2 => "Memcpy DtoH",
+        8 => "Memcpy DtoD",
+        9 => "Memcpy HtoH",
+        10 => "Memcpy PtoP",
+        _ => "Memcpy",
+    }
+}
+
+/// Step ranges as people mark them with NVTX: `ProfilerStep#3`, `step_3`,
+/// `step 3`, `iteration_3`.
+fn step_number(name: &str) -> Option<i64> {
+    static STEP: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"(?i)^(?:ProfilerStep#|step[ _#]?|iteration[ _#]?)(\d+)$")
+            .expect("valid")
+    });
+    STEP.captures(name.trim())?[1].parse().ok()
+}
+
+/// The process id inside an nsys `globalTid`/`globalPid` (bits 24..48).
+fn pid(global: i64) -> i64 {
+    (global >> 24) & 0xFF_FFFF
+}
+
+struct Reader<'c> {
+    conn: &'c Connection,
+    path: &'c Path,
+    strings: HashMap<i64, String>,
+    tables: HashSet<String>,
+}
+
+impl Reader<'_> {
+    fn err(&self, e: rusqlite::Error) -> Error {
+        Error::NotATrace {
+            path: self.path.to_owned(),
+            why: format!("cannot read the Nsight Systems tables: {e}"),
+        }
+    }
+
+    /// A name column: a `StringIds` id in current exports, text in some.
+    fn text(&self, v: ValueRef) -> Option<String> {
+        match v {
+            ValueRef::Integer(id) => self.strings.get(&id).cloned(),
+            ValueRef::Text(t) => Some(String::from_utf8_lossy(t).into_owned()),
+            _ => None,
+        }
+    }
+
+    fn has(&self, table: &str) -> bool {
+        self.tables.contains(table)
+    }
+
+    fn columns(&self, table: &str) -> Result<HashSet<String>, Error> {
+        let mut st = self
+            .conn
+            .prepare(&format!("PRAGMA table_info({table})"))
+            .map_err(|e| self.err(e))?;
+        let cols = st
+            .query_map([], |r| r.get::<_, String>(1))
+            .map_err(|e| self.err(e))?
+            .collect::<Result<HashSet<_>, _>>()
+            .map_err(|e| self.err(e))?;
+        Ok(cols)
+    }
+
+    fn rows<T>(
+        &self,
+        sql: &str,
+        f: impl FnMut(&Row) -> rusqlite::Result<T>,
+    ) -> Result<Vec<T>, Error> {
+        let mut st = self.conn.prepare(sql).map_err(|e| self.err(e))?;
+        let v = st
+            .query_map([], f)
+            .map_err(|e| self.err(e))?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| self.err(e))?;
+        Ok(v)
+    }
+}
+
+/// A device op before it is placed on its GPU's timeline.
+struct Raw {
+    device: i64,
+    pid: i64,
+    correlation: i64,
+    start: Ns,
+    end: Ns,
+    name: String,
+    activity: Activity,
+    stream: i64,
+    blocks: Option<f64>,
+    bytes: Option<u64>,
+}
+
+/// A CPU-side range (NVTX) or call (runtime), by process.
+struct Cpu {
+    pid: i64,
+    start: Ns,
+    end: Ns,
+    name: String,
+}
+
+fn open(path: &Path) -> Result<Connection, Error> {
+    // `immutable=1`: no locks, no journal, no -shm/-wal files beside the export.
+    let p = path
+        .to_string_lossy()
+        .replace('%', "%25")
+        .replace('?', "%3f")
+        .replace('#', "%23");
+    Connection::open_with_flags(
+        format!("file:{p}?immutable=1"),
+        OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_URI
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(|e| Error::NotATrace {
+        path: path.to_owned(),
+        why: format!("not a readable SQLite file: {e}"),
+    })
+}
+
+/// Reads one export; one `RankFile` per GPU with activity. `name_rank` is the
+/// rank in the file name, if any.
+pub fn read(path: &Path, name_rank: Option<u32>) -> Result<Vec<(Option<u32>, RankFile)>, Error> {
+    let conn = open(path)?;
+    let mut r = Reader {
+        conn: &conn,
+        path,
+        strings: HashMap::new(),
+        tables: HashSet::new(),
+    };
+    r.tables = r
+        .rows(
+            "SELECT name FROM sqlite_master WHERE type = 'table'",
+            |row| row.get::<_, String>(0),
+        )
+        .map_err(|_| Error::NotATrace {
+            path: path.to_owned(),
+            why: "not a SQLite database".into(),
+        })?
+        .into_iter()
+        .collect();
+    if !r.has("StringIds") || !(r.has("CUPTI_ACTIVITY_KIND_KERNEL") || r.has("NVTX_EVENTS")) {
+        return Err(Error::NotATrace {
+            path: path.to_owned(),
+            why: "SQLite without Nsight Systems tables (StringIds, CUPTI_ACTIVITY_KIND_KERNEL): \
+                  not an `nsys export --type sqlite` file"
+                .into(),
+        });
+    }
+    r.strings = r
+        .rows("SELECT id, value FROM StringIds", |row| {
+            Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?))
+        })?
+        .into_iter()
+        .collect();
+    let mut raw = Vec::new();
+    if r.has("CUPTI_ACTIVITY_KIND_KERNEL") {
+        let cols = r.columns("CUPTI_ACTIVITY_KIND_KERNEL")?;
+        let name_col = if cols.contains("demangledName") {
+            "demangledName"
+        } else {
+            "shortName"
+        };
+        let sql = format!(
+            "SELECT deviceId, globalPid, correlationId, start, end, {name_col}, shortName, streamId, \
+             gridX * gridY * gridZ FROM CUPTI_ACTIVITY_KIND_KERNEL"
+        );
+        raw.extend(r.rows(&sql, |row| {
+            let name = r
+                .text(row.get_ref(5)?)
+                .or_else(|| r.text(row.get_ref(6).ok()?))
+                .unwrap_or_else(|| "unknown kernel".into());
+            Ok(Raw {
+                device: row.get(0)?,
+                pid: pid(row.get::<_, Option<i64>>(1)?.unwrap_or(0)),
+                correlation: row.get::<_, Option<i64>>(2)?.unwrap_or(-1),
+                start: row.get(3)?,
+                end: row.get(4)?,
+                name,
+                activity: Activity::Kernel,
+                stream: row.get::<_, Option<i64>>(7)?.unwrap_or(0),
+                blocks: row.get::<_, Option<f64>>(8)?,
+                bytes: None,
+            })
+        })?);
+    }
+    for (table, activity) in [
+        ("CUPTI_ACTIVITY_KIND_MEMCPY", Activity::Memcpy),
+        ("CUPTI_ACTIVITY_KIND_MEMSET", Activity::Memset),
+    ] {
+        if !r.has(table) {
+            continue;
+        }
+        let kind = if activity == Activity::Memcpy {
+            "copyKind"
+        } else {
+            "0"
+        };
+        let sql = format!(
+            "SELECT deviceId, globalPid, correlationId, start, end, {kind}, streamId, bytes FROM {table}"
+        );
+        raw.extend(r.rows(&sql, |row| {
+            Ok(Raw {
+                device: row.get(0)?,
+                pid: pid(row.get::<_, Option<i64>>(1)?.unwrap_or(0)),
+                correlation: row.get::<_, Option<i64>>(2)?.unwrap_or(-1),
+                start: row.get(3)?,
+                end: row.get(4)?,
+                name: match activity {
+                    Activity::Memcpy => {
+                        copy_name(row.get::<_, Option<i64>>(5)?.unwrap_or(0)).into()
+                    }
+                    _ => "Memset (Device)".into(),
+                },
+                activity,
+                stream: row.get::<_, Option<i64>>(6)?.unwrap_or(0),
+                blocks: None,
+                bytes: row
+                    .get::<_, Option<i64>>(7)?
+                    .and_then(|b| u64::try_from(b).ok()),
+            })
+        })?);
+    }
+    let runtime: Vec<(Cpu, i64)> = if r.has("CUPTI_ACTIVITY_KIND_RUNTIME") {
+        r.rows(
+            "SELECT globalTid, correlationId, start, end, nameId FROM CUPTI_ACTIVITY_KIND_RUNTIME",
+            |row| {
+                Ok((
+                    Cpu {
+                        pid: pid(row.get::<_, Option<i64>>(0)?.unwrap_or(0)),
+                        start: row.get(2)?,
+                        end: row.get(3)?,
+                        name: r.text(row.get_ref(4)?).unwrap_or_default(),
+                    },
+                    row.get::<_, Option<i64>>(1)?.unwrap_or(-1),
+                ))
+            },
+        )?
+    } else {
+        Vec::new()
+    };
+    // Ranges only (push/pop 59, start/end 60); marks have no end.
+    let nvtx: Vec<Cpu> = if r.has("NVTX_EVENTS") {
+        r.rows(
+            "SELECT globalTid, start, end, text, textId FROM NVTX_EVENTS \
+             WHERE eventType IN (59, 60) AND end IS NOT NULL AND end >= start",
+            |row| {
+                let name = r
+                    .text(row.get_ref(3)?)
+                    .or_else(|| r.text(row.get_ref(4).ok()?))
+                    .unwrap_or_default();
+                Ok(Cpu {
+                    pid: pid(row.get::<_, Option<i64>>(0)?.unwrap_or(0)),
+                    start: row.get(1)?,
+                    end: row.get(2)?,
+                    name,
+                })
+            },
+        )?
+    } else {
+        Vec::new()
+    };
+    let gpus: Vec<(i64, String, Option<u32>)> = if r.has("TARGET_INFO_GPU") {
+        r.rows("SELECT id, name, smCount FROM TARGET_INFO_GPU", |row| {
+            Ok((
+                row.get(0)?,
+                r.text(row.get_ref(1)?).unwrap_or_default(),
+                row.get::<_, Option<i64>>(2)?
+                    .and_then(|s| u32::try_from(s).ok()),
+            ))
+        })?
+    } else {
+        Vec::new()
+    };
+    Ok(assemble(path, name_rank, raw, &runtime, &nvtx, &gpus))
+}
+
+fn assemble(
+    path: &Path,
+    name_rank: Option<u32>,
+    raw: Vec<Raw>,
+    runtime: &[(Cpu, i64)],
+    nvtx: &[Cpu],
+    gpus: &[(i64, String, Option<u32>)],
+) -> Vec<(Option<u32>, RankFile)> {
+    let mut by_device: BTreeMap<i64, Vec<Raw>> = BTreeMap::new();
+    for op in raw {
+        by_device.entry(op.device).or_default().push(op);
+    }
+    let launches: HashMap<(i64, i64), Ns> = runtime
+        .iter()
+        .map(|(c, corr)| ((c.pid, *corr), c.start))
+        .collect();
+    let devices = by_device.len() as u32;
+    let several = devices > 1;
+    let mut out = Vec::new();
+    for (index, (device, ops)) in by_device.into_iter().enumerate() {
+        let pids: HashSet<i64> = ops.iter().map(|o| o.pid).collect();
+        let mine = |p: i64| !several || pids.contains(&p);
+        let mut t = RankTimeline {
+            source: path.to_owned(),
+            ..Default::default()
+        };
+        let mut window: Option<Interval> = None;
+        let mut widen = |s: Ns, e: Ns| {
+            window = Some(match window {
+                Some(w) => Interval::new(w.start.min(s), w.end.max(e)),
+                None => Interval::new(s, e),
+            });
+        };
+        let mut steps = Vec::new();
+        for c in nvtx.iter().filter(|c| mine(c.pid)) {
+            widen(c.start, c.end);
+            match step_number(&c.name) {
+                Some(number) => steps.push(Step {
+                    number,
+                    start: c.start,
+                    end: c.end,
+                }),
+                None => t.annotations.push(Annotation {
+                    name: t.strings.intern(&c.name),
+                    start: c.start,
+                    end: c.end,
+                    on_gpu: false,
+                }),
+            }
+        }
+        steps.sort_by_key(|s| (s.start, s.number));
+        steps.dedup_by_key(|s| s.number);
+        for (c, _) in runtime.iter().filter(|(c, _)| mine(c.pid)) {
+            widen(c.start, c.end);
+            if c.name.contains("Launch") {
+                t.launch_calls += 1;
+                t.launch_time += c.end - c.start;
+            }
+        }
+        let mut classes: HashMap<(String, Activity), KernelClass> = HashMap::new();
+        for o in &ops {
+            widen(o.start, o.end);
+            let class = *classes
+                .entry((o.name.clone(), o.activity))
+                .or_insert_with(|| classify(&o.name, o.activity));
+            let launch = launches
+                .get(&(o.pid, o.correlation))
+                .copied()
+                .unwrap_or(o.start);
+            t.ops.push(DeviceOp {
+                start: o.start,
+                dur: (o.end - o.start).max(0),
+                name: t.strings.intern(&o.name),
+                activity: o.activity,
+                class,
+                coll: (class == KernelClass::Communication).then(|| coll_kind(&o.name)),
+                stream: u32::try_from(o.stream).unwrap_or(0),
+                device: u32::try_from(device).unwrap_or(0),
+                blocks: o.blocks,
+                bytes: o.bytes,
+                meta: None,
+                step: step_at(&steps, launch),
+                launch,
+            });
+        }
+        t.ops.sort_by_key(|o| (o.start, o.end()));
+        t.annotations.sort_by_key(|a| a.start);
+        t.steps = steps;
+        t.window = window;
+        if let Some((id, name, sms)) = gpus.iter().find(|g| g.0 == device) {
+            t.devices.push(DeviceInfo {
+                id: u32::try_from(*id).unwrap_or(0),
+                name: name.clone(),
+                num_sms: *sms,
+            });
+        }
+        let events = t.ops.len() as u64;
+        let rank = match (several, name_rank) {
+            (false, r) => r,
+            // A node's export with k GPUs, named rank r: ranks r·k .. r·k + k − 1.
+            (true, Some(r)) => Some(r * devices + index as u32),
+            (true, None) => Some(index as u32),
+        };
+        out.push((
+            rank,
+            RankFile {
+                timeline: t,
+                dist_rank: None,
+                events,
+                warnings: Vec::new(),
+            },
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn step_names() {
+        assert_eq!(step_number("ProfilerStep#12"), Some(12));
+        assert_eq!(step_number("step_0"), Some(0));
+        assert_eq!(step_number("Step 7"), Some(7));
+        assert_eq!(step_number("iteration_3"), Some(3));
+        assert_eq!(step_number("stepper_3"), None);
+        assert_eq!(step_number("NCCL:ncclCommInitRankConfig"), None);
+    }
+
+    #[test]
+    fn process_ids_from_global_ids() {
+        // globalTid = (vm << 56) | (pid << 24) | tid.
+        assert_eq!(pid((1 << 56) | (4242 << 24) | 17), 4242);
+    }
+}
