@@ -5,6 +5,7 @@
 #
 #   scripts/bench.sh            # 10 MB .. 2 GB, 8 .. 64 ranks, plain and gzip
 #   QUICK=1 scripts/bench.sh    # only the small sets
+#   ONLY=1024r scripts/bench.sh # one set
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=target/bench
@@ -16,7 +17,11 @@ cores=$(nproc)
 # name ranks total_MB flags
 sets=("10mb_8r 8 10" "100mb_8r 8 100" "100mb_8r_gz 8 100 --gzip")
 if [ -z "${QUICK:-}" ]; then
-    sets+=("500mb_16r 16 500" "500mb_16r_gz 16 500 --gzip" "2gb_64r 64 2000")
+    sets+=("500mb_16r 16 500" "500mb_16r_gz 16 500 --gzip" "2gb_64r 64 2000" "1024r 1024 300")
+fi
+# ONLY=name runs one set.
+if [ -n "${ONLY:-}" ]; then
+    for s in "${sets[@]}"; do [[ "$s" == "$ONLY "* ]] && sets=("$s"); done
 fi
 measure() { # prints "seconds max_rss_kb" of the command
     /usr/bin/time -f "%e %M" -o "$out/time.txt" "$@" >/dev/null 2>"$out/stderr.txt" || {
