@@ -1,0 +1,61 @@
+//! Hot functions of loading and metrics: parsing one rank's Kineto JSON from
+//! memory, interval unions, the whole metric registry on a loaded trace.
+//!
+//!     cargo bench --bench load
+
+use std::hint::black_box;
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+
+use ccl_bench::metrics::{Ctx, METRICS};
+use ccl_bench::model::{Interval, IntervalSet, Trace};
+use ccl_bench::read::kineto;
+use ccl_bench::synth::{training_run, RunShape};
+
+fn bench(c: &mut Criterion) {
+    let shape = RunShape {
+        steps: 10,
+        layers: 32,
+        ..RunShape::default()
+    };
+    let ranks = training_run(&shape);
+    let text = ranks[0].to_json();
+    let mut g = c.benchmark_group("kineto");
+    g.throughput(Throughput::Bytes(text.len() as u64));
+    g.bench_function(format!("read_one_rank_{}kB", text.len() / 1000), |b| {
+        b.iter(|| kineto::read(black_box(text.as_bytes()), "rank0.json".as_ref()).unwrap())
+    });
+    g.finish();
+
+    let mut trace = Trace::default();
+    for (i, r) in ranks.iter().enumerate() {
+        let mut t = kineto::read(r.to_json().as_bytes(), "r.json".as_ref())
+            .unwrap()
+            .timeline;
+        t.rank = i as u32;
+        trace.ranks.push(t);
+    }
+    let ops: usize = trace.ranks.iter().map(|r| r.ops.len()).sum();
+    c.bench_function(&format!("all_metrics_8_ranks_{ops}_ops"), |b| {
+        b.iter(|| {
+            let ctx = Ctx::new(&trace, None).unwrap();
+            for m in METRICS {
+                black_box(m.eval(&ctx));
+            }
+        })
+    });
+
+    // One million overlapping intervals, in shuffled order.
+    let v: Vec<Interval> = (0..1_000_000i64)
+        .map(|i| {
+            let s = (i * 7919) % 1_000_000 * 10;
+            Interval::new(s, s + 15)
+        })
+        .collect();
+    c.bench_function("interval_union_1M", |b| {
+        b.iter(|| IntervalSet::from_unsorted(black_box(v.clone())))
+    });
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
