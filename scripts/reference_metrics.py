@@ -41,10 +41,10 @@ def klass(name, is_kernel):
         return "memory"
     if MOE.search(re.split(r"[<(]", name)[0]):
         return "moe"
-    if GEMM.search(name):
-        return "gemm"
     if ATTN.search(name):
         return "attention"
+    if GEMM.search(name):
+        return "gemm"
     return "other"
 
 

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Parser, ValueEnum};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Format {
@@ -19,8 +19,16 @@ pub enum Format {
 /// `ccl-bench DIR` opens the terminal UI (without a terminal it prints the metric
 /// table); `ccl-bench` alone opens the bundled sample in trace_collection/.
 #[derive(Debug, Parser)]
-#[command(name = "ccl-bench", version, after_help = AFTER_HELP)]
+#[command(
+    name = "ccl-bench",
+    version,
+    after_help = AFTER_HELP,
+    args_conflicts_with_subcommands = true
+)]
 pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+
     /// Trace directory or file to open in the terminal UI (same as --trace)
     #[arg(value_name = "DIR")]
     pub dir: Option<PathBuf>,
@@ -88,11 +96,63 @@ pub struct Cli {
     pub size: String,
 }
 
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Compare two runs: every metric with both values and the change, the
+    /// kernels and collectives whose time changed most, and per-rank steps
+    Compare(CompareArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// The baseline run (trace directory or file)
+    #[arg(value_name = "DIR_A")]
+    pub a: PathBuf,
+
+    /// The run compared with it
+    #[arg(value_name = "DIR_B")]
+    pub b: PathBuf,
+
+    /// Relative change that counts, e.g. 5% or 0.05
+    #[arg(long, value_name = "PCT", default_value = "5%", value_parser = parse_threshold)]
+    pub threshold: f64,
+
+    /// Print only this metric's difference B - A as a bare number
+    #[arg(long, short = 'm', value_name = "NAME")]
+    pub metric: Option<String>,
+
+    /// Exit 1 when a metric got worse beyond the threshold (for CI gates)
+    #[arg(long)]
+    pub fail_on_regression: bool,
+
+    /// Output format
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+
+    /// Kernels, classes and collectives listed in the table
+    #[arg(long, value_name = "N", default_value_t = 12)]
+    pub top: usize,
+}
+
+fn parse_threshold(s: &str) -> Result<f64, String> {
+    let (num, scale) = match s.trim().strip_suffix('%') {
+        Some(p) => (p, 100.0),
+        None => (s.trim(), 1.0),
+    };
+    num.trim()
+        .parse::<f64>()
+        .ok()
+        .map(|v| v / scale)
+        .filter(|v| v.is_finite() && *v >= 0.0)
+        .ok_or_else(|| format!("'{s}' is not a threshold (e.g. 5% or 0.05)"))
+}
+
 const AFTER_HELP: &str = "\
 Examples:
   ccl-bench --trace runs/llama_8gpu --metric communication_fraction
   ccl-bench --trace runs/llama_8gpu --metrics --format json
   ccl-bench --list-metrics
+  ccl-bench compare runs/nccl runs/msccl --threshold 3% --fail-on-regression
 
 Exit status: 0 ok, 1 unreadable or invalid input, 2 usage error (e.g. unknown metric),
 3 the metric does not apply to this trace (reason on stderr).";
@@ -177,5 +237,16 @@ mod tests {
         assert_eq!((c.n_chips, c.model_params), (Some(16), Some(7e9)));
         assert!(Cli::try_parse_from(["ccl-bench", "--model-params", "lots"]).is_err());
         assert!(Cli::try_parse_from(["ccl-bench", "--n-chips", "0"]).is_err());
+        let c = Cli::parse_from(["ccl-bench", "compare", "a", "b", "--threshold", "2.5%"]);
+        let Some(Command::Compare(args)) = c.command else {
+            panic!("compare parses")
+        };
+        assert_eq!((args.a, args.b), (PathBuf::from("a"), PathBuf::from("b")));
+        assert!((args.threshold - 0.025).abs() < 1e-12);
+        assert!(
+            Cli::try_parse_from(["ccl-bench", "compare", "a", "b", "--threshold", "x"]).is_err()
+        );
+        // A plain directory still parses as the positional argument.
+        assert!(Cli::parse_from(["ccl-bench", "runs/x"]).command.is_none());
     }
 }

@@ -94,6 +94,64 @@ pub fn load(path: &std::path::Path, iteration: Option<u32>) -> Result<Trace> {
     Ok(trace)
 }
 
+/// `ccl-bench compare A B`.
+pub fn compare(args: &crate::cli::CompareArgs) -> Result<ExitCode> {
+    use crate::report::compare::{write, Sides};
+    let metric = match &args.metric {
+        Some(name) => match metrics::find(name) {
+            Some(m) => Some(m),
+            None => {
+                eprintln!(
+                    "ccl-bench: unknown metric '{name}' (ccl-bench --list-metrics lists all)"
+                );
+                return Ok(ExitCode::from(EXIT_USAGE));
+            }
+        },
+        None => None,
+    };
+    let (ta, tb) = (load(&args.a, None)?, load(&args.b, None)?);
+    let (ca, cb) = (
+        Ctx::new(&ta, None).map_err(|e| anyhow!(e))?,
+        Ctx::new(&tb, None).map_err(|e| anyhow!(e))?,
+    );
+    let mut out = io::stdout().lock();
+    if let Some(m) = metric {
+        return match (m.eval(&ca), m.eval(&cb)) {
+            (Outcome::Value(a), Outcome::Value(b)) => {
+                writeln!(out, "{}", b.value - a.value)?;
+                Ok(ExitCode::SUCCESS)
+            }
+            (oa, ob) => {
+                for (side, o) in [("A", oa), ("B", ob)] {
+                    if let Outcome::NotApplicable(why) = o {
+                        eprintln!("ccl-bench: {} does not apply to run {side}: {why}", m.name);
+                    }
+                }
+                Ok(ExitCode::from(EXIT_NOT_APPLICABLE))
+            }
+        };
+    }
+    let cmp = crate::compare::compare(&ca, &cb, args.threshold);
+    let sides = Sides {
+        a: &args.a.display().to_string(),
+        b: &args.b.display().to_string(),
+        threshold: args.threshold,
+        top: args.top,
+    };
+    write(args.format, &sides, &cmp, &mut out)?;
+    let worse: Vec<&str> = cmp.regressions().map(|d| d.metric.name).collect();
+    if args.fail_on_regression && !worse.is_empty() {
+        eprintln!(
+            "ccl-bench: {} metric(s) got worse beyond {:.1}%: {}",
+            worse.len(),
+            args.threshold * 100.0,
+            worse.join(", ")
+        );
+        return Ok(ExitCode::FAILURE);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 /// Renders one tab of the UI to an SVG file (`--screenshot FILE --tab T --size WxH`).
 pub fn screenshot(cli: &Cli, out: &std::path::Path) -> Result<ExitCode> {
     use crate::tui::{app::App, screenshot, tabs::Tab, theme::Theme};

@@ -16,6 +16,7 @@
 //! - [`synth`]: a deterministic trace writer for tests and samples.
 
 pub mod cli;
+pub mod compare;
 pub mod discover;
 pub mod error;
 pub mod headless;

@@ -4,7 +4,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::Parser;
 
-use ccl_bench::cli::{sample_path, Cli, SAMPLE};
+use ccl_bench::cli::{sample_path, Cli, Command, SAMPLE};
 use ccl_bench::{headless, tui};
 
 fn main() -> ExitCode {
@@ -26,6 +26,9 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: &Cli) -> Result<ExitCode> {
+    if let Some(Command::Compare(args)) = &cli.command {
+        return headless::compare(args);
+    }
     if let Some(out) = &cli.screenshot {
         return headless::screenshot(cli, out);
     }

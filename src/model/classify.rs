@@ -99,7 +99,9 @@ pub struct Rule {
 }
 
 /// Communication first (so `reduce_scatter` never lands in reduction), MoE before
-/// GEMM (so `grouped_gemm` counts as MoE).
+/// GEMM (so `grouped_gemm` counts as MoE), attention before GEMM (attention
+/// kernels are often built on CUTLASS: `fmha_cutlassB_*`, `flash_fwd_kernel<…
+/// cutlass::bfloat16_t …>`).
 pub const RULES: &[Rule] = &[
     Rule {
         class: KernelClass::Communication,
@@ -117,13 +119,13 @@ pub const RULES: &[Rule] = &[
         base_only: true,
     },
     Rule {
-        class: KernelClass::Gemm,
-        pattern: r"gemm|cutlass|cublas|matmul|wgmma|sm90_xmma|nvjet|triton_mm|^cijk_|hipblaslt|rocblas|convolve|convolution|conv_(fwd|bwd|wrw)",
+        class: KernelClass::Attention,
+        pattern: r"flash|fmha|attention|attn|sdpa|softmax",
         base_only: false,
     },
     Rule {
-        class: KernelClass::Attention,
-        pattern: r"flash|fmha|attention|attn|sdpa|softmax",
+        class: KernelClass::Gemm,
+        pattern: r"gemm|cutlass|cublas|matmul|wgmma|sm90_xmma|nvjet|triton_mm|^cijk_|hipblaslt|rocblas|convolve|convolution|conv_(fwd|bwd|wrw)",
         base_only: false,
     },
     Rule {
@@ -246,6 +248,19 @@ mod tests {
         );
         assert_eq!(k("void at::native::reduce_kernel<512, 1>"), Reduction);
         assert_eq!(k("sm90_xmma_gemm_bf16bf16_bf16f32"), Gemm);
+        // Attention built on CUTLASS is attention (tracelens/h100, nsys corpus).
+        assert_eq!(
+            k("void pytorch_flash::flash_fwd_kernel<pytorch_flash::Flash_fwd_kernel_traits<64, 128, 128, 4, false, false, cutlass::bfloat16_t>>(pytorch_flash::Flash_fwd_params)"),
+            Attention
+        );
+        assert_eq!(
+            k("fmha_cutlassB_f32_aligned_64x64_k64_dropout_sm80(Params)"),
+            Attention
+        );
+        assert_eq!(
+            k("void cutlass::Kernel2<cutlass_80_simt_sgemm_128x64_8x5_nt_align1>(T1::Params)"),
+            Gemm
+        );
         assert_eq!(k("void cutlass::Kernel2<cutlass_80_wmma>"), Gemm);
         assert_eq!(k("flash_fwd_kernel"), Attention);
         // AMD: Tensile GEMMs, composable-kernel convolutions, Triton attention.

@@ -219,3 +219,54 @@ fn bundled_sample_is_what_the_generator_writes() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stdout(&o).contains("8 ranks (ranks 0-7)"));
 }
+
+#[test]
+fn compare_two_runs() {
+    let a = write_ranks(&two_rank_example());
+    let (pa, pb) = (a.path().to_str().unwrap(), a.path().to_str().unwrap());
+    // A run against itself: no differences, exit 0, even as a CI gate.
+    let o = run(&["compare", pa, pb, "--fail-on-regression"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("avg_step_time"), "{out}");
+    assert!(
+        !out.lines().any(|l| l.trim_end().ends_with("WORSE")),
+        "{out}"
+    );
+    let o = run(&["compare", pa, pb, "--metric", "avg_step_time"]);
+    assert_eq!(stdout(&o).trim(), "0");
+    // B: rank 1's step is slower (its all-reduce takes 2x): worse step time.
+    let mut slow = two_rank_example();
+    slow.truncate(1);
+    let b = write_ranks(&slow);
+    let o = run(&[
+        "compare",
+        pa,
+        b.path().to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let step = v["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["metric"] == "avg_step_time")
+        .unwrap();
+    // A: mean of rank 0 (100 µs) and rank 1 (200 µs) = 150 µs; B: rank 0 only, 100 µs.
+    assert_close(step["delta"].as_f64().unwrap(), -50e-6, "delta");
+    assert_eq!(step["verdict"], "better");
+    assert!(v["ranks"]["not_compared"]
+        .as_str()
+        .unwrap()
+        .contains("2 vs 1"));
+    let o = run(&[
+        "compare",
+        b.path().to_str().unwrap(),
+        pa,
+        "--fail-on-regression",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("avg_step_time"), "{}", stderr(&o));
+}

@@ -435,3 +435,32 @@ fn nsys_export_is_opened_without_writing_beside_it() {
         "no -wal/-shm/journal files"
     );
 }
+
+/// The same model on two vendors compares without error; kernels are matched by
+/// normalized name, so the shared PyTorch kernels line up.
+#[test]
+fn compare_h100_with_mi300() {
+    let (Some(a), Some(b)) = (
+        corpus("kineto/tracelens/h100"),
+        corpus("kineto/tracelens/mi300"),
+    ) else {
+        return;
+    };
+    let (ta, tb) = (load(&a, None).unwrap(), load(&b, None).unwrap());
+    let (ca, cb) = (Ctx::new(&ta, None).unwrap(), Ctx::new(&tb, None).unwrap());
+    let cmp = ccl_bench::compare::compare(&ca, &cb, 0.05);
+    let both = cmp
+        .kernels
+        .iter()
+        .find(|k| k.name == "at::native::vectorized_elementwise_kernel")
+        .expect("a kernel both runs have");
+    assert!(both.a_count > 0 && both.b_count > 0);
+    let step = cmp
+        .metrics
+        .iter()
+        .find(|d| d.metric.name == "avg_step_time")
+        .unwrap();
+    assert!(step.delta().is_some());
+    let o = run(&["compare", a.to_str().unwrap(), b.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}

@@ -1,0 +1,356 @@
+//! Two runs side by side: every metric with both values and the change, kernels
+//! (by normalized name), kernel classes and collective kinds whose time changed
+//! most, and per-rank step breakdowns when both runs have the same ranks.
+
+use std::collections::HashMap;
+
+use crate::metrics::breakdown::{kernel_table, Grouping};
+use crate::metrics::{Better, Ctx, Metric, Outcome, METRICS};
+use crate::model::time::ns_to_s;
+use crate::model::{CollKind, Ns, Trace};
+
+/// How a metric moved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    Same,
+    /// Changed beyond the threshold, for metrics that are neither better nor worse.
+    Changed,
+    Better,
+    Worse,
+    /// Applies to one run only.
+    OneSided,
+}
+
+impl Verdict {
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Same => "",
+            Self::Changed => "changed",
+            Self::Better => "better",
+            Self::Worse => "WORSE",
+            Self::OneSided => "one run only",
+        }
+    }
+}
+
+pub struct MetricDiff {
+    pub metric: &'static Metric,
+    pub a: Outcome,
+    pub b: Outcome,
+    pub verdict: Verdict,
+}
+
+impl MetricDiff {
+    /// B − A, when both apply.
+    pub fn delta(&self) -> Option<f64> {
+        Some(self.b.as_value()? - self.a.as_value()?)
+    }
+
+    /// (B − A) / |A|, when both apply and A ≠ 0.
+    pub fn relative(&self) -> Option<f64> {
+        let (a, b) = (self.a.as_value()?, self.b.as_value()?);
+        (a != 0.0).then(|| (b - a) / a.abs())
+    }
+}
+
+/// Total device time of one kernel (or class, or collective kind) in each run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TimeDiff {
+    pub name: String,
+    pub a_count: u64,
+    pub b_count: u64,
+    /// Seconds over all ranks.
+    pub a: f64,
+    pub b: f64,
+}
+
+impl TimeDiff {
+    pub fn delta(&self) -> f64 {
+        self.b - self.a
+    }
+}
+
+#[derive(Debug)]
+pub struct RankDiff {
+    pub rank: u32,
+    /// Seconds per step: (A, B) of step time, work and exposed communication.
+    pub step: (Option<f64>, Option<f64>),
+    pub work: (f64, f64),
+    pub exposed: (f64, f64),
+}
+
+pub struct Comparison {
+    pub metrics: Vec<MetricDiff>,
+    pub kernels: Vec<TimeDiff>,
+    pub classes: Vec<TimeDiff>,
+    pub collectives: Vec<TimeDiff>,
+    /// Per rank, when both runs have the same ranks; otherwise why not.
+    pub ranks: Result<Vec<RankDiff>, String>,
+}
+
+/// `|relative change| > threshold` (a fraction, 0.05 = 5 %); a change from zero
+/// counts as beyond any threshold.
+fn beyond(d: &MetricDiff, threshold: f64) -> bool {
+    match (d.relative(), d.delta()) {
+        (Some(r), _) => r.abs() > threshold,
+        (None, Some(delta)) => delta != 0.0,
+        _ => false,
+    }
+}
+
+pub fn compare(a: &Ctx, b: &Ctx, threshold: f64) -> Comparison {
+    let metrics = METRICS
+        .iter()
+        .map(|m| {
+            let (oa, ob) = (m.eval(a), m.eval(b));
+            let mut d = MetricDiff {
+                metric: m,
+                a: oa,
+                b: ob,
+                verdict: Verdict::Same,
+            };
+            d.verdict = match (d.a.as_value(), d.b.as_value()) {
+                (None, None) => Verdict::Same,
+                (Some(_), None) | (None, Some(_)) => Verdict::OneSided,
+                (Some(_), Some(_)) if !beyond(&d, threshold) => Verdict::Same,
+                (Some(x), Some(y)) => match m.better {
+                    Better::Neither => Verdict::Changed,
+                    Better::Higher if y > x => Verdict::Better,
+                    Better::Lower if y < x => Verdict::Better,
+                    _ => Verdict::Worse,
+                },
+            };
+            d
+        })
+        .collect();
+    Comparison {
+        metrics,
+        kernels: time_diffs(a, b, Grouping::Kernel, true),
+        classes: time_diffs(a, b, Grouping::Class, false),
+        collectives: coll_diffs(a.trace, b.trace),
+        ranks: rank_diffs(a, b),
+    }
+}
+
+/// A kernel name without template arguments, parameter list or launch-config
+/// suffixes, so the same kernel matches across builds and vendors' spellings:
+/// `void at::native::foo<float, 4>(int)` → `at::native::foo`.
+pub fn normalize(name: &str) -> String {
+    // Not a parameter list: part of the qualified name.
+    let name = name.replace("(anonymous namespace)::", "");
+    let mut out = String::with_capacity(name.len());
+    let mut depth = 0u32;
+    for c in name.chars() {
+        match c {
+            '<' => depth += 1,
+            '>' => depth = depth.saturating_sub(1),
+            '(' if depth == 0 => break,
+            _ if depth == 0 => out.push(c),
+            _ => {}
+        }
+    }
+    let s = out.trim();
+    let s = s.strip_prefix("void ").unwrap_or(s);
+    s.trim().to_owned()
+}
+
+fn time_diffs(a: &Ctx, b: &Ctx, grouping: Grouping, normalized: bool) -> Vec<TimeDiff> {
+    let mut by: HashMap<String, TimeDiff> = HashMap::new();
+    for (side, ctx) in [(0, a), (1, b)] {
+        for row in kernel_table(ctx, grouping) {
+            let key = if normalized {
+                normalize(&row.name)
+            } else {
+                row.name
+            };
+            let e = by.entry(key.clone()).or_insert_with(|| TimeDiff {
+                name: key,
+                a_count: 0,
+                b_count: 0,
+                a: 0.0,
+                b: 0.0,
+            });
+            if side == 0 {
+                e.a_count += row.count;
+                e.a += ns_to_s(row.total);
+            } else {
+                e.b_count += row.count;
+                e.b += ns_to_s(row.total);
+            }
+        }
+    }
+    sorted(by.into_values().collect())
+}
+
+fn coll_diffs(a: &Trace, b: &Trace) -> Vec<TimeDiff> {
+    let mut by: HashMap<CollKind, TimeDiff> = HashMap::new();
+    for (side, t) in [(0, a), (1, b)] {
+        for r in &t.ranks {
+            for o in r.ops.iter().filter(|o| o.is_comm()) {
+                let k = o.coll.unwrap_or(CollKind::Unknown);
+                let e = by.entry(k).or_insert_with(|| TimeDiff {
+                    name: k.name().to_owned(),
+                    a_count: 0,
+                    b_count: 0,
+                    a: 0.0,
+                    b: 0.0,
+                });
+                if side == 0 {
+                    e.a_count += 1;
+                    e.a += ns_to_s(o.dur);
+                } else {
+                    e.b_count += 1;
+                    e.b += ns_to_s(o.dur);
+                }
+            }
+        }
+    }
+    sorted(by.into_values().collect())
+}
+
+/// Largest absolute change first (ties by name).
+fn sorted(mut v: Vec<TimeDiff>) -> Vec<TimeDiff> {
+    v.sort_by(|x, y| {
+        y.delta()
+            .abs()
+            .total_cmp(&x.delta().abs())
+            .then_with(|| x.name.cmp(&y.name))
+    });
+    v
+}
+
+fn rank_diffs(a: &Ctx, b: &Ctx) -> Result<Vec<RankDiff>, String> {
+    let ranks = |c: &Ctx| c.ranks.iter().map(|t| t.rank).collect::<Vec<_>>();
+    if ranks(a) != ranks(b) {
+        return Err(format!(
+            "the runs have different ranks ({} vs {}): compare the metric distributions (min .. max in --metrics) instead",
+            a.ranks.len(),
+            b.ranks.len()
+        ));
+    }
+    let s = |ns: Ns| ns_to_s(ns);
+    Ok(a.rank_rows()
+        .iter()
+        .zip(b.rank_rows())
+        .map(|(x, y)| RankDiff {
+            rank: x.rank,
+            step: (x.step_time.map(s), y.step_time.map(s)),
+            work: (s(x.work()), s(y.work())),
+            exposed: (s(x.exposed_comm), s(y.exposed_comm)),
+        })
+        .collect())
+}
+
+impl Comparison {
+    /// Metrics that got worse beyond the threshold.
+    pub fn regressions(&self) -> impl Iterator<Item = &MetricDiff> {
+        self.metrics.iter().filter(|d| d.verdict == Verdict::Worse)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::testing::trace;
+    use crate::synth::{two_rank_example, Coll, RankTrace};
+
+    #[test]
+    fn names_normalize() {
+        assert_eq!(
+            normalize(
+                "void at::native::vectorized_elementwise_kernel<4, at::native::silu_kernel>(int)"
+            ),
+            "at::native::vectorized_elementwise_kernel"
+        );
+        assert_eq!(
+            normalize("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"),
+            "ncclDevKernel_AllReduce_Sum_f32_RING_LL"
+        );
+        assert_eq!(normalize("sm90_xmma_gemm_bf16"), "sm90_xmma_gemm_bf16");
+        assert_eq!(
+            normalize(
+                "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<Adam>(int)"
+            ),
+            "at::native::multi_tensor_apply_kernel"
+        );
+    }
+
+    #[test]
+    fn a_run_against_itself_changes_nothing() {
+        let t = trace(&two_rank_example());
+        let c = Ctx::new(&t, None).unwrap();
+        let cmp = compare(&c, &c, 0.05);
+        for d in &cmp.metrics {
+            assert_eq!(d.verdict, Verdict::Same, "{}", d.metric.name);
+            if let Some(delta) = d.delta() {
+                assert_eq!(delta, 0.0, "{}", d.metric.name);
+            }
+        }
+        assert!(cmp.kernels.iter().all(|k| k.delta() == 0.0));
+        assert_eq!(cmp.ranks.as_ref().map(Vec::len), Ok(2));
+    }
+
+    /// Rank 1 of the two-rank example with its all-reduce taking `ar_us`.
+    fn one_rank(ar_us: f64) -> Vec<RankTrace> {
+        let ar = Coll {
+            name: "allreduce",
+            in_nelems: 1 << 20,
+            out_nelems: 1 << 20,
+            dtype: "Float",
+            group_size: 2,
+        };
+        let mut r = RankTrace::new(Some(0), 1, 10);
+        r.step(1, 0.0, 100.0 + ar_us);
+        let k = r.kernel("sm90_xmma_gemm_bf16<128>", 0.0, 100.0, 7, 10);
+        let c = r.collective(
+            "ncclDevKernel_AllReduce_Sum_f32_RING_LL(x)",
+            100.0,
+            ar_us,
+            20,
+            &ar,
+        );
+        r.launch(k, 1.0);
+        r.launch(c, 2.0);
+        vec![r]
+    }
+
+    #[test]
+    fn a_collective_twice_as_slow() {
+        // A: all-reduce 100 µs; B: 200 µs. Step 200 → 300 µs (+50 %, worse);
+        // all-reduce bus bandwidth halves (worse); kernel diff: +100 µs on it.
+        let (ta, tb) = (trace(&one_rank(100.0)), trace(&one_rank(200.0)));
+        let (ca, cb) = (Ctx::new(&ta, None).unwrap(), Ctx::new(&tb, None).unwrap());
+        let cmp = compare(&ca, &cb, 0.05);
+        let get = |n: &str| cmp.metrics.iter().find(|d| d.metric.name == n).unwrap();
+        let step = get("avg_step_time");
+        assert!((step.delta().unwrap() - 100e-6).abs() < 1e-12);
+        assert!((step.relative().unwrap() - 0.5).abs() < 1e-12);
+        assert_eq!(step.verdict, Verdict::Worse);
+        let bw = get("bandwidth_utilization_allreduce_group_6");
+        assert!((bw.relative().unwrap() + 0.5).abs() < 1e-12);
+        assert_eq!(bw.verdict, Verdict::Worse);
+        // Total kernel time includes the all-reduce: a description of the run,
+        // so "changed", not better or worse.
+        assert_eq!(get("total_kernel_time").verdict, Verdict::Changed);
+        let top = &cmp.kernels[0];
+        assert_eq!(top.name, "ncclDevKernel_AllReduce_Sum_f32_RING_LL");
+        assert!((top.delta() - 100e-6).abs() < 1e-12);
+        assert_eq!((top.a_count, top.b_count), (1, 1));
+        let gemm = cmp
+            .kernels
+            .iter()
+            .find(|k| k.name == "sm90_xmma_gemm_bf16")
+            .unwrap();
+        assert_eq!(gemm.delta(), 0.0);
+        assert_eq!(cmp.collectives[0].name, "all_reduce");
+        assert!(cmp.regressions().any(|d| d.metric.name == "avg_step_time"));
+    }
+
+    #[test]
+    fn different_world_sizes_compare_distributions() {
+        let (ta, tb) = (trace(&two_rank_example()), trace(&one_rank(100.0)));
+        let (ca, cb) = (Ctx::new(&ta, None).unwrap(), Ctx::new(&tb, None).unwrap());
+        let cmp = compare(&ca, &cb, 0.05);
+        assert!(cmp.ranks.unwrap_err().contains("2 vs 1"));
+    }
+}
