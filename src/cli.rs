@@ -155,7 +155,8 @@ Examples:
   ccl-bench compare runs/nccl runs/msccl --threshold 3% --fail-on-regression
 
 Exit status: 0 ok, 1 unreadable or invalid input, 2 usage error (e.g. unknown metric),
-3 the metric does not apply to this trace (reason on stderr).";
+3 the metric does not apply to this trace (reason on stderr); compare --fail-on-regression
+exits 1 when a metric got worse beyond the threshold.";
 
 fn parse_params(s: &str) -> Result<f64, String> {
     crate::model::card::parse_count(s)
