@@ -66,6 +66,12 @@ pub struct Cli {
     #[arg(long, visible_alias = "model_params", value_name = "P", value_parser = parse_params)]
     pub model_params: Option<f64>,
 
+    /// Clock alignment across ranks: `collectives` puts every rank on rank 0's
+    /// clock using the end times of the collectives they share; `none` keeps each
+    /// file's own clock
+    #[arg(long, value_enum, default_value_t = Align::Collectives)]
+    pub align: Align,
+
     /// Print VALUE (exit 0) instead of failing when the metric does not apply, e.g. -1
     #[arg(long, value_name = "VALUE", allow_hyphen_values = true)]
     pub missing: Option<String>,
@@ -94,6 +100,12 @@ pub struct Cli {
     /// Terminal size for --screenshot, in cells
     #[arg(long, value_name = "WxH", default_value = "120x36", hide = true)]
     pub size: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Align {
+    None,
+    Collectives,
 }
 
 #[derive(Debug, Subcommand)]

@@ -51,7 +51,11 @@ pub fn run(cli: &Cli) -> Result<ExitCode> {
         eprintln!("ccl-bench: no trace given; use --trace DIR (ccl-bench --help for more)");
         return Ok(ExitCode::from(EXIT_USAGE));
     };
-    let trace = load(path, cli.iteration)?;
+    let trace = load(
+        path,
+        cli.iteration,
+        cli.align == crate::cli::Align::Collectives,
+    )?;
     let ctx = match Ctx::new(&trace, cli.rank) {
         Ok(c) => c.with_options(cli.options()),
         Err(e) => {
@@ -73,6 +77,7 @@ pub fn run(cli: &Cli) -> Result<ExitCode> {
                 source: trace.source.display().to_string(),
                 ranks: ctx.ranks.iter().map(|r| r.rank).collect(),
                 ops: ctx.ranks.iter().map(|r| r.ops.len()).sum(),
+                offsets: trace.offsets.clone().unwrap_or_default(),
             };
             report::write(cli.format, &about, &rows, &mut out)?;
             Ok(ExitCode::SUCCESS)
@@ -80,11 +85,15 @@ pub fn run(cli: &Cli) -> Result<ExitCode> {
     }
 }
 
-/// Discovers and loads a trace, printing load warnings on stderr.
-pub fn load(path: &std::path::Path, iteration: Option<u32>) -> Result<Trace> {
+/// Discovers and loads a trace, printing load warnings on stderr; with `align`,
+/// puts the ranks on one clock (see `model::collectives`).
+pub fn load(path: &std::path::Path, iteration: Option<u32>, align: bool) -> Result<Trace> {
     let discovery = discover(path, iteration)?;
-    let (trace, report) = read::load(path, &discovery, &Progress::default())
+    let (mut trace, report) = read::load(path, &discovery, &Progress::default())
         .with_context(|| format!("cannot load {}", path.display()))?;
+    if align {
+        crate::model::collectives::align(&mut trace);
+    }
     for w in &report.warnings {
         eprintln!("warning: {w}");
     }
@@ -109,7 +118,7 @@ pub fn compare(args: &crate::cli::CompareArgs) -> Result<ExitCode> {
         },
         None => None,
     };
-    let (ta, tb) = (load(&args.a, None)?, load(&args.b, None)?);
+    let (ta, tb) = (load(&args.a, None, true)?, load(&args.b, None, true)?);
     let (ca, cb) = (
         Ctx::new(&ta, None).map_err(|e| anyhow!(e))?,
         Ctx::new(&tb, None).map_err(|e| anyhow!(e))?,
@@ -171,7 +180,14 @@ pub fn screenshot(cli: &Cli, out: &std::path::Path) -> Result<ExitCode> {
         eprintln!("ccl-bench: --screenshot needs --trace DIR");
         return Ok(ExitCode::from(EXIT_USAGE));
     };
-    let data = crate::tui::load_data(path, cli.iteration, cli.options(), &Progress::default())?;
+    let align = cli.align == crate::cli::Align::Collectives;
+    let data = crate::tui::load_data(
+        path,
+        cli.iteration,
+        cli.options(),
+        align,
+        &Progress::default(),
+    )?;
     for w in &data.warnings {
         eprintln!("warning: {w}");
     }

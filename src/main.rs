@@ -48,7 +48,12 @@ fn run(cli: &Cli) -> Result<ExitCode> {
                 }
             },
         };
-        tui::run(path, cli.iteration, cli.options())?;
+        tui::run(
+            path,
+            cli.iteration,
+            cli.options(),
+            cli.align == ccl_bench::cli::Align::Collectives,
+        )?;
         return Ok(ExitCode::SUCCESS);
     }
     headless::run(cli)

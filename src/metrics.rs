@@ -650,6 +650,33 @@ pub static METRICS: &[Metric] = &[
         needs: &[Simulator],
         compute: balance::scale_up_bw_utility,
     },
+    Metric {
+        name: "comm_wait_time_s",
+        unit: Unit::Seconds,
+        group: Group::Balance,
+        better: Better::Lower,
+        about: "per step, time inside collectives before the last rank of the group has started (aligned clocks; clamped to the op), per rank, averaged",
+        needs: &[CommKernels, TwoRanks],
+        compute: balance::comm_wait_time,
+    },
+    Metric {
+        name: "comm_transfer_time_s",
+        unit: Unit::Seconds,
+        group: Group::Balance,
+        better: Better::Neither,
+        about: "per step, collective time after every rank has started: duration - wait, per rank, averaged",
+        needs: &[CommKernels, TwoRanks],
+        compute: balance::comm_transfer_time,
+    },
+    Metric {
+        name: "comm_wait_fraction",
+        unit: Unit::Percent,
+        group: Group::Balance,
+        better: Better::Lower,
+        about: "wait / (wait + transfer) x 100 over the collectives matched across ranks, per rank, averaged",
+        needs: &[CommKernels, TwoRanks],
+        compute: balance::comm_wait_fraction,
+    },
     // Training phases and FSDP, from record_function ranges.
     Metric {
         name: "forward_time_s",

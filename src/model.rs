@@ -3,6 +3,7 @@
 
 pub mod card;
 pub mod classify;
+pub mod collectives;
 pub mod hardware;
 pub mod intervals;
 pub mod strings;

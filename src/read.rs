@@ -185,6 +185,7 @@ pub fn load(
             source: source.to_owned(),
             iteration: discovery.iteration,
             card,
+            offsets: None,
         },
         report,
     ))

@@ -44,6 +44,36 @@ pub struct About {
     pub source: String,
     pub ranks: Vec<u32>,
     pub ops: usize,
+    /// Clock offsets applied to put ranks on rank 0's clock (ns, spread, samples).
+    pub offsets: Vec<crate::model::collectives::Offset>,
+}
+
+impl About {
+    /// One line naming the applied clock offsets, when any rank was moved.
+    pub fn offsets_line(&self) -> Option<String> {
+        let moved: Vec<String> = self
+            .offsets
+            .iter()
+            .skip(1)
+            .filter(|o| o.samples > 0 && o.offset != 0)
+            .map(|o| {
+                format!(
+                    "r{} {}{} (±{})",
+                    o.rank,
+                    if o.offset >= 0 { "+" } else { "" },
+                    crate::model::time::human(o.offset),
+                    crate::model::time::human(o.spread)
+                )
+            })
+            .collect();
+        (!moved.is_empty()).then(|| {
+            format!(
+                "clocks aligned to rank {} on shared collective end times (median, ± median deviation): {}",
+                self.offsets.first().map_or(0, |o| o.rank),
+                moved.join(", ")
+            )
+        })
+    }
 }
 
 pub fn write(format: Format, about: &About, rows: &[Row], out: &mut dyn Write) -> io::Result<()> {

@@ -35,11 +35,15 @@ pub fn load_data(
     path: &Path,
     iteration: Option<u32>,
     opts: Options,
+    align: bool,
     progress: &Progress,
 ) -> Result<Data> {
     let discovery = discover(path, iteration)?;
-    let (trace, report) = read::load(path, &discovery, progress)
+    let (mut trace, report) = read::load(path, &discovery, progress)
         .with_context(|| format!("cannot load {}", path.display()))?;
+    if align {
+        crate::model::collectives::align(&mut trace);
+    }
     if trace.ranks.is_empty() {
         anyhow::bail!("{}: no ranks loaded", path.display());
     }
@@ -54,12 +58,12 @@ enum Screen {
 
 /// Runs the UI on `path` until the user quits. A load error is shown in the UI
 /// and then returned, so the exit status says the trace could not be read.
-pub fn run(path: PathBuf, iteration: Option<u32>, opts: Options) -> Result<()> {
+pub fn run(path: PathBuf, iteration: Option<u32>, opts: Options, align: bool) -> Result<()> {
     let theme = Theme::from_env();
     let progress = Arc::new(Progress::default());
     let loader = {
         let (path, progress) = (path.clone(), Arc::clone(&progress));
-        thread::spawn(move || load_data(&path, iteration, opts, &progress))
+        thread::spawn(move || load_data(&path, iteration, opts, align, &progress))
     };
     let mut terminal = ratatui::try_init().context("cannot start the terminal UI")?;
     // ratatui's panic hook restores the screen; mouse capture must go too.

@@ -175,6 +175,46 @@ pub fn cpu_launch_overhead(ctx: &Ctx) -> Outcome {
     )
 }
 
+/// Per rank in scope: (rank, its split, its steps), for ranks with matched collectives.
+fn waits_in_scope<'a>(
+    ctx: &'a Ctx,
+) -> impl Iterator<Item = (u32, crate::model::collectives::WaitSplit, usize)> + 'a {
+    let waits = ctx.waits();
+    ctx.trace
+        .ranks
+        .iter()
+        .zip(waits)
+        .filter(|(t, w)| w.ops > 0 && ctx.ranks.iter().any(|r| r.rank == t.rank))
+        .map(|(t, w)| (t.rank, *w, t.steps.len().max(1)))
+}
+
+const NO_MATCHES: &str =
+    "no collective is seen on two or more ranks (needs the traces of several ranks of one run)";
+
+/// Time inside collectives spent waiting for the last rank to arrive, per step.
+pub fn comm_wait_time(ctx: &Ctx) -> Outcome {
+    Outcome::rank_mean(
+        waits_in_scope(ctx).map(|(r, w, n)| (r, Some(ns_to_s(w.wait) / n as f64))),
+        NO_MATCHES,
+    )
+}
+
+/// Time inside collectives after every rank has arrived (moving data), per step.
+pub fn comm_transfer_time(ctx: &Ctx) -> Outcome {
+    Outcome::rank_mean(
+        waits_in_scope(ctx).map(|(r, w, n)| (r, Some(ns_to_s(w.transfer) / n as f64))),
+        NO_MATCHES,
+    )
+}
+
+/// Wait / (wait + transfer) over matched collectives × 100.
+pub fn comm_wait_fraction(ctx: &Ctx) -> Outcome {
+    Outcome::rank_mean(
+        waits_in_scope(ctx).map(|(r, w, _)| (r, percent(w.wait, w.wait + w.transfer))),
+        NO_MATCHES,
+    )
+}
+
 pub fn scale_up_bw_utility(_: &Ctx) -> Outcome {
     Outcome::na("needs a network simulator's link model; a profiler trace alone cannot give it")
 }
@@ -237,6 +277,49 @@ mod tests {
         ));
         assert!(matches!(
             eval(&t, "scale_up_bw_utility", None),
+            Outcome::NotApplicable(_)
+        ));
+    }
+
+    #[test]
+    fn wait_and_transfer() {
+        // One all-reduce: rank 0 starts at 10 µs, rank 1 at 40 µs, both end at 60:
+        // rank 0 waits 30 and transfers 20; rank 1 waits 0 and transfers 20.
+        use crate::synth::{Coll, RankTrace};
+        let c = Coll {
+            name: "allreduce",
+            in_nelems: 1,
+            out_nelems: 1,
+            dtype: "Float",
+            group_size: 2,
+        };
+        let mut ranks = vec![
+            RankTrace::new(Some(0), 2, 10),
+            RankTrace::new(Some(1), 2, 10),
+        ];
+        ranks[0].collective(
+            "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+            10.0,
+            50.0,
+            20,
+            &c,
+        );
+        ranks[1].collective(
+            "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+            40.0,
+            20.0,
+            20,
+            &c,
+        );
+        let t = trace(&ranks);
+        assert_close(value(&t, "comm_wait_time_s", None), 15e-6);
+        assert_close(value(&t, "comm_transfer_time_s", None), 20e-6);
+        assert_close(value(&t, "comm_wait_fraction", None), (60.0 + 0.0) / 2.0);
+        assert_close(value(&t, "comm_wait_time_s", Some(0)), 30e-6);
+        // One rank alone has nothing to wait for.
+        let t = trace(&ranks[..1]);
+        assert!(matches!(
+            eval(&t, "comm_wait_time_s", None),
             Outcome::NotApplicable(_)
         ));
     }

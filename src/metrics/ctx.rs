@@ -97,6 +97,7 @@ pub struct Ctx<'a> {
     pub focus: Option<&'a RankTimeline>,
     stats: OnceLock<Vec<RankStats>>,
     rows: OnceLock<Vec<super::ranks::RankRow>>,
+    waits: OnceLock<Vec<crate::model::collectives::WaitSplit>>,
 }
 
 impl<'a> Ctx<'a> {
@@ -114,6 +115,7 @@ impl<'a> Ctx<'a> {
             trace,
             opts: Options::default(),
             rows: OnceLock::new(),
+            waits: OnceLock::new(),
             ranks,
             focus,
             stats: OnceLock::new(),
@@ -167,6 +169,15 @@ impl<'a> Ctx<'a> {
     /// Per-step time breakdown of every rank in scope (see `metrics::ranks`).
     pub fn rank_rows(&self) -> &[super::ranks::RankRow] {
         self.rows.get_or_init(|| super::ranks::rank_rows(self))
+    }
+
+    /// Wait/transfer split of the matched collectives of every rank of the
+    /// trace (indexed like `trace.ranks`, not like `ranks`).
+    pub fn waits(&self) -> &[crate::model::collectives::WaitSplit] {
+        self.waits.get_or_init(|| {
+            use crate::model::collectives::{instances, wait_split};
+            wait_split(self.trace, &instances(self.trace))
+        })
     }
 
     /// Pairs of (timeline, stats) for the ranks in scope.

@@ -15,6 +15,8 @@ pub struct Trace {
     pub iteration: Option<u32>,
     /// The workload card found beside the traces.
     pub card: Option<WorkloadCard>,
+    /// Clock offsets applied to the ranks (same order), when aligned.
+    pub offsets: Option<Vec<super::collectives::Offset>>,
 }
 
 impl Trace {

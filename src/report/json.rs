@@ -13,7 +13,18 @@ struct Doc<'a> {
     trace: &'a str,
     ranks: &'a [u32],
     gpu_ops: usize,
+    /// Per rank: the clock offset applied (ns), its spread and sample count.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    clock_offsets: Vec<OffsetJson>,
     metrics: Vec<MetricJson<'a>>,
+}
+
+#[derive(Serialize)]
+struct OffsetJson {
+    rank: u32,
+    offset_ns: i64,
+    spread_ns: i64,
+    collectives: usize,
 }
 
 #[derive(Serialize)]
@@ -79,6 +90,16 @@ pub fn write(about: &About, rows: &[Row], out: &mut dyn Write) -> io::Result<()>
         trace: &about.source,
         ranks: &about.ranks,
         gpu_ops: about.ops,
+        clock_offsets: about
+            .offsets
+            .iter()
+            .map(|o| OffsetJson {
+                rank: o.rank,
+                offset_ns: o.offset,
+                spread_ns: o.spread,
+                collectives: o.samples,
+            })
+            .collect(),
         metrics,
     };
     serde_json::to_writer_pretty(&mut *out, &doc)?;

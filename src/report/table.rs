@@ -15,6 +15,9 @@ pub fn write(about: &About, rows: &[Row], out: &mut dyn Write) -> io::Result<()>
         rank_list(&about.ranks),
         about.ops
     )?;
+    if let Some(line) = about.offsets_line() {
+        writeln!(out, "{line}")?;
+    }
     let width = rows.iter().map(|r| r.metric.name.len()).max().unwrap_or(6);
     let spread = |r: &Row| {
         r.spread().map_or(String::new(), |((rn, vn), (rx, vx))| {

@@ -16,7 +16,7 @@ use crate::support::{assert_close, corpus, run, stderr, stdout};
 
 fn check(rel: &str, expected: &[(&str, Option<f64>)]) {
     let Some(dir) = corpus(rel) else { return };
-    let trace = load(&dir, None).expect("corpus trace loads");
+    let trace = load(&dir, None, true).expect("corpus trace loads");
     let ctx = Ctx::new(&trace, None).unwrap();
     for (name, want) in expected {
         let got = metrics::find(name).expect("metric exists").eval(&ctx);
@@ -190,7 +190,7 @@ fn dlrm_structure() {
     let Some(dir) = corpus("kineto/dlrm_8rank_v100") else {
         return;
     };
-    let trace = load(&dir, None).unwrap();
+    let trace = load(&dir, None, true).unwrap();
     assert_eq!(
         trace.ranks.iter().map(|r| r.rank).collect::<Vec<_>>(),
         (0..8).collect::<Vec<_>>()
@@ -215,7 +215,7 @@ fn collective_sizes_from_kernel_args() {
     let Some(dir) = corpus("kineto/hta/nccl_parser_config") else {
         return;
     };
-    let trace = load(&dir, None).unwrap();
+    let trace = load(&dir, None, true).unwrap();
     let r = &trace.ranks[0];
     // The kernel at ts 4458677009853.422 µs carries "In msg nelems": 6637568,
     // "dtype": "Float", "Group size": 2 (read with json.load).
@@ -273,11 +273,11 @@ fn rank_from_distributed_info_and_file_name() {
     let Some(cpu) = corpus("kineto/hta/cpu_only") else {
         return;
     };
-    assert_eq!(load(&cpu, None).unwrap().ranks[0].rank, 34);
+    assert_eq!(load(&cpu, None, true).unwrap().ranks[0].rank, 34);
     let Some(two) = corpus("kineto/hta/trace_filter") else {
         return;
     };
-    let t = load(&two, None).unwrap();
+    let t = load(&two, None, true).unwrap();
     assert_eq!(
         t.ranks.iter().map(|r| r.rank).collect::<Vec<_>>(),
         vec![0, 1]
@@ -328,11 +328,11 @@ fn every_metric_applies_somewhere_or_says_why_not() {
     let mut traces = Vec::new();
     for d in dirs {
         let Some(p) = corpus(d) else { return };
-        traces.push(load(&p, None).expect("corpus trace loads"));
+        traces.push(load(&p, None, true).expect("corpus trace loads"));
     }
     let sample =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("trace_collection/llama_fsdp_8gpu");
-    traces.push(load(&sample, None).expect("sample loads"));
+    traces.push(load(&sample, None, true).expect("sample loads"));
     // No corpus trace was profiled with_flops or records sizes for all-to-all or
     // point-to-point, and no trace can feed a network simulator. (FSDP ranges
     // come from the sample.)
@@ -446,7 +446,7 @@ fn compare_h100_with_mi300() {
     ) else {
         return;
     };
-    let (ta, tb) = (load(&a, None).unwrap(), load(&b, None).unwrap());
+    let (ta, tb) = (load(&a, None, true).unwrap(), load(&b, None, true).unwrap());
     let (ca, cb) = (Ctx::new(&ta, None).unwrap(), Ctx::new(&tb, None).unwrap());
     let cmp = ccl_bench::compare::compare(&ca, &cb, 0.05);
     let both = cmp
@@ -463,4 +463,25 @@ fn compare_h100_with_mi300() {
     assert!(step.delta().is_some());
     let o = run(&["compare", a.to_str().unwrap(), b.to_str().unwrap()]);
     assert!(o.status.success(), "{}", stderr(&o));
+}
+
+/// DLRM's eight ranks ran on one node: the clocks agree to a few µs, and wait
+/// plus transfer is each rank's whole collective time (all its collectives match).
+#[test]
+fn dlrm_clock_offsets_and_wait_split() {
+    let Some(dir) = corpus("kineto/dlrm_8rank_v100") else {
+        return;
+    };
+    let t = load(&dir, None, true).unwrap();
+    let offsets = t.offsets.as_ref().expect("ranks share collectives");
+    assert_eq!(offsets.len(), 8);
+    for o in offsets {
+        assert!(o.offset.abs() < 5_000, "{o:?}");
+        assert_eq!(o.samples, 8, "{o:?}");
+    }
+    let ctx = Ctx::new(&t, None).unwrap();
+    for (r, w) in t.ranks.iter().zip(ctx.waits()) {
+        let comm: i64 = r.ops.iter().filter(|o| o.is_comm()).map(|o| o.dur).sum();
+        assert_eq!(w.wait + w.transfer, comm, "rank {}", r.rank);
+    }
 }

@@ -31,6 +31,7 @@ fn sample() -> Data {
         Path::new(SAMPLE),
         None,
         Options::default(),
+        true,
         &Progress::default(),
     )
     .expect("sample loads")
@@ -39,7 +40,8 @@ fn sample() -> Data {
 fn two_ranks() -> Data {
     let dir = write_ranks(&two_rank_example());
     let mut d =
-        load_data(dir.path(), None, Options::default(), &Progress::default()).expect("loads");
+        // A hand-made fixture, not a run: its clocks stay as written.
+        load_data(dir.path(), None, Options::default(), false, &Progress::default()).expect("loads");
     // The temporary directory's name changes every run.
     d.trace.source = "two_ranks".into();
     d
@@ -282,7 +284,13 @@ fn stragglers_name_the_slow_rank() {
 fn load_errors_are_shown_not_panicked() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("rank0_trace.json"), "{\"traceEvents\": 5}").unwrap();
-    let Err(err) = load_data(dir.path(), None, Options::default(), &Progress::default()) else {
+    let Err(err) = load_data(
+        dir.path(),
+        None,
+        Options::default(),
+        true,
+        &Progress::default(),
+    ) else {
         panic!("a bad trace must not load")
     };
     let message = format!("{err:#}");
@@ -303,7 +311,7 @@ fn real_traces_render_on_every_tab() {
         let Some(dir) = crate::support::corpus(rel) else {
             continue;
         };
-        let data = load_data(&dir, None, Options::default(), &Progress::default())
+        let data = load_data(&dir, None, Options::default(), true, &Progress::default())
             .expect("corpus trace loads");
         let ranks = data.trace.ranks.len();
         let mut a = app(data, (120, 40));

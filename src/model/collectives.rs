@@ -1,0 +1,289 @@
+//! Matching one collective across the ranks that took part in it, and clock
+//! alignment from those matches. The n-th collective a rank issues in a process
+//! group is the n-th every other member issues in it (NCCL requires this order),
+//! and a collective ends on all members at nearly the same moment.
+
+use std::collections::BTreeMap;
+
+use super::time::Ns;
+use super::trace::Trace;
+
+/// One collective call seen on several ranks: (rank index in `Trace::ranks`,
+/// op index in that rank's `ops`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Instance {
+    pub group: String,
+    pub seq: usize,
+    pub members: Vec<(usize, usize)>,
+}
+
+/// The group a communication op belongs to: its process group name when the
+/// trace records one, else one sequence per rank (the default group).
+fn group_of(t: &super::RankTimeline, op: &super::DeviceOp) -> String {
+    t.coll_meta(op)
+        .and_then(|m| m.pg_name)
+        .map_or_else(|| "default".to_owned(), |id| t.name(id).to_owned())
+}
+
+/// Collective instances seen on at least two ranks, in issue order per group.
+pub fn instances(trace: &Trace) -> Vec<Instance> {
+    // group -> per rank index: op indices in start order.
+    let mut seqs: BTreeMap<String, Vec<(usize, Vec<usize>)>> = BTreeMap::new();
+    for (ri, t) in trace.ranks.iter().enumerate() {
+        let mut mine: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+        for (oi, op) in t.ops.iter().enumerate() {
+            if op.is_comm() && op.is_kernel() {
+                mine.entry(group_of(t, op)).or_default().push(oi);
+            }
+        }
+        for (g, ops) in mine {
+            seqs.entry(g).or_default().push((ri, ops));
+        }
+    }
+    let mut out = Vec::new();
+    for (group, ranks) in seqs {
+        if ranks.len() < 2 {
+            continue;
+        }
+        // Up to the shortest sequence: a cut-off trace misses the last calls.
+        let n = ranks.iter().map(|(_, ops)| ops.len()).min().unwrap_or(0);
+        for seq in 0..n {
+            let members: Vec<(usize, usize)> =
+                ranks.iter().map(|(ri, ops)| (*ri, ops[seq])).collect();
+            // Different kinds at one position: the sequences are out of step
+            // (a rank's trace starts or ends mid-iteration); do not pair them.
+            let kind = |&(r, o): &(usize, usize)| trace.ranks[r].ops[o].coll;
+            if members.iter().any(|m| kind(m) != kind(&members[0])) {
+                continue;
+            }
+            out.push(Instance {
+                group: group.clone(),
+                seq,
+                members,
+            });
+        }
+    }
+    out
+}
+
+/// A rank's estimated clock offset: add it to the rank's times to put them on
+/// the reference rank's clock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Offset {
+    pub rank: u32,
+    pub offset: Ns,
+    /// Median absolute deviation of the per-collective estimates.
+    pub spread: Ns,
+    /// Collectives the estimate rests on.
+    pub samples: usize,
+}
+
+fn median(mut v: Vec<Ns>) -> Ns {
+    v.sort_unstable();
+    let m = v.len() / 2;
+    if v.len() % 2 == 1 {
+        v[m]
+    } else {
+        (v[m - 1] + v[m]) / 2
+    }
+}
+
+/// Per-rank offsets relative to the first rank, from the end times of the
+/// collectives each rank shares with it: the median of (reference end − rank
+/// end), robust to the few collectives that end late on one rank. Ranks that
+/// share no collective with the reference get offset 0 and no samples.
+pub fn estimate_offsets(trace: &Trace, inst: &[Instance]) -> Vec<Offset> {
+    let n = trace.ranks.len();
+    let mut diffs: Vec<Vec<Ns>> = vec![Vec::new(); n];
+    for i in inst {
+        let Some(&(_, ref_op)) = i.members.iter().find(|(r, _)| *r == 0) else {
+            continue;
+        };
+        let ref_end = trace.ranks[0].ops[ref_op].end();
+        for &(r, o) in &i.members {
+            diffs[r].push(ref_end - trace.ranks[r].ops[o].end());
+        }
+    }
+    trace
+        .ranks
+        .iter()
+        .zip(diffs)
+        .map(|(t, d)| {
+            if d.is_empty() {
+                return Offset {
+                    rank: t.rank,
+                    offset: 0,
+                    spread: 0,
+                    samples: 0,
+                };
+            }
+            let offset = median(d.clone());
+            let spread = median(d.iter().map(|x| (x - offset).abs()).collect());
+            Offset {
+                rank: t.rank,
+                offset,
+                spread,
+                samples: d.len(),
+            }
+        })
+        .collect()
+}
+
+/// Puts every rank on the first rank's clock when ranks share collectives,
+/// recording the offsets in `trace.offsets`; leaves the clocks alone otherwise.
+pub fn align(trace: &mut Trace) {
+    let inst = instances(trace);
+    let offsets = estimate_offsets(trace, &inst);
+    if offsets.iter().skip(1).any(|o| o.samples > 0) {
+        trace.shift(&offsets);
+        trace.offsets = Some(offsets);
+    }
+}
+
+/// Wait and transfer inside matched collectives, per rank (same order as
+/// `Trace::ranks`): a member waits from its start until the last member of the
+/// instance has started (clamped to its duration); the rest is transfer.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WaitSplit {
+    pub wait: Ns,
+    pub transfer: Ns,
+    /// Matched collective ops.
+    pub ops: usize,
+}
+
+pub fn wait_split(trace: &Trace, inst: &[Instance]) -> Vec<WaitSplit> {
+    let mut out = vec![WaitSplit::default(); trace.ranks.len()];
+    for i in inst {
+        let op = |&(r, o): &(usize, usize)| &trace.ranks[r].ops[o];
+        let last_start = i.members.iter().map(|m| op(m).start).max().unwrap_or(0);
+        for m in &i.members {
+            let o = op(m);
+            let wait = (last_start - o.start).clamp(0, o.dur);
+            let s = &mut out[m.0];
+            s.wait += wait;
+            s.transfer += o.dur - wait;
+            s.ops += 1;
+        }
+    }
+    out
+}
+
+impl Trace {
+    /// Shifts every time of each rank by its offset (same order as `ranks`).
+    pub fn shift(&mut self, offsets: &[Offset]) {
+        for (t, o) in self.ranks.iter_mut().zip(offsets) {
+            let d = o.offset;
+            if d == 0 {
+                continue;
+            }
+            for op in &mut t.ops {
+                op.start += d;
+                op.launch += d;
+            }
+            for s in &mut t.steps {
+                s.start += d;
+                s.end += d;
+            }
+            for a in &mut t.annotations {
+                a.start += d;
+                a.end += d;
+            }
+            if let Some(w) = &mut t.window {
+                w.start += d;
+                w.end += d;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::testing::trace;
+    use crate::synth::{training_run, RunShape};
+
+    #[test]
+    fn recovers_injected_offsets() {
+        // The simulated run ends each collective on all ranks at once; shift
+        // rank 3 by +0.8 ms and rank 6 by −3 s, then estimate.
+        let mut t = trace(&training_run(&RunShape::default()));
+        let injected: Vec<Ns> = (0..8)
+            .map(|r| match r {
+                3 => 800_000,
+                6 => -3_000_000_000,
+                _ => 0,
+            })
+            .collect();
+        let shift: Vec<Offset> = injected
+            .iter()
+            .enumerate()
+            .map(|(r, &d)| Offset {
+                rank: r as u32,
+                offset: d,
+                spread: 0,
+                samples: 0,
+            })
+            .collect();
+        t.shift(&shift);
+        let inst = instances(&t);
+        // 3 steps × (8 all-gathers + 8 reduce-scatters + 1 all-reduce) in one group.
+        assert_eq!(inst.len(), 51);
+        let est = estimate_offsets(&t, &inst);
+        for (r, o) in est.iter().enumerate() {
+            assert!((o.offset + injected[r]).abs() <= 5_000, "rank {r}: {o:?}");
+            assert_eq!(o.samples, 51);
+        }
+        t.shift(&est);
+        let again = estimate_offsets(&t, &instances(&t));
+        assert!(again.iter().all(|o| o.offset.abs() <= 1_000), "{again:?}");
+    }
+
+    #[test]
+    fn wait_is_until_the_last_member_starts() {
+        // One all-reduce: rank 0 starts at 10 µs, rank 1 at 40 µs; both end at 60.
+        use crate::synth::{Coll, RankTrace};
+        let c = Coll {
+            name: "allreduce",
+            in_nelems: 1,
+            out_nelems: 1,
+            dtype: "Float",
+            group_size: 2,
+        };
+        let mut ranks = vec![
+            RankTrace::new(Some(0), 2, 10),
+            RankTrace::new(Some(1), 2, 10),
+        ];
+        ranks[0].collective(
+            "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+            10.0,
+            50.0,
+            20,
+            &c,
+        );
+        ranks[1].collective(
+            "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+            40.0,
+            20.0,
+            20,
+            &c,
+        );
+        let t = trace(&ranks);
+        let w = wait_split(&t, &instances(&t));
+        assert_eq!(
+            w[0],
+            WaitSplit {
+                wait: 30_000,
+                transfer: 20_000,
+                ops: 1
+            }
+        );
+        assert_eq!(
+            w[1],
+            WaitSplit {
+                wait: 0,
+                transfer: 20_000,
+                ops: 1
+            }
+        );
+    }
+}
