@@ -31,6 +31,8 @@ pub enum Action {
     /// Ask for a step number to jump to.
     GoToStep,
     ToggleStreams,
+    /// Raw per-file clocks vs clocks aligned on shared collectives.
+    ToggleAlign,
     // Tables.
     NextSort,
     ReverseSort,

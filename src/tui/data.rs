@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use crate::metrics::ranks::RankRow;
 use crate::metrics::{Ctx, Metric, Options, Outcome, METRICS};
+use crate::model::collectives::instances;
 use crate::model::{Coverage, DeviceOp, Interval, IntervalSet, Ns, Trace};
 use crate::read::LoadReport;
 
@@ -41,6 +42,8 @@ pub struct Lane {
     /// compute ∩ comm.
     pub overlap: Coverage,
     pub memory: Coverage,
+    /// The part of collectives spent waiting for the last rank to arrive.
+    pub wait: Coverage,
 }
 
 impl Lane {
@@ -49,6 +52,7 @@ impl Lane {
         rank: u32,
         stream: Option<u32>,
         ops: impl Iterator<Item = &'a DeviceOp> + Clone,
+        wait: IntervalSet,
     ) -> Self {
         let set = |keep: fn(&DeviceOp) -> bool| {
             IntervalSet::from_iter_unsorted(ops.clone().filter(|o| keep(o)).map(|o| o.interval()))
@@ -64,6 +68,7 @@ impl Lane {
             compute: Coverage::new(compute),
             comm: Coverage::new(comm),
             overlap: Coverage::new(overlap),
+            wait: Coverage::new(wait),
         }
     }
 
@@ -93,8 +98,27 @@ impl Data {
         let mut stream_lanes = Vec::new();
         let mut steps: BTreeMap<i64, Interval> = BTreeMap::new();
         let mut max_dur = Vec::new();
+        // Wait intervals of matched collectives, per rank: (stream, interval).
+        let mut waits: Vec<Vec<(u32, Interval)>> = vec![Vec::new(); trace.ranks.len()];
+        for inst in instances(&trace) {
+            let start = |&(r, o): &(usize, usize)| trace.ranks[r].ops[o].start;
+            let last = inst.members.iter().map(start).max().unwrap_or(0);
+            for &(r, o) in &inst.members {
+                let op = &trace.ranks[r].ops[o];
+                let end = last.clamp(op.start, op.end());
+                waits[r].push((op.stream, Interval::new(op.start, end)));
+            }
+        }
         for (i, t) in trace.ranks.iter().enumerate() {
-            lanes.push(Lane::of(i, t.rank, None, t.ops.iter()));
+            let wait_of = |stream: Option<u32>| {
+                IntervalSet::from_iter_unsorted(
+                    waits[i]
+                        .iter()
+                        .filter(|(s, _)| stream.is_none_or(|x| x == *s))
+                        .map(|(_, iv)| *iv),
+                )
+            };
+            lanes.push(Lane::of(i, t.rank, None, t.ops.iter(), wait_of(None)));
             let mut streams: Vec<u32> = t.ops.iter().map(|o| o.stream).collect();
             streams.sort_unstable();
             streams.dedup();
@@ -104,6 +128,7 @@ impl Data {
                     t.rank,
                     Some(s),
                     t.ops.iter().filter(move |o| o.stream == s),
+                    wait_of(Some(s)),
                 ));
             }
             max_dur.push(t.ops.iter().map(|o| o.dur).max().unwrap_or(0));

@@ -211,6 +211,13 @@ pub static BINDINGS: &[Binding] = &[
         Action::ToggleStreams,
         "one lane per rank / per stream"
     ),
+    bind!(
+        TIMELINE,
+        [Char('a')],
+        "a",
+        Action::ToggleAlign,
+        "aligned / raw clocks (when ranks were aligned)"
+    ),
 ];
 
 /// What the keyboard is doing: commands, or typing into a prompt.

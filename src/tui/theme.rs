@@ -21,6 +21,8 @@ pub enum Shade {
     Idle,
     Compute,
     Comm,
+    /// Communication waiting for the last rank of the collective to arrive.
+    Wait,
     Overlap,
     Memory,
 }
@@ -31,6 +33,7 @@ impl Shade {
             Self::Idle => " ",
             Self::Compute => "█",
             Self::Comm => "░",
+            Self::Wait => "╌",
             Self::Overlap => "▓",
             Self::Memory => "▪",
         }
@@ -41,6 +44,7 @@ impl Shade {
             Self::Idle => "idle",
             Self::Compute => "compute",
             Self::Comm => "communication",
+            Self::Wait => "waiting in a collective",
             Self::Overlap => "overlap",
             Self::Memory => "memcpy/memset",
         }
@@ -71,6 +75,7 @@ impl Theme {
             Shade::Idle => Style::new(),
             Shade::Compute => self.fg(Color::Blue),
             Shade::Comm => self.fg(Color::LightRed),
+            Shade::Wait => self.fg(Color::Red),
             Shade::Overlap => self.fg(Color::Magenta),
             Shade::Memory => self.fg(Color::Yellow),
         }

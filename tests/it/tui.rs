@@ -240,6 +240,15 @@ fn timeline_zoom_pan_steps_cursor() {
         Some("no step 9; the trace has steps 1 to 2")
     );
     insta::assert_snapshot!("two_ranks_timeline_step2", draw(&a));
+    // This fixture was loaded with its own clocks: nothing to toggle.
+    a.update(Action::ToggleAlign);
+    assert!(!a.timeline.raw);
+    assert!(a
+        .timeline
+        .message
+        .as_deref()
+        .unwrap()
+        .contains("not aligned"));
     // The cursor names the op under it on the selected lane.
     a.update(Action::ResetZoom);
     a.update(Action::Down);
@@ -269,6 +278,11 @@ fn stragglers_name_the_slow_rank() {
     let mut a = app(sample(), (120, 20));
     a.update(Action::SelectTab(Tab::Stragglers));
     let screen = text(draw(&a).buffer());
+    // The sample was aligned (its clocks agree): raw and aligned can be toggled.
+    a.update(Action::SelectTab(Tab::Timeline));
+    a.update(Action::ToggleAlign);
+    assert!(a.timeline.raw);
+    a.update(Action::SelectTab(Tab::Stragglers));
     // The sample's rank 5 computes 1.3x slower than the others.
     assert!(screen.contains("Slowest rank 5"), "{screen}");
     a.update(Action::NextSort); // by step time, descending

@@ -26,6 +26,8 @@ pub struct TimelineState {
     pub lane: usize,
     /// One lane per stream instead of per rank.
     pub streams: bool,
+    /// Show each file's own clock instead of the aligned one.
+    pub raw: bool,
     /// The step number being typed after `:`.
     pub prompt: Option<String>,
     pub message: Option<String>,
@@ -60,6 +62,15 @@ fn col_time(view: Interval, width: u16, c: u16) -> Ns {
     (i128::from(view.start) + i128::from(view.len()) * i128::from(c) / w) as Ns
 }
 
+/// What to add to a displayed time to get the lane's time in the model: the
+/// rank's alignment offset when raw clocks are shown, else nothing.
+fn clock_shift(state: &TimelineState, data: &Data, rank_index: usize) -> Ns {
+    match (&data.trace.offsets, state.raw) {
+        (Some(o), true) => o.get(rank_index).map_or(0, |o| o.offset),
+        _ => 0,
+    }
+}
+
 /// The column showing time `t`, if visible.
 fn time_col(view: Interval, width: u16, t: Ns) -> Option<u16> {
     if t < view.start || t >= view.end || width == 0 {
@@ -73,11 +84,14 @@ fn time_col(view: Interval, width: u16, t: Ns) -> Option<u16> {
 pub fn shade(lane: &Lane, lo: Ns, hi: Ns) -> Shade {
     let overlap = lane.overlap.covered(lo, hi);
     let comm = lane.comm.covered(lo, hi) - overlap;
+    // Waiting is communication time too; show it where compute does not hide it.
+    let wait = lane.wait.covered(lo, hi).min(comm);
     let compute = lane.compute.covered(lo, hi) - overlap;
     let memory = lane.memory.covered(lo, hi);
     [
         (overlap, Shade::Overlap),
-        (comm, Shade::Comm),
+        (wait, Shade::Wait),
+        (comm - wait, Shade::Comm),
         (compute, Shade::Compute),
         (memory, Shade::Memory),
     ]
@@ -111,6 +125,7 @@ impl TimelineState {
             cursor: data.span.start,
             lane: 0,
             streams: false,
+            raw: false,
             prompt: None,
             message: None,
             drag: None,
@@ -229,6 +244,14 @@ impl TimelineState {
                     self.prompt = Some(String::new());
                 }
             }
+            Action::ToggleAlign => match &data.trace.offsets {
+                Some(_) => self.raw = !self.raw,
+                None => {
+                    self.message = Some(
+                        "clocks were not aligned (no shared collectives, or --align none)".into(),
+                    )
+                }
+            },
             Action::ToggleStreams => {
                 let rank = self.lanes(data).get(self.lane).map(|l| l.rank);
                 self.streams = !self.streams;
@@ -325,10 +348,11 @@ pub fn render(state: &TimelineState, data: &Data, theme: Theme, area: Rect, buf:
         };
         Line::styled(fit(&lane.label(), usize::from(a.labels.width)), label_style)
             .render(Rect::new(a.labels.x, y, a.labels.width, 1), buf);
+        let shift = clock_shift(state, data, lane.rank_index);
         for c in 0..width {
             let lo = col_time(view, width, c);
             let hi = col_time(view, width, c + 1).max(lo + 1);
-            let s = shade(lane, lo, hi);
+            let s = shade(lane, lo + shift, hi + shift);
             for dy in 0..h {
                 if let Some(cell) = buf.cell_mut((a.lanes.x + c, y + dy)) {
                     cell.set_symbol(s.glyph()).set_style(theme.shade(s));
@@ -386,11 +410,22 @@ fn render_info(state: &TimelineState, data: &Data, theme: Theme, r: Rect, buf: &
         .rev()
         .find(|s| s.span.start <= state.cursor && state.cursor < s.span.end)
         .map_or(String::new(), |s| format!(" · step {}", s.number));
+    let clocks = match (&data.trace.offsets, state.raw) {
+        (None, _) => String::new(),
+        (Some(_), false) => " · clocks aligned (a: raw)".to_owned(),
+        (Some(o), true) => {
+            let shifted = o.iter().filter(|o| o.offset != 0).count();
+            format!(
+                " · raw clocks, {shifted} rank(s) off by up to {} (a: aligned)",
+                { human(o.iter().map(|o| o.offset.abs()).max().unwrap_or(0)) }
+            )
+        }
+    };
     lines.push(Line::from(vec![
         Span::styled("cursor ", theme.dim()),
         Span::styled(human(state.cursor - origin), theme.cursor()),
         Span::raw(format!(
-            "{step} · view {} – {} ({} wide) · {} lanes",
+            "{step} · view {} – {} ({} wide) · {} lanes{clocks}",
             human(state.view.start - origin),
             human(state.view.end - origin),
             human(state.view.len()),
@@ -398,7 +433,8 @@ fn render_info(state: &TimelineState, data: &Data, theme: Theme, r: Rect, buf: &
         )),
     ]));
     let under = lanes.get(state.lane).map(|lane| {
-        let ops = data.ops_at(lane.rank_index, lane.stream, state.cursor);
+        let shift = clock_shift(state, data, lane.rank_index);
+        let ops = data.ops_at(lane.rank_index, lane.stream, state.cursor + shift);
         let t = &data.trace.ranks[lane.rank_index];
         match ops.first() {
             None => Line::styled(format!("{}: idle at the cursor", lane.label()), theme.dim()),
@@ -408,7 +444,7 @@ fn render_info(state: &TimelineState, data: &Data, theme: Theme, r: Rect, buf: &
                     lane.label(),
                     op.stream,
                     t.name(op.name),
-                    human(op.start - origin),
+                    human(op.start - shift - origin),
                     human(op.dur),
                     op.class.name()
                 );
@@ -440,7 +476,13 @@ fn render_info(state: &TimelineState, data: &Data, theme: Theme, r: Rect, buf: &
         Line::styled(m.clone(), theme.key())
     } else {
         let mut spans = Vec::new();
-        for s in [Shade::Compute, Shade::Comm, Shade::Overlap, Shade::Memory] {
+        for s in [
+            Shade::Compute,
+            Shade::Comm,
+            Shade::Wait,
+            Shade::Overlap,
+            Shade::Memory,
+        ] {
             spans.push(Span::styled(s.glyph(), theme.shade(s)));
             spans.push(Span::raw(format!(" {}  ", s.label())));
         }
@@ -472,11 +514,13 @@ mod tests {
             comm: cov(&[(50, 100)]),
             overlap: cov(&[(50, 60)]),
             memory: cov(&[(200, 210)]),
+            wait: cov(&[(60, 75)]),
         };
         assert_eq!(shade(&lane, 0, 40), Shade::Compute);
         assert_eq!(shade(&lane, 50, 60), Shade::Overlap);
-        // [40, 100): compute-only 10, overlap 10, comm-only 40.
+        // [40, 100): compute-only 10, overlap 10, comm-only 40 of which 15 waiting.
         assert_eq!(shade(&lane, 40, 100), Shade::Comm);
+        assert_eq!(shade(&lane, 60, 75), Shade::Wait);
         assert_eq!(shade(&lane, 100, 200), Shade::Idle);
         assert_eq!(shade(&lane, 150, 250), Shade::Memory);
     }
