@@ -168,6 +168,72 @@ pub fn wait_split(trace: &Trace, inst: &[Instance]) -> Vec<WaitSplit> {
     out
 }
 
+/// Who arrives late at collectives.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Arrivals {
+    /// Step numbers (columns of `late`), in order.
+    pub steps: Vec<i64>,
+    /// Per rank (like `Trace::ranks`) and step: summed over the step's matched
+    /// collectives, how long after the first member the rank started (what the
+    /// others waited for it); `None` where the rank has none in that step.
+    pub late: Vec<Vec<Option<Ns>>>,
+    /// Per rank: how many matched collectives it was the last to start.
+    pub last: Vec<usize>,
+    /// Per rank: median of (its start − the median start of the others) over the
+    /// collectives it started last.
+    pub last_by: Vec<Ns>,
+    pub collectives: usize,
+}
+
+pub fn arrivals(trace: &Trace, inst: &[Instance]) -> Arrivals {
+    let n = trace.ranks.len();
+    let mut steps: Vec<i64> = trace
+        .ranks
+        .iter()
+        .flat_map(|t| t.steps.iter().map(|s| s.number))
+        .collect();
+    steps.sort_unstable();
+    steps.dedup();
+    let mut cell: Vec<Vec<Option<Ns>>> = vec![vec![None; steps.len()]; n];
+    let mut last = vec![0; n];
+    let mut by: Vec<Vec<Ns>> = vec![Vec::new(); n];
+    for i in inst {
+        let starts: Vec<(usize, Ns)> = i
+            .members
+            .iter()
+            .map(|&(r, o)| (r, trace.ranks[r].ops[o].start))
+            .collect();
+        let first = starts.iter().map(|s| s.1).min().unwrap_or(0);
+        for (&(r, o), &(_, start)) in i.members.iter().zip(&starts) {
+            let t = &trace.ranks[r];
+            let Some(si) = t.ops[o].step.and_then(|s| t.steps.get(s as usize)) else {
+                continue;
+            };
+            let Ok(col) = steps.binary_search(&si.number) else {
+                continue;
+            };
+            *cell[r][col].get_or_insert(0) += start - first;
+        }
+        if let Some(&(r, start)) = starts.iter().max_by_key(|s| s.1) {
+            let others: Vec<Ns> = starts.iter().filter(|s| s.0 != r).map(|s| s.1).collect();
+            if !others.is_empty() {
+                last[r] += 1;
+                by[r].push(start - median(others));
+            }
+        }
+    }
+    Arrivals {
+        steps,
+        late: cell,
+        last,
+        last_by: by
+            .into_iter()
+            .map(|v| if v.is_empty() { 0 } else { median(v) })
+            .collect(),
+        collectives: inst.len(),
+    }
+}
+
 impl Trace {
     /// Shifts every time of each rank by its offset (same order as `ranks`).
     pub fn shift(&mut self, offsets: &[Offset]) {
@@ -236,6 +302,63 @@ mod tests {
         t.shift(&est);
         let again = estimate_offsets(&t, &instances(&t));
         assert!(again.iter().all(|o| o.offset.abs() <= 1_000), "{again:?}");
+    }
+
+    #[test]
+    fn the_straggler_arrives_last() {
+        // In the sample run rank 5 computes 1.3x slower: it starts every
+        // collective last, so its row of the heatmap is the late one.
+        let t = trace(&training_run(&RunShape::default()));
+        let a = arrivals(&t, &instances(&t));
+        assert_eq!(a.steps, vec![1, 2, 3]);
+        assert_eq!(a.collectives, 51);
+        let most = (0..8).max_by_key(|&r| a.last[r]).unwrap();
+        assert_eq!(most, 5);
+        assert!(a.last[5] >= 40, "{:?}", a.last);
+        assert!(a.late[5].iter().all(|l| l.unwrap() > 0));
+        assert!(a.last_by[5] > 0);
+    }
+
+    #[test]
+    fn lateness_by_hand() {
+        // Step 1 = [0, 100) on both ranks; one all-reduce starting at 10 µs on
+        // rank 0 and 40 µs on rank 1: rank 1 is 30 µs late and starts last.
+        use crate::synth::{Coll, RankTrace};
+        let c = Coll {
+            name: "allreduce",
+            in_nelems: 1,
+            out_nelems: 1,
+            dtype: "Float",
+            group_size: 2,
+        };
+        let mut ranks = vec![
+            RankTrace::new(Some(0), 2, 10),
+            RankTrace::new(Some(1), 2, 10),
+        ];
+        for r in &mut ranks {
+            r.step(1, 0.0, 100.0);
+        }
+        ranks[0].collective(
+            "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+            10.0,
+            50.0,
+            20,
+            &c,
+        );
+        ranks[1].collective(
+            "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+            40.0,
+            20.0,
+            20,
+            &c,
+        );
+        let t = trace(&ranks);
+        let a = arrivals(&t, &instances(&t));
+        assert_eq!(a.late, vec![vec![Some(0)], vec![Some(30_000)]]);
+        assert_eq!(
+            (a.last.clone(), a.last_by.clone()),
+            (vec![0, 1], vec![0, 30_000])
+        );
     }
 
     #[test]

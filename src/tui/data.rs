@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use crate::metrics::ranks::RankRow;
 use crate::metrics::{Ctx, Metric, Options, Outcome, METRICS};
-use crate::model::collectives::instances;
+use crate::model::collectives::{arrivals, instances, Arrivals};
 use crate::model::{Coverage, DeviceOp, Interval, IntervalSet, Ns, Trace};
 use crate::read::LoadReport;
 
@@ -26,6 +26,8 @@ pub struct Data {
     pub steps: Vec<StepSpan>,
     /// Everything drawn on the timeline: first to last device op of any rank.
     pub span: Interval,
+    /// Who arrives late at collectives, per rank and step.
+    pub arrivals: Arrivals,
     /// Longest op of each rank (by rank index), to bound the search for the op
     /// under the cursor.
     pub max_dur: Vec<Ns>,
@@ -100,7 +102,9 @@ impl Data {
         let mut max_dur = Vec::new();
         // Wait intervals of matched collectives, per rank: (stream, interval).
         let mut waits: Vec<Vec<(u32, Interval)>> = vec![Vec::new(); trace.ranks.len()];
-        for inst in instances(&trace) {
+        let matched = instances(&trace);
+        let arrivals = arrivals(&trace, &matched);
+        for inst in matched {
             let start = |&(r, o): &(usize, usize)| trace.ranks[r].ops[o].start;
             let last = inst.members.iter().map(start).max().unwrap_or(0);
             for &(r, o) in &inst.members {
@@ -163,6 +167,7 @@ impl Data {
                 .collect(),
             span,
             max_dur,
+            arrivals,
             trace,
         }
     }

@@ -78,7 +78,8 @@ impl StragglersState {
             Action::ReverseSort => self.sort.1 = !self.sort.1,
             Action::Click { col, row } => {
                 let rows = self.order.len();
-                match table::hit(&COLUMNS, table_area(area), self.selected, rows, col, row) {
+                let t = table_area(area, rows);
+                match table::hit(&COLUMNS, t, self.selected, rows, col, row) {
                     Some(Hit::Header(c)) => {
                         let c = if c >= SORTABLE { WORK } else { c };
                         self.sort = if self.sort.0 == c {
@@ -110,9 +111,93 @@ fn compare(a: &RankRow, b: &RankRow, column: usize) -> Ordering {
     }
 }
 
-fn table_area(area: Rect) -> Rect {
+/// The table below the two header lines: as tall as the ranks need, leaving
+/// the rest to the heatmap.
+fn table_area(area: Rect, ranks: usize) -> Rect {
     let top = 2.min(area.height);
-    Rect::new(area.x, area.y + top, area.width, area.height - top)
+    let h = (area.height - top).min(u16::try_from(ranks + 1).unwrap_or(u16::MAX));
+    Rect::new(area.x, area.y + top, area.width, h)
+}
+
+/// Shade for a share of the largest value: darker is later.
+fn heat(frac: f64) -> &'static str {
+    match frac {
+        f if f <= 0.0 => "·",
+        f if f < 0.25 => "░",
+        f if f < 0.5 => "▒",
+        f if f < 0.75 => "▓",
+        _ => "█",
+    }
+}
+
+fn render_heatmap(data: &Data, theme: Theme, area: Rect, buf: &mut Buffer) {
+    let a = &data.arrivals;
+    if area.height < 3 || a.collectives == 0 {
+        if area.height > 1 && a.collectives == 0 {
+            Line::styled(
+                "No collective is matched across ranks: no arrival heatmap",
+                theme.dim(),
+            )
+            .render(Rect::new(area.x, area.y + 1, area.width, 1), buf);
+        }
+        return;
+    }
+    let max = a
+        .late
+        .iter()
+        .flatten()
+        .flatten()
+        .copied()
+        .max()
+        .unwrap_or(0);
+    let mut lines = vec![Line::raw("")];
+    let (who, _) = a
+        .last
+        .iter()
+        .enumerate()
+        .max_by_key(|(i, n)| (**n, std::cmp::Reverse(*i)))
+        .unwrap_or((0, &0));
+    lines.push(Line::from(vec![
+        Span::styled("Arrival lateness ", theme.title()),
+        Span::raw(format!(
+            "rank x step: summed time after the first rank to start each collective (darker = others waited longer; max {}). ",
+            human(max)
+        )),
+    ]));
+    if let Some(t) = data.trace.ranks.get(who) {
+        lines.push(Line::styled(
+            format!(
+                "rank {} started last at {} of {} matched collectives, by a median {} after the others",
+                t.rank,
+                a.last[who],
+                a.collectives,
+                human(a.last_by[who])
+            ),
+            theme.alert(),
+        ));
+    }
+    let cols = a.steps.len();
+    let cell = 4usize;
+    let mut head = String::from("step  ");
+    for s in &a.steps {
+        head += &format!("{:<cell$}", s.to_string());
+    }
+    lines.push(Line::styled(head, theme.dim()));
+    for (i, row) in a.late.iter().enumerate() {
+        let mut spans = vec![Span::raw(format!("r{:<4} ", data.trace.ranks[i].rank))];
+        for c in row.iter().take(cols) {
+            let g = match c {
+                Some(l) => heat(if max > 0 { *l as f64 / max as f64 } else { 0.0 }),
+                None => " ",
+            };
+            let style = if i == who { theme.alert() } else { theme.bar() };
+            spans.push(Span::styled(g.repeat(cell - 1) + " ", style));
+        }
+        lines.push(Line::from(spans));
+    }
+    for (k, l) in lines.into_iter().enumerate().take(usize::from(area.height)) {
+        l.render(Rect::new(area.x, area.y + k as u16, area.width, 1), buf);
+    }
 }
 
 pub fn render(state: &StragglersState, data: &Data, theme: Theme, area: Rect, buf: &mut Buffer) {
@@ -214,5 +299,8 @@ pub fn render(state: &StragglersState, data: &Data, theme: Theme, area: Rect, bu
         sort: Some(state.sort),
         theme,
     }
-    .render(table_area(area), buf);
+    .render(table_area(area, data.ranks.len()), buf);
+    let t = table_area(area, data.ranks.len());
+    let rest = Rect::new(area.x, t.bottom(), area.width, area.bottom() - t.bottom());
+    render_heatmap(data, theme, rest, buf);
 }
