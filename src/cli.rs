@@ -72,6 +72,11 @@ pub struct Cli {
     #[arg(long, value_enum, default_value_t = Align::Collectives)]
     pub align: Align,
 
+    /// Kernel class rules (TOML, `[[rule]] class = "gemm" pattern = "^my_mm"`)
+    /// applied before the built-in ones; default: ccl-bench-classes.toml beside the trace
+    #[arg(long, value_name = "FILE")]
+    pub classes: Option<PathBuf>,
+
     /// Print VALUE (exit 0) instead of failing when the metric does not apply, e.g. -1
     #[arg(long, value_name = "VALUE", allow_hyphen_values = true)]
     pub missing: Option<String>,
@@ -177,6 +182,15 @@ fn parse_params(s: &str) -> Result<f64, String> {
 }
 
 impl Cli {
+    /// How to load the trace.
+    pub fn load_options(&self) -> crate::read::LoadOptions {
+        crate::read::LoadOptions {
+            iteration: self.iteration,
+            align: self.align == Align::Collectives,
+            classes: self.classes.clone(),
+        }
+    }
+
     /// The metric options given on the command line.
     pub fn options(&self) -> crate::metrics::Options {
         crate::metrics::Options {

@@ -39,6 +39,8 @@ pub enum Error {
         first: PathBuf,
         second: PathBuf,
     },
+    #[error("{}: {why}", path.display())]
+    BadConfig { path: PathBuf, why: String },
     #[error("the traces disagree on the world size ({detail}): they come from different runs")]
     MixedWorldSize { detail: String },
 }

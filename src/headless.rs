@@ -6,11 +6,10 @@ use std::process::ExitCode;
 use anyhow::{anyhow, Context, Result};
 
 use crate::cli::Cli;
-use crate::discover::discover;
 use crate::metrics::{self, Ctx, Metric, Outcome, METRICS};
 use crate::model::classify::RULES;
 use crate::model::Trace;
-use crate::read::{self, Progress};
+use crate::read::{self, LoadOptions, Progress};
 use crate::report::{self, About, Row};
 
 /// Exit status: the metric does not apply to this trace.
@@ -25,6 +24,20 @@ pub fn run(cli: &Cli) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     if cli.list_classes {
+        if let Some(path) = &cli.classes {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            let rules = crate::model::classify::UserRules::parse(&text, path)
+                .map_err(|why| anyhow!("{}: {why}", path.display()))?;
+            for (class, pattern, _) in &rules.rules {
+                writeln!(
+                    out,
+                    "{:<14}  {pattern}  (from {})",
+                    class.name(),
+                    path.display()
+                )?;
+            }
+        }
         list_classes(&mut out)?;
         return Ok(ExitCode::SUCCESS);
     }
@@ -51,11 +64,7 @@ pub fn run(cli: &Cli) -> Result<ExitCode> {
         eprintln!("ccl-bench: no trace given; use --trace DIR (ccl-bench --help for more)");
         return Ok(ExitCode::from(EXIT_USAGE));
     };
-    let trace = load(
-        path,
-        cli.iteration,
-        cli.align == crate::cli::Align::Collectives,
-    )?;
+    let trace = load(path, &cli.load_options())?;
     let ctx = match Ctx::new(&trace, cli.rank) {
         Ok(c) => c.with_options(cli.options()),
         Err(e) => {
@@ -85,15 +94,11 @@ pub fn run(cli: &Cli) -> Result<ExitCode> {
     }
 }
 
-/// Discovers and loads a trace, printing load warnings on stderr; with `align`,
-/// puts the ranks on one clock (see `model::collectives`).
-pub fn load(path: &std::path::Path, iteration: Option<u32>, align: bool) -> Result<Trace> {
-    let discovery = discover(path, iteration)?;
-    let (mut trace, report) = read::load(path, &discovery, &Progress::default())
+/// Discovers and loads a trace (see `read::load_path`), printing load warnings
+/// on stderr.
+pub fn load(path: &std::path::Path, opts: &LoadOptions) -> Result<Trace> {
+    let (trace, report) = read::load_path(path, opts, &Progress::default())
         .with_context(|| format!("cannot load {}", path.display()))?;
-    if align {
-        crate::model::collectives::align(&mut trace);
-    }
     for w in &report.warnings {
         eprintln!("warning: {w}");
     }
@@ -118,7 +123,8 @@ pub fn compare(args: &crate::cli::CompareArgs) -> Result<ExitCode> {
         },
         None => None,
     };
-    let (ta, tb) = (load(&args.a, None, true)?, load(&args.b, None, true)?);
+    let opts = LoadOptions::default();
+    let (ta, tb) = (load(&args.a, &opts)?, load(&args.b, &opts)?);
     let (ca, cb) = (
         Ctx::new(&ta, None).map_err(|e| anyhow!(e))?,
         Ctx::new(&tb, None).map_err(|e| anyhow!(e))?,
@@ -180,12 +186,10 @@ pub fn screenshot(cli: &Cli, out: &std::path::Path) -> Result<ExitCode> {
         eprintln!("ccl-bench: --screenshot needs --trace DIR");
         return Ok(ExitCode::from(EXIT_USAGE));
     };
-    let align = cli.align == crate::cli::Align::Collectives;
     let data = crate::tui::load_data(
         path,
-        cli.iteration,
+        &cli.load_options(),
         cli.options(),
-        align,
         &Progress::default(),
     )?;
     for w in &data.warnings {
@@ -252,7 +256,7 @@ fn list_metrics(out: &mut dyn Write) -> io::Result<()> {
 fn list_classes(out: &mut dyn Write) -> io::Result<()> {
     writeln!(
         out,
-        "Kernel names are matched case-insensitively, first rule wins; no match = other."
+        "Kernel names are matched case-insensitively, first rule wins; no match = unclassified. Rules from --classes FILE or ccl-bench-classes.toml beside the trace come first."
     )?;
     writeln!(
         out,

@@ -48,12 +48,7 @@ fn run(cli: &Cli) -> Result<ExitCode> {
                 }
             },
         };
-        tui::run(
-            path,
-            cli.iteration,
-            cli.options(),
-            cli.align == ccl_bench::cli::Align::Collectives,
-        )?;
+        tui::run(path, cli.load_options(), cli.options())?;
         return Ok(ExitCode::SUCCESS);
     }
     headless::run(cli)

@@ -97,6 +97,71 @@ impl<R> Drop for Counting<'_, R> {
     }
 }
 
+/// How to load a trace beyond reading its files.
+#[derive(Debug, Clone)]
+pub struct LoadOptions {
+    /// `profile_traces/iteration_K` to read (default: the newest).
+    pub iteration: Option<u32>,
+    /// Put the ranks on one clock (see `model::collectives`).
+    pub align: bool,
+    /// Kernel class rules to apply first; default: `ccl-bench-classes.toml`
+    /// beside the trace, when there is one.
+    pub classes: Option<PathBuf>,
+}
+
+impl Default for LoadOptions {
+    fn default() -> Self {
+        Self {
+            iteration: None,
+            align: true,
+            classes: None,
+        }
+    }
+}
+
+/// The rules file name looked for beside a trace.
+pub const CLASSES_FILE: &str = "ccl-bench-classes.toml";
+
+/// Discovers and reads a trace, then applies user class rules and clock
+/// alignment as `opts` asks.
+pub fn load_path(
+    path: &Path,
+    opts: &LoadOptions,
+    progress: &Progress,
+) -> Result<(Trace, LoadReport)> {
+    let discovery = crate::discover::discover(path, opts.iteration)?;
+    let (mut trace, mut report) = load(path, &discovery, progress)?;
+    let beside = if path.is_dir() {
+        Some(path.join(CLASSES_FILE))
+    } else {
+        path.parent().map(|d| d.join(CLASSES_FILE))
+    };
+    let rules_path = opts.classes.clone().or(beside.filter(|p| p.is_file()));
+    if let Some(rp) = rules_path {
+        let text = std::fs::read_to_string(&rp).map_err(|source| Error::Io {
+            path: rp.clone(),
+            source,
+        })?;
+        let rules = crate::model::classify::UserRules::parse(&text, &rp).map_err(|why| {
+            Error::BadConfig {
+                path: rp.clone(),
+                why,
+            }
+        })?;
+        let n = rules.apply(&mut trace);
+        report.warnings.push(format!(
+            "{}: {} kernel class rule(s) applied first; {n} op(s) reclassified",
+            rp.display(),
+            rules.rules.len()
+        ));
+        trace.rules = Some(rules);
+    }
+    if opts.align {
+        crate::model::collectives::align(&mut trace);
+    }
+    Ok((trace, report))
+}
+
 /// What a reader found in one file, before ranks are resolved across files.
 #[derive(Debug)]
 pub struct RankFile {
@@ -186,6 +251,7 @@ pub fn load(
             iteration: discovery.iteration,
             card,
             offsets: None,
+            rules: None,
         },
         report,
     ))

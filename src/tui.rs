@@ -23,9 +23,8 @@ use ratatui::crossterm::event::{self, DisableMouseCapture, EnableMouseCapture};
 use ratatui::crossterm::execute;
 use ratatui::DefaultTerminal;
 
-use crate::discover::discover;
 use crate::metrics::Options;
-use crate::read::{self, Progress};
+use crate::read::{self, LoadOptions, Progress};
 use app::App;
 use data::Data;
 use theme::Theme;
@@ -33,17 +32,12 @@ use theme::Theme;
 /// Discovers and loads a trace into the view data (used by the TUI and screenshots).
 pub fn load_data(
     path: &Path,
-    iteration: Option<u32>,
+    load: &LoadOptions,
     opts: Options,
-    align: bool,
     progress: &Progress,
 ) -> Result<Data> {
-    let discovery = discover(path, iteration)?;
-    let (mut trace, report) = read::load(path, &discovery, progress)
+    let (trace, report) = read::load_path(path, load, progress)
         .with_context(|| format!("cannot load {}", path.display()))?;
-    if align {
-        crate::model::collectives::align(&mut trace);
-    }
     if trace.ranks.is_empty() {
         anyhow::bail!("{}: no ranks loaded", path.display());
     }
@@ -58,12 +52,12 @@ enum Screen {
 
 /// Runs the UI on `path` until the user quits. A load error is shown in the UI
 /// and then returned, so the exit status says the trace could not be read.
-pub fn run(path: PathBuf, iteration: Option<u32>, opts: Options, align: bool) -> Result<()> {
+pub fn run(path: PathBuf, load: LoadOptions, opts: Options) -> Result<()> {
     let theme = Theme::from_env();
     let progress = Arc::new(Progress::default());
     let loader = {
         let (path, progress) = (path.clone(), Arc::clone(&progress));
-        thread::spawn(move || load_data(&path, iteration, opts, align, &progress))
+        thread::spawn(move || load_data(&path, &load, opts, &progress))
     };
     let mut terminal = ratatui::try_init().context("cannot start the terminal UI")?;
     // ratatui's panic hook restores the screen; mouse capture must go too.

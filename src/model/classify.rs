@@ -47,8 +47,18 @@ impl KernelClass {
             Self::Optimizer => "optimizer",
             Self::Reduction => "reduction",
             Self::Elementwise => "elementwise",
-            Self::Other => "other",
+            // No rule matched: shown as such, so misclassification is visible.
+            Self::Other => "unclassified",
         }
+    }
+
+    /// The class with this name (as `name` writes it; `other` also accepted).
+    pub fn from_name(s: &str) -> Option<Self> {
+        let s = s.trim().to_ascii_lowercase();
+        if s == "other" {
+            return Some(Self::Other);
+        }
+        Self::ALL.into_iter().find(|c| c.name() == s)
     }
 
     /// Compute = a kernel that is neither communication nor a memory operation.
@@ -183,6 +193,87 @@ pub fn classify(name: &str, activity: Activity) -> KernelClass {
     }
 }
 
+/// Rules a user adds in front of the built-in ones (`--classes FILE`, or
+/// `ccl-bench-classes.toml` beside the trace).
+#[derive(Debug, Clone)]
+pub struct UserRules {
+    pub source: std::path::PathBuf,
+    pub rules: Vec<(KernelClass, String, Regex)>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RulesFile {
+    #[serde(default)]
+    rule: Vec<RuleEntry>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RuleEntry {
+    class: String,
+    pattern: String,
+}
+
+impl UserRules {
+    /// Parses the TOML text of a rules file (`[[rule]] class = "gemm"
+    /// pattern = "^my_matmul"`); patterns are case-insensitive regexes.
+    pub fn parse(text: &str, source: &std::path::Path) -> Result<Self, String> {
+        let file: RulesFile = toml::from_str(text).map_err(|e| e.to_string())?;
+        let mut rules = Vec::new();
+        for (i, r) in file.rule.into_iter().enumerate() {
+            let class = KernelClass::from_name(&r.class).ok_or_else(|| {
+                let names: Vec<&str> = KernelClass::ALL.iter().map(|c| c.name()).collect();
+                format!(
+                    "rule {}: unknown class '{}' (classes: {})",
+                    i + 1,
+                    r.class,
+                    names.join(", ")
+                )
+            })?;
+            let re = Regex::new(&format!("(?i){}", r.pattern))
+                .map_err(|e| format!("rule {}: bad pattern '{}': {e}", i + 1, r.pattern))?;
+            rules.push((class, r.pattern, re));
+        }
+        Ok(Self {
+            source: source.to_owned(),
+            rules,
+        })
+    }
+
+    /// The class the first matching user rule gives, if any.
+    pub fn class_of(&self, name: &str) -> Option<KernelClass> {
+        self.rules
+            .iter()
+            .find(|(_, _, re)| re.is_match(name))
+            .map(|(c, _, _)| *c)
+    }
+
+    /// Reclassifies every op a user rule matches; returns how many changed.
+    pub fn apply(&self, trace: &mut super::Trace) -> usize {
+        let mut changed = 0;
+        for t in &mut trace.ranks {
+            let mut cache: std::collections::HashMap<super::StrId, Option<KernelClass>> =
+                std::collections::HashMap::new();
+            for i in 0..t.ops.len() {
+                let id = t.ops[i].name;
+                let class = *cache
+                    .entry(id)
+                    .or_insert_with(|| self.class_of(t.strings.get(id)));
+                let Some(class) = class else { continue };
+                let op = &mut t.ops[i];
+                if op.class != class {
+                    changed += 1;
+                    op.class = class;
+                    op.coll =
+                        (class == KernelClass::Communication).then(|| coll_kind(t.strings.get(id)));
+                }
+            }
+        }
+        changed
+    }
+}
+
 /// Collective kind from a kernel name such as `ncclDevKernel_AllGather_RING_LL`
 /// or from a `Collective name` argument such as `_allgather_base`.
 pub fn coll_kind(name: &str) -> CollKind {
@@ -233,6 +324,35 @@ pub fn dtype_size(dtype: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn user_rules_come_first() {
+        let r = UserRules::parse(
+            "[[rule]]\nclass = \"communication\"\npattern = \"^my_a2a\"\n[[rule]]\nclass = \"gemm\"\npattern = \"fancy_mm\"\n",
+            "c.toml".as_ref(),
+        )
+        .unwrap();
+        assert_eq!(
+            r.class_of("my_a2a_kernel<4>"),
+            Some(KernelClass::Communication)
+        );
+        assert_eq!(r.class_of("triton_FANCY_MM_3"), Some(KernelClass::Gemm));
+        assert_eq!(r.class_of("flash_fwd"), None);
+        let e = UserRules::parse(
+            "[[rule]]\nclass = \"magic\"\npattern = \"x\"\n",
+            "c.toml".as_ref(),
+        )
+        .unwrap_err();
+        assert!(e.contains("unknown class 'magic'"), "{e}");
+        let e = UserRules::parse(
+            "[[rule]]\nclass = \"gemm\"\npattern = \"(\"\n",
+            "c.toml".as_ref(),
+        )
+        .unwrap_err();
+        assert!(e.contains("bad pattern"), "{e}");
+        assert_eq!(KernelClass::from_name("other"), Some(KernelClass::Other));
+        assert_eq!(KernelClass::Other.name(), "unclassified");
+    }
 
     #[test]
     fn classifies_kernel_names() {

@@ -17,6 +17,8 @@ pub struct Trace {
     pub card: Option<WorkloadCard>,
     /// Clock offsets applied to the ranks (same order), when aligned.
     pub offsets: Option<Vec<super::collectives::Offset>>,
+    /// User kernel class rules applied on loading.
+    pub rules: Option<super::classify::UserRules>,
 }
 
 impl Trace {

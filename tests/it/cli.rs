@@ -270,3 +270,52 @@ fn compare_two_runs() {
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("avg_step_time"), "{}", stderr(&o));
 }
+
+#[test]
+fn user_class_rules_beside_the_trace() {
+    let dir = write_ranks(&two_rank_example());
+    let p = dir.path().to_str().unwrap();
+    // Built in: the fused MoE kernel (10 µs of rank 0's 145 µs of kernels) is MoE.
+    let moe = |o: &std::process::Output| stdout(o).trim().parse::<f64>().unwrap();
+    assert_close(
+        moe(&run(&[
+            "--trace",
+            p,
+            "--metric",
+            "moe_fraction",
+            "--rank",
+            "0",
+        ])),
+        10.0 / 145.0 * 100.0,
+        "moe",
+    );
+    // A rules file beside the trace makes it a GEMM.
+    std::fs::write(
+        dir.path().join("ccl-bench-classes.toml"),
+        "[[rule]]\nclass = \"gemm\"\npattern = \"^fused_moe\"\n",
+    )
+    .unwrap();
+    let o = run(&["--trace", p, "--metric", "moe_fraction", "--rank", "0"]);
+    assert_eq!(moe(&o), 0.0);
+    assert!(
+        stderr(&o).contains("1 op(s) reclassified"),
+        "{}",
+        stderr(&o)
+    );
+    // A broken rules file is an error naming it.
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "[[rule]]\nclass = \"magic\"\npattern = \"x\"\n").unwrap();
+    let o = run(&[
+        "--trace",
+        p,
+        "--classes",
+        bad.to_str().unwrap(),
+        "--metrics",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("bad.toml") && stderr(&o).contains("unknown class 'magic'"),
+        "{}",
+        stderr(&o)
+    );
+}

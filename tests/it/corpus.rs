@@ -11,12 +11,13 @@
 
 use ccl_bench::headless::load;
 use ccl_bench::metrics::{self, Ctx, Outcome};
+use ccl_bench::read::LoadOptions;
 
 use crate::support::{assert_close, corpus, run, stderr, stdout};
 
 fn check(rel: &str, expected: &[(&str, Option<f64>)]) {
     let Some(dir) = corpus(rel) else { return };
-    let trace = load(&dir, None, true).expect("corpus trace loads");
+    let trace = load(&dir, &LoadOptions::default()).expect("corpus trace loads");
     let ctx = Ctx::new(&trace, None).unwrap();
     for (name, want) in expected {
         let got = metrics::find(name).expect("metric exists").eval(&ctx);
@@ -190,7 +191,7 @@ fn dlrm_structure() {
     let Some(dir) = corpus("kineto/dlrm_8rank_v100") else {
         return;
     };
-    let trace = load(&dir, None, true).unwrap();
+    let trace = load(&dir, &LoadOptions::default()).unwrap();
     assert_eq!(
         trace.ranks.iter().map(|r| r.rank).collect::<Vec<_>>(),
         (0..8).collect::<Vec<_>>()
@@ -215,7 +216,7 @@ fn collective_sizes_from_kernel_args() {
     let Some(dir) = corpus("kineto/hta/nccl_parser_config") else {
         return;
     };
-    let trace = load(&dir, None, true).unwrap();
+    let trace = load(&dir, &LoadOptions::default()).unwrap();
     let r = &trace.ranks[0];
     // The kernel at ts 4458677009853.422 µs carries "In msg nelems": 6637568,
     // "dtype": "Float", "Group size": 2 (read with json.load).
@@ -273,11 +274,14 @@ fn rank_from_distributed_info_and_file_name() {
     let Some(cpu) = corpus("kineto/hta/cpu_only") else {
         return;
     };
-    assert_eq!(load(&cpu, None, true).unwrap().ranks[0].rank, 34);
+    assert_eq!(
+        load(&cpu, &LoadOptions::default()).unwrap().ranks[0].rank,
+        34
+    );
     let Some(two) = corpus("kineto/hta/trace_filter") else {
         return;
     };
-    let t = load(&two, None, true).unwrap();
+    let t = load(&two, &LoadOptions::default()).unwrap();
     assert_eq!(
         t.ranks.iter().map(|r| r.rank).collect::<Vec<_>>(),
         vec![0, 1]
@@ -328,11 +332,11 @@ fn every_metric_applies_somewhere_or_says_why_not() {
     let mut traces = Vec::new();
     for d in dirs {
         let Some(p) = corpus(d) else { return };
-        traces.push(load(&p, None, true).expect("corpus trace loads"));
+        traces.push(load(&p, &LoadOptions::default()).expect("corpus trace loads"));
     }
     let sample =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("trace_collection/llama_fsdp_8gpu");
-    traces.push(load(&sample, None, true).expect("sample loads"));
+    traces.push(load(&sample, &LoadOptions::default()).expect("sample loads"));
     // No corpus trace was profiled with_flops or records sizes for all-to-all or
     // point-to-point, and no trace can feed a network simulator. (FSDP ranges
     // come from the sample.)
@@ -446,7 +450,10 @@ fn compare_h100_with_mi300() {
     ) else {
         return;
     };
-    let (ta, tb) = (load(&a, None, true).unwrap(), load(&b, None, true).unwrap());
+    let (ta, tb) = (
+        load(&a, &LoadOptions::default()).unwrap(),
+        load(&b, &LoadOptions::default()).unwrap(),
+    );
     let (ca, cb) = (Ctx::new(&ta, None).unwrap(), Ctx::new(&tb, None).unwrap());
     let cmp = ccl_bench::compare::compare(&ca, &cb, 0.05);
     let both = cmp
@@ -472,7 +479,7 @@ fn dlrm_clock_offsets_and_wait_split() {
     let Some(dir) = corpus("kineto/dlrm_8rank_v100") else {
         return;
     };
-    let t = load(&dir, None, true).unwrap();
+    let t = load(&dir, &LoadOptions::default()).unwrap();
     let offsets = t.offsets.as_ref().expect("ranks share collectives");
     assert_eq!(offsets.len(), 8);
     for o in offsets {

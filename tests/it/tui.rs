@@ -12,6 +12,7 @@ use ratatui::widgets::Widget;
 use ratatui::Terminal;
 
 use ccl_bench::metrics::Options;
+use ccl_bench::read::LoadOptions;
 use ccl_bench::read::Progress;
 use ccl_bench::synth::two_rank_example;
 use ccl_bench::tui::action::Action;
@@ -29,9 +30,8 @@ const SAMPLE: &str = "trace_collection/llama_fsdp_8gpu";
 fn sample() -> Data {
     load_data(
         Path::new(SAMPLE),
-        None,
+        &LoadOptions::default(),
         Options::default(),
-        true,
         &Progress::default(),
     )
     .expect("sample loads")
@@ -41,7 +41,7 @@ fn two_ranks() -> Data {
     let dir = write_ranks(&two_rank_example());
     let mut d =
         // A hand-made fixture, not a run: its clocks stay as written.
-        load_data(dir.path(), None, Options::default(), false, &Progress::default()).expect("loads");
+        load_data(dir.path(), &LoadOptions { align: false, ..LoadOptions::default() }, Options::default(), &Progress::default()).expect("loads");
     // The temporary directory's name changes every run.
     d.trace.source = "two_ranks".into();
     d
@@ -300,9 +300,8 @@ fn load_errors_are_shown_not_panicked() {
     std::fs::write(dir.path().join("rank0_trace.json"), "{\"traceEvents\": 5}").unwrap();
     let Err(err) = load_data(
         dir.path(),
-        None,
+        &LoadOptions::default(),
         Options::default(),
-        true,
         &Progress::default(),
     ) else {
         panic!("a bad trace must not load")
@@ -325,8 +324,13 @@ fn real_traces_render_on_every_tab() {
         let Some(dir) = crate::support::corpus(rel) else {
             continue;
         };
-        let data = load_data(&dir, None, Options::default(), true, &Progress::default())
-            .expect("corpus trace loads");
+        let data = load_data(
+            &dir,
+            &LoadOptions::default(),
+            Options::default(),
+            &Progress::default(),
+        )
+        .expect("corpus trace loads");
         let ranks = data.trace.ranks.len();
         let mut a = app(data, (120, 40));
         let mut screens = Vec::new();
