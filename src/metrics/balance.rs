@@ -1,18 +1,20 @@
 //! Utilization and balance across ranks.
 
 use super::ctx::{gpu_step_windows, Ctx};
-use super::outcome::{percent, Outcome};
+use super::outcome::{Outcome, Unit};
 use super::ranks::slowest;
 use crate::model::time::{human, ns_to_s};
 
 /// Union of device activity over the rank's device window (first op start to
 /// last op end).
 pub fn aggregate_gpu_utilization(ctx: &Ctx) -> Outcome {
-    Outcome::rank_mean(
+    Outcome::share_mean(
         ctx.each().map(|(t, s)| {
             let window = t.device_window().map_or(0, |w| w.len());
-            (t.rank, percent(s.busy.total(), window))
+            (t.rank, s.busy.total(), window)
         }),
+        ("busy", "device window"),
+        Unit::Percent,
         "the trace has no GPU activity",
     )
 }
@@ -209,8 +211,10 @@ pub fn comm_transfer_time(ctx: &Ctx) -> Outcome {
 
 /// Wait / (wait + transfer) over matched collectives × 100.
 pub fn comm_wait_fraction(ctx: &Ctx) -> Outcome {
-    Outcome::rank_mean(
-        waits_in_scope(ctx).map(|(r, w, _)| (r, percent(w.wait, w.wait + w.transfer))),
+    Outcome::share_mean(
+        waits_in_scope(ctx).map(|(r, w, _)| (r, w.wait, w.wait + w.transfer)),
+        ("wait", "matched collectives"),
+        Unit::Percent,
         NO_MATCHES,
     )
 }

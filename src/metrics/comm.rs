@@ -1,7 +1,7 @@
 //! Communication metrics: call counts, time, and shares of GPU time.
 
 use super::ctx::Ctx;
-use super::outcome::{percent, Outcome};
+use super::outcome::{Outcome, Unit};
 use crate::model::time::ns_to_s;
 use crate::model::{KernelClass, Ns, RankTimeline};
 
@@ -49,48 +49,50 @@ pub fn total_communication_time(ctx: &Ctx) -> Outcome {
 }
 
 pub fn communication_ratio(ctx: &Ctx) -> Outcome {
-    Outcome::rank_mean(
+    Outcome::share_mean(
         ctx.stats().iter().map(|s| {
             (
                 s.rank,
-                percent(s.kernel_class(KernelClass::Communication), s.kernel_sum),
+                s.kernel_class(KernelClass::Communication),
+                s.kernel_sum,
             )
         }),
+        ("comm kernels", "all kernels"),
+        Unit::Percent,
         NO_KERNELS,
     )
 }
 
 pub fn communication_fraction(ctx: &Ctx) -> Outcome {
-    Outcome::rank_mean(
-        ctx.stats().iter().map(|s| {
-            (
-                s.rank,
-                percent(s.op_class(KernelClass::Communication), s.op_sum),
-            )
-        }),
+    Outcome::share_mean(
+        ctx.stats()
+            .iter()
+            .map(|s| (s.rank, s.op_class(KernelClass::Communication), s.op_sum)),
+        ("comm", "all GPU ops"),
+        Unit::Percent,
         "the trace has no GPU activity",
+    )
+}
+
+fn overlap(ctx: &Ctx, unit: Unit) -> Outcome {
+    Outcome::share_mean(
+        ctx.stats()
+            .iter()
+            .map(|s| (s.rank, s.comm.overlap_len(&s.compute), s.comm.total())),
+        ("comm under compute", "comm"),
+        unit,
+        "the trace has no communication kernels",
     )
 }
 
 /// Share of communication time during which compute kernels also ran.
 pub fn communication_overlap_ratio(ctx: &Ctx) -> Outcome {
-    Outcome::rank_mean(
-        ctx.stats().iter().map(|s| {
-            let comm = s.comm.total();
-            let overlapped = s.comm.overlap_len(&s.compute);
-            (s.rank, (comm > 0).then(|| overlapped as f64 / comm as f64))
-        }),
-        "the trace has no communication kernels",
-    )
+    overlap(ctx, Unit::Ratio)
 }
 
 /// `communication_overlap_ratio` as a percentage (the leaderboard's name).
 pub fn compute_comm_overlap(ctx: &Ctx) -> Outcome {
-    match communication_overlap_ratio(ctx) {
-        Outcome::Value(m) => Outcome::value(m.value * 100.0)
-            .with_per_rank(m.per_rank.iter().map(|&(r, v)| (r, v * 100.0)).collect()),
-        na => na,
-    }
+    overlap(ctx, Unit::Percent)
 }
 
 #[cfg(test)]
@@ -98,6 +100,18 @@ mod tests {
     use crate::metrics::testing::{assert_close, eval, trace, value};
     use crate::metrics::Outcome;
     use crate::synth::{two_rank_example, RankTrace};
+
+    #[test]
+    fn shares_show_their_terms() {
+        let t = trace(&two_rank_example());
+        let Outcome::Value(m) = eval(&t, "communication_ratio", None) else {
+            unreachable!()
+        };
+        assert_eq!(
+            m.fraction.as_deref(),
+            Some("rank 0: comm kernels 60.0 µs / all kernels 145 µs = 41.379 %")
+        );
+    }
 
     // Hand computations for `synth::two_rank_example` (µs):
     // rank 0 kernels K1 35 + C1 30 + K2 40 + C2 30 + K3 10 = 145, of which comm 60;

@@ -1,7 +1,7 @@
 //! Kernel-time metrics: totals, concentration, class breakdown, SM coverage.
 
 use super::ctx::Ctx;
-use super::outcome::{percent, Outcome};
+use super::outcome::{percent, Outcome, Unit};
 use crate::model::time::ns_to_s;
 use crate::model::{KernelClass, Ns, RankTimeline};
 
@@ -21,11 +21,13 @@ pub fn total_kernel_time(ctx: &Ctx) -> Outcome {
 }
 
 pub fn dominant_kernel_concentration(ctx: &Ctx) -> Outcome {
-    let out = Outcome::rank_mean(
+    let out = Outcome::share_mean(
         ctx.stats().iter().map(|s| {
             let top = s.by_name.values().copied().max().unwrap_or(0);
-            (s.rank, percent(top, s.kernel_sum))
+            (s.rank, top, s.kernel_sum)
         }),
+        ("top kernel", "all kernels"),
+        Unit::Percent,
         NO_KERNELS,
     );
     // Name the kernel that dominates on the most ranks' pooled time.
@@ -45,13 +47,12 @@ pub fn dominant_kernel_concentration(ctx: &Ctx) -> Outcome {
 }
 
 pub fn moe_fraction(ctx: &Ctx) -> Outcome {
-    Outcome::rank_mean(
-        ctx.stats().iter().map(|s| {
-            (
-                s.rank,
-                percent(s.kernel_class(KernelClass::Moe), s.kernel_sum),
-            )
-        }),
+    Outcome::share_mean(
+        ctx.stats()
+            .iter()
+            .map(|s| (s.rank, s.kernel_class(KernelClass::Moe), s.kernel_sum)),
+        ("MoE kernels", "all kernels"),
+        Unit::Percent,
         NO_KERNELS,
     )
 }

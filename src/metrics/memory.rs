@@ -1,18 +1,20 @@
 //! Memory-transfer metrics (device memcpy/memset activity).
 
 use super::ctx::{gpu_step_windows, Ctx};
-use super::outcome::{percent, Outcome};
+use super::outcome::{Outcome, Unit};
 use crate::model::{Activity, Ns};
 
 /// Memcpy/memset time not hidden under compute kernels, as % of the device-side
 /// step time.
 pub fn memory_transfer_overhead(ctx: &Ctx) -> Outcome {
-    Outcome::rank_mean(
+    Outcome::share_mean(
         ctx.each().map(|(t, s)| {
             let window = gpu_step_windows(t);
             let exposed = s.memory.subtract(&s.compute).overlap_len(&window);
-            (t.rank, percent(exposed, window.total()))
+            (t.rank, exposed, window.total())
         }),
+        ("copies not under compute", "device step time"),
+        Unit::Percent,
         "the trace has no GPU activity",
     )
 }

@@ -77,6 +77,9 @@ pub struct Measured {
     pub parts: Vec<(String, f64)>,
     /// One line of context, e.g. which kernel dominates.
     pub note: Option<String>,
+    /// For shares: the numerator and denominator on one rank, so the number can
+    /// be checked at a glance ("rank 0: comm 60 µs / kernels 145 µs = 41.4 %").
+    pub fraction: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -92,6 +95,7 @@ impl Outcome {
             per_rank: Vec::new(),
             parts: Vec::new(),
             note: None,
+            fraction: None,
         })
     }
 
@@ -125,6 +129,42 @@ impl Outcome {
             m.note = Some(note.into());
         }
         self
+    }
+
+    /// Mean over ranks of `num / den` (× 100 for percentages); ranks whose
+    /// denominator is zero are left out. The first rank's terms are kept as the
+    /// readable `fraction` line.
+    pub fn share_mean(
+        parts: impl IntoIterator<Item = (u32, Ns, Ns)>,
+        (num, den): (&str, &str),
+        unit: Unit,
+        why: &str,
+    ) -> Self {
+        let scale = if unit == Unit::Percent { 100.0 } else { 1.0 };
+        let parts: Vec<(u32, Ns, Ns)> = parts.into_iter().filter(|p| p.2 > 0).collect();
+        let shown = parts.first().map(|&(r, n, d)| {
+            let v = n as f64 / d as f64 * scale;
+            format!(
+                "rank {r}: {num} {} / {den} {} = {} {}",
+                crate::model::time::human(n),
+                crate::model::time::human(d),
+                unit.human(v),
+                unit.symbol()
+            )
+        });
+        let out = Self::rank_mean(
+            parts
+                .iter()
+                .map(|&(r, n, d)| (r, Some(n as f64 / d as f64 * scale))),
+            why,
+        );
+        match (out, shown) {
+            (Self::Value(mut m), Some(f)) => {
+                m.fraction = Some(f);
+                Self::Value(m)
+            }
+            (o, _) => o,
+        }
     }
 
     pub fn as_value(&self) -> Option<f64> {

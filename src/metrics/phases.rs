@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 use regex::Regex;
 
 use super::ctx::{gpu_step_windows, Ctx};
-use super::outcome::{percent, Outcome};
+use super::outcome::{Outcome, Unit};
 use crate::model::time::ns_to_s;
 use crate::model::{Annotation, Interval, IntervalSet, Ns, RankTimeline};
 
@@ -38,6 +38,18 @@ impl Phase {
             }),
             Self::FsdpCopyIn => fsdp.is_some_and(|n| n.contains("copy_in")),
             Self::FsdpCopyOut => fsdp.is_some_and(|n| n.contains("copy_out")),
+        }
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            Self::Forward => "forward",
+            Self::Backward => "backward",
+            Self::Optimizer => "optimizer",
+            Self::FsdpAllGather => "FSDP all_gather",
+            Self::FsdpReduceScatter => "FSDP reduce_scatter",
+            Self::FsdpCopyIn => "FSDP copy_in",
+            Self::FsdpCopyOut => "FSDP copy_out",
         }
     }
 
@@ -103,19 +115,18 @@ fn per_step(ctx: &Ctx, phase: Phase) -> Outcome {
 /// op launched in each step; the device window without steps), so both sides of
 /// the ratio are measured on the GPU (CPU steps for a trace without device ops).
 fn share(ctx: &Ctx, phase: Phase) -> Outcome {
-    Outcome::rank_mean(
-        ctx.ranks.iter().map(|t| {
+    Outcome::share_mean(
+        ctx.ranks.iter().filter_map(|t| {
             let whole = match gpu_step_windows(t).total() {
                 // CPU-only trace: the CPU steps, else the whole window.
                 0 if t.steps.is_empty() => t.window.map_or(0, |w| w.len()),
                 0 => t.steps.iter().map(|s| s.dur()).sum(),
                 w => w,
             };
-            (
-                t.rank,
-                phase_time(t, phase).and_then(|ns| percent(ns, whole)),
-            )
+            Some((t.rank, phase_time(t, phase)?, whole))
         }),
+        (phase.label(), "device step time"),
+        Unit::Percent,
         &format!("the trace has no {}", phase.describe()),
     )
 }

@@ -40,6 +40,8 @@ struct MetricJson<'a> {
     parts: Vec<Part<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     note: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fraction: Option<&'a str>,
     about: &'a str,
 }
 
@@ -61,6 +63,7 @@ pub fn write(about: &About, rows: &[Row], out: &mut dyn Write) -> io::Result<()>
                 per_rank: BTreeMap::new(),
                 parts: Vec::new(),
                 note: None,
+                fraction: None,
                 about: r.metric.about,
             };
             match &r.outcome {
@@ -80,6 +83,7 @@ pub fn write(about: &About, rows: &[Row], out: &mut dyn Write) -> io::Result<()>
                         })
                         .collect();
                     m.note = v.note.as_deref();
+                    m.fraction = v.fraction.as_deref();
                 }
                 Outcome::NotApplicable(why) => m.not_applicable = Some(why),
             }

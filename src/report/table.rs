@@ -58,6 +58,9 @@ pub fn write(about: &About, rows: &[Row], out: &mut dyn Write) -> io::Result<()>
                         unit.symbol()
                     )?;
                 }
+                if let Some(f) = &m.fraction {
+                    writeln!(out, "{:<width$}  {f}", "")?;
+                }
                 if let Some(note) = &m.note {
                     writeln!(out, "{:<width$}  {note}", "")?;
                 }

@@ -105,6 +105,10 @@ fn lines(data: &Data, theme: Theme, width: u16) -> Vec<Line<'static>> {
                     if let Some(note) = &v.note {
                         about = format!("{note}; {about}");
                     }
+                    // A share shows its terms first, so it can be checked at a glance.
+                    if let Some(f) = &v.fraction {
+                        about = format!("{f}; {about}");
+                    }
                     // Seconds read better as 29.3 ms than 0.029257 s.
                     let (value, unit) = match m.unit {
                         Unit::Seconds => (human((v.value * 1e9).round() as i64), ""),
