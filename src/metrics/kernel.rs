@@ -1,7 +1,7 @@
 //! Kernel-time metrics: totals, concentration, class breakdown, SM coverage.
 
 use super::ctx::Ctx;
-use super::outcome::{percent, Outcome, Unit};
+use super::outcome::{Outcome, Unit};
 use crate::model::time::ns_to_s;
 use crate::model::{KernelClass, Ns, RankTimeline};
 
@@ -142,8 +142,8 @@ pub fn mean_sm_coverage(ctx: &Ctx) -> Outcome {
 
 /// Share of kernel time (over kernels with known coverage) in kernels that `pick`
 /// selects, given the kernel's duration, coverage and the rank's median duration.
-fn coverage_share(ctx: &Ctx, pick: impl Fn(Ns, f64, Ns) -> bool) -> Outcome {
-    Outcome::rank_mean(
+fn coverage_share(ctx: &Ctx, label: &str, pick: impl Fn(Ns, f64, Ns) -> bool) -> Outcome {
+    Outcome::share_mean(
         ctx.ranks.iter().map(|t| {
             let ks = covered_kernels(t);
             let mut durs: Vec<Ns> = ks.iter().map(|k| k.0).collect();
@@ -155,18 +155,22 @@ fn coverage_share(ctx: &Ctx, pick: impl Fn(Ns, f64, Ns) -> bool) -> Outcome {
                 .filter(|(d, c)| pick(*d, *c, median))
                 .map(|k| k.0)
                 .sum();
-            (t.rank, percent(hit, total))
+            (t.rank, hit, total)
         }),
+        (label, "kernels with grid info"),
+        Unit::Percent,
         NO_GRID,
     )
 }
 
 pub fn compute_bound_fraction(ctx: &Ctx) -> Outcome {
-    coverage_share(ctx, |dur, cov, median| cov > 0.7 && dur > median)
+    coverage_share(ctx, "kernels > 70 % SMs, > median", |dur, cov, median| {
+        cov > 0.7 && dur > median
+    })
 }
 
 pub fn memory_bound_fraction(ctx: &Ctx) -> Outcome {
-    coverage_share(ctx, |_, cov, _| cov < 0.5)
+    coverage_share(ctx, "kernels < 50 % SMs", |_, cov, _| cov < 0.5)
 }
 
 #[cfg(test)]
