@@ -189,11 +189,6 @@ impl Outcome {
     }
 }
 
-/// `part / whole × 100`, or `None` when the whole is zero.
-pub fn percent(part: Ns, whole: Ns) -> Option<f64> {
-    (whole > 0).then(|| part as f64 / whole as f64 * 100.0)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -214,7 +209,5 @@ mod tests {
     fn bare_numbers() {
         assert_eq!(Unit::Count.bare(8.0), "8");
         assert_eq!(Unit::Percent.bare(12.5), "12.5");
-        assert_eq!(percent(1, 4), Some(25.0));
-        assert_eq!(percent(1, 0), None);
     }
 }
