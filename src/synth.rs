@@ -229,6 +229,41 @@ pub fn two_rank_example() -> Vec<RankTrace> {
     vec![r0, r1]
 }
 
+/// Two ranks in one step `[0, 100)` µs and one all-reduce that rank 0 starts at
+/// 10 µs and rank 1 at 40 µs; both end at 60. Rank 0 waits 30 µs for rank 1
+/// and then both transfer for 20 µs.
+pub fn late_pair() -> Vec<RankTrace> {
+    let c = Coll {
+        name: "allreduce",
+        in_nelems: 1,
+        out_nelems: 1,
+        dtype: "Float",
+        group_size: 2,
+    };
+    let mut ranks = vec![
+        RankTrace::new(Some(0), 2, 10),
+        RankTrace::new(Some(1), 2, 10),
+    ];
+    for r in &mut ranks {
+        r.step(1, 0.0, 100.0);
+    }
+    ranks[0].collective(
+        "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+        10.0,
+        50.0,
+        20,
+        &c,
+    );
+    ranks[1].collective(
+        "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+        40.0,
+        20.0,
+        20,
+        &c,
+    );
+    ranks
+}
+
 /// Shape of a simulated data-parallel training run (see [`training_run`]).
 #[derive(Debug, Clone)]
 pub struct RunShape {

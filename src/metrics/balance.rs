@@ -287,34 +287,9 @@ mod tests {
 
     #[test]
     fn wait_and_transfer() {
-        // One all-reduce: rank 0 starts at 10 µs, rank 1 at 40 µs, both end at 60:
-        // rank 0 waits 30 and transfers 20; rank 1 waits 0 and transfers 20.
-        use crate::synth::{Coll, RankTrace};
-        let c = Coll {
-            name: "allreduce",
-            in_nelems: 1,
-            out_nelems: 1,
-            dtype: "Float",
-            group_size: 2,
-        };
-        let mut ranks = vec![
-            RankTrace::new(Some(0), 2, 10),
-            RankTrace::new(Some(1), 2, 10),
-        ];
-        ranks[0].collective(
-            "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
-            10.0,
-            50.0,
-            20,
-            &c,
-        );
-        ranks[1].collective(
-            "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
-            40.0,
-            20.0,
-            20,
-            &c,
-        );
+        // `late_pair`, one step: rank 0 waits 30 µs and transfers 20; rank 1
+        // waits 0 and transfers 20.
+        let ranks = crate::synth::late_pair();
         let t = trace(&ranks);
         assert_close(value(&t, "comm_wait_time_s", None), 15e-6);
         assert_close(value(&t, "comm_transfer_time_s", None), 20e-6);

@@ -9,6 +9,7 @@
 //! most work, and the others spend the difference waiting inside communication.
 
 use super::ctx::{gpu_step_windows, Ctx};
+use crate::model::time::median;
 use crate::model::Ns;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -75,20 +76,6 @@ pub fn slowest(rows: &[RankRow]) -> Option<(usize, Ns)> {
     Some((i, median(rows.iter().map(RankRow::work).collect())))
 }
 
-/// Median; for an even count the mean of the middle two.
-pub fn median(mut v: Vec<Ns>) -> Ns {
-    if v.is_empty() {
-        return 0;
-    }
-    v.sort_unstable();
-    let m = v.len() / 2;
-    if v.len() % 2 == 1 {
-        v[m]
-    } else {
-        (v[m - 1] + v[m]) / 2
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -127,12 +114,5 @@ mod tests {
         assert_eq!((r0.work(), r1.work()), (47_500, 100_000));
         // Slowest: rank 1; median of {47.5, 100} = 73.75 µs.
         assert_eq!(slowest(&rows), Some((1, 73_750)));
-    }
-
-    #[test]
-    fn medians() {
-        assert_eq!(median(vec![3, 1, 2]), 2);
-        assert_eq!(median(vec![4, 1, 2, 3]), 2);
-        assert_eq!(median(vec![]), 0);
     }
 }

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use super::time::Ns;
+use super::time::{median, Ns};
 use super::trace::Trace;
 
 /// One collective call seen on several ranks: (rank index in `Trace::ranks`,
@@ -76,16 +76,6 @@ pub struct Offset {
     pub spread: Ns,
     /// Collectives the estimate rests on.
     pub samples: usize,
-}
-
-fn median(mut v: Vec<Ns>) -> Ns {
-    v.sort_unstable();
-    let m = v.len() / 2;
-    if v.len() % 2 == 1 {
-        v[m]
-    } else {
-        (v[m - 1] + v[m]) / 2
-    }
 }
 
 /// Per-rank offsets relative to the first rank, from the end times of the
@@ -321,92 +311,23 @@ mod tests {
 
     #[test]
     fn lateness_by_hand() {
-        // Step 1 = [0, 100) on both ranks; one all-reduce starting at 10 µs on
-        // rank 0 and 40 µs on rank 1: rank 1 is 30 µs late and starts last.
-        use crate::synth::{Coll, RankTrace};
-        let c = Coll {
-            name: "allreduce",
-            in_nelems: 1,
-            out_nelems: 1,
-            dtype: "Float",
-            group_size: 2,
-        };
-        let mut ranks = vec![
-            RankTrace::new(Some(0), 2, 10),
-            RankTrace::new(Some(1), 2, 10),
-        ];
-        for r in &mut ranks {
-            r.step(1, 0.0, 100.0);
-        }
-        ranks[0].collective(
-            "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
-            10.0,
-            50.0,
-            20,
-            &c,
-        );
-        ranks[1].collective(
-            "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
-            40.0,
-            20.0,
-            20,
-            &c,
-        );
-        let t = trace(&ranks);
+        // `late_pair`: rank 1 starts the all-reduce 30 µs after rank 0.
+        let t = trace(&crate::synth::late_pair());
         let a = arrivals(&t, &instances(&t));
         assert_eq!(a.late, vec![vec![Some(0)], vec![Some(30_000)]]);
-        assert_eq!(
-            (a.last.clone(), a.last_by.clone()),
-            (vec![0, 1], vec![0, 30_000])
-        );
+        assert_eq!(a.last, vec![0, 1]);
+        assert_eq!(a.last_by, vec![0, 30_000]);
     }
 
     #[test]
     fn wait_is_until_the_last_member_starts() {
-        // One all-reduce: rank 0 starts at 10 µs, rank 1 at 40 µs; both end at 60.
-        use crate::synth::{Coll, RankTrace};
-        let c = Coll {
-            name: "allreduce",
-            in_nelems: 1,
-            out_nelems: 1,
-            dtype: "Float",
-            group_size: 2,
-        };
-        let mut ranks = vec![
-            RankTrace::new(Some(0), 2, 10),
-            RankTrace::new(Some(1), 2, 10),
-        ];
-        ranks[0].collective(
-            "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
-            10.0,
-            50.0,
-            20,
-            &c,
-        );
-        ranks[1].collective(
-            "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
-            40.0,
-            20.0,
-            20,
-            &c,
-        );
-        let t = trace(&ranks);
+        let t = trace(&crate::synth::late_pair());
         let w = wait_split(&t, &instances(&t));
-        assert_eq!(
-            w[0],
-            WaitSplit {
-                wait: 30_000,
-                transfer: 20_000,
-                ops: 1
-            }
-        );
-        assert_eq!(
-            w[1],
-            WaitSplit {
-                wait: 0,
-                transfer: 20_000,
-                ops: 1
-            }
-        );
+        let split = |wait, transfer| WaitSplit {
+            wait,
+            transfer,
+            ops: 1,
+        };
+        assert_eq!(w, vec![split(30_000, 20_000), split(0, 20_000)]);
     }
 }

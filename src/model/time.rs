@@ -16,6 +16,21 @@ pub fn ns_to_s(ns: Ns) -> f64 {
     ns as f64 / 1e9
 }
 
+/// Median of durations or times; for an even count the mean of the middle two;
+/// 0 for none.
+pub fn median(mut v: Vec<Ns>) -> Ns {
+    if v.is_empty() {
+        return 0;
+    }
+    v.sort_unstable();
+    let m = v.len() / 2;
+    if v.len() % 2 == 1 {
+        v[m]
+    } else {
+        (v[m - 1] + v[m]) / 2
+    }
+}
+
 /// A duration for people: three significant digits in the largest unit that keeps
 /// the number ≥ 1 (`850 ns`, `12.3 µs`, `4.56 ms`, `1.20 s`).
 pub fn human(ns: Ns) -> String {
@@ -50,6 +65,13 @@ mod tests {
         assert_eq!(us_to_ns(4_458_677_052_057.143), 4_458_677_052_057_143);
         assert_eq!(us_to_ns(-1.5), -1_500);
         assert_eq!(ns_to_s(1_500_000_000), 1.5);
+    }
+
+    #[test]
+    fn medians() {
+        assert_eq!(median(vec![3, 1, 2]), 2);
+        assert_eq!(median(vec![4, 1, 2, 3]), 2);
+        assert_eq!(median(vec![]), 0);
     }
 
     #[test]
