@@ -113,6 +113,25 @@ struct Raw {
     bytes: Option<u64>,
 }
 
+impl Raw {
+    /// The columns every activity query selects first: deviceId, globalPid,
+    /// correlationId, start, end; the rest left empty for the caller to fill.
+    fn placed(row: &Row) -> rusqlite::Result<Self> {
+        Ok(Self {
+            device: row.get(0)?,
+            pid: pid(row.get::<_, Option<i64>>(1)?.unwrap_or(0)),
+            correlation: row.get::<_, Option<i64>>(2)?.unwrap_or(-1),
+            start: row.get(3)?,
+            end: row.get(4)?,
+            name: String::new(),
+            activity: Activity::Kernel,
+            stream: 0,
+            blocks: None,
+            bytes: None,
+        })
+    }
+}
+
 /// A CPU-side range (NVTX) or call (runtime), by process.
 struct Cpu {
     pid: i64,
@@ -193,16 +212,12 @@ pub fn read(path: &Path, name_rank: Option<u32>) -> Result<Vec<(Option<u32>, Ran
                 .or_else(|| r.text(row.get_ref(6).ok()?))
                 .unwrap_or_else(|| "unknown kernel".into());
             Ok(Raw {
-                device: row.get(0)?,
-                pid: pid(row.get::<_, Option<i64>>(1)?.unwrap_or(0)),
-                correlation: row.get::<_, Option<i64>>(2)?.unwrap_or(-1),
-                start: row.get(3)?,
-                end: row.get(4)?,
                 name,
                 activity: Activity::Kernel,
                 stream: row.get::<_, Option<i64>>(7)?.unwrap_or(0),
                 blocks: row.get::<_, Option<f64>>(8)?,
                 bytes: None,
+                ..Raw::placed(row)?
             })
         })?);
     }
@@ -223,11 +238,6 @@ pub fn read(path: &Path, name_rank: Option<u32>) -> Result<Vec<(Option<u32>, Ran
         );
         raw.extend(r.rows(&sql, |row| {
             Ok(Raw {
-                device: row.get(0)?,
-                pid: pid(row.get::<_, Option<i64>>(1)?.unwrap_or(0)),
-                correlation: row.get::<_, Option<i64>>(2)?.unwrap_or(-1),
-                start: row.get(3)?,
-                end: row.get(4)?,
                 name: match activity {
                     Activity::Memcpy => {
                         copy_name(row.get::<_, Option<i64>>(5)?.unwrap_or(0)).into()
@@ -240,6 +250,7 @@ pub fn read(path: &Path, name_rank: Option<u32>) -> Result<Vec<(Option<u32>, Ran
                 bytes: row
                     .get::<_, Option<i64>>(7)?
                     .and_then(|b| u64::try_from(b).ok()),
+                ..Raw::placed(row)?
             })
         })?);
     }
