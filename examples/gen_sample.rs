@@ -1,25 +1,29 @@
-//! Writes the bundled sample trace directory (deterministic):
+//! Writes the bundled sample trace directories (deterministic):
 //!
-//!     cargo run --release --example gen_sample -- trace_collection/llama_fsdp_8gpu
+//!     cargo run --release --example gen_sample -- trace_collection
 //!
-//! Eight `rank{N}_trace.json` PyTorch profiler traces of three FSDP training steps
-//! (rank 5 is a straggler) and a CCL-Bench workload card.
+//! `llama_fsdp_8gpu`: eight `rank{N}_trace.json` PyTorch profiler traces of three
+//! FSDP training steps (rank 5 is a straggler) and a CCL-Bench workload card;
+//! `llama_fsdp_8gpu_balanced`: the same run without the straggler.
 
 use std::path::PathBuf;
 
-use ccl_bench::synth::{training_run, RunShape, SAMPLE_CARD};
+use ccl_bench::synth::{samples, training_run, SAMPLE_CARD};
 
 fn main() -> std::io::Result<()> {
-    let out = PathBuf::from(
+    let root = PathBuf::from(
         std::env::args()
             .nth(1)
-            .unwrap_or_else(|| "trace_collection/llama_fsdp_8gpu".into()),
+            .unwrap_or_else(|| "trace_collection".into()),
     );
-    std::fs::create_dir_all(&out)?;
-    for (rank, t) in training_run(&RunShape::default()).iter().enumerate() {
-        std::fs::write(out.join(format!("rank{rank}_trace.json")), t.to_json())?;
+    for (name, shape) in samples() {
+        let out = root.join(name);
+        std::fs::create_dir_all(&out)?;
+        for (rank, t) in training_run(&shape).iter().enumerate() {
+            std::fs::write(out.join(format!("rank{rank}_trace.json")), t.to_json())?;
+        }
+        std::fs::write(out.join("workload_card.yaml"), SAMPLE_CARD)?;
+        eprintln!("wrote {}", out.display());
     }
-    std::fs::write(out.join("workload_card.yaml"), SAMPLE_CARD)?;
-    eprintln!("wrote {}", out.display());
     Ok(())
 }

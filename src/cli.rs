@@ -33,6 +33,15 @@ pub struct Cli {
     #[arg(value_name = "DIR")]
     pub dir: Option<PathBuf>,
 
+    /// A second run: the UI opens both with a Compare tab (piped, prints the
+    /// comparison like `ccl-bench compare`)
+    #[arg(value_name = "DIR_B")]
+    pub dir_b: Option<PathBuf>,
+
+    /// With two runs: relative change that counts, e.g. 5% or 0.05
+    #[arg(long, value_name = "PCT", default_value = "5%", value_parser = parse_threshold)]
+    pub threshold: f64,
+
     /// Trace directory or single trace file (.json or .json.gz)
     #[arg(long, short = 't', value_name = "DIR|FILE")]
     pub trace: Option<PathBuf>,
@@ -204,6 +213,30 @@ impl Cli {
         self.trace.as_ref().or(self.dir.as_ref())
     }
 
+    /// The runs to open: the trace, and the second run when given.
+    pub fn runs(&self) -> Vec<PathBuf> {
+        self.trace_path()
+            .into_iter()
+            .chain(self.dir_b.as_ref())
+            .cloned()
+            .collect()
+    }
+
+    /// `ccl-bench A B` without a terminal (or with --metric/--format): the same
+    /// as `ccl-bench compare A B`.
+    pub fn as_compare(&self) -> Option<CompareArgs> {
+        let b = self.dir_b.clone()?;
+        Some(CompareArgs {
+            a: self.trace_path()?.clone(),
+            b,
+            threshold: self.threshold,
+            metric: self.metric.clone(),
+            fail_on_regression: false,
+            format: self.format,
+            top: 12,
+        })
+    }
+
     /// True when no headless output was asked for: browse the trace.
     pub fn browse(&self) -> bool {
         self.metric.is_none()
@@ -275,5 +308,10 @@ mod tests {
         );
         // A plain directory still parses as the positional argument.
         assert!(Cli::parse_from(["ccl-bench", "runs/x"]).command.is_none());
+        let c = Cli::parse_from(["ccl-bench", "a", "b", "--threshold", "10%"]);
+        assert_eq!(c.runs(), vec![PathBuf::from("a"), PathBuf::from("b")]);
+        let args = c.as_compare().expect("two runs compare");
+        assert!((args.threshold - 0.1).abs() < 1e-12);
+        assert!(Cli::parse_from(["ccl-bench", "a"]).as_compare().is_none());
     }
 }

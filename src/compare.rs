@@ -346,6 +346,91 @@ mod tests {
         assert!(cmp.regressions().any(|d| d.metric.name == "avg_step_time"));
     }
 
+    /// Two ranks: a GEMM of 100 µs on rank 0 and `gemm1_us` on rank 1, then an
+    /// all-reduce that both leave when the later one has arrived plus 100 µs.
+    fn pair(gemm1_us: f64) -> Vec<RankTrace> {
+        let ar = Coll {
+            name: "allreduce",
+            in_nelems: 1 << 20,
+            out_nelems: 1 << 20,
+            dtype: "Float",
+            group_size: 2,
+        };
+        let end = gemm1_us.max(100.0) + 100.0;
+        [100.0, gemm1_us]
+            .into_iter()
+            .enumerate()
+            .map(|(rank, gemm)| {
+                let mut r = RankTrace::new(Some(rank as u32), 2, 10);
+                r.step(1, 0.0, end);
+                let k = r.kernel("sm90_xmma_gemm_bf16", 0.0, gemm, 7, 10);
+                let c = r.collective(
+                    "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+                    gemm,
+                    end - gemm,
+                    20,
+                    &ar,
+                );
+                r.launch(k, 0.0);
+                r.launch(c, 0.0);
+                r
+            })
+            .collect()
+    }
+
+    #[test]
+    fn one_rank_slower() {
+        // A: both GEMMs 100 µs. B: rank 1's takes 150 µs, so rank 0 waits 50 µs
+        // longer in the all-reduce. Per rank (A → B): step 200 → 250 µs on both;
+        // work (busy − exposed comm) 100 → 100 on rank 0, 100 → 150 on rank 1;
+        // exposed comm 100 → 150 on rank 0, 100 → 100 on rank 1.
+        let (ta, tb) = (trace(&pair(100.0)), trace(&pair(150.0)));
+        let (ca, cb) = (Ctx::new(&ta, None).unwrap(), Ctx::new(&tb, None).unwrap());
+        let cmp = compare(&ca, &cb, 0.05);
+        let ranks = cmp.ranks.expect("same ranks");
+        let us = |s: f64| (s * 1e6).round();
+        let got: Vec<_> = ranks
+            .iter()
+            .map(|r| {
+                (
+                    r.rank,
+                    (r.step.0.map(us), r.step.1.map(us)),
+                    (us(r.work.0), us(r.work.1)),
+                    (us(r.exposed.0), us(r.exposed.1)),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (
+                    0,
+                    (Some(200.0), Some(250.0)),
+                    (100.0, 100.0),
+                    (100.0, 150.0)
+                ),
+                (
+                    1,
+                    (Some(200.0), Some(250.0)),
+                    (100.0, 150.0),
+                    (100.0, 100.0)
+                ),
+            ]
+        );
+        let step = cmp
+            .metrics
+            .iter()
+            .find(|d| d.metric.name == "avg_step_time")
+            .unwrap();
+        assert!((step.relative().unwrap() - 0.25).abs() < 1e-12);
+        assert_eq!(step.verdict, Verdict::Worse);
+        // Both kernels' totals grow 50 µs: rank 1's GEMM, and rank 0's wait
+        // inside the all-reduce.
+        let delta = |n: &str| cmp.kernels.iter().find(|k| k.name == n).unwrap().delta();
+        assert!((delta("sm90_xmma_gemm_bf16") - 50e-6).abs() < 1e-12);
+        assert!((delta("ncclDevKernel_AllReduce_Sum_f32_RING_LL") - 50e-6).abs() < 1e-12);
+    }
+
     #[test]
     fn different_world_sizes_compare_distributions() {
         let (ta, tb) = (trace(&two_rank_example()), trace(&one_rank(100.0)));

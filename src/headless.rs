@@ -169,11 +169,11 @@ pub fn compare(args: &crate::cli::CompareArgs) -> Result<ExitCode> {
 
 /// Renders one tab of the UI to an SVG file (`--screenshot FILE --tab T --size WxH`).
 pub fn screenshot(cli: &Cli, out: &std::path::Path) -> Result<ExitCode> {
-    use crate::tui::{app::App, screenshot, tabs::Tab, theme::Theme};
+    use crate::tui::{screenshot, tabs::Tab, theme::Theme};
     use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
     let Some(tab) = Tab::parse(&cli.tab) else {
         eprintln!(
-            "ccl-bench: unknown tab '{}'; tabs: summary, kernels, timeline, stragglers",
+            "ccl-bench: unknown tab '{}'; tabs: summary, kernels, timeline, stragglers, compare",
             cli.tab
         );
         return Ok(ExitCode::from(EXIT_USAGE));
@@ -182,20 +182,29 @@ pub fn screenshot(cli: &Cli, out: &std::path::Path) -> Result<ExitCode> {
         eprintln!("ccl-bench: --size wants WIDTHxHEIGHT in cells, e.g. 120x36");
         return Ok(ExitCode::from(EXIT_USAGE));
     };
-    let Some(path) = cli.trace_path() else {
+    if cli.trace_path().is_none() {
         eprintln!("ccl-bench: --screenshot needs --trace DIR");
         return Ok(ExitCode::from(EXIT_USAGE));
-    };
-    let data = crate::tui::load_data(
-        path,
+    }
+    let loaded = crate::tui::load_runs(
+        &cli.runs(),
         &cli.load_options(),
         cli.options(),
+        cli.threshold,
         &Progress::default(),
     )?;
-    for w in &data.warnings {
+    let mut app = loaded.into_app(Theme::from_env(), (w, h));
+    let runs = match &app.pair {
+        Some(p) => vec![&p.a, &p.b],
+        None => vec![&app.data],
+    };
+    for w in runs.iter().flat_map(|d| &d.warnings) {
         eprintln!("warning: {w}");
     }
-    let mut app = App::new(std::sync::Arc::new(data), Theme::from_env(), (w, h));
+    if !app.tabs().contains(&tab) {
+        eprintln!("ccl-bench: the Compare tab needs two runs (--trace A B)");
+        return Ok(ExitCode::from(EXIT_USAGE));
+    }
     app.tab = tab;
     for c in cli.keys.chars() {
         let key = KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE);

@@ -34,6 +34,13 @@ fn run(cli: &Cli) -> Result<ExitCode> {
     }
     // Browsing needs a terminal on both ends; piped, print the metric table.
     let interactive = std::io::stdout().is_terminal() && std::io::stdin().is_terminal();
+    if let Some(args) = cli.as_compare() {
+        if cli.browse() && interactive && cli.format == ccl_bench::cli::Format::Table {
+            tui::run(cli.runs(), cli.load_options(), cli.options(), cli.threshold)?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        return headless::compare(&args);
+    }
     if cli.browse() && interactive {
         let path = match cli.trace_path() {
             Some(p) => p.clone(),
@@ -48,7 +55,7 @@ fn run(cli: &Cli) -> Result<ExitCode> {
                 }
             },
         };
-        tui::run(path, cli.load_options(), cli.options())?;
+        tui::run(vec![path], cli.load_options(), cli.options(), cli.threshold)?;
         return Ok(ExitCode::SUCCESS);
     }
     headless::run(cli)

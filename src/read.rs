@@ -222,7 +222,10 @@ pub fn load(
         ));
     }
     let inputs: Vec<_> = if use_nsys { nsys } else { kineto };
-    progress.files_total.store(inputs.len(), Ordering::Relaxed);
+    // Added, not stored: two runs opened together share one progress count.
+    progress
+        .files_total
+        .fetch_add(inputs.len(), Ordering::Relaxed);
     let results: Vec<Result<Vec<Ranked>>> = inputs
         .par_iter()
         .map(|input| {

@@ -287,6 +287,21 @@ impl Default for RunShape {
     }
 }
 
+/// The bundled samples in trace_collection/: the run with rank 5 straggling,
+/// and the same run with the straggler fixed (to try `ccl-bench A B` on).
+pub fn samples() -> Vec<(&'static str, RunShape)> {
+    vec![
+        ("llama_fsdp_8gpu", RunShape::default()),
+        (
+            "llama_fsdp_8gpu_balanced",
+            RunShape {
+                straggler: None,
+                ..RunShape::default()
+            },
+        ),
+    ]
+}
+
 /// A deterministic FSDP-style training run on `shape.ranks` GPUs (132 SMs each).
 /// Per step and rank: an input copy; per layer a prefetched all-gather of weights
 /// (comm stream) and forward kernels (attention, GEMMs, RMSNorm, elementwise);

@@ -7,6 +7,7 @@ pub mod app;
 pub mod data;
 pub mod keymap;
 pub mod loading;
+pub mod pair;
 pub mod screenshot;
 pub mod tabs;
 pub mod theme;
@@ -27,6 +28,7 @@ use crate::metrics::Options;
 use crate::read::{self, LoadOptions, Progress};
 use app::App;
 use data::Data;
+use pair::Pair;
 use theme::Theme;
 
 /// Discovers and loads a trace into the view data (used by the TUI and screenshots).
@@ -44,20 +46,61 @@ pub fn load_data(
     Ok(Data::new(trace, report, opts))
 }
 
+/// What the UI opens: one run, or two to compare.
+pub enum Loaded {
+    One(Box<Data>),
+    Two(Pair),
+}
+
+impl Loaded {
+    pub fn into_app(self, theme: Theme, size: (u16, u16)) -> App {
+        match self {
+            Self::One(d) => App::new(Arc::new(*d), theme, size),
+            Self::Two(p) => App::with_pair(p, theme, size),
+        }
+    }
+}
+
+/// Loads one run, or two (one after the other, sharing `progress`) and their
+/// comparison with changes beyond `threshold` marked.
+pub fn load_runs(
+    paths: &[PathBuf],
+    load: &LoadOptions,
+    opts: Options,
+    threshold: f64,
+    progress: &Progress,
+) -> Result<Loaded> {
+    match paths {
+        [one] => Ok(Loaded::One(Box::new(load_data(one, load, opts, progress)?))),
+        [a, b] => {
+            let a = load_data(a, load, opts, progress)?;
+            let b = load_data(b, load, opts, progress)?;
+            Ok(Loaded::Two(Pair::new(a, b, opts, threshold)))
+        }
+        _ => anyhow::bail!("the UI opens one run, or two to compare"),
+    }
+}
+
 enum Screen {
-    Loading(thread::JoinHandle<Result<Data>>),
+    Loading(thread::JoinHandle<Result<Loaded>>),
     Failed(String),
     Ready(Box<App>),
 }
 
-/// Runs the UI on `path` until the user quits. A load error is shown in the UI
-/// and then returned, so the exit status says the trace could not be read.
-pub fn run(path: PathBuf, load: LoadOptions, opts: Options) -> Result<()> {
+/// Runs the UI on one run (or two to compare) until the user quits. A load error
+/// is shown in the UI and then returned, so the exit status says the trace could
+/// not be read.
+pub fn run(paths: Vec<PathBuf>, load: LoadOptions, opts: Options, threshold: f64) -> Result<()> {
     let theme = Theme::from_env();
     let progress = Arc::new(Progress::default());
+    let source = paths
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(" and ");
     let loader = {
-        let (path, progress) = (path.clone(), Arc::clone(&progress));
-        thread::spawn(move || load_data(&path, &load, opts, &progress))
+        let progress = Arc::clone(&progress);
+        thread::spawn(move || load_runs(&paths, &load, opts, threshold, &progress))
     };
     let mut terminal = ratatui::try_init().context("cannot start the terminal UI")?;
     // ratatui's panic hook restores the screen; mouse capture must go too.
@@ -70,7 +113,7 @@ pub fn run(path: PathBuf, load: LoadOptions, opts: Options) -> Result<()> {
     let result = event_loop(
         &mut terminal,
         Screen::Loading(loader),
-        &path,
+        source,
         &progress,
         theme,
     );
@@ -82,11 +125,10 @@ pub fn run(path: PathBuf, load: LoadOptions, opts: Options) -> Result<()> {
 fn event_loop(
     terminal: &mut DefaultTerminal,
     mut screen: Screen,
-    path: &Path,
+    source: String,
     progress: &Progress,
     theme: Theme,
 ) -> Result<()> {
-    let source = path.display().to_string();
     let mut dirty = true;
     loop {
         if let Screen::Loading(h) = &screen {
@@ -95,13 +137,9 @@ fn event_loop(
                     unreachable!()
                 };
                 screen = match h.join() {
-                    Ok(Ok(data)) => {
+                    Ok(Ok(loaded)) => {
                         let size = terminal.size()?;
-                        Screen::Ready(Box::new(App::new(
-                            Arc::new(data),
-                            theme,
-                            (size.width, size.height),
-                        )))
+                        Screen::Ready(Box::new(loaded.into_app(theme, (size.width, size.height))))
                     }
                     Ok(Err(e)) => Screen::Failed(format!("{e:#}")),
                     Err(_) => Screen::Failed(format!("{source}: the loader crashed")),

@@ -10,6 +10,8 @@ pub enum Action {
     PrevTab,
     SelectTab(Tab),
     ToggleHelp,
+    /// With two runs open: show the other one in the single-run tabs.
+    SwitchRun,
     /// Leave help, a prompt or a filter; quit from the plain view.
     Back,
     Up,

@@ -11,6 +11,8 @@ use ratatui::widgets::Widget;
 use super::action::Action;
 use super::data::Data;
 use super::keymap::Mode;
+use super::pair::Pair;
+use super::tabs::compare::{self, CompareState};
 use super::tabs::kernels::{self, KernelsState};
 use super::tabs::stragglers::{self, StragglersState};
 use super::tabs::summary::{self, SummaryState};
@@ -20,7 +22,11 @@ use super::theme::Theme;
 use super::widgets::help::{self, Help};
 
 pub struct App {
+    /// The run the single-run tabs show (run A or B when two are open).
     pub data: Arc<Data>,
+    /// Two runs open: both, their comparison, and the Compare tab's state.
+    pub pair: Option<Arc<Pair>>,
+    pub compare: CompareState,
     pub theme: Theme,
     pub tab: Tab,
     /// Help is open, scrolled by this many lines.
@@ -50,10 +56,10 @@ pub fn layout(area: Rect) -> (Rect, Rect, Rect) {
 
 const BRAND: &str = " ccl-bench ";
 
-/// The tab whose label is at column `col` of the tab bar.
-pub fn tab_at(col: u16) -> Option<Tab> {
+/// The tab whose label is at column `col` of the tab bar showing `tabs`.
+pub fn tab_at(col: u16, tabs: &[Tab]) -> Option<Tab> {
     let mut x = BRAND.chars().count() as u16;
-    for t in Tab::ALL {
+    for &t in tabs {
         let w = t.label().chars().count() as u16;
         if col >= x && col < x + w {
             return Some(t);
@@ -71,12 +77,51 @@ impl App {
             timeline: TimelineState::new(&data),
             stragglers: StragglersState::new(&data),
             data,
+            pair: None,
+            compare: CompareState::default(),
             theme,
             tab: Tab::Summary,
             help: None,
             quit: false,
             size,
         }
+    }
+
+    /// Two runs: opens on the Compare tab; the other tabs show run A.
+    pub fn with_pair(pair: Pair, theme: Theme, size: (u16, u16)) -> Self {
+        let mut app = Self::new(Arc::clone(&pair.a), theme, size);
+        app.pair = Some(Arc::new(pair));
+        app.tab = Tab::Compare;
+        app
+    }
+
+    pub fn tabs(&self) -> &'static [Tab] {
+        Tab::available(self.pair.is_some())
+    }
+
+    /// "A" or "B" when two runs are open: which one the single-run tabs show.
+    pub fn shown_run(&self) -> Option<&'static str> {
+        let p = self.pair.as_ref()?;
+        Some(if Arc::ptr_eq(&self.data, &p.a) {
+            "A"
+        } else {
+            "B"
+        })
+    }
+
+    fn switch_run(&mut self) {
+        let Some(p) = &self.pair else { return };
+        let other = if Arc::ptr_eq(&self.data, &p.a) {
+            Arc::clone(&p.b)
+        } else {
+            Arc::clone(&p.a)
+        };
+        // Each tab's state indexes into its run's data: start them afresh.
+        self.kernels = KernelsState::new(&other);
+        self.timeline = TimelineState::new(&other);
+        self.stragglers = StragglersState::new(&other);
+        self.summary = SummaryState::default();
+        self.data = other;
     }
 
     pub fn mode(&self) -> Mode {
@@ -120,12 +165,18 @@ impl App {
         }
         if self.mode() == Mode::Normal {
             match action {
-                Action::NextTab => return self.tab = self.tab.next(),
-                Action::PrevTab => return self.tab = self.tab.prev(),
-                Action::SelectTab(t) => return self.tab = t,
+                Action::NextTab => return self.tab = self.tab.next(self.tabs()),
+                Action::PrevTab => return self.tab = self.tab.prev(self.tabs()),
+                Action::SelectTab(t) => {
+                    if self.tabs().contains(&t) {
+                        self.tab = t;
+                    }
+                    return;
+                }
+                Action::SwitchRun => return self.switch_run(),
                 Action::Back => return self.quit = true,
                 Action::Click { col, row: 0 } => {
-                    if let Some(t) = tab_at(col) {
+                    if let Some(t) = tab_at(col, self.tabs()) {
                         self.tab = t;
                     }
                     return;
@@ -140,6 +191,11 @@ impl App {
             Tab::Kernels => self.kernels.update(action, data, body),
             Tab::Timeline => self.timeline.update(action, data, body),
             Tab::Stragglers => self.stragglers.update(action, data, body),
+            Tab::Compare => {
+                if let Some(p) = &self.pair {
+                    self.compare.update(action, p, body);
+                }
+            }
         }
     }
 
@@ -151,6 +207,7 @@ impl App {
                 "+/- zoom  ←→ pan  ,/. cursor  n/p step  : go to step  t streams  0 all".to_owned()
             }
             Tab::Stragglers => "s sort  S reverse  ↑↓ select".to_owned(),
+            Tab::Compare => self.compare.hint(),
         }
     }
 }
@@ -163,7 +220,7 @@ impl Widget for &App {
         let (bar, body, status) = layout(area);
         let t = self.theme;
         let mut spans = vec![Span::styled(BRAND, t.title())];
-        for tab in Tab::ALL {
+        for &tab in self.tabs() {
             let style = if tab == self.tab {
                 t.tab_active()
             } else {
@@ -172,6 +229,12 @@ impl Widget for &App {
             spans.push(Span::styled(tab.label(), style));
             spans.push(Span::raw(" "));
         }
+        if let Some(run) = self.shown_run() {
+            spans.push(Span::styled(
+                format!(" tabs 1-4 show run {run} (b)"),
+                t.dim(),
+            ));
+        }
         Line::from(spans).render(bar, buf);
         let data = &self.data;
         match self.tab {
@@ -179,6 +242,11 @@ impl Widget for &App {
             Tab::Kernels => kernels::render(&self.kernels, data, t, body, buf),
             Tab::Timeline => timeline::render(&self.timeline, data, t, body, buf),
             Tab::Stragglers => stragglers::render(&self.stragglers, data, t, body, buf),
+            Tab::Compare => {
+                if let Some(p) = &self.pair {
+                    compare::render(&self.compare, p, t, body, buf);
+                }
+            }
         }
         if status.height > 0 {
             Line::from(vec![

@@ -31,6 +31,7 @@ use Scope::Global;
 const KERNELS: Scope = Scope::Tab(Tab::Kernels);
 const TIMELINE: Scope = Scope::Tab(Tab::Timeline);
 const STRAGGLERS: Scope = Scope::Tab(Tab::Stragglers);
+const COMPARE: Scope = Scope::Tab(Tab::Compare);
 
 macro_rules! bind {
     ($scope:expr, [$($k:expr),+], $label:literal, $action:expr, $help:literal) => {
@@ -66,6 +67,20 @@ pub static BINDINGS: &[Binding] = &[
         "4",
         Action::SelectTab(Tab::Stragglers),
         "Stragglers tab"
+    ),
+    bind!(
+        Global,
+        [Char('5')],
+        "5",
+        Action::SelectTab(Tab::Compare),
+        "Compare tab (two runs open)"
+    ),
+    bind!(
+        Global,
+        [Char('b')],
+        "b",
+        Action::SwitchRun,
+        "other tabs show run A / run B (two runs open)"
     ),
     bind!(Global, [KeyCode::Tab], "Tab", Action::NextTab, "next tab"),
     bind!(
@@ -217,6 +232,48 @@ pub static BINDINGS: &[Binding] = &[
         "a",
         Action::ToggleAlign,
         "aligned / raw clocks (when ranks were aligned)"
+    ),
+    bind!(
+        COMPARE,
+        [Char('c')],
+        "c",
+        Action::ToggleGrouping,
+        "metrics / kernels / classes / collectives"
+    ),
+    bind!(
+        COMPARE,
+        [Char('f')],
+        "f",
+        Action::Filter,
+        "changed beyond the threshold only / all"
+    ),
+    bind!(
+        COMPARE,
+        [Char('n'), Char(']')],
+        "n ]",
+        Action::NextStep,
+        "next step"
+    ),
+    bind!(
+        COMPARE,
+        [Char('r')],
+        "r",
+        Action::NextRank,
+        "timeline from the next rank"
+    ),
+    bind!(
+        COMPARE,
+        [Char('R')],
+        "R",
+        Action::PrevRank,
+        "timeline from the previous rank"
+    ),
+    bind!(
+        COMPARE,
+        [Char('p'), Char('[')],
+        "p [",
+        Action::PrevStep,
+        "previous step"
     ),
 ];
 

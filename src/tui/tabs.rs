@@ -1,5 +1,7 @@
-//! The four tabs. Each has its state struct and its rendering in `tabs/`.
+//! The tabs (Compare only when two runs are open). Each has its state struct
+//! and its rendering in `tabs/`.
 
+pub mod compare;
 pub mod kernels;
 pub mod stragglers;
 pub mod summary;
@@ -12,15 +14,26 @@ pub enum Tab {
     Kernels,
     Timeline,
     Stragglers,
+    Compare,
 }
 
 impl Tab {
-    pub const ALL: [Tab; 4] = [
+    pub const ALL: [Tab; 5] = [
         Self::Summary,
         Self::Kernels,
         Self::Timeline,
         Self::Stragglers,
+        Self::Compare,
     ];
+
+    /// The tabs shown: Compare needs two runs.
+    pub fn available(two_runs: bool) -> &'static [Tab] {
+        if two_runs {
+            &Self::ALL
+        } else {
+            &Self::ALL[..4]
+        }
+    }
 
     pub fn title(self) -> &'static str {
         match self {
@@ -28,6 +41,7 @@ impl Tab {
             Self::Kernels => "Kernels",
             Self::Timeline => "Timeline",
             Self::Stragglers => "Stragglers",
+            Self::Compare => "Compare",
         }
     }
 
@@ -35,12 +49,15 @@ impl Tab {
         Self::ALL.iter().position(|&t| t == self).unwrap_or(0)
     }
 
-    pub fn next(self) -> Self {
-        Self::ALL[(self.index() + 1) % Self::ALL.len()]
+    /// The tab after this one among `tabs`, wrapping around.
+    pub fn next(self, tabs: &[Tab]) -> Self {
+        let i = tabs.iter().position(|&t| t == self).unwrap_or(0);
+        tabs[(i + 1) % tabs.len()]
     }
 
-    pub fn prev(self) -> Self {
-        Self::ALL[(self.index() + Self::ALL.len() - 1) % Self::ALL.len()]
+    pub fn prev(self, tabs: &[Tab]) -> Self {
+        let i = tabs.iter().position(|&t| t == self).unwrap_or(0);
+        tabs[(i + tabs.len() - 1) % tabs.len()]
     }
 
     /// Parses a tab name as given to `--tab` (case-insensitive, prefix allowed).
@@ -63,8 +80,13 @@ mod tests {
 
     #[test]
     fn cycle_and_parse() {
-        assert_eq!(Tab::Stragglers.next(), Tab::Summary);
-        assert_eq!(Tab::Summary.prev(), Tab::Stragglers);
+        let one = Tab::available(false);
+        assert_eq!(Tab::Stragglers.next(one), Tab::Summary);
+        assert_eq!(Tab::Summary.prev(one), Tab::Stragglers);
+        let two = Tab::available(true);
+        assert_eq!(Tab::Stragglers.next(two), Tab::Compare);
+        assert_eq!(Tab::Summary.prev(two), Tab::Compare);
+        assert_eq!(Tab::parse("comp"), Some(Tab::Compare));
         assert_eq!(Tab::parse("time"), Some(Tab::Timeline));
         assert_eq!(Tab::parse("STRAG"), Some(Tab::Stragglers));
         assert_eq!(Tab::parse(""), None);

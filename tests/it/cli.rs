@@ -199,21 +199,24 @@ fn help_describes_the_tool() {
 
 #[test]
 fn bundled_sample_is_what_the_generator_writes() {
-    use ccl_bench::synth::{training_run, RunShape, SAMPLE_CARD};
-    let dir =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("trace_collection/llama_fsdp_8gpu");
-    for (rank, t) in training_run(&RunShape::default()).iter().enumerate() {
-        let committed =
-            std::fs::read_to_string(dir.join(format!("rank{rank}_trace.json"))).unwrap();
-        assert!(
-            committed == t.to_json(),
-            "rank {rank} differs: rerun `cargo run --example gen_sample`"
+    use ccl_bench::synth::{samples, training_run, SAMPLE_CARD};
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("trace_collection");
+    for (name, shape) in samples() {
+        let dir = root.join(name);
+        for (rank, t) in training_run(&shape).iter().enumerate() {
+            let committed =
+                std::fs::read_to_string(dir.join(format!("rank{rank}_trace.json"))).unwrap();
+            assert!(
+                committed == t.to_json(),
+                "{name} rank {rank} differs: rerun `cargo run --example gen_sample`"
+            );
+        }
+        assert_eq!(
+            std::fs::read_to_string(dir.join("workload_card.yaml")).unwrap(),
+            SAMPLE_CARD
         );
     }
-    assert_eq!(
-        std::fs::read_to_string(dir.join("workload_card.yaml")).unwrap(),
-        SAMPLE_CARD
-    );
+    let dir = root.join("llama_fsdp_8gpu");
     // And the README's run command works on it.
     let o = run(&[dir.to_str().unwrap()]);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -269,6 +272,15 @@ fn compare_two_runs() {
     ]);
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("avg_step_time"), "{}", stderr(&o));
+    // `ccl-bench A B` without a terminal prints the same comparison.
+    let o = run(&[pa, b.path().to_str().unwrap(), "--metric", "avg_step_time"]);
+    assert_close(stdout(&o).trim().parse().unwrap(), -50e-6, "bare delta");
+    let o = run(&[pa, pb]);
+    assert!(
+        o.status.success() && stdout(&o).contains("B - A"),
+        "{}",
+        stdout(&o)
+    );
 }
 
 #[test]

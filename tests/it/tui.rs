@@ -19,6 +19,7 @@ use ccl_bench::tui::action::Action;
 use ccl_bench::tui::app::{tab_at, App};
 use ccl_bench::tui::data::Data;
 use ccl_bench::tui::loading::Failed;
+use ccl_bench::tui::pair::Pair;
 use ccl_bench::tui::tabs::Tab;
 use ccl_bench::tui::theme::Theme;
 use ccl_bench::tui::{keymap, load_data};
@@ -74,7 +75,7 @@ fn text(buf: &Buffer) -> String {
 fn every_tab_at_80x24_and_200x50() {
     let data = Arc::new(sample());
     for (w, h) in [(80, 24), (200, 50)] {
-        for tab in Tab::ALL {
+        for &tab in Tab::available(false) {
             let mut a = App::new(Arc::clone(&data), Theme::mono(), (w, h));
             a.update(Action::SelectTab(tab));
             insta::assert_snapshot!(
@@ -89,7 +90,12 @@ fn every_tab_at_80x24_and_200x50() {
 fn tiny_terminals_never_panic() {
     let data = Arc::new(two_ranks());
     for (w, h) in [(1, 1), (10, 5), (3, 2), (1, 40), (200, 1), (0, 0)] {
-        let mut a = App::new(Arc::clone(&data), Theme::mono(), (w, h));
+        let mut a = App::with_pair(
+            Pair::new(two_ranks(), two_ranks(), Options::default(), 0.05),
+            Theme::mono(),
+            (w, h),
+        );
+        let _ = &data;
         for tab in Tab::ALL {
             a.update(Action::SelectTab(tab));
             // Drive every kind of action at this size too.
@@ -134,9 +140,13 @@ fn tabs_switch_by_number_cycle_and_click() {
     a.update(Action::PrevTab);
     assert_eq!(a.tab, Tab::Stragglers);
     // " ccl-bench " is 11 cells; " 1 Summary " follows, then " 2 Kernels ".
-    assert_eq!(tab_at(11), Some(Tab::Summary));
-    assert_eq!(tab_at(23), Some(Tab::Kernels));
-    assert_eq!(tab_at(0), None);
+    let tabs = Tab::available(false);
+    assert_eq!(tab_at(11, tabs), Some(Tab::Summary));
+    assert_eq!(tab_at(23, tabs), Some(Tab::Kernels));
+    assert_eq!(tab_at(0, tabs), None);
+    // One run: no Compare tab, by number or by cycling.
+    a.update(Action::SelectTab(Tab::Compare));
+    assert_eq!(a.tab, Tab::Stragglers);
     a.update(Action::Click { col: 23, row: 0 });
     assert_eq!(a.tab, Tab::Kernels);
     let screen = text(draw(&a).buffer());
@@ -334,7 +344,7 @@ fn real_traces_render_on_every_tab() {
         let ranks = data.trace.ranks.len();
         let mut a = app(data, (120, 40));
         let mut screens = Vec::new();
-        for tab in Tab::ALL {
+        for &tab in Tab::available(false) {
             a.update(Action::SelectTab(tab));
             for act in [
                 Action::ZoomIn,
@@ -358,4 +368,102 @@ fn real_traces_render_on_every_tab() {
             assert!(screens[3].contains("Slowest rank"), "{rel}: {}", screens[3]);
         }
     }
+}
+
+/// The bundled pair: the straggler run (A) and the same run balanced (B).
+fn sample_pair(size: (u16, u16)) -> App {
+    let load = |rel: &str| {
+        load_data(
+            Path::new(rel),
+            &LoadOptions::default(),
+            Options::default(),
+            &Progress::default(),
+        )
+        .expect("sample loads")
+    };
+    let pair = Pair::new(
+        load(SAMPLE),
+        load("trace_collection/llama_fsdp_8gpu_balanced"),
+        Options::default(),
+        0.05,
+    );
+    App::with_pair(pair, Theme::mono(), size)
+}
+
+#[test]
+fn two_runs_open_on_the_compare_tab() {
+    for (w, h) in [(80, 24), (200, 50)] {
+        let a = sample_pair((w, h));
+        assert_eq!(a.tab, Tab::Compare);
+        insta::assert_snapshot!(format!("pair_compare_{w}x{h}"), draw(&a));
+    }
+}
+
+#[test]
+fn compare_tab_views_filter_steps_and_run_switch() {
+    let mut a = sample_pair((160, 50));
+    let screen = text(draw(&a).buffer());
+    // Fixing the straggler: shorter steps (better), slowest rank no longer 5.
+    let line = |s: &str, name: &str| {
+        s.lines()
+            .find(|l| l.split_whitespace().next() == Some(name))
+            .unwrap_or_else(|| panic!("no {name} row in\n{s}"))
+            .to_owned()
+    };
+    let step = line(&screen, "avg_step_time");
+    assert!(step.contains("-22.5%") && step.contains("better"), "{step}");
+    assert!(line(&screen, "total_communication_time").contains("better"));
+    assert!(
+        screen.contains("A rank 0") && screen.contains("B rank 0"),
+        "{screen}"
+    );
+    assert!(screen.contains("Step 1 of 3"), "{screen}");
+    // f: only rows beyond the threshold; coll_call_num (unchanged) goes.
+    assert!(screen.contains("coll_call_num"));
+    a.update(Action::Filter);
+    let changed = text(draw(&a).buffer());
+    assert!(!changed.contains("coll_call_num"), "{changed}");
+    assert!(changed.contains("avg_step_time"));
+    a.update(Action::End);
+    let end = text(draw(&a).buffer());
+    assert!(line(&end, "straggler").contains("better"), "{end}");
+    assert!(line(&end, "slowest_rank").contains("changed"), "{end}");
+    // r: the timeline starts at the next rank.
+    a.update(Action::NextRank);
+    let next = text(draw(&a).buffer());
+    assert!(
+        next.contains("A rank 1") && !next.contains("A rank 0"),
+        "{next}"
+    );
+    // c: kernels; the reduce-scatter lost most time (rank 5 no longer late).
+    a.update(Action::ToggleGrouping);
+    let kernels = text(draw(&a).buffer());
+    assert!(
+        kernels.contains("A count") && kernels.contains("kernels"),
+        "{kernels}"
+    );
+    for _ in 0..3 {
+        a.update(Action::ToggleGrouping);
+    }
+    assert!(text(draw(&a).buffer()).contains("metrics"));
+    // n/p: steps by position, clamped.
+    for _ in 0..5 {
+        a.update(Action::NextStep);
+    }
+    assert!(text(draw(&a).buffer()).contains("Step 3 of 3"));
+    a.update(Action::PrevStep);
+    assert!(text(draw(&a).buffer()).contains("Step 2 of 3"));
+    // b: the single-run tabs show run B; again: A.
+    assert_eq!(a.shown_run(), Some("A"));
+    a.update(Action::SwitchRun);
+    assert_eq!(a.shown_run(), Some("B"));
+    a.update(Action::SelectTab(Tab::Stragglers));
+    let strag = text(draw(&a).buffer());
+    assert!(strag.contains("show run B"), "{strag}");
+    a.update(Action::SwitchRun);
+    assert_eq!(a.shown_run(), Some("A"));
+    // Five tabs now, cycling through Compare.
+    a.update(Action::NextTab);
+    assert_eq!(a.tab, Tab::Compare);
+    assert_eq!(tab_at(66, a.tabs()), Some(Tab::Compare));
 }

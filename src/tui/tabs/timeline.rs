@@ -349,24 +349,40 @@ pub fn render(state: &TimelineState, data: &Data, theme: Theme, area: Rect, buf:
         Line::styled(fit(&lane.label(), usize::from(a.labels.width)), label_style)
             .render(Rect::new(a.labels.x, y, a.labels.width, 1), buf);
         let shift = clock_shift(state, data, lane.rank_index);
-        for c in 0..width {
-            let lo = col_time(view, width, c);
-            let hi = col_time(view, width, c + 1).max(lo + 1);
-            let s = shade(lane, lo + shift, hi + shift);
-            for dy in 0..h {
-                if let Some(cell) = buf.cell_mut((a.lanes.x + c, y + dy)) {
-                    cell.set_symbol(s.glyph()).set_style(theme.shade(s));
-                    if cursor_col == Some(c) {
-                        cell.modifier.insert(Modifier::REVERSED);
-                    }
-                }
-            }
-        }
+        let shown = Interval::new(view.start + shift, view.end + shift);
+        let r = Rect::new(a.lanes.x, y, width, h);
+        draw_lane(lane, shown, r, cursor_col, theme, buf);
     }
     render_info(state, data, theme, a.info, buf);
 }
 
-fn render_ruler(view: Interval, origin: Ns, r: Rect, theme: Theme, buf: &mut Buffer) {
+/// Draws `lane` over the time range `view` into `r`, one column per slice of
+/// time, the column `cursor` reversed.
+pub fn draw_lane(
+    lane: &Lane,
+    view: Interval,
+    r: Rect,
+    cursor: Option<u16>,
+    theme: Theme,
+    buf: &mut Buffer,
+) {
+    for c in 0..r.width {
+        let lo = col_time(view, r.width, c);
+        let hi = col_time(view, r.width, c + 1).max(lo + 1);
+        let s = shade(lane, lo, hi);
+        for dy in 0..r.height {
+            if let Some(cell) = buf.cell_mut((r.x + c, r.y + dy)) {
+                cell.set_symbol(s.glyph()).set_style(theme.shade(s));
+                if cursor == Some(c) {
+                    cell.modifier.insert(Modifier::REVERSED);
+                }
+            }
+        }
+    }
+}
+
+/// Tick marks and labels for `view`, labelled as time since `origin`.
+pub fn render_ruler(view: Interval, origin: Ns, r: Rect, theme: Theme, buf: &mut Buffer) {
     if r.height == 0 || r.width == 0 {
         return;
     }
