@@ -25,11 +25,18 @@ pub enum InputKind {
     NsysReport,
     /// Nsight Systems SQLite export.
     NsysSqlite,
+    /// Nsight Systems JSON export (one object per line).
+    NsysJson,
     /// CCL-Bench workload card YAML.
     WorkloadCard,
 }
 
 impl InputKind {
+    /// Inputs that hold per-rank device timelines (the others annotate them).
+    pub fn is_timeline(self) -> bool {
+        matches!(self, Self::Kineto | Self::NsysSqlite | Self::NsysJson)
+    }
+
     pub fn describe(self) -> &'static str {
         match self {
             Self::Kineto => "PyTorch profiler trace",
@@ -37,6 +44,7 @@ impl InputKind {
             Self::MemorySnapshot => "CUDA memory snapshot",
             Self::NsysReport => "Nsight Systems report",
             Self::NsysSqlite => "Nsight Systems SQLite export",
+            Self::NsysJson => "Nsight Systems JSON export",
             Self::WorkloadCard => "workload card",
         }
     }
@@ -74,7 +82,7 @@ pub fn discover(path: &Path, iteration: Option<u32>) -> Result<Discovery> {
     if meta.is_file() {
         let kind = sniff(path)?.ok_or_else(|| Error::NotATrace {
             path: path.to_owned(),
-            why: "not a profiler trace this tool reads (expected PyTorch profiler JSON, .json or .json.gz, or an Nsight Systems .sqlite export)".into(),
+            why: "not a profiler trace this tool reads (expected PyTorch profiler JSON, .json or .json.gz, or an Nsight Systems export: .sqlite, or .json from `nsys export --type json`)".into(),
         })?;
         return Ok(Discovery {
             inputs: vec![Input {
@@ -108,9 +116,7 @@ pub fn discover(path: &Path, iteration: Option<u32>) -> Result<Discovery> {
             break;
         }
     }
-    if d.of_kind(InputKind::Kineto).next().is_none()
-        && d.of_kind(InputKind::NsysSqlite).next().is_none()
-    {
+    if d.inputs.iter().all(|i| !i.kind.is_timeline()) {
         return Err(no_traces(path, &dir, &d));
     }
     Ok(d)
@@ -256,6 +262,9 @@ pub fn sniff(path: &Path) -> Result<Option<InputKind>> {
     let text = String::from_utf8_lossy(&head);
     if text.contains("\"traceEvents\"") {
         Ok(Some(InputKind::Kineto))
+    } else if text.trim_start().starts_with("{\"data\":[") {
+        // nsys JSON: the string table first, then one event object per line.
+        Ok(Some(InputKind::NsysJson))
     } else if text.contains("\"nodes\"") && text.contains("\"schema\"") {
         Ok(Some(InputKind::ExecutionTrace))
     } else if name.contains(".pt.trace.json") || text.trim_start().starts_with('[') {

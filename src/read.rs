@@ -5,6 +5,7 @@ pub mod card;
 pub mod chrome;
 pub mod kineto;
 pub mod nsys;
+pub mod nsys_json;
 pub mod split;
 
 use std::collections::BTreeMap;
@@ -207,11 +208,22 @@ pub fn load(
     progress: &Progress,
 ) -> Result<(Trace, LoadReport)> {
     let kineto: Vec<_> = discovery.of_kind(InputKind::Kineto).collect();
-    let nsys: Vec<_> = discovery.of_kind(InputKind::NsysSqlite).collect();
+    let mut nsys: Vec<_> = discovery.of_kind(InputKind::NsysSqlite).collect();
+    let nsys_json: Vec<_> = discovery.of_kind(InputKind::NsysJson).collect();
     let mut report = LoadReport {
         warnings: discovery.notes.clone(),
         ..Default::default()
     };
+    // SQLite and JSON exports of one report side by side are the same GPUs
+    // twice: read the SQLite ones.
+    if nsys.is_empty() {
+        nsys = nsys_json;
+    } else if !nsys_json.is_empty() {
+        report.warnings.push(format!(
+            "{} Nsight Systems JSON export(s) beside the SQLite export(s) were not read (the same report in two formats; point --trace at one to read it)",
+            nsys_json.len()
+        ));
+    }
     // Exports of one run in several formats would be the same ranks twice:
     // read the PyTorch profiler traces when there are any.
     let use_nsys = kineto.is_empty();
@@ -231,6 +243,10 @@ pub fn load(
         .map(|input| {
             let files = match input.kind {
                 InputKind::NsysSqlite => nsys::read(&input.path, input.rank)?,
+                InputKind::NsysJson => {
+                    let reader = Counting::new(open(&input.path)?, &progress.bytes);
+                    nsys_json::read(reader, &input.path, input.rank)?
+                }
                 _ => {
                     let reader = Counting::new(open(&input.path)?, &progress.bytes);
                     vec![(input.rank, kineto::read(reader, &input.path)?)]

@@ -17,7 +17,7 @@ use crate::model::{
 };
 
 /// CUPTI copy kinds (`ENUM_CUDA_MEMCPY_OPER`), named as Kineto names them.
-fn copy_name(kind: i64) -> &'static str {
+pub(super) fn copy_name(kind: i64) -> &'static str {
     match kind {
         1 => "Memcpy HtoD",
         2 => "Memcpy DtoH",
@@ -39,7 +39,7 @@ fn step_number(name: &str) -> Option<i64> {
 }
 
 /// The process id inside an nsys `globalTid`/`globalPid` (bits 24..48).
-fn pid(global: i64) -> i64 {
+pub(super) fn pid(global: i64) -> i64 {
     (global >> 24) & 0xFF_FFFF
 }
 
@@ -100,17 +100,17 @@ impl Reader<'_> {
 }
 
 /// A device op before it is placed on its GPU's timeline.
-struct Raw {
-    device: i64,
-    pid: i64,
-    correlation: i64,
-    start: Ns,
-    end: Ns,
-    name: String,
-    activity: Activity,
-    stream: i64,
-    blocks: Option<f64>,
-    bytes: Option<u64>,
+pub(super) struct Raw {
+    pub device: i64,
+    pub pid: i64,
+    pub correlation: i64,
+    pub start: Ns,
+    pub end: Ns,
+    pub name: String,
+    pub activity: Activity,
+    pub stream: i64,
+    pub blocks: Option<f64>,
+    pub bytes: Option<u64>,
 }
 
 impl Raw {
@@ -133,11 +133,11 @@ impl Raw {
 }
 
 /// A CPU-side range (NVTX) or call (runtime), by process.
-struct Cpu {
-    pid: i64,
-    start: Ns,
-    end: Ns,
-    name: String,
+pub(super) struct Cpu {
+    pub pid: i64,
+    pub start: Ns,
+    pub end: Ns,
+    pub name: String,
 }
 
 fn open(path: &Path) -> Result<Connection, Error> {
@@ -308,7 +308,8 @@ pub fn read(path: &Path, name_rank: Option<u32>) -> Result<Vec<(Option<u32>, Ran
     Ok(assemble(path, name_rank, raw, &runtime, &nvtx, &gpus))
 }
 
-fn assemble(
+/// One rank per GPU from the ops of a whole export (SQLite or JSON).
+pub(super) fn assemble(
     path: &Path,
     name_rank: Option<u32>,
     raw: Vec<Raw>,

@@ -178,3 +178,30 @@ fn sqlite_that_is_not_an_nsys_export() {
         "results.sqlite",
     );
 }
+
+#[test]
+fn json_lines_that_are_not_an_nsys_export() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("export.json");
+    // The string table line, then nothing nsys writes for GPU work.
+    std::fs::write(
+        &f,
+        "{\"data\":[\"a\",\"b\"]}\n{\"Type\":27,\"CommEvent\":{}}\n",
+    )
+    .unwrap();
+    let err = fails_naming(
+        &["--trace", f.to_str().unwrap(), "--metrics"],
+        "export.json",
+    );
+    assert!(err.contains("without GPU activity"), "{err}");
+    // A first line that is not JSON at all.
+    std::fs::write(&f, "{\"data\":[oops\n").unwrap();
+    let err = fails_naming(
+        &["--trace", f.to_str().unwrap(), "--metrics"],
+        "export.json",
+    );
+    assert!(
+        err.contains("not an `nsys export --type json` file"),
+        "{err}"
+    );
+}

@@ -413,6 +413,93 @@ fn nsys_sqlite_exports() {
     );
 }
 
+/// The JSON export of the same report gives every metric the SQLite one does,
+/// except those that need the GPU's SM count (the JSON carries no GPU info); its
+/// kernels are nsys's own `cuda_gpu_kern_sum` (instances and total time).
+#[test]
+fn nsys_json_export_equals_the_sqlite_one() {
+    let base = "nsys/h100_tiny_transformer/h100_tiny_transformer_nsys";
+    let (Some(json), Some(sqlite), Some(csv)) = (
+        corpus(&format!("{base}.json")),
+        corpus(&format!("{base}.sqlite")),
+        corpus(&format!("{base}_cuda_gpu_kern_sum.csv")),
+    ) else {
+        return;
+    };
+    let (tj, ts) = (
+        load(&json, &LoadOptions::default()).expect("json export loads"),
+        load(&sqlite, &LoadOptions::default()).expect("sqlite export loads"),
+    );
+    let mut rows = csv::Reader::from_path(&csv).unwrap();
+    let (mut instances, mut total) = (0usize, 0i64);
+    for r in rows.records() {
+        let r = r.unwrap();
+        total += r[1].parse::<i64>().unwrap();
+        instances += r[2].parse::<usize>().unwrap();
+    }
+    let kernels: Vec<_> = tj.ranks[0]
+        .ops
+        .iter()
+        .filter(|o| o.activity == ccl_bench::model::Activity::Kernel)
+        .collect();
+    assert_eq!((kernels.len(), instances), (744, 744));
+    assert_eq!(kernels.iter().map(|o| o.dur).sum::<i64>(), total);
+    let (cj, cs) = (Ctx::new(&tj, None).unwrap(), Ctx::new(&ts, None).unwrap());
+    let needs_sms = [
+        "mean_sm_coverage",
+        "compute_bound_fraction",
+        "memory_bound_fraction",
+    ];
+    for m in metrics::METRICS {
+        let (a, b) = (m.eval(&cj).as_value(), m.eval(&cs).as_value());
+        if needs_sms.contains(&m.name) {
+            assert!(a.is_none() && b.is_some(), "{}", m.name);
+        } else {
+            assert_eq!(a, b, "{}", m.name);
+        }
+    }
+    // Beside each other, the SQLite export is read and the JSON one named.
+    let o = run(&[
+        "--trace",
+        json.parent().unwrap().to_str().unwrap(),
+        "--metric",
+        "total_kernel_time",
+    ]);
+    assert_eq!(stdout(&o).trim(), "0.004769921");
+    assert!(
+        stderr(&o).contains("JSON export(s) beside the SQLite"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn truncated_nsys_json_loads_up_to_the_damage() {
+    let Some(json) = corpus("nsys/h100_tiny_transformer/h100_tiny_transformer_nsys.json") else {
+        return;
+    };
+    let text = std::fs::read_to_string(&json).unwrap();
+    // Cut in the middle of a line two thirds in.
+    let cut = text.len() * 2 / 3;
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("cut_nsys.json");
+    std::fs::write(&f, &text[..cut]).unwrap();
+    let o = run(&[
+        "--trace",
+        f.to_str().unwrap(),
+        "--metric",
+        "total_kernel_time",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("is not a complete JSON object"),
+        "{}",
+        stderr(&o)
+    );
+    let partial: f64 = stdout(&o).trim().parse().unwrap();
+    assert!(partial > 0.0 && partial < 0.004769921, "{partial}");
+}
+
 #[test]
 fn nsys_export_is_opened_without_writing_beside_it() {
     let Some(src) = corpus("nsys/h100_tiny_transformer/h100_tiny_transformer_nsys.sqlite") else {
