@@ -116,7 +116,18 @@ pub fn discover(path: &Path, iteration: Option<u32>) -> Result<Discovery> {
             break;
         }
     }
-    if d.inputs.iter().all(|i| !i.kind.is_timeline()) {
+    // ccl-bench layout: memory_snapshot/iteration_K/ beside profile_traces/.
+    let snapshots = path.join("memory_snapshot");
+    if snapshots.is_dir() {
+        let k = d.iteration;
+        match pick_iteration(&snapshots, k) {
+            Ok(Some((_, folder))) => scan_folder(&folder, &mut d)?,
+            Ok(None) => scan_folder(&snapshots, &mut d)?,
+            Err(e) => d.notes.push(format!("memory snapshots not read: {e}")),
+        }
+    }
+    let usable = |k: InputKind| k.is_timeline() || k == InputKind::MemorySnapshot;
+    if !d.inputs.iter().any(|i| usable(i.kind)) {
         return Err(no_traces(path, &dir, &d));
     }
     Ok(d)

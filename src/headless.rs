@@ -86,6 +86,7 @@ pub fn run(cli: &Cli) -> Result<ExitCode> {
                 source: trace.source.display().to_string(),
                 ranks: ctx.ranks.iter().map(|r| r.rank).collect(),
                 ops: ctx.ranks.iter().map(|r| r.ops.len()).sum(),
+                memory: trace.memory.iter().map(|m| m.rank).collect(),
                 offsets: trace.offsets.clone().unwrap_or_default(),
             };
             report::write(cli.format, &about, &rows, &mut out)?;
@@ -102,7 +103,7 @@ pub fn load(path: &std::path::Path, opts: &LoadOptions) -> Result<Trace> {
     for w in &report.warnings {
         eprintln!("warning: {w}");
     }
-    if trace.ranks.is_empty() {
+    if trace.ranks.is_empty() && trace.memory.is_empty() {
         return Err(anyhow!("{}: no ranks loaded", path.display()));
     }
     Ok(trace)

@@ -35,6 +35,7 @@ pub enum Need {
     Annotations,
     EngineSteps,
     Simulator,
+    MemorySnapshot,
 }
 
 impl Need {
@@ -52,6 +53,7 @@ impl Need {
             Self::Flops => "`flops` args (with_flops=True)",
             Self::Annotations => "record_function ranges",
             Self::EngineSteps => "vLLM/SGLang engine-step ranges",
+            Self::MemorySnapshot => "CUDA memory snapshot (torch.cuda.memory._dump_snapshot)",
             Self::Simulator => "a network simulator",
         }
     }
@@ -269,6 +271,51 @@ pub static METRICS: &[Metric] = &[
         about: "sum of bytes / sum of durations over memcpy events with a byte count, all ranks pooled",
         needs: &[Memcpy],
         compute: memory::average_memory_bandwidth,
+    },
+    Metric {
+        name: "peak_memory_allocated_gb",
+        unit: Unit::GB,
+        group: Group::Memory,
+        better: Better::Lower,
+        about: "most bytes in blocks handed to tensors at any point of the allocator history (replayed from the snapshot's state, so allocations older than the history count), max over ranks (the rank nearest to OOM), 1 GB = 1e9 B",
+        needs: &[MemorySnapshot],
+        compute: memory::peak_memory_allocated_gb,
+    },
+    Metric {
+        name: "peak_memory_reserved_gb",
+        unit: Unit::GB,
+        group: Group::Memory,
+        better: Better::Lower,
+        about: "most bytes the caching allocator held from the driver (segments) at any point of the history, max over ranks, 1 GB = 1e9 B",
+        needs: &[MemorySnapshot],
+        compute: memory::peak_memory_reserved_gb,
+    },
+    Metric {
+        name: "memory_fragmentation",
+        unit: Unit::Percent,
+        group: Group::Memory,
+        better: Better::Lower,
+        about: "(1 - allocated / reserved) x 100 at the moment of peak allocation (reserved memory not usable when it was needed most), per rank, averaged",
+        needs: &[MemorySnapshot],
+        compute: memory::memory_fragmentation,
+    },
+    Metric {
+        name: "memory_allocation_efficiency",
+        unit: Unit::Percent,
+        group: Group::Memory,
+        better: Better::Higher,
+        about: "bytes requested / bytes allocated over the blocks live at snapshot time x 100 (the rest is the allocator's rounding), per rank, averaged",
+        needs: &[MemorySnapshot],
+        compute: memory::memory_allocation_efficiency,
+    },
+    Metric {
+        name: "memory_alloc_count",
+        unit: Unit::Count,
+        group: Group::Memory,
+        better: Better::Neither,
+        about: "tensor allocations in the allocator history of the snapshot (frees in --metrics detail), per rank, averaged",
+        needs: &[MemorySnapshot],
+        compute: memory::memory_alloc_count,
     },
     Metric {
         name: "load_imbalance_ratio",

@@ -6,6 +6,7 @@ pub mod classify;
 pub mod collectives;
 pub mod hardware;
 pub mod intervals;
+pub mod memory;
 pub mod strings;
 pub mod time;
 pub mod timeline;

@@ -6,6 +6,7 @@ pub mod chrome;
 pub mod kineto;
 pub mod nsys;
 pub mod nsys_json;
+pub mod snapshot;
 pub mod split;
 
 use std::collections::BTreeMap;
@@ -263,6 +264,7 @@ pub fn load(
     report.bytes = progress.bytes.load(Ordering::Relaxed);
     let ranks = assign_ranks(files, &mut report)?;
     let card = read_card(discovery, &mut report);
+    let memory = read_memory(discovery, &ranks, &mut report)?;
     Ok((
         Trace {
             ranks,
@@ -271,9 +273,51 @@ pub fn load(
             card,
             offsets: None,
             rules: None,
+            memory,
         },
         report,
     ))
+}
+
+/// Every CUDA memory snapshot, in parallel, each on the rank in its file name
+/// (`rank3_memory_snapshot.pickle`), or on the only rank when there is one.
+fn read_memory(
+    discovery: &Discovery,
+    ranks: &[crate::model::RankTimeline],
+    report: &mut LoadReport,
+) -> Result<Vec<crate::model::memory::MemoryTimeline>> {
+    let inputs: Vec<_> = discovery.of_kind(InputKind::MemorySnapshot).collect();
+    let read: Vec<_> = inputs
+        .par_iter()
+        .map(|input| snapshot::read(open(&input.path)?, &input.path))
+        .collect();
+    let mut out: Vec<crate::model::memory::MemoryTimeline> = Vec::new();
+    for (input, r) in inputs.iter().zip(read) {
+        let (mut m, warnings) = r?;
+        report.warnings.extend(warnings);
+        report.files.push(input.path.clone());
+        let only =
+            (ranks.len() <= 1 && inputs.len() == 1).then(|| ranks.first().map_or(0, |r| r.rank));
+        match input.rank.or(only) {
+            Some(rank) if out.iter().any(|o| o.rank == rank) => {
+                return Err(Error::MixedRuns {
+                    rank,
+                    first: out.iter().find(|o| o.rank == rank).map(|o| o.source.clone()).unwrap_or_default(),
+                    second: input.path.clone(),
+                })
+            }
+            Some(rank) => {
+                m.rank = rank;
+                out.push(m);
+            }
+            None => report.warnings.push(format!(
+                "{}: memory snapshot without a rank in its name (rank{{N}}_memory_snapshot.pickle); not read",
+                input.path.display()
+            )),
+        }
+    }
+    out.sort_by_key(|m| m.rank);
+    Ok(out)
 }
 
 /// The first workload card that parses. A broken card is a warning, not an

@@ -1,7 +1,9 @@
-//! Memory-transfer metrics (device memcpy/memset activity).
+//! Memory metrics: device copies (memcpy/memset activity) and, from CUDA
+//! memory snapshots, allocator peaks, fragmentation and allocation counts.
 
 use super::ctx::{gpu_step_windows, Ctx};
 use super::outcome::{Outcome, Unit};
+use crate::model::memory::MemoryTimeline;
 use crate::model::{Activity, Ns};
 
 /// Memcpy/memset time not hidden under compute kernels, as % of the device-side
@@ -87,5 +89,156 @@ mod tests {
             eval(&t, "average_memory_bandwidth", Some(1)),
             Outcome::NotApplicable(_)
         ));
+    }
+}
+
+const NO_SNAPSHOT: &str =
+    "no CUDA memory snapshot (rank{N}_memory_snapshot.pickle from torch.cuda.memory._dump_snapshot) beside the traces";
+
+/// The snapshots of the ranks in scope (all of them for a snapshot-only trace).
+fn snapshots<'a>(ctx: &Ctx<'a>) -> Vec<&'a MemoryTimeline> {
+    let all = ctx.trace.ranks.len() == ctx.ranks.len();
+    ctx.trace
+        .memory
+        .iter()
+        .filter(|m| all || ctx.ranks.iter().any(|r| r.rank == m.rank))
+        .collect()
+}
+
+const GB: f64 = 1e9;
+
+/// The largest per-rank value, with every rank's.
+fn rank_max(values: Vec<(u32, f64)>) -> Outcome {
+    match values.iter().map(|v| v.1).reduce(f64::max) {
+        Some(max) => Outcome::value(max).with_per_rank(values),
+        None => Outcome::na(NO_SNAPSHOT),
+    }
+}
+
+pub fn peak_memory_allocated_gb(ctx: &Ctx) -> Outcome {
+    rank_max(
+        snapshots(ctx)
+            .into_iter()
+            .filter_map(|m| Some((m.rank, m.peak_allocated()?.allocated as f64 / GB)))
+            .collect(),
+    )
+}
+
+pub fn peak_memory_reserved_gb(ctx: &Ctx) -> Outcome {
+    rank_max(
+        snapshots(ctx)
+            .into_iter()
+            .filter_map(|m| Some((m.rank, m.peak_reserved()? as f64 / GB)))
+            .collect(),
+    )
+}
+
+pub fn memory_fragmentation(ctx: &Ctx) -> Outcome {
+    Outcome::rank_mean(
+        snapshots(ctx).into_iter().map(|m| {
+            let p = m.peak_allocated().filter(|p| p.reserved > 0);
+            (
+                m.rank,
+                p.map(|p| (1.0 - p.allocated as f64 / p.reserved as f64) * 100.0),
+            )
+        }),
+        NO_SNAPSHOT,
+    )
+}
+
+pub fn memory_allocation_efficiency(ctx: &Ctx) -> Outcome {
+    let snaps = snapshots(ctx);
+    if snaps.is_empty() {
+        return Outcome::na(NO_SNAPSHOT);
+    }
+    Outcome::rank_mean(
+        snaps.into_iter().map(|m| {
+            let e = m.end;
+            (
+                m.rank,
+                (e.allocated > 0).then(|| e.requested as f64 / e.allocated as f64 * 100.0),
+            )
+        }),
+        "no blocks were allocated when the snapshots were taken",
+    )
+}
+
+pub fn memory_alloc_count(ctx: &Ctx) -> Outcome {
+    let snaps = snapshots(ctx);
+    let frees: u64 = snaps.iter().map(|m| m.frees).sum();
+    let o = Outcome::rank_mean(
+        snaps.iter().map(|m| (m.rank, Some(m.allocs as f64))),
+        NO_SNAPSHOT,
+    );
+    match o {
+        Outcome::Value(_) => o.with_note(format!("{frees} completed frees over all ranks")),
+        na => na,
+    }
+}
+
+#[cfg(test)]
+mod snapshot_tests {
+    use super::*;
+    use crate::metrics::testing::eval_with;
+    use crate::model::memory::{MemSample, MemState};
+    use crate::model::Trace;
+
+    fn timeline(rank: u32, samples: &[(i64, i64)], end: MemState, allocs: u64) -> MemoryTimeline {
+        MemoryTimeline {
+            rank,
+            samples: samples
+                .iter()
+                .enumerate()
+                .map(|(i, &(allocated, reserved))| MemSample {
+                    time_us: i as i64,
+                    allocated,
+                    reserved,
+                })
+                .collect(),
+            end,
+            allocs,
+            frees: allocs - 1,
+            ..MemoryTimeline::default()
+        }
+    }
+
+    #[test]
+    fn peaks_fragmentation_efficiency_counts() {
+        // Rank 0 peaks at 3 GB allocated of 4 GB reserved (25 % unusable),
+        // reserved peaks at 5 GB; rank 1 peaks at 2 GB of 2 GB (0 %), reserved 2.
+        // Efficiency: rank 0 900/1000 = 90 %, rank 1 100 % → mean 95 %.
+        let g = 1_000_000_000;
+        let end0 = MemState {
+            allocated: 1000,
+            requested: 900,
+            reserved: 5 * g,
+            active: 1000,
+        };
+        let end1 = MemState {
+            allocated: 10,
+            requested: 10,
+            reserved: 2 * g,
+            active: 10,
+        };
+        let trace = Trace {
+            memory: vec![
+                timeline(0, &[(g, 2 * g), (3 * g, 4 * g), (g, 5 * g)], end0, 10),
+                timeline(1, &[(2 * g, 2 * g), (g, 2 * g)], end1, 20),
+            ],
+            ..Trace::default()
+        };
+        let v = |name: &str| eval_with(&trace, name, Default::default()).as_value();
+        assert_eq!(v("peak_memory_allocated_gb"), Some(3.0));
+        assert_eq!(v("peak_memory_reserved_gb"), Some(5.0));
+        assert_eq!(v("memory_fragmentation"), Some(12.5));
+        assert_eq!(v("memory_allocation_efficiency"), Some(95.0));
+        assert_eq!(v("memory_alloc_count"), Some(15.0));
+        // No snapshot: not applicable, with the reason.
+        let none = eval_with(
+            &Trace::default(),
+            "peak_memory_allocated_gb",
+            Default::default(),
+        );
+        assert!(none.as_value().is_none());
     }
 }

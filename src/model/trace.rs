@@ -19,6 +19,8 @@ pub struct Trace {
     pub offsets: Option<Vec<super::collectives::Offset>>,
     /// User kernel class rules applied on loading.
     pub rules: Option<super::classify::UserRules>,
+    /// Device memory over time, per rank with a CUDA memory snapshot.
+    pub memory: Vec<super::memory::MemoryTimeline>,
 }
 
 impl Trace {

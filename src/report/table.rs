@@ -15,6 +15,9 @@ pub fn write(about: &About, rows: &[Row], out: &mut dyn Write) -> io::Result<()>
         rank_list(&about.ranks),
         about.ops
     )?;
+    if !about.memory.is_empty() {
+        writeln!(out, "memory snapshots: {}", rank_list(&about.memory))?;
+    }
     if let Some(line) = about.offsets_line() {
         writeln!(out, "{line}")?;
     }

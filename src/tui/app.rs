@@ -14,6 +14,7 @@ use super::keymap::Mode;
 use super::pair::Pair;
 use super::tabs::compare::{self, CompareState};
 use super::tabs::kernels::{self, KernelsState};
+use super::tabs::memory::{self, MemoryState};
 use super::tabs::stragglers::{self, StragglersState};
 use super::tabs::summary::{self, SummaryState};
 use super::tabs::timeline::{self, TimelineState};
@@ -38,6 +39,7 @@ pub struct App {
     pub kernels: KernelsState,
     pub timeline: TimelineState,
     pub stragglers: StragglersState,
+    pub memory: MemoryState,
 }
 
 /// Tab bar, tab body, status line.
@@ -76,6 +78,7 @@ impl App {
             kernels: KernelsState::new(&data),
             timeline: TimelineState::new(&data),
             stragglers: StragglersState::new(&data),
+            memory: MemoryState::default(),
             data,
             pair: None,
             compare: CompareState::default(),
@@ -95,8 +98,8 @@ impl App {
         app
     }
 
-    pub fn tabs(&self) -> &'static [Tab] {
-        Tab::available(self.pair.is_some())
+    pub fn tabs(&self) -> Vec<Tab> {
+        Tab::available(!self.data.trace.memory.is_empty(), self.pair.is_some())
     }
 
     /// "A" or "B" when two runs are open: which one the single-run tabs show.
@@ -121,7 +124,11 @@ impl App {
         self.timeline = TimelineState::new(&other);
         self.stragglers = StragglersState::new(&other);
         self.summary = SummaryState::default();
+        self.memory = MemoryState::default();
         self.data = other;
+        if !self.tabs().contains(&self.tab) {
+            self.tab = Tab::Summary;
+        }
     }
 
     pub fn mode(&self) -> Mode {
@@ -165,8 +172,8 @@ impl App {
         }
         if self.mode() == Mode::Normal {
             match action {
-                Action::NextTab => return self.tab = self.tab.next(self.tabs()),
-                Action::PrevTab => return self.tab = self.tab.prev(self.tabs()),
+                Action::NextTab => return self.tab = self.tab.next(&self.tabs()),
+                Action::PrevTab => return self.tab = self.tab.prev(&self.tabs()),
                 Action::SelectTab(t) => {
                     if self.tabs().contains(&t) {
                         self.tab = t;
@@ -176,7 +183,7 @@ impl App {
                 Action::SwitchRun => return self.switch_run(),
                 Action::Back => return self.quit = true,
                 Action::Click { col, row: 0 } => {
-                    if let Some(t) = tab_at(col, self.tabs()) {
+                    if let Some(t) = tab_at(col, &self.tabs()) {
                         self.tab = t;
                     }
                     return;
@@ -191,6 +198,7 @@ impl App {
             Tab::Kernels => self.kernels.update(action, data, body),
             Tab::Timeline => self.timeline.update(action, data, body),
             Tab::Stragglers => self.stragglers.update(action, data, body),
+            Tab::Memory => self.memory.update(action, data),
             Tab::Compare => {
                 if let Some(p) = &self.pair {
                     self.compare.update(action, p, body);
@@ -207,6 +215,7 @@ impl App {
                 "+/- zoom  ←→ pan  ,/. cursor  n/p step  : go to step  t streams  0 all".to_owned()
             }
             Tab::Stragglers => "s sort  S reverse  ↑↓ select".to_owned(),
+            Tab::Memory => "r/R rank".to_owned(),
             Tab::Compare => self.compare.hint(),
         }
     }
@@ -220,7 +229,7 @@ impl Widget for &App {
         let (bar, body, status) = layout(area);
         let t = self.theme;
         let mut spans = vec![Span::styled(BRAND, t.title())];
-        for &tab in self.tabs() {
+        for tab in self.tabs() {
             let style = if tab == self.tab {
                 t.tab_active()
             } else {
@@ -231,7 +240,7 @@ impl Widget for &App {
         }
         if let Some(run) = self.shown_run() {
             spans.push(Span::styled(
-                format!(" tabs 1-4 show run {run} (b)"),
+                format!(" other tabs show run {run} (b)"),
                 t.dim(),
             ));
         }
@@ -242,6 +251,7 @@ impl Widget for &App {
             Tab::Kernels => kernels::render(&self.kernels, data, t, body, buf),
             Tab::Timeline => timeline::render(&self.timeline, data, t, body, buf),
             Tab::Stragglers => stragglers::render(&self.stragglers, data, t, body, buf),
+            Tab::Memory => memory::render(&self.memory, data, t, body, buf),
             Tab::Compare => {
                 if let Some(p) = &self.pair {
                     compare::render(&self.compare, p, t, body, buf);

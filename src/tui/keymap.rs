@@ -32,6 +32,7 @@ const KERNELS: Scope = Scope::Tab(Tab::Kernels);
 const TIMELINE: Scope = Scope::Tab(Tab::Timeline);
 const STRAGGLERS: Scope = Scope::Tab(Tab::Stragglers);
 const COMPARE: Scope = Scope::Tab(Tab::Compare);
+const MEMORY: Scope = Scope::Tab(Tab::Memory);
 
 macro_rules! bind {
     ($scope:expr, [$($k:expr),+], $label:literal, $action:expr, $help:literal) => {
@@ -72,6 +73,13 @@ pub static BINDINGS: &[Binding] = &[
         Global,
         [Char('5')],
         "5",
+        Action::SelectTab(Tab::Memory),
+        "Memory tab (with a memory snapshot)"
+    ),
+    bind!(
+        Global,
+        [Char('6')],
+        "6",
         Action::SelectTab(Tab::Compare),
         "Compare tab (two runs open)"
     ),
@@ -233,6 +241,8 @@ pub static BINDINGS: &[Binding] = &[
         Action::ToggleAlign,
         "aligned / raw clocks (when ranks were aligned)"
     ),
+    bind!(MEMORY, [Char('r')], "r", Action::NextRank, "next rank"),
+    bind!(MEMORY, [Char('R')], "R", Action::PrevRank, "previous rank"),
     bind!(
         COMPARE,
         [Char('c')],

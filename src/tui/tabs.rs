@@ -3,6 +3,7 @@
 
 pub mod compare;
 pub mod kernels;
+pub mod memory;
 pub mod stragglers;
 pub mod summary;
 pub mod timeline;
@@ -14,25 +15,30 @@ pub enum Tab {
     Kernels,
     Timeline,
     Stragglers,
+    Memory,
     Compare,
 }
 
 impl Tab {
-    pub const ALL: [Tab; 5] = [
+    pub const ALL: [Tab; 6] = [
         Self::Summary,
         Self::Kernels,
         Self::Timeline,
         Self::Stragglers,
+        Self::Memory,
         Self::Compare,
     ];
 
-    /// The tabs shown: Compare needs two runs.
-    pub fn available(two_runs: bool) -> &'static [Tab] {
-        if two_runs {
-            &Self::ALL
-        } else {
-            &Self::ALL[..4]
-        }
+    /// The tabs shown: Memory needs a memory snapshot, Compare two runs.
+    pub fn available(memory: bool, two_runs: bool) -> Vec<Tab> {
+        Self::ALL
+            .into_iter()
+            .filter(|t| match t {
+                Self::Memory => memory,
+                Self::Compare => two_runs,
+                _ => true,
+            })
+            .collect()
     }
 
     pub fn title(self) -> &'static str {
@@ -41,6 +47,7 @@ impl Tab {
             Self::Kernels => "Kernels",
             Self::Timeline => "Timeline",
             Self::Stragglers => "Stragglers",
+            Self::Memory => "Memory",
             Self::Compare => "Compare",
         }
     }
@@ -80,12 +87,15 @@ mod tests {
 
     #[test]
     fn cycle_and_parse() {
-        let one = Tab::available(false);
-        assert_eq!(Tab::Stragglers.next(one), Tab::Summary);
-        assert_eq!(Tab::Summary.prev(one), Tab::Stragglers);
-        let two = Tab::available(true);
-        assert_eq!(Tab::Stragglers.next(two), Tab::Compare);
-        assert_eq!(Tab::Summary.prev(two), Tab::Compare);
+        let one = Tab::available(false, false);
+        assert_eq!(Tab::Stragglers.next(&one), Tab::Summary);
+        assert_eq!(Tab::Summary.prev(&one), Tab::Stragglers);
+        let two = Tab::available(false, true);
+        assert_eq!(Tab::Stragglers.next(&two), Tab::Compare);
+        assert_eq!(Tab::Summary.prev(&two), Tab::Compare);
+        let mem = Tab::available(true, false);
+        assert_eq!(Tab::Stragglers.next(&mem), Tab::Memory);
+        assert_eq!(Tab::parse("mem"), Some(Tab::Memory));
         assert_eq!(Tab::parse("comp"), Some(Tab::Compare));
         assert_eq!(Tab::parse("time"), Some(Tab::Timeline));
         assert_eq!(Tab::parse("STRAG"), Some(Tab::Stragglers));

@@ -205,3 +205,30 @@ fn json_lines_that_are_not_an_nsys_export() {
         "{err}"
     );
 }
+
+#[test]
+fn pickle_that_is_not_a_memory_snapshot() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("rank0_memory_snapshot.pickle");
+    // pickle.dumps({"loss": 1.5}, protocol=2)
+    std::fs::write(
+        &f,
+        b"\x80\x02}q\x00X\x04\x00\x00\x00lossq\x01G?\xf8\x00\x00\x00\x00\x00\x00s.",
+    )
+    .unwrap();
+    let err = fails_naming(
+        &["--trace", dir.path().to_str().unwrap(), "--metrics"],
+        "rank0_memory_snapshot.pickle",
+    );
+    assert!(err.contains("not a CUDA memory snapshot"), "{err}");
+    // Not a pickle at all, and a pickle that would call code (os.system):
+    // refused, never run.
+    for bytes in [&b"hello"[..], &b"cos\nsystem\n(S'touch pwned'\ntR."[..]] {
+        std::fs::write(&f, bytes).unwrap();
+        fails_naming(
+            &["--trace", dir.path().to_str().unwrap(), "--metrics"],
+            "rank0_memory_snapshot.pickle",
+        );
+    }
+    assert!(!dir.path().join("pwned").exists());
+}

@@ -579,3 +579,33 @@ fn dlrm_clock_offsets_and_wait_split() {
         assert_eq!(w.wait + w.transfer, comm, "rank {}", r.rank);
     }
 }
+
+/// Memory snapshots: peaks from replaying the allocator history backwards from
+/// the snapshot's state, checked against a plain Python replay over
+/// pickle.load (alloc +size, free_completed -size, segment_alloc/free ±size;
+/// the state before the history = the end state minus the history's net).
+#[test]
+fn memory_snapshots() {
+    check(
+        "memory/h100_tiny_transformer",
+        &[
+            ("peak_memory_allocated_gb", Some(0.135144464)),
+            ("peak_memory_reserved_gb", Some(0.153092096)),
+            ("memory_fragmentation", Some(11.723421697747216)),
+            ("memory_allocation_efficiency", Some(100.0)),
+            ("memory_alloc_count", Some(763.0)),
+            // No timeline beside it.
+            ("total_kernel_time", None),
+        ],
+    );
+    check(
+        "kineto/h100_gpt_eager",
+        &[
+            ("peak_memory_allocated_gb", Some(6.738257992)),
+            ("peak_memory_reserved_gb", Some(6.895435776)),
+            ("memory_fragmentation", Some(2.279446710925326)),
+            ("memory_allocation_efficiency", Some(99.65849021774974)),
+            ("memory_alloc_count", Some(1680.0)),
+        ],
+    );
+}

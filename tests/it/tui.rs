@@ -75,7 +75,7 @@ fn text(buf: &Buffer) -> String {
 fn every_tab_at_80x24_and_200x50() {
     let data = Arc::new(sample());
     for (w, h) in [(80, 24), (200, 50)] {
-        for &tab in Tab::available(false) {
+        for tab in Tab::available(false, false) {
             let mut a = App::new(Arc::clone(&data), Theme::mono(), (w, h));
             a.update(Action::SelectTab(tab));
             insta::assert_snapshot!(
@@ -140,10 +140,10 @@ fn tabs_switch_by_number_cycle_and_click() {
     a.update(Action::PrevTab);
     assert_eq!(a.tab, Tab::Stragglers);
     // " ccl-bench " is 11 cells; " 1 Summary " follows, then " 2 Kernels ".
-    let tabs = Tab::available(false);
-    assert_eq!(tab_at(11, tabs), Some(Tab::Summary));
-    assert_eq!(tab_at(23, tabs), Some(Tab::Kernels));
-    assert_eq!(tab_at(0, tabs), None);
+    let tabs = Tab::available(false, false);
+    assert_eq!(tab_at(11, &tabs), Some(Tab::Summary));
+    assert_eq!(tab_at(23, &tabs), Some(Tab::Kernels));
+    assert_eq!(tab_at(0, &tabs), None);
     // One run: no Compare tab, by number or by cycling.
     a.update(Action::SelectTab(Tab::Compare));
     assert_eq!(a.tab, Tab::Stragglers);
@@ -344,7 +344,7 @@ fn real_traces_render_on_every_tab() {
         let ranks = data.trace.ranks.len();
         let mut a = app(data, (120, 40));
         let mut screens = Vec::new();
-        for &tab in Tab::available(false) {
+        for tab in Tab::available(false, false) {
             a.update(Action::SelectTab(tab));
             for act in [
                 Action::ZoomIn,
@@ -465,5 +465,61 @@ fn compare_tab_views_filter_steps_and_run_switch() {
     // Five tabs now, cycling through Compare.
     a.update(Action::NextTab);
     assert_eq!(a.tab, Tab::Compare);
-    assert_eq!(tab_at(66, a.tabs()), Some(Tab::Compare));
+    assert_eq!(tab_at(66, &a.tabs()), Some(Tab::Compare));
+}
+
+#[test]
+fn memory_tab_charts_the_snapshot() {
+    let Some(dir) = crate::support::corpus("kineto/h100_gpt_eager") else {
+        return;
+    };
+    let data = load_data(
+        &dir,
+        &LoadOptions::default(),
+        Options::default(),
+        &Progress::default(),
+    )
+    .expect("loads with its snapshot");
+    let mut a = app(data, (120, 36));
+    assert!(a.tabs().contains(&Tab::Memory));
+    a.update(Action::SelectTab(Tab::Memory));
+    assert_eq!(a.tab, Tab::Memory);
+    let screen = text(draw(&a).buffer());
+    // Peak from a replay of the allocator history (checked against Python in corpus.rs).
+    assert!(screen.contains("peak allocated 6.738 GB"), "{screen}");
+    assert!(screen.contains("1680 allocations"), "{screen}");
+    assert!(
+        screen.contains("allocated") && screen.contains("reserved"),
+        "{screen}"
+    );
+    // Only one rank has a snapshot: r stays on it.
+    a.update(Action::NextRank);
+    assert!(text(draw(&a).buffer()).contains("Rank 0"));
+    // A snapshot on its own opens too, every tab drawable.
+    let Some(only) = crate::support::corpus("memory/h100_tiny_transformer") else {
+        return;
+    };
+    let data = load_data(
+        &only,
+        &LoadOptions::default(),
+        Options::default(),
+        &Progress::default(),
+    )
+    .expect("a snapshot alone loads");
+    let mut a = app(data, (100, 30));
+    for tab in a.tabs() {
+        a.update(Action::SelectTab(tab));
+        for act in [
+            Action::ZoomIn,
+            Action::NextStep,
+            Action::Down,
+            Action::NextRank,
+            Action::End,
+        ] {
+            a.update(act);
+        }
+        draw(&a);
+    }
+    a.update(Action::SelectTab(Tab::Memory));
+    assert!(text(draw(&a).buffer()).contains("peak allocated 0.135 GB"));
 }

@@ -160,7 +160,7 @@ impl CompareState {
 
     pub fn hint(&self) -> String {
         format!(
-            "c {} → next view  f {}  n/p step  r/R ranks  b tabs 1-4 show A/B",
+            "c {} → next view  f {}  n/p step  r/R ranks  b other tabs show A/B",
             self.view.title(),
             if self.changed_only {
                 "all rows"
