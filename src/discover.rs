@@ -126,7 +126,9 @@ pub fn discover(path: &Path, iteration: Option<u32>) -> Result<Discovery> {
             Err(e) => d.notes.push(format!("memory snapshots not read: {e}")),
         }
     }
-    let usable = |k: InputKind| k.is_timeline() || k == InputKind::MemorySnapshot;
+    let usable = |k: InputKind| {
+        k.is_timeline() || matches!(k, InputKind::MemorySnapshot | InputKind::ExecutionTrace)
+    };
     if !d.inputs.iter().any(|i| usable(i.kind)) {
         return Err(no_traces(path, &dir, &d));
     }

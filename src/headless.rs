@@ -87,6 +87,7 @@ pub fn run(cli: &Cli) -> Result<ExitCode> {
                 ranks: ctx.ranks.iter().map(|r| r.rank).collect(),
                 ops: ctx.ranks.iter().map(|r| r.ops.len()).sum(),
                 memory: trace.memory.iter().map(|m| m.rank).collect(),
+                et: trace.et.iter().map(|e| e.rank).collect(),
                 offsets: trace.offsets.clone().unwrap_or_default(),
             };
             report::write(cli.format, &about, &rows, &mut out)?;
@@ -103,7 +104,7 @@ pub fn load(path: &std::path::Path, opts: &LoadOptions) -> Result<Trace> {
     for w in &report.warnings {
         eprintln!("warning: {w}");
     }
-    if trace.ranks.is_empty() && trace.memory.is_empty() {
+    if trace.is_empty() {
         return Err(anyhow!("{}: no ranks loaded", path.display()));
     }
     Ok(trace)
@@ -174,7 +175,7 @@ pub fn screenshot(cli: &Cli, out: &std::path::Path) -> Result<ExitCode> {
     use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
     let Some(tab) = Tab::parse(&cli.tab) else {
         eprintln!(
-            "ccl-bench: unknown tab '{}'; tabs: summary, kernels, timeline, stragglers, compare",
+            "ccl-bench: unknown tab '{}'; tabs: summary, kernels, timeline, stragglers, memory, compare",
             cli.tab
         );
         return Ok(ExitCode::from(EXIT_USAGE));

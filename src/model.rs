@@ -4,6 +4,7 @@
 pub mod card;
 pub mod classify;
 pub mod collectives;
+pub mod exec_trace;
 pub mod hardware;
 pub mod intervals;
 pub mod memory;

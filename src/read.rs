@@ -3,6 +3,7 @@
 
 pub mod card;
 pub mod chrome;
+pub mod exec_trace;
 pub mod kineto;
 pub mod nsys;
 pub mod nsys_json;
@@ -265,6 +266,7 @@ pub fn load(
     let ranks = assign_ranks(files, &mut report)?;
     let card = read_card(discovery, &mut report);
     let memory = read_memory(discovery, &ranks, &mut report)?;
+    let et = read_et(discovery, &ranks, &mut report)?;
     Ok((
         Trace {
             ranks,
@@ -274,6 +276,7 @@ pub fn load(
             offsets: None,
             rules: None,
             memory,
+            et,
         },
         report,
     ))
@@ -317,6 +320,70 @@ fn read_memory(
         }
     }
     out.sort_by_key(|m| m.rank);
+    Ok(out)
+}
+
+/// The rank of an execution trace: from its file name (`torch_et_3.json`,
+/// `dlrm_eg_3.json`, `rank3_et.json`), or the only rank when there is one.
+fn et_rank(path: &Path, ranks: &[crate::model::RankTimeline], inputs: usize) -> Option<u32> {
+    static TRAILING: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"[-_](\d+)\.json(?:\.gz)?$").expect("valid regex")
+    });
+    crate::discover::rank_from_name(path)
+        .or_else(|| {
+            let name = path.file_name()?.to_str()?;
+            TRAILING.captures(name)?[1].parse().ok()
+        })
+        .or_else(|| (ranks.len() <= 1 && inputs == 1).then(|| ranks.first().map_or(0, |r| r.rank)))
+}
+
+/// Every execution trace, in parallel, each on its rank.
+fn read_et(
+    discovery: &Discovery,
+    ranks: &[crate::model::RankTimeline],
+    report: &mut LoadReport,
+) -> Result<Vec<crate::model::exec_trace::EtRank>> {
+    let inputs: Vec<_> = discovery.of_kind(InputKind::ExecutionTrace).collect();
+    let read: Vec<_> = inputs
+        .par_iter()
+        .map(|input| {
+            let mut bytes = Vec::new();
+            open(&input.path)?
+                .read_to_end(&mut bytes)
+                .map_err(|source| Error::Io {
+                    path: input.path.clone(),
+                    source,
+                })?;
+            exec_trace::read(&bytes, &input.path)
+        })
+        .collect();
+    let mut out: Vec<crate::model::exec_trace::EtRank> = Vec::new();
+    for (input, r) in inputs.iter().zip(read) {
+        let mut et = r?;
+        report.files.push(input.path.clone());
+        match et_rank(&input.path, ranks, inputs.len()) {
+            Some(rank) if out.iter().any(|o| o.rank == rank) => {
+                return Err(Error::MixedRuns {
+                    rank,
+                    first: out
+                        .iter()
+                        .find(|o| o.rank == rank)
+                        .map(|o| o.source.clone())
+                        .unwrap_or_default(),
+                    second: input.path.clone(),
+                })
+            }
+            Some(rank) => {
+                et.rank = rank;
+                out.push(et);
+            }
+            None => report.warnings.push(format!(
+                "{}: execution trace without a rank in its name (torch_et_{{N}}.json); not read",
+                input.path.display()
+            )),
+        }
+    }
+    out.sort_by_key(|e| e.rank);
     Ok(out)
 }
 

@@ -46,6 +46,8 @@ pub struct About {
     pub ops: usize,
     /// Ranks with a CUDA memory snapshot.
     pub memory: Vec<u32>,
+    /// Ranks with an execution trace.
+    pub et: Vec<u32>,
     /// Clock offsets applied to put ranks on rank 0's clock (ns, spread, samples).
     pub offsets: Vec<crate::model::collectives::Offset>,
 }

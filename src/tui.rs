@@ -40,7 +40,7 @@ pub fn load_data(
 ) -> Result<Data> {
     let (trace, report) = read::load_path(path, load, progress)
         .with_context(|| format!("cannot load {}", path.display()))?;
-    if trace.ranks.is_empty() && trace.memory.is_empty() {
+    if trace.is_empty() {
         anyhow::bail!("{}: no ranks loaded", path.display());
     }
     Ok(Data::new(trace, report, opts))

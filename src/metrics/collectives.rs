@@ -167,13 +167,29 @@ pub fn bw_peertopeer(ctx: &Ctx) -> Outcome {
 /// GB a rank sends per step in collectives of `kind` (all kinds when `None`):
 /// message bytes of the ops launched in steps / steps, on rank 0 (or `--rank`).
 fn volume(ctx: &Ctx, kind: Option<CollKind>) -> Outcome {
-    let Some(t) = ctx.focus else {
-        return Outcome::na("no ranks");
+    let all: Vec<SizedColl> = ctx.focus.map(|t| sized(t).collect()).unwrap_or_default();
+    let Some(t) = ctx.focus.filter(|_| !all.is_empty()) else {
+        // No sizes in the profiler trace: the execution trace's nodes have them.
+        return match ctx
+            .focus_et()
+            .filter(|e| e.colls.iter().any(|c| c.bytes > 0))
+        {
+            Some(e) => {
+                let bytes: u64 = e
+                    .colls
+                    .iter()
+                    .filter(|c| kind.is_none_or(|k| c.kind == k))
+                    .map(|c| c.bytes)
+                    .sum();
+                Outcome::value(bytes as f64 / 1e9).with_note(format!(
+                    "rank {}, one iteration, from the execution trace {}",
+                    e.rank,
+                    e.source.display()
+                ))
+            }
+            None => Outcome::na(NO_SIZES),
+        };
     };
-    let all: Vec<SizedColl> = sized(t).collect();
-    if all.is_empty() {
-        return Outcome::na(NO_SIZES);
-    }
     let in_steps = !t.steps.is_empty();
     let bytes: u64 = all
         .iter()
@@ -307,6 +323,43 @@ mod tests {
             value(&t, "collective_vol_total_gb", Some(1)),
             4_194_304.0 / 1e9,
         );
+    }
+
+    #[test]
+    fn volumes_and_counts_from_an_execution_trace_alone() {
+        use crate::model::exec_trace::{EtColl, EtRank};
+        use crate::model::CollKind;
+        use crate::model::Trace;
+        // Rank 0's ET: all-reduce 400 B + 600 B, all-to-all 60 B; rank 1's is
+        // ignored (single-rank metrics describe rank 0).
+        let colls = vec![
+            EtColl {
+                kind: CollKind::AllReduce,
+                bytes: 400,
+            },
+            EtColl {
+                kind: CollKind::AllToAll,
+                bytes: 60,
+            },
+            EtColl {
+                kind: CollKind::AllReduce,
+                bytes: 600,
+            },
+        ];
+        let et = |rank, colls| EtRank {
+            rank,
+            colls,
+            ..EtRank::default()
+        };
+        let t = Trace {
+            et: vec![et(0, colls), et(1, Vec::new())],
+            ..Trace::default()
+        };
+        assert_close(value(&t, "coll_call_num", None), 3.0);
+        assert_close(value(&t, "collective_vol_allreduce_gb", None), 1000.0 / 1e9);
+        assert_close(value(&t, "collective_vol_alltoall_gb", None), 60.0 / 1e9);
+        assert_close(value(&t, "collective_vol_total_gb", None), 1060.0 / 1e9);
+        assert_close(value(&t, "collective_vol_allgather_gb", None), 0.0);
     }
 
     #[test]

@@ -8,23 +8,40 @@ use crate::model::{KernelClass, Ns, RankTimeline};
 const NO_KERNELS: &str = "the trace has no GPU kernels";
 
 /// Communication kernels launched during the rank's last step (all of them when
-/// the trace has no steps).
+/// the trace has no steps); without kernels, the communication nodes of the
+/// rank's execution trace (which records one iteration).
 pub fn coll_call_num(ctx: &Ctx) -> Outcome {
+    let et = ctx.focus_et();
     let Some(t) = ctx.focus.filter(|t| t.kernels().next().is_some()) else {
-        return Outcome::na(NO_KERNELS);
+        return match et {
+            Some(e) => Outcome::value(e.colls.len() as f64).with_note(format!(
+                "communication nodes in the execution trace of rank {} ({})",
+                e.rank,
+                e.source.display()
+            )),
+            None => Outcome::na(NO_KERNELS),
+        };
     };
     let last = t.steps.len().checked_sub(1).map(|i| i as u32);
     let count = t
         .kernels()
         .filter(|k| k.is_comm() && (last.is_none() || k.step == last))
         .count();
-    let scope = match last {
+    let mut scope = match last {
         Some(i) => format!(
             "ProfilerStep#{} on rank {}",
             t.steps[i as usize].number, t.rank
         ),
         None => format!("whole trace of rank {} (no steps)", t.rank),
     };
+    if let Some(e) = et {
+        let n = e.colls.len();
+        scope += &if n == count {
+            format!("; the execution trace agrees ({n} communication nodes)")
+        } else {
+            format!("; the execution trace has {n} communication nodes (another iteration?)")
+        };
+    }
     Outcome::value(count as f64).with_note(scope)
 }
 

@@ -181,6 +181,15 @@ impl<'a> Ctx<'a> {
     }
 
     /// Pairs of (timeline, stats) for the ranks in scope.
+    /// The execution trace of the focus rank (of the first rank with one, for
+    /// a trace without timelines).
+    pub fn focus_et(&self) -> Option<&'a crate::model::exec_trace::EtRank> {
+        match self.focus {
+            Some(t) => self.trace.et.iter().find(|e| e.rank == t.rank),
+            None => self.trace.et.first(),
+        }
+    }
+
     pub fn each(&self) -> impl Iterator<Item = (&'a RankTimeline, &RankStats)> {
         self.ranks.iter().copied().zip(self.stats())
     }

@@ -21,9 +21,16 @@ pub struct Trace {
     pub rules: Option<super::classify::UserRules>,
     /// Device memory over time, per rank with a CUDA memory snapshot.
     pub memory: Vec<super::memory::MemoryTimeline>,
+    /// Communication nodes from PyTorch execution traces, per rank.
+    pub et: Vec<super::exec_trace::EtRank>,
 }
 
 impl Trace {
+    /// Nothing was loaded: no timelines, memory snapshots or execution traces.
+    pub fn is_empty(&self) -> bool {
+        self.ranks.is_empty() && self.memory.is_empty() && self.et.is_empty()
+    }
+
     pub fn rank(&self, rank: u32) -> Option<&RankTimeline> {
         self.ranks.iter().find(|r| r.rank == rank)
     }

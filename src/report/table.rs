@@ -18,6 +18,9 @@ pub fn write(about: &About, rows: &[Row], out: &mut dyn Write) -> io::Result<()>
     if !about.memory.is_empty() {
         writeln!(out, "memory snapshots: {}", rank_list(&about.memory))?;
     }
+    if !about.et.is_empty() {
+        writeln!(out, "execution traces: {}", rank_list(&about.et))?;
+    }
     if let Some(line) = about.offsets_line() {
         writeln!(out, "{line}")?;
     }

@@ -609,3 +609,61 @@ fn memory_snapshots() {
         ],
     );
 }
+
+/// The DLRM run's Kineto traces and execution traces (two corpus folders) read
+/// together: every rank's profiler and ET agree on the collectives of the
+/// profiled iteration (5 all-to-all + 3 all-reduce), and the volumes the
+/// Kineto traces lack come from the ET (bytes summed in Python over the nodes'
+/// tensor inputs: numel x element size).
+#[test]
+fn kineto_and_execution_traces_of_one_run() {
+    let (Some(kineto), Some(et)) = (
+        corpus("kineto/dlrm_8rank_v100"),
+        corpus("et/dlrm_8rank_v100"),
+    ) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    for src in [&kineto, &et] {
+        for f in std::fs::read_dir(src).unwrap() {
+            let f = f.unwrap().path();
+            std::os::unix::fs::symlink(&f, dir.path().join(f.file_name().unwrap())).unwrap();
+        }
+    }
+    let trace = load(dir.path(), &LoadOptions::default()).expect("loads");
+    assert_eq!(trace.et.len(), 8);
+    for r in 0..8 {
+        let ctx = Ctx::new(&trace, Some(r)).unwrap();
+        let Outcome::Value(m) = metrics::find("coll_call_num").unwrap().eval(&ctx) else {
+            panic!("coll_call_num applies")
+        };
+        assert_eq!(m.value, 8.0, "rank {r}");
+        assert!(
+            m.note
+                .as_deref()
+                .unwrap_or("")
+                .contains("execution trace agrees (8"),
+            "rank {r}: {:?}",
+            m.note
+        );
+    }
+    let ctx = Ctx::new(&trace, None).unwrap();
+    let v = |n: &str| metrics::find(n).unwrap().eval(&ctx).as_value().unwrap();
+    assert_close(
+        v("collective_vol_alltoall_gb"),
+        64_448.0 / 1e9,
+        "all-to-all",
+    );
+    assert_close(
+        v("collective_vol_allreduce_gb"),
+        2_485_252.0 / 1e9,
+        "all-reduce",
+    );
+    assert_close(v("collective_vol_total_gb"), 2_549_700.0 / 1e9, "total");
+    // The ET alone gives the same count.
+    check(
+        "et/dlrm_8rank_v100",
+        &[("coll_call_num", Some(8.0)), ("total_kernel_time", None)],
+    );
+    check("et/h100_tiny_transformer", &[("coll_call_num", Some(48.0))]);
+}
