@@ -27,6 +27,8 @@ pub enum InputKind {
     NsysSqlite,
     /// Nsight Systems JSON export (one object per line).
     NsysJson,
+    /// XSpace protobuf from the TensorFlow/JAX/XLA profiler.
+    XPlane,
     /// CCL-Bench workload card YAML.
     WorkloadCard,
 }
@@ -34,7 +36,10 @@ pub enum InputKind {
 impl InputKind {
     /// Inputs that hold per-rank device timelines (the others annotate them).
     pub fn is_timeline(self) -> bool {
-        matches!(self, Self::Kineto | Self::NsysSqlite | Self::NsysJson)
+        matches!(
+            self,
+            Self::Kineto | Self::NsysSqlite | Self::NsysJson | Self::XPlane
+        )
     }
 
     pub fn describe(self) -> &'static str {
@@ -45,6 +50,7 @@ impl InputKind {
             Self::NsysReport => "Nsight Systems report",
             Self::NsysSqlite => "Nsight Systems SQLite export",
             Self::NsysJson => "Nsight Systems JSON export",
+            Self::XPlane => "XLA profiler XSpace (.xplane.pb)",
             Self::WorkloadCard => "workload card",
         }
     }
@@ -250,6 +256,8 @@ pub fn sniff(path: &Path) -> Result<Option<InputKind>> {
         Some(InputKind::NsysReport)
     } else if name.ends_with(".sqlite") {
         Some(InputKind::NsysSqlite)
+    } else if name.ends_with(".xplane.pb") {
+        Some(InputKind::XPlane)
     } else if name.ends_with(".pickle") || name.ends_with(".pkl") {
         Some(InputKind::MemorySnapshot)
     } else {

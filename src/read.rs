@@ -9,6 +9,7 @@ pub mod nsys;
 pub mod nsys_json;
 pub mod snapshot;
 pub mod split;
+pub mod xplane;
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -235,7 +236,14 @@ pub fn load(
             nsys.len()
         ));
     }
-    let inputs: Vec<_> = if use_nsys { nsys } else { kineto };
+    let xplanes: Vec<_> = discovery.of_kind(InputKind::XPlane).collect();
+    let inputs: Vec<_> = if !kineto.is_empty() {
+        kineto
+    } else if !nsys.is_empty() {
+        nsys
+    } else {
+        xplanes
+    };
     // Added, not stored: two runs opened together share one progress count.
     progress
         .files_total
@@ -245,6 +253,16 @@ pub fn load(
         .map(|input| {
             let files = match input.kind {
                 InputKind::NsysSqlite => nsys::read(&input.path, input.rank)?,
+                InputKind::XPlane => {
+                    let mut bytes = Vec::new();
+                    Counting::new(open(&input.path)?, &progress.bytes)
+                        .read_to_end(&mut bytes)
+                        .map_err(|source| Error::Io {
+                            path: input.path.clone(),
+                            source,
+                        })?;
+                    xplane::read(&bytes, &input.path)?
+                }
                 InputKind::NsysJson => {
                     let reader = Counting::new(open(&input.path)?, &progress.bytes);
                     nsys_json::read(reader, &input.path, input.rank)?
@@ -259,8 +277,22 @@ pub fn load(
         })
         .collect();
     let mut files = Vec::with_capacity(results.len());
-    for r in results {
-        files.extend(r?);
+    // Each host's XSpace numbers its devices from 0: hosts after the first
+    // (in file-name order) continue the numbering.
+    let mut next_device_rank = 0;
+    for (input, r) in inputs.iter().zip(results) {
+        let mut ranked = r?;
+        if input.kind == InputKind::XPlane {
+            for (rank, _) in &mut ranked {
+                *rank = rank.map(|r| r + next_device_rank);
+            }
+            next_device_rank = ranked
+                .iter()
+                .filter_map(|r| r.0)
+                .max()
+                .map_or(next_device_rank, |m| m + 1);
+        }
+        files.extend(ranked);
     }
     report.bytes = progress.bytes.load(Ordering::Relaxed);
     let ranks = assign_ranks(files, &mut report)?;

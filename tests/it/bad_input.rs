@@ -232,3 +232,22 @@ fn pickle_that_is_not_a_memory_snapshot() {
     }
     assert!(!dir.path().join("pwned").exists());
 }
+
+#[test]
+fn xplane_that_is_not_an_xspace() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("host.xplane.pb");
+    std::fs::write(&f, b"\xff\xff\xff not protobuf").unwrap();
+    let err = fails_naming(
+        &["--trace", f.to_str().unwrap(), "--metrics"],
+        "host.xplane.pb",
+    );
+    assert!(err.contains("not an XSpace protobuf"), "{err}");
+    // Valid protobuf, no device planes: says what is missing.
+    std::fs::write(&f, b"").unwrap();
+    let err = fails_naming(
+        &["--trace", f.to_str().unwrap(), "--metrics"],
+        "host.xplane.pb",
+    );
+    assert!(err.contains("without device ops"), "{err}");
+}

@@ -667,3 +667,55 @@ fn kineto_and_execution_traces_of_one_run() {
     );
     check("et/h100_tiny_transformer", &[("coll_call_num", Some(48.0))]);
 }
+
+/// XSpace protobufs: per device plane, the ops on `XLA Ops` / `Stream #N` lines
+/// and the collectives among them, equal to scripts/xplane_reference.py (a
+/// plain wire-format walker in Python) on each file. Durations are ps in the
+/// file and whole ns here, so sums agree to < 1 ns per op.
+#[test]
+fn xla_xspace_protobufs() {
+    let per_rank = |rel: &str, metric: &str| -> Option<Vec<(u32, f64)>> {
+        let dir = corpus(rel)?;
+        let trace = load(&dir, &LoadOptions::default()).expect("xplane loads");
+        let ctx = Ctx::new(&trace, None).unwrap();
+        match metrics::find(metric).unwrap().eval(&ctx) {
+            Outcome::Value(m) if m.per_rank.is_empty() => Some(vec![(0, m.value)]),
+            Outcome::Value(m) => Some(m.per_rank),
+            o => panic!("{rel} {metric}: {o:?}"),
+        }
+    };
+    let close = |got: &[(u32, f64)], want: &[(u32, f64)], ops: usize| {
+        assert_eq!(got.len(), want.len(), "{got:?}");
+        for ((gr, g), (wr, w)) in got.iter().zip(want) {
+            assert_eq!(gr, wr);
+            assert!((g - w).abs() <= ops as f64 * 1e-9, "rank {gr}: {g} vs {w}");
+        }
+    };
+    // 4 TPUs, one all-reduce per device 3 times (HLO `all-reduce`); the
+    // `broadcast` HLO ops are not collectives.
+    if let Some(got) = per_rank("xla/xprof_tpu", "total_kernel_time") {
+        let want = [
+            78784927635502.0,
+            78789509321754.0,
+            78781986874072.0,
+            78766281688068.0,
+        ];
+        let want: Vec<_> = want
+            .iter()
+            .enumerate()
+            .map(|(r, ps)| (r as u32, ps / 1e12))
+            .collect();
+        close(&got, &want, 1504);
+        let comm = per_rank("xla/xprof_tpu", "num_comm_kernels").unwrap();
+        assert_eq!(comm, vec![(0, 3.0), (1, 3.0), (2, 3.0), (3, 3.0)]);
+    }
+    // TensorFlow on GPUs: kernels on the Compute streams of GPUs 4 and 6;
+    // GPU 1 only copied memory.
+    if let Some(got) = per_rank("xla/tf_profiler_gpu_multi_worker", "total_kernel_time") {
+        close(&got, &[(1, 0.0), (4, 0.014825385), (6, 0.014865363)], 665);
+    }
+    // JAX on MI300X: two kernel streams, 3,415,244,000 + 60,240,000 ps.
+    if let Some(got) = per_rank("xla/tracelens_jax_rocm/jax08_gemm", "total_kernel_time") {
+        close(&got, &[(0, 0.003475484)], 54);
+    }
+}

@@ -1,0 +1,338 @@
+//! XSpace protobuf (`*.xplane.pb`), what the TensorFlow/JAX/XLA profiler leaves
+//! on disk (TPU and GPU). The messages below are the public `xplane.proto`
+//! schema (tsl/profiler/protobuf), declared with prost's derive; only the fields
+//! read here. Each `/device:TPU:N` or `/device:GPU:N` plane with ops becomes a
+//! rank; its `XLA Ops` line (TPU) or `Stream #N(...)` lines (GPU) hold the ops.
+//! Communication is recognised from HLO op names (all-reduce, all-gather,
+//! reduce-scatter, all-to-all, collective-permute, send/recv); an async pair
+//! (`all-reduce-start` … `all-reduce-done`) becomes one op from the start's
+//! begin to the done's end, the time the transfer was in flight.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::LazyLock;
+
+use prost::Message;
+use regex::Regex;
+
+use super::RankFile;
+use crate::error::Error;
+use crate::model::classify::{classify, coll_kind};
+use crate::model::{Activity, DeviceOp, Interval, KernelClass, Ns, RankTimeline};
+
+#[derive(Clone, PartialEq, Message)]
+pub struct XSpace {
+    #[prost(message, repeated, tag = "1")]
+    pub planes: Vec<XPlane>,
+    #[prost(string, repeated, tag = "4")]
+    pub hostnames: Vec<String>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+pub struct XPlane {
+    #[prost(int64, tag = "1")]
+    pub id: i64,
+    #[prost(string, tag = "2")]
+    pub name: String,
+    #[prost(message, repeated, tag = "3")]
+    pub lines: Vec<XLine>,
+    #[prost(map = "int64, message", tag = "4")]
+    pub event_metadata: HashMap<i64, XEventMetadata>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+pub struct XLine {
+    #[prost(int64, tag = "1")]
+    pub id: i64,
+    #[prost(string, tag = "2")]
+    pub name: String,
+    #[prost(int64, tag = "3")]
+    pub timestamp_ns: i64,
+    #[prost(message, repeated, tag = "4")]
+    pub events: Vec<XEvent>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+pub struct XEvent {
+    #[prost(int64, tag = "1")]
+    pub metadata_id: i64,
+    /// Offset from the line's timestamp (a oneof with `num_occurrences` in the
+    /// schema; the wire format is the same).
+    #[prost(int64, tag = "2")]
+    pub offset_ps: i64,
+    #[prost(int64, tag = "3")]
+    pub duration_ps: i64,
+}
+
+#[derive(Clone, PartialEq, Message)]
+pub struct XEventMetadata {
+    #[prost(int64, tag = "1")]
+    pub id: i64,
+    #[prost(string, tag = "2")]
+    pub name: String,
+    #[prost(string, tag = "4")]
+    pub display_name: String,
+}
+
+static DEVICE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^/device:(?:TPU|GPU):(\d+)$").expect("valid regex"));
+/// `%all-reduce.1 = f32[...] all-reduce-start(...)`: the instruction name and opcode.
+static HLO: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^%?([\w.\-]+) = .*?\b([a-z][a-z\-]*)\(").expect("valid regex"));
+static COLLECTIVE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"^(all-reduce|all-gather|reduce-scatter|all-to-all|collective-permute|collective-broadcast|send|recv)(-start|-done)?$",
+    )
+    .expect("valid regex")
+});
+/// `Stream #16(Kernel)`: the stream id.
+static STREAM: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^Stream #(\d+)").expect("valid regex"));
+
+/// What an op name says: (display name, collective opcode, async part).
+fn hlo(name: &str) -> (String, Option<String>, Option<&'static str>) {
+    let Some(c) = HLO.captures(name) else {
+        return (name.to_owned(), None, None);
+    };
+    let (inst, opcode) = (c[1].to_owned(), &c[2]);
+    match COLLECTIVE.captures(opcode) {
+        Some(k) => {
+            let part = match k.get(2).map(|m| m.as_str()) {
+                Some("-start") => Some("start"),
+                Some("-done") => Some("done"),
+                _ => None,
+            };
+            (inst, Some(k[1].to_owned()), part)
+        }
+        None => (inst, None, None),
+    }
+}
+
+/// A collective library's kernel (on GPU XSpaces), as opposed to an HLO op name.
+fn vendor_ccl(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    n.contains("nccl") || n.contains("rccl")
+}
+
+fn ps_to_ns(ps: i64) -> Ns {
+    ps.div_euclid(1000)
+}
+
+/// Reads one XSpace; one `RankFile` per device plane with ops, ranked by the
+/// device number plus `first_rank` (for several hosts' files).
+pub fn read(bytes: &[u8], path: &Path) -> Result<Vec<(Option<u32>, RankFile)>, Error> {
+    let space = XSpace::decode(bytes).map_err(|e| Error::NotATrace {
+        path: path.to_owned(),
+        why: format!("not an XSpace protobuf (.xplane.pb): {e}"),
+    })?;
+    let mut out = Vec::new();
+    for plane in &space.planes {
+        let Some(device) = DEVICE
+            .captures(&plane.name)
+            .and_then(|c| c[1].parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let mut t = RankTimeline {
+            rank: device,
+            source: path.to_owned(),
+            ..RankTimeline::default()
+        };
+        // Async collectives waiting for their `-done`, by the start's name.
+        let mut pending: HashMap<String, (Ns, String)> = HashMap::new();
+        for line in &plane.lines {
+            let stream = if line.name == "XLA Ops" {
+                0
+            } else if let Some(c) = STREAM.captures(&line.name) {
+                c[1].parse().unwrap_or(0)
+            } else {
+                continue;
+            };
+            let base = line.timestamp_ns;
+            for e in &line.events {
+                let meta = plane.event_metadata.get(&e.metadata_id);
+                let full = meta.map_or("", |m| m.name.as_str());
+                let (name, coll, part) = hlo(full);
+                let start = base + ps_to_ns(e.offset_ps);
+                let end = start + ps_to_ns(e.duration_ps).max(0);
+                let (start, name) = match part {
+                    Some("start") => {
+                        pending.insert(name.clone(), (start, name));
+                        continue;
+                    }
+                    // The done names its start as its operand.
+                    Some("done") => match pending
+                        .keys()
+                        .find(|k| {
+                            full.contains(&format!("%{k})")) || full.contains(&format!("%{k},"))
+                        })
+                        .cloned()
+                    {
+                        Some(k) => pending.remove(&k).map_or((start, name), |p| p),
+                        None => (start, name),
+                    },
+                    _ => (start, name),
+                };
+                let activity = if line.name.contains("Memcpy") {
+                    Activity::Memcpy
+                } else {
+                    Activity::Kernel
+                };
+                let (class, kind) = match &coll {
+                    Some(op) => (KernelClass::Communication, Some(coll_kind(op))),
+                    None => match classify(&name, activity) {
+                        // HLO names such as `broadcast.2` (replicating data on one
+                        // device) are not collectives; NCCL/RCCL kernels are.
+                        KernelClass::Communication if !vendor_ccl(&name) => {
+                            (KernelClass::Other, None)
+                        }
+                        KernelClass::Communication => {
+                            (KernelClass::Communication, Some(coll_kind(&name)))
+                        }
+                        class => (class, None),
+                    },
+                };
+                t.ops.push(DeviceOp {
+                    start,
+                    dur: end - start,
+                    name: t.strings.intern(&name),
+                    activity,
+                    class,
+                    coll: kind,
+                    stream,
+                    device,
+                    blocks: None,
+                    bytes: None,
+                    meta: None,
+                    step: None,
+                    launch: start,
+                });
+            }
+        }
+        if t.ops.is_empty() {
+            continue;
+        }
+        t.ops.sort_by_key(|o| (o.start, o.end()));
+        t.window = t
+            .ops
+            .iter()
+            .map(|o| o.interval())
+            .reduce(|a, b| Interval::new(a.start.min(b.start), a.end.max(b.end)));
+        let events = t.ops.len() as u64;
+        out.push((
+            Some(device),
+            RankFile {
+                timeline: t,
+                dist_rank: None,
+                events,
+                warnings: Vec::new(),
+            },
+        ));
+    }
+    if out.is_empty() {
+        return Err(Error::NotATrace {
+            path: path.to_owned(),
+            why: "an XSpace without device ops (no /device:TPU:N or /device:GPU:N plane with an `XLA Ops` or `Stream #N` line); a host-only profile?".into(),
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hlo_names_and_async_parts() {
+        let (n, c, p) = hlo("%all-reduce.3 = f32[8]{0} all-reduce(f32[8]{0} %x), channel_id=1");
+        assert_eq!(
+            (n.as_str(), c.as_deref(), p),
+            ("all-reduce.3", Some("all-reduce"), None)
+        );
+        let (n, c, p) = hlo("%ag-start = (f32[2], f32[8]) all-gather-start(f32[2] %p)");
+        assert_eq!(
+            (n.as_str(), c.as_deref(), p),
+            ("ag-start", Some("all-gather"), Some("start"))
+        );
+        let (_, c, p) = hlo("%cp-done = f32[8] collective-permute-done(%cp-start)");
+        assert_eq!(
+            (c.as_deref(), p),
+            (Some("collective-permute"), Some("done"))
+        );
+        let (n, c, _) = hlo("%fusion.2 = f32[8] fusion(f32[8] %a), kind=kLoop");
+        assert_eq!((n.as_str(), c), ("fusion.2", None));
+        // GPU kernel names are not HLO text.
+        assert_eq!(hlo("wrapped_broadcast.kd").0, "wrapped_broadcast.kd");
+    }
+
+    #[test]
+    fn a_plane_round_trips_with_an_async_pair() {
+        // Line at 1,000 ns: a fusion 0-2 µs, all-reduce-start at 2 µs (0.1 µs),
+        // its done at 5 µs (0.1 µs): one all-reduce from 2 µs to 5.1 µs.
+        let meta = |id: i64, name: &str| {
+            (
+                id,
+                XEventMetadata {
+                    id,
+                    name: name.into(),
+                    display_name: String::new(),
+                },
+            )
+        };
+        let ev = |m: i64, off_ns: i64, dur_ns: i64| XEvent {
+            metadata_id: m,
+            offset_ps: off_ns * 1000,
+            duration_ps: dur_ns * 1000,
+        };
+        let space = XSpace {
+            planes: vec![XPlane {
+                id: 1,
+                name: "/device:TPU:2".into(),
+                lines: vec![XLine {
+                    id: 1,
+                    name: "XLA Ops".into(),
+                    timestamp_ns: 1000,
+                    events: vec![ev(1, 0, 2000), ev(2, 2000, 100), ev(3, 5000, 100)],
+                }],
+                event_metadata: [
+                    meta(1, "%fusion.1 = f32[8] fusion(f32[8] %a), kind=kLoop"),
+                    meta(2, "%ar-start = f32[8] all-reduce-start(f32[8] %fusion.1)"),
+                    meta(3, "%ar-done = f32[8] all-reduce-done(f32[8] %ar-start)"),
+                ]
+                .into_iter()
+                .collect(),
+            }],
+            hostnames: vec![],
+        };
+        let files = read(&space.encode_to_vec(), Path::new("h.xplane.pb")).unwrap();
+        assert_eq!(files.len(), 1);
+        let (rank, f) = &files[0];
+        assert_eq!(*rank, Some(2));
+        let ops: Vec<_> = f
+            .timeline
+            .ops
+            .iter()
+            .map(|o| {
+                (
+                    f.timeline.strings.get(o.name).to_owned(),
+                    o.start,
+                    o.dur,
+                    o.coll,
+                )
+            })
+            .collect();
+        assert_eq!(
+            ops,
+            vec![
+                ("fusion.1".to_owned(), 1000, 2000, None),
+                (
+                    "ar-start".to_owned(),
+                    3000,
+                    3100,
+                    Some(crate::model::CollKind::AllReduce)
+                ),
+            ]
+        );
+        assert!(read(b"\xff\xff", Path::new("x.xplane.pb")).is_err());
+    }
+}
