@@ -98,6 +98,12 @@ pub struct Cli {
     #[arg(long)]
     pub list_classes: bool,
 
+    /// List the inputs found in the trace directory (profiler traces, Nsight
+    /// Systems exports, XSpaces, execution traces, memory snapshots, workload
+    /// card), which were read, and why others were not
+    #[arg(long)]
+    pub inputs: bool,
+
     /// Write the UI as an SVG image instead of opening it (for screenshots)
     #[arg(long, value_name = "FILE", hide = true)]
     pub screenshot: Option<PathBuf>,
@@ -243,6 +249,7 @@ impl Cli {
             && !self.metrics
             && !self.list_metrics
             && !self.list_classes
+            && !self.inputs
             && self.screenshot.is_none()
     }
 

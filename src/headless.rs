@@ -64,6 +64,17 @@ pub fn run(cli: &Cli) -> Result<ExitCode> {
         eprintln!("ccl-bench: no trace given; use --trace DIR (ccl-bench --help for more)");
         return Ok(ExitCode::from(EXIT_USAGE));
     };
+    if cli.inputs {
+        let (_, report) = read::load_path(path, &cli.load_options(), &Progress::default())
+            .with_context(|| format!("cannot load {}", path.display()))?;
+        for line in report.input_lines() {
+            writeln!(out, "{line}")?;
+        }
+        for w in &report.warnings {
+            writeln!(out, "warning: {w}")?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     let trace = load(path, &cli.load_options())?;
     let ctx = match Ctx::new(&trace, cli.rank) {
         Ok(c) => c.with_options(cli.options()),

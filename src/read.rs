@@ -113,6 +113,24 @@ pub struct LoadOptions {
     pub classes: Option<PathBuf>,
 }
 
+impl LoadReport {
+    /// One line per input found: what it is, its rank, whether it was read.
+    pub fn input_lines(&self) -> Vec<String> {
+        self.inputs
+            .iter()
+            .map(|i| {
+                let rank = i.rank.map_or(String::new(), |r| format!(" rank {r}"));
+                let used = if self.files.contains(&i.path) {
+                    "read"
+                } else {
+                    "not read (see warnings)"
+                };
+                format!("{}{rank}: {} — {used}", i.kind.describe(), i.path.display())
+            })
+            .collect()
+    }
+}
+
 impl Default for LoadOptions {
     fn default() -> Self {
         Self {
@@ -199,6 +217,8 @@ pub struct Progress {
 #[derive(Debug, Default)]
 pub struct LoadReport {
     pub warnings: Vec<String>,
+    /// Everything discovery found, read or not (`--inputs`).
+    pub inputs: Vec<crate::discover::Input>,
     pub files: Vec<PathBuf>,
     pub events: u64,
     pub bytes: u64,
@@ -215,6 +235,7 @@ pub fn load(
     let nsys_json: Vec<_> = discovery.of_kind(InputKind::NsysJson).collect();
     let mut report = LoadReport {
         warnings: discovery.notes.clone(),
+        inputs: discovery.inputs.clone(),
         ..Default::default()
     };
     // SQLite and JSON exports of one report side by side are the same GPUs

@@ -13,6 +13,8 @@ use crate::read::LoadReport;
 pub struct Data {
     pub trace: Trace,
     pub warnings: Vec<String>,
+    /// What was found beside the traces and whether it was read.
+    pub inputs: Vec<String>,
     pub files: usize,
     pub events: u64,
     pub bytes: u64,
@@ -153,6 +155,7 @@ impl Data {
                 Interval::new(s.start, s.end.max(s.start + 1))
             });
         Self {
+            inputs: report.input_lines(),
             warnings: report.warnings,
             files: report.files.len(),
             events: report.events,

@@ -719,3 +719,37 @@ fn xla_xspace_protobufs() {
         close(&got, &[(0, 0.003475484)], 54);
     }
 }
+
+/// `--inputs`: what a ccl-bench run folder holds and what was read.
+#[test]
+fn inputs_lists_what_was_found_and_read() {
+    let Some(dir) = corpus("kineto/h100_gpt_eager") else {
+        return;
+    };
+    let o = run(&["--trace", dir.to_str().unwrap(), "--inputs"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    for want in [
+        "PyTorch profiler trace rank 0: ",
+        "CUDA memory snapshot rank 0: ",
+        "PyTorch execution trace: ",
+    ] {
+        let line = out
+            .lines()
+            .find(|l| l.starts_with(want))
+            .unwrap_or_else(|| panic!("{want} in {out}"));
+        assert!(line.ends_with("— read"), "{line}");
+    }
+    let Some(nsys) = corpus("nsys/h100_tiny_transformer") else {
+        return;
+    };
+    let out = stdout(&run(&["--trace", nsys.to_str().unwrap(), "--inputs"]));
+    assert!(
+        out.contains("Nsight Systems JSON export: ") && out.contains("not read"),
+        "{out}"
+    );
+    assert!(
+        out.contains("warning: 1 Nsight Systems JSON export(s) beside"),
+        "{out}"
+    );
+}

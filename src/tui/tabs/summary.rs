@@ -79,6 +79,31 @@ fn lines(data: &Data, theme: Theme, width: u16) -> Vec<Line<'static>> {
             theme.alert(),
         ));
     }
+    // Inputs: the list when it is short, else a count by kind.
+    const LISTED: usize = 6;
+    if data.inputs.len() <= LISTED {
+        for i in &data.inputs {
+            out.push(Line::styled(fit(&format!("  {i}"), width), theme.dim()));
+        }
+    } else {
+        let mut kinds: Vec<(&str, usize)> = Vec::new();
+        for i in &data.inputs {
+            let kind = i.split([':']).next().unwrap_or("");
+            let kind = kind.split(" rank ").next().unwrap_or(kind);
+            match kinds.iter_mut().find(|(k, _)| *k == kind) {
+                Some((_, n)) => *n += 1,
+                None => kinds.push((kind, 1)),
+            }
+        }
+        let list: Vec<String> = kinds.iter().map(|(k, n)| format!("{n} × {k}")).collect();
+        out.push(Line::styled(
+            fit(
+                &format!("  inputs: {} (--inputs lists them)", list.join(", ")),
+                width,
+            ),
+            theme.dim(),
+        ));
+    }
     let name_w = data
         .summary
         .iter()
