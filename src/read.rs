@@ -335,109 +335,112 @@ pub fn load(
     ))
 }
 
-/// Every CUDA memory snapshot, in parallel, each on the rank in its file name
-/// (`rank3_memory_snapshot.pickle`), or on the only rank when there is one.
+/// Reads every input of `kind` in parallel and places each on a rank: the one
+/// `rank_of` finds in its file name, else the only rank when there is one file
+/// and at most one rank. Two files on one rank are two runs mixed: an error.
+/// Files without a rank are skipped with a warning that shows `naming`.
+fn read_per_rank<T: Send>(
+    discovery: &Discovery,
+    kind: InputKind,
+    ranks: &[crate::model::RankTimeline],
+    report: &mut LoadReport,
+    read: impl Fn(&Path) -> Result<(T, Vec<String>)> + Sync,
+    rank_of: fn(&Path) -> Option<u32>,
+    naming: &str,
+) -> Result<Vec<(u32, T)>> {
+    let inputs: Vec<_> = discovery.of_kind(kind).collect();
+    let results: Vec<_> = inputs.par_iter().map(|i| read(&i.path)).collect();
+    let only = (ranks.len() <= 1 && inputs.len() == 1).then(|| ranks.first().map_or(0, |r| r.rank));
+    let mut out: Vec<(u32, &Path, T)> = Vec::new();
+    for (input, r) in inputs.iter().zip(results) {
+        let (item, warnings) = r?;
+        report.warnings.extend(warnings);
+        report.files.push(input.path.clone());
+        let Some(rank) = rank_of(&input.path).or(only) else {
+            report.warnings.push(format!(
+                "{}: {} without a rank in its name ({naming}); not read",
+                input.path.display(),
+                kind.describe()
+            ));
+            continue;
+        };
+        if let Some((_, first, _)) = out.iter().find(|o| o.0 == rank) {
+            return Err(Error::MixedRuns {
+                rank,
+                first: first.to_path_buf(),
+                second: input.path.clone(),
+            });
+        }
+        out.push((rank, &input.path, item));
+    }
+    out.sort_by_key(|o| o.0);
+    Ok(out
+        .into_iter()
+        .map(|(rank, _, item)| (rank, item))
+        .collect())
+}
+
+/// Every CUDA memory snapshot, each on its rank (`rank3_memory_snapshot.pickle`).
 fn read_memory(
     discovery: &Discovery,
     ranks: &[crate::model::RankTimeline],
     report: &mut LoadReport,
 ) -> Result<Vec<crate::model::memory::MemoryTimeline>> {
-    let inputs: Vec<_> = discovery.of_kind(InputKind::MemorySnapshot).collect();
-    let read: Vec<_> = inputs
-        .par_iter()
-        .map(|input| snapshot::read(open(&input.path)?, &input.path))
-        .collect();
-    let mut out: Vec<crate::model::memory::MemoryTimeline> = Vec::new();
-    for (input, r) in inputs.iter().zip(read) {
-        let (mut m, warnings) = r?;
-        report.warnings.extend(warnings);
-        report.files.push(input.path.clone());
-        let only =
-            (ranks.len() <= 1 && inputs.len() == 1).then(|| ranks.first().map_or(0, |r| r.rank));
-        match input.rank.or(only) {
-            Some(rank) if out.iter().any(|o| o.rank == rank) => {
-                return Err(Error::MixedRuns {
-                    rank,
-                    first: out.iter().find(|o| o.rank == rank).map(|o| o.source.clone()).unwrap_or_default(),
-                    second: input.path.clone(),
-                })
-            }
-            Some(rank) => {
-                m.rank = rank;
-                out.push(m);
-            }
-            None => report.warnings.push(format!(
-                "{}: memory snapshot without a rank in its name (rank{{N}}_memory_snapshot.pickle); not read",
-                input.path.display()
-            )),
-        }
-    }
-    out.sort_by_key(|m| m.rank);
-    Ok(out)
+    let found = read_per_rank(
+        discovery,
+        InputKind::MemorySnapshot,
+        ranks,
+        report,
+        |path| snapshot::read(open(path)?, path),
+        crate::discover::rank_from_name,
+        "rank{N}_memory_snapshot.pickle",
+    )?;
+    Ok(found
+        .into_iter()
+        .map(|(rank, m)| crate::model::memory::MemoryTimeline { rank, ..m })
+        .collect())
 }
 
-/// The rank of an execution trace: from its file name (`torch_et_3.json`,
-/// `dlrm_eg_3.json`, `rank3_et.json`), or the only rank when there is one.
-fn et_rank(path: &Path, ranks: &[crate::model::RankTimeline], inputs: usize) -> Option<u32> {
+/// The rank in an execution trace's file name: `torch_et_3.json`,
+/// `dlrm_eg_3.json`, `rank3_et.json`.
+fn et_rank(path: &Path) -> Option<u32> {
     static TRAILING: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
         regex::Regex::new(r"[-_](\d+)\.json(?:\.gz)?$").expect("valid regex")
     });
-    crate::discover::rank_from_name(path)
-        .or_else(|| {
-            let name = path.file_name()?.to_str()?;
-            TRAILING.captures(name)?[1].parse().ok()
-        })
-        .or_else(|| (ranks.len() <= 1 && inputs == 1).then(|| ranks.first().map_or(0, |r| r.rank)))
+    crate::discover::rank_from_name(path).or_else(|| {
+        let name = path.file_name()?.to_str()?;
+        TRAILING.captures(name)?[1].parse().ok()
+    })
 }
 
-/// Every execution trace, in parallel, each on its rank.
+/// Every execution trace, each on its rank.
 fn read_et(
     discovery: &Discovery,
     ranks: &[crate::model::RankTimeline],
     report: &mut LoadReport,
 ) -> Result<Vec<crate::model::exec_trace::EtRank>> {
-    let inputs: Vec<_> = discovery.of_kind(InputKind::ExecutionTrace).collect();
-    let read: Vec<_> = inputs
-        .par_iter()
-        .map(|input| {
+    let found = read_per_rank(
+        discovery,
+        InputKind::ExecutionTrace,
+        ranks,
+        report,
+        |path| {
             let mut bytes = Vec::new();
-            open(&input.path)?
+            open(path)?
                 .read_to_end(&mut bytes)
                 .map_err(|source| Error::Io {
-                    path: input.path.clone(),
+                    path: path.to_owned(),
                     source,
                 })?;
-            exec_trace::read(&bytes, &input.path)
-        })
-        .collect();
-    let mut out: Vec<crate::model::exec_trace::EtRank> = Vec::new();
-    for (input, r) in inputs.iter().zip(read) {
-        let mut et = r?;
-        report.files.push(input.path.clone());
-        match et_rank(&input.path, ranks, inputs.len()) {
-            Some(rank) if out.iter().any(|o| o.rank == rank) => {
-                return Err(Error::MixedRuns {
-                    rank,
-                    first: out
-                        .iter()
-                        .find(|o| o.rank == rank)
-                        .map(|o| o.source.clone())
-                        .unwrap_or_default(),
-                    second: input.path.clone(),
-                })
-            }
-            Some(rank) => {
-                et.rank = rank;
-                out.push(et);
-            }
-            None => report.warnings.push(format!(
-                "{}: execution trace without a rank in its name (torch_et_{{N}}.json); not read",
-                input.path.display()
-            )),
-        }
-    }
-    out.sort_by_key(|e| e.rank);
-    Ok(out)
+            Ok((exec_trace::read(&bytes, path)?, Vec::new()))
+        },
+        et_rank,
+        "torch_et_{N}.json",
+    )?;
+    Ok(found
+        .into_iter()
+        .map(|(rank, e)| crate::model::exec_trace::EtRank { rank, ..e })
+        .collect())
 }
 
 /// The first workload card that parses. A broken card is a warning, not an

@@ -28,14 +28,19 @@ use crate::support::write_ranks;
 
 const SAMPLE: &str = "trace_collection/llama_fsdp_8gpu";
 
-fn sample() -> Data {
+/// Loads a trace with the default options, as the UI does.
+fn load(path: &Path) -> Data {
     load_data(
-        Path::new(SAMPLE),
+        path,
         &LoadOptions::default(),
         Options::default(),
         &Progress::default(),
     )
-    .expect("sample loads")
+    .unwrap_or_else(|e| panic!("{} loads: {e:#}", path.display()))
+}
+
+fn sample() -> Data {
+    load(Path::new(SAMPLE))
 }
 
 fn two_ranks() -> Data {
@@ -334,13 +339,7 @@ fn real_traces_render_on_every_tab() {
         let Some(dir) = crate::support::corpus(rel) else {
             continue;
         };
-        let data = load_data(
-            &dir,
-            &LoadOptions::default(),
-            Options::default(),
-            &Progress::default(),
-        )
-        .expect("corpus trace loads");
+        let data = load(&dir);
         let ranks = data.trace.ranks.len();
         let mut a = app(data, (120, 40));
         let mut screens = Vec::new();
@@ -372,18 +371,9 @@ fn real_traces_render_on_every_tab() {
 
 /// The bundled pair: the straggler run (A) and the same run balanced (B).
 fn sample_pair(size: (u16, u16)) -> App {
-    let load = |rel: &str| {
-        load_data(
-            Path::new(rel),
-            &LoadOptions::default(),
-            Options::default(),
-            &Progress::default(),
-        )
-        .expect("sample loads")
-    };
     let pair = Pair::new(
-        load(SAMPLE),
-        load("trace_collection/llama_fsdp_8gpu_balanced"),
+        load(Path::new(SAMPLE)),
+        load(Path::new("trace_collection/llama_fsdp_8gpu_balanced")),
         Options::default(),
         0.05,
     );
@@ -473,13 +463,7 @@ fn memory_tab_charts_the_snapshot() {
     let Some(dir) = crate::support::corpus("kineto/h100_gpt_eager") else {
         return;
     };
-    let data = load_data(
-        &dir,
-        &LoadOptions::default(),
-        Options::default(),
-        &Progress::default(),
-    )
-    .expect("loads with its snapshot");
+    let data = load(&dir);
     let mut a = app(data, (120, 36));
     assert!(a.tabs().contains(&Tab::Memory));
     a.update(Action::SelectTab(Tab::Memory));
@@ -499,13 +483,7 @@ fn memory_tab_charts_the_snapshot() {
     let Some(only) = crate::support::corpus("memory/h100_tiny_transformer") else {
         return;
     };
-    let data = load_data(
-        &only,
-        &LoadOptions::default(),
-        Options::default(),
-        &Progress::default(),
-    )
-    .expect("a snapshot alone loads");
+    let data = load(&only);
     let mut a = app(data, (100, 30));
     for tab in a.tabs() {
         a.update(Action::SelectTab(tab));
