@@ -15,9 +15,13 @@ pub enum Format {
 ///
 /// Point it at a directory of per-rank PyTorch profiler (Kineto) traces, one file
 /// per rank (`rank{N}_trace.json`, `kineto_trace_{N}.json`, `worker{N}*.pt.trace.json`,
-/// `rank-{N}*.json.gz`, or a ccl-bench `profile_traces/iteration_{K}/` layout).
-/// `ccl-bench DIR` opens the terminal UI (without a terminal it prints the metric
-/// table); `ccl-bench` alone opens the bundled sample in trace_collection/.
+/// `rank-{N}*.json.gz`, or a ccl-bench `profile_traces/iteration_{K}/` layout), or at
+/// Nsight Systems exports (.sqlite, or .json from `nsys export --type json`) or XLA
+/// profiler XSpaces (*.xplane.pb). CUDA memory snapshots (*.pickle), PyTorch
+/// execution traces and a workload card beside them are read too (--inputs lists
+/// what was found). `ccl-bench DIR` opens the terminal UI (without a terminal it
+/// prints the metric table); `ccl-bench DIR_A DIR_B` opens two runs with a Compare
+/// tab; `ccl-bench` alone opens the bundled sample in trace_collection/.
 #[derive(Debug, Parser)]
 #[command(
     name = "ccl-bench",

@@ -258,6 +258,12 @@ pub fn load(
         ));
     }
     let xplanes: Vec<_> = discovery.of_kind(InputKind::XPlane).collect();
+    if !xplanes.is_empty() && !(kineto.is_empty() && nsys.is_empty()) {
+        report.warnings.push(format!(
+            "{} XSpace file(s) (.xplane.pb) beside the other traces were not read (point --trace at one to read it)",
+            xplanes.len()
+        ));
+    }
     let inputs: Vec<_> = if !kineto.is_empty() {
         kineto
     } else if !nsys.is_empty() {
