@@ -9,6 +9,7 @@ use crate::metrics::{Ctx, Metric, Options, Outcome, METRICS};
 use crate::model::collectives::{arrivals, instances, Arrivals};
 use crate::model::{Coverage, DeviceOp, Interval, IntervalSet, Ns, Trace};
 use crate::read::LoadReport;
+use crate::tui::tabs::memory::series;
 
 pub struct Data {
     pub trace: Trace,
@@ -33,6 +34,9 @@ pub struct Data {
     /// Longest op of each rank (by rank index), to bound the search for the op
     /// under the cursor.
     pub max_dur: Vec<Ns>,
+    /// Per memory snapshot (same order as `trace.memory`): allocated and
+    /// reserved GB over ms, thinned once for the Memory tab's chart.
+    pub memory: Vec<[Vec<(f64, f64)>; 2]>,
 }
 
 /// A timeline row: what a rank (or one of its streams) was doing, as coverage
@@ -154,7 +158,20 @@ impl Data {
             .map_or(Interval::new(0, 1), |s| {
                 Interval::new(s.start, s.end.max(s.start + 1))
             });
+        // Enough points for a wide terminal's Braille chart (2 dots per cell).
+        const CHART_POINTS: usize = 2048;
+        let memory = trace
+            .memory
+            .iter()
+            .map(|m| {
+                [
+                    series(&m.samples, |s| s.allocated, CHART_POINTS),
+                    series(&m.samples, |s| s.reserved, CHART_POINTS),
+                ]
+            })
+            .collect();
         Self {
+            memory,
             inputs: report.input_lines(),
             warnings: report.warnings,
             files: report.files.len(),

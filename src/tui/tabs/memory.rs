@@ -70,13 +70,11 @@ pub fn render(state: &MemoryState, data: &Data, theme: Theme, area: Rect, buf: &
     if chart_area.height < 4 || chart_area.width < 20 {
         return;
     }
-    let max = usize::from(chart_area.width) * 2;
-    let allocated = series(&m.samples, |s| s.allocated, max);
-    let reserved = series(&m.samples, |s| s.reserved, max);
+    let [allocated, reserved] = &data.memory[state.index];
     let x_max = allocated.last().map_or(1.0, |p| p.0).max(1e-3);
     let y_max = reserved
         .iter()
-        .chain(&allocated)
+        .chain(allocated)
         .map(|p| p.1)
         .fold(0.0, f64::max)
         .max(1e-9)
@@ -88,13 +86,13 @@ pub fn render(state: &MemoryState, data: &Data, theme: Theme, area: Rect, buf: &
             .marker(Marker::Braille)
             .graph_type(GraphType::Line)
             .style(theme.shade(Shade::Memory))
-            .data(&reserved),
+            .data(reserved),
         Dataset::default()
             .name("allocated")
             .marker(Marker::Braille)
             .graph_type(GraphType::Line)
             .style(theme.shade(Shade::Compute))
-            .data(&allocated),
+            .data(allocated),
     ])
     .x_axis(
         Axis::default()
