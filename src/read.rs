@@ -258,7 +258,8 @@ pub fn load(
         ));
     }
     let xplanes: Vec<_> = discovery.of_kind(InputKind::XPlane).collect();
-    if !xplanes.is_empty() && !(kineto.is_empty() && nsys.is_empty()) {
+    let other_timelines = !kineto.is_empty() || !nsys.is_empty();
+    if other_timelines && !xplanes.is_empty() {
         report.warnings.push(format!(
             "{} XSpace file(s) (.xplane.pb) beside the other traces were not read (point --trace at one to read it)",
             xplanes.len()
