@@ -29,6 +29,8 @@ pub enum InputKind {
     NsysJson,
     /// XSpace protobuf from the TensorFlow/JAX/XLA profiler.
     XPlane,
+    /// Chrome-trace JSON from the TensorFlow/JAX/XLA profiler (device processes).
+    XlaJson,
     /// CCL-Bench workload card YAML.
     WorkloadCard,
 }
@@ -38,7 +40,7 @@ impl InputKind {
     pub fn is_timeline(self) -> bool {
         matches!(
             self,
-            Self::Kineto | Self::NsysSqlite | Self::NsysJson | Self::XPlane
+            Self::Kineto | Self::NsysSqlite | Self::NsysJson | Self::XPlane | Self::XlaJson
         )
     }
 
@@ -51,6 +53,7 @@ impl InputKind {
             Self::NsysSqlite => "Nsight Systems SQLite export",
             Self::NsysJson => "Nsight Systems JSON export",
             Self::XPlane => "XLA profiler XSpace (.xplane.pb)",
+            Self::XlaJson => "XLA profiler trace JSON",
             Self::WorkloadCard => "workload card",
         }
     }
@@ -282,6 +285,10 @@ pub fn sniff(path: &Path) -> Result<Option<InputKind>> {
     }
     let text = String::from_utf8_lossy(&head);
     if text.contains("\"traceEvents\"") {
+        // The JAX/TF profiler names its processes after devices.
+        if text.contains("\"/device:TPU:") || text.contains("\"/device:GPU:") {
+            return Ok(Some(InputKind::XlaJson));
+        }
         Ok(Some(InputKind::Kineto))
     } else if text.trim_start().starts_with("{\"data\":[") {
         // nsys JSON: the string table first, then one event object per line.

@@ -9,6 +9,7 @@ pub mod nsys;
 pub mod nsys_json;
 pub mod snapshot;
 pub mod split;
+pub mod xla_json;
 pub mod xplane;
 
 use std::collections::BTreeMap;
@@ -257,11 +258,15 @@ pub fn load(
             nsys.len()
         ));
     }
-    let xplanes: Vec<_> = discovery.of_kind(InputKind::XPlane).collect();
+    let xplanes: Vec<_> = discovery
+        .inputs
+        .iter()
+        .filter(|i| matches!(i.kind, InputKind::XPlane | InputKind::XlaJson))
+        .collect();
     let other_timelines = !kineto.is_empty() || !nsys.is_empty();
     if other_timelines && !xplanes.is_empty() {
         report.warnings.push(format!(
-            "{} XSpace file(s) (.xplane.pb) beside the other traces were not read (point --trace at one to read it)",
+            "{} XLA profiler file(s) (.xplane.pb, XLA trace JSON) beside the other traces were not read (point --trace at one to read it)",
             xplanes.len()
         ));
     }
@@ -281,7 +286,7 @@ pub fn load(
         .map(|input| {
             let files = match input.kind {
                 InputKind::NsysSqlite => nsys::read(&input.path, input.rank)?,
-                InputKind::XPlane => {
+                InputKind::XPlane | InputKind::XlaJson => {
                     let mut bytes = Vec::new();
                     Counting::new(open(&input.path)?, &progress.bytes)
                         .read_to_end(&mut bytes)
@@ -289,7 +294,11 @@ pub fn load(
                             path: input.path.clone(),
                             source,
                         })?;
-                    xplane::read(&bytes, &input.path)?
+                    if input.kind == InputKind::XPlane {
+                        xplane::read(&bytes, &input.path)?
+                    } else {
+                        xla_json::read(&bytes, &input.path)?
+                    }
                 }
                 InputKind::NsysJson => {
                     let reader = Counting::new(open(&input.path)?, &progress.bytes);
@@ -310,7 +319,7 @@ pub fn load(
     let mut next_device_rank = 0;
     for (input, r) in inputs.iter().zip(results) {
         let mut ranked = r?;
-        if input.kind == InputKind::XPlane {
+        if matches!(input.kind, InputKind::XPlane | InputKind::XlaJson) {
             for (rank, _) in &mut ranked {
                 *rank = rank.map(|r| r + next_device_rank);
             }

@@ -118,99 +118,86 @@ fn ps_to_ns(ps: i64) -> Ns {
     ps.div_euclid(1000)
 }
 
-/// Reads one XSpace; one `RankFile` per device plane with ops, ranked by the
-/// device number plus `first_rank` (for several hosts' files).
-pub fn read(bytes: &[u8], path: &Path) -> Result<Vec<(Option<u32>, RankFile)>, Error> {
-    let space = XSpace::decode(bytes).map_err(|e| Error::NotATrace {
-        path: path.to_owned(),
-        why: format!("not an XSpace protobuf (.xplane.pb): {e}"),
-    })?;
-    let mut out = Vec::new();
-    for plane in &space.planes {
-        let Some(device) = DEVICE
-            .captures(&plane.name)
-            .and_then(|c| c[1].parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let mut t = RankTimeline {
-            rank: device,
-            source: path.to_owned(),
-            ..RankTimeline::default()
-        };
-        // Async collectives waiting for their `-done`, by the start's name.
-        let mut pending: HashMap<String, (Ns, String)> = HashMap::new();
-        for line in &plane.lines {
-            let stream = if line.name == "XLA Ops" {
-                0
-            } else if let Some(c) = STREAM.captures(&line.name) {
-                c[1].parse().unwrap_or(0)
-            } else {
-                continue;
-            };
-            let base = line.timestamp_ns;
-            for e in &line.events {
-                let meta = plane.event_metadata.get(&e.metadata_id);
-                let full = meta.map_or("", |m| m.name.as_str());
-                let (name, coll, part) = hlo(full);
-                let start = base + ps_to_ns(e.offset_ps);
-                let end = start + ps_to_ns(e.duration_ps).max(0);
-                let (start, name) = match part {
-                    Some("start") => {
-                        pending.insert(name.clone(), (start, name));
-                        continue;
-                    }
-                    // The done names its start as its operand.
-                    Some("done") => match pending
-                        .keys()
-                        .find(|k| {
-                            full.contains(&format!("%{k})")) || full.contains(&format!("%{k},"))
-                        })
-                        .cloned()
-                    {
-                        Some(k) => pending.remove(&k).map_or((start, name), |p| p),
-                        None => (start, name),
-                    },
-                    _ => (start, name),
-                };
-                let activity = if line.name.contains("Memcpy") {
-                    Activity::Memcpy
-                } else {
-                    Activity::Kernel
-                };
-                let (class, kind) = match &coll {
-                    Some(op) => (KernelClass::Communication, Some(coll_kind(op))),
-                    None => match classify(&name, activity) {
-                        // HLO names such as `broadcast.2` (replicating data on one
-                        // device) are not collectives; NCCL/RCCL kernels are.
-                        KernelClass::Communication if !vendor_ccl(&name) => {
-                            (KernelClass::Other, None)
-                        }
-                        KernelClass::Communication => {
-                            (KernelClass::Communication, Some(coll_kind(&name)))
-                        }
-                        class => (class, None),
-                    },
-                };
-                t.ops.push(DeviceOp {
-                    start,
-                    dur: end - start,
-                    name: t.strings.intern(&name),
-                    activity,
-                    class,
-                    coll: kind,
-                    stream,
-                    device,
-                    blocks: None,
-                    bytes: None,
-                    meta: None,
-                    step: None,
-                    launch: start,
-                });
-            }
+/// Turns one device's XLA ops into a rank timeline: HLO names parsed,
+/// collectives classified, async start/done pairs joined. Shared by the XSpace
+/// and the Chrome-trace JSON readers.
+pub(super) struct DeviceOps {
+    t: RankTimeline,
+    /// Async collectives waiting for their `-done`, by the start's name.
+    pending: HashMap<String, (Ns, String)>,
+}
+
+impl DeviceOps {
+    pub fn new(device: u32, path: &Path) -> Self {
+        Self {
+            t: RankTimeline {
+                rank: device,
+                source: path.to_owned(),
+                ..RankTimeline::default()
+            },
+            pending: HashMap::new(),
         }
+    }
+
+    /// One op: `full` is its HLO text (or kernel name), `[start, end)` in ns.
+    pub fn push(&mut self, full: &str, start: Ns, end: Ns, stream: u32, memcpy: bool) {
+        let device = self.t.rank;
+        let (name, coll, part) = hlo(full);
+        let (start, name) = match part {
+            Some("start") => {
+                self.pending.insert(name.clone(), (start, name));
+                return;
+            }
+            // The done names its start as its operand.
+            Some("done") => match self
+                .pending
+                .keys()
+                .find(|k| full.contains(&format!("%{k})")) || full.contains(&format!("%{k},")))
+                .cloned()
+            {
+                Some(k) => self.pending.remove(&k).unwrap_or((start, name)),
+                None => (start, name),
+            },
+            _ => (start, name),
+        };
+        let activity = if memcpy {
+            Activity::Memcpy
+        } else {
+            Activity::Kernel
+        };
+        let (class, kind) = match &coll {
+            Some(op) => (KernelClass::Communication, Some(coll_kind(op))),
+            None => match classify(&name, activity) {
+                // HLO names such as `broadcast.2` (replicating data on one
+                // device) are not collectives; NCCL/RCCL kernels are.
+                KernelClass::Communication if !vendor_ccl(&name) => (KernelClass::Other, None),
+                KernelClass::Communication => (KernelClass::Communication, Some(coll_kind(&name))),
+                class => (class, None),
+            },
+        };
+        let name = self.t.strings.intern(&name);
+        self.t.ops.push(DeviceOp {
+            start,
+            dur: (end - start).max(0),
+            name,
+            activity,
+            class,
+            coll: kind,
+            stream,
+            device,
+            blocks: None,
+            bytes: None,
+            meta: None,
+            step: None,
+            launch: start,
+        });
+    }
+
+    /// The rank's file, if the device had any op.
+    pub fn finish(mut self) -> Option<(Option<u32>, RankFile)> {
+        let t = &mut self.t;
         if t.ops.is_empty() {
-            continue;
+            return None;
         }
         t.ops.sort_by_key(|o| (o.start, o.end()));
         t.window = t
@@ -219,15 +206,61 @@ pub fn read(bytes: &[u8], path: &Path) -> Result<Vec<(Option<u32>, RankFile)>, E
             .map(|o| o.interval())
             .reduce(|a, b| Interval::new(a.start.min(b.start), a.end.max(b.end)));
         let events = t.ops.len() as u64;
-        out.push((
-            Some(device),
+        Some((
+            Some(t.rank),
             RankFile {
-                timeline: t,
+                timeline: self.t,
                 dist_rank: None,
                 events,
                 warnings: Vec::new(),
             },
-        ));
+        ))
+    }
+}
+
+/// The device number of a `/device:TPU:N` or `/device:GPU:N` process or plane.
+pub(super) fn device_number(name: &str) -> Option<u32> {
+    DEVICE.captures(name)?[1].parse().ok()
+}
+
+/// Which lines (threads) hold device ops: `XLA Ops` (TPU, stream 0) and
+/// `Stream #N(...)` (GPU); `None` for the others.
+pub(super) fn op_stream(line: &str) -> Option<u32> {
+    if line == "XLA Ops" {
+        return Some(0);
+    }
+    STREAM.captures(line).map(|c| c[1].parse().unwrap_or(0))
+}
+
+/// Reads one XSpace; one `RankFile` per device plane with ops, ranked by the
+/// device number.
+pub fn read(bytes: &[u8], path: &Path) -> Result<Vec<(Option<u32>, RankFile)>, Error> {
+    let space = XSpace::decode(bytes).map_err(|e| Error::NotATrace {
+        path: path.to_owned(),
+        why: format!("not an XSpace protobuf (.xplane.pb): {e}"),
+    })?;
+    let mut out = Vec::new();
+    for plane in &space.planes {
+        let Some(device) = device_number(&plane.name) else {
+            continue;
+        };
+        let mut ops = DeviceOps::new(device, path);
+        for line in &plane.lines {
+            let Some(stream) = op_stream(&line.name) else {
+                continue;
+            };
+            let memcpy = line.name.contains("Memcpy");
+            for e in &line.events {
+                let full = plane
+                    .event_metadata
+                    .get(&e.metadata_id)
+                    .map_or("", |m| m.name.as_str());
+                let start = line.timestamp_ns + ps_to_ns(e.offset_ps);
+                let end = start + ps_to_ns(e.duration_ps).max(0);
+                ops.push(full, start, end, stream, memcpy);
+            }
+        }
+        out.extend(ops.finish());
     }
     if out.is_empty() {
         return Err(Error::NotATrace {

@@ -331,3 +331,36 @@ fn user_class_rules_beside_the_trace() {
         stderr(&o)
     );
 }
+
+/// A JAX/TF profiler trace JSON (device processes) is told from a PyTorch one
+/// by its content and read as one rank per device.
+#[test]
+fn xla_trace_json_by_content() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("host1.trace.json");
+    std::fs::write(
+        &f,
+        r#"{"traceEvents": [
+        {"ph": "M", "pid": 7, "name": "process_name", "args": {"name": "/device:GPU:0"}},
+        {"ph": "M", "pid": 8, "name": "process_name", "args": {"name": "/device:GPU:1"}},
+        {"ph": "M", "pid": 7, "tid": 1, "name": "thread_name", "args": {"name": "Stream #14(Kernel)"}},
+        {"ph": "M", "pid": 8, "tid": 1, "name": "thread_name", "args": {"name": "Stream #14(Kernel)"}},
+        {"ph": "X", "pid": 7, "tid": 1, "name": "gemm_fusion", "ts": 10, "dur": 30},
+        {"ph": "X", "pid": 7, "tid": 1, "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "ts": 40, "dur": 10},
+        {"ph": "X", "pid": 8, "tid": 1, "name": "gemm_fusion", "ts": 12, "dur": 20}
+    ]}"#,
+    )
+    .unwrap();
+    let p = f.to_str().unwrap();
+    let o = run(&["--trace", p, "--inputs"]);
+    assert!(
+        stdout(&o).starts_with("XLA profiler trace JSON"),
+        "{}",
+        stdout(&o)
+    );
+    // 30 + 10 + 20 µs of kernels over two ranks; one all-reduce.
+    let o = run(&["--trace", p, "--metric", "total_kernel_time"]);
+    assert_close(stdout(&o).trim().parse().unwrap(), 60e-6, "kernel time");
+    let o = run(&["--trace", p, "--metric", "num_comm_kernels"]);
+    assert_eq!(stdout(&o).trim(), "1", "{}", stderr(&o));
+}

@@ -1,0 +1,182 @@
+//! Chrome-trace JSON written by the JAX/TensorFlow profiler (`*.trace.json.gz`,
+//! `perfetto_trace.json.gz`): processes named `/device:TPU:N` or
+//! `/device:GPU:N` (from `process_name` metadata events) become ranks; complete
+//! events on their `XLA Ops` or `Stream #N(...)` threads are the ops. The HLO
+//! text, when the profiler recorded it (`args.long_name`), names collectives
+//! as in the XSpace reader, which this one shares its op handling with.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::xplane::{device_number, op_stream, DeviceOps};
+use super::RankFile;
+use crate::error::Error;
+use crate::model::time::us_to_ns;
+
+#[derive(Deserialize)]
+struct Doc {
+    #[serde(rename = "traceEvents")]
+    events: Vec<Event>,
+}
+
+#[derive(Deserialize)]
+struct Event {
+    #[serde(default)]
+    ph: String,
+    #[serde(default)]
+    pid: Value,
+    #[serde(default)]
+    tid: Value,
+    #[serde(default)]
+    name: String,
+    ts: Option<f64>,
+    dur: Option<f64>,
+    #[serde(default)]
+    args: Args,
+}
+
+#[derive(Deserialize, Default)]
+struct Args {
+    /// `process_name` / `thread_name` metadata.
+    name: Option<String>,
+    /// The HLO instruction text.
+    long_name: Option<String>,
+}
+
+/// Process and thread ids are numbers or strings depending on the writer.
+fn id(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+pub fn read(bytes: &[u8], path: &Path) -> Result<Vec<(Option<u32>, RankFile)>, Error> {
+    let doc: Doc = serde_json::from_slice(bytes).map_err(|e| Error::Parse {
+        path: path.to_owned(),
+        at: format!("line {} column {}", e.line(), e.column()),
+        msg: format!("{e} (reading an XLA profiler trace)"),
+    })?;
+    let mut devices: HashMap<String, u32> = HashMap::new();
+    let mut threads: HashMap<(String, String), String> = HashMap::new();
+    for e in doc.events.iter().filter(|e| e.ph == "M") {
+        let Some(label) = &e.args.name else { continue };
+        match e.name.as_str() {
+            "process_name" => {
+                if let Some(d) = device_number(label) {
+                    devices.insert(id(&e.pid), d);
+                }
+            }
+            "thread_name" => {
+                threads.insert((id(&e.pid), id(&e.tid)), label.clone());
+            }
+            _ => {}
+        }
+    }
+    let mut by_device: HashMap<u32, DeviceOps> = HashMap::new();
+    for e in doc.events.iter().filter(|e| e.ph == "X") {
+        let pid = id(&e.pid);
+        let Some(&device) = devices.get(&pid) else {
+            continue;
+        };
+        let line = threads.get(&(pid, id(&e.tid))).map_or("", String::as_str);
+        let (Some(stream), Some(ts)) = (op_stream(line), e.ts) else {
+            continue;
+        };
+        let start = us_to_ns(ts);
+        let end = start + us_to_ns(e.dur.unwrap_or(0.0)).max(0);
+        let full = e.args.long_name.as_deref().unwrap_or(&e.name);
+        by_device
+            .entry(device)
+            .or_insert_with(|| DeviceOps::new(device, path))
+            .push(full, start, end, stream, line.contains("Memcpy"));
+    }
+    let mut out: Vec<_> = by_device
+        .into_values()
+        .filter_map(DeviceOps::finish)
+        .collect();
+    out.sort_by_key(|(rank, _)| *rank);
+    if out.is_empty() {
+        return Err(Error::NotATrace {
+            path: path.to_owned(),
+            why: "an XLA profiler trace without device ops (no `/device:TPU:N` or `/device:GPU:N` process with an `XLA Ops` or `Stream #N` thread)".into(),
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::CollKind;
+
+    /// A JAX TPU trace as the profile plugin writes it (structure as in its
+    /// GPU traces): two devices, a fusion and an all-reduce on each, an async
+    /// all-gather pair on device 1, a host process that is not a device.
+    const TRACE: &str = r#"{"displayTimeUnit": "ns", "traceEvents": [
+        {"ph": "M", "pid": 1, "name": "process_name", "args": {"name": "/device:TPU:0"}},
+        {"ph": "M", "pid": 2, "name": "process_name", "args": {"name": "/device:TPU:1"}},
+        {"ph": "M", "pid": 9, "name": "process_name", "args": {"name": "/host:CPU"}},
+        {"ph": "M", "pid": 1, "tid": 3, "name": "thread_name", "args": {"name": "XLA Ops"}},
+        {"ph": "M", "pid": 1, "tid": 4, "name": "thread_name", "args": {"name": "XLA Modules"}},
+        {"ph": "M", "pid": 2, "tid": 3, "name": "thread_name", "args": {"name": "XLA Ops"}},
+        {"ph": "X", "pid": 1, "tid": 4, "name": "jit_step", "ts": 0, "dur": 100},
+        {"ph": "X", "pid": 1, "tid": 3, "name": "fusion.1", "ts": 1, "dur": 10,
+         "args": {"long_name": "%fusion.1 = f32[8] fusion(f32[8] %p), kind=kLoop"}},
+        {"ph": "X", "pid": 1, "tid": 3, "name": "all-reduce.2", "ts": 11, "dur": 4,
+         "args": {"long_name": "%all-reduce.2 = f32[8] all-reduce(f32[8] %fusion.1), to_apply=%add"}},
+        {"ph": "X", "pid": 2, "tid": 3, "name": "all-gather-start", "ts": 2, "dur": 0.5,
+         "args": {"long_name": "%all-gather-start = (f32[2], f32[8]) all-gather-start(f32[2] %p)"}},
+        {"ph": "X", "pid": 2, "tid": 3, "name": "fusion.3", "ts": 3, "dur": 5},
+        {"ph": "X", "pid": 2, "tid": 3, "name": "all-gather-done", "ts": 9, "dur": 1,
+         "args": {"long_name": "%all-gather-done = f32[8] all-gather-done((f32[2], f32[8]) %all-gather-start)"}},
+        {"ph": "X", "pid": 9, "tid": 1, "name": "host op", "ts": 0, "dur": 50}
+    ]}"#;
+
+    #[test]
+    fn devices_become_ranks_with_hlo_collectives() {
+        let files = read(TRACE.as_bytes(), Path::new("t.trace.json")).unwrap();
+        let ops = |i: usize| {
+            let t = &files[i].1.timeline;
+            t.ops
+                .iter()
+                .map(|o| (t.strings.get(o.name).to_owned(), o.start, o.dur, o.coll))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            files.iter().map(|f| f.0).collect::<Vec<_>>(),
+            vec![Some(0), Some(1)]
+        );
+        // Device 0: the fusion and a 4 µs all-reduce; `XLA Modules` is not ops.
+        assert_eq!(
+            ops(0),
+            vec![
+                ("fusion.1".into(), 1000, 10_000, None),
+                (
+                    "all-reduce.2".into(),
+                    11_000,
+                    4000,
+                    Some(CollKind::AllReduce)
+                ),
+            ]
+        );
+        // Device 1: the all-gather in flight from 2 µs to 10 µs, over the fusion.
+        assert_eq!(
+            ops(1),
+            vec![
+                (
+                    "all-gather-start".into(),
+                    2000,
+                    8000,
+                    Some(CollKind::AllGather)
+                ),
+                ("fusion.3".into(), 3000, 5000, None),
+            ]
+        );
+        let none = read(br#"{"traceEvents": []}"#, Path::new("t.json")).unwrap_err();
+        assert!(none.to_string().contains("without device ops"), "{none}");
+    }
+}
