@@ -718,6 +718,34 @@ fn xla_xspace_protobufs() {
     if let Some(got) = per_rank("xla/tracelens_jax_rocm/jax08_gemm", "total_kernel_time") {
         close(&got, &[(0, 0.003475484)], 54);
     }
+    // Eight GPUs (GPU 0 on four streams), and one GPU with a bare `Stream #2`.
+    if let Some(got) = per_rank(
+        "xla/tracelens_jax_rocm/jax_conv_minimal_08",
+        "total_kernel_time",
+    ) {
+        let ps = [
+            146_240_000.0 + 145_320_000.0 + 3_578_725_000.0 + 129_880_000.0,
+            3_345_845_000.0,
+            3_524_285_000.0,
+            3_403_364_000.0,
+            3_493_365_000.0,
+            3_464_884_000.0,
+            3_403_004_000.0,
+            3_502_165_000.0,
+        ];
+        let want: Vec<_> = ps
+            .iter()
+            .enumerate()
+            .map(|(r, p)| (r as u32, p / 1e12))
+            .collect();
+        close(&got, &want, 60);
+    }
+    if let Some(got) = per_rank(
+        "xla/tracelens_jax_rocm/jax_te_fused_attn",
+        "total_kernel_time",
+    ) {
+        close(&got, &[(0, 0.012133585)], 150);
+    }
 }
 
 /// `--inputs`: what a ccl-bench run folder holds and what was read.
@@ -752,4 +780,28 @@ fn inputs_lists_what_was_found_and_read() {
         out.contains("warning: 1 Nsight Systems JSON export(s) beside"),
         "{out}"
     );
+}
+
+/// Every execution trace in the corpus, on its own: its communication nodes
+/// counted as a plain Python count over json.load does (schemas 1.0.1 to
+/// 1.1.1-chakra; the HTA and PARAM ones have none).
+#[test]
+fn every_corpus_execution_trace_reads() {
+    for (rel, want) in [
+        ("et/chakra/1.0.2-chakra.0.0.4.json", 10.0),
+        ("et/dlrm_8rank_v100/dlrm_eg_5.json", 8.0),
+        (
+            "et/h100_tiny_transformer/h100_tiny_transformer_et.json",
+            48.0,
+        ),
+        (
+            "et/hta_execution_trace/benchmark_simple_add_et.json.gz",
+            0.0,
+        ),
+        ("et/param/linear_et.json.gz", 0.0),
+        ("et/param/pt2_et.json", 0.0),
+        ("et/param/resnet_2gpu_et.json.gz", 21.0),
+    ] {
+        check(rel, &[("coll_call_num", Some(want))]);
+    }
 }
