@@ -292,13 +292,7 @@ mod tests {
 
     /// Rank 1 of the two-rank example with its all-reduce taking `ar_us`.
     fn one_rank(ar_us: f64) -> Vec<RankTrace> {
-        let ar = Coll {
-            name: "allreduce",
-            in_nelems: 1 << 20,
-            out_nelems: 1 << 20,
-            dtype: "Float",
-            group_size: 2,
-        };
+        let ar = Coll::all_reduce_f32(1 << 20, 2);
         let mut r = RankTrace::new(Some(0), 1, 10);
         r.step(1, 0.0, 100.0 + ar_us);
         let k = r.kernel("sm90_xmma_gemm_bf16<128>", 0.0, 100.0, 7, 10);
@@ -349,13 +343,7 @@ mod tests {
     /// Two ranks: a GEMM of 100 µs on rank 0 and `gemm1_us` on rank 1, then an
     /// all-reduce that both leave when the later one has arrived plus 100 µs.
     fn pair(gemm1_us: f64) -> Vec<RankTrace> {
-        let ar = Coll {
-            name: "allreduce",
-            in_nelems: 1 << 20,
-            out_nelems: 1 << 20,
-            dtype: "Float",
-            group_size: 2,
-        };
+        let ar = Coll::all_reduce_f32(1 << 20, 2);
         let end = gemm1_us.max(100.0) + 100.0;
         [100.0, gemm1_us]
             .into_iter()

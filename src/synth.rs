@@ -23,6 +23,19 @@ pub struct Coll<'a> {
     pub group_size: u32,
 }
 
+impl Coll<'static> {
+    /// An fp32 all-reduce of `nelems` elements over `group_size` ranks.
+    pub fn all_reduce_f32(nelems: u64, group_size: u32) -> Self {
+        Self {
+            name: "allreduce",
+            in_nelems: nelems,
+            out_nelems: nelems,
+            dtype: "Float",
+            group_size,
+        }
+    }
+}
+
 impl RankTrace {
     /// A rank with `distributedInfo` (pass `None` to leave it out) on a GPU with `num_sms` SMs.
     pub fn new(rank: Option<u32>, world_size: u32, num_sms: u32) -> Self {
@@ -174,13 +187,7 @@ impl RankTrace {
 /// ```
 /// Rank 1, step #1 = [0, 200): K1 gemm [0, 100) grid 10, C1 all-reduce [100, 200) grid 8.
 pub fn two_rank_example() -> Vec<RankTrace> {
-    let ar = Coll {
-        name: "allreduce",
-        in_nelems: 1 << 20,
-        out_nelems: 1 << 20,
-        dtype: "Float",
-        group_size: 2,
-    };
+    let ar = Coll::all_reduce_f32(1 << 20, 2);
     let ag = Coll {
         name: "_allgather_base",
         in_nelems: 1 << 18,
@@ -233,13 +240,7 @@ pub fn two_rank_example() -> Vec<RankTrace> {
 /// 10 µs and rank 1 at 40 µs; both end at 60. Rank 0 waits 30 µs for rank 1
 /// and then both transfer for 20 µs.
 pub fn late_pair() -> Vec<RankTrace> {
-    let c = Coll {
-        name: "allreduce",
-        in_nelems: 1,
-        out_nelems: 1,
-        dtype: "Float",
-        group_size: 2,
-    };
+    let c = Coll::all_reduce_f32(1, 2);
     let mut ranks = vec![
         RankTrace::new(Some(0), 2, 10),
         RankTrace::new(Some(1), 2, 10),
@@ -340,13 +341,7 @@ pub fn training_run(shape: &RunShape) -> Vec<RankTrace> {
         dtype: "BFloat16",
         group_size: group,
     };
-    let reduce = Coll {
-        name: "allreduce",
-        in_nelems: 1 << 12,
-        out_nelems: 1 << 12,
-        dtype: "Float",
-        group_size: group,
-    };
+    let reduce = Coll::all_reduce_f32(1 << 12, group);
     let mut step_start = 0.0;
     for step in 0..shape.steps {
         let mut comp = vec![step_start + 100.0; n];

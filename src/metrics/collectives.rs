@@ -370,13 +370,7 @@ mod tests {
         for nelems in [1u64 << 10, 1 << 16, 1 << 20, 1 << 22] {
             let bytes = nelems * 4;
             let dur_us = 10.0 + bytes as f64 / 100e9 * 1e6;
-            let c = Coll {
-                name: "allreduce",
-                in_nelems: nelems,
-                out_nelems: nelems,
-                dtype: "Float",
-                group_size: 4,
-            };
+            let c = Coll::all_reduce_f32(nelems, 4);
             r.collective(
                 "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
                 ts,
