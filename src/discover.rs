@@ -91,7 +91,12 @@ pub fn discover(path: &Path, iteration: Option<u32>) -> Result<Discovery> {
     if meta.is_file() {
         let kind = sniff(path)?.ok_or_else(|| Error::NotATrace {
             path: path.to_owned(),
-            why: "not a profiler trace this tool reads (expected PyTorch profiler JSON, .json or .json.gz, or an Nsight Systems export: .sqlite, or .json from `nsys export --type json`)".into(),
+            why: format!(
+                "{} (this tool reads PyTorch profiler JSON, .json or .json.gz, Nsight Systems \
+                 exports: .sqlite, or .json from `nsys export --type json`, XLA .xplane.pb, \
+                 CUDA memory snapshot .pickle)",
+                not_a_trace_why(path)
+            ),
         })?;
         return Ok(Discovery {
             inputs: vec![Input {
@@ -161,10 +166,15 @@ fn no_traces(path: &Path, dir: &Path, d: &Discovery) -> Error {
         .map(|i| format!("{} ({})", i.path.display(), i.kind.describe()))
         .collect();
     let detail = if found.is_empty() {
-        format!(
+        let mut detail = format!(
             "looked in {} for rank*_trace.json, kineto_trace_*.json, worker*.pt.trace.json, *.json.gz, *.sqlite",
             dir.display()
-        )
+        );
+        for note in &d.notes {
+            detail.push_str("; ");
+            detail.push_str(note);
+        }
+        detail
     } else {
         format!(
             "found only {}; reading those is not supported yet",
@@ -228,8 +238,16 @@ fn read_dir(dir: &Path) -> Result<Vec<PathBuf>> {
 
 fn scan_folder(dir: &Path, d: &mut Discovery) -> Result<()> {
     for path in read_dir(dir)? {
-        if !path.is_file() {
-            continue;
+        match fs::metadata(&path) {
+            Ok(m) if m.is_file() => {}
+            Ok(_) => continue,
+            // A dangling link or a link loop: say so only where a trace was likely meant.
+            Err(e) => {
+                if looks_like_trace(&path) {
+                    d.notes.push(format!("skipped {}: {e}", path.display()));
+                }
+                continue;
+            }
         }
         match sniff(&path) {
             Ok(Some(kind)) => d.inputs.push(Input {
@@ -237,13 +255,61 @@ fn scan_folder(dir: &Path, d: &mut Discovery) -> Result<()> {
                 path,
                 kind,
             }),
-            Ok(None) => {}
+            Ok(None) => {
+                if looks_like_trace(&path) {
+                    d.notes.push(format!(
+                        "skipped {}: {}",
+                        path.display(),
+                        not_a_trace_why(&path)
+                    ));
+                }
+            }
             // An unreadable neighbour file should not stop the run; say so.
             Err(e) => d.notes.push(format!("skipped {e}")),
         }
     }
     Ok(())
 }
+
+/// A JSON file named like one rank's trace (`rank3_trace.json`, `worker0.pt.trace.json`):
+/// when it cannot be read, a rank is missing, which the user must hear about.
+fn looks_like_trace(path: &Path) -> bool {
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    (name.ends_with(".json") || name.ends_with(".gz"))
+        && (rank_from_name(path).is_some() || name.contains("trace"))
+}
+
+/// Why a file that `sniff` turned down is not a trace, from its size and first bytes.
+fn not_a_trace_why(path: &Path) -> String {
+    let mut head = Vec::new();
+    let read = open(path).and_then(|r| {
+        r.take(HEAD as u64)
+            .read_to_end(&mut head)
+            .map_err(|source| Error::Io {
+                path: path.to_owned(),
+                source,
+            })
+    });
+    if head.is_empty() && fs::metadata(path).is_ok_and(|m| m.len() == 0) {
+        "empty file (0 bytes)".into()
+    } else if read.is_ok() && head.iter().all(u8::is_ascii_whitespace) {
+        "empty file (only whitespace)".into()
+    } else if head.len() < HEAD {
+        format!(
+            "no \"traceEvents\" in its {} bytes: not a profiler trace, or one cut off before its events",
+            head.len()
+        )
+    } else {
+        "no \"traceEvents\" (or other known trace format) in its first 64 KiB, so not a profiler trace".into()
+    }
+}
+
+/// How much of a JSON file `sniff` looks at.
+const HEAD: usize = 64 * 1024;
 
 /// The kind of input a file holds, from its name and, for JSON, its first bytes
 /// (gzip is detected by magic bytes, not by extension).
@@ -272,9 +338,9 @@ pub fn sniff(path: &Path) -> Result<Option<InputKind>> {
     if !(name.ends_with(".json") || name.ends_with(".json.gz") || name.ends_with(".gz")) {
         return Ok(None);
     }
-    let mut head = Vec::with_capacity(64 * 1024);
+    let mut head = Vec::with_capacity(HEAD);
     let reader = open(path)?;
-    if let Err(source) = reader.take(64 * 1024).read_to_end(&mut head) {
+    if let Err(source) = reader.take(HEAD as u64).read_to_end(&mut head) {
         // A damaged gzip stream still gives us what it decoded before the damage.
         if head.is_empty() {
             return Err(Error::Io {

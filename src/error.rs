@@ -20,7 +20,8 @@ pub enum Error {
     NotATrace { path: PathBuf, why: String },
     #[error("{}: {why}", path.display())]
     Unsupported { path: PathBuf, why: String },
-    #[error("{}: no profiler traces found ({detail})", dir.display())]
+    /// Raised for the directory the caller asked to load, which its context names.
+    #[error("no profiler traces found ({detail})")]
     NoTraces { dir: PathBuf, detail: String },
     #[error("{}: iteration {wanted} not found; available: {available}", dir.display())]
     IterationNotFound {

@@ -536,5 +536,28 @@ fn assign_ranks(
             .join(", ");
         return Err(Error::MixedWorldSize { detail });
     }
+    // A rank file lost to a crash or a bad copy skews every cross-rank metric.
+    if let Some(&world) = sizes.keys().next() {
+        let missing: Vec<String> = (0..world)
+            .filter(|r| !by_rank.contains_key(r))
+            .map(|r| r.to_string())
+            .collect();
+        if by_rank.len() > 1 && !missing.is_empty() {
+            report.warnings.push(format!(
+                "{} of {world} ranks in the trace (world size {world}); missing: {}; cross-rank metrics use the ranks present",
+                by_rank.len(),
+                abbreviate(&missing, 16)
+            ));
+        }
+    }
     Ok(by_rank.into_values().collect())
+}
+
+/// The first `max` items joined, with a count of the rest.
+fn abbreviate(items: &[String], max: usize) -> String {
+    let mut s = items[..items.len().min(max)].join(", ");
+    if items.len() > max {
+        s.push_str(&format!(" and {} more", items.len() - max));
+    }
+    s
 }

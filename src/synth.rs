@@ -6,8 +6,8 @@ use serde_json::{json, Value};
 /// One rank's trace under construction.
 #[derive(Debug, Clone)]
 pub struct RankTrace {
-    rank: Option<u32>,
-    world_size: Option<u32>,
+    pub rank: Option<u32>,
+    pub world_size: Option<u32>,
     num_sms: u32,
     events: Vec<Value>,
     next_correlation: u64,

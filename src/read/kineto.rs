@@ -37,7 +37,7 @@ pub fn read(reader: impl Read, path: &Path) -> Result<RankFile, Error> {
             Stop::Cut => (sp.pos(), "unexpected end of file".to_owned()),
             Stop::Bad { at, msg } => (at, msg),
         };
-        let at = format!("line {}, column {}", at.line, at.column);
+        let at = at.to_string();
         if b.events == 0 {
             return Err(Error::Parse {
                 path: path.to_owned(),
@@ -56,6 +56,13 @@ pub fn read(reader: impl Read, path: &Path) -> Result<RankFile, Error> {
             why: "JSON without a \"traceEvents\" array, so not a PyTorch profiler trace".into(),
         });
     }
+    if b.events == 0 {
+        if let Some(e) = b.skipped.first_invalid(path) {
+            return Err(e);
+        }
+    }
+    warnings.extend(b.skipped.warnings(path));
+    warnings.extend(b.notes.iter().map(|n| format!("{}: {n}", path.display())));
     let events = b.events;
     let dist_rank = b.dist_rank;
     let mut timeline = b.finish();
@@ -142,14 +149,17 @@ fn members<R: Read>(sp: &mut Splitter<R>, b: &mut Builder) -> Result<(), Stop> {
             "deviceProperties" | "distributedInfo" => {
                 let raw = sp.value()?.ok_or(Stop::Cut)?;
                 let len = raw.len();
-                let v: serde_json::Value = serde_json::from_slice(raw).map_err(|e| Stop::Bad {
-                    at: sp.pos_of_last(len),
-                    msg: format!("{key}: {e}"),
-                })?;
-                if key == "deviceProperties" {
-                    b.read_device_properties(v);
-                } else {
-                    b.read_distributed_info(v);
+                // Metadata only: a damaged block is left out, not the trace.
+                match serde_json::from_slice::<serde_json::Value>(raw) {
+                    Ok(v) if key == "deviceProperties" => b.read_device_properties(v),
+                    Ok(v) => b.read_distributed_info(v),
+                    Err(e) => {
+                        let at = sp.pos_of_last(len).advanced_to(&e);
+                        b.notes.push(format!(
+                            "\"{key}\" ignored, not valid JSON at {at}: {}",
+                            serde_message(&e)
+                        ));
+                    }
                 }
             }
             _ => {
@@ -177,18 +187,20 @@ fn events<R: Read>(sp: &mut Splitter<R>, b: &mut Builder) -> Result<(), Stop> {
     }
     loop {
         let raw = sp.value()?.ok_or(Stop::Cut)?;
+        let len = raw.len();
         let mut de = serde_json::Deserializer::from_slice(raw);
         let seed = EventSeed { b: &mut *b };
-        match seed.deserialize(&mut de).and_then(|e| de.end().map(|()| e)) {
-            Ok(Some(event)) => b.push(event),
-            Ok(None) => {}
-            Err(e) => {
-                let len = raw.len();
-                return Err(Stop::Bad {
-                    at: sp.pos_of_last(len),
-                    msg: format!("{}: {e}", short_error(&e)),
-                });
-            }
+        // The splitter found the event's end, so a bad event is skipped (and
+        // counted) rather than ending the file there.
+        let skip = match seed.deserialize(&mut de).and_then(|e| de.end().map(|()| e)) {
+            Ok(Some(event)) => b.push(event).map(|why| (why, String::new(), None)),
+            Ok(None) => Some((Skip::NotAnObject, String::new(), None)),
+            Err(e) => Some((Skip::Invalid, serde_message(&e), Some(e))),
+        };
+        if let Some((why, detail, err)) = skip {
+            let start = sp.pos_of_last(len);
+            let at = err.map_or(start, |e| start.advanced_to(&e));
+            b.skipped.add(why, at, detail);
         }
         match sp.peek()? {
             Some(b',') => sp.bump(),
@@ -202,13 +214,95 @@ fn events<R: Read>(sp: &mut Splitter<R>, b: &mut Builder) -> Result<(), Stop> {
     }
 }
 
-fn short_error(e: &serde_json::Error) -> &'static str {
-    use serde_json::error::Category;
-    match e.classify() {
-        Category::Eof => "unexpected end of file",
-        Category::Io => "read error",
-        Category::Syntax => "invalid JSON",
-        Category::Data => "unexpected value",
+/// serde_json's message without its position, which is relative to the event's
+/// slice (the caller reports the position in the file).
+fn serde_message(e: &serde_json::Error) -> String {
+    let s = e.to_string();
+    match s.rfind(" at line ") {
+        Some(i) => s[..i].to_owned(),
+        None => s,
+    }
+}
+
+/// Why an event was left out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Skip {
+    Invalid,
+    NotAnObject,
+    NoTime,
+    NegativeDur,
+}
+
+impl Skip {
+    const ALL: [Skip; 4] = [
+        Skip::Invalid,
+        Skip::NotAnObject,
+        Skip::NoTime,
+        Skip::NegativeDur,
+    ];
+
+    fn describe(self) -> &'static str {
+        match self {
+            Skip::Invalid => "not valid JSON",
+            Skip::NotAnObject => "not a JSON object",
+            Skip::NoTime => {
+                "ph \"X\" without a usable ts or dur: missing, not a number or out of range"
+            }
+            Skip::NegativeDur => "ph \"X\" with a negative dur",
+        }
+    }
+}
+
+/// Events left out, by reason, with where the first of each was.
+#[derive(Default)]
+struct Skipped {
+    count: [u64; 4],
+    first: [Option<(Pos, String)>; 4],
+}
+
+impl Skipped {
+    fn add(&mut self, why: Skip, at: Pos, detail: String) {
+        let i = why as usize;
+        self.count[i] += 1;
+        self.first[i].get_or_insert((at, detail));
+    }
+
+    /// Why a file with no usable event is not a trace: its first non-event.
+    fn first_invalid(&self, path: &Path) -> Option<Error> {
+        if let Some((at, msg)) = &self.first[Skip::Invalid as usize] {
+            return Some(Error::Parse {
+                path: path.to_owned(),
+                at: at.to_string(),
+                msg: msg.clone(),
+            });
+        }
+        let (at, _) = self.first[Skip::NotAnObject as usize].as_ref()?;
+        Some(Error::NotATrace {
+            path: path.to_owned(),
+            why: format!("at {at}: expected a trace event object, so not a profiler trace"),
+        })
+    }
+
+    fn warnings(&self, path: &Path) -> Vec<String> {
+        Skip::ALL
+            .iter()
+            .filter_map(|&w| {
+                let i = w as usize;
+                let (at, detail) = self.first[i].as_ref()?;
+                let detail = if detail.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {detail}")
+                };
+                Some(format!(
+                    "{}: skipped {} event{} ({}); the first at {at}{detail}",
+                    path.display(),
+                    self.count[i],
+                    if self.count[i] == 1 { "" } else { "s" },
+                    w.describe(),
+                ))
+            })
+            .collect()
     }
 }
 
@@ -299,6 +393,9 @@ struct Builder {
     world_size: Option<u32>,
     saw_events: bool,
     events: u64,
+    skipped: Skipped,
+    /// Problems outside the events, for warnings.
+    notes: Vec<String>,
     flops: Option<f64>,
     launch_calls: u64,
     launch_time: Ns,
@@ -320,18 +417,21 @@ impl Builder {
         })
     }
 
-    fn push(&mut self, e: Event) {
+    /// Adds one parsed event; says why when it cannot be used.
+    fn push(&mut self, e: Event) -> Option<Skip> {
         self.events += 1;
         if e.ph != b'X' {
-            return;
+            return None;
         }
         let (Some(ts), Some(dur)) = (e.ts, e.dur) else {
-            return;
+            return Some(Skip::NoTime);
         };
         if dur < 0 {
-            return;
+            return Some(Skip::NegativeDur);
         }
-        let end = ts + dur;
+        let Some(end) = ts.checked_add(dur) else {
+            return Some(Skip::NoTime);
+        };
         self.window = Some(match self.window {
             Some(w) => Interval::new(w.start.min(ts), w.end.max(end)),
             None => Interval::new(ts, end),
@@ -372,7 +472,7 @@ impl Builder {
                 external_id: e.args.external_id,
                 blocks_per_sm: e.args.blocks_per_sm,
             });
-            return;
+            return None;
         }
         match e.cat {
             Cat::Runtime => {
@@ -423,6 +523,7 @@ impl Builder {
                 }
             }
         }
+        None
     }
 
     fn finish(mut self) -> RankTimeline {

@@ -15,6 +15,31 @@ pub struct Pos {
     pub column: u64,
 }
 
+impl Pos {
+    /// Where an error that serde_json found inside a value starting here is in
+    /// the document (serde counts from the start of the value's slice).
+    pub fn advanced_to(self, e: &serde_json::Error) -> Pos {
+        let (line, column) = (e.line() as u64, e.column() as u64);
+        if line <= 1 {
+            Pos {
+                line: self.line,
+                column: self.column + column.saturating_sub(1),
+            }
+        } else {
+            Pos {
+                line: self.line + line - 1,
+                column,
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for Pos {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        write!(f, "line {}, column {}", self.line, self.column)
+    }
+}
+
 pub struct Splitter<R> {
     src: R,
     buf: Vec<u8>,

@@ -243,10 +243,10 @@ fn xplane_that_is_not_an_xspace() {
         "host.xplane.pb",
     );
     assert!(err.contains("not an XSpace protobuf"), "{err}");
-    // Valid protobuf, no device planes: says what is missing.
+    // Valid protobuf (empty), no device planes: says what is missing.
     std::fs::write(&f, b"").unwrap();
     let err = fails_naming(
-        &["--trace", f.to_str().unwrap(), "--metrics"],
+        &["--trace", dir.path().to_str().unwrap(), "--metrics"],
         "host.xplane.pb",
     );
     assert!(err.contains("without device ops"), "{err}");
