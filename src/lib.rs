@@ -19,6 +19,7 @@ pub mod cli;
 pub mod compare;
 pub mod discover;
 pub mod error;
+pub mod fuzz;
 pub mod headless;
 pub mod metrics;
 pub mod model;

@@ -484,7 +484,7 @@ fn read_card(discovery: &Discovery, report: &mut LoadReport) -> Option<crate::mo
 /// else (with a warning) the next free number. Two files claiming one rank, or
 /// disagreeing world sizes, mean several runs were mixed: that is an error, never
 /// a silent merge.
-fn assign_ranks(
+pub(crate) fn assign_ranks(
     files: Vec<Ranked>,
     report: &mut LoadReport,
 ) -> Result<Vec<crate::model::RankTimeline>> {

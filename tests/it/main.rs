@@ -5,6 +5,7 @@ mod bad_corpus;
 mod bad_input;
 mod cli;
 mod corpus;
+mod fuzz_smoke;
 mod readme;
 mod support;
 mod tui;

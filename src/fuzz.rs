@@ -1,0 +1,99 @@
+//! Entry points for the fuzz targets in `fuzz/` (run with `cargo fuzz`) and for
+//! the smoke test that replays them in `cargo test`. Each reads arbitrary bytes
+//! as one input kind and, when they load, computes every metric on the result,
+//! checking what must hold for any input. None may panic.
+
+use std::path::Path;
+
+use crate::metrics::{Ctx, Outcome, METRICS};
+use crate::model::Trace;
+use crate::read::{self, LoadReport};
+
+/// Bytes as one rank's PyTorch profiler trace, also read twice as a two-rank
+/// run so the cross-rank metrics and clock alignment see it too.
+pub fn kineto(data: &[u8]) {
+    let path = Path::new("fuzz/rank0_trace.json");
+    let Ok(file) = read::kineto::read(data, path) else {
+        return;
+    };
+    let Ok(again) = read::kineto::read(data, path) else {
+        panic!("the same bytes read once and failed the second time");
+    };
+    let files = vec![(Some(0), file), (Some(1), again)];
+    // Both claim one distributedInfo rank when they carry one: a refusal is right.
+    let mut report = LoadReport::default();
+    if let Ok(ranks) = read::assign_ranks(files, &mut report) {
+        check_metrics(Trace {
+            ranks,
+            ..Default::default()
+        });
+    }
+}
+
+/// Bytes as an `nsys export --type json` file.
+pub fn nsys_json(data: &[u8]) {
+    let path = Path::new("fuzz/report.json");
+    let Ok(files) = read::nsys_json::read(data, path, None) else {
+        return;
+    };
+    let mut report = LoadReport::default();
+    if let Ok(ranks) = read::assign_ranks(files, &mut report) {
+        check_metrics(Trace {
+            ranks,
+            ..Default::default()
+        });
+    }
+}
+
+/// Bytes as a CUDA memory snapshot pickle.
+pub fn memory_snapshot(data: &[u8]) {
+    let path = Path::new("fuzz/rank0_memory_snapshot.pickle");
+    // A history that does not add up to the state is warned about, not refused.
+    let Ok((memory, _warnings)) = read::snapshot::read(data, path) else {
+        return;
+    };
+    check_metrics(Trace {
+        memory: vec![memory],
+        ..Default::default()
+    });
+}
+
+/// Every metric either applies with a finite value or says why not; shares
+/// stay within their range.
+fn check_metrics(mut trace: Trace) {
+    crate::model::collectives::align(&mut trace);
+    for rank in std::iter::once(None).chain(trace.ranks.iter().map(|r| Some(r.rank))) {
+        let Ok(ctx) = Ctx::new(&trace, rank) else {
+            continue;
+        };
+        for m in METRICS {
+            if let Outcome::Value(v) = m.eval(&ctx) {
+                assert!(v.value.is_finite(), "{}: {}", m.name, v.value);
+                if let Some(max) = bounded(m.name) {
+                    assert!(
+                        (0.0..=max * (1.0 + 1e-9)).contains(&v.value),
+                        "{} = {} outside [0, {max}]",
+                        m.name,
+                        v.value
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// The upper bound of metrics that are shares of a whole.
+fn bounded(name: &str) -> Option<f64> {
+    match name {
+        "communication_overlap_ratio" => Some(1.0),
+        "communication_fraction"
+        | "compute_comm_overlap"
+        | "aggregate_gpu_utilization"
+        | "comm_wait_fraction"
+        | "dominant_kernel_concentration"
+        | "moe_fraction"
+        | "memory_fragmentation"
+        | "memory_allocation_efficiency" => Some(100.0),
+        _ => None,
+    }
+}

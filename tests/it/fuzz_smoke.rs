@@ -1,0 +1,139 @@
+//! A short, deterministic run of the fuzz targets (`fuzz/`, run long with
+//! `cargo fuzz`): every seed and every input that once crashed a reader
+//! (`fuzz/regressions/<target>/`), then mutations of them. A panic names the
+//! target and the input, to be saved under `fuzz/regressions/`.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::Path;
+
+use ccl_bench::fuzz;
+
+/// Mutations per input: enough to walk every reader's error paths in seconds.
+const ROUNDS: usize = 2000;
+
+/// xorshift64*: a fixed sequence, so a failure reproduces.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+/// Bytes that change a JSON or pickle document's structure or numbers.
+const TOKENS: &[&[u8]] = &[
+    b"{",
+    b"}",
+    b"[",
+    b"]",
+    b"\"",
+    b",",
+    b":",
+    b"-",
+    b"0",
+    b"9",
+    b"e999",
+    b"-1",
+    b"NaN",
+    b"18446744073709551616",
+    b"-9223372036854775808",
+    b"1e308",
+    b"null",
+    b"true",
+    b"\\u0000",
+    b"\xff",
+    b"\x00",
+    b".",
+    b"(",
+    b"t",
+    b"s",
+    b"J\xff\xff\xff\x7f",
+];
+
+fn mutate(rng: &mut Rng, input: &[u8]) -> Vec<u8> {
+    let mut v = input.to_vec();
+    for _ in 0..1 + rng.below(4) {
+        let at = rng.below(v.len() + 1);
+        match rng.below(6) {
+            0 => v.truncate(at),
+            1 if at < v.len() => v[at] ^= 1 << rng.below(8),
+            2 => {
+                let t = TOKENS[rng.below(TOKENS.len())];
+                v.splice(at..at, t.iter().copied());
+            }
+            3 => {
+                let end = (at + rng.below(16)).min(v.len());
+                v.drain(at..end);
+            }
+            4 => {
+                let end = (at + rng.below(64)).min(v.len());
+                let copy = v[at..end].to_vec();
+                let to = rng.below(v.len() + 1);
+                v.splice(to..to, copy);
+            }
+            _ if at < v.len() => v[at] = rng.next() as u8,
+            _ => {}
+        }
+    }
+    v
+}
+
+fn inputs(target: &str) -> Vec<(String, Vec<u8>)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz");
+    let mut out = Vec::new();
+    for dir in ["corpus", "regressions"] {
+        let Ok(entries) = std::fs::read_dir(root.join(dir).join(target)) else {
+            continue;
+        };
+        for e in entries {
+            let p = e.unwrap().path();
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            // Only the committed seeds, not what a local fuzzing run added.
+            if dir == "corpus" && !name.starts_with("seed_") {
+                continue;
+            }
+            out.push((format!("{dir}/{target}/{name}"), std::fs::read(&p).unwrap()));
+        }
+    }
+    out.sort();
+    assert!(!out.is_empty(), "no seeds for {target} under fuzz/corpus");
+    out
+}
+
+fn smoke(target: &str, entry: fn(&[u8])) {
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ target.len() as u64);
+    for (name, seed) in inputs(target) {
+        let cases = std::iter::once(seed.clone())
+            .chain((0..ROUNDS).map(|_| mutate(&mut rng, &seed)))
+            .collect::<Vec<_>>();
+        for (i, case) in cases.iter().enumerate() {
+            if catch_unwind(AssertUnwindSafe(|| entry(case))).is_err() {
+                panic!(
+                    "fuzz target {target} panicked on mutation {i} of {name}; input: {:?}",
+                    String::from_utf8_lossy(case)
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn kineto_reader() {
+    smoke("kineto", fuzz::kineto);
+}
+
+#[test]
+fn nsys_json_reader() {
+    smoke("nsys_json", fuzz::nsys_json);
+}
+
+#[test]
+fn memory_snapshot_reader() {
+    smoke("memory_snapshot", fuzz::memory_snapshot);
+}
