@@ -61,7 +61,9 @@ pub fn memory_snapshot(data: &[u8]) {
 /// Every metric either applies with a finite value or says why not; shares
 /// stay within their range.
 fn check_metrics(mut trace: Trace) {
-    crate::model::collectives::align(&mut trace);
+    for finding in read::check_and_align_clocks(&mut trace, true) {
+        assert!(finding.starts_with("rank "), "{finding}");
+    }
     for rank in std::iter::once(None).chain(trace.ranks.iter().map(|r| Some(r.rank))) {
         let Ok(ctx) = Ctx::new(&trace, rank) else {
             continue;

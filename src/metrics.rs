@@ -910,6 +910,9 @@ pub(crate) mod testing {
 }
 
 #[cfg(test)]
+mod invariants;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

@@ -3,6 +3,7 @@
 
 pub mod card;
 pub mod classify;
+pub mod clock;
 pub mod collectives;
 pub mod exec_trace;
 pub mod hardware;

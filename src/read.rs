@@ -179,10 +179,27 @@ pub fn load_path(
         ));
         trace.rules = Some(rules);
     }
-    if opts.align {
-        crate::model::collectives::align(&mut trace);
-    }
+    report
+        .warnings
+        .extend(check_and_align_clocks(&mut trace, opts.align));
     Ok((trace, report))
+}
+
+/// Checks the ranks' clocks (on the raw times) and, when `align`, puts them on
+/// the first rank's clock by shared collectives; returns what the check found.
+pub fn check_and_align_clocks(trace: &mut Trace, align: bool) -> Vec<String> {
+    use crate::model::{clock, collectives};
+    let inst = collectives::instances(trace);
+    let samples = clock::samples(trace, &inst);
+    let offsets = align.then(|| collectives::offsets_from(trace, &samples));
+    let applied = offsets
+        .as_ref()
+        .filter(|o| o.iter().skip(1).any(|o| o.samples > 0));
+    let findings = clock::check(trace, &samples, applied.map(|o| &o[..]));
+    if let Some(offsets) = offsets {
+        collectives::apply(trace, offsets);
+    }
+    findings
 }
 
 /// What a reader found in one file, before ranks are resolved across files.

@@ -134,15 +134,22 @@ pub fn peak_memory_reserved_gb(ctx: &Ctx) -> Outcome {
 }
 
 pub fn memory_fragmentation(ctx: &Ctx) -> Outcome {
+    let snaps = snapshots(ctx);
+    if snaps.is_empty() {
+        return Outcome::na(NO_SNAPSHOT);
+    }
     Outcome::rank_mean(
-        snapshots(ctx).into_iter().map(|m| {
-            let p = m.peak_allocated().filter(|p| p.reserved > 0);
+        snaps.into_iter().map(|m| {
+            // A damaged history can put allocated above reserved: no share then.
+            let p = m
+                .peak_allocated()
+                .filter(|p| p.reserved > 0 && (0..=p.reserved).contains(&p.allocated));
             (
                 m.rank,
                 p.map(|p| (1.0 - p.allocated as f64 / p.reserved as f64) * 100.0),
             )
         }),
-        NO_SNAPSHOT,
+        "no snapshot has its allocation peak within reserved memory (a damaged allocator history)",
     )
 }
 
@@ -156,10 +163,13 @@ pub fn memory_allocation_efficiency(ctx: &Ctx) -> Outcome {
             let e = m.end;
             (
                 m.rank,
-                (e.allocated > 0).then(|| e.requested as f64 / e.allocated as f64 * 100.0),
+                // Requests are rounded up, never down: more requested than
+                // allocated is a damaged snapshot, not a share.
+                (e.allocated > 0 && (0..=e.allocated).contains(&e.requested))
+                    .then(|| e.requested as f64 / e.allocated as f64 * 100.0),
             )
         }),
-        "no blocks were allocated when the snapshots were taken",
+        "no snapshot holds allocated blocks with consistent sizes (0 < requested <= allocated)",
     )
 }
 
@@ -240,5 +250,42 @@ mod snapshot_tests {
             Default::default(),
         );
         assert!(none.as_value().is_none());
+    }
+
+    #[test]
+    fn damaged_snapshots_give_no_shares() {
+        // Rank 0 is consistent (fragmentation 1 − 1/4 = 75 %, efficiency 50 %);
+        // rank 1 claims more allocated than reserved and more requested than
+        // allocated: it is left out of both means rather than pushing them past 100 %.
+        let good = MemState {
+            allocated: 100,
+            requested: 50,
+            reserved: 400,
+            active: 100,
+        };
+        let bad = MemState {
+            allocated: 100,
+            requested: 2400,
+            reserved: 50,
+            active: 100,
+        };
+        let trace = Trace {
+            memory: vec![
+                timeline(0, &[(100, 400)], good, 1),
+                timeline(1, &[(100, 50)], bad, 1),
+            ],
+            ..Trace::default()
+        };
+        let v = |name: &str| eval_with(&trace, name, Default::default()).as_value();
+        assert_eq!(v("memory_fragmentation"), Some(75.0));
+        assert_eq!(v("memory_allocation_efficiency"), Some(50.0));
+        let only_bad = Trace {
+            memory: vec![timeline(1, &[(100, 50)], bad, 1)],
+            ..Trace::default()
+        };
+        for name in ["memory_fragmentation", "memory_allocation_efficiency"] {
+            let o = eval_with(&only_bad, name, Default::default());
+            assert!(o.as_value().is_none(), "{name}");
+        }
     }
 }

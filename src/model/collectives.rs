@@ -83,23 +83,17 @@ pub struct Offset {
 /// end), robust to the few collectives that end late on one rank. Ranks that
 /// share no collective with the reference get offset 0 and no samples.
 pub fn estimate_offsets(trace: &Trace, inst: &[Instance]) -> Vec<Offset> {
-    let n = trace.ranks.len();
-    let mut diffs: Vec<Vec<Ns>> = vec![Vec::new(); n];
-    for i in inst {
-        let Some(&(_, ref_op)) = i.members.iter().find(|(r, _)| *r == 0) else {
-            continue;
-        };
-        let ref_end = trace.ranks[0].ops[ref_op].end();
-        for &(r, o) in &i.members {
-            diffs[r].push(ref_end - trace.ranks[r].ops[o].end());
-        }
-    }
+    offsets_from(trace, &super::clock::samples(trace, inst))
+}
+
+/// Offsets from the per-rank samples of [`super::clock::samples`].
+pub fn offsets_from(trace: &Trace, samples: &[Vec<(Ns, Ns)>]) -> Vec<Offset> {
     trace
         .ranks
         .iter()
-        .zip(diffs)
-        .map(|(t, d)| {
-            if d.is_empty() {
+        .zip(samples)
+        .map(|(t, s)| {
+            if s.is_empty() {
                 return Offset {
                     rank: t.rank,
                     offset: 0,
@@ -107,6 +101,7 @@ pub fn estimate_offsets(trace: &Trace, inst: &[Instance]) -> Vec<Offset> {
                     samples: 0,
                 };
             }
+            let d: Vec<Ns> = s.iter().map(|x| x.1).collect();
             let offset = median(d.clone());
             let spread = median(d.iter().map(|x| (x - offset).abs()).collect());
             Offset {
@@ -124,6 +119,11 @@ pub fn estimate_offsets(trace: &Trace, inst: &[Instance]) -> Vec<Offset> {
 pub fn align(trace: &mut Trace) {
     let inst = instances(trace);
     let offsets = estimate_offsets(trace, &inst);
+    apply(trace, offsets);
+}
+
+/// Shifts the ranks by `offsets` when any rests on shared collectives.
+pub fn apply(trace: &mut Trace, offsets: Vec<Offset>) {
     if offsets.iter().skip(1).any(|o| o.samples > 0) {
         trace.shift(&offsets);
         trace.offsets = Some(offsets);

@@ -18,15 +18,27 @@ pub fn bar(fraction: f64, width: u16) -> String {
     s
 }
 
-/// `s` cut to `width` characters, with `…` marking the cut.
+/// `s` cut to `width` terminal columns (wide characters count two), with `…`
+/// marking the cut; control characters, which would move the cursor, shown as `�`.
 pub fn fit(s: &str, width: usize) -> String {
-    if s.chars().count() <= width {
-        return s.to_owned();
+    use unicode_width::UnicodeWidthChar;
+    let clean = |c: char| if c.is_control() { '\u{fffd}' } else { c };
+    let w = |c: char| clean(c).width().unwrap_or(0);
+    if s.chars().map(w).sum::<usize>() <= width {
+        return s.chars().map(clean).collect();
     }
     if width == 0 {
         return String::new();
     }
-    let mut out: String = s.chars().take(width - 1).collect();
+    let mut out = String::new();
+    let mut used = 0;
+    for c in s.chars() {
+        if used + w(c) > width - 1 {
+            break;
+        }
+        used += w(c);
+        out.push(clean(c));
+    }
     out.push('…');
     out
 }
@@ -45,5 +57,9 @@ mod tests {
         assert_eq!(fit("abcdef", 4), "abc…");
         assert_eq!(fit("abc", 4), "abc");
         assert_eq!(fit("abc", 0), "");
+        // Wide characters take two columns; controls never reach the terminal.
+        assert_eq!(fit("注意力_kernel", 6), "注意…");
+        assert_eq!(fit("注意力_kernel", 7), "注意力…");
+        assert_eq!(fit("a\nb", 4), "a\u{fffd}b");
     }
 }

@@ -501,3 +501,73 @@ fn memory_tab_charts_the_snapshot() {
     a.update(Action::SelectTab(Tab::Memory));
     assert!(text(draw(&a).buffer()).contains("peak allocated 0.135 GB"));
 }
+
+/// Loads one rank's trace text the way the UI does.
+fn load_text(json: &str) -> Data {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("rank0_trace.json"), json).unwrap();
+    load(dir.path())
+}
+
+/// Renders every tab after each size of a resize storm, with actions between.
+fn storm(data: Data) -> Vec<String> {
+    let sizes = [
+        (80, 24),
+        (1, 1),
+        (300, 90),
+        (2, 60),
+        (160, 3),
+        (0, 0),
+        (41, 13),
+        (80, 24),
+    ];
+    let mut app = App::new(Arc::new(data), Theme::mono(), (80, 24));
+    let mut screens = Vec::new();
+    for tab in Tab::available(false, false) {
+        app.update(Action::SelectTab(tab));
+        for (width, height) in sizes {
+            app.update(Action::Resize { width, height });
+            for act in [Action::ZoomIn, Action::Down, Action::PanRight, Action::End] {
+                app.update(act);
+            }
+            let mut buf = Buffer::empty(Rect::new(0, 0, width, height));
+            (&app).render(buf.area, &mut buf);
+        }
+        screens.push(text(draw(&app).buffer()));
+    }
+    screens
+}
+
+#[test]
+fn empty_and_one_event_traces_survive_resize_storms() {
+    // No GPU activity at all: one step on the CPU.
+    let cpu_only = r#"{"traceEvents": [{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "ts": 0, "dur": 10}]}"#;
+    storm(load_text(cpu_only));
+    let summary = text(draw(&app(load_text(cpu_only), (80, 24))).buffer());
+    assert!(summary.contains("1 rank · 1 events"), "{summary}");
+    // Exactly one kernel, zero length, and an empty event list.
+    storm(load_text(
+        r#"{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 5, "dur": 0}]}"#,
+    ));
+    storm(load_text(r#"{"traceEvents": []}"#));
+}
+
+#[test]
+fn very_long_and_unicode_names_are_cut_to_fit() {
+    let long = format!(
+        "void cutlass::Kernel<{}>",
+        "Gemm<bf16, 128, 256>, ".repeat(300)
+    );
+    let json = serde_json::json!({"traceEvents": [
+        {"ph": "X", "cat": "kernel", "name": long, "ts": 0, "dur": 10},
+        {"ph": "X", "cat": "kernel", "name": "注意力_kernel_ü_🚀\u{0}\n\t", "ts": 10, "dur": 5},
+        {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "ts": 12, "dur": 8},
+    ]});
+    let screens = storm(load_text(&json.to_string()));
+    // Cut by display width with a mark (wide characters fill two cells, so
+    // the buffer holds them with a blank after each).
+    let kernels = &screens[1];
+    assert!(kernels.contains("void cu…"), "{kernels}");
+    assert!(kernels.contains("注 意 力 _…"), "{kernels}");
+    assert!(!kernels.contains('\t') && !kernels.contains('\0'));
+}

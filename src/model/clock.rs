@@ -1,0 +1,207 @@
+//! Clock sanity across ranks. Each rank's profiler stamps events with its own
+//! host's clock: ranks whose clocks count from different epochs, or tick at
+//! different rates, make every cross-rank timing (sync wait, arrival order, the
+//! timeline) wrong. This finds both, from the raw clocks, and says what the
+//! alignment on shared collectives did about it.
+
+use super::collectives::{Instance, Offset};
+use super::time::{human, median, Ns};
+use super::trace::Trace;
+
+/// Per rank (like `Trace::ranks`): for each collective it shares with the first
+/// rank, (the first rank's end time, first rank's end − this rank's end).
+pub fn samples(trace: &Trace, inst: &[Instance]) -> Vec<Vec<(Ns, Ns)>> {
+    let mut out = vec![Vec::new(); trace.ranks.len()];
+    for i in inst {
+        let Some(&(_, ref_op)) = i.members.iter().find(|(r, _)| *r == 0) else {
+            continue;
+        };
+        let ref_end = trace.ranks[0].ops[ref_op].end();
+        for &(r, o) in &i.members {
+            out[r].push((ref_end, ref_end - trace.ranks[r].ops[o].end()));
+        }
+    }
+    out
+}
+
+/// How much faster this rank's clock runs than the first rank's, in parts per
+/// million: the change of the offset between the earlier and the later half of
+/// the shared collectives (medians, so a few late collectives do not tilt it).
+/// `None` below 8 samples.
+pub fn drift_ppm(samples: &[(Ns, Ns)]) -> Option<f64> {
+    if samples.len() < 8 {
+        return None;
+    }
+    let mut s = samples.to_vec();
+    s.sort_unstable();
+    let (a, b) = s.split_at(s.len() / 2);
+    let mid = |h: &[(Ns, Ns)]| {
+        (
+            median(h.iter().map(|x| x.0).collect()),
+            median(h.iter().map(|x| x.1).collect()),
+        )
+    };
+    let ((ta, da), (tb, db)) = (mid(a), mid(b));
+    (tb > ta).then(|| (da - db) as f64 / (tb - ta) as f64 * 1e6)
+}
+
+/// Drift below this many ns of offset change over the trace is noise.
+const DRIFT_FLOOR: Ns = 5_000;
+
+/// What is wrong with the ranks' clocks, one line per finding; `offsets` are
+/// those alignment applied (`None`: not aligned).
+pub fn check(trace: &Trace, samples: &[Vec<(Ns, Ns)>], offsets: Option<&[Offset]>) -> Vec<String> {
+    let mut out = Vec::new();
+    let Some(first) = trace.ranks.first() else {
+        return out;
+    };
+    let Some(w0) = first.window else {
+        return out;
+    };
+    for (i, t) in trace.ranks.iter().enumerate().skip(1) {
+        let aligned_by = offsets
+            .and_then(|o| o.get(i))
+            .filter(|o| o.samples > 0)
+            .map(|o| o.samples);
+        if let Some(w) = t.window {
+            // Traces of one run overlap in time; a gap longer than both traces
+            // (and than a second) means another epoch, not a late start.
+            let gap = w.start - w0.start;
+            let longest = w.len().max(w0.len()).max(1_000_000_000);
+            if gap.abs() > longest {
+                let fix = match aligned_by {
+                    Some(n) => format!("aligned on {n} shared collectives"),
+                    None => "no shared collectives align them, so its cross-rank timings \
+                             (sync wait, arrival order, the timeline) are not meaningful"
+                        .into(),
+                };
+                out.push(format!(
+                    "rank {}: its clock reads {} {} rank {}'s, more than either trace lasts \
+                     (a different clock epoch); {fix}",
+                    t.rank,
+                    human(gap.abs()),
+                    if gap > 0 { "ahead of" } else { "behind" },
+                    first.rank
+                ));
+            }
+        }
+        let s = &samples[i];
+        if let Some(ppm) = drift_ppm(s) {
+            let span =
+                s.iter().map(|x| x.0).max().unwrap_or(0) - s.iter().map(|x| x.0).min().unwrap_or(0);
+            let change = (ppm * 1e-6 * span as f64).round() as Ns;
+            if change.abs() > DRIFT_FLOOR {
+                let fix = match aligned_by {
+                    Some(_) => format!(
+                        "one offset is applied, so aligned times are off by up to {} at the ends",
+                        human(change.abs() / 2)
+                    ),
+                    None => "the clocks were not aligned".into(),
+                };
+                out.push(format!(
+                    "rank {}: its clock runs {:.1} ppm {} against rank {}'s ({} over the {} \
+                     its shared collectives span); {fix}",
+                    t.rank,
+                    ppm.abs(),
+                    if ppm > 0.0 { "fast" } else { "slow" },
+                    first.rank,
+                    human(change.abs()),
+                    human(span)
+                ));
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::testing::trace;
+    use crate::model::collectives::{estimate_offsets, instances};
+    use crate::synth::{Coll, RankTrace};
+
+    /// Two ranks with `n` all-reduces 100 ms apart, each 50 µs long; rank 1's
+    /// clock reads `offset_us` more and gains `ppm` per million.
+    fn pair(n: usize, offset_us: f64, ppm: f64, with_colls: bool) -> Trace {
+        let ar = Coll::all_reduce_f32(1 << 20, 2);
+        let mut ranks = vec![
+            RankTrace::new(Some(0), 2, 10),
+            RankTrace::new(Some(1), 2, 10),
+        ];
+        for (r, t) in ranks.iter_mut().enumerate() {
+            let clock = |x: f64| {
+                if r == 0 {
+                    x
+                } else {
+                    x + offset_us + x * ppm * 1e-6
+                }
+            };
+            for k in 0..n {
+                let start = 1000.0 + k as f64 * 100_000.0;
+                if with_colls {
+                    t.collective(
+                        "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+                        clock(start),
+                        50.0,
+                        7,
+                        &ar,
+                    );
+                } else {
+                    t.kernel("gemm", clock(start), 50.0, 7, 8);
+                }
+            }
+        }
+        trace(&ranks)
+    }
+
+    fn findings(t: &Trace, align: bool) -> Vec<String> {
+        let inst = instances(t);
+        let s = samples(t, &inst);
+        let offsets = estimate_offsets(t, &inst);
+        check(t, &s, align.then_some(&offsets[..]))
+    }
+
+    #[test]
+    fn one_clock_is_fine() {
+        assert!(findings(&pair(20, 3.0, 0.0, true), true).is_empty());
+    }
+
+    #[test]
+    fn another_epoch_is_found_and_said_to_be_aligned() {
+        // Rank 1 stamps Unix time (1.7e9 s), rank 0 time since boot.
+        let f = findings(&pair(20, 1.7e15, 0.0, true), true);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(
+            f[0].starts_with("rank 1: its clock reads 1700000000 s ahead of rank 0's"),
+            "{f:?}"
+        );
+        assert!(f[0].ends_with("aligned on 20 shared collectives"), "{f:?}");
+        // Nothing to align by: the cross-rank timings are not to be trusted.
+        let f = findings(&pair(20, -1.7e15, 0.0, false), true);
+        assert!(f[0].contains("behind rank 0's"), "{f:?}");
+        assert!(f[0].contains("not meaningful"), "{f:?}");
+    }
+
+    #[test]
+    fn drift_is_measured_in_ppm() {
+        // 20 collectives over 1.9 s, rank 1 gains 50 ppm: 95 µs by the end.
+        let t = pair(20, 0.0, 50.0, true);
+        let inst = instances(&t);
+        let s = samples(&t, &inst);
+        // Halves: medians at 0.45 s and 1.45 s; offsets −22.5 µs and −72.5 µs.
+        let ppm = drift_ppm(&s[1]).unwrap();
+        assert!((ppm - 50.0).abs() < 0.01, "{ppm}");
+        let f = findings(&t, true);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(
+            f[0].starts_with(
+                "rank 1: its clock runs 50.0 ppm fast against rank 0's (95.0 µs over the 1.90 s"
+            ),
+            "{f:?}"
+        );
+        assert!(f[0].ends_with("off by up to 47.5 µs at the ends"), "{f:?}");
+        // 1 ppm over 1.9 s is 1.9 µs: below the floor, not reported.
+        assert!(findings(&pair(20, 0.0, 1.0, true), true).is_empty());
+    }
+}
