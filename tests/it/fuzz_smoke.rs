@@ -137,3 +137,22 @@ fn nsys_json_reader() {
 fn memory_snapshot_reader() {
     smoke("memory_snapshot", fuzz::memory_snapshot);
 }
+
+/// The cargo-fuzz harness in `fuzz/` still compiles against the library (a
+/// check, not a libFuzzer link: that needs a nightly toolchain and cargo-fuzz).
+#[test]
+fn fuzz_targets_build() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = std::process::Command::new(option_env!("CARGO").unwrap_or("cargo"))
+        .args(["check", "--locked", "--bins", "--quiet", "--manifest-path"])
+        .arg(root.join("fuzz/Cargo.toml"))
+        .arg("--target-dir")
+        .arg(root.join("target/fuzz-check"))
+        .output()
+        .expect("cargo runs");
+    assert!(
+        out.status.success(),
+        "fuzz targets do not build: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
