@@ -48,6 +48,10 @@ pub fn drift_ppm(samples: &[(Ns, Ns)]) -> Option<f64> {
 /// Drift below this many ns of offset change over the trace is noise.
 const DRIFT_FLOOR: Ns = 5_000;
 
+/// Matched collectives whose end times scatter more than this around the
+/// offset are not a clock measurement.
+const SPREAD_LIMIT: Ns = 1_000_000;
+
 /// What is wrong with the ranks' clocks, one line per finding; `offsets` are
 /// those alignment applied (`None`: not aligned).
 pub fn check(trace: &Trace, samples: &[Vec<(Ns, Ns)>], offsets: Option<&[Offset]>) -> Vec<String> {
@@ -86,6 +90,27 @@ pub fn check(trace: &Trace, samples: &[Vec<(Ns, Ns)>], offsets: Option<&[Offset]
             }
         }
         let s = &samples[i];
+        if s.is_empty() {
+            continue;
+        }
+        // Collectives end on all members within microseconds; a wide spread
+        // means the matched calls are not the same ones (sampled traces,
+        // point-to-point traffic), and then no drift can be read either.
+        let diffs: Vec<Ns> = s.iter().map(|x| x.1).collect();
+        let mid = median(diffs.clone());
+        let spread = median(diffs.iter().map(|d| (d - mid).abs()).collect());
+        if spread > SPREAD_LIMIT {
+            out.push(format!(
+                "rank {}: the collectives matched with rank {}'s end ±{} apart (median deviation \
+                 over {}), not together: they are probably not the same calls, so its clock \
+                 offset and cross-rank timings are uncertain",
+                t.rank,
+                first.rank,
+                human(spread),
+                s.len()
+            ));
+            continue;
+        }
         if let Some(ppm) = drift_ppm(s) {
             let span =
                 s.iter().map(|x| x.0).max().unwrap_or(0) - s.iter().map(|x| x.0).min().unwrap_or(0);
@@ -201,6 +226,14 @@ mod tests {
             "{f:?}"
         );
         assert!(f[0].ends_with("off by up to 47.5 µs at the ends"), "{f:?}");
+        // Ends 5 ms apart on alternate collectives: not the same calls.
+        let mut t = pair(20, 0.0, 0.0, true);
+        for (k, op) in t.ranks[1].ops.iter_mut().enumerate() {
+            op.start += if k % 2 == 0 { 5_000_000 } else { -5_000_000 };
+        }
+        let f = findings(&t, true);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(f[0].starts_with("rank 1: the collectives matched with rank 0's end ±5.00 ms apart (median deviation over 20)"), "{f:?}");
         // 1 ppm over 1.9 s is 1.9 µs: below the floor, not reported.
         assert!(findings(&pair(20, 0.0, 1.0, true), true).is_empty());
     }
