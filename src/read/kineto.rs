@@ -185,22 +185,18 @@ fn events<R: Read>(sp: &mut Splitter<R>, b: &mut Builder) -> Result<(), Stop> {
         sp.bump();
         return Ok(());
     }
+    // Consecutive events the one-per-line fast path could not take; past a few,
+    // the file is laid out otherwise (pretty-printed, one line) and it is off.
+    let mut misses = 0;
     loop {
-        let raw = sp.value()?.ok_or(Stop::Cut)?;
-        let len = raw.len();
-        let mut de = serde_json::Deserializer::from_slice(raw);
-        let seed = EventSeed { b: &mut *b };
-        // The splitter found the event's end, so a bad event is skipped (and
-        // counted) rather than ending the file there.
-        let skip = match seed.deserialize(&mut de).and_then(|e| de.end().map(|()| e)) {
-            Ok(Some(event)) => b.push(event).map(|why| (why, String::new(), None)),
-            Ok(None) => Some((Skip::NotAnObject, String::new(), None)),
-            Err(e) => Some((Skip::Invalid, serde_message(&e), Some(e))),
-        };
-        if let Some((why, detail, err)) = skip {
-            let start = sp.pos_of_last(len);
-            let at = err.map_or(start, |e| start.advanced_to(&e));
-            b.skipped.add(why, at, detail);
+        if misses < 8 && line_event(sp, b)? {
+            misses = 0;
+        } else {
+            misses += 1;
+            let raw = sp.value()?.ok_or(Stop::Cut)?;
+            let len = raw.len();
+            let parsed = parse_event(raw, b);
+            b.take(parsed, len, sp);
         }
         match sp.peek()? {
             Some(b',') => sp.bump(),
@@ -210,6 +206,37 @@ fn events<R: Read>(sp: &mut Splitter<R>, b: &mut Builder) -> Result<(), Stop> {
             }
             Some(_) => return Err(bad(sp, "expected ',' or ']' between events")),
             None => return Err(Stop::Cut),
+        }
+    }
+}
+
+/// One event from its complete slice: the event (`None`: not an object) or
+/// serde_json's error.
+fn parse_event(raw: &[u8], b: &mut Builder) -> Result<Option<Event>, serde_json::Error> {
+    let mut de = serde_json::Deserializer::from_slice(raw);
+    let seed = EventSeed { b };
+    seed.deserialize(&mut de).and_then(|e| de.end().map(|()| e))
+}
+
+/// The fast path for files with one event per line (as the PyTorch profiler
+/// writes them): a raw newline cannot occur inside a JSON string, so an event
+/// alone on its line ends at the line's last `}` and the bracket-matching
+/// splitter need not scan it. True when it took the next event; false (nothing
+/// consumed) when the line holds anything else, which the caller splits.
+fn line_event<R: Read>(sp: &mut Splitter<R>, b: &mut Builder) -> Result<bool, Stop> {
+    if sp.peek()? != Some(b'{') {
+        return Ok(false);
+    }
+    let Some(len) = sp.line_value()? else {
+        return Ok(false);
+    };
+    match parse_event(sp.ahead(len), b) {
+        // A line that holds more (or less) than one event fails to parse as one.
+        Err(_) => Ok(false),
+        parsed => {
+            sp.consume(len);
+            b.take(parsed, len, sp);
+            Ok(true)
         }
     }
 }
@@ -415,6 +442,28 @@ impl Builder {
             pg_name: a.pg_name,
             pg_ranks: a.pg_ranks,
         })
+    }
+
+    /// Adds the event just parsed from the `len` bytes before the splitter's
+    /// position, or records why it was left out (and where).
+    fn take<R: Read>(
+        &mut self,
+        parsed: Result<Option<Event>, serde_json::Error>,
+        len: usize,
+        sp: &Splitter<R>,
+    ) {
+        // The splitter found the event's end, so a bad event is skipped (and
+        // counted) rather than ending the file there.
+        let skip = match parsed {
+            Ok(Some(event)) => self.push(event).map(|why| (why, String::new(), None)),
+            Ok(None) => Some((Skip::NotAnObject, String::new(), None)),
+            Err(e) => Some((Skip::Invalid, serde_message(&e), Some(e))),
+        };
+        if let Some((why, detail, err)) = skip {
+            let start = sp.pos_of_last(len);
+            let at = err.map_or(start, |e| start.advanced_to(&e));
+            self.skipped.add(why, at, detail);
+        }
     }
 
     /// Adds one parsed event; says why when it cannot be used.

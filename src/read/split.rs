@@ -8,6 +8,9 @@ use std::io::{self, Read};
 
 const CHUNK: usize = 1 << 20;
 
+/// How far `line_value` looks for the end of a line.
+const LINE_LIMIT: usize = 64 << 10;
+
 /// A line and column (both from 1) in the document.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Pos {
@@ -209,6 +212,40 @@ impl<R: Read> Splitter<R> {
                 return Ok((scalar && i > 0).then(|| self.take(i)));
             }
         }
+    }
+
+    /// For the one-value-per-line fast path: the length of the next value if it
+    /// ends with its line (the line trimmed of trailing whitespace and one `,`
+    /// ends with `}`); not consumed, and not checked: parse `ahead(len)`, then
+    /// `consume(len)`. `None` when no newline comes within 64 KiB.
+    pub fn line_value(&mut self) -> io::Result<Option<usize>> {
+        loop {
+            let bytes = &self.buf[self.start..self.end];
+            if let Some(nl) = memchr::memchr(b'\n', bytes) {
+                let mut n = nl;
+                while n > 0 && is_ws(bytes[n - 1]) {
+                    n -= 1;
+                }
+                if n > 0 && bytes[n - 1] == b',' {
+                    n -= 1;
+                }
+                return Ok((n > 0 && bytes[n - 1] == b'}').then_some(n));
+            }
+            // Never grow the buffer for this: a file on one line is split instead.
+            if bytes.len() > LINE_LIMIT || !self.fill()? {
+                return Ok(None);
+            }
+        }
+    }
+
+    /// The next `len` unconsumed bytes (after `line_value`).
+    pub fn ahead(&self, len: usize) -> &[u8] {
+        &self.buf[self.start..self.start + len]
+    }
+
+    /// Consumes `len` bytes (after `line_value`).
+    pub fn consume(&mut self, len: usize) {
+        self.start += len;
     }
 
     fn take(&mut self, len: usize) -> &[u8] {

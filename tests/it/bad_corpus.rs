@@ -61,11 +61,34 @@ fn event_ends(text: &str) -> Vec<usize> {
         .collect()
 }
 
+/// The same trace with one event per line, as the PyTorch profiler writes it
+/// (read by a faster path than pretty-printed events), and its event ends.
+fn one_event_per_line(text: &str) -> (String, Vec<usize>) {
+    let v: serde_json::Value = serde_json::from_str(text).unwrap();
+    let mut out = String::from("{\"schemaVersion\": 1, \"traceEvents\": [\n");
+    let mut ends = Vec::new();
+    for (i, e) in v["traceEvents"].as_array().unwrap().iter().enumerate() {
+        if i > 0 {
+            out.push_str(",\n");
+        }
+        out.push_str(&e.to_string());
+        ends.push(out.len());
+    }
+    out.push_str("\n]}");
+    (out, ends)
+}
+
 #[test]
 fn truncated_json_at_many_offsets() {
-    let text = two_rank_example()[0].to_json();
-    let ends = event_ends(&text);
+    let pretty = two_rank_example()[0].to_json();
+    let ends = event_ends(&pretty);
     assert!(ends.len() > 10, "{}", ends.len());
+    truncated_at_many_offsets(&pretty, &ends);
+    let (lines, ends) = one_event_per_line(&pretty);
+    truncated_at_many_offsets(&lines, &ends);
+}
+
+fn truncated_at_many_offsets(text: &str, ends: &[usize]) {
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("rank0_trace.json");
     // Every 97th byte plus just before and after each event's end.
