@@ -19,23 +19,20 @@ pub fn kineto(data: &[u8]) {
     let Ok(again) = read::kineto::read(data, path) else {
         panic!("the same bytes read once and failed the second time");
     };
-    let files = vec![(Some(0), file), (Some(1), again)];
     // Both claim one distributedInfo rank when they carry one: a refusal is right.
-    let mut report = LoadReport::default();
-    if let Ok(ranks) = read::assign_ranks(files, &mut report) {
-        check_metrics(Trace {
-            ranks,
-            ..Default::default()
-        });
-    }
+    check_files(vec![(Some(0), file), (Some(1), again)]);
 }
 
 /// Bytes as an `nsys export --type json` file.
 pub fn nsys_json(data: &[u8]) {
     let path = Path::new("fuzz/report.json");
-    let Ok(files) = read::nsys_json::read(data, path, None) else {
-        return;
-    };
+    if let Ok(files) = read::nsys_json::read(data, path, None) {
+        check_files(files);
+    }
+}
+
+/// Ranks resolved as loading does, then every metric.
+fn check_files(files: Vec<(Option<u32>, read::RankFile)>) {
     let mut report = LoadReport::default();
     if let Ok(ranks) = read::assign_ranks(files, &mut report) {
         check_metrics(Trace {

@@ -115,7 +115,8 @@ pub fn check(trace: &Trace, samples: &[Vec<(Ns, Ns)>], offsets: Option<&[Offset]
             let span =
                 s.iter().map(|x| x.0).max().unwrap_or(0) - s.iter().map(|x| x.0).min().unwrap_or(0);
             let change = (ppm * 1e-6 * span as f64).round() as Ns;
-            if change.abs() > DRIFT_FLOOR {
+            // A change within twice the scatter of the samples is not a rate.
+            if change.abs() > DRIFT_FLOOR.max(2 * spread) {
                 let fix = match aligned_by {
                     Some(_) => format!(
                         "one offset is applied, so aligned times are off by up to {} at the ends",
