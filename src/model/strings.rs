@@ -1,7 +1,8 @@
 //! Interned strings: each distinct kernel or op name is stored once per rank and
 //! events refer to it by a `u32` id.
 
-use std::collections::HashMap;
+// foldhash: names are hashed once per event while loading; SipHash showed in profiles.
+use foldhash::HashMap;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct StrId(pub u32);

@@ -1,7 +1,7 @@
 //! PyTorch profiler (Kineto) Chrome-trace JSON, streamed event by event into a
 //! [`RankTimeline`]. Old (2021) and new category names both load.
 
-use std::collections::HashMap;
+use foldhash::HashMap;
 use std::fmt;
 use std::io::Read;
 use std::path::Path;
@@ -213,9 +213,22 @@ fn events<R: Read>(sp: &mut Splitter<R>, b: &mut Builder) -> Result<(), Stop> {
 /// One event from its complete slice: the event (`None`: not an object) or
 /// serde_json's error.
 fn parse_event(raw: &[u8], b: &mut Builder) -> Result<Option<Event>, serde_json::Error> {
-    let mut de = serde_json::Deserializer::from_slice(raw);
-    let seed = EventSeed { b };
-    seed.deserialize(&mut de).and_then(|e| de.end().map(|()| e))
+    // One UTF-8 check of the whole event is cheaper than serde_json's check of
+    // each string in it; invalid UTF-8 goes the checked way, which says where.
+    match std::str::from_utf8(raw) {
+        Ok(text) => {
+            let mut de = serde_json::Deserializer::from_str(text);
+            EventSeed { b }
+                .deserialize(&mut de)
+                .and_then(|e| de.end().map(|()| e))
+        }
+        Err(_) => {
+            let mut de = serde_json::Deserializer::from_slice(raw);
+            EventSeed { b }
+                .deserialize(&mut de)
+                .and_then(|e| de.end().map(|()| e))
+        }
+    }
 }
 
 /// The fast path for files with one event per line (as the PyTorch profiler

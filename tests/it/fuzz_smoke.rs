@@ -144,7 +144,7 @@ fn memory_snapshot_reader() {
 fn fuzz_targets_build() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let out = std::process::Command::new(option_env!("CARGO").unwrap_or("cargo"))
-        .args(["check", "--locked", "--bins", "--quiet", "--manifest-path"])
+        .args(["check", "--bins", "--quiet", "--manifest-path"])
         .arg(root.join("fuzz/Cargo.toml"))
         .arg("--target-dir")
         .arg(root.join("target/fuzz-check"))
