@@ -215,19 +215,25 @@ fn events<R: Read>(sp: &mut Splitter<R>, b: &mut Builder) -> Result<(), Stop> {
 fn parse_event(raw: &[u8], b: &mut Builder) -> Result<Option<Event>, serde_json::Error> {
     // One UTF-8 check of the whole event is cheaper than serde_json's check of
     // each string in it; invalid UTF-8 goes the checked way, which says where.
-    match std::str::from_utf8(raw) {
+    b.cut_short = false;
+    let parsed = match std::str::from_utf8(raw) {
         Ok(text) => {
             let mut de = serde_json::Deserializer::from_str(text);
-            EventSeed { b }
+            EventSeed { b: &mut *b }
                 .deserialize(&mut de)
                 .and_then(|e| de.end().map(|()| e))
         }
         Err(_) => {
             let mut de = serde_json::Deserializer::from_slice(raw);
-            EventSeed { b }
+            EventSeed { b: &mut *b }
                 .deserialize(&mut de)
                 .and_then(|e| de.end().map(|()| e))
         }
+    };
+    match parsed {
+        // Left early on purpose: an event that is counted and not used.
+        Err(_) if b.cut_short => Ok(Some(Event::default())),
+        parsed => parsed,
     }
 }
 
@@ -433,6 +439,8 @@ struct Builder {
     world_size: Option<u32>,
     saw_events: bool,
     events: u64,
+    /// The event being parsed was left early on purpose (see `EventSeed`).
+    cut_short: bool,
     skipped: Skipped,
     /// Problems outside the events, for warnings.
     notes: Vec<String>,
@@ -728,11 +736,19 @@ impl<'de> Visitor<'de> for EventSeed<'_> {
         let b = self.b;
         let mut e = Event::default();
         b.name_buf.clear();
+        let mut first = true;
         while let Some(key) = map.next_key_seed(KeyOf(event_key))? {
             match key {
                 EventKey::Ph => {
                     if map.next_value_seed(StrInto(&mut b.scratch))? {
                         e.ph = b.scratch.bytes().next().unwrap_or(0);
+                    }
+                    // Only complete events are used, and the profiler writes
+                    // `ph` first: the rest of a flow, instant or metadata event
+                    // (its end is known) need not be parsed.
+                    if first && e.ph != b'X' {
+                        b.cut_short = true;
+                        return Err(serde::de::Error::custom("not a complete event"));
                     }
                 }
                 EventKey::Cat => {
@@ -753,6 +769,7 @@ impl<'de> Visitor<'de> for EventSeed<'_> {
                     map.next_value::<IgnoredAny>()?;
                 }
             }
+            first = false;
         }
         if !e.has_name {
             b.name_buf.clear();
@@ -943,6 +960,19 @@ mod tests {
         // Everything before the cut event is there; the cut one is not.
         assert_eq!(f.timeline.ops.len(), 1);
         assert_eq!(f.timeline.steps.len(), 2);
+    }
+
+    #[test]
+    fn events_other_than_complete_ones_are_counted_not_parsed() {
+        // The flow event's body is damaged after `ph`: it is not used, so not
+        // read; a complete event whose `ph` comes last still loads.
+        let f = load(
+            r#"[{"ph": "f", "id": [oops, "bp": "e"},
+                {"name": "k", "cat": "kernel", "ts": 1, "dur": 2, "ph": "X"}]"#,
+        );
+        assert_eq!(f.events, 2);
+        assert_eq!(f.timeline.ops.len(), 1);
+        assert!(f.warnings.is_empty(), "{:?}", f.warnings);
     }
 
     #[test]
