@@ -107,6 +107,13 @@ pub fn discover(path: &Path, iteration: Option<u32>) -> Result<Discovery> {
             ..Default::default()
         });
     }
+    if !meta.is_dir() {
+        // Reading a pipe or a device could block or never end.
+        return Err(Error::NotATrace {
+            path: path.to_owned(),
+            why: "neither a file nor a directory (a pipe, socket or device)".into(),
+        });
+    }
     let mut d = Discovery::default();
     let mut dir = path.to_owned();
     let profile = dir.join("profile_traces");

@@ -47,3 +47,37 @@ pub enum Error {
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// An error and its causes on one line, each cause once: our errors already
+/// quote their source (`path: No such file or directory`), which `{:#}` would
+/// repeat after them.
+pub fn one_line(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if out.contains(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn causes_are_not_repeated() {
+        let io = std::io::Error::new(std::io::ErrorKind::NotFound, "No such file");
+        let e = anyhow::Error::new(Error::Io {
+            path: "/x/rank0.json".into(),
+            source: io,
+        })
+        .context("cannot load /x");
+        assert_eq!(one_line(&e), "cannot load /x: /x/rank0.json: No such file");
+    }
+}

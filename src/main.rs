@@ -19,7 +19,7 @@ fn main() -> ExitCode {
             }) {
                 return ExitCode::SUCCESS;
             }
-            eprintln!("ccl-bench: error: {e:#}");
+            eprintln!("ccl-bench: error: {}", ccl_bench::error::one_line(&e));
             ExitCode::FAILURE
         }
     }

@@ -141,7 +141,7 @@ fn event_loop(
                         let size = terminal.size()?;
                         Screen::Ready(Box::new(loaded.into_app(theme, (size.width, size.height))))
                     }
-                    Ok(Err(e)) => Screen::Failed(format!("{e:#}")),
+                    Ok(Err(e)) => Screen::Failed(crate::error::one_line(&e)),
                     Err(_) => Screen::Failed(format!("{source}: the loader crashed")),
                 };
                 dirty = true;

@@ -14,7 +14,12 @@ fn fails_naming(args: &[&str], needle: &str) -> String {
 
 #[test]
 fn missing_path() {
-    fails_naming(&["--trace", "/no/such/dir", "--metrics"], "/no/such/dir");
+    let err = fails_naming(&["--trace", "/no/such/dir", "--metrics"], "/no/such/dir");
+    // The cause is said once.
+    assert_eq!(
+        err.trim(),
+        "ccl-bench: error: cannot load /no/such/dir: /no/such/dir: No such file or directory (os error 2)"
+    );
 }
 
 #[test]
