@@ -114,15 +114,9 @@ pub fn offsets_from(trace: &Trace, samples: &[Vec<(Ns, Ns)>]) -> Vec<Offset> {
         .collect()
 }
 
-/// Puts every rank on the first rank's clock when ranks share collectives,
-/// recording the offsets in `trace.offsets`; leaves the clocks alone otherwise.
-pub fn align(trace: &mut Trace) {
-    let inst = instances(trace);
-    let offsets = estimate_offsets(trace, &inst);
-    apply(trace, offsets);
-}
-
-/// Shifts the ranks by `offsets` when any rests on shared collectives.
+/// Puts every rank on the first rank's clock by `offsets` when any rests on
+/// shared collectives, recording them in `trace.offsets`; leaves the clocks
+/// alone otherwise. (`read::check_and_align_clocks` checks the clocks first.)
 pub fn apply(trace: &mut Trace, offsets: Vec<Offset>) {
     if offsets.iter().skip(1).any(|o| o.samples > 0) {
         trace.shift(&offsets);
