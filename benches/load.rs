@@ -1,5 +1,6 @@
 //! Hot functions of loading and metrics: parsing one rank's Kineto JSON from
-//! memory, interval unions, the whole metric registry on a loaded trace.
+//! memory (one event per line as the profiler writes it, and pretty-printed),
+//! interval unions, the whole metric registry on a loaded trace.
 //!
 //!     cargo bench --bench load
 
@@ -10,7 +11,7 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use ccl_bench::metrics::{Ctx, METRICS};
 use ccl_bench::model::{Interval, IntervalSet, Trace};
 use ccl_bench::read::kineto;
-use ccl_bench::synth::{training_run, RunShape};
+use ccl_bench::synth::{stream, training_run, RunShape};
 
 fn bench(c: &mut Criterion) {
     let shape = RunShape {
@@ -22,8 +23,14 @@ fn bench(c: &mut Criterion) {
     let text = ranks[0].to_json();
     let mut g = c.benchmark_group("kineto");
     g.throughput(Throughput::Bytes(text.len() as u64));
-    g.bench_function(format!("read_one_rank_{}kB", text.len() / 1000), |b| {
+    g.bench_function(format!("read_pretty_rank_{}kB", text.len() / 1000), |b| {
         b.iter(|| kineto::read(black_box(text.as_bytes()), "rank0.json".as_ref()).unwrap())
+    });
+    let mut lines = Vec::new();
+    stream::write_rank(&mut lines, 0, 8, 8_000_000).unwrap();
+    g.throughput(Throughput::Bytes(lines.len() as u64));
+    g.bench_function(format!("read_lines_rank_{}kB", lines.len() / 1000), |b| {
+        b.iter(|| kineto::read(black_box(&lines[..]), "rank0.json".as_ref()).unwrap())
     });
     g.finish();
 

@@ -1,13 +1,13 @@
-//! Writes a large synthetic multi-rank Kineto trace set for benchmarks, streamed
-//! event by event (no document is built in memory): per step and layer, CPU ops
-//! with launches, compute kernels, NCCL collectives with their arguments and a
-//! copy, on two streams, in the layout real PyTorch profiler files have.
+//! Writes a large synthetic multi-rank Kineto trace set for benchmarks (see
+//! `ccl_bench::synth::stream`).
 //!
 //!     cargo run --release --example gen_bench -- OUT_DIR RANKS TOTAL_MB [--gzip]
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
+
+use ccl_bench::synth::stream::write_rank;
 
 fn main() -> std::io::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -35,91 +35,4 @@ fn main() -> std::io::Result<()> {
         }
     }
     Ok(())
-}
-
-/// Counts bytes so a rank stops near its share of the total (uncompressed).
-struct Counted<'a, W: Write> {
-    w: &'a mut W,
-    n: u64,
-}
-
-impl<W: Write> Write for Counted<'_, W> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let k = self.w.write(buf)?;
-        self.n += k as u64;
-        Ok(k)
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.w.flush()
-    }
-}
-
-const KERNELS: [(&str, f64); 5] = [
-    ("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas", 310.0),
-    ("void flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, false, false, cutlass::bfloat16_t, Flash_kernel_traits<128, 128, 64, 4, cutlass::bfloat16_t> >, false, true, false, false, true, true, false>(flash::Flash_fwd_params)", 240.0),
-    ("triton_red_fused__to_copy_add_mean_mul_pow_rsqrt_0", 41.0),
-    ("void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::silu_kernel(at::TensorIteratorBase&)::{lambda()#1}::operator()() const::{lambda()#8}::operator()() const::{lambda(c10::BFloat16)#1}, at::detail::Array<char*, 2> >(int, at::native::(anonymous namespace)::silu_kernel(at::TensorIteratorBase&)::{lambda()#1}::operator()() const::{lambda()#8}::operator()() const::{lambda(c10::BFloat16)#1}, at::detail::Array<char*, 2>)", 28.0),
-    ("sm90_xmma_gemm_bf16bf16_bf16f32_f32_nt_n_tilesize128x256x64warpgroupsize2x1x1_execute_segment_k_off_kernel__5x_cublas", 590.0),
-];
-
-fn write_rank<W: Write>(w: &mut W, rank: u32, ranks: u32, bytes: u64) -> std::io::Result<()> {
-    let mut w = Counted { w, n: 0 };
-    write!(
-        w,
-        "{{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [{{\"id\": 0, \"name\": \"NVIDIA H100 80GB HBM3\", \"numSms\": 132}}],\n  \"distributedInfo\": {{\"backend\": \"nccl\", \"rank\": {rank}, \"world_size\": {ranks}}},\n  \"traceEvents\": [\n"
-    )?;
-    let (mut cpu, mut gpu, mut corr) = (1_000_000.0f64, 1_000_100.0f64, 1u64);
-    let mut step = 0u32;
-    let mut first = true;
-    let mut sep = |w: &mut Counted<W>| -> std::io::Result<()> {
-        if first {
-            first = false;
-            Ok(())
-        } else {
-            w.write_all(b",\n")
-        }
-    };
-    while w.n < bytes {
-        step += 1;
-        let step_start = cpu;
-        let mut step_events = Vec::new();
-        for layer in 0..32u32 {
-            for (i, (name, dur)) in KERNELS.iter().enumerate() {
-                let d = dur * (1.0 + 0.001 * f64::from((rank * 7 + layer * 3 + i as u32) % 11));
-                sep(&mut w)?;
-                write!(w, "  {{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mm\", \"pid\": 1, \"tid\": 1, \"ts\": {cpu:.3}, \"dur\": 6.125, \"args\": {{\"External id\": {corr}, \"Record function id\": 0, \"Sequence number\": {corr}, \"Fwd thread id\": 0, \"Ev Idx\": {corr}}}}}")?;
-                sep(&mut w)?;
-                write!(w, "  {{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 1, \"tid\": 1, \"ts\": {:.3}, \"dur\": 3.5, \"args\": {{\"External id\": {corr}, \"cbid\": 211, \"correlation\": {corr}}}}}", cpu + 1.0)?;
-                sep(&mut w)?;
-                write!(w, "  {{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"{name}\", \"pid\": 0, \"tid\": 7, \"ts\": {gpu:.3}, \"dur\": {d:.3}, \"args\": {{\"External id\": {corr}, \"queued\": 0, \"device\": 0, \"context\": 1, \"stream\": 7, \"correlation\": {corr}, \"registers per thread\": 168, \"shared memory\": 232448, \"blocks per SM\": 1.0, \"warps per SM\": 12.0, \"grid\": [132, 1, 1], \"block\": [384, 1, 1], \"est. achieved occupancy %\": 0}}}}")?;
-                sep(&mut w)?;
-                write!(w, "  {{\"ph\": \"f\", \"id\": {corr}, \"pid\": 0, \"tid\": 7, \"ts\": {gpu:.3}, \"cat\": \"ac2g\", \"name\": \"ac2g\", \"bp\": \"e\"}}")?;
-                cpu += 12.0;
-                gpu += d + 2.0;
-                corr += 1;
-            }
-            let (coll, kernel, d) = if layer % 2 == 0 {
-                (
-                    "_allgather_base",
-                    "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
-                    180.0,
-                )
-            } else {
-                ("_reduce_scatter_base", "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)", 230.0)
-            };
-            sep(&mut w)?;
-            write!(w, "  {{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernelExC\", \"pid\": 1, \"tid\": 1, \"ts\": {cpu:.3}, \"dur\": 4.0, \"args\": {{\"External id\": {corr}, \"correlation\": {corr}}}}}")?;
-            sep(&mut w)?;
-            write!(w, "  {{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"{kernel}\", \"pid\": 0, \"tid\": 20, \"ts\": {:.3}, \"dur\": {d:.3}, \"args\": {{\"External id\": {corr}, \"device\": 0, \"stream\": 20, \"correlation\": {corr}, \"grid\": [16, 1, 1], \"block\": [512, 1, 1], \"Collective name\": \"{coll}\", \"In msg nelems\": 2097152, \"Out msg nelems\": {}, \"Group size\": {ranks}, \"dtype\": \"BFloat16\", \"Process Group Name\": \"0\", \"Process Group Ranks\": \"[0, ..., {}]\"}}}}", gpu - 500.0, 2_097_152 * u64::from(ranks), ranks - 1)?;
-            cpu += 6.0;
-            corr += 1;
-        }
-        step_events.push((step, step_start, cpu - step_start));
-        for (n, s, d) in step_events {
-            sep(&mut w)?;
-            write!(w, "  {{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#{n}\", \"pid\": 1, \"tid\": 1, \"ts\": {s:.3}, \"dur\": {d:.3}, \"args\": {{}}}}")?;
-        }
-        cpu = cpu.max(gpu) + 50.0;
-    }
-    w.write_all(b"\n  ],\n  \"traceName\": \"bench\"\n}\n")
 }

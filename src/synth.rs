@@ -1,6 +1,8 @@
 //! A deterministic writer of PyTorch profiler (Kineto) traces, for tests and
 //! sample data. Times are given in microseconds, as Kineto writes them.
 
+pub mod stream;
+
 use serde_json::{json, Value};
 
 /// One rank's trace under construction.

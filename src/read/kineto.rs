@@ -8,7 +8,7 @@ use std::path::Path;
 
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 
-use super::chrome::{non_map_arms, KeyOf, LenientF64, LenientU64, MicrosAsNs, Product, StrInto};
+use super::chrome::{non_map_arms, KeyOf, Scalar};
 use super::split::{Pos, Splitter};
 use super::{step_at, RankFile};
 use crate::error::Error;
@@ -423,8 +423,10 @@ struct Builder {
     strings: Interner,
     /// Class per (name, activity): the rule table runs once per distinct name, not per event.
     classes: HashMap<(StrId, Activity), KernelClass>,
+    /// Collective kind per name and element size per dtype, likewise once per string.
+    coll_kinds: HashMap<StrId, CollKind>,
+    dtype_sizes: HashMap<StrId, Option<u64>>,
     name_buf: String,
-    scratch: String,
     ops: Vec<PendingOp>,
     colls: Vec<CollMeta>,
     /// Runtime launch time by correlation id.
@@ -452,9 +454,15 @@ struct Builder {
 impl Builder {
     fn coll_meta(&mut self, a: &Args) -> Option<CollMeta> {
         let name = a.coll_name?;
-        let dtype_size = a.dtype.and_then(|d| dtype_size(self.strings.get(d)));
+        let strings = &self.strings;
+        let dtype_size = a.dtype.and_then(|d| {
+            *self
+                .dtype_sizes
+                .entry(d)
+                .or_insert_with(|| dtype_size(strings.get(d)))
+        });
         Some(CollMeta {
-            kind: coll_kind(self.strings.get(name)),
+            kind: self.coll_kind(name),
             name,
             in_nelems: a.in_nelems,
             out_nelems: a.out_nelems,
@@ -463,6 +471,14 @@ impl Builder {
             pg_name: a.pg_name,
             pg_ranks: a.pg_ranks,
         })
+    }
+
+    fn coll_kind(&mut self, name: StrId) -> CollKind {
+        let strings = &self.strings;
+        *self
+            .coll_kinds
+            .entry(name)
+            .or_insert_with(|| coll_kind(strings.get(name)))
     }
 
     /// Adds the event just parsed from the `len` bytes before the splitter's
@@ -550,7 +566,7 @@ impl Builder {
                     self.launches.insert(c, ts);
                 }
                 // cudaLaunchKernel, cuLaunchKernelEx, hipExtModuleLaunchKernel, ...
-                if self.name_buf.contains("Launch") {
+                if memchr::memmem::find(self.name_buf.as_bytes(), b"Launch").is_some() {
                     self.launch_calls += 1;
                     self.launch_time += dur;
                 }
@@ -599,10 +615,10 @@ impl Builder {
     fn finish(mut self) -> RankTimeline {
         self.steps.sort_by_key(|s| (s.start, s.number));
         self.steps.dedup_by_key(|s| s.number);
-        let steps = self.steps;
-        let mut colls = self.colls;
+        let steps = std::mem::take(&mut self.steps);
+        let mut colls = std::mem::take(&mut self.colls);
         let mut ops: Vec<DeviceOp> = Vec::with_capacity(self.ops.len());
-        for p in self.ops {
+        for p in std::mem::take(&mut self.ops) {
             let mut op = p.op;
             if op.is_comm() {
                 if op.meta.is_none() {
@@ -612,7 +628,7 @@ impl Builder {
                     }
                 }
                 let from_args = op.meta.map(|i| colls[i as usize].kind);
-                let from_name = coll_kind(self.strings.get(op.name));
+                let from_name = self.coll_kind(op.name);
                 op.coll = Some(match (from_args, from_name) {
                     // An all-to-all issued as NCCL SendRecv: trust what PyTorch recorded.
                     (Some(k), _) if k != CollKind::Unknown => k,
@@ -737,11 +753,12 @@ impl<'de> Visitor<'de> for EventSeed<'_> {
         let mut e = Event::default();
         b.name_buf.clear();
         let mut first = true;
+        let mut seen_cat = false;
         while let Some(key) = map.next_key_seed(KeyOf(event_key))? {
             match key {
                 EventKey::Ph => {
-                    if map.next_value_seed(StrInto(&mut b.scratch))? {
-                        e.ph = b.scratch.bytes().next().unwrap_or(0);
+                    if let Scalar::Str(ph) = map.next_value()? {
+                        e.ph = ph.bytes().next().unwrap_or(0);
                     }
                     // Only complete events are used, and the profiler writes
                     // `ph` first: the rest of a flow, instant or metadata event
@@ -752,18 +769,37 @@ impl<'de> Visitor<'de> for EventSeed<'_> {
                     }
                 }
                 EventKey::Cat => {
-                    if map.next_value_seed(StrInto(&mut b.scratch))? {
-                        e.cat = cat_of(&b.scratch);
+                    if let Scalar::Str(cat) = map.next_value()? {
+                        e.cat = cat_of(&cat);
+                    }
+                    seen_cat = true;
+                }
+                EventKey::Name => {
+                    if let Some(name) = map.next_value::<Scalar>()?.text() {
+                        b.name_buf.clear();
+                        b.name_buf.push_str(&name);
+                        e.has_name = true;
                     }
                 }
-                EventKey::Name => e.has_name = map.next_value_seed(StrInto(&mut b.name_buf))?,
-                EventKey::Ts => e.ts = map.next_value_seed(MicrosAsNs)?,
-                EventKey::Dur => e.dur = map.next_value_seed(MicrosAsNs)?,
-                EventKey::Tid => e.tid = map.next_value_seed(LenientU64)?,
+                EventKey::Ts => e.ts = map.next_value::<Scalar>()?.micros(),
+                EventKey::Dur => e.dur = map.next_value::<Scalar>()?.micros(),
+                EventKey::Tid => e.tid = map.next_value::<Scalar>()?.u64(),
                 EventKey::Args => {
-                    e.args = map.next_value_seed(ArgsSeed {
-                        strings: &mut b.strings,
-                    })?
+                    // The profiler writes `cat` and `name` before `args`; when
+                    // they are known, only the arguments that event uses are read.
+                    let wanted = if seen_cat && e.has_name {
+                        args_used(e.cat, &b.name_buf)
+                    } else {
+                        ALL_ARGS
+                    };
+                    if wanted == 0 {
+                        map.next_value::<IgnoredAny>()?;
+                    } else {
+                        e.args = map.next_value_seed(ArgsSeed {
+                            strings: &mut b.strings,
+                            wanted,
+                        })?;
+                    }
                 }
                 EventKey::Other => {
                     map.next_value::<IgnoredAny>()?;
@@ -783,8 +819,11 @@ impl<'de> Visitor<'de> for EventSeed<'_> {
 
 struct ArgsSeed<'s> {
     strings: &'s mut Interner,
+    /// Bit set of the `ArgKey`s to read; the others are skipped unparsed.
+    wanted: u32,
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum ArgKey {
     Stream,
     Device,
@@ -802,6 +841,32 @@ enum ArgKey {
     PgRanks,
     Flops,
     Other,
+}
+
+const fn bit(k: ArgKey) -> u32 {
+    1 << k as u32
+}
+
+const ALL_ARGS: u32 = bit(ArgKey::Other) - 1;
+/// What `record_param_comms` (a CPU op of any category) contributes.
+const COMM_ARGS: u32 = bit(ArgKey::ExternalId)
+    | bit(ArgKey::CollName)
+    | bit(ArgKey::InNelems)
+    | bit(ArgKey::OutNelems)
+    | bit(ArgKey::GroupSize)
+    | bit(ArgKey::Dtype)
+    | bit(ArgKey::PgName)
+    | bit(ArgKey::PgRanks);
+
+/// The arguments `Builder::push` uses for an event of this category and name.
+fn args_used(cat: Cat, name: &str) -> u32 {
+    match cat {
+        Cat::Kernel | Cat::Memcpy | Cat::Memset => ALL_ARGS,
+        Cat::Runtime => bit(ArgKey::Correlation),
+        _ if name == "record_param_comms" => COMM_ARGS,
+        Cat::CpuOp => bit(ArgKey::Flops),
+        Cat::UserAnnotation | Cat::GpuUserAnnotation | Cat::Other => 0,
+    }
 }
 
 fn arg_key(k: &str) -> ArgKey {
@@ -840,32 +905,30 @@ impl<'de> Visitor<'de> for ArgsSeed<'_> {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Args, A::Error> {
         let mut a = Args::default();
-        let mut buf = String::new();
-        let mut text = |map: &mut A, strings: &mut Interner| -> Result<Option<StrId>, A::Error> {
-            Ok(map
-                .next_value_seed(StrInto(&mut buf))?
-                .then(|| strings.intern(&buf)))
-        };
         while let Some(key) = map.next_key_seed(KeyOf(arg_key))? {
+            if self.wanted & bit(key) == 0 {
+                map.next_value::<IgnoredAny>()?;
+                continue;
+            }
+            let v: Scalar = map.next_value()?;
+            let mut text = || v.text().map(|t| self.strings.intern(&t));
             match key {
-                ArgKey::Stream => a.stream = map.next_value_seed(LenientU64)?,
-                ArgKey::Device => a.device = map.next_value_seed(LenientU64)?,
-                ArgKey::Correlation => a.correlation = map.next_value_seed(LenientU64)?,
-                ArgKey::ExternalId => a.external_id = map.next_value_seed(LenientU64)?,
-                ArgKey::Grid => a.blocks = map.next_value_seed(Product)?,
-                ArgKey::BlocksPerSm => a.blocks_per_sm = map.next_value_seed(LenientF64)?,
-                ArgKey::Bytes => a.bytes = map.next_value_seed(LenientU64)?,
-                ArgKey::CollName => a.coll_name = text(&mut map, self.strings)?,
-                ArgKey::InNelems => a.in_nelems = map.next_value_seed(LenientU64)?,
-                ArgKey::OutNelems => a.out_nelems = map.next_value_seed(LenientU64)?,
-                ArgKey::GroupSize => a.group_size = map.next_value_seed(LenientU64)?,
-                ArgKey::Dtype => a.dtype = text(&mut map, self.strings)?,
-                ArgKey::PgName => a.pg_name = text(&mut map, self.strings)?,
-                ArgKey::PgRanks => a.pg_ranks = text(&mut map, self.strings)?,
-                ArgKey::Flops => a.flops = map.next_value_seed(LenientF64)?,
-                ArgKey::Other => {
-                    map.next_value::<IgnoredAny>()?;
-                }
+                ArgKey::Stream => a.stream = v.u64(),
+                ArgKey::Device => a.device = v.u64(),
+                ArgKey::Correlation => a.correlation = v.u64(),
+                ArgKey::ExternalId => a.external_id = v.u64(),
+                ArgKey::Grid => a.blocks = v.product(),
+                ArgKey::BlocksPerSm => a.blocks_per_sm = v.f64(),
+                ArgKey::Bytes => a.bytes = v.u64(),
+                ArgKey::CollName => a.coll_name = text(),
+                ArgKey::InNelems => a.in_nelems = v.u64(),
+                ArgKey::OutNelems => a.out_nelems = v.u64(),
+                ArgKey::GroupSize => a.group_size = v.u64(),
+                ArgKey::Dtype => a.dtype = text(),
+                ArgKey::PgName => a.pg_name = text(),
+                ArgKey::PgRanks => a.pg_ranks = text(),
+                ArgKey::Flops => a.flops = v.f64(),
+                ArgKey::Other => {}
             }
         }
         Ok(a)
@@ -927,6 +990,29 @@ mod tests {
         assert_eq!(m.group_size, Some(4));
         // blocks per SM × SMs when no grid is recorded.
         assert_eq!(nccl.blocks, Some(54.0));
+    }
+
+    #[test]
+    fn args_are_read_whatever_the_key_order() {
+        // `args` before `cat` and `name`: nothing is known yet, so all of it is
+        // read. After them, only what the category uses; the rest is skipped
+        // (here an annotation whose args are not even numbers).
+        let f = load(
+            r#"{"traceEvents": [
+            {"ph": "X", "args": {"correlation": 3, "stream": 9, "grid": [4, 2, "1"]}, "cat": "kernel", "name": "k", "ts": 10, "dur": 5},
+            {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": 2, "dur": 1, "args": {"correlation": 3, "stream": "x"}},
+            {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1, "dur": 4, "args": {"flops": 1e9, "External id": [1]}},
+            {"ph": "X", "name": "aten::addmm", "ts": 1, "dur": 4, "args": {"flops": 5e8}, "cat": "cpu_op"},
+            {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "ts": 0, "dur": 20, "args": {"a": {"b": [1, {}]}}}
+        ]}"#,
+        );
+        let t = &f.timeline;
+        assert_eq!(f.events, 5);
+        let k = &t.ops[0];
+        assert_eq!((k.stream, k.blocks, k.launch), (9, Some(8.0), 2_000));
+        // Both ops carry flops: the second's args came before its category.
+        assert_eq!(t.flops, Some(1.5e9));
+        assert_eq!(t.steps.len(), 1);
     }
 
     #[test]
