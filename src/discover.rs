@@ -356,19 +356,21 @@ pub fn sniff(path: &Path) -> Result<Option<InputKind>> {
             });
         }
     }
-    let text = String::from_utf8_lossy(&head);
-    if text.contains("\"traceEvents\"") {
+    // Byte searches (SIMD), not text: a directory of 1024 ranks sniffs 64 MB.
+    let has = |needle: &str| memchr::memmem::find(&head, needle.as_bytes()).is_some();
+    let text = head.trim_ascii_start();
+    if has("\"traceEvents\"") {
         // The JAX/TF profiler names its processes after devices.
-        if text.contains("\"/device:TPU:") || text.contains("\"/device:GPU:") {
+        if has("\"/device:TPU:") || has("\"/device:GPU:") {
             return Ok(Some(InputKind::XlaJson));
         }
         Ok(Some(InputKind::Kineto))
-    } else if text.trim_start().starts_with("{\"data\":[") {
+    } else if text.starts_with(b"{\"data\":[") {
         // nsys JSON: the string table first, then one event object per line.
         Ok(Some(InputKind::NsysJson))
-    } else if text.contains("\"nodes\"") && text.contains("\"schema\"") {
+    } else if has("\"nodes\"") && has("\"schema\"") {
         Ok(Some(InputKind::ExecutionTrace))
-    } else if name.contains(".pt.trace.json") || text.trim_start().starts_with('[') {
+    } else if name.contains(".pt.trace.json") || text.starts_with(b"[") {
         // A bare event array, or a profiler file whose header is unusually long.
         Ok(Some(InputKind::Kineto))
     } else {
