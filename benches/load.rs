@@ -32,6 +32,10 @@ fn bench(c: &mut Criterion) {
     g.bench_function(format!("read_lines_rank_{}kB", lines.len() / 1000), |b| {
         b.iter(|| kineto::read(black_box(&lines[..]), "rank0.json".as_ref()).unwrap())
     });
+    // The floor of any serde_json reader: check the same bytes and build nothing.
+    g.bench_function("serde_json_validate_only", |b| {
+        b.iter(|| serde_json::from_slice::<serde::de::IgnoredAny>(black_box(&lines)).unwrap())
+    });
     g.finish();
 
     let mut trace = Trace::default();

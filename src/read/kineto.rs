@@ -213,9 +213,13 @@ fn events<R: Read>(sp: &mut Splitter<R>, b: &mut Builder) -> Result<(), Stop> {
 /// One event from its complete slice: the event (`None`: not an object) or
 /// serde_json's error.
 fn parse_event(raw: &[u8], b: &mut Builder) -> Result<Option<Event>, serde_json::Error> {
+    b.cut_short = false;
+    if other_phase(raw) {
+        b.cut_short = true;
+        return Ok(Some(Event::default()));
+    }
     // One UTF-8 check of the whole event is cheaper than serde_json's check of
     // each string in it; invalid UTF-8 goes the checked way, which says where.
-    b.cut_short = false;
     let parsed = match std::str::from_utf8(raw) {
         Ok(text) => {
             let mut de = serde_json::Deserializer::from_str(text);
@@ -237,6 +241,16 @@ fn parse_event(raw: &[u8], b: &mut Builder) -> Result<Option<Event>, serde_json:
     }
 }
 
+/// Whether the event opens with a `ph` other than `"X"`. The profiler writes
+/// `ph` first, and flow, instant and metadata events (a third of a real trace:
+/// a flow pair per kernel launch) are only counted, so they are recognized by
+/// their first bytes, as [`EventSeed`] would after reading `ph`, without
+/// parsing the rest.
+fn other_phase(raw: &[u8]) -> bool {
+    let value = raw.strip_prefix(b"{\"ph\":").map(<[u8]>::trim_ascii_start);
+    matches!(value, Some([b'"', c, ..]) if *c != b'X' && *c != b'\\')
+}
+
 /// The fast path for files with one event per line (as the PyTorch profiler
 /// writes them): a raw newline cannot occur inside a JSON string, so an event
 /// alone on its line ends at the line's last `}` and the bracket-matching
@@ -249,7 +263,23 @@ fn line_event<R: Read>(sp: &mut Splitter<R>, b: &mut Builder) -> Result<bool, St
     let Some(len) = sp.line_value()? else {
         return Ok(false);
     };
-    match parse_event(sp.ahead(len), b) {
+    let parsed = parse_event(sp.ahead(len), b);
+    if b.cut_short {
+        // Read only as far as its `ph`: that says nothing of what follows the
+        // event on its line (the profiler writes one per line, other writers
+        // several). A line whose only `}` is its last byte holds one object;
+        // otherwise the event's end is found by brackets.
+        if memchr::memchr(b'}', sp.ahead(len)) == Some(len - 1) {
+            sp.consume(len);
+            b.take(parsed, len, sp);
+            return Ok(true);
+        }
+        let raw = sp.value()?.ok_or(Stop::Cut)?;
+        let len = raw.len();
+        b.take(parsed, len, sp);
+        return Ok(true);
+    }
+    match parsed {
         // A line that holds more (or less) than one event fails to parse as one.
         Err(_) => Ok(false),
         parsed => {
@@ -990,6 +1020,24 @@ mod tests {
         assert_eq!(m.group_size, Some(4));
         // blocks per SM × SMs when no grid is recorded.
         assert_eq!(nccl.blocks, Some(54.0));
+    }
+
+    #[test]
+    fn an_event_after_a_flow_on_the_same_line_is_kept() {
+        // The flow is read only up to its `ph`; the kernel after it on the
+        // line must still load (hand count: 2 kernels, 10 us).
+        for flow in [
+            r#"{"ph": "f", "id": 1, "ts": 1, "cat": "ac2g", "name": "ac2g"}"#,
+            r#"{ "ph" : "f", "id": 1, "ts": 1}"#,
+        ] {
+            let text = format!(
+                "{{\"traceEvents\": [\n{flow}, {{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"ts\": 10, \"dur\": 5}},\n{{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k2\", \"ts\": 20, \"dur\": 5}}\n]}}"
+            );
+            let f = load(&text);
+            assert_eq!(f.events, 3, "{flow}");
+            let total: Ns = f.timeline.ops.iter().map(|o| o.dur).sum();
+            assert_eq!((f.timeline.ops.len(), total), (2, 10_000), "{flow}");
+        }
     }
 
     #[test]
