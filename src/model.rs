@@ -19,5 +19,7 @@ pub use classify::{CollKind, KernelClass};
 pub use intervals::{Coverage, Interval, IntervalSet};
 pub use strings::{Interner, StrId};
 pub use time::Ns;
-pub use timeline::{Activity, Annotation, CollMeta, DeviceInfo, DeviceOp, RankTimeline, Step};
+pub use timeline::{
+    Activity, Annotation, CollMeta, DeviceInfo, DeviceOp, RankTimeline, Step, Work,
+};
 pub use trace::Trace;

@@ -121,7 +121,7 @@ fn coverage(t: &RankTimeline, blocks: Option<f64>, device: u32) -> Option<f64> {
 /// Kernels of a rank with known SM coverage: (duration, coverage).
 fn covered_kernels(t: &RankTimeline) -> Vec<(Ns, f64)> {
     t.kernels()
-        .filter_map(|k| Some((k.dur, coverage(t, k.blocks, k.device)?)))
+        .filter_map(|k| Some((k.dur, coverage(t, k.blocks(), k.device)?)))
         .collect()
 }
 

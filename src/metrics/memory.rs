@@ -32,7 +32,7 @@ pub fn average_memory_bandwidth(ctx: &Ctx) -> Outcome {
             .iter()
             .filter(|o| o.activity == Activity::Memcpy && o.dur > 0)
         {
-            if let Some(x) = op.bytes {
+            if let Some(x) = op.bytes() {
                 b += x;
                 d += op.dur;
             }

@@ -119,7 +119,7 @@ fn sized(ctx: &Ctx) -> Vec<(u64, Ns)> {
                 .iter()
                 .filter(|o| o.is_comm() && o.dur > 0)
                 .filter_map(|o| {
-                    let bytes = t.coll_meta(o).and_then(|m| m.in_bytes()).or(o.bytes)?;
+                    let bytes = t.coll_meta(o).and_then(|m| m.in_bytes()).or(o.bytes())?;
                     Some((bytes, o.dur))
                 })
         })

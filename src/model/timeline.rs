@@ -37,6 +37,27 @@ impl CollMeta {
     }
 }
 
+/// What an op did besides taking time. One field for both because a kernel has
+/// no byte count and a copy no grid: the op stays 72 bytes, and a timeline
+/// holds millions of them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Work {
+    /// Thread blocks a kernel launched (product of `grid`).
+    Blocks(f64),
+    /// Bytes a memory copy or set moved.
+    Bytes(u64),
+}
+
+impl Work {
+    /// The field an op of this activity keeps: blocks for kernels, bytes otherwise.
+    pub fn of(activity: Activity, blocks: Option<f64>, bytes: Option<u64>) -> Option<Work> {
+        match activity {
+            Activity::Kernel => blocks.map(Work::Blocks),
+            Activity::Memcpy | Activity::Memset => bytes.map(Work::Bytes),
+        }
+    }
+}
+
 /// One kernel, memory copy or memory set on a GPU stream.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DeviceOp {
@@ -49,10 +70,8 @@ pub struct DeviceOp {
     pub coll: Option<CollKind>,
     pub stream: u32,
     pub device: u32,
-    /// Thread blocks launched (product of `grid`), when recorded.
-    pub blocks: Option<f64>,
-    /// Bytes moved, for memory copies and sets.
-    pub bytes: Option<u64>,
+    /// Launch-grid size or bytes moved, when recorded.
+    pub work: Option<Work>,
     /// Index into `RankTimeline::colls` for collectives with recorded metadata.
     pub meta: Option<u32>,
     /// Index into `RankTimeline::steps` of the step during which the op was launched.
@@ -63,6 +82,22 @@ pub struct DeviceOp {
 }
 
 impl DeviceOp {
+    /// Thread blocks launched, for kernels that recorded their grid.
+    pub fn blocks(&self) -> Option<f64> {
+        match self.work {
+            Some(Work::Blocks(b)) => Some(b),
+            _ => None,
+        }
+    }
+
+    /// Bytes moved, for memory copies and sets that recorded it.
+    pub fn bytes(&self) -> Option<u64> {
+        match self.work {
+            Some(Work::Bytes(b)) => Some(b),
+            _ => None,
+        }
+    }
+
     pub fn end(&self) -> Ns {
         self.start + self.dur
     }
@@ -172,5 +207,29 @@ impl RankTimeline {
         let start = self.ops.first()?.start;
         let end = self.ops.iter().map(DeviceOp::end).max()?;
         Some(Interval::new(start, end))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_op_stays_small() {
+        // Timelines hold an op per kernel for every rank; growth here is memory.
+        assert_eq!(std::mem::size_of::<DeviceOp>(), 72);
+    }
+
+    #[test]
+    fn work_is_blocks_for_kernels_and_bytes_for_copies() {
+        assert_eq!(
+            Work::of(Activity::Kernel, Some(8.0), Some(64)),
+            Some(Work::Blocks(8.0))
+        );
+        assert_eq!(
+            Work::of(Activity::Memcpy, Some(8.0), Some(64)),
+            Some(Work::Bytes(64))
+        );
+        assert_eq!(Work::of(Activity::Memset, Some(8.0), None), None);
     }
 }

@@ -15,7 +15,7 @@ use crate::error::Error;
 use crate::model::classify::{classify, coll_kind, dtype_size};
 use crate::model::{
     Activity, Annotation, CollKind, CollMeta, DeviceInfo, DeviceOp, Interner, Interval,
-    KernelClass, Ns, RankTimeline, Step, StrId,
+    KernelClass, Ns, RankTimeline, Step, StrId, Work,
 };
 
 /// Reads one Kineto trace from `reader` (already decompressed). `path` is only
@@ -439,10 +439,10 @@ struct Event {
     args: Args,
 }
 
-/// Per-op data kept until the whole file is read (links are resolved at the end,
-/// because profilers write launches and kernels in any order).
-struct PendingOp {
-    op: DeviceOp,
+/// What an op needs from other events, kept beside it until the whole file is
+/// read (links are resolved at the end, because profilers write launches and
+/// kernels in any order). Apart from the ops so that they are built in place.
+struct Link {
     correlation: Option<u64>,
     external_id: Option<u64>,
     blocks_per_sm: Option<f64>,
@@ -457,7 +457,9 @@ struct Builder {
     coll_kinds: HashMap<StrId, CollKind>,
     dtype_sizes: HashMap<StrId, Option<u64>>,
     name_buf: String,
-    ops: Vec<PendingOp>,
+    ops: Vec<DeviceOp>,
+    /// One per op, same order.
+    links: Vec<Link>,
     colls: Vec<CollMeta>,
     /// Runtime launch time by correlation id.
     launches: HashMap<u64, Ns>,
@@ -568,22 +570,21 @@ impl Builder {
                 self.colls.push(m);
                 (self.colls.len() - 1) as u32
             });
-            self.ops.push(PendingOp {
-                op: DeviceOp {
-                    start: ts,
-                    dur,
-                    name,
-                    activity,
-                    class,
-                    coll: None,
-                    stream: e.args.stream.or(e.tid).unwrap_or(0) as u32,
-                    device: e.args.device.unwrap_or(0) as u32,
-                    blocks: e.args.blocks,
-                    bytes: e.args.bytes,
-                    meta,
-                    step: None,
-                    launch: ts,
-                },
+            self.ops.push(DeviceOp {
+                start: ts,
+                dur,
+                name,
+                activity,
+                class,
+                coll: None,
+                stream: e.args.stream.or(e.tid).unwrap_or(0) as u32,
+                device: e.args.device.unwrap_or(0) as u32,
+                work: Work::of(activity, e.args.blocks, e.args.bytes),
+                meta,
+                step: None,
+                launch: ts,
+            });
+            self.links.push(Link {
                 correlation: e.args.correlation,
                 external_id: e.args.external_id,
                 blocks_per_sm: e.args.blocks_per_sm,
@@ -647,9 +648,9 @@ impl Builder {
         self.steps.dedup_by_key(|s| s.number);
         let steps = std::mem::take(&mut self.steps);
         let mut colls = std::mem::take(&mut self.colls);
-        let mut ops: Vec<DeviceOp> = Vec::with_capacity(self.ops.len());
-        for p in std::mem::take(&mut self.ops) {
-            let mut op = p.op;
+        let mut ops = std::mem::take(&mut self.ops);
+        let links = std::mem::take(&mut self.links);
+        for (op, p) in ops.iter_mut().zip(links) {
             if op.is_comm() {
                 if op.meta.is_none() {
                     if let Some(m) = p.external_id.and_then(|id| self.comm_args.get(&id)) {
@@ -665,7 +666,7 @@ impl Builder {
                     (_, k) => k,
                 });
             }
-            if op.blocks.is_none() {
+            if op.work.is_none() && op.is_kernel() {
                 if let (Some(bps), Some(sms)) = (
                     p.blocks_per_sm,
                     self.devices
@@ -673,7 +674,7 @@ impl Builder {
                         .find(|d| d.id == op.device)
                         .and_then(|d| d.num_sms),
                 ) {
-                    op.blocks = Some(bps * f64::from(sms));
+                    op.work = Some(Work::Blocks(bps * f64::from(sms)));
                 }
             }
             // A kernel belongs to the step during which it was launched.
@@ -683,8 +684,9 @@ impl Builder {
                 .unwrap_or(op.start);
             op.step = step_at(&steps, launched);
             op.launch = launched;
-            ops.push(op);
         }
+        // The timeline is kept for the whole run; growth slack is not.
+        ops.shrink_to_fit();
         ops.sort_by_key(|o| (o.start, o.end()));
         self.annotations.sort_by_key(|a| a.start);
         RankTimeline {
@@ -1019,7 +1021,7 @@ mod tests {
         assert_eq!(m.in_bytes(), Some(2000));
         assert_eq!(m.group_size, Some(4));
         // blocks per SM × SMs when no grid is recorded.
-        assert_eq!(nccl.blocks, Some(54.0));
+        assert_eq!(nccl.blocks(), Some(54.0));
     }
 
     #[test]
@@ -1057,7 +1059,7 @@ mod tests {
         let t = &f.timeline;
         assert_eq!(f.events, 5);
         let k = &t.ops[0];
-        assert_eq!((k.stream, k.blocks, k.launch), (9, Some(8.0), 2_000));
+        assert_eq!((k.stream, k.blocks(), k.launch), (9, Some(8.0), 2_000));
         // Both ops carry flops: the second's args came before its category.
         assert_eq!(t.flops, Some(1.5e9));
         assert_eq!(t.steps.len(), 1);
@@ -1080,7 +1082,7 @@ mod tests {
         assert_eq!(t.ops[0].class, KernelClass::Gemm);
         assert_eq!(t.ops[0].step, Some(0));
         assert_eq!(t.ops[1].activity, Activity::Memcpy);
-        assert_eq!(t.ops[1].bytes, Some(4096));
+        assert_eq!(t.ops[1].bytes(), Some(4096));
         assert_eq!(t.ops[2].activity, Activity::Memset);
     }
 
@@ -1140,6 +1142,6 @@ mod tests {
         );
         assert_eq!(f.timeline.ops.len(), 1);
         let k = &f.timeline.ops[0];
-        assert_eq!((k.start, k.blocks, k.bytes), (10_000, None, None));
+        assert_eq!((k.start, k.work), (10_000, None));
     }
 }

@@ -13,7 +13,7 @@ use super::{step_at, RankFile};
 use crate::error::Error;
 use crate::model::classify::{classify, coll_kind};
 use crate::model::{
-    Activity, Annotation, DeviceInfo, DeviceOp, Interval, KernelClass, Ns, RankTimeline, Step,
+    Activity, Annotation, DeviceInfo, DeviceOp, Interval, KernelClass, Ns, RankTimeline, Step, Work,
 };
 
 /// CUPTI copy kinds (`ENUM_CUDA_MEMCPY_OPER`), named as Kineto names them.
@@ -387,8 +387,7 @@ pub(super) fn assemble(
                 coll: (class == KernelClass::Communication).then(|| coll_kind(&o.name)),
                 stream: u32::try_from(o.stream).unwrap_or(0),
                 device: u32::try_from(device).unwrap_or(0),
-                blocks: o.blocks,
-                bytes: o.bytes,
+                work: Work::of(o.activity, o.blocks, o.bytes),
                 meta: None,
                 step: step_at(&steps, launch),
                 launch,

@@ -472,7 +472,7 @@ fn render_info(state: &TimelineState, data: &Data, theme: Theme, r: Rect, buf: &
                     if let Some(g) = m.group_size {
                         s += &format!(" group {g}");
                     }
-                } else if let Some(b) = op.bytes {
+                } else if let Some(b) = op.bytes() {
                     s += &format!(" {:.2} MB", b as f64 / 1e6);
                 }
                 if ops.len() > 1 {
