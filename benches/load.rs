@@ -1,5 +1,6 @@
 //! Hot functions of loading and metrics: parsing one rank's Kineto JSON from
-//! memory (one event per line as the profiler writes it, and pretty-printed),
+//! memory (laid out as the profiler writes it, one event per line, and
+//! pretty-printed by serde_json),
 //! interval unions, the whole metric registry on a loaded trace.
 //!
 //!     cargo bench --bench load
@@ -11,7 +12,8 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use ccl_bench::metrics::{Ctx, METRICS};
 use ccl_bench::model::{Interval, IntervalSet, Trace};
 use ccl_bench::read::kineto;
-use ccl_bench::synth::{stream, training_run, RunShape};
+use ccl_bench::synth::stream::{self, Layout};
+use ccl_bench::synth::{training_run, RunShape};
 
 fn bench(c: &mut Criterion) {
     let shape = RunShape {
@@ -26,15 +28,22 @@ fn bench(c: &mut Criterion) {
     g.bench_function(format!("read_pretty_rank_{}kB", text.len() / 1000), |b| {
         b.iter(|| kineto::read(black_box(text.as_bytes()), "rank0.json".as_ref()).unwrap())
     });
+    let mut kineto = Vec::new();
+    stream::write_rank(&mut kineto, Layout::Kineto, 0, 8, 8_000_000).unwrap();
+    g.throughput(Throughput::Bytes(kineto.len() as u64));
+    g.bench_function(format!("read_kineto_rank_{}kB", kineto.len() / 1000), |b| {
+        b.iter(|| kineto::read(black_box(&kineto[..]), "rank0.json".as_ref()).unwrap())
+    });
     let mut lines = Vec::new();
-    stream::write_rank(&mut lines, 0, 8, 8_000_000).unwrap();
+    stream::write_rank(&mut lines, Layout::Lines, 0, 8, 8_000_000).unwrap();
     g.throughput(Throughput::Bytes(lines.len() as u64));
     g.bench_function(format!("read_lines_rank_{}kB", lines.len() / 1000), |b| {
         b.iter(|| kineto::read(black_box(&lines[..]), "rank0.json".as_ref()).unwrap())
     });
     // The floor of any serde_json reader: check the same bytes and build nothing.
-    g.bench_function("serde_json_validate_only", |b| {
-        b.iter(|| serde_json::from_slice::<serde::de::IgnoredAny>(black_box(&lines)).unwrap())
+    g.throughput(Throughput::Bytes(kineto.len() as u64));
+    g.bench_function("serde_json_validate_only_kineto", |b| {
+        b.iter(|| serde_json::from_slice::<serde::de::IgnoredAny>(black_box(&kineto)).unwrap())
     });
     g.finish();
 

@@ -3,6 +3,9 @@
 # `json.load` of the same files in Python (the floor of any Python tool).
 # Prints a Markdown table and writes it to target/bench/results.md.
 #
+# Events are laid out as the PyTorch profiler writes them (over several lines
+# each); the *_lines set has one event per line, the layout of other writers.
+#
 #   scripts/bench.sh            # 10 MB .. 2 GB, 8 .. 64 ranks, plain and gzip
 #   QUICK=1 scripts/bench.sh    # only the small sets
 #   ONLY=1024r scripts/bench.sh # one set
@@ -17,7 +20,8 @@ cores=$(nproc)
 # name ranks total_MB flags
 sets=("10mb_8r 8 10" "100mb_8r 8 100" "100mb_8r_gz 8 100 --gzip")
 if [ -z "${QUICK:-}" ]; then
-    sets+=("500mb_16r 16 500" "500mb_16r_gz 16 500 --gzip" "2gb_64r 64 2000" "1024r 1024 300")
+    sets+=("500mb_16r 16 500" "500mb_16r_gz 16 500 --gzip" "500mb_16r_lines 16 500 --one-line"
+        "2gb_64r 64 2000" "1024r 1024 300")
 fi
 # ONLY=name runs one set.
 if [ -n "${ONLY:-}" ]; then
@@ -53,8 +57,12 @@ for f in sys.argv[1:]:
 for s in "${sets[@]}"; do
     read -r name ranks mb flags <<<"$s"
     dir="$out/data/$name"
-    if [ ! -d "$dir" ]; then
+    # Regenerated when the set or the generator's output changed.
+    params="$ranks $mb $flags $(sha1sum src/synth/stream.rs | cut -c1-12)"
+    if [ "$(cat "$dir/.params" 2>/dev/null)" != "$params" ]; then
+        rm -rf "$dir"
         target/release/examples/gen_bench "$dir" "$ranks" "$mb" $flags
+        echo "$params" >"$dir/.params"
     fi
     files=("$dir"/*)
     if [[ "$flags" == *gzip* ]]; then

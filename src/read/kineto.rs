@@ -178,6 +178,27 @@ fn members<R: Read>(sp: &mut Splitter<R>, b: &mut Builder) -> Result<(), Stop> {
     }
 }
 
+/// How the file lays its events out, learned from the events read so far: it
+/// picks the fast path that guesses where the next event ends.
+enum Layout {
+    /// One event per line.
+    Lines,
+    /// Each event over several lines and closed by a line of its own, as the
+    /// PyTorch profiler writes them; holds that line (newline, indentation, `}`).
+    Blocks(Box<memchr::memmem::Finder<'static>>),
+    /// Neither: every event is split by brackets.
+    Other,
+}
+
+/// The closing line of an event laid out over several lines, if it has one.
+fn block_closer(raw: &[u8]) -> Option<Box<memchr::memmem::Finder<'static>>> {
+    let nl = memchr::memrchr(b'\n', raw)?;
+    let last = &raw[nl + 1..];
+    let (brace, indent) = last.split_last()?;
+    (*brace == b'}' && indent.iter().all(|&c| c == b' ' || c == b'\t'))
+        .then(|| Box::new(memchr::memmem::Finder::new(&raw[nl..]).into_owned()))
+}
+
 /// The event array; each event is parsed from its own slice.
 fn events<R: Read>(sp: &mut Splitter<R>, b: &mut Builder) -> Result<(), Stop> {
     sp.bump();
@@ -185,18 +206,33 @@ fn events<R: Read>(sp: &mut Splitter<R>, b: &mut Builder) -> Result<(), Stop> {
         sp.bump();
         return Ok(());
     }
-    // Consecutive events the one-per-line fast path could not take; past a few,
-    // the file is laid out otherwise (pretty-printed, one line) and it is off.
+    let mut layout = Layout::Lines;
+    // Consecutive events the fast path could not take; past a few, it is off.
     let mut misses = 0;
     loop {
-        if misses < 8 && line_event(sp, b)? {
+        let took = match &layout {
+            Layout::Lines => guessed_event(sp, b, Splitter::line_value)?,
+            Layout::Blocks(closer) => guessed_event(sp, b, |sp| sp.block_value(closer))?,
+            Layout::Other => false,
+        };
+        if took {
             misses = 0;
         } else {
-            misses += 1;
             let raw = sp.value()?.ok_or(Stop::Cut)?;
             let len = raw.len();
+            let closer = match layout {
+                Layout::Lines => block_closer(raw),
+                _ => None,
+            };
             let parsed = parse_event(raw, b);
             b.take(parsed, len, sp);
+            misses += 1;
+            if let Some(closer) = closer {
+                layout = Layout::Blocks(closer);
+                misses = 0;
+            } else if misses >= 8 {
+                layout = Layout::Other;
+            }
         }
         match sp.peek()? {
             Some(b',') => sp.bump(),
@@ -247,29 +283,37 @@ fn parse_event(raw: &[u8], b: &mut Builder) -> Result<Option<Event>, serde_json:
 /// their first bytes, as [`EventSeed`] would after reading `ph`, without
 /// parsing the rest.
 fn other_phase(raw: &[u8]) -> bool {
-    let value = raw.strip_prefix(b"{\"ph\":").map(<[u8]>::trim_ascii_start);
+    let value = raw
+        .strip_prefix(b"{")
+        .map(<[u8]>::trim_ascii_start)
+        .and_then(|r| r.strip_prefix(b"\"ph\":"))
+        .map(<[u8]>::trim_ascii_start);
     matches!(value, Some([b'"', c, ..]) if *c != b'X' && *c != b'\\')
 }
 
-/// The fast path for files with one event per line (as the PyTorch profiler
-/// writes them): a raw newline cannot occur inside a JSON string, so an event
-/// alone on its line ends at the line's last `}` and the bracket-matching
-/// splitter need not scan it. True when it took the next event; false (nothing
-/// consumed) when the line holds anything else, which the caller splits.
-fn line_event<R: Read>(sp: &mut Splitter<R>, b: &mut Builder) -> Result<bool, Stop> {
+/// The fast path: `guess` says where the next event ends from the layout (a
+/// raw newline cannot occur inside a JSON string, so an event alone on its
+/// line ends there, and one closed by a line of its own ends at that line) and
+/// the bracket-matching splitter need not scan it; parsing the guess checks it.
+/// True when it took the next event; false (nothing consumed) when the guess
+/// fails, and the caller splits by brackets.
+fn guessed_event<R: Read>(
+    sp: &mut Splitter<R>,
+    b: &mut Builder,
+    guess: impl FnOnce(&mut Splitter<R>) -> std::io::Result<Option<usize>>,
+) -> Result<bool, Stop> {
     if sp.peek()? != Some(b'{') {
         return Ok(false);
     }
-    let Some(len) = sp.line_value()? else {
+    let Some(len) = guess(sp)? else {
         return Ok(false);
     };
     let parsed = parse_event(sp.ahead(len), b);
     if b.cut_short {
-        // Read only as far as its `ph`: that says nothing of what follows the
-        // event on its line (the profiler writes one per line, other writers
-        // several). A line whose only `}` is its last byte holds one object;
-        // otherwise the event's end is found by brackets.
-        if memchr::memchr(b'}', sp.ahead(len)) == Some(len - 1) {
+        // Read only as far as its `ph`: that does not check the guess. A guess
+        // with no `{` after its first byte and no `}` before its last is one
+        // object (without nested ones); otherwise brackets find its end.
+        if is_flat_object(sp.ahead(len)) {
             sp.consume(len);
             b.take(parsed, len, sp);
             return Ok(true);
@@ -280,7 +324,7 @@ fn line_event<R: Read>(sp: &mut Splitter<R>, b: &mut Builder) -> Result<bool, St
         return Ok(true);
     }
     match parsed {
-        // A line that holds more (or less) than one event fails to parse as one.
+        // A guess that holds more (or less) than one event fails to parse as one.
         Err(_) => Ok(false),
         parsed => {
             sp.consume(len);
@@ -288,6 +332,11 @@ fn line_event<R: Read>(sp: &mut Splitter<R>, b: &mut Builder) -> Result<bool, St
             Ok(true)
         }
     }
+}
+
+/// An object with no object nested in it: `{` only first and `}` only last.
+fn is_flat_object(raw: &[u8]) -> bool {
+    matches!(raw, [b'{', inner @ .., b'}'] if memchr::memchr2(b'{', b'}', inner).is_none())
 }
 
 /// serde_json's message without its position, which is relative to the event's
@@ -1040,6 +1089,67 @@ mod tests {
             let total: Ns = f.timeline.ops.iter().map(|o| o.dur).sum();
             assert_eq!((f.timeline.ops.len(), total), (2, 10_000), "{flow}");
         }
+    }
+
+    #[test]
+    fn a_flow_whose_line_ends_in_a_nested_close_is_not_taken_for_the_whole_event() {
+        // The instant's only `}` on its first line closes its args; the event
+        // goes on to the next line. Hand count: 1 kernel of 5 us after it.
+        let f = load(
+            "{\"traceEvents\": [\n{\"ph\": \"i\", \"name\": \"x\", \"ts\": 1, \"args\": {\"a\": 1}\n},\n{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"ts\": 10, \"dur\": 5}\n]}",
+        );
+        assert_eq!(f.events, 2);
+        assert_eq!((f.timeline.ops.len(), f.timeline.ops[0].dur), (1, 5_000));
+    }
+
+    /// Events as the profiler lays them out, over several lines each.
+    fn blocks(events: &[&str]) -> String {
+        let body: Vec<String> = events
+            .iter()
+            .map(|e| format!("  {{\n    {e}\n  }}"))
+            .collect();
+        format!("{{\n  \"traceEvents\": [\n{}\n  ]\n}}\n", body.join(",\n"))
+    }
+
+    #[test]
+    fn events_over_several_lines_are_read_whatever_their_closing_line_holds() {
+        let kernel = |ts: u32| {
+            format!("\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": 0, \"tid\": 7,\n    \"ts\": {ts}, \"dur\": 5,\n    \"args\": {{\n      \"stream\": 7, \"grid\": [2, 1, 1]\n    }}")
+        };
+        let (k1, k2, k3, k4) = (kernel(10), kernel(20), kernel(30), kernel(40));
+        let text = blocks(&[
+            &k1,
+            // A flow: read only up to its `ph`.
+            "\"ph\": \"f\", \"id\": 1, \"pid\": 0, \"tid\": 7, \"ts\": 10,\n    \"cat\": \"ac2g\", \"name\": \"ac2g\", \"bp\": \"e\"",
+            &k2,
+            // A flow whose name holds a brace, and an instant whose args close
+            // on a line indented like an event's end: the guess is wrong, and
+            // brackets find the end.
+            "\"ph\": \"s\", \"id\": 2, \"ts\": 11, \"name\": \"a}b\"",
+            "\"ph\": \"i\", \"ts\": 12, \"args\": {\n  },\n    \"name\": \"x\"",
+            &k3,
+            // A kernel whose args close like an event: parsed from brackets.
+            "\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"m\", \"ts\": 35, \"dur\": 2, \"args\": {\"grid\": [3, 1, 1]\n  }, \"pid\": 0",
+            &k4,
+        ]);
+        let f = load(&text);
+        assert_eq!(f.events, 8);
+        let t = &f.timeline;
+        let starts: Vec<Ns> = t.ops.iter().map(|o| o.start).collect();
+        assert_eq!(starts, [10_000, 20_000, 30_000, 35_000, 40_000]);
+        let blocks: Vec<Option<f64>> = t.ops.iter().map(DeviceOp::blocks).collect();
+        assert_eq!(
+            blocks,
+            [Some(2.0), Some(2.0), Some(2.0), Some(3.0), Some(2.0)]
+        );
+    }
+
+    #[test]
+    fn a_flow_is_recognized_whatever_the_space_before_its_phase() {
+        assert!(other_phase(b"{\"ph\": \"f\", \"id\": 1}"));
+        assert!(other_phase(b"{\n    \"ph\": \"s\", \"id\": 1}"));
+        assert!(!other_phase(b"{\n    \"ph\": \"X\", \"id\": 1}"));
+        assert!(!other_phase(b"{\n    \"cat\": \"kernel\", \"ph\": \"f\"}"));
     }
 
     #[test]

@@ -11,8 +11,8 @@ use std::io::{self, Read};
 /// buffer doubles for a longer value).
 const CHUNK: usize = 64 << 10;
 
-/// How far `line_value` looks for the end of a line.
-const LINE_LIMIT: usize = 64 << 10;
+/// How far `line_value` and `block_value` look for the end of a value.
+const GUESS_LIMIT: usize = 64 << 10;
 
 /// A line and column (both from 1) in the document.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -235,18 +235,38 @@ impl<R: Read> Splitter<R> {
                 return Ok((n > 0 && bytes[n - 1] == b'}').then_some(n));
             }
             // Never grow the buffer for this: a file on one line is split instead.
-            if bytes.len() > LINE_LIMIT || !self.fill()? {
+            if bytes.len() > GUESS_LIMIT || !self.fill()? {
                 return Ok(None);
             }
         }
     }
 
-    /// The next `len` unconsumed bytes (after `line_value`).
+    /// For values laid out over several lines and closed by a line of their own
+    /// (as the profiler writes events): the length of the next value if it ends
+    /// with the first `closer` (a newline, indentation and `}`); not consumed,
+    /// and not checked, as with `line_value`. `None` when none comes within 64 KiB.
+    pub fn block_value(&mut self, closer: &memchr::memmem::Finder) -> io::Result<Option<usize>> {
+        let n = closer.needle().len();
+        // Offset from `start` where the search resumes after a refill.
+        let mut from = 0;
+        loop {
+            let bytes = &self.buf[self.start..self.end];
+            if let Some(k) = closer.find(&bytes[from..]) {
+                return Ok(Some(from + k + n));
+            }
+            from = bytes.len().saturating_sub(n - 1);
+            if bytes.len() > GUESS_LIMIT || !self.fill()? {
+                return Ok(None);
+            }
+        }
+    }
+
+    /// The next `len` unconsumed bytes (after `line_value` or `block_value`).
     pub fn ahead(&self, len: usize) -> &[u8] {
         &self.buf[self.start..self.start + len]
     }
 
-    /// Consumes `len` bytes (after `line_value`).
+    /// Consumes `len` bytes (after `line_value` or `block_value`).
     pub fn consume(&mut self, len: usize) {
         self.start += len;
     }
