@@ -14,7 +14,7 @@ pub mod xplane;
 
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufReader, Chain, Cursor, Read};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
@@ -27,14 +27,17 @@ use crate::model::Trace;
 
 const BUF: usize = 256 * 1024;
 
-/// A trace file's bytes, decompressed when needed. A concrete enum rather than
-/// `Box<dyn Read>`: serde_json reads one byte at a time, and a virtual call per
-/// byte would cost more than the parsing itself.
+/// A trace file's bytes, decompressed when needed. Readers take large reads
+/// into buffers of their own, so a plain file is read straight into them (a
+/// `BufReader` in between would copy every byte once more).
 pub enum Source {
-    Plain(BufReader<File>),
+    Plain(Sniffed),
     // Boxed: the inflate state is large, and the enum is moved around.
-    Gzip(Box<BufReader<MultiGzDecoder<BufReader<File>>>>),
+    Gzip(Box<BufReader<MultiGzDecoder<BufReader<Sniffed>>>>),
 }
+
+/// The bytes read to sniff the format, then the rest of the file.
+type Sniffed = Chain<Cursor<Vec<u8>>, File>;
 
 impl Read for Source {
     #[inline]
@@ -53,20 +56,23 @@ pub fn open(path: &Path) -> Result<Source> {
         path: path.to_owned(),
         source,
     };
-    let mut r = BufReader::with_capacity(BUF, File::open(path).map_err(io)?);
-    let gz = r.fill_buf().map_err(io)?.starts_with(&[0x1f, 0x8b]);
+    let mut file = File::open(path).map_err(io)?;
+    let mut magic = Vec::with_capacity(2);
+    (&mut file).take(2).read_to_end(&mut magic).map_err(io)?;
+    let gz = magic == [0x1f, 0x8b];
+    let r = Cursor::new(magic).chain(file);
     Ok(if gz {
         Source::Gzip(Box::new(BufReader::with_capacity(
             BUF,
-            MultiGzDecoder::new(r),
+            MultiGzDecoder::new(BufReader::with_capacity(BUF, r)),
         )))
     } else {
         Source::Plain(r)
     })
 }
 
-/// Counts read bytes so progress can be shown while files load. serde_json reads
-/// a byte at a time, so the shared counter is updated once per MiB, not per read.
+/// Counts read bytes so progress can be shown while files load. The shared
+/// counter is updated once per MiB, not per read (reads can be small).
 struct Counting<'a, R> {
     inner: R,
     bytes: &'a AtomicU64,
