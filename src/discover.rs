@@ -378,11 +378,12 @@ pub fn sniff(path: &Path) -> Result<Option<InputKind>> {
     }
 }
 
+// ASCII only (`-u`): a rank is ASCII digits, and Unicode classes cost ms to compile.
 static RANK_PATTERNS: LazyLock<[Regex; 3]> = LazyLock::new(|| {
     [
-        Regex::new(r"(?i)(?:rank|worker)[-_]?(\d+)").expect("valid regex"),
-        Regex::new(r"(?i)kineto_trace_(\d+)").expect("valid regex"),
-        Regex::new(r"(?i)[-_](\d+)\.(?:pt\.)?trace\.json").expect("valid regex"),
+        Regex::new(r"(?i-u)(?:rank|worker)[-_]?([0-9]+)").expect("valid regex"),
+        Regex::new(r"(?i-u)kineto_trace_([0-9]+)").expect("valid regex"),
+        Regex::new(r"(?i-u)[-_]([0-9]+)\.(?:pt\.)?trace\.json").expect("valid regex"),
     ]
 });
 

@@ -444,7 +444,7 @@ fn read_memory(
 /// `dlrm_eg_3.json`, `rank3_et.json`.
 fn et_rank(path: &Path) -> Option<u32> {
     static TRAILING: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
-        regex::Regex::new(r"[-_](\d+)\.json(?:\.gz)?$").expect("valid regex")
+        regex::Regex::new(r"[-_]([0-9]+)\.json(?:\.gz)?$").expect("valid regex")
     });
     crate::discover::rank_from_name(path).or_else(|| {
         let name = path.file_name()?.to_str()?;

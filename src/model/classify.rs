@@ -164,8 +164,11 @@ static COMPILED: LazyLock<Vec<(&'static Rule, Regex)>> = LazyLock::new(|| {
     RULES
         .iter()
         .map(|r| {
+            // ASCII case folding: kernel names are ASCII, and Unicode folding
+            // (the Kelvin sign for `k`, ...) costs ms of compiling per run.
             let re = RegexBuilder::new(r.pattern)
                 .case_insensitive(true)
+                .unicode(false)
                 .build()
                 .expect("classification patterns are valid");
             (r, re)
