@@ -336,22 +336,13 @@ mod tests {
         for r in RULES {
             assert_eq!(r.pattern, r.pattern.to_ascii_lowercase(), "{}", r.pattern);
         }
+        let k = |name| classify(name, Activity::Kernel);
         assert_eq!(
-            classify("ncclDevKernel_AllGather_RING_LL", Activity::Kernel),
+            k("ncclDevKernel_AllGather_RING_LL"),
             KernelClass::Communication
         );
-        assert_eq!(
-            classify("Memcpy PtoP (Device -> Device)", Activity::Memcpy),
-            KernelClass::Communication
-        );
-        assert_eq!(
-            classify("Cijk_Ailk_Bljk_BBS_BH_MT128x128x64", Activity::Kernel),
-            KernelClass::Gemm
-        );
-        assert_eq!(
-            classify("RMSNorm_fwd_kernel", Activity::Kernel),
-            KernelClass::Normalization
-        );
+        assert_eq!(k("Cijk_Ailk_Bljk_BBS_BH_MT128x128x64"), KernelClass::Gemm);
+        assert_eq!(k("RMSNorm_fwd_kernel"), KernelClass::Normalization);
     }
 
     #[test]
