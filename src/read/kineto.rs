@@ -1152,6 +1152,45 @@ mod tests {
         assert!(!other_phase(b"{\n    \"cat\": \"kernel\", \"ph\": \"f\"}"));
     }
 
+    /// Hands out at most 7 bytes per read, so events straddle every refill.
+    struct Dribble<'a>(&'a [u8]);
+
+    impl Read for Dribble<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = buf.len().min(self.0.len()).min(7);
+            buf[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn the_profilers_layout_and_one_event_per_line_read_the_same() {
+        use crate::synth::stream::{write_rank, Layout};
+        // One step (the generator stops at the first step past 1 kB): 32
+        // layers of 5 kernels and 1 collective each.
+        let rank = |layout| {
+            let mut out = Vec::new();
+            write_rank(&mut out, layout, 0, 2, 1000).unwrap();
+            out
+        };
+        let (kineto, lines) = (rank(Layout::Kineto), rank(Layout::Lines));
+        let a = read(Dribble(&kineto), Path::new("k.json")).unwrap();
+        let b = read(&lines[..], Path::new("l.json")).unwrap();
+        assert_eq!(a.events, b.events);
+        let (a, b) = (&a.timeline, &b.timeline);
+        assert_eq!((a.ops.len(), a.steps.len()), (192, 1));
+        assert_eq!(a.ops.iter().filter(|o| o.is_comm()).count(), 32);
+        assert_eq!(a.ops.len(), b.ops.len());
+        for (x, y) in a.ops.iter().zip(&b.ops) {
+            assert_eq!(a.strings.get(x.name), b.strings.get(y.name));
+            assert_eq!(
+                (x.start, x.dur, x.class, x.coll, x.stream, x.work, x.launch, x.step),
+                (y.start, y.dur, y.class, y.coll, y.stream, y.work, y.launch, y.step)
+            );
+        }
+    }
+
     #[test]
     fn args_are_read_whatever_the_key_order() {
         // `args` before `cat` and `name`: nothing is known yet, so all of it is

@@ -362,6 +362,32 @@ mod tests {
     }
 
     #[test]
+    fn block_value_finds_the_closing_line_across_refills() {
+        let events = [
+            "{\n    \"a\": 1\n  }",
+            "{\n    \"b\": {\n      \"c\": 2\n    }\n  }",
+        ];
+        let text = format!("[\n  {},\n  {}\n]", events[0], events[1]);
+        let mut sp = Splitter::new(Trickle(text.as_bytes()));
+        sp.buf = vec![0; 4]; // tiny, so the search resumes after each refill
+        let closer = memchr::memmem::Finder::new("\n  }");
+        sp.peek().unwrap();
+        sp.bump();
+        for (i, want) in events.iter().enumerate() {
+            if i > 0 {
+                assert_eq!(sp.peek().unwrap(), Some(b','));
+                sp.bump();
+            }
+            assert_eq!(sp.peek().unwrap(), Some(b'{'));
+            let len = sp.block_value(&closer).unwrap().expect("a closing line");
+            assert_eq!(std::str::from_utf8(sp.ahead(len)).unwrap(), *want);
+            sp.consume(len);
+        }
+        // No closing line before the end.
+        assert_eq!(sp.block_value(&closer).unwrap(), None);
+    }
+
+    #[test]
     fn positions_count_lines_and_columns() {
         let text = "[\n  {\"a\": 1},\n    {\"b\": 2}]";
         let mut sp = Splitter::new(Trickle(text.as_bytes()));
