@@ -9,7 +9,7 @@ use std::path::Path;
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 
 use super::chrome::{non_map_arms, KeyOf, Scalar};
-use super::split::{Pos, Splitter};
+use super::split::{Closer, Pos, Splitter};
 use super::{step_at, RankFile};
 use crate::error::Error;
 use crate::model::classify::{classify, coll_kind, dtype_size};
@@ -183,20 +183,11 @@ fn members<R: Read>(sp: &mut Splitter<R>, b: &mut Builder) -> Result<(), Stop> {
 enum Layout {
     /// One event per line.
     Lines,
-    /// Each event over several lines and closed by a line of its own, as the
-    /// PyTorch profiler writes them; holds that line (newline, indentation, `}`).
-    Blocks(Box<memchr::memmem::Finder<'static>>),
+    /// Every event closed the same way: by a line of its own, as the PyTorch
+    /// profiler writes them, or by `}` and the separator, all on one line.
+    Closed(Box<Closer>),
     /// Neither: every event is split by brackets.
     Other,
-}
-
-/// The closing line of an event laid out over several lines, if it has one.
-fn block_closer(raw: &[u8]) -> Option<Box<memchr::memmem::Finder<'static>>> {
-    let nl = memchr::memrchr(b'\n', raw)?;
-    let last = &raw[nl + 1..];
-    let (brace, indent) = last.split_last()?;
-    (*brace == b'}' && indent.iter().all(|&c| c == b' ' || c == b'\t'))
-        .then(|| Box::new(memchr::memmem::Finder::new(&raw[nl..]).into_owned()))
 }
 
 /// The event array; each event is parsed from its own slice.
@@ -212,7 +203,7 @@ fn events<R: Read>(sp: &mut Splitter<R>, b: &mut Builder) -> Result<(), Stop> {
     loop {
         let took = match &layout {
             Layout::Lines => guessed_event(sp, b, Splitter::line_value)?,
-            Layout::Blocks(closer) => guessed_event(sp, b, |sp| sp.block_value(closer))?,
+            Layout::Closed(closer) => guessed_event(sp, b, |sp| sp.closed_value(closer))?,
             Layout::Other => false,
         };
         if took {
@@ -220,15 +211,15 @@ fn events<R: Read>(sp: &mut Splitter<R>, b: &mut Builder) -> Result<(), Stop> {
         } else {
             let raw = sp.value()?.ok_or(Stop::Cut)?;
             let len = raw.len();
-            let closer = match layout {
-                Layout::Lines => block_closer(raw),
-                _ => None,
-            };
             let parsed = parse_event(raw, b);
             b.take(parsed, len, sp);
+            let closer = match layout {
+                Layout::Lines => Closer::learn(sp.last(len), sp.buffered()),
+                _ => None,
+            };
             misses += 1;
             if let Some(closer) = closer {
-                layout = Layout::Blocks(closer);
+                layout = Layout::Closed(Box::new(closer));
                 misses = 0;
             } else if misses >= 8 {
                 layout = Layout::Other;
@@ -334,9 +325,12 @@ fn guessed_event<R: Read>(
     }
 }
 
-/// An object with no object nested in it: `{` only first and `}` only last.
+/// An object with no object nested in it: `{` only first, `}` only last, and
+/// that `}` outside any string (no escapes, and quotes that pair up).
 fn is_flat_object(raw: &[u8]) -> bool {
-    matches!(raw, [b'{', inner @ .., b'}'] if memchr::memchr2(b'{', b'}', inner).is_none())
+    matches!(raw, [b'{', inner @ .., b'}']
+        if memchr::memchr3(b'{', b'}', b'\\', inner).is_none()
+            && memchr::memchr_iter(b'"', inner).count().is_multiple_of(2))
 }
 
 /// serde_json's message without its position, which is relative to the event's
@@ -1142,6 +1136,33 @@ mod tests {
             blocks,
             [Some(2.0), Some(2.0), Some(2.0), Some(3.0), Some(2.0)]
         );
+    }
+
+    #[test]
+    fn events_all_on_one_line_are_read_whatever_their_strings_hold() {
+        // Split at `}, {` after the first event; every guess that lands inside
+        // a string or a nested array of objects falls back to brackets.
+        // Hand count: kernels at 10, 20, 30, 40 us, 5 us each.
+        let k = |ts: u32| {
+            format!(
+                r#"{{"ph": "X", "cat": "kernel", "name": "k", "ts": {ts}, "dur": 5, "args": {{"stream": 7}}}}"#
+            )
+        };
+        let events = [
+            k(10),
+            r#"{"ph": "f", "id": 1, "ts": 10, "name": "a}, {b"}"#.to_string(),
+            k(20),
+            r#"{"ph": "i", "ts": 11, "name": "q\"}, {"}"#.to_string(),
+            r#"{"ph": "X", "cat": "kernel", "name": "x}, {y", "ts": 30, "dur": 5, "args": {"l": [{"a": 1}, {"b": 2}]}}"#.to_string(),
+            r#"{"ph": "s", "id": 2, "ts": 12, "args": {"a": [{"b": 1}, {"c": 2}]}}"#.to_string(),
+            k(40),
+        ];
+        let f = load(&format!(r#"{{"traceEvents": [{}]}}"#, events.join(", ")));
+        assert_eq!(f.events, 7);
+        let t = &f.timeline;
+        let starts: Vec<Ns> = t.ops.iter().map(|o| o.start).collect();
+        assert_eq!(starts, [10_000, 20_000, 30_000, 40_000]);
+        assert_eq!(t.strings.get(t.ops[2].name), "x}, {y");
     }
 
     #[test]

@@ -46,6 +46,44 @@ impl std::fmt::Display for Pos {
     }
 }
 
+/// How a layout that closes every value the same way ends them, learned from
+/// one value: a newline, the indentation and `}` (each event over several
+/// lines, as the PyTorch profiler writes them), or `}` and the separator before
+/// the next `{` (all on one line). A raw newline cannot occur inside a JSON
+/// string, so the first form is never inside one; the second can be, and the
+/// caller checks what it takes.
+pub struct Closer {
+    finder: memchr::memmem::Finder<'static>,
+    /// Bytes of a match that belong to the value.
+    keep: usize,
+}
+
+impl Closer {
+    /// From a value just split by brackets, `raw`, and the bytes after it.
+    pub fn learn(raw: &[u8], after: &[u8]) -> Option<Closer> {
+        if let Some(nl) = memchr::memrchr(b'\n', raw) {
+            let (brace, indent) = raw[nl + 1..].split_last()?;
+            let own_line = *brace == b'}' && indent.iter().all(|&c| c == b' ' || c == b'\t');
+            return own_line.then(|| Closer {
+                finder: memchr::memmem::Finder::new(&raw[nl..]).into_owned(),
+                keep: raw.len() - nl,
+            });
+        }
+        let next = memchr::memchr(b'{', after)?;
+        let sep = &after[..next];
+        let inline = raw.last() == Some(&b'}')
+            && sep.first() == Some(&b',')
+            && sep[1..].iter().all(|&c| c == b' ' || c == b'\t');
+        inline.then(|| {
+            let needle = [b"}", sep, b"{"].concat();
+            Closer {
+                finder: memchr::memmem::Finder::new(&needle).into_owned(),
+                keep: 1,
+            }
+        })
+    }
+}
+
 pub struct Splitter<R> {
     src: R,
     buf: Vec<u8>,
@@ -241,18 +279,18 @@ impl<R: Read> Splitter<R> {
         }
     }
 
-    /// For values laid out over several lines and closed by a line of their own
-    /// (as the profiler writes events): the length of the next value if it ends
-    /// with the first `closer` (a newline, indentation and `}`); not consumed,
-    /// and not checked, as with `line_value`. `None` when none comes within 64 KiB.
-    pub fn block_value(&mut self, closer: &memchr::memmem::Finder) -> io::Result<Option<usize>> {
-        let n = closer.needle().len();
+    /// For layouts that close every value the same way (see [`Closer`]): the
+    /// length of the next value if it ends at the first match of `closer`; not
+    /// consumed, and not checked, as with `line_value`. `None` when no match
+    /// comes within 64 KiB.
+    pub fn closed_value(&mut self, closer: &Closer) -> io::Result<Option<usize>> {
+        let n = closer.finder.needle().len();
         // Offset from `start` where the search resumes after a refill.
         let mut from = 0;
         loop {
             let bytes = &self.buf[self.start..self.end];
-            if let Some(k) = closer.find(&bytes[from..]) {
-                return Ok(Some(from + k + n));
+            if let Some(k) = closer.finder.find(&bytes[from..]) {
+                return Ok(Some(from + k + closer.keep));
             }
             from = bytes.len().saturating_sub(n - 1);
             if bytes.len() > GUESS_LIMIT || !self.fill()? {
@@ -261,12 +299,22 @@ impl<R: Read> Splitter<R> {
         }
     }
 
-    /// The next `len` unconsumed bytes (after `line_value` or `block_value`).
+    /// The `len` bytes last consumed (the value `value` just returned).
+    pub fn last(&self, len: usize) -> &[u8] {
+        &self.buf[self.start - len..self.start]
+    }
+
+    /// The bytes read but not yet consumed (possibly none).
+    pub fn buffered(&self) -> &[u8] {
+        &self.buf[self.start..self.end]
+    }
+
+    /// The next `len` unconsumed bytes (after `line_value` or `closed_value`).
     pub fn ahead(&self, len: usize) -> &[u8] {
         &self.buf[self.start..self.start + len]
     }
 
-    /// Consumes `len` bytes (after `line_value` or `block_value`).
+    /// Consumes `len` bytes (after `line_value` or `closed_value`).
     pub fn consume(&mut self, len: usize) {
         self.start += len;
     }
@@ -362,7 +410,7 @@ mod tests {
     }
 
     #[test]
-    fn block_value_finds_the_closing_line_across_refills() {
+    fn closed_value_finds_the_closing_line_across_refills() {
         let events = [
             "{\n    \"a\": 1\n  }",
             "{\n    \"b\": {\n      \"c\": 2\n    }\n  }",
@@ -370,7 +418,7 @@ mod tests {
         let text = format!("[\n  {},\n  {}\n]", events[0], events[1]);
         let mut sp = Splitter::new(Trickle(text.as_bytes()));
         sp.buf = vec![0; 4]; // tiny, so the search resumes after each refill
-        let closer = memchr::memmem::Finder::new("\n  }");
+        let closer = Closer::learn(events[0].as_bytes(), b"").expect("a closing line");
         sp.peek().unwrap();
         sp.bump();
         for (i, want) in events.iter().enumerate() {
@@ -379,12 +427,34 @@ mod tests {
                 sp.bump();
             }
             assert_eq!(sp.peek().unwrap(), Some(b'{'));
-            let len = sp.block_value(&closer).unwrap().expect("a closing line");
+            let len = sp.closed_value(&closer).unwrap().expect("a closing line");
             assert_eq!(std::str::from_utf8(sp.ahead(len)).unwrap(), *want);
             sp.consume(len);
         }
         // No closing line before the end.
-        assert_eq!(sp.block_value(&closer).unwrap(), None);
+        assert_eq!(sp.closed_value(&closer).unwrap(), None);
+    }
+
+    #[test]
+    fn closers_are_learned_from_a_value_and_what_follows() {
+        fn ends<'a>(raw: &str, after: &str, next: &'a str) -> Option<&'a str> {
+            let c = Closer::learn(raw.as_bytes(), after.as_bytes())?;
+            let at = c.finder.find(next.as_bytes())?;
+            Some(&next[..at + c.keep])
+        }
+        // A line of its own, whatever follows.
+        assert_eq!(
+            ends("{\n    \"a\": 1\n  }", "]", "{\n  \"b\": {\n    }\n  },\n"),
+            Some("{\n  \"b\": {\n    }\n  }")
+        );
+        // All on one line: `}`, the separator and `{`.
+        assert_eq!(
+            ends(r#"{"a": 1}"#, r#",  {"b": 2}"#, r#"{"c": 3},  {"d": 4}"#),
+            Some(r#"{"c": 3}"#)
+        );
+        // A newline in between is the one-per-line layout's, not this one.
+        assert!(Closer::learn(br#"{"a": 1}"#, b",\n{").is_none());
+        assert!(Closer::learn(br#"{"a": 1}"#, b"]}").is_none());
     }
 
     #[test]
