@@ -22,11 +22,18 @@ use ccl_bench::tui::tabs::Tab;
 use ccl_bench::tui::theme::Theme;
 
 const RANKS: u32 = 64;
-const OPS: usize = 16_384;
+/// Device ops per rank: 16,384 by default (a million events in all);
+/// `RENDER_OPS_PER_RANK=1048576` for a million per rank (64 M events, ~12 GB).
+fn ops_per_rank() -> usize {
+    std::env::var("RENDER_OPS_PER_RANK")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(16_384)
+}
 
 /// A rank's device ops: compute kernels back to back on one stream, a
 /// collective overlapping every fourth one on another, 16 steps.
-fn rank(r: u32) -> RankTimeline {
+fn rank(r: u32, ops: usize) -> RankTimeline {
     let mut t = RankTimeline {
         rank: r,
         world_size: Some(RANKS),
@@ -40,8 +47,8 @@ fn rank(r: u32) -> RankTimeline {
     ];
     let ids: Vec<_> = names.iter().map(|n| t.strings.intern(n)).collect();
     let mut at = i64::from(r) * 7;
-    let per_step = OPS / 16;
-    for i in 0..OPS {
+    let per_step = ops / 16;
+    for i in 0..ops {
         let k = i % 4;
         let dur = 5_000 + (i as i64 * 37 % 3_000);
         let (stream, start) = if k == 3 { (20, at - dur / 2) } else { (7, at) };
@@ -78,7 +85,7 @@ fn rank(r: u32) -> RankTimeline {
 
 fn bench(c: &mut Criterion) {
     let trace = Trace {
-        ranks: (0..RANKS).map(rank).collect(),
+        ranks: (0..RANKS).map(|r| rank(r, ops_per_rank())).collect(),
         ..Default::default()
     };
     let events: usize = trace.ranks.iter().map(|r| r.ops.len()).sum();

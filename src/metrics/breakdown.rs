@@ -3,8 +3,10 @@
 
 use std::collections::HashMap;
 
+use rayon::prelude::*;
+
 use super::ctx::{class_index, Ctx};
-use crate::model::{Activity, KernelClass, Ns};
+use crate::model::{Activity, KernelClass, Ns, RankTimeline, StrId};
 
 /// How rows are keyed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -33,7 +35,7 @@ impl KernelRow {
     }
 }
 
-#[derive(Default)]
+#[derive(Debug, Clone, Copy, Default)]
 struct Acc {
     count: u64,
     total: Ns,
@@ -41,18 +43,67 @@ struct Acc {
 }
 
 impl Acc {
-    fn add(&mut self, count: u64, total: Ns, max: Ns) {
-        self.count += count;
-        self.total += total;
-        self.max = self.max.max(max);
+    fn add(&mut self, other: Acc) {
+        self.count += other.count;
+        self.total += other.total;
+        self.max = self.max.max(other.max);
+    }
+
+    fn one(dur: Ns) -> Self {
+        Self {
+            count: 1,
+            total: dur,
+            max: dur,
+        }
+    }
+}
+
+const ACTIVITIES: usize = 3;
+
+/// One rank's device time per (name, activity) and per class: the kernel table is
+/// merged from these, so that changing the table's rank or grouping in the UI
+/// merges a few hundred sums per rank rather than rescanning every op.
+#[derive(Debug, Clone, Default)]
+pub struct RankKernels {
+    /// (name, activity, class of its first op, sums), in order of first op.
+    names: Vec<(StrId, Activity, KernelClass, Acc)>,
+    classes: [Acc; KernelClass::ALL.len()],
+}
+
+impl RankKernels {
+    pub fn of(t: &RankTimeline) -> Self {
+        // Names are interned per rank into dense ids: a slot per (id, activity)
+        // instead of hashing every op.
+        let mut slot = vec![u32::MAX; t.strings.len() * ACTIVITIES];
+        let mut names = Vec::new();
+        let mut classes = [Acc::default(); KernelClass::ALL.len()];
+        for op in &t.ops {
+            let k = op.name.0 as usize * ACTIVITIES + op.activity as usize;
+            if slot[k] == u32::MAX {
+                slot[k] = names.len() as u32;
+                names.push((op.name, op.activity, op.class, Acc::default()));
+            }
+            names[slot[k] as usize].3.add(Acc::one(op.dur));
+            classes[class_index(op.class)].add(Acc::one(op.dur));
+        }
+        Self { names, classes }
     }
 }
 
 /// Rows over the ranks in scope, largest total first (ties by name).
 pub fn kernel_table(ctx: &Ctx, grouping: Grouping) -> Vec<KernelRow> {
+    let sums: Vec<RankKernels> = ctx.ranks.par_iter().map(|t| RankKernels::of(t)).collect();
+    merged_table(ctx.ranks.iter().copied().zip(&sums), grouping)
+}
+
+/// [`kernel_table`] from sums computed beforehand, one per rank in scope.
+pub fn merged_table<'a>(
+    ranks: impl Iterator<Item = (&'a RankTimeline, &'a RankKernels)>,
+    grouping: Grouping,
+) -> Vec<KernelRow> {
     let mut rows: Vec<KernelRow> = match grouping {
-        Grouping::Kernel => by_name(ctx),
-        Grouping::Class => by_class(ctx),
+        Grouping::Kernel => by_name(ranks),
+        Grouping::Class => by_class(ranks),
     };
     let all: Ns = rows.iter().map(|r| r.total).sum();
     for r in &mut rows {
@@ -62,66 +113,59 @@ pub fn kernel_table(ctx: &Ctx, grouping: Grouping) -> Vec<KernelRow> {
             0.0
         };
     }
-    rows.sort_by(|a, b| b.total.cmp(&a.total).then_with(|| a.name.cmp(&b.name)));
+    rows.sort_by(|a, b| {
+        b.total
+            .cmp(&a.total)
+            .then_with(|| a.name.cmp(&b.name))
+            .then_with(|| (a.activity as usize).cmp(&(b.activity as usize)))
+    });
     rows
 }
 
-fn by_name(ctx: &Ctx) -> Vec<KernelRow> {
-    // Names are interned per rank: sum per (id, activity) first, then merge the
-    // ranks by the name text.
-    let mut merged: HashMap<(String, Activity), (KernelClass, Acc)> = HashMap::new();
-    for t in &ctx.ranks {
-        let mut local: HashMap<(crate::model::StrId, Activity), (KernelClass, Acc)> =
-            HashMap::new();
-        for op in &t.ops {
-            local
-                .entry((op.name, op.activity))
-                .or_insert_with(|| (op.class, Acc::default()))
-                .1
-                .add(1, op.dur, op.dur);
-        }
-        for ((id, activity), (class, acc)) in local {
+fn row(name: String, class: KernelClass, activity: Activity, a: Acc) -> KernelRow {
+    KernelRow {
+        name,
+        class,
+        activity,
+        count: a.count,
+        total: a.total,
+        max: a.max,
+        share: 0.0,
+    }
+}
+
+fn by_name<'a>(ranks: impl Iterator<Item = (&'a RankTimeline, &'a RankKernels)>) -> Vec<KernelRow> {
+    // Ids differ between ranks: merge by the name text.
+    let mut merged: HashMap<(&str, Activity), (KernelClass, Acc)> = HashMap::new();
+    for (t, k) in ranks {
+        for &(id, activity, class, acc) in &k.names {
             merged
-                .entry((t.name(id).to_owned(), activity))
-                .or_insert_with(|| (class, Acc::default()))
+                .entry((t.name(id), activity))
+                .or_insert((class, Acc::default()))
                 .1
-                .add(acc.count, acc.total, acc.max);
+                .add(acc);
         }
     }
     merged
         .into_iter()
-        .map(|((name, activity), (class, a))| KernelRow {
-            name,
-            class,
-            activity,
-            count: a.count,
-            total: a.total,
-            max: a.max,
-            share: 0.0,
-        })
+        .map(|((name, activity), (class, a))| row(name.to_owned(), class, activity, a))
         .collect()
 }
 
-fn by_class(ctx: &Ctx) -> Vec<KernelRow> {
-    let mut acc: Vec<Acc> = KernelClass::ALL.iter().map(|_| Acc::default()).collect();
-    for t in &ctx.ranks {
-        for op in &t.ops {
-            acc[class_index(op.class)].add(1, op.dur, op.dur);
+fn by_class<'a>(
+    ranks: impl Iterator<Item = (&'a RankTimeline, &'a RankKernels)>,
+) -> Vec<KernelRow> {
+    let mut acc = [Acc::default(); KernelClass::ALL.len()];
+    for (_, k) in ranks {
+        for (a, b) in acc.iter_mut().zip(&k.classes) {
+            a.add(*b);
         }
     }
     KernelClass::ALL
         .iter()
         .zip(acc)
         .filter(|(_, a)| a.count > 0)
-        .map(|(&class, a)| KernelRow {
-            name: class.name().to_owned(),
-            class,
-            activity: Activity::Kernel,
-            count: a.count,
-            total: a.total,
-            max: a.max,
-            share: 0.0,
-        })
+        .map(|(&class, a)| row(class.name().to_owned(), class, Activity::Kernel, a))
         .collect()
 }
 

@@ -4,6 +4,9 @@
 
 use std::collections::BTreeMap;
 
+use rayon::prelude::*;
+
+use crate::metrics::breakdown::RankKernels;
 use crate::metrics::ranks::RankRow;
 use crate::metrics::{Ctx, Metric, Options, Outcome, METRICS};
 use crate::model::collectives::{arrivals, instances, Arrivals};
@@ -21,6 +24,8 @@ pub struct Data {
     pub bytes: u64,
     pub summary: Vec<(&'static Metric, Outcome)>,
     pub ranks: Vec<RankRow>,
+    /// Device time per kernel name and class, by rank index.
+    pub kernels: Vec<RankKernels>,
     /// One lane per rank.
     pub lanes: Vec<Lane>,
     /// One lane per (rank, stream).
@@ -101,6 +106,7 @@ impl Data {
             .with_options(opts);
         let summary = METRICS.iter().map(|m| (m, m.eval(&ctx))).collect();
         let ranks = ctx.rank_rows().to_vec();
+        let kernels = trace.ranks.par_iter().map(RankKernels::of).collect();
         drop(ctx);
         let mut lanes = Vec::new();
         let mut stream_lanes = Vec::new();
@@ -179,6 +185,7 @@ impl Data {
             bytes: report.bytes,
             summary,
             ranks,
+            kernels,
             lanes,
             stream_lanes,
             steps: steps

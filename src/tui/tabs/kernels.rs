@@ -9,8 +9,7 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
-use crate::metrics::breakdown::{kernel_table, Grouping, KernelRow};
-use crate::metrics::Ctx;
+use crate::metrics::breakdown::{merged_table, Grouping, KernelRow};
 use crate::model::time::human;
 use crate::model::Activity;
 use crate::tui::action::Action;
@@ -68,8 +67,13 @@ impl KernelsState {
     }
 
     fn recompute(&mut self, data: &Data) {
-        let ctx = Ctx::new(&data.trace, self.rank).expect("rank comes from the trace");
-        self.rows = kernel_table(&ctx, self.grouping);
+        let scope = data
+            .trace
+            .ranks
+            .iter()
+            .zip(&data.kernels)
+            .filter(|(t, _)| self.rank.is_none_or(|r| t.rank == r));
+        self.rows = merged_table(scope, self.grouping);
         self.refilter();
     }
 

@@ -80,29 +80,39 @@ fn time_col(view: Interval, width: u16, t: Ns) -> Option<u16> {
     Some(c as u16)
 }
 
-/// What a lane shows over `[lo, hi)`: the kind of activity covering most of it.
-pub fn shade(lane: &Lane, lo: Ns, hi: Ns) -> Shade {
-    let overlap = lane.overlap.covered(lo, hi);
-    let comm = lane.comm.covered(lo, hi) - overlap;
-    // Waiting is communication time too; show it where compute does not hide it.
-    let wait = lane.wait.covered(lo, hi).min(comm);
-    let compute = lane.compute.covered(lo, hi) - overlap;
-    let memory = lane.memory.covered(lo, hi);
-    [
-        (overlap, Shade::Overlap),
-        (wait, Shade::Wait),
-        (comm - wait, Shade::Comm),
-        (compute, Shade::Compute),
-        (memory, Shade::Memory),
+/// What a lane shows over each `[lo, hi)` of `slices`: the kind of activity
+/// covering most of it.
+pub fn shades(lane: &Lane, slices: &[(Ns, Ns)]) -> Vec<Shade> {
+    let [overlap, comm, wait, compute, memory] = [
+        &lane.overlap,
+        &lane.comm,
+        &lane.wait,
+        &lane.compute,
+        &lane.memory,
     ]
-    .into_iter()
-    .filter(|(v, _)| *v > 0)
-    // First of equals wins: the order above is the priority.
-    .fold(None, |best: Option<(Ns, Shade)>, (v, s)| match best {
-        Some((b, _)) if b >= v => best,
-        _ => Some((v, s)),
-    })
-    .map_or(Shade::Idle, |(_, s)| s)
+    .map(|c| c.covered_slices(slices));
+    (0..slices.len())
+        .map(|k| {
+            let comm = comm[k] - overlap[k];
+            // Waiting is communication time too; show it where compute does not hide it.
+            let wait = wait[k].min(comm);
+            [
+                (overlap[k], Shade::Overlap),
+                (wait, Shade::Wait),
+                (comm - wait, Shade::Comm),
+                (compute[k] - overlap[k], Shade::Compute),
+                (memory[k], Shade::Memory),
+            ]
+            .into_iter()
+            .filter(|(v, _)| *v > 0)
+            // First of equals wins: the order above is the priority.
+            .fold(None, |best: Option<(Ns, Shade)>, (v, s)| match best {
+                Some((b, _)) if b >= v => best,
+                _ => Some((v, s)),
+            })
+            .map_or(Shade::Idle, |(_, s)| s)
+        })
+        .collect()
 }
 
 /// A round tick interval (1, 2 or 5 × 10^k ns) at least `min` long.
@@ -366,10 +376,13 @@ pub fn draw_lane(
     theme: Theme,
     buf: &mut Buffer,
 ) {
-    for c in 0..r.width {
-        let lo = col_time(view, r.width, c);
-        let hi = col_time(view, r.width, c + 1).max(lo + 1);
-        let s = shade(lane, lo, hi);
+    let slices: Vec<(Ns, Ns)> = (0..r.width)
+        .map(|c| {
+            let lo = col_time(view, r.width, c);
+            (lo, col_time(view, r.width, c + 1).max(lo + 1))
+        })
+        .collect();
+    for (c, s) in (0..r.width).zip(shades(lane, &slices)) {
         for dy in 0..r.height {
             if let Some(cell) = buf.cell_mut((r.x + c, r.y + dy)) {
                 cell.set_symbol(s.glyph()).set_style(theme.shade(s));
@@ -532,13 +545,22 @@ mod tests {
             memory: cov(&[(200, 210)]),
             wait: cov(&[(60, 75)]),
         };
-        assert_eq!(shade(&lane, 0, 40), Shade::Compute);
-        assert_eq!(shade(&lane, 50, 60), Shade::Overlap);
         // [40, 100): compute-only 10, overlap 10, comm-only 40 of which 15 waiting.
-        assert_eq!(shade(&lane, 40, 100), Shade::Comm);
-        assert_eq!(shade(&lane, 60, 75), Shade::Wait);
-        assert_eq!(shade(&lane, 100, 200), Shade::Idle);
-        assert_eq!(shade(&lane, 150, 250), Shade::Memory);
+        let slices = [
+            (0, 40),
+            (50, 60),
+            (40, 100),
+            (60, 75),
+            (100, 200),
+            (150, 250),
+        ];
+        use Shade::*;
+        assert_eq!(
+            shades(&lane, &slices),
+            vec![Compute, Overlap, Comm, Wait, Idle, Memory]
+        );
+        // Adjacent columns, as drawn: [0, 50) compute, [50, 100) comm 40 vs overlap 10.
+        assert_eq!(shades(&lane, &[(0, 50), (50, 100)]), vec![Compute, Comm]);
     }
 
     #[test]
