@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use crate::metrics::breakdown::{kernel_table, Grouping};
-use crate::metrics::{Better, Ctx, Metric, Outcome, METRICS};
+use crate::metrics::{eval_all, Better, Ctx, Metric, Outcome, METRICS};
 use crate::model::time::ns_to_s;
 use crate::model::{CollKind, Ns, Trace};
 
@@ -101,8 +101,8 @@ fn beyond(d: &MetricDiff, threshold: f64) -> bool {
 pub fn compare(a: &Ctx, b: &Ctx, threshold: f64) -> Comparison {
     let metrics = METRICS
         .iter()
-        .map(|m| {
-            let (oa, ob) = (m.eval(a), m.eval(b));
+        .zip(eval_all(a).into_iter().zip(eval_all(b)))
+        .map(|(m, (oa, ob))| {
             let mut d = MetricDiff {
                 metric: m,
                 a: oa,

@@ -88,10 +88,8 @@ pub fn run(cli: &Cli) -> Result<ExitCode> {
         None => {
             let rows: Vec<Row> = METRICS
                 .iter()
-                .map(|metric| Row {
-                    metric,
-                    outcome: metric.eval(&ctx),
-                })
+                .zip(metrics::eval_all(&ctx))
+                .map(|(metric, outcome)| Row { metric, outcome })
                 .collect();
             let about = About {
                 source: trace.source.display().to_string(),

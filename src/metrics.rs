@@ -16,6 +16,8 @@ pub mod ranks;
 pub mod steps;
 pub mod window;
 
+use rayon::prelude::*;
+
 pub use ctx::{Ctx, Options};
 pub use outcome::{Measured, Outcome, Unit};
 
@@ -830,6 +832,15 @@ pub fn markdown_table() -> String {
         );
     }
     s
+}
+
+/// Every metric of [`METRICS`], in order, evaluated in parallel: each is a pass
+/// over all ops, and on a large trace they cost as much as a fifth of loading.
+pub fn eval_all(ctx: &Ctx) -> Vec<Outcome> {
+    // The shared caches are filled first: a job waiting for a cache that another
+    // job fills with rayon can be run by the filling thread itself (a deadlock).
+    ctx.warm();
+    METRICS.par_iter().map(|m| m.eval(ctx)).collect()
 }
 
 pub fn find(name: &str) -> Option<&'static Metric> {

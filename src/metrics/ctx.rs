@@ -95,6 +95,7 @@ pub struct Ctx<'a> {
     pub ranks: Vec<&'a RankTimeline>,
     /// The rank that single-rank metrics describe: `--rank`, else rank 0 (or the lowest).
     pub focus: Option<&'a RankTimeline>,
+    // Every lazily built cache is filled by `warm`.
     stats: OnceLock<Vec<RankStats>>,
     rows: OnceLock<Vec<super::ranks::RankRow>>,
     waits: OnceLock<Vec<crate::model::collectives::WaitSplit>>,
@@ -158,6 +159,14 @@ impl<'a> Ctx<'a> {
                 .model_arch
                 .num_params
         })
+    }
+
+    /// Fills the shared caches (each built in parallel) before metrics run
+    /// concurrently; see [`super::eval_all`].
+    pub fn warm(&self) {
+        self.stats();
+        self.rank_rows();
+        self.waits();
     }
 
     /// Derived data of every rank in scope, in the same order as `ranks`.

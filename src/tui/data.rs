@@ -8,7 +8,7 @@ use rayon::prelude::*;
 
 use crate::metrics::breakdown::RankKernels;
 use crate::metrics::ranks::RankRow;
-use crate::metrics::{Ctx, Metric, Options, Outcome, METRICS};
+use crate::metrics::{eval_all, Ctx, Metric, Options, Outcome, METRICS};
 use crate::model::collectives::{arrivals, instances, Arrivals};
 use crate::model::{Coverage, DeviceOp, Interval, IntervalSet, Ns, Trace};
 use crate::read::LoadReport;
@@ -104,7 +104,7 @@ impl Data {
         let ctx = Ctx::new(&trace, None)
             .expect("no rank filter")
             .with_options(opts);
-        let summary = METRICS.iter().map(|m| (m, m.eval(&ctx))).collect();
+        let summary = METRICS.iter().zip(eval_all(&ctx)).collect();
         let ranks = ctx.rank_rows().to_vec();
         let kernels = trace.ranks.par_iter().map(RankKernels::of).collect();
         drop(ctx);
@@ -125,33 +125,58 @@ impl Data {
                 waits[r].push((op.stream, Interval::new(op.start, end)));
             }
         }
-        for (i, t) in trace.ranks.iter().enumerate() {
-            let wait_of = |stream: Option<u32>| {
-                IntervalSet::from_iter_unsorted(
-                    waits[i]
-                        .iter()
-                        .filter(|(s, _)| stream.is_none_or(|x| x == *s))
-                        .map(|(_, iv)| *iv),
-                )
-            };
-            lanes.push(Lane::of(i, t.rank, None, t.ops.iter(), wait_of(None)));
-            let mut streams: Vec<u32> = t.ops.iter().map(|o| o.stream).collect();
-            streams.sort_unstable();
-            streams.dedup();
-            for s in streams {
-                stream_lanes.push(Lane::of(
-                    i,
-                    t.rank,
-                    Some(s),
-                    t.ops.iter().filter(move |o| o.stream == s),
-                    wait_of(Some(s)),
-                ));
-            }
-            max_dur.push(t.ops.iter().map(|o| o.dur).max().unwrap_or(0));
-            for (step, hull) in t.steps.iter().zip(crate::metrics::ctx::gpu_step_hulls(t)) {
-                let Some(h) = hull else { continue };
+        // Lanes of each rank, built in parallel: unions of up to millions of ops.
+        let per_rank: Vec<_> = trace
+            .ranks
+            .par_iter()
+            .zip(&waits)
+            .enumerate()
+            .map(|(i, (t, waits))| {
+                let wait_of = |stream: Option<u32>| {
+                    IntervalSet::from_iter_unsorted(
+                        waits
+                            .iter()
+                            .filter(|(s, _)| stream.is_none_or(|x| x == *s))
+                            .map(|(_, iv)| *iv),
+                    )
+                };
+                let lane = Lane::of(i, t.rank, None, t.ops.iter(), wait_of(None));
+                let mut streams: Vec<u32> = Vec::new();
+                for o in &t.ops {
+                    if streams.last() != Some(&o.stream) && !streams.contains(&o.stream) {
+                        streams.push(o.stream);
+                    }
+                }
+                streams.sort_unstable();
+                let by_stream: Vec<Lane> = streams
+                    .into_iter()
+                    .map(|s| {
+                        Lane::of(
+                            i,
+                            t.rank,
+                            Some(s),
+                            t.ops.iter().filter(move |o| o.stream == s),
+                            wait_of(Some(s)),
+                        )
+                    })
+                    .collect();
+                let max_dur = t.ops.iter().map(|o| o.dur).max().unwrap_or(0);
+                let hulls: Vec<(i64, Interval)> = t
+                    .steps
+                    .iter()
+                    .zip(crate::metrics::ctx::gpu_step_hulls(t))
+                    .filter_map(|(step, hull)| Some((step.number, hull?)))
+                    .collect();
+                (lane, by_stream, max_dur, hulls)
+            })
+            .collect();
+        for (lane, by_stream, dur, hulls) in per_rank {
+            lanes.push(lane);
+            stream_lanes.extend(by_stream);
+            max_dur.push(dur);
+            for (number, h) in hulls {
                 steps
-                    .entry(step.number)
+                    .entry(number)
                     .and_modify(|s| *s = Interval::new(s.start.min(h.start), s.end.max(h.end)))
                     .or_insert(h);
             }
