@@ -26,9 +26,15 @@ impl Widget for Loading<'_> {
         let mb = self.progress.bytes.load(Ordering::Relaxed) as f64 / 1e6;
         let lines = vec![
             Line::styled(format!("Loading {}", self.source), self.theme.title()),
-            Line::raw(format!(
-                "{done} of {total} rank files parsed · {mb:.1} MB read"
-            )),
+            Line::raw(if total > 0 && done == total {
+                // Metrics and timeline indexes come after the last file: on
+                // large traces, a fifth of the loading time.
+                format!(
+                    "{total} rank files parsed · {mb:.1} MB read · computing metrics and timeline"
+                )
+            } else {
+                format!("{done} of {total} rank files parsed · {mb:.1} MB read")
+            }),
             Line::from(vec![
                 Span::styled("q", self.theme.key()),
                 Span::raw(" quits"),
@@ -69,5 +75,37 @@ impl Widget for Failed<'_> {
         ])
         .wrap(Wrap { trim: false })
         .render(area, buf);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shown(done: usize, total: usize) -> String {
+        let progress = Progress::default();
+        progress.files_total.store(total, Ordering::Relaxed);
+        progress.files_done.store(done, Ordering::Relaxed);
+        progress.bytes.store(12_500_000, Ordering::Relaxed);
+        let area = Rect::new(0, 0, 90, 6);
+        let mut buf = Buffer::empty(area);
+        Loading {
+            source: "run/",
+            progress: &progress,
+            theme: Theme::default(),
+        }
+        .render(area, &mut buf);
+        (0..area.height)
+            .map(|y| (0..area.width).map(|x| buf[(x, y)].symbol()).collect::<String>())
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    #[test]
+    fn progress_names_files_then_the_indexing() {
+        let s = shown(3, 8);
+        assert!(s.contains("3 of 8 rank files parsed · 12.5 MB read"), "{s}");
+        let s = shown(8, 8);
+        assert!(s.contains("8 rank files parsed · 12.5 MB read · computing metrics"), "{s}");
     }
 }
