@@ -9,7 +9,7 @@ use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
-use ccl_bench::metrics::{Ctx, METRICS};
+use ccl_bench::metrics::{eval_all, Ctx};
 use ccl_bench::model::{Interval, IntervalSet, Trace};
 use ccl_bench::read::kineto;
 use ccl_bench::synth::stream::{self, Layout};
@@ -59,9 +59,7 @@ fn bench(c: &mut Criterion) {
     c.bench_function(&format!("all_metrics_8_ranks_{ops}_ops"), |b| {
         b.iter(|| {
             let ctx = Ctx::new(&trace, None).unwrap();
-            for m in METRICS {
-                black_box(m.eval(&ctx));
-            }
+            black_box(eval_all(&ctx))
         })
     });
 

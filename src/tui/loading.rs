@@ -96,7 +96,11 @@ mod tests {
         }
         .render(area, &mut buf);
         (0..area.height)
-            .map(|y| (0..area.width).map(|x| buf[(x, y)].symbol()).collect::<String>())
+            .map(|y| {
+                (0..area.width)
+                    .map(|x| buf[(x, y)].symbol())
+                    .collect::<String>()
+            })
             .collect::<Vec<_>>()
             .join("\n")
     }
@@ -106,6 +110,9 @@ mod tests {
         let s = shown(3, 8);
         assert!(s.contains("3 of 8 rank files parsed · 12.5 MB read"), "{s}");
         let s = shown(8, 8);
-        assert!(s.contains("8 rank files parsed · 12.5 MB read · computing metrics"), "{s}");
+        assert!(
+            s.contains("8 rank files parsed · 12.5 MB read · computing metrics"),
+            "{s}"
+        );
     }
 }
