@@ -141,24 +141,14 @@ impl Data {
                     )
                 };
                 let lane = Lane::of(i, t.rank, None, t.ops.iter(), wait_of(None));
-                let mut streams: Vec<u32> = Vec::new();
+                // Ops grouped by stream once, rather than filtered again per stream.
+                let mut streams: BTreeMap<u32, Vec<&DeviceOp>> = BTreeMap::new();
                 for o in &t.ops {
-                    if streams.last() != Some(&o.stream) && !streams.contains(&o.stream) {
-                        streams.push(o.stream);
-                    }
+                    streams.entry(o.stream).or_default().push(o);
                 }
-                streams.sort_unstable();
                 let by_stream: Vec<Lane> = streams
                     .into_iter()
-                    .map(|s| {
-                        Lane::of(
-                            i,
-                            t.rank,
-                            Some(s),
-                            t.ops.iter().filter(move |o| o.stream == s),
-                            wait_of(Some(s)),
-                        )
-                    })
+                    .map(|(s, ops)| Lane::of(i, t.rank, Some(s), ops.into_iter(), wait_of(Some(s))))
                     .collect();
                 let max_dur = t.ops.iter().map(|o| o.dur).max().unwrap_or(0);
                 let hulls: Vec<(i64, Interval)> = t
