@@ -148,7 +148,9 @@ impl Data {
                 }
                 let by_stream: Vec<Lane> = streams
                     .into_iter()
-                    .map(|(s, ops)| Lane::of(i, t.rank, Some(s), ops.into_iter(), wait_of(Some(s))))
+                    .map(|(s, ops)| {
+                        Lane::of(i, t.rank, Some(s), ops.iter().copied(), wait_of(Some(s)))
+                    })
                     .collect();
                 let max_dur = t.ops.iter().map(|o| o.dur).max().unwrap_or(0);
                 let hulls: Vec<(i64, Interval)> = t
