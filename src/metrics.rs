@@ -928,6 +928,23 @@ mod tests {
     use super::*;
 
     #[test]
+    fn parallel_evaluation_matches_one_at_a_time() {
+        // A straggler run with collectives, steps and a card: most metrics apply.
+        let mut trace = testing::trace(&crate::synth::training_run(&crate::synth::RunShape {
+            ranks: 4,
+            straggler: Some(2),
+            ..Default::default()
+        }));
+        testing::with_card(&mut trace);
+        let ctx = Ctx::new(&trace, None).unwrap();
+        let one_by_one: Vec<Outcome> = METRICS.iter().map(|m| m.eval(&ctx)).collect();
+        let fresh = Ctx::new(&trace, None).unwrap();
+        let parallel = eval_all(&fresh);
+        assert_eq!(parallel, one_by_one);
+        assert!(parallel.iter().filter(|o| o.as_value().is_some()).count() > 40);
+    }
+
+    #[test]
     fn names_are_unique_and_documented() {
         let mut names: Vec<_> = METRICS.iter().map(|m| m.name).collect();
         names.sort_unstable();
