@@ -99,6 +99,7 @@ pub struct Ctx<'a> {
     stats: OnceLock<Vec<RankStats>>,
     rows: OnceLock<Vec<super::ranks::RankRow>>,
     waits: OnceLock<Vec<crate::model::collectives::WaitSplit>>,
+    instances: OnceLock<Vec<crate::model::collectives::Instance>>,
 }
 
 impl<'a> Ctx<'a> {
@@ -117,6 +118,7 @@ impl<'a> Ctx<'a> {
             opts: Options::default(),
             rows: OnceLock::new(),
             waits: OnceLock::new(),
+            instances: OnceLock::new(),
             ranks,
             focus,
             stats: OnceLock::new(),
@@ -183,10 +185,15 @@ impl<'a> Ctx<'a> {
     /// Wait/transfer split of the matched collectives of every rank of the
     /// trace (indexed like `trace.ranks`, not like `ranks`).
     pub fn waits(&self) -> &[crate::model::collectives::WaitSplit] {
-        self.waits.get_or_init(|| {
-            use crate::model::collectives::{instances, wait_split};
-            wait_split(self.trace, &instances(self.trace))
-        })
+        self.waits
+            .get_or_init(|| crate::model::collectives::wait_split(self.trace, self.instances()))
+    }
+
+    /// The collectives matched across every rank of the trace (see
+    /// `model::collectives::instances`).
+    pub fn instances(&self) -> &[crate::model::collectives::Instance] {
+        self.instances
+            .get_or_init(|| crate::model::collectives::instances(self.trace))
     }
 
     /// Pairs of (timeline, stats) for the ranks in scope.

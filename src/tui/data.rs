@@ -9,7 +9,7 @@ use rayon::prelude::*;
 use crate::metrics::breakdown::RankKernels;
 use crate::metrics::ranks::RankRow;
 use crate::metrics::{eval_all, Ctx, Metric, Options, Outcome, METRICS};
-use crate::model::collectives::{arrivals, instances, Arrivals};
+use crate::model::collectives::{arrivals, Arrivals};
 use crate::model::{Coverage, DeviceOp, Interval, IntervalSet, Ns, Trace};
 use crate::read::LoadReport;
 use crate::tui::tabs::memory::series;
@@ -107,15 +107,14 @@ impl Data {
         let summary = METRICS.iter().zip(eval_all(&ctx)).collect();
         let ranks = ctx.rank_rows().to_vec();
         let kernels = trace.ranks.par_iter().map(RankKernels::of).collect();
-        drop(ctx);
         let mut lanes = Vec::new();
         let mut stream_lanes = Vec::new();
         let mut steps: BTreeMap<i64, Interval> = BTreeMap::new();
         let mut max_dur = Vec::new();
         // Wait intervals of matched collectives, per rank: (stream, interval).
         let mut waits: Vec<Vec<(u32, Interval)>> = vec![Vec::new(); trace.ranks.len()];
-        let matched = instances(&trace);
-        let arrivals = arrivals(&trace, &matched);
+        let matched = ctx.instances();
+        let arrivals = arrivals(&trace, matched);
         for inst in matched {
             let start = |&(r, o): &(usize, usize)| trace.ranks[r].ops[o].start;
             let last = inst.members.iter().map(start).max().unwrap_or(0);
@@ -125,6 +124,8 @@ impl Data {
                 waits[r].push((op.stream, Interval::new(op.start, end)));
             }
         }
+        // The metrics' per-rank unions are not needed past here.
+        drop(ctx);
         // Lanes of each rank, built in parallel: unions of up to millions of ops.
         let per_rank: Vec<_> = trace
             .ranks
