@@ -30,6 +30,12 @@ pub struct RankStats {
     pub compute: IntervalSet,
     /// Union of memory copies and sets (peer-to-peer copies count as communication).
     pub memory: IntervalSet,
+    /// Communication ops with size metadata (several bandwidth metrics read them).
+    pub sized: Vec<super::collectives::SizedColl>,
+    /// Kernels with a known SM coverage: (duration, coverage).
+    pub covered: Vec<(Ns, f64)>,
+    /// Device time of each training phase, indexed like `Phase::ALL`.
+    pub phases: [Option<Ns>; super::phases::Phase::ALL.len()],
 }
 
 impl RankStats {
@@ -59,6 +65,9 @@ impl RankStats {
             comm: t.busy(|o| o.is_comm()),
             compute: t.busy(|o| o.is_compute()),
             memory: t.busy(|o| o.is_memory()),
+            sized: super::collectives::sized(t).collect(),
+            covered: super::kernel::covered_kernels(t),
+            phases: super::phases::phase_times(t),
         }
     }
 

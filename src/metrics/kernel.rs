@@ -119,7 +119,7 @@ fn coverage(t: &RankTimeline, blocks: Option<f64>, device: u32) -> Option<f64> {
 }
 
 /// Kernels of a rank with known SM coverage: (duration, coverage).
-fn covered_kernels(t: &RankTimeline) -> Vec<(Ns, f64)> {
+pub(super) fn covered_kernels(t: &RankTimeline) -> Vec<(Ns, f64)> {
     t.kernels()
         .filter_map(|k| Some((k.dur, coverage(t, k.blocks(), k.device)?)))
         .collect()
@@ -130,8 +130,8 @@ const NO_GRID: &str =
 
 pub fn mean_sm_coverage(ctx: &Ctx) -> Outcome {
     Outcome::rank_mean(
-        ctx.ranks.iter().map(|t| {
-            let ks = covered_kernels(t);
+        ctx.each().map(|(t, s)| {
+            let ks = &s.covered;
             let total: Ns = ks.iter().map(|k| k.0).sum();
             let weighted: f64 = ks.iter().map(|(d, c)| *d as f64 * c).sum();
             (t.rank, (total > 0).then(|| weighted / total as f64 * 100.0))
@@ -144,8 +144,8 @@ pub fn mean_sm_coverage(ctx: &Ctx) -> Outcome {
 /// selects, given the kernel's duration, coverage and the rank's median duration.
 fn coverage_share(ctx: &Ctx, label: &str, pick: impl Fn(Ns, f64, Ns) -> bool) -> Outcome {
     Outcome::share_mean(
-        ctx.ranks.iter().map(|t| {
-            let ks = covered_kernels(t);
+        ctx.each().map(|(t, s)| {
+            let ks = &s.covered;
             let mut durs: Vec<Ns> = ks.iter().map(|k| k.0).collect();
             durs.sort_unstable();
             let median = durs.get(durs.len() / 2).copied().unwrap_or(0);

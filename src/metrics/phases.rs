@@ -24,6 +24,16 @@ pub enum Phase {
 }
 
 impl Phase {
+    pub const ALL: [Self; 7] = [
+        Self::Forward,
+        Self::Backward,
+        Self::Optimizer,
+        Self::FsdpAllGather,
+        Self::FsdpReduceScatter,
+        Self::FsdpCopyIn,
+        Self::FsdpCopyOut,
+    ];
+
     fn matches(self, name: &str) -> bool {
         let fsdp = name.strip_prefix("FSDP::");
         match self {
@@ -76,36 +86,48 @@ impl Phase {
 /// kernels are still queued, and hulls would then count that time twice.
 /// The `gpu_user_annotation` mirrors are not used: they only cover kernels
 /// launched by the annotating thread, so a mirrored `backward` is µs long.
-fn phase_time(t: &RankTimeline, phase: Phase) -> Option<Ns> {
-    let ranges: Vec<&Annotation> = t
-        .annotations
-        .iter()
-        .filter(|a| !a.on_gpu && phase.matches(t.name(a.name)))
-        .collect();
-    if ranges.is_empty() {
-        return None;
+///
+/// Every phase of a rank at once (indexed like [`Phase::ALL`]), so that its ops
+/// are put in launch order once; `None` where the rank has no such range.
+pub(super) fn phase_times(t: &RankTimeline) -> [Option<Ns>; Phase::ALL.len()] {
+    let ranges = Phase::ALL.map(|phase| -> Vec<&Annotation> {
+        t.annotations
+            .iter()
+            .filter(|a| !a.on_gpu && phase.matches(t.name(a.name)))
+            .collect()
+    });
+    if ranges.iter().all(|r| r.is_empty()) {
+        return [None; Phase::ALL.len()];
     }
     let mut by_launch: Vec<(Ns, Interval)> =
         t.ops.iter().map(|o| (o.launch, o.interval())).collect();
     by_launch.sort_unstable_by_key(|p| p.0);
-    let mut spans = Vec::new();
-    for a in ranges {
-        let lo = by_launch.partition_point(|p| p.0 < a.start);
-        let hi = by_launch.partition_point(|p| p.0 < a.end);
-        if lo == hi {
-            spans.push(Interval::new(a.start, a.end));
+    ranges.map(|ranges| {
+        if ranges.is_empty() {
+            return None;
         }
-        spans.extend(by_launch[lo..hi].iter().map(|p| p.1));
-    }
-    Some(IntervalSet::from_unsorted(spans).total())
+        let mut spans = Vec::new();
+        for a in ranges {
+            let lo = by_launch.partition_point(|p| p.0 < a.start);
+            let hi = by_launch.partition_point(|p| p.0 < a.end);
+            if lo == hi {
+                spans.push(Interval::new(a.start, a.end));
+            }
+            spans.extend(by_launch[lo..hi].iter().map(|p| p.1));
+        }
+        Some(IntervalSet::from_unsorted(spans).total())
+    })
 }
 
 /// Mean per step of the phase's time, per rank, averaged.
 fn per_step(ctx: &Ctx, phase: Phase) -> Outcome {
     Outcome::rank_mean(
-        ctx.ranks.iter().map(|t| {
+        ctx.each().map(|(t, s)| {
             let steps = t.steps.len().max(1) as f64;
-            (t.rank, phase_time(t, phase).map(|ns| ns_to_s(ns) / steps))
+            (
+                t.rank,
+                s.phases[phase as usize].map(|ns| ns_to_s(ns) / steps),
+            )
         }),
         &format!("the trace has no {}", phase.describe()),
     )
@@ -116,14 +138,14 @@ fn per_step(ctx: &Ctx, phase: Phase) -> Outcome {
 /// the ratio are measured on the GPU (CPU steps for a trace without device ops).
 fn share(ctx: &Ctx, phase: Phase) -> Outcome {
     Outcome::share_mean(
-        ctx.ranks.iter().filter_map(|t| {
+        ctx.each().filter_map(|(t, s)| {
             let whole = match gpu_step_windows(t).total() {
                 // CPU-only trace: the CPU steps, else the whole window.
                 0 if t.steps.is_empty() => t.window.map_or(0, |w| w.len()),
                 0 => t.steps.iter().map(|s| s.dur()).sum(),
                 w => w,
             };
-            Some((t.rank, phase_time(t, phase)?, whole))
+            Some((t.rank, s.phases[phase as usize]?, whole))
         }),
         (phase.label(), "device step time"),
         Unit::Percent,
@@ -261,6 +283,14 @@ mod tests {
     use crate::metrics::testing::{assert_close, eval, trace, value};
     use crate::metrics::Outcome;
     use crate::synth::RankTrace;
+
+    #[test]
+    fn phases_index_their_table() {
+        // RankStats keeps phase times in an array indexed by `phase as usize`.
+        for (i, p) in Phase::ALL.iter().enumerate() {
+            assert_eq!(*p as usize, i);
+        }
+    }
 
     fn training() -> RankTrace {
         // Two steps of 100 µs; per step forward 30, backward 50, optimizer 10 µs
