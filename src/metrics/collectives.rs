@@ -70,8 +70,8 @@ const NO_SIZES: &str =
 fn busbw(ctx: &Ctx, kind: CollKind) -> Outcome {
     let (mut bytes, mut alg_bytes, mut time, mut ops) = (0.0, 0u64, 0, 0);
     let mut any_sized = false;
-    for (_, s) in ctx.each() {
-        for c in &s.sized {
+    for t in &ctx.ranks {
+        for c in sized(t) {
             any_sized = true;
             if c.kind != kind || c.dur <= 0 {
                 continue;
@@ -138,8 +138,8 @@ pub fn bw_peertopeer(ctx: &Ctx) -> Outcome {
     };
     let (mut bytes, mut time) = (0u64, 0);
     let mut any_sized = false;
-    for (_, s) in ctx.each() {
-        for c in &s.sized {
+    for t in &ctx.ranks {
+        for c in sized(t) {
             any_sized = true;
             if c.kind == CollKind::SendRecv && c.dur > 0 {
                 bytes += c.msg_bytes;
@@ -223,9 +223,9 @@ pub fn vol_total(ctx: &Ctx) -> Outcome {
 /// Least-squares fit of t = α + β · bytes over all-reduce ops with a size.
 pub fn hockney_fit(ctx: &Ctx) -> Result<(f64, f64, usize), String> {
     let pts: Vec<(f64, f64)> = ctx
-        .stats()
+        .ranks
         .iter()
-        .flat_map(|s| &s.sized)
+        .flat_map(|t| sized(t).collect::<Vec<_>>())
         .filter(|c| c.kind == CollKind::AllReduce && c.dur > 0)
         .map(|c| (c.msg_bytes as f64, c.dur as f64 / 1e9))
         .collect();

@@ -30,10 +30,8 @@ pub struct RankStats {
     pub compute: IntervalSet,
     /// Union of memory copies and sets (peer-to-peer copies count as communication).
     pub memory: IntervalSet,
-    /// Communication ops with size metadata (several bandwidth metrics read them).
-    pub sized: Vec<super::collectives::SizedColl>,
-    /// Kernels with a known SM coverage: (duration, coverage).
-    pub covered: Vec<(Ns, f64)>,
+    /// What the SM-coverage metrics need of the kernels with a known coverage.
+    pub sm: super::kernel::SmCoverage,
     /// Device time of each training phase, indexed like `Phase::ALL`.
     pub phases: [Option<Ns>; super::phases::Phase::ALL.len()],
 }
@@ -65,8 +63,7 @@ impl RankStats {
             comm: t.busy(|o| o.is_comm()),
             compute: t.busy(|o| o.is_compute()),
             memory: t.busy(|o| o.is_memory()),
-            sized: super::collectives::sized(t).collect(),
-            covered: super::kernel::covered_kernels(t),
+            sm: super::kernel::SmCoverage::of(t),
             phases: super::phases::phase_times(t),
         }
     }

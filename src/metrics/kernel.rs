@@ -118,11 +118,39 @@ fn coverage(t: &RankTimeline, blocks: Option<f64>, device: u32) -> Option<f64> {
     Some((blocks? / f64::from(sms)).min(1.0))
 }
 
-/// Kernels of a rank with known SM coverage: (duration, coverage).
-pub(super) fn covered_kernels(t: &RankTimeline) -> Vec<(Ns, f64)> {
-    t.kernels()
-        .filter_map(|k| Some((k.dur, coverage(t, k.blocks(), k.device)?)))
-        .collect()
+/// Kernels of a rank with known SM coverage, summed as the SM-coverage metrics
+/// need them (a few numbers per rank, so they can be kept with the rank's stats).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SmCoverage {
+    /// Summed duration.
+    pub total: Ns,
+    /// Σ duration × coverage.
+    pub weighted: f64,
+    /// Duration of kernels over 70 % of the SMs and longer than the median kernel.
+    pub compute_bound: Ns,
+    /// Duration of kernels under 50 % of the SMs.
+    pub memory_bound: Ns,
+}
+
+impl SmCoverage {
+    pub fn of(t: &RankTimeline) -> Self {
+        let ks: Vec<(Ns, f64)> = t
+            .kernels()
+            .filter_map(|k| Some((k.dur, coverage(t, k.blocks(), k.device)?)))
+            .collect();
+        let mut durs: Vec<Ns> = ks.iter().map(|k| k.0).collect();
+        durs.sort_unstable();
+        let median = durs.get(durs.len() / 2).copied().unwrap_or(0);
+        let time = |pick: &dyn Fn(Ns, f64) -> bool| -> Ns {
+            ks.iter().filter(|(d, c)| pick(*d, *c)).map(|k| k.0).sum()
+        };
+        Self {
+            total: durs.iter().sum(),
+            weighted: ks.iter().map(|(d, c)| *d as f64 * c).sum(),
+            compute_bound: time(&|d, c| c > 0.7 && d > median),
+            memory_bound: time(&|_, c| c < 0.5),
+        }
+    }
 }
 
 const NO_GRID: &str =
@@ -131,32 +159,20 @@ const NO_GRID: &str =
 pub fn mean_sm_coverage(ctx: &Ctx) -> Outcome {
     Outcome::rank_mean(
         ctx.each().map(|(t, s)| {
-            let ks = &s.covered;
-            let total: Ns = ks.iter().map(|k| k.0).sum();
-            let weighted: f64 = ks.iter().map(|(d, c)| *d as f64 * c).sum();
-            (t.rank, (total > 0).then(|| weighted / total as f64 * 100.0))
+            let sm = &s.sm;
+            (
+                t.rank,
+                (sm.total > 0).then(|| sm.weighted / sm.total as f64 * 100.0),
+            )
         }),
         NO_GRID,
     )
 }
 
-/// Share of kernel time (over kernels with known coverage) in kernels that `pick`
-/// selects, given the kernel's duration, coverage and the rank's median duration.
-fn coverage_share(ctx: &Ctx, label: &str, pick: impl Fn(Ns, f64, Ns) -> bool) -> Outcome {
+/// Share of kernel time (over kernels with known coverage) in the part `hit` picks.
+fn coverage_share(ctx: &Ctx, label: &str, hit: fn(&SmCoverage) -> Ns) -> Outcome {
     Outcome::share_mean(
-        ctx.each().map(|(t, s)| {
-            let ks = &s.covered;
-            let mut durs: Vec<Ns> = ks.iter().map(|k| k.0).collect();
-            durs.sort_unstable();
-            let median = durs.get(durs.len() / 2).copied().unwrap_or(0);
-            let total: Ns = durs.iter().sum();
-            let hit: Ns = ks
-                .iter()
-                .filter(|(d, c)| pick(*d, *c, median))
-                .map(|k| k.0)
-                .sum();
-            (t.rank, hit, total)
-        }),
+        ctx.each().map(|(t, s)| (t.rank, hit(&s.sm), s.sm.total)),
         (label, "kernels with grid info"),
         Unit::Percent,
         NO_GRID,
@@ -164,13 +180,11 @@ fn coverage_share(ctx: &Ctx, label: &str, pick: impl Fn(Ns, f64, Ns) -> bool) ->
 }
 
 pub fn compute_bound_fraction(ctx: &Ctx) -> Outcome {
-    coverage_share(ctx, "kernels > 70 % SMs, > median", |dur, cov, median| {
-        cov > 0.7 && dur > median
-    })
+    coverage_share(ctx, "kernels > 70 % SMs, > median", |s| s.compute_bound)
 }
 
 pub fn memory_bound_fraction(ctx: &Ctx) -> Outcome {
-    coverage_share(ctx, "kernels < 50 % SMs", |_, cov, _| cov < 0.5)
+    coverage_share(ctx, "kernels < 50 % SMs", |s| s.memory_bound)
 }
 
 #[cfg(test)]
