@@ -174,6 +174,7 @@ impl<'a> Ctx<'a> {
     pub fn warm(&self) {
         self.stats();
         self.rank_rows();
+        self.instances();
         self.waits();
     }
 

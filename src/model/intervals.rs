@@ -185,10 +185,6 @@ impl Coverage {
         }
     }
 
-    pub fn set(&self) -> &IntervalSet {
-        &self.set
-    }
-
     /// Length covered before `t`, i.e. of `(-inf, t)`.
     pub fn upto(&self, t: Ns) -> Ns {
         let v = &self.set.0;
