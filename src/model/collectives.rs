@@ -155,8 +155,8 @@ pub fn wait_split(trace: &Trace, inst: &[Instance]) -> Vec<WaitSplit> {
 /// Who arrives late at collectives.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Arrivals {
-    /// Step numbers (columns of `late`), in order.
-    pub steps: Vec<i64>,
+    /// Steps as (number, occurrence) (columns of `late`), in order.
+    pub steps: Vec<(i64, u32)>,
     /// Per rank (like `Trace::ranks`) and step: summed over the step's matched
     /// collectives, how long after the first member the rank started (what the
     /// others waited for it); `None` where the rank has none in that step.
@@ -171,12 +171,9 @@ pub struct Arrivals {
 
 pub fn arrivals(trace: &Trace, inst: &[Instance]) -> Arrivals {
     let n = trace.ranks.len();
-    let mut steps: Vec<i64> = trace
-        .ranks
-        .iter()
-        .flat_map(|t| t.steps.iter().map(|s| s.number))
-        .collect();
-    steps.sort_unstable();
+    let keys: Vec<Vec<(i64, u32)>> = trace.ranks.iter().map(|t| t.step_keys()).collect();
+    let mut steps: Vec<(i64, u32)> = keys.iter().flatten().copied().collect();
+    steps.sort_unstable_by_key(|&(n, k)| (k, n));
     steps.dedup();
     let mut cell: Vec<Vec<Option<Ns>>> = vec![vec![None; steps.len()]; n];
     let mut last = vec![0; n];
@@ -190,10 +187,10 @@ pub fn arrivals(trace: &Trace, inst: &[Instance]) -> Arrivals {
         let first = starts.iter().map(|s| s.1).min().unwrap_or(0);
         for (&(r, o), &(_, start)) in i.members.iter().zip(&starts) {
             let t = &trace.ranks[r];
-            let Some(si) = t.ops[o].step.and_then(|s| t.steps.get(s as usize)) else {
+            let Some(key) = t.ops[o].step.and_then(|s| keys[r].get(s as usize)) else {
                 continue;
             };
-            let Ok(col) = steps.binary_search(&si.number) else {
+            let Some(col) = steps.iter().position(|s| s == key) else {
                 continue;
             };
             *cell[r][col].get_or_insert(0) += start - first;
@@ -294,7 +291,7 @@ mod tests {
         // collective last, so its row of the heatmap is the late one.
         let t = trace(&training_run(&RunShape::default()));
         let a = arrivals(&t, &instances(&t));
-        assert_eq!(a.steps, vec![1, 2, 3]);
+        assert_eq!(a.steps, vec![(1, 0), (2, 0), (3, 0)]);
         assert_eq!(a.collectives, 51);
         let most = (0..8).max_by_key(|&r| a.last[r]).unwrap();
         assert_eq!(most, 5);

@@ -202,6 +202,21 @@ impl RankTimeline {
         IntervalSet::from_iter_unsorted(self.ops.iter().filter(|o| keep(o)).map(DeviceOp::interval))
     }
 
+    /// Each step's (number, occurrence): occurrence 0 for the first
+    /// `ProfilerStep#number` of the rank, 1 for a repeat of that number, ...
+    /// A step is an instance, not a number; ranks' steps match on this key.
+    pub fn step_keys(&self) -> Vec<(i64, u32)> {
+        let mut seen: std::collections::HashMap<i64, u32> = Default::default();
+        self.steps
+            .iter()
+            .map(|s| {
+                let k = seen.entry(s.number).or_default();
+                *k += 1;
+                (s.number, *k - 1)
+            })
+            .collect()
+    }
+
     /// First device op start to last device op end.
     pub fn device_window(&self) -> Option<Interval> {
         let start = self.ops.first()?.start;

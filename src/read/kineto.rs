@@ -67,11 +67,31 @@ pub fn read(reader: impl Read, path: &Path) -> Result<RankFile, Error> {
     let dist_rank = b.dist_rank;
     let mut timeline = b.finish();
     timeline.source = path.to_owned();
+    if let Some(w) = repeated_steps(&timeline.steps) {
+        warnings.push(format!("{}: {w}", path.display()));
+    }
     Ok(RankFile {
         timeline,
         dist_rank,
         events,
         warnings,
+    })
+}
+
+/// A warning when step numbers repeat (the profiler was restarted in one
+/// process): each instance stays a step of its own.
+pub fn repeated_steps(steps: &[Step]) -> Option<String> {
+    let mut numbers: Vec<i64> = steps.iter().map(|s| s.number).collect();
+    numbers.sort_unstable();
+    let total = numbers.len();
+    numbers.dedup();
+    let repeats = total - numbers.len();
+    (repeats > 0).then(|| {
+        format!(
+            "{total} steps but only {} distinct step numbers (the profiler was restarted?); \
+             each is kept as a step of its own",
+            numbers.len()
+        )
     })
 }
 
@@ -506,6 +526,9 @@ struct Builder {
     colls: Vec<CollMeta>,
     /// Runtime launch time by correlation id.
     launches: HashMap<u64, Ns>,
+    /// Every launch time of a correlation id seen more than once (a file that
+    /// restarts its ids), sorted at the end.
+    relaunched: HashMap<u64, Vec<Ns>>,
     /// `record_param_comms` metadata by External id.
     comm_args: HashMap<u64, CollMeta>,
     steps: Vec<Step>,
@@ -637,7 +660,12 @@ impl Builder {
         match e.cat {
             Cat::Runtime => {
                 if let Some(c) = e.args.correlation {
-                    self.launches.insert(c, ts);
+                    if let Some(first) = self.launches.insert(c, ts) {
+                        self.relaunched
+                            .entry(c)
+                            .or_insert_with(|| vec![first])
+                            .push(ts);
+                    }
                 }
                 // cudaLaunchKernel, cuLaunchKernelEx, hipExtModuleLaunchKernel, ...
                 if memchr::memmem::find(self.name_buf.as_bytes(), b"Launch").is_some() {
@@ -688,11 +716,16 @@ impl Builder {
 
     fn finish(mut self) -> RankTimeline {
         self.steps.sort_by_key(|s| (s.start, s.number));
-        self.steps.dedup_by_key(|s| s.number);
+        // The same range recorded twice is one step; the same number at another
+        // time is a second instance (a restarted profiler), kept as its own step.
+        self.steps.dedup_by_key(|s| (s.number, s.start));
         let steps = std::mem::take(&mut self.steps);
         let mut colls = std::mem::take(&mut self.colls);
         let mut ops = std::mem::take(&mut self.ops);
         let links = std::mem::take(&mut self.links);
+        for times in self.relaunched.values_mut() {
+            times.sort_unstable();
+        }
         for (op, p) in ops.iter_mut().zip(links) {
             if op.is_comm() {
                 if op.meta.is_none() {
@@ -723,7 +756,14 @@ impl Builder {
             // A kernel belongs to the step during which it was launched.
             let launched = p
                 .correlation
-                .and_then(|c| self.launches.get(&c).copied())
+                .and_then(|c| match self.relaunched.get(&c) {
+                    // Ids repeat: the launch just before the kernel started.
+                    Some(times) => {
+                        let i = times.partition_point(|&t| t <= op.start);
+                        times.get(i.checked_sub(1)?).copied()
+                    }
+                    None => self.launches.get(&c).copied(),
+                })
                 .unwrap_or(op.start);
             op.step = step_at(&steps, launched);
             op.launch = launched;

@@ -12,7 +12,7 @@ pub enum Action {
     ToggleHelp,
     /// With two runs open: show the other one in the single-run tabs.
     SwitchRun,
-    /// Leave help, a prompt or a filter; quit from the plain view.
+    /// Cancel the innermost thing: help, a prompt, a filter, a zoom. Never quits.
     Back,
     Up,
     Down,

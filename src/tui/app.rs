@@ -181,7 +181,6 @@ impl App {
                     return;
                 }
                 Action::SwitchRun => return self.switch_run(),
-                Action::Back => return self.quit = true,
                 Action::Click { col, row: 0 } => {
                     if let Some(t) = tab_at(col, &self.tabs()) {
                         self.tab = t;

@@ -30,7 +30,9 @@ pub struct Data {
     pub lanes: Vec<Lane>,
     /// One lane per (rank, stream).
     pub stream_lanes: Vec<Lane>,
-    /// Steps by number: the hull of their device windows over all ranks.
+    /// Step instances in start order: the hull of their device windows over
+    /// all ranks. A number repeated on a rank (a restarted profiler) is a
+    /// second instance, matched across ranks by its occurrence.
     pub steps: Vec<StepSpan>,
     /// Everything drawn on the timeline: first to last device op of any rank.
     pub span: Interval,
@@ -96,7 +98,30 @@ impl Lane {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StepSpan {
     pub number: i64,
+    /// 0 for the first `ProfilerStep#number` on a rank, 1 for its repeat, ...
+    pub occurrence: u32,
     pub span: Interval,
+}
+
+impl StepSpan {
+    /// "step 3", or "step 3 (2nd)" for the second instance of that number.
+    pub fn label(&self) -> String {
+        match self.occurrence {
+            0 => format!("step {}", self.number),
+            k => format!("step {} ({})", self.number, ordinal(k + 1)),
+        }
+    }
+}
+
+fn ordinal(n: u32) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (_, 11..=13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix}")
 }
 
 impl Data {
@@ -109,7 +134,7 @@ impl Data {
         let kernels = trace.ranks.par_iter().map(RankKernels::of).collect();
         let mut lanes = Vec::new();
         let mut stream_lanes = Vec::new();
-        let mut steps: BTreeMap<i64, Interval> = BTreeMap::new();
+        let mut steps: BTreeMap<(i64, u32), Interval> = BTreeMap::new();
         let mut max_dur = Vec::new();
         // Wait intervals of matched collectives, per rank: (stream, interval).
         let mut waits: Vec<Vec<(u32, Interval)>> = vec![Vec::new(); trace.ranks.len()];
@@ -154,11 +179,17 @@ impl Data {
                     })
                     .collect();
                 let max_dur = t.ops.iter().map(|o| o.dur).max().unwrap_or(0);
-                let hulls: Vec<(i64, Interval)> = t
+                let mut seen: BTreeMap<i64, u32> = BTreeMap::new();
+                let hulls: Vec<((i64, u32), Interval)> = t
                     .steps
                     .iter()
                     .zip(crate::metrics::ctx::gpu_step_hulls(t))
-                    .filter_map(|(step, hull)| Some((step.number, hull?)))
+                    .filter_map(|(step, hull)| {
+                        let k = seen.entry(step.number).or_default();
+                        let key = (step.number, *k);
+                        *k += 1;
+                        Some((key, hull?))
+                    })
                     .collect();
                 (lane, by_stream, max_dur, hulls)
             })
@@ -167,9 +198,9 @@ impl Data {
             lanes.push(lane);
             stream_lanes.extend(by_stream);
             max_dur.push(dur);
-            for (number, h) in hulls {
+            for (key, h) in hulls {
                 steps
-                    .entry(number)
+                    .entry(key)
                     .and_modify(|s| *s = Interval::new(s.start.min(h.start), s.end.max(h.end)))
                     .or_insert(h);
             }
@@ -194,6 +225,15 @@ impl Data {
                 ]
             })
             .collect();
+        let mut steps: Vec<StepSpan> = steps
+            .into_iter()
+            .map(|((number, occurrence), span)| StepSpan {
+                number,
+                occurrence,
+                span,
+            })
+            .collect();
+        steps.sort_by_key(|s| (s.span.start, s.number, s.occurrence));
         Self {
             memory,
             inputs: report.input_lines(),
@@ -206,10 +246,7 @@ impl Data {
             kernels,
             lanes,
             stream_lanes,
-            steps: steps
-                .into_iter()
-                .map(|(number, span)| StepSpan { number, span })
-                .collect(),
+            steps,
             span,
             max_dur,
             arrivals,

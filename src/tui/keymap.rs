@@ -105,7 +105,7 @@ pub static BINDINGS: &[Binding] = &[
         [Esc],
         "Esc",
         Action::Back,
-        "close help / prompt, else quit"
+        "cancel: help, prompt, filter, zoom (never quits)"
     ),
     bind!(
         Global,

@@ -6,6 +6,7 @@ mod bad_input;
 mod cli;
 mod corpus;
 mod fuzz_smoke;
+mod glance;
 mod readme;
 mod support;
 mod tui;

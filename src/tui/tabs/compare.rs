@@ -139,6 +139,10 @@ impl CompareState {
                 self.changed_only = !self.changed_only;
                 self.selected = 0;
             }
+            Action::Back if self.changed_only => {
+                self.changed_only = false;
+                self.selected = 0;
+            }
             Action::NextStep => self.step = (self.step + 1).min(pair.steps() - 1),
             Action::PrevStep => self.step = self.step.saturating_sub(1),
             Action::NextRank => {

@@ -126,6 +126,10 @@ impl KernelsState {
             Action::Home => self.selected = 0,
             Action::End => self.selected = last,
             Action::Filter => self.typing = true,
+            Action::Back if !self.filter.is_empty() => {
+                self.filter.clear();
+                self.refilter();
+            }
             Action::ToggleGrouping => {
                 self.grouping = match self.grouping {
                     Grouping::Kernel => Grouping::Class,

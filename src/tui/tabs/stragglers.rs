@@ -179,8 +179,13 @@ fn render_heatmap(data: &Data, theme: Theme, area: Rect, buf: &mut Buffer) {
     let cols = a.steps.len();
     let cell = 4usize;
     let mut head = String::from("step  ");
-    for s in &a.steps {
-        head += &format!("{:<cell$}", s.to_string());
+    for &(number, k) in &a.steps {
+        let label = if k == 0 {
+            number.to_string()
+        } else {
+            format!("{number}'")
+        };
+        head += &format!("{label:<cell$}");
     }
     lines.push(Line::styled(head, theme.dim()));
     for (i, row) in a.late.iter().enumerate() {

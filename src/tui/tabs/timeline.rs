@@ -13,7 +13,7 @@ use ratatui::widgets::Widget;
 use crate::model::time::human;
 use crate::model::{Interval, Ns};
 use crate::tui::action::Action;
-use crate::tui::data::{Data, Lane};
+use crate::tui::data::{Data, Lane, StepSpan};
 use crate::tui::theme::{Shade, Theme};
 use crate::tui::widgets::fit;
 
@@ -31,6 +31,8 @@ pub struct TimelineState {
     /// The step number being typed after `:`.
     pub prompt: Option<String>,
     pub message: Option<String>,
+    /// The step last jumped to (index into `Data::steps`): `n`/`p` walk from it.
+    pub step: Option<usize>,
     drag: Option<(u16, Interval)>,
 }
 
@@ -138,6 +140,7 @@ impl TimelineState {
             raw: false,
             prompt: None,
             message: None,
+            step: None,
             drag: None,
         }
     }
@@ -176,7 +179,8 @@ impl TimelineState {
         let pad = s.span.len() / 50;
         self.set_view(data, s.span.start - pad, s.span.len() + 2 * pad, width);
         self.cursor = s.span.start;
-        self.message = Some(format!("step {}", s.number));
+        self.step = Some(i);
+        self.message = Some(s.label());
     }
 
     pub fn update(&mut self, action: Action, data: &Data, area: Rect) {
@@ -209,7 +213,11 @@ impl TimelineState {
         match action {
             Action::ZoomIn => self.zoom(data, 0.5, self.cursor, width),
             Action::ZoomOut => self.zoom(data, 2.0, self.cursor, width),
-            Action::ResetZoom => self.view = data.span,
+            // Esc undoes the zoom (one level of "cancel"); it never quits.
+            Action::ResetZoom | Action::Back => {
+                self.view = data.span;
+                self.step = None;
+            }
             Action::PanLeft | Action::PanRight => {
                 let d = (self.view.len() / 8).max(1);
                 let d = if action == Action::PanLeft { -d } else { d };
@@ -222,6 +230,7 @@ impl TimelineState {
                     ns_per_col
                 };
                 self.cursor = (self.cursor + d).clamp(data.span.start, data.span.end - 1);
+                self.step = None;
                 if self.cursor < self.view.start || self.cursor >= self.view.end {
                     let start = self.cursor - self.view.len() / 2;
                     self.set_view(data, start, self.view.len(), width);
@@ -231,19 +240,11 @@ impl TimelineState {
             Action::Down => self.lane = (self.lane + 1).min(nlanes.saturating_sub(1)),
             Action::PageUp | Action::Home => self.lane = 0,
             Action::PageDown | Action::End => self.lane = nlanes.saturating_sub(1),
-            Action::NextStep => match data
-                .steps
-                .iter()
-                .position(|s| s.span.start > self.view.start + ns_per_col)
-            {
+            Action::NextStep => match next_step(&data.steps, self.step, self.cursor) {
                 Some(i) => self.show_step(data, i, width),
                 None => self.message = Some("no later step".into()),
             },
-            Action::PrevStep => match data
-                .steps
-                .iter()
-                .rposition(|s| s.span.start < self.view.start - ns_per_col)
-            {
+            Action::PrevStep => match prev_step(&data.steps, self.step, self.cursor) {
                 Some(i) => self.show_step(data, i, width),
                 None => self.message = Some("no earlier step".into()),
             },
@@ -280,6 +281,7 @@ impl TimelineState {
                         self.lane = lane;
                     }
                     self.cursor = col_time(self.view, width, c) + ns_per_col / 2;
+                    self.step = None;
                     self.drag = Some((col, self.view));
                 }
             }
@@ -306,10 +308,32 @@ impl TimelineState {
     }
 }
 
+/// The step after the one last shown; before any jump, the first step that
+/// starts after the cursor (steps are in start order).
+fn next_step(steps: &[StepSpan], current: Option<usize>, cursor: Ns) -> Option<usize> {
+    let i = match current {
+        Some(i) => i + 1,
+        None => steps.partition_point(|s| s.span.start < cursor),
+    };
+    (i < steps.len()).then_some(i)
+}
+
+/// The step before the one last shown; before any jump, the last step that
+/// starts before the cursor.
+fn prev_step(steps: &[StepSpan], current: Option<usize>, cursor: Ns) -> Option<usize> {
+    match current {
+        Some(i) => i.checked_sub(1),
+        None => steps
+            .partition_point(|s| s.span.start < cursor)
+            .checked_sub(1),
+    }
+}
+
 fn no_step(n: i64, data: &Data) -> String {
+    let numbers = data.steps.iter().map(|s| s.number);
     let (first, last) = (
-        data.steps[0].number,
-        data.steps[data.steps.len() - 1].number,
+        numbers.clone().min().unwrap_or(0),
+        numbers.max().unwrap_or(0),
     );
     format!("no step {n}; the trace has steps {first} to {last}")
 }
@@ -438,7 +462,7 @@ fn render_info(state: &TimelineState, data: &Data, theme: Theme, r: Rect, buf: &
         .iter()
         .rev()
         .find(|s| s.span.start <= state.cursor && state.cursor < s.span.end)
-        .map_or(String::new(), |s| format!(" · step {}", s.number));
+        .map_or(String::new(), |s| format!(" · {}", s.label()));
     let clocks = match (&data.trace.offsets, state.raw) {
         (None, _) => String::new(),
         (Some(_), false) => " · clocks aligned (a: raw)".to_owned(),

@@ -1,0 +1,170 @@
+//! What a person sees and concludes from the screen on real and realistic
+//! traces: step navigation, Esc, step instances, busy fractions, verdicts.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use ccl_bench::metrics::Options;
+use ccl_bench::read::{LoadOptions, Progress};
+use ccl_bench::synth::RankTrace;
+use ccl_bench::tui::action::Action;
+use ccl_bench::tui::app::App;
+use ccl_bench::tui::data::Data;
+use ccl_bench::tui::load_data;
+use ccl_bench::tui::tabs::Tab;
+use ccl_bench::tui::theme::Theme;
+
+use crate::support::{corpus, write_ranks};
+
+const SAMPLE: &str = "trace_collection/llama_fsdp_8gpu";
+
+fn load(path: &Path) -> Data {
+    load_data(
+        path,
+        &LoadOptions::default(),
+        Options::default(),
+        &Progress::default(),
+    )
+    .unwrap_or_else(|e| panic!("{} loads: {e:#}", path.display()))
+}
+
+fn app(data: Data) -> App {
+    App::new(Arc::new(data), Theme::mono(), (120, 30))
+}
+
+/// `n` from the start visits every step once, in order; `p` walks back.
+fn assert_steps_walk(data: Data, what: &str) {
+    let mut a = app(data);
+    a.update(Action::SelectTab(Tab::Timeline));
+    let n = a.data.steps.len();
+    assert!(n > 1, "{what}: needs several steps, has {n}");
+    let mut seen = Vec::new();
+    for _ in 0..n + 2 {
+        a.update(Action::NextStep);
+        seen.push(a.timeline.step);
+    }
+    let want: Vec<Option<usize>> = (0..n).map(Some).chain([Some(n - 1), Some(n - 1)]).collect();
+    assert_eq!(seen, want, "{what}: n walks every step");
+    assert_eq!(a.timeline.message.as_deref(), Some("no later step"));
+    for i in (0..n - 1).rev() {
+        a.update(Action::PrevStep);
+        assert_eq!(a.timeline.step, Some(i), "{what}: p walks back");
+    }
+    a.update(Action::PrevStep);
+    assert_eq!(a.timeline.message.as_deref(), Some("no earlier step"));
+}
+
+#[test]
+fn next_step_walks_every_step_on_the_sample() {
+    assert_steps_walk(load(Path::new(SAMPLE)), "sample");
+}
+
+#[test]
+fn next_step_walks_every_step_on_real_traces() {
+    for rel in [
+        "nsys/h100_tiny_transformer/h100_tiny_transformer_nsys.sqlite",
+        "kineto/h100_gpt_eager",
+        "kineto/legacy_2021",
+        "kineto/hta/ns_resolution_trace",
+    ] {
+        let Some(p) = corpus(rel) else { return };
+        assert_steps_walk(load(&p), rel);
+    }
+}
+
+#[test]
+fn esc_cancels_and_never_quits() {
+    let mut a = app(load(Path::new(SAMPLE)));
+    // `/ gemm Enter` then Esc: the filter goes, the program stays.
+    a.update(Action::SelectTab(Tab::Kernels));
+    let all = a.kernels.shown.len();
+    a.update(Action::Filter);
+    for c in "gemm".chars() {
+        a.update(Action::Input(c));
+    }
+    a.update(Action::Submit);
+    assert!(a.kernels.shown.len() < all);
+    a.update(Action::Back);
+    assert!(!a.quit, "Esc after a filter must not quit");
+    assert_eq!(
+        (a.kernels.filter.as_str(), a.kernels.shown.len()),
+        ("", all)
+    );
+    // Zoomed timeline: Esc shows the whole trace again.
+    a.update(Action::SelectTab(Tab::Timeline));
+    let full = a.timeline.view;
+    a.update(Action::ZoomIn);
+    a.update(Action::ZoomIn);
+    assert_ne!(a.timeline.view, full);
+    a.update(Action::Back);
+    assert!(!a.quit, "Esc on a zoomed timeline must not quit");
+    assert_eq!(a.timeline.view, full);
+    // Nothing left to cancel: still no quit, on every tab.
+    for tab in [Tab::Summary, Tab::Kernels, Tab::Timeline, Tab::Stragglers] {
+        a.update(Action::SelectTab(tab));
+        a.update(Action::Back);
+        assert!(!a.quit, "Esc on {tab:?}");
+    }
+    a.update(Action::Quit);
+    assert!(a.quit);
+}
+
+/// One rank whose profiler was restarted: ProfilerStep#2..4, then #2..4 again.
+fn restarted() -> RankTrace {
+    let mut r = RankTrace::new(Some(0), 1, 10);
+    for (i, n) in [2, 3, 4, 2, 3, 4].into_iter().enumerate() {
+        let t = 100.0 * i as f64;
+        r.step(n, t, 90.0);
+        let c = r.kernel("sm90_xmma_gemm_bf16", t + 10.0, 50.0, 7, 10);
+        r.launch(c, t + 5.0);
+    }
+    r
+}
+
+#[test]
+fn repeated_step_numbers_stay_separate_steps() {
+    let dir = write_ranks(&[restarted()]);
+    let d = load(dir.path());
+    let labels: Vec<String> = d.steps.iter().map(|s| s.label()).collect();
+    assert_eq!(
+        labels,
+        [
+            "step 2",
+            "step 3",
+            "step 4",
+            "step 2 (2nd)",
+            "step 3 (2nd)",
+            "step 4 (2nd)"
+        ]
+    );
+    // Each step is its own 50 µs kernel, not a merged 350 µs "step 3".
+    for s in &d.steps {
+        assert_eq!(s.span.len(), 50_000, "{}", s.label());
+    }
+    assert!(
+        d.warnings.iter().any(|w| w.contains("6 steps but only 3")),
+        "{:?}",
+        d.warnings
+    );
+    assert_eq!(d.trace.ranks[0].steps.len(), 6);
+}
+
+#[test]
+fn repeated_correlation_ids_pair_with_the_launch_before() {
+    // Two launches share correlation id 1; each kernel belongs to the step of
+    // the launch just before it, not to the last launch with that id.
+    let text = r#"{"traceEvents": [
+      {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "ts": 0, "dur": 100},
+      {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#2", "ts": 100, "dur": 100},
+      {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": 90, "dur": 2, "args": {"correlation": 1}},
+      {"ph": "X", "cat": "kernel", "name": "gemm_a", "ts": 95, "dur": 20, "args": {"correlation": 1, "stream": 7, "device": 0}},
+      {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": 150, "dur": 2, "args": {"correlation": 1}},
+      {"ph": "X", "cat": "kernel", "name": "gemm_b", "ts": 160, "dur": 20, "args": {"correlation": 1, "stream": 7, "device": 0}}
+    ]}"#;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("rank0_trace.json"), text).unwrap();
+    let d = load(dir.path());
+    let t = &d.trace.ranks[0];
+    let steps: Vec<(&str, Option<u32>)> = t.ops.iter().map(|o| (t.name(o.name), o.step)).collect();
+    assert_eq!(steps, [("gemm_a", Some(0)), ("gemm_b", Some(1))]);
+}
