@@ -54,9 +54,56 @@ pub fn human(ns: Ns) -> String {
     format!("{v:.digits$} {unit}")
 }
 
+/// `ns` as a ruler label, precise enough to tell apart ticks `step` ns apart:
+/// in the unit `human` would pick for `ns`, with as many decimals as `step`
+/// needs (`4.820001 s` and `4.820002 s`, not `4.82 s` twice).
+pub fn human_tick(ns: Ns, step: Ns) -> String {
+    let a = ns.unsigned_abs();
+    let unit: (u64, &str) = if a >= 1_000_000_000 {
+        (1_000_000_000, "s")
+    } else if a >= 1_000_000 {
+        (1_000_000, "ms")
+    } else if a >= 1_000 {
+        (1_000, "µs")
+    } else {
+        (1, "ns")
+    };
+    let step = step.unsigned_abs().max(1);
+    // Decimals so that one step is at least one unit of the last digit.
+    let mut decimals = 0usize;
+    let mut scale = unit.0;
+    while scale > step && scale > 1 {
+        scale /= 10;
+        decimals += 1;
+    }
+    let whole = ns / unit.0 as Ns;
+    let frac = (ns % unit.0 as Ns).unsigned_abs();
+    if decimals == 0 {
+        let v = ns as f64 / unit.0 as f64;
+        return format!("{v:.0} {}", unit.1);
+    }
+    let digits = format!("{frac:0width$}", width = unit.0.ilog10() as usize);
+    let sign = if ns < 0 && whole == 0 { "-" } else { "" };
+    format!("{sign}{whole}.{} {}", &digits[..decimals], unit.1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tick_labels_stay_distinct_when_zoomed() {
+        // 1 µs ticks 4.82 s into a trace.
+        let t = 4_820_001_000;
+        assert_eq!(human_tick(t, 1_000), "4.820001 s");
+        assert_eq!(human_tick(t + 1_000, 1_000), "4.820002 s");
+        assert_eq!(human_tick(20_000_000, 10_000_000), "20 ms");
+        assert_eq!(human_tick(25_000_000, 5_000_000), "25 ms");
+        assert_eq!(human_tick(2_500_000, 500_000), "2.5 ms");
+        assert_eq!(human_tick(0, 1_000), "0 ns");
+        assert_eq!(human_tick(1_500, 100), "1.5 µs");
+        assert_eq!(human_tick(3_000_000_000, 1_000_000_000), "3 s");
+    }
 
     #[test]
     fn converts_fractional_microseconds() {

@@ -59,6 +59,8 @@ pub struct Lane {
     pub memory: Coverage,
     /// The part of collectives spent waiting for the last rank to arrive.
     pub wait: Coverage,
+    /// compute ∪ comm ∪ memory: how much of a column the device was busy.
+    pub busy: Coverage,
 }
 
 impl Lane {
@@ -75,11 +77,13 @@ impl Lane {
         let compute = set(DeviceOp::is_compute);
         let comm = set(DeviceOp::is_comm);
         let overlap = compute.intersect(&comm);
+        let memory = set(DeviceOp::is_memory);
         Self {
             rank_index,
             rank,
             stream,
-            memory: Coverage::new(set(DeviceOp::is_memory)),
+            busy: Coverage::new(compute.union(&comm).union(&memory)),
+            memory: Coverage::new(memory),
             compute: Coverage::new(compute),
             comm: Coverage::new(comm),
             overlap: Coverage::new(overlap),

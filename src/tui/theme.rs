@@ -39,6 +39,17 @@ impl Shade {
         }
     }
 
+    /// The glyph drawn for a fully busy cell: without colour the kind is told
+    /// by its glyph; with colour every kind is a full block in its colour, so
+    /// a cell's height alone reads as how busy it was.
+    pub fn full_glyph(self, theme: Theme) -> &'static str {
+        if theme.color && self != Self::Idle {
+            "█"
+        } else {
+            self.glyph()
+        }
+    }
+
     pub fn label(self) -> &'static str {
         match self {
             Self::Idle => "idle",
@@ -50,6 +61,9 @@ impl Shade {
         }
     }
 }
+
+/// Partial blocks, one to seven eighths of a cell high.
+pub const EIGHTHS: [&str; 8] = ["▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"];
 
 impl Theme {
     /// Colour unless `NO_COLOR` is set to anything non-empty (no-color.org).

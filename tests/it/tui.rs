@@ -271,7 +271,7 @@ fn timeline_zoom_pan_steps_cursor() {
     let screen = text(draw(&a).buffer());
     // Cursor at 110 µs: rank 1 is in its all-reduce [100, 200).
     assert!(
-        screen.contains("rank 1 stream 20: ncclDevKernel_AllReduce"),
+        screen.contains("rank 1 · column 100 % busy · stream 20: ncclDevKernel_AllReduce"),
         "{screen}"
     );
     assert!(screen.contains("cursor 110 µs · step 2"), "{screen}");

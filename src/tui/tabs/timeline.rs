@@ -10,11 +10,11 @@ use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
-use crate::model::time::human;
+use crate::model::time::{human, human_tick};
 use crate::model::{Interval, Ns};
 use crate::tui::action::Action;
 use crate::tui::data::{Data, Lane, StepSpan};
-use crate::tui::theme::{Shade, Theme};
+use crate::tui::theme::{Shade, Theme, EIGHTHS};
 use crate::tui::widgets::fit;
 
 #[derive(Debug, Clone)]
@@ -82,15 +82,38 @@ fn time_col(view: Interval, width: u16, t: Ns) -> Option<u16> {
     Some(c as u16)
 }
 
+/// What one timeline cell shows: the kind of activity covering most of it and
+/// the share of its time the device was busy with anything.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Cell {
+    pub shade: Shade,
+    /// Busy time / cell time, 0 to 1.
+    pub busy: f64,
+}
+
+impl Cell {
+    /// Eighths of a `rows`-row cell to fill: at least one when anything ran,
+    /// so a single short kernel stays visible; all of them only when the
+    /// device was busy for (nearly) the whole cell.
+    pub fn eighths(&self, rows: u16) -> u32 {
+        let total = 8 * u32::from(rows.max(1));
+        if self.busy <= 0.0 {
+            return 0;
+        }
+        ((self.busy * f64::from(total)).round() as u32).clamp(1, total)
+    }
+}
+
 /// What a lane shows over each `[lo, hi)` of `slices`: the kind of activity
-/// covering most of it.
-pub fn shades(lane: &Lane, slices: &[(Ns, Ns)]) -> Vec<Shade> {
-    let [overlap, comm, wait, compute, memory] = [
+/// covering most of it, and how busy it was.
+pub fn shades(lane: &Lane, slices: &[(Ns, Ns)]) -> Vec<Cell> {
+    let [overlap, comm, wait, compute, memory, busy] = [
         &lane.overlap,
         &lane.comm,
         &lane.wait,
         &lane.compute,
         &lane.memory,
+        &lane.busy,
     ]
     .map(|c| c.covered_slices(slices));
     (0..slices.len())
@@ -98,7 +121,7 @@ pub fn shades(lane: &Lane, slices: &[(Ns, Ns)]) -> Vec<Shade> {
             let comm = comm[k] - overlap[k];
             // Waiting is communication time too; show it where compute does not hide it.
             let wait = wait[k].min(comm);
-            [
+            let shade = [
                 (overlap[k], Shade::Overlap),
                 (wait, Shade::Wait),
                 (comm - wait, Shade::Comm),
@@ -112,7 +135,10 @@ pub fn shades(lane: &Lane, slices: &[(Ns, Ns)]) -> Vec<Shade> {
                 Some((b, _)) if b >= v => best,
                 _ => Some((v, s)),
             })
-            .map_or(Shade::Idle, |(_, s)| s)
+            .map_or(Shade::Idle, |(_, s)| s);
+            let (lo, hi) = slices[k];
+            let busy = (busy[k] as f64 / (hi - lo).max(1) as f64).clamp(0.0, 1.0);
+            Cell { shade, busy }
         })
         .collect()
 }
@@ -387,7 +413,7 @@ pub fn render(state: &TimelineState, data: &Data, theme: Theme, area: Rect, buf:
         let r = Rect::new(a.lanes.x, y, width, h);
         draw_lane(lane, shown, r, cursor_col, theme, buf);
     }
-    render_info(state, data, theme, a.info, buf);
+    render_info(state, data, theme, a.info, width, buf);
 }
 
 /// Draws `lane` over the time range `view` into `r`, one column per slice of
@@ -406,10 +432,23 @@ pub fn draw_lane(
             (lo, col_time(view, r.width, c + 1).max(lo + 1))
         })
         .collect();
-    for (c, s) in (0..r.width).zip(shades(lane, &slices)) {
+    for (c, cell) in (0..r.width).zip(shades(lane, &slices)) {
+        let style = theme.shade(cell.shade);
+        let full = cell.shade.full_glyph(theme);
+        // A vertical bar over the lane's rows: its height is the busy share.
+        let filled = cell.eighths(r.height);
+        let saturated = filled == 8 * u32::from(r.height.max(1));
         for dy in 0..r.height {
+            // Eighths below this row's bottom edge (rows counted from the bottom).
+            let below = 8 * u32::from(r.height - 1 - dy);
+            let glyph = match filled.saturating_sub(below) {
+                0 => " ",
+                n if n >= 8 && saturated => full,
+                n if n >= 8 => "█",
+                n => EIGHTHS[n as usize - 1],
+            };
             if let Some(cell) = buf.cell_mut((r.x + c, r.y + dy)) {
-                cell.set_symbol(s.glyph()).set_style(theme.shade(s));
+                cell.set_symbol(glyph).set_style(style);
                 if cursor == Some(c) {
                     cell.modifier.insert(Modifier::REVERSED);
                 }
@@ -442,7 +481,7 @@ pub fn render_ruler(view: Interval, origin: Ns, r: Rect, theme: Theme, buf: &mut
                 cell.set_symbol("┬").set_style(theme.dim());
             }
             if r.height > 1 {
-                let label = human(t);
+                let label = human_tick(t, step);
                 let room = r.width - c;
                 Line::raw(fit(&label, usize::from(room)))
                     .render(Rect::new(r.x + c, r.y, room, 1), buf);
@@ -452,7 +491,14 @@ pub fn render_ruler(view: Interval, origin: Ns, r: Rect, theme: Theme, buf: &mut
     }
 }
 
-fn render_info(state: &TimelineState, data: &Data, theme: Theme, r: Rect, buf: &mut Buffer) {
+fn render_info(
+    state: &TimelineState,
+    data: &Data,
+    theme: Theme,
+    r: Rect,
+    width: u16,
+    buf: &mut Buffer,
+) {
     let origin = data.span.start;
     let lanes = state.lanes(data);
     let mut lines = Vec::new();
@@ -474,26 +520,41 @@ fn render_info(state: &TimelineState, data: &Data, theme: Theme, r: Rect, buf: &
             )
         }
     };
+    // Times as precise as a column is wide, so zoomed views read distinctly.
+    let col = (state.view.len() / Ns::from(width.max(1))).max(1);
     lines.push(Line::from(vec![
         Span::styled("cursor ", theme.dim()),
-        Span::styled(human(state.cursor - origin), theme.cursor()),
+        Span::styled(human_tick(state.cursor - origin, col), theme.cursor()),
         Span::raw(format!(
             "{step} · view {} – {} ({} wide) · {} lanes{clocks}",
-            human(state.view.start - origin),
-            human(state.view.end - origin),
+            human_tick(state.view.start - origin, col),
+            human_tick(state.view.end - origin, col),
             human(state.view.len()),
             lanes.len()
         )),
     ]));
     let under = lanes.get(state.lane).map(|lane| {
         let shift = clock_shift(state, data, lane.rank_index);
+        // How busy the column under the cursor is, as drawn.
+        let column = match time_col(state.view, width, state.cursor) {
+            Some(c) => {
+                let lo = col_time(state.view, width, c) + shift;
+                let hi = (col_time(state.view, width, c + 1) + shift).max(lo + 1);
+                let cell = shades(lane, &[(lo, hi)])[0];
+                format!(" · column {:.0} % busy", cell.busy * 100.0)
+            }
+            None => String::new(),
+        };
         let ops = data.ops_at(lane.rank_index, lane.stream, state.cursor + shift);
         let t = &data.trace.ranks[lane.rank_index];
         match ops.first() {
-            None => Line::styled(format!("{}: idle at the cursor", lane.label()), theme.dim()),
+            None => Line::styled(
+                format!("{}: idle at the cursor{column}", lane.label()),
+                theme.dim(),
+            ),
             Some(op) => {
                 let mut s = format!(
-                    "{} stream {}: {} · start {} · {} · {}",
+                    "{}{column} · stream {}: {} · start {} · {} · {}",
                     lane.label(),
                     op.stream,
                     t.name(op.name),
@@ -536,9 +597,10 @@ fn render_info(state: &TimelineState, data: &Data, theme: Theme, r: Rect, buf: &
             Shade::Overlap,
             Shade::Memory,
         ] {
-            spans.push(Span::styled(s.glyph(), theme.shade(s)));
+            spans.push(Span::styled(s.full_glyph(theme), theme.shade(s)));
             spans.push(Span::raw(format!(" {}  ", s.label())));
         }
+        spans.push(Span::raw("▂▄▆█ height: busy share"));
         Line::from(spans)
     });
     for (k, l) in lines.into_iter().enumerate().take(usize::from(r.height)) {
@@ -568,6 +630,7 @@ mod tests {
             overlap: cov(&[(50, 60)]),
             memory: cov(&[(200, 210)]),
             wait: cov(&[(60, 75)]),
+            busy: cov(&[(0, 100), (200, 210)]),
         };
         // [40, 100): compute-only 10, overlap 10, comm-only 40 of which 15 waiting.
         let slices = [
@@ -579,12 +642,80 @@ mod tests {
             (150, 250),
         ];
         use Shade::*;
+        let cells = shades(&lane, &slices);
         assert_eq!(
-            shades(&lane, &slices),
+            cells.iter().map(|c| c.shade).collect::<Vec<_>>(),
             vec![Compute, Overlap, Comm, Wait, Idle, Memory]
         );
+        // Busy: full, full, full, full, none, 10 of 100.
+        let busy: Vec<f64> = cells.iter().map(|c| c.busy).collect();
+        assert_eq!(busy, vec![1.0, 1.0, 1.0, 1.0, 0.0, 0.1]);
         // Adjacent columns, as drawn: [0, 50) compute, [50, 100) comm 40 vs overlap 10.
-        assert_eq!(shades(&lane, &[(0, 50), (50, 100)]), vec![Compute, Comm]);
+        let two = shades(&lane, &[(0, 50), (50, 100)]);
+        assert_eq!((two[0].shade, two[1].shade), (Compute, Comm));
+    }
+
+    /// One lane, `busy` of every `period` ns running a compute kernel.
+    fn duty_lane(busy: Ns, period: Ns, periods: Ns) -> Lane {
+        let k: Vec<(Ns, Ns)> = (0..periods)
+            .map(|i| (i * period, i * period + busy))
+            .collect();
+        Lane {
+            rank_index: 0,
+            rank: 0,
+            stream: None,
+            compute: cov(&k),
+            comm: cov(&[]),
+            overlap: cov(&[]),
+            memory: cov(&[]),
+            wait: cov(&[]),
+            busy: cov(&k),
+        }
+    }
+
+    fn drawn(lane: &Lane, view: Interval, w: u16, h: u16, theme: Theme) -> Vec<String> {
+        let mut buf = Buffer::empty(Rect::new(0, 0, w, h));
+        draw_lane(lane, view, buf.area, None, theme, &mut buf);
+        (0..h)
+            .map(|y| (0..w).map(|x| buf[(x, y)].symbol()).collect())
+            .collect()
+    }
+
+    #[test]
+    fn a_launch_bound_gpu_does_not_look_saturated() {
+        // 26 % busy (24 µs kernels every 90 µs... as in a launch-bound MoE step):
+        // each of 10 columns spans 10 periods, so each is 26 % busy.
+        let lane = duty_lane(26, 100, 100);
+        let view = Interval::new(0, 10_000);
+        for theme in [Theme::mono(), Theme::default()] {
+            // One row: 0.26 × 8 = 2.08 → two eighths.
+            assert_eq!(drawn(&lane, view, 10, 1, theme), vec!["▂".repeat(10)]);
+            // Three rows: 0.26 × 24 = 6.24 → six eighths, on the bottom row.
+            assert_eq!(
+                drawn(&lane, view, 10, 3, theme),
+                vec![" ".repeat(10), " ".repeat(10), "▆".repeat(10)]
+            );
+        }
+        // Fully busy: the kind's glyph (without colour), a full block (with colour).
+        let full = duty_lane(100, 100, 100);
+        assert_eq!(drawn(&full, view, 4, 1, Theme::mono()), vec!["████"]);
+        // A single 1 ns kernel in a 1 µs column stays visible.
+        let tiny = duty_lane(1, 1000, 10);
+        assert_eq!(
+            drawn(&tiny, view, 10, 1, Theme::mono())[0].chars().next(),
+            Some('▁')
+        );
+    }
+
+    #[test]
+    fn without_colour_full_cells_name_their_kind() {
+        let mut lane = duty_lane(0, 100, 0);
+        lane.comm = cov(&[(0, 100), (200, 250)]);
+        lane.busy = cov(&[(0, 100), (200, 250)]);
+        let view = Interval::new(0, 400);
+        // Columns of 100 ns: full comm, idle, half comm, idle.
+        assert_eq!(drawn(&lane, view, 4, 1, Theme::mono()), vec!["░ ▄ "]);
+        assert_eq!(drawn(&lane, view, 4, 1, Theme::default()), vec!["█ ▄ "]);
     }
 
     #[test]
