@@ -6,6 +6,7 @@ PyTorch profiler JSON with json.load (no code shared with the Rust crate), so th
 integration tests in tests/it/corpus.rs compare two separate implementations.
 
     python3 scripts/reference_metrics.py ../shared/corpus/kineto/dlrm_8rank_v100/*.json
+    python3 scripts/reference_metrics.py --all-steps FILE...   # every step, warm-up included
 
 Prints one `name value` line per metric; the numbers were pasted into the tests.
 """
@@ -97,7 +98,7 @@ def load(path):
         d = json.load(f)
     ev = d["traceEvents"] if isinstance(d, dict) else d
     sms = {p.get("id", 0): p.get("numSms") for p in (d.get("deviceProperties") or [])} if isinstance(d, dict) else {}
-    ops, launches, steps = [], {}, {}
+    ops, launches, steps = [], {}, []
     ann, comm_args, lo, hi = [], {}, None, None
     for e in ev:
         if not isinstance(e, dict) or e.get("ph") != "X" or "ts" not in e or "dur" not in e:
@@ -126,17 +127,25 @@ def load(path):
                             corr=a.get("correlation"), blocks=blocks, device=a.get("device", 0),
                             ext=a.get("External id"), args=a))
         elif cat in RUNTIME and "correlation" in a:
-            launches[a["correlation"]] = ts
+            launches.setdefault(a["correlation"], []).append(ts)
         elif cat != "gpu_user_annotation" and name.startswith("ProfilerStep#"):
-            steps.setdefault(int(name.split("#")[1]), (ts, ts + dur))
-    steps = sorted(steps.items(), key=lambda kv: kv[1][0])
+            # A step is an instance: the same number again later is another step.
+            step = (int(name.split("#")[1]), (ts, ts + dur))
+            if step not in steps:
+                steps.append(step)
+    steps.sort(key=lambda kv: kv[1][0])
     for o in ops:
-        t = launches.get(o["corr"], o["ts"])
+        # Repeated correlation ids: the launch just before the kernel.
+        before = [t for t in launches.get(o["corr"], []) if t <= o["ts"]]
+        t = max(before) if before else o["ts"]
         o["launch"] = t
         o["step"] = next((i for i, (_, (s, e)) in enumerate(steps) if s <= t < e), None)
         a = o["args"] if "Collective name" in o["args"] else comm_args.get(o["ext"], {})
         o["coll"] = coll(a) if o["cls"] == "comm" else None
-    return dict(ops=ops, steps=steps, sms=sms, ann=ann, window=(hi - lo) if lo is not None else None)
+    # Per-step averages: with 3+ steps the first (warm-up) and last (profiler stop) are left out.
+    measured = set(range(1, len(steps) - 1)) if len(steps) >= 3 and not ALL_STEPS else set(range(len(steps)))
+    return dict(ops=ops, steps=steps, measured=measured, sms=sms, ann=ann,
+                window=(hi - lo) if lo is not None else None)
 
 
 DTYPE = {"Float": 4, "BFloat16": 2, "Half": 2, "Double": 8, "Int": 4, "Long": 8, "Byte": 1,
@@ -164,13 +173,24 @@ def phase(name, which):
 def phase_time(r, which):
     """Union of device ops launched in the phase's CPU ranges, per step (s)."""
     spans = []
-    ranges = [(a, b) for n, a, b in r["ann"] if phase(n, which)]
+    ranges = [(a, b) for n, a, b in r["ann"] if phase(n, which) and counts_at(r, a)]
     if not ranges:
         return None
     for a, b in ranges:
         launched = [[o["ts"], o["end"]] for o in r["ops"] if a <= o["launch"] < b]
         spans += launched or [[a, b]]
-    return total(union(spans)) / 1e9 / max(1, len(r["steps"]))
+    return total(union(spans)) / 1e9 / max(1, len(r["measured"]))
+
+
+def counts_at(r, t):
+    """Whether CPU time t falls in a measured step (always, without steps)."""
+    if not r["steps"]:
+        return True
+    return any(s <= t < e for i, (_, (s, e)) in enumerate(r["steps"]) if i in r["measured"])
+
+
+def counts(r, o):
+    return not r["steps"] or o["step"] in r["measured"]
 
 
 def metrics(ranks):
@@ -191,18 +211,19 @@ def metrics(ranks):
         names = {}
         for o in ks:
             names[o["name"]] = names.get(o["name"], 0) + o["dur"]
-        in_steps = [o for o in ops if not steps or o["step"] is not None]
+        nsteps = max(1, len(r["measured"]))
+        in_steps = [o for o in ops if counts(r, o)]
         comm_steps = sum(o["dur"] for o in in_steps if o["kernel"] and o["cls"] == "comm")
         if steps:
             hulls = {}
             for o in ops:
-                if o["step"] is not None:
+                if o["step"] in r["measured"]:
                     h = hulls.get(o["step"], [o["ts"], o["end"]])
                     hulls[o["step"]] = [min(h[0], o["ts"]), max(h[1], o["end"])]
             win = union(list(hulls.values()))
         else:
             win = [[min(o["ts"] for o in ops), max(o["end"] for o in ops)]]
-        last = len(steps) - 1 if steps else None
+        last = max(r["measured"]) if steps else None
         cov = []
         for o in ks:
             sm = r["sms"].get(o["device"])
@@ -215,11 +236,12 @@ def metrics(ranks):
             communication_ratio=100 * comm_k / ksum,
             communication_fraction=100 * comm_o / osum,
             coll_call_num=sum(1 for o in ks if o["cls"] == "comm" and (last is None or o["step"] == last)),
-            total_communication_time=comm_steps / 1e9 / max(1, len(steps)),
+            total_communication_time=comm_steps / 1e9 / nsteps,
             aggregate_gpu_utilization=100 * total(busy) / window,
             communication_overlap_ratio=(total(intersect(comm_u, comp_u)) / total(comm_u)) if comm_u else None,
             busy=total(busy),
-            avg_step_time=(statistics.mean(e - s for _, (s, e) in steps) / 1e9) if steps else None,
+            avg_step_time=(statistics.mean(e - s for i, (_, (s, e)) in enumerate(steps) if i in r["measured"]) / 1e9)
+            if steps else None,
             dominant_kernel_concentration=100 * max(names.values()) / ksum,
             moe_fraction=100 * sum(o["dur"] for o in ks if o["cls"] == "moe") / ksum,
             break_down_steps=100 * sum(o["dur"] for o in in_steps if o["cls"] not in ("comm", "memory")) / bsum,
@@ -230,10 +252,10 @@ def metrics(ranks):
             total_compute_time_s=total(union(comp_u + mem_u)) / 1e9,
             total_comm_time_s=total(comm_u) / 1e9,
             comm_durs=[o["dur"] for o in ops if o["cls"] == "comm"],
-            exposed_comm_time_s=total(intersect(subtract(comm_u, comp_u), win)) / 1e9 / max(1, len(steps)),
-            work=(total(intersect(busy, win)) - total(intersect(subtract(comm_u, comp_u), win))) / max(1, len(steps)),
+            exposed_comm_time_s=total(intersect(subtract(comm_u, comp_u), win)) / 1e9 / nsteps,
+            work=(total(intersect(busy, win)) - total(intersect(subtract(comm_u, comp_u), win))) / nsteps,
             **{f"{w}_time_s": phase_time(r, w) for w in ("forward", "backward", "optimizer")},
-            colls=[(o["coll"], o["dur"], o["step"]) for o in ops if o["coll"]],
+            colls=[(o["coll"], o["dur"], counts(r, o)) for o in ops if o["coll"]],
         ))
     def mean(k):
         v = [p[k] for p in per if p[k] is not None]
@@ -264,8 +286,8 @@ def metrics(ranks):
                 t += dur
     out["bandwidth_utilization_allreduce_group_6"] = bus / t if t else None
     r0 = per[0]
-    nsteps = max(1, len(ranks[0]["steps"]))
-    in_steps = [c for c in r0["colls"] if not ranks[0]["steps"] or c[2] is not None]
+    nsteps = max(1, len(ranks[0]["measured"]))
+    in_steps = [c for c in r0["colls"] if c[2]]
     if r0["colls"]:
         out["collective_vol_allreduce_gb"] = sum(c[0][1] for c in in_steps if c[0][0] == "allreduce") / 1e9 / nsteps
         out["collective_vol_total_gb"] = sum(c[0][1] for c in in_steps) / 1e9 / nsteps
@@ -278,8 +300,14 @@ def rank_of(path, d_rank):
     return d_rank
 
 
+ALL_STEPS = False
+
 if __name__ == "__main__":
-    # Files are given in rank order; rank 0 first.
-    ranks = [load(p) for p in sys.argv[1:]]
+    # Files are given in rank order; rank 0 first. --all-steps: average over every step.
+    args = sys.argv[1:]
+    if "--all-steps" in args:
+        args.remove("--all-steps")
+        ALL_STEPS = True
+    ranks = [load(p) for p in args]
     for k, v in sorted(metrics(ranks).items()):
         print(k, repr(v))

@@ -79,6 +79,12 @@ pub struct Cli {
     #[arg(long, visible_alias = "model_params", value_name = "P", value_parser = parse_params)]
     pub model_params: Option<f64>,
 
+    /// Per-step averages over every ProfilerStep. By default, with three or
+    /// more steps on a rank, the first (warm-up) and the last (it runs until
+    /// the profiler stops) are left out, as CCL-Bench does
+    #[arg(long)]
+    pub all_steps: bool,
+
     /// Clock alignment across ranks: `collectives` puts every rank on rank 0's
     /// clock using the end times of the collectives they share; `none` keeps each
     /// file's own clock
@@ -207,6 +213,7 @@ impl Cli {
             iteration: self.iteration,
             align: self.align == Align::Collectives,
             classes: self.classes.clone(),
+            all_steps: self.all_steps,
         }
     }
 

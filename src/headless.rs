@@ -98,6 +98,7 @@ pub fn run(cli: &Cli) -> Result<ExitCode> {
                 memory: trace.memory.iter().map(|m| m.rank).collect(),
                 et: trace.et.iter().map(|e| e.rank).collect(),
                 offsets: trace.offsets.clone().unwrap_or_default(),
+                steps: crate::model::timeline::steps_used(&ctx.ranks),
             };
             report::write(cli.format, &about, &rows, &mut out)?;
             Ok(ExitCode::SUCCESS)

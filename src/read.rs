@@ -118,6 +118,8 @@ pub struct LoadOptions {
     /// Kernel class rules to apply first; default: `ccl-bench-classes.toml`
     /// beside the trace, when there is one.
     pub classes: Option<PathBuf>,
+    /// Per-step averages over every step, warm-up and profiler stop included.
+    pub all_steps: bool,
 }
 
 impl LoadReport {
@@ -144,6 +146,7 @@ impl Default for LoadOptions {
             iteration: None,
             align: true,
             classes: None,
+            all_steps: false,
         }
     }
 }
@@ -184,6 +187,9 @@ pub fn load_path(
             rules.rules.len()
         ));
         trace.rules = Some(rules);
+    }
+    for t in &mut trace.ranks {
+        t.all_steps = opts.all_steps;
     }
     report
         .warnings
@@ -226,6 +232,22 @@ pub(crate) fn step_at(steps: &[crate::model::Step], t: crate::model::Ns) -> Opti
     let i = steps.partition_point(|s| s.start <= t);
     let s = steps.get(i.checked_sub(1)?)?;
     (t < s.end).then_some((i - 1) as u32)
+}
+
+/// Kernel-launch calls (start, CPU duration) counted and summed per step,
+/// by the step during which each call started.
+pub(crate) fn launches_by_step(
+    steps: &[crate::model::Step],
+    calls: &[(crate::model::Ns, crate::model::Ns)],
+) -> Vec<(u64, crate::model::Ns)> {
+    let mut out = vec![(0, 0); steps.len()];
+    for &(start, dur) in calls {
+        if let Some(i) = step_at(steps, start) {
+            out[i as usize].0 += 1;
+            out[i as usize].1 += dur;
+        }
+    }
+    out
 }
 
 /// Load progress, readable from another thread while `load` runs.

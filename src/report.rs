@@ -2,6 +2,7 @@
 
 pub mod compare;
 mod csv;
+pub mod human;
 mod json;
 mod table;
 
@@ -50,6 +51,8 @@ pub struct About {
     pub et: Vec<u32>,
     /// Clock offsets applied to put ranks on rank 0's clock (ns, spread, samples).
     pub offsets: Vec<crate::model::collectives::Offset>,
+    /// Which steps per-step metrics use.
+    pub steps: String,
 }
 
 impl About {

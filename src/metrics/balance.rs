@@ -102,7 +102,7 @@ pub fn step_time_std(ctx: &Ctx) -> Outcome {
     let d: Vec<f64> = ctx
         .ranks
         .iter()
-        .flat_map(|t| t.steps.iter().map(|s| ns_to_s(s.dur())))
+        .flat_map(|t| t.measured_steps().iter().map(|s| ns_to_s(s.dur())))
         .collect();
     if d.len() < 2 {
         return Outcome::na(format!(
@@ -147,7 +147,7 @@ pub fn exposed_comm_time(ctx: &Ctx) -> Outcome {
                 .comm
                 .subtract(&s.compute)
                 .overlap_len(&gpu_step_windows(t));
-            (t.rank, Some(ns_to_s(exposed) / t.steps.len().max(1) as f64))
+            (t.rank, Some(ns_to_s(exposed) / t.step_count() as f64))
         }),
         "no ranks",
     )
@@ -167,11 +167,16 @@ pub fn bubble_time(ctx: &Ctx) -> Outcome {
 pub fn cpu_launch_overhead(ctx: &Ctx) -> Outcome {
     Outcome::rank_mean(
         ctx.ranks.iter().map(|t| {
-            let steps = t.steps.len().max(1) as f64;
-            (
-                t.rank,
-                (t.launch_calls > 0).then(|| ns_to_s(t.launch_time) / steps),
-            )
+            let steps = t.step_count() as f64;
+            // With steps: the launch calls made during the measured ones.
+            let time = if t.steps.is_empty() {
+                t.launch_time
+            } else {
+                t.launch_by_step
+                    .get(t.measured())
+                    .map_or(t.launch_time, |v| v.iter().map(|l| l.1).sum())
+            };
+            (t.rank, (t.launch_calls > 0).then(|| ns_to_s(time) / steps))
         }),
         "the trace has no kernel-launch runtime calls (cuda_runtime / cuda_driver)",
     )
@@ -187,7 +192,7 @@ fn waits_in_scope<'a>(
         .iter()
         .zip(waits)
         .filter(|(t, w)| w.ops > 0 && ctx.ranks.iter().any(|r| r.rank == t.rank))
-        .map(|(t, w)| (t.rank, *w, t.steps.len().max(1)))
+        .map(|(t, w)| (t.rank, *w, t.step_count()))
 }
 
 const NO_MATCHES: &str =

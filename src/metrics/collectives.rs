@@ -190,18 +190,17 @@ fn volume(ctx: &Ctx, kind: Option<CollKind>) -> Outcome {
             None => Outcome::na(NO_SIZES),
         };
     };
-    let in_steps = !t.steps.is_empty();
     let bytes: u64 = all
         .iter()
-        .filter(|c| kind.is_none_or(|k| c.kind == k) && (!in_steps || c.step.is_some()))
+        .filter(|c| kind.is_none_or(|k| c.kind == k) && t.counts(c.step))
         .map(|c| c.msg_bytes)
         .sum();
-    let steps = t.steps.len().max(1);
-    Outcome::value(bytes as f64 / 1e9 / steps as f64).with_note(if in_steps {
-        format!("rank {}, mean over {steps} steps", t.rank)
-    } else {
-        format!("rank {}, whole trace (no steps)", t.rank)
-    })
+    let steps = t.step_count();
+    Outcome::value(bytes as f64 / 1e9 / steps as f64).with_note(format!(
+        "rank {}, mean per step over {}",
+        t.rank,
+        t.steps_used()
+    ))
 }
 
 pub fn vol_allreduce(ctx: &Ctx) -> Outcome {

@@ -22,7 +22,8 @@ pub fn coll_call_num(ctx: &Ctx) -> Outcome {
             None => Outcome::na(NO_KERNELS),
         };
     };
-    let last = t.steps.len().checked_sub(1).map(|i| i as u32);
+    // The last measured step: the very last one runs into the profiler's stop.
+    let last = t.measured().last().map(|i| i as u32);
     let count = t
         .kernels()
         .filter(|k| k.is_comm() && (last.is_none() || k.step == last))
@@ -49,13 +50,12 @@ pub fn coll_call_num(ctx: &Ctx) -> Outcome {
 /// steps (a trace without steps is one step).
 fn comm_per_step(t: &RankTimeline) -> Option<f64> {
     t.kernels().next()?;
-    let in_steps = !t.steps.is_empty();
     let sum: Ns = t
         .kernels()
-        .filter(|k| k.is_comm() && (!in_steps || k.step.is_some()))
+        .filter(|k| k.is_comm() && t.counts(k.step))
         .map(|k| k.dur)
         .sum();
-    Some(ns_to_s(sum) / t.steps.len().max(1) as f64)
+    Some(ns_to_s(sum) / t.step_count() as f64)
 }
 
 pub fn total_communication_time(ctx: &Ctx) -> Outcome {

@@ -222,8 +222,9 @@ impl<'a> Ctx<'a> {
     }
 }
 
-/// The device-side extent of each step: from the first start to the last end of the
-/// ops launched during it. Without steps, the whole device window.
+/// The device-side extent of each measured step (see `RankTimeline::measured`):
+/// from the first start to the last end of the ops launched during it. Without
+/// steps, the whole device window.
 pub fn gpu_step_windows(t: &RankTimeline) -> IntervalSet {
     if t.steps.is_empty() {
         return t
@@ -231,7 +232,9 @@ pub fn gpu_step_windows(t: &RankTimeline) -> IntervalSet {
             .map(IntervalSet::single)
             .unwrap_or_default();
     }
-    IntervalSet::from_iter_unsorted(gpu_step_hulls(t).into_iter().flatten())
+    let mut hulls = gpu_step_hulls(t);
+    let measured = t.measured();
+    IntervalSet::from_iter_unsorted(hulls.drain(measured).flatten())
 }
 
 /// For each of the rank's steps (same index as `steps`), the hull of the device

@@ -84,9 +84,8 @@ fn breakdown_bucket(c: KernelClass) -> usize {
 pub fn break_down_steps(ctx: &Ctx) -> Outcome {
     let mut shares: Vec<(u32, [f64; 6])> = Vec::new();
     for t in &ctx.ranks {
-        let in_steps = !t.steps.is_empty();
         let mut sums = [0 as Ns; 6];
-        for op in t.ops.iter().filter(|o| !in_steps || o.step.is_some()) {
+        for op in t.ops.iter().filter(|o| t.counts(o.step)) {
             sums[breakdown_bucket(op.class)] += op.dur;
         }
         let total: Ns = sums.iter().sum();

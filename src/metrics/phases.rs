@@ -90,10 +90,19 @@ impl Phase {
 /// Every phase of a rank at once (indexed like [`Phase::ALL`]), so that its ops
 /// are put in launch order once; `None` where the rank has no such range.
 pub(super) fn phase_times(t: &RankTimeline) -> [Option<Ns>; Phase::ALL.len()] {
+    // Only ranges that start in a measured step, as per-step averages divide
+    // by the measured steps.
+    let measured = t.measured_steps();
+    let in_measured = |a: &Annotation| {
+        t.steps.is_empty() || {
+            let i = measured.partition_point(|s| s.start <= a.start);
+            i > 0 && a.start < measured[i - 1].end
+        }
+    };
     let ranges = Phase::ALL.map(|phase| -> Vec<&Annotation> {
         t.annotations
             .iter()
-            .filter(|a| !a.on_gpu && phase.matches(t.name(a.name)))
+            .filter(|a| !a.on_gpu && phase.matches(t.name(a.name)) && in_measured(a))
             .collect()
     });
     if ranges.iter().all(|r| r.is_empty()) {
@@ -123,7 +132,7 @@ pub(super) fn phase_times(t: &RankTimeline) -> [Option<Ns>; Phase::ALL.len()] {
 fn per_step(ctx: &Ctx, phase: Phase) -> Outcome {
     Outcome::rank_mean(
         ctx.each().map(|(t, s)| {
-            let steps = t.steps.len().max(1) as f64;
+            let steps = t.step_count() as f64;
             (
                 t.rank,
                 s.phases[phase as usize].map(|ns| ns_to_s(ns) / steps),
@@ -142,7 +151,7 @@ fn share(ctx: &Ctx, phase: Phase) -> Outcome {
             let whole = match gpu_step_windows(t).total() {
                 // CPU-only trace: the CPU steps, else the whole window.
                 0 if t.steps.is_empty() => t.window.map_or(0, |w| w.len()),
-                0 => t.steps.iter().map(|s| s.dur()).sum(),
+                0 => t.measured_steps().iter().map(|s| s.dur()).sum(),
                 w => w,
             };
             Some((t.rank, s.phases[phase as usize]?, whole))

@@ -44,7 +44,7 @@ pub fn rank_rows(ctx: &Ctx) -> Vec<RankRow> {
     ctx.each()
         .map(|(t, s)| {
             let window = gpu_step_windows(t);
-            let n = t.steps.len().max(1) as Ns;
+            let n = t.step_count() as Ns;
             let within = |set: &crate::model::IntervalSet| set.overlap_len(&window) / n;
             let busy = within(&s.busy);
             let comm = within(&s.comm);
@@ -52,9 +52,9 @@ pub fn rank_rows(ctx: &Ctx) -> Vec<RankRow> {
             let span = window.total() / n;
             RankRow {
                 rank: t.rank,
-                steps: t.steps.len(),
+                steps: t.measured().len(),
                 step_time: (!t.steps.is_empty())
-                    .then(|| t.steps.iter().map(|st| st.dur()).sum::<Ns>() / n),
+                    .then(|| t.measured_steps().iter().map(|st| st.dur()).sum::<Ns>() / n),
                 span,
                 busy,
                 compute: within(&s.compute),

@@ -10,16 +10,24 @@ pub fn mean_step_ns(ctx: &Ctx) -> Option<f64> {
     avg_step_time(ctx).as_value().map(|s| s * 1e9)
 }
 
-/// Mean `ProfilerStep#N` duration per rank, averaged over ranks.
+/// Mean `ProfilerStep#N` duration per rank over its measured steps (first and
+/// last left out with three or more), averaged over ranks.
 pub fn avg_step_time(ctx: &Ctx) -> Outcome {
-    Outcome::rank_mean(
+    let out = Outcome::rank_mean(
         ctx.ranks.iter().map(|t| {
-            let n = t.steps.len();
-            let sum: Ns = t.steps.iter().map(|s| s.dur()).sum();
-            (t.rank, (n > 0).then(|| ns_to_s(sum) / n as f64))
+            let steps = t.measured_steps();
+            let sum: Ns = steps.iter().map(|s| s.dur()).sum();
+            (
+                t.rank,
+                (!steps.is_empty()).then(|| ns_to_s(sum) / steps.len() as f64),
+            )
         }),
         "the trace has no ProfilerStep annotations",
-    )
+    );
+    match out.as_value() {
+        Some(_) => out.with_note(crate::model::timeline::steps_used(&ctx.ranks)),
+        None => out,
+    }
 }
 
 #[cfg(test)]

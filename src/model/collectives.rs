@@ -142,6 +142,10 @@ pub fn wait_split(trace: &Trace, inst: &[Instance]) -> Vec<WaitSplit> {
         let last_start = i.members.iter().map(|m| op(m).start).max().unwrap_or(0);
         for m in &i.members {
             let o = op(m);
+            // Per-step metrics divide by the measured steps: count only their ops.
+            if !trace.ranks[m.0].counts(o.step) {
+                continue;
+            }
             let wait = (last_start - o.start).clamp(0, o.dur);
             let s = &mut out[m.0];
             s.wait += wait;

@@ -178,6 +178,12 @@ pub struct RankTimeline {
     /// summed CPU duration.
     pub launch_calls: u64,
     pub launch_time: Ns,
+    /// Kernel-launch calls and their CPU time per step (same index as
+    /// `steps`), by the step during which each call started.
+    pub launch_by_step: Vec<(u64, Ns)>,
+    /// Per-step averages use every step (`--all-steps`), not only the
+    /// measured ones (see [`RankTimeline::measured`]).
+    pub all_steps: bool,
 }
 
 impl RankTimeline {
@@ -200,6 +206,55 @@ impl RankTimeline {
     /// Union of the intervals of the ops that `keep` selects.
     pub fn busy(&self, keep: impl Fn(&DeviceOp) -> bool) -> IntervalSet {
         IntervalSet::from_iter_unsorted(self.ops.iter().filter(|o| keep(o)).map(DeviceOp::interval))
+    }
+
+    /// The steps that per-step averages use (indexes into `steps`): with three
+    /// or more steps the first (warm-up) and the last (it runs until the
+    /// profiler stops, often 2-3x longer) are left out, as CCL-Bench does;
+    /// every step with `all_steps` or fewer than three.
+    pub fn measured(&self) -> std::ops::Range<usize> {
+        let n = self.steps.len();
+        if n >= 3 && !self.all_steps {
+            1..n - 1
+        } else {
+            0..n
+        }
+    }
+
+    pub fn measured_steps(&self) -> &[Step] {
+        &self.steps[self.measured()]
+    }
+
+    /// What per-step averages divide by: the measured steps, 1 without steps
+    /// (a trace without steps is one step).
+    pub fn step_count(&self) -> usize {
+        self.measured().len().max(1)
+    }
+
+    /// Whether an op launched in step `step` (an index into `steps`) counts
+    /// for per-step metrics: without steps every op does; with steps, those
+    /// launched during a measured step.
+    pub fn counts(&self, step: Option<u32>) -> bool {
+        if self.steps.is_empty() {
+            return true;
+        }
+        step.is_some_and(|i| self.measured().contains(&(i as usize)))
+    }
+
+    /// Which steps per-step metrics use, for notes: "steps 2-4 of 1-5".
+    pub fn steps_used(&self) -> String {
+        let all = &self.steps;
+        let used = self.measured_steps();
+        match (all.first(), all.last(), used.first(), used.last()) {
+            (None, ..) => "no steps: the whole trace".to_owned(),
+            (Some(a), Some(b), Some(x), Some(y)) if used.len() < all.len() => format!(
+                "{} of {} (first and last left out; --all-steps keeps them)",
+                numbers(x.number, y.number, used.len()),
+                numbers(a.number, b.number, all.len()),
+            ),
+            (Some(a), Some(b), ..) => format!("all {}", numbers(a.number, b.number, all.len())),
+            _ => String::new(),
+        }
     }
 
     /// Each step's (number, occurrence): occurrence 0 for the first
@@ -225,9 +280,62 @@ impl RankTimeline {
     }
 }
 
+/// Which steps per-step metrics use: one phrase when every rank agrees, else
+/// one per rank.
+pub fn steps_used(ranks: &[&RankTimeline]) -> String {
+    let each: Vec<String> = ranks.iter().map(|t| t.steps_used()).collect();
+    match each.first() {
+        Some(first) if each.iter().all(|e| e == first) => first.clone(),
+        Some(_) => ranks
+            .iter()
+            .zip(&each)
+            .map(|(t, e)| format!("rank {}: {e}", t.rank))
+            .collect::<Vec<_>>()
+            .join("; "),
+        None => String::new(),
+    }
+}
+
+/// "step 3", "steps 2-4", or "5 steps, 2-4" when numbers repeat.
+fn numbers(first: i64, last: i64, count: usize) -> String {
+    match count {
+        1 => format!("step {first}"),
+        n if (last - first + 1) as usize == n => format!("steps {first}-{last}"),
+        n => format!("{n} steps, #{first} to #{last}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn measured_steps_leave_out_warm_up_and_profiler_stop() {
+        let step = |number, start| Step {
+            number,
+            start,
+            end: start + 10,
+        };
+        let mut t = RankTimeline::default();
+        assert_eq!((t.measured(), t.step_count()), (0..0, 1));
+        assert!(t.counts(None), "without steps every op counts");
+        assert_eq!(t.steps_used(), "no steps: the whole trace");
+        t.steps = vec![step(1, 0), step(2, 10)];
+        assert_eq!((t.measured(), t.step_count()), (0..2, 2));
+        assert_eq!(t.steps_used(), "all steps 1-2");
+        t.steps.push(step(3, 20));
+        t.steps.push(step(4, 30));
+        assert_eq!((t.measured(), t.step_count()), (1..3, 2));
+        assert!(!t.counts(Some(0)) && t.counts(Some(1)) && t.counts(Some(2)));
+        assert!(!t.counts(Some(3)) && !t.counts(None));
+        assert_eq!(
+            t.steps_used(),
+            "steps 2-3 of steps 1-4 (first and last left out; --all-steps keeps them)"
+        );
+        t.all_steps = true;
+        assert_eq!((t.measured(), t.step_count()), (0..4, 4));
+        assert_eq!(t.steps_used(), "all steps 1-4");
+    }
 
     #[test]
     fn an_op_stays_small() {

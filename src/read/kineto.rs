@@ -547,6 +547,8 @@ struct Builder {
     flops: Option<f64>,
     launch_calls: u64,
     launch_time: Ns,
+    /// Each launch call's (start, duration), put into steps at the end.
+    launch_spans: Vec<(Ns, Ns)>,
 }
 
 impl Builder {
@@ -671,6 +673,7 @@ impl Builder {
                 if memchr::memmem::find(self.name_buf.as_bytes(), b"Launch").is_some() {
                     self.launch_calls += 1;
                     self.launch_time += dur;
+                    self.launch_spans.push((ts, dur));
                 }
             }
             Cat::GpuUserAnnotation => {
@@ -779,13 +782,15 @@ impl Builder {
             strings: self.strings,
             ops,
             colls,
-            steps,
             annotations: self.annotations,
             devices: self.devices,
             window: self.window,
             flops: self.flops,
             launch_calls: self.launch_calls,
             launch_time: self.launch_time,
+            launch_by_step: super::launches_by_step(&steps, &self.launch_spans),
+            all_steps: false,
+            steps,
         }
     }
 

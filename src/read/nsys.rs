@@ -360,14 +360,18 @@ pub(super) fn assemble(
             }
         }
         steps.sort_by_key(|s| (s.start, s.number));
-        steps.dedup_by_key(|s| s.number);
+        // The same range twice is one step; a number again later is another.
+        steps.dedup_by_key(|s| (s.number, s.start));
+        let mut launch_spans = Vec::new();
         for (c, _) in runtime.iter().filter(|(c, _)| mine(c.pid)) {
             widen(c.start, c.end);
             if c.name.contains("Launch") {
                 t.launch_calls += 1;
                 t.launch_time += c.end - c.start;
+                launch_spans.push((c.start, c.end - c.start));
             }
         }
+        t.launch_by_step = super::launches_by_step(&steps, &launch_spans);
         let mut classes: HashMap<(String, Activity), KernelClass> = HashMap::new();
         for o in &ops {
             widen(o.start, o.end);

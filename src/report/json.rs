@@ -13,6 +13,8 @@ struct Doc<'a> {
     trace: &'a str,
     ranks: &'a [u32],
     gpu_ops: usize,
+    /// Which steps per-step metrics use.
+    steps_used: &'a str,
     /// Per rank: the clock offset applied (ns), its spread and sample count.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     clock_offsets: Vec<OffsetJson>,
@@ -94,6 +96,7 @@ pub fn write(about: &About, rows: &[Row], out: &mut dyn Write) -> io::Result<()>
         trace: &about.source,
         ranks: &about.ranks,
         gpu_ops: about.ops,
+        steps_used: &about.steps,
         clock_offsets: about
             .offsets
             .iter()

@@ -21,6 +21,9 @@ pub fn write(about: &About, rows: &[Row], out: &mut dyn Write) -> io::Result<()>
     if !about.et.is_empty() {
         writeln!(out, "execution traces: {}", rank_list(&about.et))?;
     }
+    if !about.steps.is_empty() {
+        writeln!(out, "per-step metrics use: {}", about.steps)?;
+    }
     if let Some(line) = about.offsets_line() {
         writeln!(out, "{line}")?;
     }

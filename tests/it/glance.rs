@@ -14,7 +14,7 @@ use ccl_bench::tui::load_data;
 use ccl_bench::tui::tabs::Tab;
 use ccl_bench::tui::theme::Theme;
 
-use crate::support::{corpus, write_ranks};
+use crate::support::{assert_close, corpus, run, stdout, write_ranks};
 
 const SAMPLE: &str = "trace_collection/llama_fsdp_8gpu";
 
@@ -167,4 +167,44 @@ fn repeated_correlation_ids_pair_with_the_launch_before() {
     let t = &d.trace.ranks[0];
     let steps: Vec<(&str, Option<u32>)> = t.ops.iter().map(|o| (t.name(o.name), o.step)).collect();
     assert_eq!(steps, [("gemm_a", Some(0)), ("gemm_b", Some(1))]);
+}
+
+#[test]
+fn step_time_leaves_out_warm_up_and_profiler_stop() {
+    let Some(dir) = corpus("kineto/h100_gpt_eager") else {
+        return;
+    };
+    let d = dir.to_str().unwrap();
+    // ProfilerStep#2..4: 12.5, 15.2 and 51.0 ms (the profiler stopping). CCL-Bench
+    // reports step 3 alone, 0.01525 s; every step averages 0.02625 s.
+    let one = run(&["--trace", d, "--metric", "avg_step_time"]);
+    assert_close(
+        stdout(&one).trim().parse().unwrap(),
+        0.015246334,
+        "measured",
+    );
+    let all = run(&["--trace", d, "--metric", "avg_step_time", "--all-steps"]);
+    assert_close(
+        stdout(&all).trim().parse().unwrap(),
+        0.026253425,
+        "all steps",
+    );
+    // Which steps were used is said in the table and the JSON.
+    let table = stdout(&run(&["--trace", d, "--metrics"]));
+    assert!(
+        table.contains("per-step metrics use: step 3 of steps 2-4 (first and last left out"),
+        "{table}"
+    );
+    let json: serde_json::Value = serde_json::from_str(&stdout(&run(&[
+        "--trace",
+        d,
+        "--metrics",
+        "--format",
+        "json",
+    ])))
+    .unwrap();
+    assert!(json["steps_used"]
+        .as_str()
+        .unwrap()
+        .starts_with("step 3 of steps 2-4"));
 }

@@ -402,7 +402,7 @@ fn compare_tab_views_filter_steps_and_run_switch() {
             .to_owned()
     };
     let step = line(&screen, "avg_step_time");
-    assert!(step.contains("-22.5%") && step.contains("better"), "{step}");
+    assert!(step.contains("-22.6%") && step.contains("better"), "{step}");
     assert!(line(&screen, "total_communication_time").contains("better"));
     assert!(
         screen.contains("A rank 0") && screen.contains("B rank 0"),
@@ -545,7 +545,7 @@ fn empty_and_one_event_traces_survive_resize_storms() {
     let cpu_only = r#"{"traceEvents": [{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "ts": 0, "dur": 10}]}"#;
     storm(load_text(cpu_only));
     let summary = text(draw(&app(load_text(cpu_only), (80, 24))).buffer());
-    assert!(summary.contains("1 rank · 1 events"), "{summary}");
+    assert!(summary.contains("1 rank · 1 event · 1 file"), "{summary}");
     // Exactly one kernel, zero length, and an empty event list.
     storm(load_text(
         r#"{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 5, "dur": 0}]}"#,

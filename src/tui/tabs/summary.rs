@@ -8,6 +8,7 @@ use ratatui::widgets::{Paragraph, Widget};
 
 use crate::metrics::{Group, Outcome, Unit};
 use crate::model::time::human;
+use crate::report::human;
 use crate::tui::action::Action;
 use crate::tui::data::Data;
 use crate::tui::theme::Theme;
@@ -48,18 +49,28 @@ fn lines(data: &Data, theme: Theme, width: u16) -> Vec<Line<'static>> {
     let t = &data.trace;
     out.push(Line::styled("Run", theme.title()));
     let mut run = format!(
-        "{} · {} rank{} · {} events · {} files · {:.1} MB",
+        "{} · {} · {} · {} · {}",
         t.source.display(),
-        t.ranks.len(),
-        if t.ranks.len() == 1 { "" } else { "s" },
-        data.events,
-        data.files,
-        data.bytes as f64 / 1e6
+        human::plural(t.ranks.len(), "rank", "ranks"),
+        human::plural(data.events as usize, "event", "events"),
+        human::plural(data.files, "file", "files"),
+        human::bytes(data.bytes)
     );
     if let Some(i) = t.iteration {
         run += &format!(" · iteration {i}");
     }
     out.push(Line::raw(fit(&format!("  {run}"), width)));
+    let ranks: Vec<&crate::model::RankTimeline> = t.ranks.iter().collect();
+    out.push(Line::styled(
+        fit(
+            &format!(
+                "  per-step values use: {}",
+                crate::model::timeline::steps_used(&ranks)
+            ),
+            width,
+        ),
+        theme.dim(),
+    ));
     if let Some(card) = &t.card {
         for (k, v) in card.describe() {
             out.push(Line::from(vec![

@@ -1,0 +1,60 @@
+//! Numbers for people: counts with thousands separators, byte sizes in the
+//! unit that keeps them readable. Times are `model::time::human`.
+
+/// `1234567` → `1,234,567`.
+pub fn count(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Decimal byte sizes with three significant digits: `757 kB`, `1.80 MB`, `2.15 GB`.
+pub fn bytes(n: u64) -> String {
+    let v = n as f64;
+    let (v, unit) = match n {
+        0..1_000 => return format!("{n} B"),
+        1_000..1_000_000 => (v / 1e3, "kB"),
+        1_000_000..1_000_000_000 => (v / 1e6, "MB"),
+        1_000_000_000..1_000_000_000_000 => (v / 1e9, "GB"),
+        _ => (v / 1e12, "TB"),
+    };
+    let digits = if v >= 100.0 {
+        0
+    } else if v >= 10.0 {
+        1
+    } else {
+        2
+    };
+    format!("{v:.digits$} {unit}")
+}
+
+/// `1 file`, `4 files`.
+pub fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{} {}", count(n as u64), if n == 1 { one } else { many })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_and_sizes_read_as_people_write_them() {
+        assert_eq!(count(0), "0");
+        assert_eq!(count(999), "999");
+        assert_eq!(count(1_000), "1,000");
+        assert_eq!(count(455_123), "455,123");
+        assert_eq!(count(1_234_567), "1,234,567");
+        assert_eq!(bytes(757_000), "757 kB");
+        assert_eq!(bytes(999), "999 B");
+        assert_eq!(bytes(1_800_000), "1.80 MB");
+        assert_eq!(bytes(2_150_000_000), "2.15 GB");
+        assert_eq!(plural(1, "file", "files"), "1 file");
+        assert_eq!(plural(4, "file", "files"), "4 files");
+    }
+}
