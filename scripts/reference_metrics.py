@@ -19,11 +19,11 @@ import sys
 
 COMM = re.compile(r"nccl|rccl|msccl|allreduce|allgather|reducescatter|all_reduce|all_gather|"
                   r"reduce_scatter|alltoall|all_to_all|sendrecv|broadcast|cross_device|memcpy ptop|memcpy peer", re.I)
-MEMNAME = re.compile(r"^memcpy|^memset|^memory copy|^memory set", re.I)
+MEMNAME = re.compile(r"^memcpy|^memset|^memory copy|^memory set|^copy-start|^copy-done", re.I)
 MOE = re.compile(r"moe|expert|routing|gating|topk|fused_expert|dispatch|combine|grouped_gemm", re.I)
 GEMM = re.compile(r"gemm|cutlass|cublas|matmul|wgmma|sm90_xmma|nvjet|triton_mm|^cijk_|hipblaslt|rocblas|"
                   r"convolve|convolution|conv_(fwd|bwd|wrw)", re.I)
-ATTN = re.compile(r"flash|fmha|attention|attn|sdpa|softmax", re.I)
+ATTN = re.compile(r"flash|fmha|attention|attn|sdpa", re.I)
 KERNEL, MEMCPY, MEMSET = {"kernel", "Kernel"}, {"gpu_memcpy", "Memcpy"}, {"gpu_memset", "Memset"}
 RUNTIME = {"cuda_runtime", "cuda_driver", "Runtime", "Driver"}
 
@@ -35,17 +35,54 @@ def ns(us):
     return int((Decimal(repr(us)) * 1000).to_integral_value(rounding=ROUND_HALF_EVEN))
 
 
+def own(name):
+    """The kernel's own qualified name: templates and parameters removed, FBGEMM
+    namespaces dropped; for cutlass-style wrappers, the wrapped kernel first."""
+    flat, depth, i = "", 0, 0
+    while i < len(name):
+        if depth == 0 and name.startswith("(anonymous namespace)", i):
+            flat += "(anonymous namespace)"
+            i += len("(anonymous namespace)")
+            continue
+        c = name[i]
+        if c == "<":
+            depth += 1
+        elif c == ">" and depth:
+            depth -= 1
+        elif c == "(" and depth == 0 and flat.strip():
+            break
+        elif depth == 0:
+            flat += c
+        i += 1
+    path = flat.strip()
+    if path.lower().startswith("void "):
+        path = path[5:].strip()
+    parts = [p.strip() for p in path.split("::") if p.strip().lower() not in ("fbgemm_gpu", "fbgemm")]
+    last = parts[-1] if parts else ""
+    if not last:
+        return name
+    path = "::".join(parts)
+    if (last.lower() in ("kernel", "kernel2", "device_kernel") or last.lower().startswith("enable_sm")) and "<" in name:
+        depth, start = 0, name.index("<")
+        for j in range(start, len(name)):
+            if name[j] == "<":
+                depth += 1
+            elif name[j] == ">":
+                depth -= 1
+            if (name[j] == "," and depth == 1) or depth == 0:
+                return own(name[start + 1:j].strip()) + " " + path
+    return path
+
+
 def klass(name, is_kernel):
-    if COMM.search(name):
+    n = own(name)
+    if COMM.search(n) or (not is_kernel and COMM.search(name)):
         return "comm"
-    if not is_kernel or MEMNAME.search(name):
+    if not is_kernel or MEMNAME.search(n):
         return "memory"
-    if MOE.search(re.split(r"[<(]", name)[0]):
-        return "moe"
-    if ATTN.search(name):
-        return "attention"
-    if GEMM.search(name):
-        return "gemm"
+    for cls, rx in (("moe", MOE), ("attention", ATTN), ("gemm", GEMM)):
+        if rx.search(n):
+            return cls
     return "other"
 
 

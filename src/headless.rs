@@ -277,15 +277,18 @@ fn list_metrics(out: &mut dyn Write) -> io::Result<()> {
 fn list_classes(out: &mut dyn Write) -> io::Result<()> {
     writeln!(
         out,
-        "Kernel names are matched case-insensitively, first rule wins; no match = unclassified. Rules from --classes FILE or ccl-bench-classes.toml beside the trace come first."
+        "Kernel names are matched case-insensitively, first rule wins; no match = unclassified. Rules from --classes FILE or ccl-bench-classes.toml beside the trace come first (on the full name)."
+    )?;
+    writeln!(
+        out,
+        "Built-in rules match the kernel's own name: its qualified name without template arguments or parameters, and without the fbgemm_gpu namespace (`void fbgemm_gpu::permute_kernel<gemm_t>(int)` -> `permute_kernel`); for a wrapper (`cutlass::Kernel2<...>`, `cutlass::device_kernel<...>`) the wrapped kernel's name, then the wrapper's."
     )?;
     writeln!(
         out,
         "memcpy/memset events are memory unless they match communication (peer-to-peer copies)."
     )?;
     for r in RULES {
-        let scope = if r.base_only { " (base name only)" } else { "" };
-        writeln!(out, "{:<14}  {}{scope}", r.class.name(), r.pattern)?;
+        writeln!(out, "{:<14}  {}", r.class.name(), r.pattern)?;
     }
     Ok(())
 }

@@ -102,10 +102,6 @@ impl CollKind {
 pub struct Rule {
     pub class: KernelClass,
     pub pattern: &'static str,
-    /// Match only the base name, before template arguments and the parameter list:
-    /// generic words such as "dispatch" appear in library template arguments
-    /// (`cub::DispatchReduceByKey<…>`) of kernels unrelated to the class.
-    pub base_only: bool,
 }
 
 /// Communication first (so `reduce_scatter` never lands in reduction), MoE before
@@ -116,47 +112,42 @@ pub const RULES: &[Rule] = &[
     Rule {
         class: KernelClass::Communication,
         pattern: r"nccl|rccl|msccl|allreduce|allgather|reducescatter|all_reduce|all_gather|reduce_scatter|alltoall|all_to_all|sendrecv|broadcast|cross_device|memcpy ptop|memcpy peer",
-        base_only: false,
     },
     Rule {
         class: KernelClass::Memory,
-        pattern: r"^memcpy|^memset|^memory copy|^memory set",
-        base_only: false,
+        // XLA's async copies (`copy-start.2` … `copy-done.2`) move data between
+        // memories; the done's time is mostly waiting for the copy.
+        pattern: r"^memcpy|^memset|^memory copy|^memory set|^copy-start|^copy-done",
     },
     Rule {
         class: KernelClass::Moe,
         pattern: r"moe|expert|routing|gating|topk|fused_expert|dispatch|combine|grouped_gemm",
-        base_only: true,
     },
     Rule {
         class: KernelClass::Attention,
-        pattern: r"flash|fmha|attention|attn|sdpa|softmax",
-        base_only: false,
+        // Not `softmax` alone: a loss's `cunn_SoftMaxForward` / `log_softmax`
+        // is a row reduction, not attention (fused attention names say so).
+        pattern: r"flash|fmha|attention|attn|sdpa",
     },
     Rule {
         class: KernelClass::Gemm,
         pattern: r"gemm|cutlass|cublas|matmul|wgmma|sm90_xmma|nvjet|triton_mm|^cijk_|hipblaslt|rocblas|convolve|convolution|conv_(fwd|bwd|wrw)",
-        base_only: false,
     },
     Rule {
         class: KernelClass::Normalization,
         pattern: r"layer_?norm|rms_?norm|batch_?norm|group_?norm",
-        base_only: false,
     },
     Rule {
         class: KernelClass::Optimizer,
         pattern: r"multi_tensor_apply|adam",
-        base_only: false,
     },
     Rule {
         class: KernelClass::Reduction,
-        pattern: r"reduce_kernel|sum_kernel|mean_kernel",
-        base_only: false,
+        pattern: r"reduce_kernel|sum_kernel|mean_kernel|softmax",
     },
     Rule {
         class: KernelClass::Elementwise,
         pattern: r"elementwise|vectorized|unrolled|pointwise",
-        base_only: false,
     },
 ];
 
@@ -176,20 +167,94 @@ static COMPILED: LazyLock<Vec<(&'static Rule, Regex)>> = LazyLock::new(|| {
         .collect()
 });
 
-/// `void cub::DeviceReduceByKeyKernel<…>(…)` -> `void cub::DeviceReduceByKeyKernel`.
-fn base_name(name: &str) -> &str {
-    name.split(['<', '(']).next().unwrap_or(name)
+/// `name` without template arguments (`<…>`, nested) and without the
+/// parameter list; `(anonymous namespace)` is kept as part of the path.
+fn strip_templates(name: &str) -> String {
+    const ANON: &str = "(anonymous namespace)";
+    let mut out = String::with_capacity(name.len());
+    let mut depth = 0usize;
+    let mut rest = name;
+    while let Some(c) = rest.chars().next() {
+        if depth == 0 && rest.starts_with(ANON) {
+            out.push_str(ANON);
+            rest = &rest[ANON.len()..];
+            continue;
+        }
+        match c {
+            '<' => depth += 1,
+            '>' if depth > 0 => depth -= 1,
+            // The parameter list ends the name (`Memcpy HtoD (Pageable -> Device)` too).
+            '(' if depth == 0 && !out.trim().is_empty() => break,
+            _ if depth == 0 => out.push(c),
+            _ => {}
+        }
+        rest = &rest[c.len_utf8()..];
+    }
+    out
+}
+
+/// The first template argument of `name`, if it has any.
+fn first_template_arg(name: &str) -> Option<&str> {
+    let open = name.find('<')?;
+    let mut depth = 0usize;
+    for (i, c) in name[open..].char_indices() {
+        match c {
+            '<' => depth += 1,
+            '>' if depth == 1 => return Some(&name[open + 1..open + i]),
+            '>' => depth -= 1,
+            ',' if depth == 1 => return Some(&name[open + 1..open + i]),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Generic launch wrappers whose first template argument says what runs
+/// (`cutlass::device_kernel<flash::enable_sm90_or_later<flash::FlashAttnFwdSm90<…>>>`).
+fn is_wrapper(own: &str) -> bool {
+    matches!(own, "kernel" | "kernel2" | "device_kernel") || own.starts_with("enable_sm")
+}
+
+/// Namespaces of libraries whose names contain a class word: FBGEMM's GPU
+/// kernels (`fbgemm_gpu::permute_2D_data_kernel`) are embedding and sparse
+/// ops, not GEMMs.
+const LIBRARY_NAMESPACES: &[&str] = &["fbgemm_gpu", "fbgemm"];
+
+/// What a kernel is classified by: its own qualified name, without template
+/// arguments or parameters, so that words in them do not decide its class
+/// (`cunn_SoftMaxForward<…, fbgemm_gpu::…>`); namespaces stay (`moe::dev::…`
+/// is MoE) except library ones in `LIBRARY_NAMESPACES`. For a generic wrapper
+/// (`cutlass::Kernel2<…>`), the wrapped kernel's name and then the wrapper's.
+/// Expects a lowercased name.
+pub fn own_name(name: &str) -> String {
+    let stripped = strip_templates(name);
+    let path = stripped.trim().trim_start_matches("void ").trim();
+    let parts: Vec<&str> = path
+        .split("::")
+        .map(str::trim)
+        .filter(|p| !LIBRARY_NAMESPACES.contains(p))
+        .collect();
+    let own = parts.last().copied().unwrap_or("");
+    if own.is_empty() {
+        // Unbalanced brackets (a name cut short): the whole name.
+        return name.to_owned();
+    }
+    let path = parts.join("::");
+    if is_wrapper(own) {
+        if let Some(arg) = first_template_arg(name) {
+            return format!("{} {path}", own_name(arg.trim()));
+        }
+    }
+    path
 }
 
 /// Class of a device op. Memory copies and sets are `Memory` unless they cross
 /// devices (peer-to-peer copies are communication).
 pub fn classify(name: &str, activity: Activity) -> KernelClass {
-    let name = name.to_ascii_lowercase();
-    let name = name.as_str();
-    let base = base_name(name);
+    let own = own_name(&name.to_ascii_lowercase());
     let by_name = COMPILED
         .iter()
-        .find(|(rule, re)| re.is_match(if rule.base_only { base } else { name }))
+        .find(|(_, re)| re.is_match(&own))
         .map_or(KernelClass::Other, |(rule, _)| rule.class);
     match activity {
         Activity::Kernel => by_name,
@@ -343,6 +408,53 @@ mod tests {
         );
         assert_eq!(k("Cijk_Ailk_Bljk_BBS_BH_MT128x128x64"), KernelClass::Gemm);
         assert_eq!(k("RMSNorm_fwd_kernel"), KernelClass::Normalization);
+    }
+
+    #[test]
+    fn classifies_by_the_kernels_own_name() {
+        let k = |n| classify(n, Activity::Kernel);
+        use KernelClass::*;
+        // DLRM (dlrm_8rank_v100): "fbgemm" in the namespace is not a GEMM.
+        assert_eq!(
+            k("void fbgemm_gpu::permute_2D_data_kernel<false, int, int, decltype(nullptr)>(int, int)"),
+            Other
+        );
+        assert_eq!(
+            k("void split_embedding_codegen_forward_unweighted_kernel<float, float>(at::GenericPackedTensorAccessor<float, 1ul, at::RestrictPtrTraits, long>)"),
+            Other
+        );
+        assert_eq!(k("volta_sgemm_128x32_tn"), Gemm);
+        // A loss softmax is a reduction, not attention.
+        assert_eq!(
+            k("void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float, float, float, at::native::(anonymous namespace)::SoftMaxForwardEpilogue>(float*, float const*, int)"),
+            Reduction
+        );
+        assert_eq!(
+            k("void at::native::(anonymous namespace)::log_softmax_forward_kernel<float>"),
+            Reduction
+        );
+        // Wrappers: what they wrap decides.
+        assert_eq!(
+            k("void cutlass::device_kernel<flash::enable_sm90_or_later<flash::FlashAttnFwdSm90<flash::CollectiveMainloopFwdSm90<2>>>>(T1::Params)"),
+            Attention
+        );
+        assert_eq!(
+            k("void cutlass::device_kernel<cutlass::gemm::kernel::GemmUniversal<cute::tuple<int>>>(T1::Params)"),
+            Gemm
+        );
+        // XLA async copies (TPU XSpace) are memory, as copies.
+        assert_eq!(k("copy-done.2"), Memory);
+        assert_eq!(k("copy-start.1"), Memory);
+        assert_eq!(
+            own_name("void (anonymous namespace)::foo<gemm_t, 4>(int)"),
+            "(anonymous namespace)::foo"
+        );
+        // B200 (tracelens): the `moe::` namespace says what the kernel is part of.
+        assert_eq!(
+            k("void moe::dev::finalize::finalizeKernelVecLoad<moe::dev::finalize::KernelParams<cutlass::bfloat16_t>>(moe::dev::finalize::KernelParams)"),
+            Moe
+        );
+        assert_eq!(own_name("broken<name"), "broken");
     }
 
     #[test]
