@@ -88,13 +88,58 @@ pub struct Comparison {
     pub ranks: Result<Vec<RankDiff>, String>,
 }
 
-/// `|relative change| > threshold` (a fraction, 0.05 = 5 %); a change from zero
-/// counts as beyond any threshold.
+/// Smallest change of a share (a `%` metric, or a 0-1 ratio) that counts, in
+/// points: below it a change is noise whatever the threshold.
+pub const SHARE_FLOOR_POINTS: f64 = 1.0;
+
+/// Whether a metric is a share (0-100 % or a 0-1 ratio in both runs), judged
+/// in absolute points rather than relative change: 0.172 % -> 0.222 % is
+/// +29 % relative but 0.05 points, noise.
+fn is_share(d: &MetricDiff) -> bool {
+    match d.metric.unit {
+        crate::metrics::Unit::Percent => true,
+        // Ratios such as straggler (max / median, >= 1) stay relative.
+        crate::metrics::Unit::Ratio => [&d.a, &d.b]
+            .iter()
+            .all(|o| o.as_value().is_some_and(|v| (0.0..=1.0).contains(&v))),
+        _ => false,
+    }
+}
+
+/// The change of a share in percentage points (0-1 ratios scaled by 100).
+fn points(d: &MetricDiff) -> Option<f64> {
+    let scale = if d.metric.unit == crate::metrics::Unit::Ratio {
+        100.0
+    } else {
+        1.0
+    };
+    Some(d.delta()? * scale)
+}
+
+/// Whether a change counts. Shares: `|B - A|` in points above
+/// max(threshold x 100, `SHARE_FLOOR_POINTS`) (5 % -> 5 points). Everything
+/// else: `|relative change| > threshold` (a fraction, 0.05 = 5 %); a change from
+/// zero counts as beyond any threshold.
 fn beyond(d: &MetricDiff, threshold: f64) -> bool {
+    if is_share(d) {
+        return points(d).is_some_and(|p| p.abs() > (threshold * 100.0).max(SHARE_FLOOR_POINTS));
+    }
     match (d.relative(), d.delta()) {
         (Some(r), _) => r.abs() > threshold,
         (None, Some(delta)) => delta != 0.0,
         _ => false,
+    }
+}
+
+impl MetricDiff {
+    /// The change as it is judged: `+0.05 pt` (points) for shares, `+29.1%`
+    /// otherwise; empty when it is not defined.
+    pub fn change_text(&self) -> String {
+        if is_share(self) {
+            return points(self).map_or(String::new(), |p| format!("{p:+.2} pt"));
+        }
+        self.relative()
+            .map_or(String::new(), |r| format!("{:+.1}%", r * 100.0))
     }
 }
 

@@ -166,12 +166,25 @@ pub fn compare(args: &crate::cli::CompareArgs) -> Result<ExitCode> {
         top: args.top,
     };
     write(args.format, &sides, &cmp, &mut out)?;
-    let worse: Vec<&str> = cmp.regressions().map(|d| d.metric.name).collect();
+    // Say what tripped the gate and by how much.
+    let worse: Vec<String> = cmp
+        .regressions()
+        .map(|d| {
+            let change = d.change_text();
+            let change = if change.is_empty() {
+                format!("{} from 0", d.metric.unit.human(d.delta().unwrap_or(0.0)))
+            } else {
+                change
+            };
+            format!("{} {change}", d.metric.name)
+        })
+        .collect();
     if args.fail_on_regression && !worse.is_empty() {
         eprintln!(
-            "ccl-bench: {} metric(s) got worse beyond {:.1}%: {}",
+            "ccl-bench: {} metric(s) got worse beyond the threshold ({:.1} %, for shares {:.1} points): {}",
             worse.len(),
             args.threshold * 100.0,
+            (args.threshold * 100.0).max(crate::compare::SHARE_FLOOR_POINTS),
             worse.join(", ")
         );
         return Ok(ExitCode::FAILURE);

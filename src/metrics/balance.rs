@@ -99,10 +99,11 @@ pub fn slowest_rank(ctx: &Ctx) -> Outcome {
 
 /// Population standard deviation of every step's duration on every rank.
 pub fn step_time_std(ctx: &Ctx) -> Outcome {
+    // In integer nanoseconds (exact in f64), so equal steps give exactly 0.
     let d: Vec<f64> = ctx
         .ranks
         .iter()
-        .flat_map(|t| t.measured_steps().iter().map(|s| ns_to_s(s.dur())))
+        .flat_map(|t| t.measured_steps().iter().map(|s| s.dur() as f64))
         .collect();
     if d.len() < 2 {
         return Outcome::na(format!(
@@ -112,7 +113,11 @@ pub fn step_time_std(ctx: &Ctx) -> Outcome {
     }
     let mean = d.iter().sum::<f64>() / d.len() as f64;
     let var = d.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / d.len() as f64;
-    Outcome::value(var.sqrt()).with_note(format!("over {} steps, mean {mean:.6} s", d.len()))
+    Outcome::value(var.sqrt() / 1e9).with_note(format!(
+        "over {} steps, mean {:.6} s",
+        d.len(),
+        mean / 1e9
+    ))
 }
 
 /// Exposed communication of the rank that waits most minus that of the rank

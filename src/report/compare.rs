@@ -55,9 +55,7 @@ fn table(s: &Sides, c: &Comparison, out: &mut dyn Write) -> io::Result<()> {
             continue;
         }
         let delta = d.delta().map_or(String::new(), |v| d.metric.unit.human(v));
-        let rel = d
-            .relative()
-            .map_or(String::new(), |r| format!("{:+.1}%", r * 100.0));
+        let rel = d.change_text();
         writeln!(
             out,
             "{:<w$}  {:>12}  {:>12}  {:>12}  {:>8}  {:<10}  {}",

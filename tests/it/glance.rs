@@ -208,3 +208,23 @@ fn step_time_leaves_out_warm_up_and_profiler_stop() {
         .unwrap()
         .starts_with("step 3 of steps 2-4"));
 }
+
+#[test]
+fn the_regression_gate_ignores_noise_in_shares() {
+    // The bundled pair: step time 22.6 % better; memory_transfer_overhead
+    // 0.172 % -> 0.222 % is +29 % relative but 0.05 points: not a regression.
+    let (a, b) = (SAMPLE, "trace_collection/llama_fsdp_8gpu_balanced");
+    let o = run(&["compare", a, b, "--fail-on-regression"]);
+    assert!(o.status.success(), "{}", crate::support::stderr(&o));
+    let out = stdout(&o);
+    let row = out
+        .lines()
+        .find(|l| l.starts_with("memory_transfer_overhead"))
+        .unwrap();
+    assert!(row.contains("+0.05 pt") && !row.contains("WORSE"), "{row}");
+    // Reversed, the straggler comes back: the gate names what tripped and by how much.
+    let o = run(&["compare", b, a, "--fail-on-regression"]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = crate::support::stderr(&o);
+    assert!(err.contains("avg_step_time +29."), "{err}");
+}

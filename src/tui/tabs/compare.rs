@@ -223,10 +223,7 @@ pub fn render(state: &CompareState, pair: &Pair, theme: Theme, area: Rect, buf: 
                             Span::raw(v(&d.a)),
                             Span::raw(v(&d.b)),
                             Span::raw(d.delta().map_or(String::new(), |x| unit.human(x))),
-                            Span::raw(
-                                d.relative()
-                                    .map_or(String::new(), |r| format!("{:+.1}%", r * 100.0)),
-                            ),
+                            Span::raw(d.change_text()),
                             Span::raw(d.verdict.label()),
                         ],
                         style: verdict_style(d.verdict, theme),
