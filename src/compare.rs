@@ -132,11 +132,11 @@ fn beyond(d: &MetricDiff, threshold: f64) -> bool {
 }
 
 impl MetricDiff {
-    /// The change as it is judged: `+0.05 pt` (points) for shares, `+29.1%`
+    /// The change as it is judged: `+0.05pt` (points) for shares, `+29.1%`
     /// otherwise; empty when it is not defined.
     pub fn change_text(&self) -> String {
         if is_share(self) {
-            return points(self).map_or(String::new(), |p| format!("{p:+.2} pt"));
+            return points(self).map_or(String::new(), |p| format!("{p:+.2}pt"));
         }
         self.relative()
             .map_or(String::new(), |r| format!("{:+.1}%", r * 100.0))

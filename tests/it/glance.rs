@@ -221,7 +221,7 @@ fn the_regression_gate_ignores_noise_in_shares() {
         .lines()
         .find(|l| l.starts_with("memory_transfer_overhead"))
         .unwrap();
-    assert!(row.contains("+0.05 pt") && !row.contains("WORSE"), "{row}");
+    assert!(row.contains("+0.05pt") && !row.contains("WORSE"), "{row}");
     // Reversed, the straggler comes back: the gate names what tripped and by how much.
     let o = run(&["compare", b, a, "--fail-on-regression"]);
     assert_eq!(o.status.code(), Some(1));
