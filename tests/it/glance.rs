@@ -4,29 +4,17 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use ccl_bench::metrics::Options;
-use ccl_bench::read::{LoadOptions, Progress};
 use ccl_bench::synth::RankTrace;
 use ccl_bench::tui::action::Action;
 use ccl_bench::tui::app::App;
 use ccl_bench::tui::data::Data;
-use ccl_bench::tui::load_data;
 use ccl_bench::tui::tabs::Tab;
 use ccl_bench::tui::theme::Theme;
 
 use crate::support::{assert_close, corpus, run, stdout, write_ranks};
+use crate::tui::load;
 
 const SAMPLE: &str = "trace_collection/llama_fsdp_8gpu";
-
-fn load(path: &Path) -> Data {
-    load_data(
-        path,
-        &LoadOptions::default(),
-        Options::default(),
-        &Progress::default(),
-    )
-    .unwrap_or_else(|e| panic!("{} loads: {e:#}", path.display()))
-}
 
 fn app(data: Data) -> App {
     App::new(Arc::new(data), Theme::mono(), (120, 30))

@@ -29,7 +29,7 @@ use crate::support::write_ranks;
 const SAMPLE: &str = "trace_collection/llama_fsdp_8gpu";
 
 /// Loads a trace with the default options, as the UI does.
-fn load(path: &Path) -> Data {
+pub fn load(path: &Path) -> Data {
     load_data(
         path,
         &LoadOptions::default(),
