@@ -183,17 +183,11 @@ impl Data {
                     })
                     .collect();
                 let max_dur = t.ops.iter().map(|o| o.dur).max().unwrap_or(0);
-                let mut seen: BTreeMap<i64, u32> = BTreeMap::new();
                 let hulls: Vec<((i64, u32), Interval)> = t
-                    .steps
-                    .iter()
+                    .step_keys()
+                    .into_iter()
                     .zip(crate::metrics::ctx::gpu_step_hulls(t))
-                    .filter_map(|(step, hull)| {
-                        let k = seen.entry(step.number).or_default();
-                        let key = (step.number, *k);
-                        *k += 1;
-                        Some((key, hull?))
-                    })
+                    .filter_map(|(key, hull)| Some((key, hull?)))
                     .collect();
                 (lane, by_stream, max_dur, hulls)
             })
