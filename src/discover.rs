@@ -120,6 +120,15 @@ pub fn discover(path: &Path, iteration: Option<u32>) -> Result<Discovery> {
     if profile.is_dir() {
         dir = profile;
     }
+    if let Some((run, count)) = pick_profile_run(&dir)? {
+        if count > 1 {
+            d.notes.push(format!(
+                "read the newest of {count} profiler runs, {}; point at another run's folder to read it",
+                run.display()
+            ));
+        }
+        dir = run;
+    }
     if let Some((k, chosen)) = pick_iteration(&dir, iteration)? {
         d.iteration = Some(k);
         dir = chosen;
@@ -174,7 +183,8 @@ fn no_traces(path: &Path, dir: &Path, d: &Discovery) -> Error {
         .collect();
     let detail = if found.is_empty() {
         let mut detail = format!(
-            "looked in {} for rank*_trace.json, kineto_trace_*.json, worker*.pt.trace.json, *.json.gz, *.sqlite",
+            "looked in {} for rank*_trace.json, kineto_trace_*.json, worker*.pt.trace.json, *.json.gz, \
+             *.sqlite (Nsight Systems), *.xplane.pb (JAX/XLA, also under plugins/profile/<run>/)",
             dir.display()
         );
         for note in &d.notes {
@@ -192,6 +202,33 @@ fn no_traces(path: &Path, dir: &Path, d: &Discovery) -> Error {
         dir: path.to_owned(),
         detail,
     }
+}
+
+/// The JAX/TensorFlow profiler (TensorBoard layout) writes one folder per
+/// capture under `logdir/plugins/profile/`, named by its start time
+/// (`2024_05_01_12_30_45`), so the greatest name is the newest. Returns that
+/// run and how many there were, when `dir` is such a log dir (or its
+/// `plugins/profile` folder).
+fn pick_profile_run(dir: &Path) -> Result<Option<(PathBuf, usize)>> {
+    let nested = dir.join("plugins").join("profile");
+    let profile = if nested.is_dir() {
+        nested
+    } else if dir.file_name().is_some_and(|n| n == "profile")
+        && dir
+            .parent()
+            .and_then(Path::file_name)
+            .is_some_and(|n| n == "plugins")
+    {
+        dir.to_owned()
+    } else {
+        return Ok(None);
+    };
+    let runs: Vec<PathBuf> = read_dir(&profile)?
+        .into_iter()
+        .filter(|p| p.is_dir())
+        .collect();
+    // `read_dir` sorts, so the last is the newest.
+    Ok(runs.last().map(|run| (run.clone(), runs.len())))
 }
 
 static ITERATION: LazyLock<Regex> =

@@ -60,10 +60,24 @@ pub fn run(cli: &Cli) -> Result<ExitCode> {
         }
         None => None,
     };
-    let Some(path) = cli.trace_path() else {
+    // Plain `ccl-bench` piped or in a job: the metric table of the sample the
+    // UI would open, as the README says. A metric asked for without a trace
+    // is a usage error: a script must not get the sample's number.
+    let sample = if cli.trace_path().is_none() && cli.browse() {
+        crate::cli::sample_path()
+    } else {
+        None
+    };
+    let Some(path) = cli.trace_path().or(sample.as_ref()) else {
         eprintln!("ccl-bench: no trace given; use --trace DIR (ccl-bench --help for more)");
         return Ok(ExitCode::from(EXIT_USAGE));
     };
+    if sample.is_some() {
+        eprintln!(
+            "ccl-bench: no trace given; showing the bundled sample {}",
+            path.display()
+        );
+    }
     if cli.inputs {
         let (_, report) = read::load_path(path, &cli.load_options(), &Progress::default())
             .with_context(|| format!("cannot load {}", path.display()))?;

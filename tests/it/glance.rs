@@ -216,3 +216,75 @@ fn the_regression_gate_ignores_noise_in_shares() {
     let err = crate::support::stderr(&o);
     assert!(err.contains("avg_step_time +29."), "{err}");
 }
+
+/// A TensorBoard log dir from the JAX/TF profiler: `plugins/profile/<run>/`,
+/// newest run by default, and `.xplane.pb` named when nothing is found.
+#[test]
+fn tensorboard_log_dirs_are_searched() {
+    let ranks = ccl_bench::synth::two_rank_example();
+    let dir = tempfile::tempdir().unwrap();
+    for (run_name, r) in [
+        ("2024_01_01_09_00_00", &ranks[0]),
+        ("2024_05_01_12_30_45", &ranks[1]),
+    ] {
+        let run_dir = dir.path().join("plugins/profile").join(run_name);
+        std::fs::create_dir_all(&run_dir).unwrap();
+        std::fs::write(run_dir.join("host0.trace.json"), r.to_json()).unwrap();
+    }
+    let p = dir.path().to_str().unwrap();
+    // The newest run holds the one-step trace (200 µs).
+    let o = run(&["--trace", p, "--metric", "avg_step_time"]);
+    assert!(o.status.success(), "{}", crate::support::stderr(&o));
+    assert_close(stdout(&o).trim().parse().unwrap(), 200e-6, "newest run");
+    let o = run(&["--trace", p, "--inputs"]);
+    assert!(
+        stdout(&o).contains("2024_05_01_12_30_45") && stdout(&o).contains("newest of 2"),
+        "{}",
+        stdout(&o)
+    );
+    // Pointed at plugins/profile itself.
+    let o = run(&[
+        "--trace",
+        dir.path().join("plugins/profile").to_str().unwrap(),
+        "--metric",
+        "avg_step_time",
+    ]);
+    assert_close(
+        stdout(&o).trim().parse().unwrap(),
+        200e-6,
+        "plugins/profile",
+    );
+
+    let empty = tempfile::tempdir().unwrap();
+    let o = run(&["--trace", empty.path().to_str().unwrap()]);
+    assert!(!o.status.success());
+    assert!(
+        crate::support::stderr(&o).contains(".xplane.pb"),
+        "{}",
+        crate::support::stderr(&o)
+    );
+
+    // The real XSpace, laid out as the JAX profiler writes it.
+    let Some(xplane) = corpus("xla/xprof_tpu/tpu_inference_2.xplane.pb") else {
+        return;
+    };
+    let run_dir = dir.path().join("plugins/profile/2024_06_01_00_00_00");
+    std::fs::create_dir_all(&run_dir).unwrap();
+    std::fs::copy(&xplane, run_dir.join("tpu.xplane.pb")).unwrap();
+    let o = run(&["--trace", p, "--metric", "total_kernel_time"]);
+    assert!(o.status.success(), "{}", crate::support::stderr(&o));
+    assert!(stdout(&o).trim().parse::<f64>().unwrap() > 0.0);
+}
+
+/// `ccl-bench` with no argument and no terminal prints the sample's metric
+/// table, as the README says.
+#[test]
+fn no_argument_without_a_terminal_prints_the_sample() {
+    let o = run(&[]);
+    assert!(o.status.success(), "{}", crate::support::stderr(&o));
+    assert!(stdout(&o).contains("avg_step_time"), "{}", stdout(&o));
+    assert!(crate::support::stderr(&o).contains("bundled sample"));
+    // A metric without a trace stays a usage error.
+    let o = run(&["--metric", "avg_step_time"]);
+    assert_eq!(o.status.code(), Some(2));
+}
