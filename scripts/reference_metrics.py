@@ -157,11 +157,11 @@ def load(path):
                 blocks = 1
                 for g in grid:
                     blocks *= g
-            elif "blocks per SM" in a and sms.get(a.get("device", 0)):
-                blocks = a["blocks per SM"] * sms[a.get("device", 0)]
+            # The profiler's own blocks per SM decide coverage (CCL-Bench).
+            bps = a.get("blocks per SM") if cat in KERNEL else None
             ops.append(dict(ts=ts, end=ts + dur, dur=dur, name=name, kernel=cat in KERNEL,
                             memcpy=cat in MEMCPY, cls=klass(name, cat in KERNEL), bytes=a.get("bytes"),
-                            corr=a.get("correlation"), blocks=blocks, device=a.get("device", 0),
+                            corr=a.get("correlation"), blocks=blocks, bps=bps, device=a.get("device", 0),
                             ext=a.get("External id"), args=a))
         elif cat in RUNTIME and "correlation" in a:
             launches.setdefault(a["correlation"], []).append(ts)
@@ -262,9 +262,14 @@ def metrics(ranks):
             win = [[min(o["ts"] for o in ops), max(o["end"] for o in ops)]]
         last = max(r["measured"]) if steps else None
         cov = []
+        # SMs by device id; else the one count all described GPUs share.
+        sm_counts = set(r["sms"].values())
+        same = next(iter(sm_counts)) if len(sm_counts) == 1 else None
         for o in ks:
-            sm = r["sms"].get(o["device"])
-            if o["blocks"] is not None and sm:
+            sm = r["sms"].get(o["device"], same)
+            if o["bps"] is not None:
+                cov.append((o["dur"], min(1.0, o["bps"])))
+            elif o["blocks"] is not None and sm:
                 cov.append((o["dur"], min(1.0, o["blocks"] / sm)))
         mc = [o for o in ops if o["memcpy"] and o["bytes"] is not None and o["dur"] > 0]
         bsum = sum(o["dur"] for o in in_steps)

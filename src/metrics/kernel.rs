@@ -111,12 +111,6 @@ pub fn break_down_steps(ctx: &Ctx) -> Outcome {
         .with_note("headline: compute share (attention + moe + gemm + other compute)")
 }
 
-/// Fraction of the GPU's SMs a kernel's grid can occupy: min(1, blocks / SMs).
-fn coverage(t: &RankTimeline, blocks: Option<f64>, device: u32) -> Option<f64> {
-    let sms = t.num_sms(device)?;
-    Some((blocks? / f64::from(sms)).min(1.0))
-}
-
 /// Kernels of a rank with known SM coverage, summed as the SM-coverage metrics
 /// need them (a few numbers per rank, so they can be kept with the rank's stats).
 #[derive(Debug, Clone, Copy, Default)]
@@ -135,7 +129,7 @@ impl SmCoverage {
     pub fn of(t: &RankTimeline) -> Self {
         let ks: Vec<(Ns, f64)> = t
             .kernels()
-            .filter_map(|k| Some((k.dur, coverage(t, k.blocks(), k.device)?)))
+            .filter_map(|k| Some((k.dur, k.sm_coverage(t.num_sms(k.device))?)))
             .collect();
         let mut durs: Vec<Ns> = ks.iter().map(|k| k.0).collect();
         durs.sort_unstable();

@@ -44,6 +44,9 @@ impl CollMeta {
 pub enum Work {
     /// Thread blocks a kernel launched (product of `grid`).
     Blocks(f64),
+    /// Blocks per SM as the profiler computed them (`blocks per SM`: blocks /
+    /// the device's SMs), which needs no device properties.
+    BlocksPerSm(f64),
     /// Bytes a memory copy or set moved.
     Bytes(u64),
 }
@@ -88,6 +91,18 @@ impl DeviceOp {
             Some(Work::Blocks(b)) => Some(b),
             _ => None,
         }
+    }
+
+    /// Share of the device's SMs the kernel's grid can occupy, 0-1:
+    /// min(1, blocks per SM), from the profiler's own figure when recorded,
+    /// else from the grid and `sms`, the device's SM count.
+    pub fn sm_coverage(&self, sms: Option<u32>) -> Option<f64> {
+        let per_sm = match self.work? {
+            Work::BlocksPerSm(b) => b,
+            Work::Blocks(b) => b / f64::from(sms.filter(|&n| n > 0)?),
+            Work::Bytes(_) => return None,
+        };
+        (per_sm.is_finite() && per_sm >= 0.0).then(|| per_sm.min(1.0))
     }
 
     /// Bytes moved, for memory copies and sets that recorded it.
@@ -199,8 +214,20 @@ impl RankTimeline {
         op.meta.map(|i| &self.colls[i as usize])
     }
 
+    /// SMs of the GPU a kernel ran on. The properties are matched by device
+    /// id; when none has that id but every described GPU has the same SM
+    /// count, that count: a process that sees one GPU (`CUDA_VISIBLE_DEVICES`)
+    /// often describes it as device 0 while its kernels carry the physical id
+    /// (SGLang on device 9), and a node's GPUs are one model.
     pub fn num_sms(&self, device: u32) -> Option<u32> {
-        self.devices.iter().find(|d| d.id == device)?.num_sms
+        if let Some(d) = self.devices.iter().find(|d| d.id == device) {
+            return d.num_sms;
+        }
+        let first = self.devices.first()?.num_sms?;
+        self.devices
+            .iter()
+            .all(|d| d.num_sms == Some(first))
+            .then_some(first)
     }
 
     /// Union of the intervals of the ops that `keep` selects.
@@ -335,6 +362,66 @@ mod tests {
         t.all_steps = true;
         assert_eq!((t.measured(), t.step_count()), (0..4, 4));
         assert_eq!(t.steps_used(), "all steps 1-4");
+    }
+
+    #[test]
+    fn sm_coverage_from_blocks_per_sm_or_the_grid() {
+        let gpu = |id, num_sms| DeviceInfo {
+            id,
+            name: String::new(),
+            num_sms,
+        };
+        let mut t = RankTimeline {
+            devices: vec![gpu(0, Some(304))],
+            ..Default::default()
+        };
+        // Matched by id; one described GPU stands for the process's one device.
+        assert_eq!((t.num_sms(0), t.num_sms(9)), (Some(304), Some(304)));
+        t.devices = vec![gpu(0, Some(132)), gpu(1, Some(132))];
+        assert_eq!(t.num_sms(5), Some(132));
+        // Different GPUs and none with the kernel's id: unknown.
+        t.devices = vec![gpu(0, Some(132)), gpu(1, Some(108))];
+        assert_eq!((t.num_sms(1), t.num_sms(5)), (Some(108), None));
+
+        let op = |work| DeviceOp {
+            start: 0,
+            dur: 1,
+            name: StrId(0),
+            activity: Activity::Kernel,
+            class: KernelClass::Gemm,
+            coll: None,
+            stream: 0,
+            device: 0,
+            work,
+            meta: None,
+            step: None,
+            launch: 0,
+        };
+        // 152 blocks on 304 SMs: half; 600 blocks: all of it.
+        assert_eq!(
+            op(Some(Work::Blocks(152.0))).sm_coverage(Some(304)),
+            Some(0.5)
+        );
+        assert_eq!(
+            op(Some(Work::Blocks(600.0))).sm_coverage(Some(304)),
+            Some(1.0)
+        );
+        assert_eq!(op(Some(Work::Blocks(152.0))).sm_coverage(None), None);
+        assert_eq!(op(Some(Work::Blocks(152.0))).sm_coverage(Some(0)), None);
+        // The profiler's own figure needs no SM count.
+        assert_eq!(
+            op(Some(Work::BlocksPerSm(0.25))).sm_coverage(None),
+            Some(0.25)
+        );
+        assert_eq!(
+            op(Some(Work::BlocksPerSm(22.2))).sm_coverage(None),
+            Some(1.0)
+        );
+        assert_eq!(
+            op(Some(Work::BlocksPerSm(f64::NAN))).sm_coverage(None),
+            None
+        );
+        assert_eq!(op(Some(Work::Bytes(8))).sm_coverage(Some(304)), None);
     }
 
     #[test]

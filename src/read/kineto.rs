@@ -745,16 +745,10 @@ impl Builder {
                     (_, k) => k,
                 });
             }
-            if op.work.is_none() && op.is_kernel() {
-                if let (Some(bps), Some(sms)) = (
-                    p.blocks_per_sm,
-                    self.devices
-                        .iter()
-                        .find(|d| d.id == op.device)
-                        .and_then(|d| d.num_sms),
-                ) {
-                    op.work = Some(Work::Blocks(bps * f64::from(sms)));
-                }
+            // The profiler's own blocks-per-SM figure decides SM coverage
+            // (as CCL-Bench does), with or without device properties.
+            if let Some(bps) = p.blocks_per_sm.filter(|_| op.is_kernel()) {
+                op.work = Some(Work::BlocksPerSm(bps));
             }
             // A kernel belongs to the step during which it was launched.
             let launched = p
@@ -1108,8 +1102,9 @@ mod tests {
         let m = t.coll_meta(nccl).expect("linked by External id");
         assert_eq!(m.in_bytes(), Some(2000));
         assert_eq!(m.group_size, Some(4));
-        // blocks per SM × SMs when no grid is recorded.
-        assert_eq!(nccl.blocks(), Some(54.0));
+        // The profiler's blocks per SM decide coverage, with or without SMs known.
+        assert_eq!(nccl.sm_coverage(None), Some(0.5));
+        assert_eq!(nccl.sm_coverage(Some(7)), Some(0.5));
     }
 
     #[test]
