@@ -21,7 +21,7 @@ COMM = re.compile(r"nccl|rccl|msccl|allreduce|allgather|reducescatter|all_reduce
                   r"reduce_scatter|alltoall|all_to_all|sendrecv|broadcast|cross_device|memcpy ptop|memcpy peer", re.I)
 MEMNAME = re.compile(r"^memcpy|^memset|^memory copy|^memory set|^copy-start|^copy-done", re.I)
 MOE = re.compile(r"moe|expert|routing|gating|topk|fused_expert|dispatch|combine|grouped_gemm", re.I)
-GEMM = re.compile(r"gemm|cutlass|cublas|matmul|wgmma|sm90_xmma|nvjet|triton_mm|^cijk_|hipblaslt|rocblas|"
+GEMM = re.compile(r"gemm|cutlass|cublas|matmul|^fc(-|_|$)|wgmma|sm90_xmma|nvjet|triton_mm|^cijk_|hipblaslt|rocblas|"
                   r"convolve|convolution|conv_(fwd|bwd|wrw)", re.I)
 ATTN = re.compile(r"flash|fmha|attention|attn|sdpa", re.I)
 KERNEL, MEMCPY, MEMSET = {"kernel", "Kernel"}, {"gpu_memcpy", "Memcpy"}, {"gpu_memset", "Memset"}

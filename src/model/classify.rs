@@ -131,7 +131,7 @@ pub const RULES: &[Rule] = &[
     },
     Rule {
         class: KernelClass::Gemm,
-        pattern: r"gemm|cutlass|cublas|matmul|wgmma|sm90_xmma|nvjet|triton_mm|^cijk_|hipblaslt|rocblas|convolve|convolution|conv_(fwd|bwd|wrw)",
+        pattern: r"gemm|cutlass|cublas|matmul|^fc(-|_|$)|wgmma|sm90_xmma|nvjet|triton_mm|^cijk_|hipblaslt|rocblas|convolve|convolution|conv_(fwd|bwd|wrw)",
     },
     Rule {
         class: KernelClass::Normalization,
@@ -500,6 +500,10 @@ mod tests {
         );
         assert_eq!(k("void at::native::reduce_kernel<512, 1>"), Reduction);
         assert_eq!(k("sm90_xmma_gemm_bf16bf16_bf16f32"), Gemm);
+        // MTIA's fully connected op (hta/mtia_trace_single_rank), not a name
+        // that merely starts with the letters.
+        assert_eq!(k("fc-dtype_Float"), Gemm);
+        assert_ne!(k("fcmp_kernel"), Gemm);
         // Attention built on CUTLASS is attention (tracelens/h100, nsys corpus).
         assert_eq!(
             k("void pytorch_flash::flash_fwd_kernel<pytorch_flash::Flash_fwd_kernel_traits<64, 128, 128, 4, false, false, cutlass::bfloat16_t>>(pytorch_flash::Flash_fwd_params)"),

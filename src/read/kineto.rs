@@ -63,6 +63,7 @@ pub fn read(reader: impl Read, path: &Path) -> Result<RankFile, Error> {
     }
     warnings.extend(b.skipped.warnings(path));
     warnings.extend(b.notes.iter().map(|n| format!("{}: {n}", path.display())));
+    warnings.extend(b.unread_device_categories(path));
     let events = b.events;
     let dist_rank = b.dist_rank;
     let mut timeline = b.finish();
@@ -451,6 +452,8 @@ enum Cat {
     Kernel,
     Memcpy,
     Memset,
+    /// MTIA device ops (`mtia_ccp_events`): kernels, and `dma_request` copies.
+    MtiaDevice,
     Runtime,
     CpuOp,
     UserAnnotation,
@@ -459,12 +462,28 @@ enum Cat {
     Other,
 }
 
+/// A category this reader does not use whose name says device work
+/// (`hpu_op`, `mtia_insight`, a future `npu_kernel`); known host-side ones
+/// (`python_function`, `cuda_profiler_range`, `Trace`, ...) do not match.
+fn looks_like_device(cat: &str) -> bool {
+    let cat = cat.to_ascii_lowercase();
+    [
+        "kernel", "gpu", "device", "ccp", "hpu", "npu", "mtia", "memcpy", "memset", "dma",
+    ]
+    .iter()
+    .any(|w| cat.contains(w))
+        && !cat.contains("annotation")
+        && !cat.contains("runtime")
+        && !cat.contains("driver")
+}
+
 fn cat_of(s: &str) -> Cat {
     match s {
         "kernel" | "Kernel" => Cat::Kernel,
         "gpu_memcpy" | "Memcpy" => Cat::Memcpy,
         "gpu_memset" | "Memset" => Cat::Memset,
-        "cuda_runtime" | "cuda_driver" | "Runtime" | "Driver" => Cat::Runtime,
+        "mtia_ccp_events" => Cat::MtiaDevice,
+        "cuda_runtime" | "cuda_driver" | "Runtime" | "Driver" | "mtia_runtime" => Cat::Runtime,
         "cpu_op" | "Operator" => Cat::CpuOp,
         "user_annotation" => Cat::UserAnnotation,
         "gpu_user_annotation" => Cat::GpuUserAnnotation,
@@ -481,6 +500,8 @@ struct Args {
     blocks: Option<f64>,
     blocks_per_sm: Option<f64>,
     bytes: Option<u64>,
+    /// `size`: the bytes of an MTIA `dma_request`.
+    size: Option<u64>,
     coll_name: Option<StrId>,
     in_nelems: Option<u64>,
     out_nelems: Option<u64>,
@@ -544,6 +565,10 @@ struct Builder {
     skipped: Skipped,
     /// Problems outside the events, for warnings.
     notes: Vec<String>,
+    /// Complete events in categories this reader does not use but whose name
+    /// says device activity (a newer accelerator's ops): their time would be
+    /// missing from every metric without a word.
+    unread_device: HashMap<String, u64>,
     flops: Option<f64>,
     launch_calls: u64,
     launch_time: Ns,
@@ -626,6 +651,8 @@ impl Builder {
             Cat::Kernel => Some(Activity::Kernel),
             Cat::Memcpy => Some(Activity::Memcpy),
             Cat::Memset => Some(Activity::Memset),
+            Cat::MtiaDevice if self.name_buf == "dma_request" => Some(Activity::Memcpy),
+            Cat::MtiaDevice => Some(Activity::Kernel),
             _ => None,
         };
         if let Some(activity) = activity {
@@ -647,7 +674,7 @@ impl Builder {
                 coll: None,
                 stream: e.args.stream.or(e.tid).unwrap_or(0) as u32,
                 device: e.args.device.unwrap_or(0) as u32,
-                work: Work::of(activity, e.args.blocks, e.args.bytes),
+                work: Work::of(activity, e.args.blocks, e.args.bytes.or(e.args.size)),
                 meta,
                 step: None,
                 launch: ts,
@@ -669,8 +696,12 @@ impl Builder {
                             .push(ts);
                     }
                 }
-                // cudaLaunchKernel, cuLaunchKernelEx, hipExtModuleLaunchKernel, ...
-                if memchr::memmem::find(self.name_buf.as_bytes(), b"Launch").is_some() {
+                // cudaLaunchKernel, cuLaunchKernelEx, hipExtModuleLaunchKernel,
+                // MTIA's `runFunction - job_prep_and_submit_for_execution`, ...
+                let name = self.name_buf.as_bytes();
+                if memchr::memmem::find(name, b"Launch").is_some()
+                    || name.starts_with(b"runFunction")
+                {
                     self.launch_calls += 1;
                     self.launch_time += dur;
                     self.launch_spans.push((ts, dur));
@@ -788,6 +819,23 @@ impl Builder {
         }
     }
 
+    /// A warning per unused category that looks like device activity.
+    fn unread_device_categories(&self, path: &Path) -> Vec<String> {
+        let mut cats: Vec<(&String, &u64)> = self.unread_device.iter().collect();
+        cats.sort();
+        cats.into_iter()
+            .map(|(cat, n)| {
+                format!(
+                    "{}: {} event{} in category \"{cat}\" look like device activity but this \
+                     reader does not know the category, so their time is in no metric",
+                    path.display(),
+                    crate::report::human::count(*n),
+                    if *n == 1 { "" } else { "s" },
+                )
+            })
+            .collect()
+    }
+
     fn read_device_properties(&mut self, v: serde_json::Value) {
         let Some(list) = v.as_array() else { return };
         for d in list {
@@ -885,6 +933,9 @@ impl<'de> Visitor<'de> for EventSeed<'_> {
                 EventKey::Cat => {
                     if let Scalar::Str(cat) = map.next_value()? {
                         e.cat = cat_of(&cat);
+                        if e.cat == Cat::Other && e.ph == b'X' && looks_like_device(&cat) {
+                            *b.unread_device.entry(cat.into_owned()).or_default() += 1;
+                        }
                     }
                     seen_cat = true;
                 }
@@ -946,6 +997,7 @@ enum ArgKey {
     Grid,
     BlocksPerSm,
     Bytes,
+    Size,
     CollName,
     InNelems,
     OutNelems,
@@ -975,7 +1027,7 @@ const COMM_ARGS: u32 = bit(ArgKey::ExternalId)
 /// The arguments `Builder::push` uses for an event of this category and name.
 fn args_used(cat: Cat, name: &str) -> u32 {
     match cat {
-        Cat::Kernel | Cat::Memcpy | Cat::Memset => ALL_ARGS,
+        Cat::Kernel | Cat::Memcpy | Cat::Memset | Cat::MtiaDevice => ALL_ARGS,
         Cat::Runtime => bit(ArgKey::Correlation),
         _ if name == "record_param_comms" => COMM_ARGS,
         Cat::CpuOp => bit(ArgKey::Flops),
@@ -992,6 +1044,7 @@ fn arg_key(k: &str) -> ArgKey {
         "grid" => ArgKey::Grid,
         "blocks per SM" => ArgKey::BlocksPerSm,
         "bytes" => ArgKey::Bytes,
+        "size" => ArgKey::Size,
         "Collective name" => ArgKey::CollName,
         "In msg nelems" => ArgKey::InNelems,
         "Out msg nelems" => ArgKey::OutNelems,
@@ -1034,6 +1087,7 @@ impl<'de> Visitor<'de> for ArgsSeed<'_> {
                 ArgKey::Grid => a.blocks = v.product(),
                 ArgKey::BlocksPerSm => a.blocks_per_sm = v.f64(),
                 ArgKey::Bytes => a.bytes = v.u64(),
+                ArgKey::Size => a.size = v.u64(),
                 ArgKey::CollName => a.coll_name = text(),
                 ArgKey::InNelems => a.in_nelems = v.u64(),
                 ArgKey::OutNelems => a.out_nelems = v.u64(),
@@ -1273,6 +1327,44 @@ mod tests {
         // Both ops carry flops: the second's args came before its category.
         assert_eq!(t.flops, Some(1.5e9));
         assert_eq!(t.steps.len(), 1);
+    }
+
+    #[test]
+    fn mtia_device_ops_and_unread_device_categories() {
+        // Event shapes from HTA's MTIA trace: ops in `mtia_ccp_events`, their
+        // launches in `mtia_runtime`, DMA copies with a `size`.
+        let f = load(
+            r#"{"traceEvents": [
+            {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "ts": 0, "dur": 100},
+            {"ph": "X", "cat": "mtia_runtime", "name": "runFunction - job_prep_and_submit_for_execution", "pid": 1, "tid": 1, "ts": 10, "dur": 5, "args": {"correlation": 7}},
+            {"ph": "X", "cat": "mtia_ccp_events", "name": "fc-dtype_Float", "pid": 9, "tid": 4, "ts": 20, "dur": 30, "args": {"correlation": 7, "stream": 1, "column": "0", "row": "0", "packet_ptr": 330}},
+            {"ph": "X", "cat": "mtia_ccp_events", "name": "dma_request", "pid": 9, "tid": 801, "ts": 60, "dur": 8, "args": {"direction": "DEVICE_TO_HOST", "size": 16, "k_work_ptr": 1, "packet_ptr": 225, "sqid": 1}},
+            {"ph": "X", "cat": "hpu_op", "name": "x", "ts": 70, "dur": 1},
+            {"ph": "X", "cat": "hpu_op", "name": "y", "ts": 72, "dur": 1},
+            {"ph": "X", "cat": "python_function", "name": "z", "ts": 72, "dur": 1}
+        ]}"#,
+        );
+        let t = &f.timeline;
+        assert_eq!(t.ops.len(), 2);
+        let (fc, dma) = (&t.ops[0], &t.ops[1]);
+        assert_eq!(
+            (fc.activity, fc.class, fc.stream, fc.launch, fc.dur),
+            (Activity::Kernel, KernelClass::Gemm, 1, 10_000, 30_000)
+        );
+        assert_eq!(
+            (dma.activity, dma.bytes(), dma.stream),
+            (Activity::Memcpy, Some(16), 801)
+        );
+        assert_eq!((t.launch_calls, t.launch_time), (1, 5_000));
+        // Device-looking categories nobody reads are named, host ones are not.
+        assert_eq!(f.warnings.len(), 1, "{:?}", f.warnings);
+        assert!(
+            f.warnings[0].contains("2 events in category \"hpu_op\""),
+            "{}",
+            f.warnings[0]
+        );
+        assert!(!looks_like_device("python_function") && !looks_like_device("cuda_profiler_range"));
+        assert!(!looks_like_device("gpu_user_annotation") && looks_like_device("mtia_insight"));
     }
 
     #[test]

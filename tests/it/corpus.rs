@@ -304,6 +304,23 @@ fn gpu_metrics_on_cpu_only_trace_are_not_applicable() {
     assert!(stderr(&o).contains("no GPU kernels"), "{}", stderr(&o));
 }
 
+/// HTA's MTIA trace keeps its device ops in `mtia_ccp_events`: 3,453 ops
+/// (7.309063 s, json.load sum) and 22,361 `dma_request` copies moving
+/// 6,555,763,456 bytes in 425,455.92 µs (15.409 GB/s).
+#[test]
+fn mtia_device_ops() {
+    check(
+        "kineto/hta/mtia_trace_single_rank",
+        &[
+            ("total_kernel_time", Some(7.309063135999988)),
+            (
+                "average_memory_bandwidth",
+                Some(6555763456.0 / 425455.92000000336 / 1e3),
+            ),
+        ],
+    );
+}
+
 /// SM coverage from the profiler's `blocks per SM` without deviceProperties
 /// (CCL-Bench pools both ranks' kernels: 46.617 %; we average the ranks'
 /// 43.472 % and 49.547 %), and from the grid on a GPU the properties call

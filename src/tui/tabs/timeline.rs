@@ -565,13 +565,13 @@ fn render_info(
                 if let Some(m) = t.coll_meta(op) {
                     s += &format!(" {}", m.kind.name());
                     if let Some(b) = m.in_bytes() {
-                        s += &format!(" {:.2} MB", b as f64 / 1e6);
+                        s += &format!(" {}", crate::report::human::bytes(b));
                     }
                     if let Some(g) = m.group_size {
                         s += &format!(" group {g}");
                     }
                 } else if let Some(b) = op.bytes() {
-                    s += &format!(" {:.2} MB", b as f64 / 1e6);
+                    s += &format!(" {}", crate::report::human::bytes(b));
                 }
                 if ops.len() > 1 {
                     s += &format!("  (+{} more on other streams)", ops.len() - 1);
