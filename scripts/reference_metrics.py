@@ -21,6 +21,7 @@ COMM = re.compile(r"nccl|rccl|msccl|allreduce|allgather|reducescatter|all_reduce
                   r"reduce_scatter|alltoall|all_to_all|sendrecv|broadcast|cross_device|memcpy ptop|memcpy peer", re.I)
 MEMNAME = re.compile(r"^memcpy|^memset|^memory copy|^memory set|^copy-start|^copy-done", re.I)
 MOE = re.compile(r"moe|expert|routing|gating|topk|fused_expert|dispatch|combine|grouped_gemm", re.I)
+ENGINE = re.compile(r"^execute_(?:\d+_)?context_\d+\(.*\)_generation_\d+|^step\[(PREFILL|EXTEND|MIXED|DECODE)")
 GEMM = re.compile(r"gemm|cutlass|cublas|matmul|^fc(-|_|$)|wgmma|sm90_xmma|nvjet|triton_mm|^cijk_|hipblaslt|rocblas|"
                   r"convolve|convolution|conv_(fwd|bwd|wrw)", re.I)
 ATTN = re.compile(r"flash|fmha|attention|attn|sdpa", re.I)
@@ -171,6 +172,12 @@ def load(path):
             if step not in steps:
                 steps.append(step)
     steps.sort(key=lambda kv: kv[1][0])
+    if not steps:
+        # A serving trace: vLLM/SGLang engine steps are the steps (outermost of nested ones).
+        engine = sorted(((s, e) for n, s, e in ann if ENGINE.match(n)), key=lambda x: (x[0], -x[1]))
+        for s, e in engine:
+            if not steps or e > steps[-1][1][1]:
+                steps.append((len(steps), (s, e)))
     for o in ops:
         # Repeated correlation ids: the launch just before the kernel.
         before = [t for t in launches.get(o["corr"], []) if t <= o["ts"]]

@@ -45,7 +45,7 @@ impl Need {
         match self {
             Self::Kernels => "GPU kernels",
             Self::CommKernels => "communication kernels",
-            Self::Steps => "ProfilerStep annotations",
+            Self::Steps => "ProfilerStep annotations or inference engine steps",
             Self::GridInfo => "kernel `blocks per SM`, or launch grids + deviceProperties",
             Self::Memcpy => "memcpy events with bytes",
             Self::TwoRanks => "≥ 2 ranks",
@@ -135,7 +135,7 @@ pub static METRICS: &[Metric] = &[
         unit: Unit::Seconds,
         group: Group::Time,
         better: Better::Lower,
-        about: "mean ProfilerStep duration per rank over the measured steps (with 3 or more steps the first, warm-up, and the last, which runs until the profiler stops, are left out, as CCL-Bench does; --all-steps keeps them), averaged over ranks",
+        about: "mean step duration (ProfilerStep ranges; in a serving trace without them, vLLM/SGLang engine steps) per rank over the measured steps (with 3 or more steps the first, warm-up, and the last, which runs until the profiler stops, are left out, as CCL-Bench does; --all-steps keeps them), averaged over ranks",
         needs: &[Steps],
         compute: steps::avg_step_time,
     },

@@ -5,6 +5,7 @@ pub mod card;
 pub mod classify;
 pub mod clock;
 pub mod collectives;
+pub mod engine;
 pub mod exec_trace;
 pub mod hardware;
 pub mod intervals;

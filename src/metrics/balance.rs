@@ -107,7 +107,7 @@ pub fn step_time_std(ctx: &Ctx) -> Outcome {
         .collect();
     if d.len() < 2 {
         return Outcome::na(format!(
-            "needs at least 2 ProfilerSteps over all ranks; the trace has {}",
+            "needs at least 2 steps over all ranks; the trace has {}",
             d.len()
         ));
     }
@@ -164,7 +164,7 @@ pub fn bubble_time(ctx: &Ctx) -> Outcome {
     Outcome::rank_mean(
         rows.iter()
             .map(|r| (r.rank, r.step_time.map(|st| ns_to_s((st - r.busy).max(0))))),
-        "the trace has no ProfilerStep annotations",
+        crate::model::timeline::NO_STEPS,
     )
 }
 

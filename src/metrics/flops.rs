@@ -112,7 +112,7 @@ pub fn tokens_per_s(ctx: &Ctx) -> Outcome {
     match mean_step_ns(ctx) {
         Some(step) if step > 0.0 => Outcome::value(tokens / (step / 1e9))
             .with_note(format!("{tokens} tokens per step (card batch x seq)")),
-        _ => Outcome::na("the trace has no ProfilerStep annotations"),
+        _ => Outcome::na(crate::model::timeline::NO_STEPS),
     }
 }
 
@@ -126,7 +126,7 @@ pub fn mfu(ctx: &Ctx) -> Outcome {
         return Outcome::na(NO_PARAMS);
     };
     let Some(step) = mean_step_ns(ctx).filter(|&s| s > 0.0) else {
-        return Outcome::na("the trace has no ProfilerStep annotations");
+        return Outcome::na(crate::model::timeline::NO_STEPS);
     };
     let card = ctx.trace.card.as_ref();
     let model = card

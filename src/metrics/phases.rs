@@ -3,12 +3,9 @@
 //! Ranges of a phase are unioned per rank, so nested ranges (`optimizer` around
 //! `Optimizer.step#AdamW.step`) count once.
 
-use std::sync::OnceLock;
-
-use regex::Regex;
-
 use super::ctx::{gpu_step_windows, Ctx};
 use super::outcome::{Outcome, Unit};
+use crate::model::engine::{engine_steps, EngineStep};
 use crate::model::time::ns_to_s;
 use crate::model::{Annotation, Interval, IntervalSet, Ns, RankTimeline};
 
@@ -193,55 +190,6 @@ pub fn fsdp_copy_out_time(ctx: &Ctx) -> Outcome {
     per_step(ctx, Phase::FsdpCopyOut)
 }
 
-/// An inference engine step: vLLM `execute_context_N(..)_generation_M(..)`
-/// (prefill when N > 0) or SGLang `step[PREFILL|EXTEND|DECODE …]`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct EngineStep {
-    pub start: Ns,
-    pub dur: Ns,
-    pub prefill: bool,
-}
-
-fn engine_step(name: &str) -> Option<bool> {
-    static VLLM: OnceLock<Regex> = OnceLock::new();
-    static SGLANG: OnceLock<Regex> = OnceLock::new();
-    let vllm = VLLM.get_or_init(|| {
-        Regex::new(r"^execute_(?:\d+_)?context_(\d+)\(.*\)_generation_(\d+)").expect("valid")
-    });
-    let sglang =
-        SGLANG.get_or_init(|| Regex::new(r"^step\[(PREFILL|EXTEND|MIXED|DECODE)").expect("valid"));
-    if let Some(c) = vllm.captures(name) {
-        return Some(c[1] != *"0");
-    }
-    sglang.captures(name).map(|c| &c[1] != "DECODE")
-}
-
-pub fn engine_steps(t: &RankTimeline) -> Vec<EngineStep> {
-    let mut v: Vec<EngineStep> = t
-        .annotations
-        .iter()
-        .filter(|a| !a.on_gpu)
-        .filter_map(|a| {
-            Some(EngineStep {
-                start: a.start,
-                dur: a.end - a.start,
-                prefill: engine_step(t.name(a.name))?,
-            })
-        })
-        .collect();
-    // SGLang wraps its `step[…]` inside vLLM-style `execute_…` ranges: keep the
-    // outer range of nested ones so a step counts once.
-    v.sort_by_key(|s| (s.start, std::cmp::Reverse(s.dur)));
-    let mut out: Vec<EngineStep> = Vec::with_capacity(v.len());
-    for s in v {
-        match out.last() {
-            Some(last) if s.start + s.dur <= last.start + last.dur => {}
-            _ => out.push(s),
-        }
-    }
-    out
-}
-
 const NO_ENGINE: &str =
     "no inference engine-step ranges (vLLM execute_context_*, SGLang step[...])";
 
@@ -354,21 +302,6 @@ mod tests {
         assert_close(value(&t, "backward_time_s", None), 35e-6);
         // Device-side step window: [10, 95) = 85 µs.
         assert_close(value(&t, "forward_fraction", None), 45.0 / 85.0 * 100.0);
-    }
-
-    #[test]
-    fn engine_step_names() {
-        assert_eq!(
-            engine_step("execute_context_1(888_788544)_generation_0(0)"),
-            Some(true)
-        );
-        assert_eq!(
-            engine_step("execute_32_context_0(sq0sk0sqsq0sqsk0)_generation_32(x)"),
-            Some(false)
-        );
-        assert_eq!(engine_step("step[DECODE bs=32]"), Some(false));
-        assert_eq!(engine_step("step[PREFILL bs=4]"), Some(true));
-        assert_eq!(engine_step("forward"), None);
     }
 
     #[test]

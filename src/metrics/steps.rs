@@ -22,7 +22,7 @@ pub fn avg_step_time(ctx: &Ctx) -> Outcome {
                 (!steps.is_empty()).then(|| ns_to_s(sum) / steps.len() as f64),
             )
         }),
-        "the trace has no ProfilerStep annotations",
+        crate::model::timeline::NO_STEPS,
     );
     match out.as_value() {
         Some(_) => out.with_note(crate::model::timeline::steps_used(&ctx.ranks)),

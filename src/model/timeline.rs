@@ -139,7 +139,11 @@ impl DeviceOp {
     }
 }
 
-/// A `ProfilerStep#N` range (CPU side).
+/// Why a step-based figure is missing, for every place that needs steps.
+pub const NO_STEPS: &str =
+    "the trace has no steps (ProfilerStep annotations, or vLLM/SGLang inference engine steps)";
+
+/// A `ProfilerStep#N` range (CPU side), or an inference engine step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Step {
     pub number: i64,
@@ -199,6 +203,9 @@ pub struct RankTimeline {
     /// Per-step averages use every step (`--all-steps`), not only the
     /// measured ones (see [`RankTimeline::measured`]).
     pub all_steps: bool,
+    /// The steps are inference engine steps (vLLM/SGLang ranges), the trace
+    /// having no `ProfilerStep`.
+    pub engine_steps: bool,
 }
 
 impl RankTimeline {
@@ -272,7 +279,7 @@ impl RankTimeline {
     pub fn steps_used(&self) -> String {
         let all = &self.steps;
         let used = self.measured_steps();
-        match (all.first(), all.last(), used.first(), used.last()) {
+        let mut text = match (all.first(), all.last(), used.first(), used.last()) {
             (None, ..) => "no steps: the whole trace".to_owned(),
             (Some(a), Some(b), Some(x), Some(y)) if used.len() < all.len() => format!(
                 "{} of {} (first and last left out; --all-steps keeps them)",
@@ -281,7 +288,11 @@ impl RankTimeline {
             ),
             (Some(a), Some(b), ..) => format!("all {}", numbers(a.number, b.number, all.len())),
             _ => String::new(),
+        };
+        if self.engine_steps {
+            text.push_str(" (inference engine steps: no ProfilerStep in the trace)");
         }
+        text
     }
 
     /// Each step's (number, occurrence): occurrence 0 for the first

@@ -753,6 +753,12 @@ impl Builder {
         // The same range recorded twice is one step; the same number at another
         // time is a second instance (a restarted profiler), kept as its own step.
         self.steps.dedup_by_key(|s| (s.number, s.start));
+        // A serving trace has no ProfilerStep: its engine steps are the steps.
+        let engine_steps = self.steps.is_empty();
+        if engine_steps {
+            self.steps = crate::model::engine::as_steps(&self.annotations, &self.strings);
+        }
+        let engine_steps = engine_steps && !self.steps.is_empty();
         let steps = std::mem::take(&mut self.steps);
         let mut colls = std::mem::take(&mut self.colls);
         let mut ops = std::mem::take(&mut self.ops);
@@ -815,6 +821,7 @@ impl Builder {
             launch_time: self.launch_time,
             launch_by_step: super::launches_by_step(&steps, &self.launch_spans),
             all_steps: false,
+            engine_steps,
             steps,
         }
     }

@@ -99,7 +99,8 @@ const NCCL_PARSER: &[(&str, Option<f64>)] = &[
 const B200: &[(&str, Option<f64>)] = &[
     ("aggregate_gpu_utilization", Some(13.725730074686599)),
     ("average_memory_bandwidth", Some(960.7806908938722)),
-    ("avg_step_time", None),
+    // One vLLM engine step (no ProfilerStep); CCL-Bench: 0.0874 s.
+    ("avg_step_time", Some(0.087412863)),
     ("break_down_steps", Some(74.76079569612267)),
     ("coll_call_num", Some(74.0)),
     ("communication_fraction", Some(18.35714946990166)),
@@ -348,6 +349,28 @@ fn inference_engine_steps() {
     check(
         "kineto/tracelens/inference/sglang_decode/sglang_Qwen3-8B_decode.json.gz",
         &[("tpot", Some(0.465716634)), ("ttft", None)],
+    );
+    // No ProfilerStep: the engine steps are the steps. vLLM on B200: one
+    // 87,412.863 µs prefill (CCL-Bench: 0.0874 s).
+    check(
+        "kineto/tracelens/b200",
+        &[
+            ("avg_step_time", Some(0.087412863)),
+            ("ttft", Some(0.087412863)),
+        ],
+    );
+    check(
+        "kineto/tracelens/inference/vllm_decode_full",
+        &[("avg_step_time", Some(0.002408598))],
+    );
+    let Some(b200) = corpus("kineto/tracelens/b200") else {
+        return;
+    };
+    let o = run(&["--trace", b200.to_str().unwrap(), "--metrics"]);
+    assert!(
+        stdout(&o).contains("inference engine steps"),
+        "{}",
+        stdout(&o)
     );
 }
 

@@ -276,7 +276,7 @@ impl TimelineState {
             },
             Action::GoToStep => {
                 if data.steps.is_empty() {
-                    self.message = Some("the trace has no ProfilerStep annotations".into());
+                    self.message = Some(crate::model::timeline::NO_STEPS.into());
                 } else {
                     self.prompt = Some(String::new());
                 }
