@@ -12,6 +12,7 @@ pub mod kernel;
 pub mod memory;
 pub mod outcome;
 pub mod phases;
+pub mod plausible;
 pub mod ranks;
 pub mod steps;
 pub mod window;
@@ -123,7 +124,7 @@ pub struct Metric {
 
 impl Metric {
     pub fn eval(&self, ctx: &Ctx) -> Outcome {
-        (self.compute)(ctx)
+        plausible::check(self, (self.compute)(ctx))
     }
 }
 

@@ -44,7 +44,7 @@ fn sized_op(t: &RankTimeline, o: &DeviceOp) -> Option<SizedColl> {
     let msg_bytes = m.in_bytes()?;
     let kind = o.coll.unwrap_or(m.kind);
     let data_bytes = match kind {
-        CollKind::AllGather => m.out_nelems.zip(m.dtype_size).map(|(n, s)| n * s)?,
+        CollKind::AllGather => m.out_bytes()?,
         _ => msg_bytes,
     };
     Some(SizedColl {

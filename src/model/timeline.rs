@@ -30,11 +30,37 @@ pub struct CollMeta {
     pub pg_ranks: Option<StrId>,
 }
 
+/// The largest message size taken as real: 1 TiB, more than any GPU's
+/// memory. A bigger one (`"In msg nelems": 1e20`) is a damaged field.
+pub const MAX_MESSAGE_BYTES: u64 = 1 << 40;
+
 impl CollMeta {
-    /// Message size in bytes: input elements × element size.
+    /// Message size in bytes: input elements × element size, when plausible.
     pub fn in_bytes(&self) -> Option<u64> {
-        Some(self.in_nelems? * self.dtype_size?)
+        bytes_of(self.in_nelems?, self.dtype_size?)
     }
+
+    /// Output size in bytes (the gathered buffer of an all-gather), when plausible.
+    pub fn out_bytes(&self) -> Option<u64> {
+        bytes_of(self.out_nelems?, self.dtype_size?)
+    }
+
+    /// Whether a recorded size is beyond [`MAX_MESSAGE_BYTES`] (so ignored).
+    pub fn implausible_size(&self) -> bool {
+        let Some(size) = self.dtype_size else {
+            return false;
+        };
+        [self.in_nelems, self.out_nelems]
+            .into_iter()
+            .flatten()
+            .any(|n| bytes_of(n, size).is_none())
+    }
+}
+
+fn bytes_of(nelems: u64, dtype_size: u64) -> Option<u64> {
+    nelems
+        .checked_mul(dtype_size)
+        .filter(|&b| b <= MAX_MESSAGE_BYTES)
 }
 
 /// What an op did besides taking time. One field for both because a kernel has

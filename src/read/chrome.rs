@@ -94,7 +94,10 @@ impl Scalar<'_> {
         match self {
             Scalar::U64(v) => Some(*v),
             Scalar::I64(v) => u64::try_from(*v).ok(),
-            Scalar::F64(v) => (v.is_finite() && *v >= 0.0).then_some(v.round() as u64),
+            // 2^64 and beyond would saturate to u64::MAX, a made-up number.
+            Scalar::F64(v) => {
+                (*v >= 0.0 && *v < 18_446_744_073_709_551_616.0).then(|| v.round() as u64)
+            }
             Scalar::Str(s) => s.trim().parse().ok(),
             Scalar::Array(_) | Scalar::Other => None,
         }

@@ -64,6 +64,19 @@ pub fn read(reader: impl Read, path: &Path) -> Result<RankFile, Error> {
     warnings.extend(b.skipped.warnings(path));
     warnings.extend(b.notes.iter().map(|n| format!("{}: {n}", path.display())));
     warnings.extend(b.unread_device_categories(path));
+    if b.implausible_sizes > 0 {
+        warnings.push(format!(
+            "{}: {} with a message size that is no real size (an element count beyond \
+             2^64 or negative, or over 1 TiB in all): the sizes are ignored, so byte and \
+             bandwidth metrics leave those collectives out",
+            path.display(),
+            crate::report::human::plural(
+                b.implausible_sizes as usize,
+                "collective record",
+                "collective records"
+            ),
+        ));
+    }
     let events = b.events;
     let dist_rank = b.dist_rank;
     let mut timeline = b.finish();
@@ -505,6 +518,9 @@ struct Args {
     coll_name: Option<StrId>,
     in_nelems: Option<u64>,
     out_nelems: Option<u64>,
+    /// An element count that is a number but no plausible count (negative,
+    /// fractional beyond rounding, 1e20).
+    bad_nelems: bool,
     group_size: Option<u64>,
     dtype: Option<StrId>,
     pg_name: Option<StrId>,
@@ -569,6 +585,9 @@ struct Builder {
     /// says device activity (a newer accelerator's ops): their time would be
     /// missing from every metric without a word.
     unread_device: HashMap<String, u64>,
+    /// Collective records whose message size is no real size (see
+    /// `MAX_MESSAGE_BYTES`); their sizes are ignored.
+    implausible_sizes: u64,
     flops: Option<f64>,
     launch_calls: u64,
     launch_time: Ns,
@@ -586,7 +605,7 @@ impl Builder {
                 .entry(d)
                 .or_insert_with(|| dtype_size(strings.get(d)))
         });
-        Some(CollMeta {
+        let meta = CollMeta {
             kind: self.coll_kind(name),
             name,
             in_nelems: a.in_nelems,
@@ -595,7 +614,11 @@ impl Builder {
             group_size: a.group_size.and_then(|g| u32::try_from(g).ok()),
             pg_name: a.pg_name,
             pg_ranks: a.pg_ranks,
-        })
+        };
+        if a.bad_nelems || meta.implausible_size() {
+            self.implausible_sizes += 1;
+        }
+        Some(meta)
     }
 
     fn coll_kind(&mut self, name: StrId) -> CollKind {
@@ -1096,8 +1119,14 @@ impl<'de> Visitor<'de> for ArgsSeed<'_> {
                 ArgKey::Bytes => a.bytes = v.u64(),
                 ArgKey::Size => a.size = v.u64(),
                 ArgKey::CollName => a.coll_name = text(),
-                ArgKey::InNelems => a.in_nelems = v.u64(),
-                ArgKey::OutNelems => a.out_nelems = v.u64(),
+                ArgKey::InNelems => {
+                    a.in_nelems = v.u64();
+                    a.bad_nelems |= a.in_nelems.is_none() && v.f64().is_some();
+                }
+                ArgKey::OutNelems => {
+                    a.out_nelems = v.u64();
+                    a.bad_nelems |= a.out_nelems.is_none() && v.f64().is_some();
+                }
                 ArgKey::GroupSize => a.group_size = v.u64(),
                 ArgKey::Dtype => a.dtype = text(),
                 ArgKey::PgName => a.pg_name = text(),

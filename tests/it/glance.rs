@@ -288,3 +288,55 @@ fn no_argument_without_a_terminal_prints_the_sample() {
     let o = run(&["--metric", "avg_step_time"]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+/// Impossible values are flagged with their cause, never printed as facts.
+#[test]
+fn implausible_values_are_flagged() {
+    // A 70B model on the sample's 8 GPUs would run at 1485 % of peak.
+    let o = run(&[
+        "--trace",
+        SAMPLE,
+        "--metric",
+        "mfu",
+        "--model-params",
+        "70B",
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{}", stdout(&o));
+    let err = crate::support::stderr(&o);
+    assert!(
+        err.contains("implausible value 1485") && err.contains("--model-params"),
+        "{err}"
+    );
+    // The card's own size stays a plain number.
+    let o = run(&["--trace", SAMPLE, "--metric", "mfu"]);
+    assert!(o.status.success());
+
+    // `"In msg nelems": 1e20` (beyond 2^64) on one all-reduce: its size is
+    // ignored with a warning, not read as 1.8e10 GB.
+    let mut ranks = ccl_bench::synth::two_rank_example();
+    let json = ranks[1].to_json();
+    let bad = regex::Regex::new(r#""In msg nelems":\s*\d+"#)
+        .unwrap()
+        .replace(&json, r#""In msg nelems": 1e20"#)
+        .into_owned();
+    assert_ne!(bad, json, "the synthetic trace records a message size");
+    ranks.truncate(1);
+    let dir = write_ranks(&ranks);
+    std::fs::write(dir.path().join("rank1_trace.json"), bad).unwrap();
+    let p = dir.path().to_str().unwrap();
+    let o = run(&[
+        "--trace",
+        p,
+        "--rank",
+        "1",
+        "--metric",
+        "collective_vol_total_gb",
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{}", stdout(&o));
+    let o = run(&["--trace", p, "--inputs"]);
+    assert!(
+        stdout(&o).contains("1 collective record with a message size that is no real size"),
+        "{}",
+        stdout(&o)
+    );
+}
