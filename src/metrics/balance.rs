@@ -2,8 +2,8 @@
 
 use super::ctx::{gpu_step_windows, Ctx};
 use super::outcome::{Outcome, Unit};
-use super::ranks::slowest;
-use crate::model::time::{human, ns_to_s};
+use super::ranks::{verdict, Basis, Verdict};
+use crate::model::time::ns_to_s;
 
 /// Union of device activity over the rank's device window (first op start to
 /// last op end).
@@ -60,40 +60,48 @@ fn two_ranks_needed(ctx: &Ctx) -> Option<Outcome> {
     })
 }
 
-/// Slowest rank's work / the median rank's work, where work = busy − exposed
-/// communication per step (see `metrics::ranks`): in a synchronous job step
-/// times are equal on every rank, and the straggler shows as the others'
-/// waiting inside communication.
+/// The straggler as a ratio (see `ranks::Verdict::ratio`): 1 + the wait it
+/// causes per step / the step; without matched collectives, the busiest
+/// rank's work / the median's. 1 when no rank stands out beyond noise.
 pub fn straggler(ctx: &Ctx) -> Outcome {
     if let Some(na) = two_ranks_needed(ctx) {
         return na;
     }
-    let rows = ctx.rank_rows();
-    let Some((i, median)) = slowest(rows) else {
-        return Outcome::na("no ranks");
+    let v = verdict(ctx);
+    let Some(ratio) = v.ratio() else {
+        return Outcome::na("the ranks' steps have no length to compare with");
     };
-    if median <= 0 {
-        return Outcome::na("the median rank has no device activity");
-    }
-    Outcome::value(rows[i].work() as f64 / median as f64)
-        .with_per_rank(rows.iter().map(|r| (r.rank, ns_to_s(r.work()))).collect())
-        .with_note(format!(
-            "rank {} works {} per step vs median {}; per-rank values are work seconds",
-            rows[i].rank,
-            human(rows[i].work()),
-            human(median)
-        ))
+    let rows = ctx.rank_rows();
+    let per_rank = match &v {
+        Verdict::Straggler {
+            basis: Basis::Work { .. },
+            ..
+        } => rows.iter().map(|r| (r.rank, ns_to_s(r.work()))).collect(),
+        _ => rows.iter().map(|r| (r.rank, ns_to_s(r.caused))).collect(),
+    };
+    let unit = match &v {
+        Verdict::Straggler {
+            basis: Basis::Work { .. },
+            ..
+        } => "work seconds per step",
+        _ => "seconds per step the others waited for the rank",
+    };
+    Outcome::value(ratio)
+        .with_per_rank(per_rank)
+        .with_note(format!("{}; per-rank values are {unit}", v.sentence()))
 }
 
-/// The rank number of the straggler (most work per step).
+/// The rank number of the straggler; not applicable when no rank stands out.
 pub fn slowest_rank(ctx: &Ctx) -> Outcome {
     if let Some(na) = two_ranks_needed(ctx) {
         return na;
     }
-    let rows = ctx.rank_rows();
-    match slowest(rows) {
-        Some((i, _)) => Outcome::value(f64::from(rows[i].rank)),
-        None => Outcome::na("no ranks"),
+    match verdict(ctx) {
+        v @ Verdict::Straggler { rank, .. } => {
+            Outcome::value(f64::from(rank)).with_note(v.sentence())
+        }
+        Verdict::NoStraggler(why) => Outcome::na(format!("no straggler: {why}")),
+        Verdict::OneRank => Outcome::na("needs at least 2 ranks"),
     }
 }
 
@@ -237,7 +245,7 @@ pub fn scale_up_bw_utility(_: &Ctx) -> Outcome {
 mod tests {
     use crate::metrics::testing::{assert_close, eval, trace, value};
     use crate::metrics::Outcome;
-    use crate::synth::two_rank_example;
+    use crate::synth::{two_rank_example, RankTrace};
 
     #[test]
     fn utilization() {
@@ -261,10 +269,11 @@ mod tests {
 
     #[test]
     fn stragglers_and_variability() {
-        // Work per step (busy − exposed comm): rank 0 65 − 17.5 = 47.5 µs,
-        // rank 1 200 − 100 = 100 µs; median 73.75.
+        // One all-reduce is matched: rank 0 starts it at 30 µs, rank 1 at 100,
+        // so rank 0 waits 70 µs for rank 1 (rank 1's one step). Median step
+        // time of 100 and 200 µs: 150. Straggler: 1 + 70 / 150.
         let t = trace(&two_rank_example());
-        assert_close(value(&t, "straggler", None), 100.0 / 73.75);
+        assert_close(value(&t, "straggler", None), 1.0 + 70.0 / 150.0);
         assert_close(value(&t, "slowest_rank", None), 1.0);
         // Step times 100, 100, 200 µs: mean 133.3, population std 47.14 µs.
         let mean = 400.0 / 3.0;
@@ -293,6 +302,42 @@ mod tests {
             eval(&t, "scale_up_bw_utility", None),
             Outcome::NotApplicable(_)
         ));
+    }
+
+    /// Two ranks, one step of 100 µs, one all-reduce: rank 1 starts it
+    /// `late` µs after rank 0.
+    fn pair(late: f64) -> crate::model::Trace {
+        let c = crate::synth::Coll::all_reduce_f32(1, 2);
+        let mut ranks = vec![
+            RankTrace::new(Some(0), 2, 10),
+            RankTrace::new(Some(1), 2, 10),
+        ];
+        for (r, start) in ranks.iter_mut().zip([10.0, 10.0 + late]) {
+            r.step(1, 0.0, 100.0);
+            r.collective(
+                "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+                start,
+                20.0,
+                20,
+                &c,
+            );
+        }
+        trace(&ranks)
+    }
+
+    #[test]
+    fn the_straggler_is_whom_the_others_wait_for() {
+        // 30 µs late in a 100 µs step: 1.3, rank 1.
+        let t = pair(30.0);
+        assert_close(value(&t, "straggler", None), 1.3);
+        assert_close(value(&t, "slowest_rank", None), 1.0);
+        // 1 µs late is noise (under 10 µs and 2 % of the step): no straggler.
+        let t = pair(1.0);
+        assert_close(value(&t, "straggler", None), 1.0);
+        match eval(&t, "slowest_rank", None) {
+            Outcome::NotApplicable(why) => assert!(why.starts_with("no straggler"), "{why}"),
+            v => panic!("{v:?}"),
+        }
     }
 
     #[test]

@@ -9,7 +9,7 @@
 //! most work, and the others spend the difference waiting inside communication.
 
 use super::ctx::{gpu_step_windows, Ctx};
-use crate::model::time::median;
+use crate::model::time::{human, median};
 use crate::model::Ns;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -30,6 +30,13 @@ pub struct RankRow {
     pub exposed_comm: Ns,
     /// No device activity: span − busy.
     pub idle: Ns,
+    /// Wait this rank made the others spend at collectives matched across
+    /// ranks (see `WaitSplit::caused`), per step.
+    pub caused: Ns,
+    /// Matched collectives it started last, and all its matched ones, in the
+    /// measured steps.
+    pub last: usize,
+    pub matched: usize,
 }
 
 impl RankRow {
@@ -41,8 +48,17 @@ impl RankRow {
 }
 
 pub fn rank_rows(ctx: &Ctx) -> Vec<RankRow> {
+    let waits = ctx.waits();
     ctx.each()
         .map(|(t, s)| {
+            let w = ctx
+                .trace
+                .ranks
+                .iter()
+                .position(|r| r.rank == t.rank)
+                .and_then(|i| waits.get(i))
+                .copied()
+                .unwrap_or_default();
             let window = gpu_step_windows(t);
             let n = t.step_count() as Ns;
             let within = |set: &crate::model::IntervalSet| set.overlap_len(&window) / n;
@@ -61,6 +77,9 @@ pub fn rank_rows(ctx: &Ctx) -> Vec<RankRow> {
                 comm,
                 exposed_comm,
                 idle: span - busy,
+                caused: w.caused / n,
+                last: w.last,
+                matched: w.ops,
             }
         })
         .collect()
@@ -74,6 +93,158 @@ pub fn slowest(rows: &[RankRow]) -> Option<(usize, Ns)> {
         .enumerate()
         .max_by_key(|(i, r)| (r.work(), std::cmp::Reverse(*i)))?;
     Some((i, median(rows.iter().map(RankRow::work).collect())))
+}
+
+/// A rank holds the others up only when the wait it causes is more than this
+/// share of the step ...
+const NOISE_SHARE: f64 = 0.02;
+/// ... and more than this (timer resolution, launch jitter).
+const NOISE_FLOOR: Ns = 10_000;
+
+/// Who holds the others up, decided once so that every view (the `straggler`
+/// and `slowest_rank` metrics, the Stragglers tab, the Summary) says the same.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Verdict {
+    /// Fewer than two ranks in scope.
+    OneRank,
+    /// No rank stands out beyond noise; the sentence says by how little.
+    NoStraggler(String),
+    /// `index` into the rank rows.
+    Straggler {
+        index: usize,
+        rank: u32,
+        basis: Basis,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Basis {
+    /// The others waited for it at the collectives matched across ranks: the
+    /// wait it caused per step, how many collectives it started last, and the
+    /// median step time. A rank late on the CPU side (launches, data loading)
+    /// has little GPU work yet makes everyone wait, so arrival decides.
+    Arrival {
+        caused: Ns,
+        last: usize,
+        /// The rank's matched collectives in the measured steps.
+        matched: usize,
+        step: Ns,
+    },
+    /// No collective matched across ranks: the most work (busy − exposed
+    /// communication) per step against the median rank's.
+    Work { work: Ns, median: Ns },
+}
+
+impl Verdict {
+    /// 1 + the straggler's wait per step / the step by arrival (the others'
+    /// collectives wait that share of the step for it, overlapped with their
+    /// compute or not: not a claim about a step without it), its work / the
+    /// median's by work; 1 without a straggler.
+    pub fn ratio(&self) -> Option<f64> {
+        match self {
+            Verdict::OneRank => None,
+            Verdict::NoStraggler(_) => Some(1.0),
+            Verdict::Straggler { basis, .. } => match *basis {
+                Basis::Arrival { caused, step, .. } => {
+                    (step > 0).then(|| 1.0 + caused as f64 / step as f64)
+                }
+                Basis::Work { work, median } => (median > 0).then(|| work as f64 / median as f64),
+            },
+        }
+    }
+
+    /// One sentence for headlines: who, and the evidence.
+    pub fn sentence(&self) -> String {
+        match self {
+            Verdict::OneRank => "one rank: nothing to compare".into(),
+            Verdict::NoStraggler(why) => format!("no straggler: {why}"),
+            Verdict::Straggler { rank, basis, .. } => match *basis {
+                Basis::Arrival {
+                    caused,
+                    last,
+                    matched,
+                    step,
+                } => format!(
+                    "rank {rank}: the others wait {} per step for it ({:.1} % of the step); \
+                     it starts last at {last} of its {matched} collectives matched across ranks",
+                    human(caused),
+                    share(caused, step),
+                ),
+                Basis::Work { work, median } => format!(
+                    "rank {rank}: {} of work per step vs the median {} (+{:.1} %)",
+                    human(work),
+                    human(median),
+                    share(work - median, median),
+                ),
+            },
+        }
+    }
+}
+
+fn share(part: Ns, whole: Ns) -> f64 {
+    if whole > 0 {
+        part as f64 / whole as f64 * 100.0
+    } else {
+        0.0
+    }
+}
+
+/// Beyond noise: more than `NOISE_SHARE` of `of` and more than `NOISE_FLOOR`.
+fn stands_out(excess: Ns, of: Ns) -> bool {
+    excess > NOISE_FLOOR && excess as f64 > NOISE_SHARE * of as f64
+}
+
+/// The straggler among the ranks in scope: by the wait each caused at matched
+/// collectives, else (no collective matched) by work.
+pub fn verdict(ctx: &Ctx) -> Verdict {
+    let rows = ctx.rank_rows();
+    if rows.len() < 2 {
+        return Verdict::OneRank;
+    }
+    if rows.iter().any(|r| r.last > 0) {
+        let step = median(rows.iter().map(|r| r.step_time.unwrap_or(r.span)).collect());
+        let (index, row) = rows
+            .iter()
+            .enumerate()
+            .max_by_key(|(i, r)| (r.caused, std::cmp::Reverse(*i)))
+            .expect("two or more rows");
+        let (most, last, matched) = (row.caused, row.last, row.matched);
+        if !stands_out(most, step) {
+            return Verdict::NoStraggler(format!(
+                "the most any rank makes the others wait at collectives is {} per step ({:.1} % \
+                 of the step), within noise",
+                human(most),
+                share(most, step)
+            ));
+        }
+        return Verdict::Straggler {
+            index,
+            rank: rows[index].rank,
+            basis: Basis::Arrival {
+                caused: most,
+                last,
+                matched,
+                step,
+            },
+        };
+    }
+    let Some((index, median)) = slowest(rows) else {
+        return Verdict::OneRank;
+    };
+    let work = rows[index].work();
+    if !stands_out(work - median, median) {
+        return Verdict::NoStraggler(format!(
+            "the busiest rank works {} per step, {:.1} % over the median {}, within noise",
+            human(work),
+            share(work - median, median),
+            human(median)
+        ));
+    }
+    Verdict::Straggler {
+        index,
+        rank: rows[index].rank,
+        basis: Basis::Work { work, median },
+    }
 }
 
 #[cfg(test)]

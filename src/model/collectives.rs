@@ -133,6 +133,12 @@ pub struct WaitSplit {
     pub transfer: Ns,
     /// Matched collective ops.
     pub ops: usize,
+    /// Wait this rank caused: over the collectives it started last, how long
+    /// after the next-latest member it started (the others could have gone on
+    /// that much sooner had it been on time).
+    pub caused: Ns,
+    /// Matched collectives this rank started last.
+    pub last: usize,
 }
 
 pub fn wait_split(trace: &Trace, inst: &[Instance]) -> Vec<WaitSplit> {
@@ -140,6 +146,19 @@ pub fn wait_split(trace: &Trace, inst: &[Instance]) -> Vec<WaitSplit> {
     for i in inst {
         let op = |&(r, o): &(usize, usize)| &trace.ranks[r].ops[o];
         let last_start = i.members.iter().map(|m| op(m).start).max().unwrap_or(0);
+        // The latest member (lowest rank index among equals) and the one before it.
+        let mut by_start: Vec<(Ns, usize, usize)> = i
+            .members
+            .iter()
+            .map(|&(r, o)| (op(&(r, o)).start, r, o))
+            .collect();
+        by_start.sort_unstable_by_key(|&(start, r, _)| (start, std::cmp::Reverse(r)));
+        if let [.., (next, ..), (latest, r, o)] = by_start[..] {
+            if trace.ranks[r].counts(trace.ranks[r].ops[o].step) {
+                out[r].caused += latest - next;
+                out[r].last += 1;
+            }
+        }
         for m in &i.members {
             let o = op(m);
             // Per-step metrics divide by the measured steps: count only their ops.
@@ -161,9 +180,10 @@ pub fn wait_split(trace: &Trace, inst: &[Instance]) -> Vec<WaitSplit> {
 pub struct Arrivals {
     /// Steps as (number, occurrence) (columns of `late`), in order.
     pub steps: Vec<(i64, u32)>,
-    /// Per rank (like `Trace::ranks`) and step: summed over the step's matched
-    /// collectives, how long after the first member the rank started (what the
-    /// others waited for it); `None` where the rank has none in that step.
+    /// Per rank (like `Trace::ranks`) and step: the wait the rank caused,
+    /// summed over the step's matched collectives it started last: how long
+    /// after the next-latest member it started (as `WaitSplit::caused`);
+    /// `None` where the rank has no matched collective in that step.
     pub late: Vec<Vec<Option<Ns>>>,
     /// Per rank: how many matched collectives it was the last to start.
     pub last: Vec<usize>,
@@ -188,7 +208,16 @@ pub fn arrivals(trace: &Trace, inst: &[Instance]) -> Arrivals {
             .iter()
             .map(|&(r, o)| (r, trace.ranks[r].ops[o].start))
             .collect();
-        let first = starts.iter().map(|s| s.1).min().unwrap_or(0);
+        // The latest member (lowest rank index among equals) and the next-latest start.
+        let latest = starts
+            .iter()
+            .max_by_key(|&&(r, start)| (start, std::cmp::Reverse(r)))
+            .map(|s| s.0);
+        let next = {
+            let mut v: Vec<Ns> = starts.iter().map(|s| s.1).collect();
+            v.sort_unstable();
+            v.len().checked_sub(2).map_or(0, |i| v[i])
+        };
         for (&(r, o), &(_, start)) in i.members.iter().zip(&starts) {
             let t = &trace.ranks[r];
             let Some(key) = t.ops[o].step.and_then(|s| keys[r].get(s as usize)) else {
@@ -197,7 +226,8 @@ pub fn arrivals(trace: &Trace, inst: &[Instance]) -> Arrivals {
             let Some(col) = steps.iter().position(|s| s == key) else {
                 continue;
             };
-            *cell[r][col].get_or_insert(0) += start - first;
+            let caused = if Some(r) == latest { start - next } else { 0 };
+            *cell[r][col].get_or_insert(0) += caused;
         }
         if let Some(&(r, start)) = starts.iter().max_by_key(|s| s.1) {
             let others: Vec<Ns> = starts.iter().filter(|s| s.0 != r).map(|s| s.1).collect();
@@ -322,7 +352,14 @@ mod tests {
             wait,
             transfer,
             ops: 1,
+            ..Default::default()
         };
-        assert_eq!(w, vec![split(30_000, 20_000), split(0, 20_000)]);
+        // Rank 1 started 30 µs late: it caused rank 0's 30 µs wait.
+        let late = WaitSplit {
+            caused: 30_000,
+            last: 1,
+            ..split(0, 20_000)
+        };
+        assert_eq!(w, vec![split(30_000, 20_000), late]);
     }
 }

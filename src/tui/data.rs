@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use rayon::prelude::*;
 
 use crate::metrics::breakdown::RankKernels;
-use crate::metrics::ranks::RankRow;
+use crate::metrics::ranks::{verdict, RankRow, Verdict};
 use crate::metrics::{eval_all, Ctx, Metric, Options, Outcome, METRICS};
 use crate::model::collectives::{arrivals, Arrivals};
 use crate::model::{Coverage, DeviceOp, Interval, IntervalSet, Ns, Trace};
@@ -38,6 +38,8 @@ pub struct Data {
     pub span: Interval,
     /// Who arrives late at collectives, per rank and step.
     pub arrivals: Arrivals,
+    /// The straggler verdict every tab shows (see `metrics::ranks::verdict`).
+    pub verdict: Verdict,
     /// Longest op of each rank (by rank index), to bound the search for the op
     /// under the cursor.
     pub max_dur: Vec<Ns>,
@@ -135,6 +137,7 @@ impl Data {
             .with_options(opts);
         let summary = METRICS.iter().zip(eval_all(&ctx)).collect();
         let ranks = ctx.rank_rows().to_vec();
+        let verdict = verdict(&ctx);
         let kernels = trace.ranks.par_iter().map(RankKernels::of).collect();
         let mut lanes = Vec::new();
         let mut stream_lanes = Vec::new();
@@ -248,6 +251,7 @@ impl Data {
             span,
             max_dur,
             arrivals,
+            verdict,
             trace,
         }
     }

@@ -1,5 +1,5 @@
-//! Stragglers tab: ranks side by side (step time and where it went), the slowest
-//! rank and its gap to the median highlighted.
+//! Stragglers tab: ranks side by side (step time, where it went, how long the
+//! others waited for each), the straggler verdict and the arrival heatmap.
 
 use std::cmp::Ordering;
 
@@ -9,7 +9,7 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
-use crate::metrics::ranks::{slowest, RankRow};
+use crate::metrics::ranks::{RankRow, Verdict};
 use crate::model::time::human;
 use crate::tui::action::Action;
 use crate::tui::data::Data;
@@ -20,18 +20,18 @@ use crate::tui::widgets::table::{self, col, Column, Hit, Row, Table};
 const COLUMNS: [Column; 10] = [
     col("rank", 5, true),
     col("step", 9, true),
+    col("holds up", 9, true),
     col("compute", 9, true),
     col("comm", 9, true),
     col("exposed", 9, true),
     col("idle", 9, true),
     col("busy", 9, true),
     col("work", 9, true),
-    col("vs median", 10, true),
     col("work █ + exposed comm ░", 0, false),
 ];
 /// Columns up to the bar sort; the bar sorts like work.
 const SORTABLE: usize = 9;
-const WORK: usize = 7;
+const WORK: usize = 8;
 
 #[derive(Debug, Clone)]
 pub struct StragglersState {
@@ -102,11 +102,12 @@ fn compare(a: &RankRow, b: &RankRow, column: usize) -> Ordering {
     match column {
         0 => a.rank.cmp(&b.rank),
         1 => a.step_time.cmp(&b.step_time),
-        2 => a.compute.cmp(&b.compute),
-        3 => a.comm.cmp(&b.comm),
-        4 => a.exposed_comm.cmp(&b.exposed_comm),
-        5 => a.idle.cmp(&b.idle),
-        6 => a.busy.cmp(&b.busy),
+        2 => a.caused.cmp(&b.caused),
+        3 => a.compute.cmp(&b.compute),
+        4 => a.comm.cmp(&b.comm),
+        5 => a.exposed_comm.cmp(&b.exposed_comm),
+        6 => a.idle.cmp(&b.idle),
+        7 => a.busy.cmp(&b.busy),
         _ => a.work().cmp(&b.work()),
     }
 }
@@ -151,30 +152,33 @@ fn render_heatmap(data: &Data, theme: Theme, area: Rect, buf: &mut Buffer) {
         .max()
         .unwrap_or(0);
     let mut lines = vec![Line::raw("")];
-    let (who, _) = a
-        .last
-        .iter()
-        .enumerate()
-        .max_by_key(|(i, n)| (**n, std::cmp::Reverse(*i)))
-        .unwrap_or((0, &0));
+    // The verdict's rank, so the heatmap and the headline name the same one.
+    let who = match data.verdict {
+        Verdict::Straggler { rank, .. } => data.trace.ranks.iter().position(|t| t.rank == rank),
+        _ => None,
+    };
     lines.push(Line::from(vec![
-        Span::styled("Arrival lateness ", theme.title()),
+        Span::styled("Who the others wait for ", theme.title()),
         Span::raw(format!(
-            "rank x step: summed time after the first rank to start each collective (darker = others waited longer; max {}). ",
+            "rank x step: wait the rank caused at collectives it started last (darker = longer; max {}). ",
             human(max)
         )),
     ]));
-    if let Some(t) = data.trace.ranks.get(who) {
-        lines.push(Line::styled(
+    match who.and_then(|w| Some((w, data.trace.ranks.get(w)?))) {
+        Some((w, t)) => lines.push(Line::styled(
             format!(
                 "rank {} started last at {} of {} matched collectives, by a median {} after the others",
                 t.rank,
-                a.last[who],
+                a.last[w],
                 a.collectives,
-                human(a.last_by[who])
+                human(a.last_by[w])
             ),
             theme.alert(),
-        ));
+        )),
+        None => lines.push(Line::styled(
+            "no rank stands out: the late starts are within noise",
+            theme.dim(),
+        )),
     }
     let cols = a.steps.len();
     let cell = 4usize;
@@ -195,7 +199,11 @@ fn render_heatmap(data: &Data, theme: Theme, area: Rect, buf: &mut Buffer) {
                 Some(l) => heat(if max > 0 { *l as f64 / max as f64 } else { 0.0 }),
                 None => " ",
             };
-            let style = if i == who { theme.alert() } else { theme.bar() };
+            let style = if Some(i) == who {
+                theme.alert()
+            } else {
+                theme.bar()
+            };
             spans.push(Span::styled(g.repeat(cell - 1) + " ", style));
         }
         lines.push(Line::from(spans));
@@ -214,40 +222,32 @@ pub fn render(state: &StragglersState, data: &Data, theme: Theme, area: Rect, bu
     } else {
         "no ProfilerStep annotations: over the whole device window"
     };
-    let slow = slowest(&data.ranks);
-    let headline = match slow {
-        Some((i, median)) if data.ranks.len() > 1 => {
-            let s = &data.ranks[i];
-            let gap = s.work() - median;
-            let pct = if median > 0 {
-                gap as f64 / median as f64 * 100.0
-            } else {
-                0.0
-            };
-            Line::from(vec![
-                Span::styled(format!("Slowest rank {}: ", s.rank), theme.alert()),
-                Span::raw(format!(
-                    "{} of work vs median {} (+{}, +{pct:.1}%)",
-                    human(s.work()),
-                    human(median),
-                    human(gap)
-                )),
-            ])
-        }
-        _ => Line::styled("One rank: nothing to compare", theme.dim()),
+    let straggler = match data.verdict {
+        Verdict::Straggler { index, .. } => Some(index),
+        _ => None,
+    };
+    let headline = match &data.verdict {
+        v @ Verdict::Straggler { .. } => Line::from(vec![
+            Span::styled("Straggler ", theme.alert()),
+            Span::raw(v.sentence()),
+        ]),
+        Verdict::NoStraggler(why) => Line::from(vec![
+            Span::styled("No straggler: ", theme.title()),
+            Span::raw(why.clone()),
+        ]),
+        Verdict::OneRank => Line::styled("One rank: nothing to compare", theme.dim()),
     };
     headline.render(Rect::new(area.x, area.y, area.width, 1), buf);
     if area.height > 1 {
         Line::styled(
             format!(
-                "{per}; work = busy − exposed comm (others wait for the slowest inside communication); \
-                 exposed = comm not overlapped by compute"
+                "{per}; holds up = how long the others wait at collectives for this rank; \
+                 work = busy − exposed comm; exposed = comm not overlapped by compute"
             ),
             theme.dim(),
         )
         .render(Rect::new(area.x, area.y + 1, area.width, 1), buf);
     }
-    let median = slow.map_or(0, |(_, m)| m);
     let max_total = data.ranks.iter().map(|r| r.busy).max().unwrap_or(0);
     let widths = table::widths(&COLUMNS, area.width);
     let bar_w = widths[COLUMNS.len() - 1];
@@ -256,8 +256,7 @@ pub fn render(state: &StragglersState, data: &Data, theme: Theme, area: Rect, bu
         .iter()
         .map(|&i| {
             let r = &data.ranks[i];
-            let is_slowest = data.ranks.len() > 1 && slow.is_some_and(|(s, _)| s == i);
-            let gap = r.work() - median;
+            let is_slowest = straggler == Some(i);
             let frac = |v: i64| {
                 if max_total > 0 {
                     v as f64 / max_total as f64
@@ -280,17 +279,17 @@ pub fn render(state: &StragglersState, data: &Data, theme: Theme, area: Rect, bu
                 cells: vec![
                     Span::raw(r.rank.to_string()),
                     Span::raw(r.step_time.map_or("-".to_owned(), human)),
+                    Span::raw(if r.matched > 0 {
+                        human(r.caused)
+                    } else {
+                        "-".to_owned()
+                    }),
                     Span::raw(human(r.compute)),
                     Span::raw(human(r.comm)),
                     Span::raw(human(r.exposed_comm)),
                     Span::raw(human(r.idle)),
                     Span::raw(human(r.busy)),
                     Span::raw(human(r.work())),
-                    Span::raw(if gap >= 0 {
-                        format!("+{}", human(gap))
-                    } else {
-                        human(gap)
-                    }),
                     Span::styled(format!("{work_bar}{exposed_bar}"), theme.bar()),
                 ],
                 style,
