@@ -30,6 +30,9 @@ pub struct RankRow {
     pub exposed_comm: Ns,
     /// No device activity: span − busy.
     pub idle: Ns,
+    /// Exposed communication spent waiting for a late rank (the wait part of
+    /// matched collectives, not overlapped by compute).
+    pub waiting: Ns,
     /// Wait this rank made the others spend at collectives matched across
     /// ranks (see `WaitSplit::caused`), per step.
     pub caused: Ns,
@@ -40,6 +43,20 @@ pub struct RankRow {
 }
 
 impl RankRow {
+    /// Where the step went, summing to `span`: compute only, compute
+    /// overlapped with communication, exposed communication (of which
+    /// `waiting` is waiting for a late rank), copies under neither, idle.
+    pub fn budget(&self) -> [Ns; 5] {
+        let overlapped = self.comm - self.exposed_comm;
+        [
+            self.compute - overlapped,
+            overlapped,
+            self.exposed_comm,
+            self.busy - self.compute - self.exposed_comm,
+            self.idle,
+        ]
+    }
+
     /// What ranks are compared by: busy − exposed communication, the time the
     /// rank spends on anything but communication it cannot hide.
     pub fn work(&self) -> Ns {
@@ -49,22 +66,29 @@ impl RankRow {
 
 pub fn rank_rows(ctx: &Ctx) -> Vec<RankRow> {
     let waits = ctx.waits();
+    let wait_sets = crate::model::collectives::wait_intervals(ctx.trace, ctx.instances());
     ctx.each()
         .map(|(t, s)| {
-            let w = ctx
-                .trace
-                .ranks
-                .iter()
-                .position(|r| r.rank == t.rank)
+            let index = ctx.trace.ranks.iter().position(|r| r.rank == t.rank);
+            let w = index
                 .and_then(|i| waits.get(i))
                 .copied()
                 .unwrap_or_default();
+            let wait_set = crate::model::IntervalSet::from_iter_unsorted(
+                index
+                    .and_then(|i| wait_sets.get(i))
+                    .into_iter()
+                    .flatten()
+                    .map(|(_, iv)| *iv),
+            );
             let window = gpu_step_windows(t);
             let n = t.step_count() as Ns;
             let within = |set: &crate::model::IntervalSet| set.overlap_len(&window) / n;
             let busy = within(&s.busy);
             let comm = within(&s.comm);
-            let exposed_comm = s.comm.subtract(&s.compute).overlap_len(&window) / n;
+            let exposed = s.comm.subtract(&s.compute);
+            let exposed_comm = exposed.overlap_len(&window) / n;
+            let waiting = exposed.intersect(&wait_set).overlap_len(&window) / n;
             let span = window.total() / n;
             RankRow {
                 rank: t.rank,
@@ -77,6 +101,7 @@ pub fn rank_rows(ctx: &Ctx) -> Vec<RankRow> {
                 comm,
                 exposed_comm,
                 idle: span - busy,
+                waiting,
                 caused: w.caused / n,
                 last: w.last,
                 matched: w.ops,
@@ -285,5 +310,12 @@ mod tests {
         assert_eq!((r0.work(), r1.work()), (47_500, 100_000));
         // Slowest: rank 1; median of {47.5, 100} = 73.75 µs.
         assert_eq!(slowest(&rows), Some((1, 73_750)));
+        // The budget sums to the step: rank 0 compute only 42.5 − overlap
+        // 12.5 = 30, overlap 30 − 17.5 = 12.5, exposed 17.5, the copy
+        // [60, 70) under neither 10 / 2 steps = 5, idle 0.
+        assert_eq!(r0.budget(), [30_000, 12_500, 17_500, 5_000, 0]);
+        assert_eq!(r0.budget().iter().sum::<Ns>(), r0.span);
+        // Rank 1: gemm then all-reduce, nothing overlapped.
+        assert_eq!(r1.budget(), [100_000, 0, 100_000, 0, 0]);
     }
 }

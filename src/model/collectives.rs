@@ -175,6 +175,22 @@ pub fn wait_split(trace: &Trace, inst: &[Instance]) -> Vec<WaitSplit> {
     out
 }
 
+/// Per rank (like `Trace::ranks`): the part of each matched collective spent
+/// waiting for the last member to start, as (stream, interval).
+pub fn wait_intervals(trace: &Trace, inst: &[Instance]) -> Vec<Vec<(u32, super::Interval)>> {
+    let mut waits = vec![Vec::new(); trace.ranks.len()];
+    for i in inst {
+        let start = |&(r, o): &(usize, usize)| trace.ranks[r].ops[o].start;
+        let last = i.members.iter().map(start).max().unwrap_or(0);
+        for &(r, o) in &i.members {
+            let op = &trace.ranks[r].ops[o];
+            let end = last.clamp(op.start, op.end());
+            waits[r].push((op.stream, super::Interval::new(op.start, end)));
+        }
+    }
+    waits
+}
+
 /// Who arrives late at collectives.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Arrivals {

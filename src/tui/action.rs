@@ -35,6 +35,8 @@ pub enum Action {
     ToggleStreams,
     /// Raw per-file clocks vs clocks aligned on shared collectives.
     ToggleAlign,
+    /// Summary: show or fold the metrics that do not apply.
+    ToggleNotApplicable,
     // Tables.
     NextSort,
     ReverseSort,

@@ -208,7 +208,7 @@ impl App {
 
     fn hint(&self) -> String {
         match self.tab {
-            Tab::Summary => "↑↓ scroll".to_owned(),
+            Tab::Summary => self.summary.hint(),
             Tab::Kernels => self.kernels.hint(),
             Tab::Timeline => {
                 "+/- zoom  ←→ pan  ,/. cursor  n/p step  : go to step  t streams  0 all".to_owned()

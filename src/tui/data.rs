@@ -9,7 +9,7 @@ use rayon::prelude::*;
 use crate::metrics::breakdown::RankKernels;
 use crate::metrics::ranks::{verdict, RankRow, Verdict};
 use crate::metrics::{eval_all, Ctx, Metric, Options, Outcome, METRICS};
-use crate::model::collectives::{arrivals, Arrivals};
+use crate::model::collectives::{arrivals, wait_intervals, Arrivals};
 use crate::model::{Coverage, DeviceOp, Interval, IntervalSet, Ns, Trace};
 use crate::read::LoadReport;
 use crate::tui::tabs::memory::series;
@@ -144,18 +144,9 @@ impl Data {
         let mut steps: BTreeMap<(i64, u32), Interval> = BTreeMap::new();
         let mut max_dur = Vec::new();
         // Wait intervals of matched collectives, per rank: (stream, interval).
-        let mut waits: Vec<Vec<(u32, Interval)>> = vec![Vec::new(); trace.ranks.len()];
         let matched = ctx.instances();
         let arrivals = arrivals(&trace, matched);
-        for inst in matched {
-            let start = |&(r, o): &(usize, usize)| trace.ranks[r].ops[o].start;
-            let last = inst.members.iter().map(start).max().unwrap_or(0);
-            for &(r, o) in &inst.members {
-                let op = &trace.ranks[r].ops[o];
-                let end = last.clamp(op.start, op.end());
-                waits[r].push((op.stream, Interval::new(op.start, end)));
-            }
-        }
+        let waits = wait_intervals(&trace, matched);
         // The metrics' per-rank unions are not needed past here.
         drop(ctx);
         // Lanes of each rank, built in parallel: unions of up to millions of ops.

@@ -28,6 +28,7 @@ use KeyCode::{
 };
 use Scope::Global;
 
+const SUMMARY: Scope = Scope::Tab(Tab::Summary);
 const KERNELS: Scope = Scope::Tab(Tab::Kernels);
 const TIMELINE: Scope = Scope::Tab(Tab::Timeline);
 const STRAGGLERS: Scope = Scope::Tab(Tab::Stragglers);
@@ -233,6 +234,13 @@ pub static BINDINGS: &[Binding] = &[
         "t",
         Action::ToggleStreams,
         "one lane per rank / per stream"
+    ),
+    bind!(
+        SUMMARY,
+        [Char('a')],
+        "a",
+        Action::ToggleNotApplicable,
+        "show / fold the metrics that do not apply to this trace"
     ),
     bind!(
         TIMELINE,

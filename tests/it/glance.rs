@@ -340,3 +340,56 @@ fn implausible_values_are_flagged() {
         stdout(&o)
     );
 }
+
+/// The first screen answers "where did the time go?" at 80x24: verdicts
+/// (communication, overlap, utilization, straggler) and the per-step budget,
+/// with the metrics that do not apply folded and the selected metric
+/// explained in full.
+#[test]
+fn summary_opens_on_where_the_time_went() {
+    use crate::tui::{draw, text};
+    let screen = |a: &App| text(draw(a).buffer());
+    let Some(dir) = corpus("kineto/dlrm_8rank_v100") else {
+        return;
+    };
+    let mut a = App::new(Arc::new(load(&dir)), Theme::mono(), (80, 24));
+    let s = screen(&a);
+    for want in [
+        "Verdicts",
+        "communication",
+        "overlap",
+        "utilization",
+        "straggler     rank 7",
+        "Where the time went",
+        "exp. comm",
+        "idle",
+        "waiting",
+    ] {
+        assert!(s.contains(want), "{want}:\n{s}");
+    }
+    // Every rank's budget sums to its step.
+    for r in &a.data.ranks {
+        assert_eq!(r.budget().iter().sum::<i64>(), r.span, "rank {}", r.rank);
+    }
+    // The selected metric is explained in full at the bottom, at any width.
+    a.update(Action::Down);
+    let s = screen(&a);
+    assert!(s.contains("wall_time_s = 16.2 ms"), "{s}");
+    assert!(s.contains("(CPU and GPU"), "{s}");
+
+    // A JAX/TPU trace: the metrics that do not apply are folded, `a` shows them.
+    let Some(xla) = corpus("xla/xprof_tpu") else {
+        return;
+    };
+    let mut a = App::new(Arc::new(load(&xla)), Theme::mono(), (100, 200));
+    let folded = screen(&a);
+    assert!(folded.contains("not applicable to this trace (a shows them)"));
+    assert!(
+        !folded.contains("achieved_flops_from_trace_json"),
+        "{folded}"
+    );
+    a.update(Action::ToggleNotApplicable);
+    let shown = screen(&a);
+    assert!(shown.contains("achieved_flops_from_trace_json"), "{shown}");
+    assert!(!shown.contains("(a shows them)"));
+}

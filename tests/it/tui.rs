@@ -57,14 +57,14 @@ fn app(data: Data, size: (u16, u16)) -> App {
     App::new(Arc::new(data), Theme::mono(), size)
 }
 
-fn draw(app: &App) -> TestBackend {
+pub fn draw(app: &App) -> TestBackend {
     let (w, h) = app.size;
     let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
     t.draw(|f| f.render_widget(app, f.area())).unwrap();
     t.backend().clone()
 }
 
-fn text(buf: &Buffer) -> String {
+pub fn text(buf: &Buffer) -> String {
     let a = buf.area;
     (0..a.height)
         .map(|y| {

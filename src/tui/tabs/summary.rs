@@ -1,13 +1,18 @@
-//! Summary tab: the run (source, ranks, workload card, load warnings) and every
-//! metric grouped by family; metrics that do not apply are dimmed with the reason.
+//! Summary tab: answers "where did the time go?" first. The run in two lines,
+//! the headline verdicts, a per-step time budget per rank that sums to the
+//! step, then the metrics that apply, by family (`a` unfolds the others).
+//! A metric row is selectable; the panel at the bottom gives its full meaning
+//! and terms at any width.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Paragraph, Widget};
+use ratatui::widgets::{Paragraph, Widget, Wrap};
 
-use crate::metrics::{Group, Outcome, Unit};
+use crate::metrics::ranks::RankRow;
+use crate::metrics::{Group, Metric, Outcome, Unit};
 use crate::model::time::human;
+use crate::model::Ns;
 use crate::report::human;
 use crate::tui::action::Action;
 use crate::tui::data::Data;
@@ -17,37 +22,159 @@ use crate::tui::widgets::fit;
 #[derive(Debug, Default, Clone)]
 pub struct SummaryState {
     pub scroll: u16,
+    /// Index into the metric rows shown (see [`shown`]).
+    pub selected: usize,
+    /// Show the metrics that do not apply instead of folding them.
+    pub show_na: bool,
 }
 
+/// Height of the panel that explains the selected metric.
+const DETAIL: u16 = 4;
+/// Rank rows in the budget before the rest is left to the Stragglers tab.
+const BUDGET_RANKS: usize = 8;
+
 impl SummaryState {
+    pub fn hint(&self) -> String {
+        format!(
+            "↑↓ select metric  a {} metrics that do not apply",
+            if self.show_na { "fold" } else { "show" }
+        )
+    }
+
     pub fn update(&mut self, action: Action, data: &Data, area: Rect) {
-        let total = lines(data, Theme::mono(), area.width).len() as u16;
-        let max = total.saturating_sub(area.height);
-        let page = area.height.max(1);
-        self.scroll = match action {
-            Action::Up | Action::ScrollUp { .. } => self.scroll.saturating_sub(1),
-            Action::Down | Action::ScrollDown { .. } => self.scroll + 1,
-            Action::PageUp => self.scroll.saturating_sub(page),
-            Action::PageDown => self.scroll + page,
-            Action::Home => 0,
-            Action::End => max,
-            _ => self.scroll,
+        let n = shown(data, self.show_na).len();
+        let page = usize::from(area.height.saturating_sub(DETAIL).max(1));
+        let last = n.saturating_sub(1);
+        match action {
+            Action::Up | Action::ScrollUp { .. } => self.selected = self.selected.saturating_sub(1),
+            Action::Down | Action::ScrollDown { .. } => {
+                self.selected = (self.selected + 1).min(last)
+            }
+            Action::PageUp => self.selected = self.selected.saturating_sub(page),
+            Action::PageDown => self.selected = (self.selected + page).min(last),
+            Action::Home => {
+                self.selected = 0;
+                self.scroll = 0;
+                return;
+            }
+            Action::End => self.selected = last,
+            Action::ToggleNotApplicable => {
+                // Keep the same metric selected across the fold.
+                let metric = shown(data, self.show_na).get(self.selected).copied();
+                self.show_na = !self.show_na;
+                self.selected = metric
+                    .and_then(|m| shown(data, self.show_na).iter().position(|&i| i == m))
+                    .unwrap_or(0);
+            }
+            _ => return,
         }
-        .min(max);
+        // Keep the selected row on screen.
+        let (_, rows) = lines(data, Theme::mono(), area.width, self);
+        let body = body_height(area);
+        if let Some(&line) = rows.get(self.selected) {
+            let line = line as u16;
+            if line < self.scroll {
+                self.scroll = line;
+            } else if line >= self.scroll + body {
+                self.scroll = line + 1 - body;
+            }
+        }
+    }
+}
+
+fn body_height(area: Rect) -> u16 {
+    if area.height > 3 * DETAIL {
+        area.height - DETAIL
+    } else {
+        area.height
     }
 }
 
 pub fn render(state: &SummaryState, data: &Data, theme: Theme, area: Rect, buf: &mut Buffer) {
-    Paragraph::new(lines(data, theme, area.width))
+    let (text, _) = lines(data, theme, area.width, state);
+    let body = body_height(area);
+    Paragraph::new(text)
         .scroll((state.scroll, 0))
-        .render(area, buf);
+        .render(Rect::new(area.x, area.y, area.width, body), buf);
+    if body < area.height {
+        let panel = Rect::new(area.x, area.y + body, area.width, area.height - body);
+        Paragraph::new(detail(data, state, theme, area.width))
+            .wrap(Wrap { trim: true })
+            .render(panel, buf);
+    }
 }
 
-fn lines(data: &Data, theme: Theme, width: u16) -> Vec<Line<'static>> {
+/// Indexes into `data.summary` of the metric rows shown, in display order.
+fn shown(data: &Data, show_na: bool) -> Vec<usize> {
+    Group::ALL
+        .iter()
+        .flat_map(|&g| {
+            data.summary
+                .iter()
+                .enumerate()
+                .filter(move |(_, (m, o))| {
+                    m.group == g && (show_na || matches!(o, Outcome::Value(_)))
+                })
+                .map(|(i, _)| i)
+        })
+        .collect()
+}
+
+/// The selected metric in full: name, unit, value, meaning, terms, note.
+fn detail(data: &Data, state: &SummaryState, theme: Theme, width: u16) -> Vec<Line<'static>> {
+    let rule = Line::styled("─".repeat(usize::from(width)), theme.dim());
+    let Some(&i) = shown(data, state.show_na).get(state.selected) else {
+        return vec![rule];
+    };
+    let (m, outcome) = &data.summary[i];
+    let mut spans = vec![Span::styled(format!("{} ", m.name), theme.key())];
+    match outcome {
+        Outcome::Value(v) => {
+            let (value, unit) = value_text(m, v.value);
+            spans.push(Span::raw(format!("= {value} {unit}  ")));
+            let mut text = m.about.to_owned();
+            if let Some(f) = &v.fraction {
+                text = format!("{f}. {text}");
+            }
+            if let Some(note) = &v.note {
+                text = format!("{text}. {note}");
+            }
+            spans.push(Span::styled(text, theme.dim()));
+        }
+        Outcome::NotApplicable(why) => {
+            spans.push(Span::styled(format!("n/a: {why}. "), theme.alert()));
+            spans.push(Span::styled(m.about.to_owned(), theme.dim()));
+        }
+    }
+    vec![rule, Line::from(spans)]
+}
+
+/// A value in the unit a person reads: seconds as ms/µs, the rest as is.
+fn value_text(m: &Metric, v: f64) -> (String, &'static str) {
+    match m.unit {
+        Unit::Seconds => (human((v * 1e9).round() as i64), ""),
+        u => (u.human(v), u.symbol()),
+    }
+}
+
+/// The lines of the tab, and the line index of each metric row shown.
+fn lines(
+    data: &Data,
+    theme: Theme,
+    width: u16,
+    state: &SummaryState,
+) -> (Vec<Line<'static>>, Vec<usize>) {
     let width = usize::from(width);
     let mut out = Vec::new();
+    run_header(data, theme, width, &mut out);
+    verdicts(data, theme, width, &mut out);
+    budget(data, theme, width, &mut out);
+    let rows = metric_rows(data, theme, width, state, &mut out);
+    (out, rows)
+}
+
+fn run_header(data: &Data, theme: Theme, width: usize, out: &mut Vec<Line<'static>>) {
     let t = &data.trace;
-    out.push(Line::styled("Run", theme.title()));
     let mut run = format!(
         "{} · {} · {} · {} · {}",
         t.source.display(),
@@ -59,101 +186,282 @@ fn lines(data: &Data, theme: Theme, width: u16) -> Vec<Line<'static>> {
     if let Some(i) = t.iteration {
         run += &format!(" · iteration {i}");
     }
-    out.push(Line::raw(fit(&format!("  {run}"), width)));
+    if let Some(card) = &t.card {
+        if let Some((_, model)) = card.describe().into_iter().next() {
+            run += &format!(" · {model}");
+        }
+    }
+    out.push(Line::from(vec![
+        Span::styled("Run ", theme.title()),
+        Span::raw(fit(&run, width.saturating_sub(4))),
+    ]));
     let ranks: Vec<&crate::model::RankTimeline> = t.ranks.iter().collect();
     out.push(Line::styled(
         fit(
             &format!(
-                "  per-step values use: {}",
+                "    per-step values use: {}",
                 crate::model::timeline::steps_used(&ranks)
             ),
             width,
         ),
         theme.dim(),
     ));
-    if let Some(card) = &t.card {
-        for (k, v) in card.describe() {
-            out.push(Line::from(vec![
-                Span::styled(format!("  {k:<12}"), theme.dim()),
-                Span::raw(fit(&v, width.saturating_sub(14))),
-            ]));
-        }
-    } else {
-        out.push(Line::styled(
-            "  no workload card (*.yaml) beside the traces",
-            theme.dim(),
-        ));
-    }
-    for w in &data.warnings {
-        out.push(Line::styled(
-            fit(&format!("  warning: {w}"), width),
+    match data.warnings.len() {
+        0 => {}
+        1 => out.push(Line::styled(
+            fit(&format!("    warning: {}", data.warnings[0]), width),
             theme.alert(),
-        ));
-    }
-    // Inputs: the list when it is short, else a count by kind.
-    const LISTED: usize = 6;
-    if data.inputs.len() <= LISTED {
-        for i in &data.inputs {
-            out.push(Line::styled(fit(&format!("  {i}"), width), theme.dim()));
-        }
-    } else {
-        let mut kinds: Vec<(&str, usize)> = Vec::new();
-        for i in &data.inputs {
-            let kind = i.split([':']).next().unwrap_or("");
-            let kind = kind.split(" rank ").next().unwrap_or(kind);
-            match kinds.iter_mut().find(|(k, _)| *k == kind) {
-                Some((_, n)) => *n += 1,
-                None => kinds.push((kind, 1)),
-            }
-        }
-        let list: Vec<String> = kinds.iter().map(|(k, n)| format!("{n} × {k}")).collect();
-        out.push(Line::styled(
+        )),
+        n => out.push(Line::styled(
             fit(
-                &format!("  inputs: {} (--inputs lists them)", list.join(", ")),
+                &format!(
+                    "    {n} warnings (all of them under the metrics, end of this tab): {}",
+                    data.warnings[0]
+                ),
                 width,
             ),
-            theme.dim(),
-        ));
+            theme.alert(),
+        )),
     }
+}
+
+const BUDGET: [&str; 5] = ["compute", "overlap", "exp. comm", "copies", "idle"];
+/// Width of a budget column.
+const COL: usize = 10;
+const BUDGET_GLYPHS: [char; 5] = ['█', '▓', '░', '▪', '·'];
+
+/// Where each rank's step went, summing to the step (device side).
+fn budget(data: &Data, theme: Theme, width: usize, out: &mut Vec<Line<'static>>) {
+    let rows = &data.ranks;
+    if rows.is_empty() || rows.iter().all(|r| r.span == 0) {
+        return;
+    }
+    out.push(Line::raw(""));
+    out.push(Line::from(vec![
+        Span::styled("Where the time went ", theme.title()),
+        Span::styled(
+            fit(
+                "per step, device side: compute only │ compute overlapped with communication │ \
+                 exposed communication (waiting: for a late rank) │ copies under neither │ idle",
+                width.saturating_sub(20),
+            ),
+            theme.dim(),
+        ),
+    ]));
+    let mut head = format!("{:<6}{:>9}", "rank", "dev step");
+    for label in BUDGET {
+        head += &format!("{label:>COL$}");
+    }
+    head += &format!("{:>COL$}  ", "waiting");
+    out.push(Line::styled(fit(&head, width), theme.header()));
+    let bar_w = width.saturating_sub(head.chars().count());
+    let mean = mean_row(rows);
+    out.push(budget_line("mean", &mean, bar_w, width, theme, false));
+    out.push(budget_line("share", &mean, bar_w, width, theme, true));
+    if rows.len() > 1 {
+        for r in rows.iter().take(BUDGET_RANKS) {
+            out.push(budget_line(
+                &r.rank.to_string(),
+                r,
+                bar_w,
+                width,
+                theme,
+                false,
+            ));
+        }
+        if rows.len() > BUDGET_RANKS {
+            out.push(Line::styled(
+                format!(
+                    "      … {} more ranks on the Stragglers tab (4)",
+                    rows.len() - BUDGET_RANKS
+                ),
+                theme.dim(),
+            ));
+        }
+    }
+}
+
+/// The ranks' mean row (rank field unused).
+fn mean_row(rows: &[RankRow]) -> RankRow {
+    let n = rows.len().max(1) as Ns;
+    let avg = |f: fn(&RankRow) -> Ns| rows.iter().map(f).sum::<Ns>() / n;
+    RankRow {
+        rank: 0,
+        steps: rows.iter().map(|r| r.steps).max().unwrap_or(0),
+        step_time: None,
+        span: avg(|r| r.span),
+        busy: avg(|r| r.busy),
+        compute: avg(|r| r.compute),
+        comm: avg(|r| r.comm),
+        exposed_comm: avg(|r| r.exposed_comm),
+        idle: avg(|r| r.idle),
+        waiting: avg(|r| r.waiting),
+        caused: avg(|r| r.caused),
+        last: 0,
+        matched: 0,
+    }
+}
+
+fn budget_line(
+    label: &str,
+    r: &RankRow,
+    bar_w: usize,
+    width: usize,
+    theme: Theme,
+    shares: bool,
+) -> Line<'static> {
+    let parts = r.budget();
+    let pct = |v: Ns| {
+        if r.span > 0 {
+            v as f64 / r.span as f64 * 100.0
+        } else {
+            0.0
+        }
+    };
+    let cell = |v: Ns| {
+        if shares {
+            format!("{:.1} %", pct(v))
+        } else {
+            human(v)
+        }
+    };
+    let mut text = format!("{label:<6}{:>9}", cell(r.span));
+    for v in parts {
+        text += &format!("{:>COL$}", cell(v));
+    }
+    text += &format!("{:>COL$}  ", cell(r.waiting));
+    // The bar: each part's share of the step, in its glyph (the share row
+    // carries the legend instead).
+    if shares {
+        let legend: Vec<String> = BUDGET
+            .iter()
+            .zip(BUDGET_GLYPHS)
+            .map(|(l, g)| format!("{g} {l}"))
+            .collect();
+        return Line::from(vec![
+            Span::styled(fit(&text, width), theme.key()),
+            Span::styled(legend.join("  "), theme.dim()),
+        ]);
+    }
+    let mut bar = String::new();
+    let mut used = 0.0;
+    for (v, g) in parts.iter().zip(BUDGET_GLYPHS) {
+        used += pct(*v) / 100.0 * bar_w as f64;
+        let upto = used.round() as usize;
+        while bar.chars().count() < upto.min(bar_w) {
+            bar.push(g);
+        }
+    }
+    Line::from(vec![
+        Span::raw(fit(&text, width)),
+        Span::styled(bar, theme.bar()),
+    ])
+}
+
+/// The headline verdicts: step time, communication share, overlap,
+/// utilization, straggler.
+fn verdicts(data: &Data, theme: Theme, width: usize, out: &mut Vec<Line<'static>>) {
+    let get = |name: &str| data.summary.iter().find(|(m, _)| m.name == name);
+    // The value as a person reads it, or why there is none.
+    let value = |name: &str| -> Result<String, String> {
+        match get(name) {
+            Some((m, Outcome::Value(v))) => {
+                let (value, unit) = value_text(m, v.value);
+                Ok(format!(
+                    "{value}{}{unit}",
+                    if unit.is_empty() { "" } else { " " }
+                ))
+            }
+            Some((_, Outcome::NotApplicable(why))) => Err(why.clone()),
+            None => Err("not computed".into()),
+        }
+    };
+    let or_why = |r: Result<String, String>| r.unwrap_or_else(|why| format!("n/a: {why}"));
+    out.push(Line::raw(""));
+    out.push(Line::styled("Verdicts", theme.title()));
+    let comm = match (
+        value("communication_fraction"),
+        value("exposed_comm_time_s"),
+    ) {
+        (Ok(share), Ok(exposed)) => format!("{share} of GPU time; {exposed} exposed per step"),
+        (Ok(share), Err(_)) => format!("{share} of GPU time"),
+        (Err(why), _) => format!("n/a: {why}"),
+    };
+    let items = [
+        ("step time", or_why(value("avg_step_time"))),
+        ("communication", comm),
+        (
+            "overlap",
+            value("compute_comm_overlap")
+                .map(|v| format!("{v} of communication hidden under compute"))
+                .unwrap_or_else(|why| format!("n/a: {why}")),
+        ),
+        (
+            "utilization",
+            or_why(
+                value("aggregate_gpu_utilization").map(|v| format!("GPU busy {v} of its window")),
+            ),
+        ),
+        ("straggler", data.verdict.sentence()),
+    ];
+    for (k, v) in items {
+        out.push(Line::from(vec![
+            Span::styled(format!("  {k:<14}"), theme.key()),
+            Span::raw(fit(&v, width.saturating_sub(16))),
+        ]));
+    }
+}
+
+/// The metric families; returns the line index of each metric row.
+fn metric_rows(
+    data: &Data,
+    theme: Theme,
+    width: usize,
+    state: &SummaryState,
+    out: &mut Vec<Line<'static>>,
+) -> Vec<usize> {
     let name_w = data
         .summary
         .iter()
         .map(|(m, _)| m.name.len())
         .max()
         .unwrap_or(0);
+    let mut rows = Vec::new();
+    let selected = shown(data, state.show_na).get(state.selected).copied();
     for group in Group::ALL {
-        let metrics: Vec<_> = data
+        let metrics: Vec<(usize, &(&Metric, Outcome))> = data
             .summary
             .iter()
-            .filter(|(m, _)| m.group == group)
+            .enumerate()
+            .filter(|(_, (m, _))| m.group == group)
             .collect();
         if metrics.is_empty() {
             continue;
         }
         out.push(Line::raw(""));
         out.push(Line::styled(capitalize(group.name()), theme.title()));
-        for (m, outcome) in metrics {
+        let mut folded = 0;
+        for (i, (m, outcome)) in metrics {
+            if !state.show_na && matches!(outcome, Outcome::NotApplicable(_)) {
+                folded += 1;
+                continue;
+            }
+            rows.push(out.len());
             let name = format!("  {:<name_w$}  ", m.name);
-            let room = width.saturating_sub(name.chars().count() + 20);
-            out.push(match outcome {
+            let room = width.saturating_sub(name.chars().count() + 24);
+            let mut line = match outcome {
                 Outcome::Value(v) => {
-                    let mut about = m.about.to_owned();
-                    if let Some(note) = &v.note {
-                        about = format!("{note}; {about}");
-                    }
-                    // A share shows its terms first, so it can be checked at a glance.
-                    if let Some(f) = &v.fraction {
-                        about = format!("{f}; {about}");
-                    }
-                    // Seconds read better as 29.3 ms than 0.029257 s.
-                    let (value, unit) = match m.unit {
-                        Unit::Seconds => (human((v.value * 1e9).round() as i64), ""),
-                        u => (u.human(v.value), u.symbol()),
-                    };
+                    // A share shows its terms, else the note, else the meaning.
+                    let about = v
+                        .fraction
+                        .as_deref()
+                        .or(v.note.as_deref())
+                        .unwrap_or(m.about);
+                    let (value, unit) = value_text(m, v.value);
                     Line::from(vec![
                         Span::styled(name, theme.key()),
                         Span::raw(format!("{value:>12} {unit:<10} ")),
-                        Span::styled(fit(&about, room), theme.dim()),
+                        Span::styled(fit(about, room), theme.dim()),
                     ])
                 }
                 Outcome::NotApplicable(why) => Line::from(vec![
@@ -161,10 +469,59 @@ fn lines(data: &Data, theme: Theme, width: u16) -> Vec<Line<'static>> {
                     Span::styled(format!("{:>12} {:<10} ", "n/a", ""), theme.dim()),
                     Span::styled(fit(why, room), theme.dim()),
                 ]),
-            });
+            };
+            if Some(i) == selected {
+                line = line.style(theme.selected());
+            }
+            out.push(line);
+        }
+        if folded > 0 {
+            out.push(Line::styled(
+                format!(
+                    "  {} not applicable to this trace (a shows them)",
+                    human::plural(folded, "metric", "metrics")
+                ),
+                theme.dim(),
+            ));
         }
     }
-    out
+    if data.warnings.len() > 1 {
+        out.push(Line::raw(""));
+        out.push(Line::styled("Warnings", theme.title()));
+        for w in &data.warnings {
+            out.push(Line::styled(fit(&format!("  {w}"), width), theme.alert()));
+        }
+    }
+    out.push(Line::raw(""));
+    out.push(Line::styled(
+        fit(
+            &format!(
+                "Inputs: {} (ccl-bench --inputs DIR lists them)",
+                inputs_by_kind(data)
+            ),
+            width,
+        ),
+        theme.dim(),
+    ));
+    rows
+}
+
+/// "8 × PyTorch profiler trace, 1 × workload card".
+fn inputs_by_kind(data: &Data) -> String {
+    let mut kinds: Vec<(&str, usize)> = Vec::new();
+    for i in &data.inputs {
+        let kind = i.split(':').next().unwrap_or("");
+        let kind = kind.split(" rank ").next().unwrap_or(kind);
+        match kinds.iter_mut().find(|(k, _)| *k == kind) {
+            Some((_, n)) => *n += 1,
+            None => kinds.push((kind, 1)),
+        }
+    }
+    kinds
+        .iter()
+        .map(|(k, n)| format!("{n} × {k}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn capitalize(s: &str) -> String {
