@@ -68,6 +68,43 @@ impl Unit {
     }
 }
 
+impl Unit {
+    /// A value as a person reads it: times in ns/µs/ms/s, volumes in
+    /// B/kB/MB/GB and slow bandwidths in MB/s (those carry their unit, see
+    /// [`Unit::people_unit`]), counts with thousands separators (`29.3 ms`,
+    /// `16.4 kB`, `717.0 MB/s`, `12,093`). Views for people use it; `bare`
+    /// stays the script format.
+    pub fn people(self, v: f64) -> String {
+        if !v.is_finite() {
+            return format!("{v}");
+        }
+        let sign = if v < 0.0 { "-" } else { "" };
+        let a = v.abs();
+        match self {
+            Self::Seconds => crate::model::time::human((v * 1e9).round() as Ns),
+            Self::GB => format!(
+                "{sign}{}",
+                crate::report::human::bytes((a * 1e9).round() as u64)
+            ),
+            Self::GBps if a > 0.0 && a < 1.0 => format!("{:.1} MB/s", v * 1e3),
+            Self::GBps => format!("{} GB/s", self.human(v)),
+            Self::Count | Self::Tokens | Self::TokensPerS if a < 1e15 => {
+                format!("{sign}{}", crate::report::human::count(a.round() as u64))
+            }
+            _ => self.human(v),
+        }
+    }
+
+    /// The unit to print beside [`Unit::people`]'s value: none where the
+    /// value carries its own.
+    pub fn people_unit(self) -> &'static str {
+        match self {
+            Self::Seconds | Self::GB | Self::GBps => "",
+            u => u.symbol(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Measured {
     pub value: f64,
@@ -186,6 +223,27 @@ impl Outcome {
         }
         let mean = per_rank.iter().map(|(_, v)| v).sum::<f64>() / per_rank.len() as f64;
         Self::value(mean).with_per_rank(per_rank)
+    }
+}
+
+#[cfg(test)]
+mod people_tests {
+    use super::Unit;
+
+    #[test]
+    fn values_read_as_people_write_them() {
+        assert_eq!(Unit::Seconds.people(0.029281), "29.3 ms");
+        assert_eq!(Unit::Seconds.people(-0.006618), "-6.62 ms");
+        assert_eq!(Unit::GB.people(1.638e-5), "16.4 kB");
+        assert_eq!(Unit::GB.people(0.034), "34.0 MB");
+        assert_eq!(Unit::GBps.people(0.717), "717.0 MB/s");
+        assert_eq!(Unit::GBps.people(42.893), "42.893 GB/s");
+        assert_eq!(Unit::Count.people(26538.0), "26,538");
+        assert_eq!(Unit::TokensPerS.people(279770.337), "279,770");
+        assert_eq!(Unit::TokensPerS.people_unit(), "tokens/s");
+        assert_eq!(Unit::Seconds.people_unit(), "");
+        assert_eq!(Unit::Percent.people(47.216), "47.216");
+        assert_eq!(Unit::Rank.people(7.0), "7");
     }
 }
 

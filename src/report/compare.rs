@@ -29,7 +29,7 @@ pub fn write(format: Format, s: &Sides, c: &Comparison, out: &mut dyn Write) -> 
 
 fn value(d: &MetricDiff, side: &crate::metrics::Outcome) -> String {
     side.as_value()
-        .map_or("n/a".to_owned(), |v| d.metric.unit.human(v))
+        .map_or("n/a".to_owned(), |v| d.metric.unit.people(v))
 }
 
 fn table(s: &Sides, c: &Comparison, out: &mut dyn Write) -> io::Result<()> {
@@ -54,7 +54,7 @@ fn table(s: &Sides, c: &Comparison, out: &mut dyn Write) -> io::Result<()> {
         if d.a.as_value().is_none() && d.b.as_value().is_none() {
             continue;
         }
-        let delta = d.delta().map_or(String::new(), |v| d.metric.unit.human(v));
+        let delta = d.delta().map_or(String::new(), |v| d.metric.unit.people(v));
         let rel = d.change_text();
         writeln!(
             out,
@@ -64,7 +64,7 @@ fn table(s: &Sides, c: &Comparison, out: &mut dyn Write) -> io::Result<()> {
             value(d, &d.b),
             delta,
             rel,
-            d.metric.unit.symbol(),
+            d.metric.unit.people_unit(),
             d.verdict.label()
         )?;
     }

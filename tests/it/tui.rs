@@ -407,6 +407,20 @@ fn compare_tab_views_filter_steps_and_run_switch() {
     };
     let step = line(&screen, "avg_step_time");
     assert!(step.contains("-22.6%") && step.contains("better"), "{step}");
+    // Numbers for people: times in ms, volumes in kB, no exponents.
+    assert!(
+        step.contains("29.3 ms") && step.contains("22.7 ms") && step.contains("-6.62 ms"),
+        "{step}"
+    );
+    a.update(Action::End);
+    let mut end = text(draw(&a).buffer());
+    while !end.contains("collective_vol_allreduce_gb") {
+        a.update(Action::Up);
+        end = text(draw(&a).buffer());
+    }
+    let vol = line(&end, "collective_vol_allreduce_gb");
+    assert!(vol.contains("16.4 kB") && !vol.contains("e-"), "{vol}");
+    a.update(Action::Home);
     assert!(line(&screen, "total_communication_time").contains("better"));
     assert!(
         screen.contains("A rank 0") && screen.contains("B rank 0"),

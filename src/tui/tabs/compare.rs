@@ -53,9 +53,9 @@ impl View {
 const METRIC_COLUMNS: [Column; 7] = [
     col("metric", 0, false),
     col("unit", 6, false),
-    col("A", 10, true),
-    col("B", 10, true),
-    col("B - A", 10, true),
+    col("A", 12, true),
+    col("B", 12, true),
+    col("B - A", 12, true),
     col("change", 8, true),
     col("", 7, false),
 ];
@@ -66,7 +66,7 @@ const TIME_COLUMNS: [Column; 6] = [
     col("A time", 10, true),
     col("B count", 8, true),
     col("B time", 10, true),
-    col("B - A", 10, true),
+    col("B - A", 12, true),
 ];
 
 #[derive(Debug, Clone, Default)]
@@ -214,15 +214,15 @@ pub fn render(state: &CompareState, pair: &Pair, theme: Theme, area: Rect, buf: 
                 .map(|d| {
                     let unit = d.metric.unit;
                     let v = |o: &crate::metrics::Outcome| {
-                        o.as_value().map_or("n/a".into(), |v| unit.human(v))
+                        o.as_value().map_or("n/a".into(), |v| unit.people(v))
                     };
                     Row {
                         cells: vec![
                             Span::raw(d.metric.name),
-                            Span::raw(unit.symbol()),
+                            Span::raw(unit.people_unit()),
                             Span::raw(v(&d.a)),
                             Span::raw(v(&d.b)),
-                            Span::raw(d.delta().map_or(String::new(), |x| unit.human(x))),
+                            Span::raw(d.delta().map_or(String::new(), |x| unit.people(x))),
                             Span::raw(d.change_text()),
                             Span::raw(d.verdict.label()),
                         ],

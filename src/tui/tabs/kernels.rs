@@ -15,8 +15,8 @@ use crate::model::Activity;
 use crate::tui::action::Action;
 use crate::tui::data::Data;
 use crate::tui::theme::{Shade, Theme};
+use crate::tui::widgets::bar;
 use crate::tui::widgets::table::{self, col, Column, Hit, Row, Table};
-use crate::tui::widgets::{bar, fit};
 
 const COLUMNS: [Column; 8] = [
     col("name", 0, false),
@@ -259,7 +259,7 @@ pub fn render(state: &KernelsState, _data: &Data, theme: Theme, area: Rect, buf:
             };
             Row {
                 cells: vec![
-                    Span::raw(fit(&r.name, 200)),
+                    Span::raw(r.name.clone()),
                     Span::styled(r.class.name(), theme.shade(shade)),
                     Span::raw(r.count.to_string()),
                     Span::raw(human(r.total)),

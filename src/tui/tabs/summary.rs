@@ -10,7 +10,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Widget, Wrap};
 
 use crate::metrics::ranks::RankRow;
-use crate::metrics::{Group, Metric, Outcome, Unit};
+use crate::metrics::{Group, Metric, Outcome};
 use crate::model::time::human;
 use crate::model::Ns;
 use crate::report::human;
@@ -149,12 +149,10 @@ fn detail(data: &Data, state: &SummaryState, theme: Theme, width: u16) -> Vec<Li
     vec![rule, Line::from(spans)]
 }
 
-/// A value in the unit a person reads: seconds as ms/µs, the rest as is.
+/// A value in the unit a person reads (see `Unit::people`), and the unit
+/// column's text: empty where the value carries its own unit.
 fn value_text(m: &Metric, v: f64) -> (String, &'static str) {
-    match m.unit {
-        Unit::Seconds => (human((v * 1e9).round() as i64), ""),
-        u => (u.human(v), u.symbol()),
-    }
+    (m.unit.people(v), m.unit.people_unit())
 }
 
 /// The lines of the tab, and the line index of each metric row shown.

@@ -150,7 +150,12 @@ fn render_row(
             break;
         }
         let w = w.min(area.right() - x);
-        let text = super::fit(&cell.content, usize::from(w));
+        // The flexible column holds names: cut them in the middle.
+        let text = if c.width == 0 {
+            super::fit_middle(&cell.content, usize::from(w))
+        } else {
+            super::fit(&cell.content, usize::from(w))
+        };
         let pad = usize::from(w).saturating_sub(text.chars().count());
         let shown = if c.right {
             format!("{}{text}", " ".repeat(pad))
