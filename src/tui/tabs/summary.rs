@@ -16,7 +16,7 @@ use crate::model::Ns;
 use crate::report::human;
 use crate::tui::action::Action;
 use crate::tui::data::Data;
-use crate::tui::theme::Theme;
+use crate::tui::theme::{Shade, Theme};
 use crate::tui::widgets::fit;
 
 #[derive(Debug, Default, Clone)]
@@ -227,6 +227,14 @@ const BUDGET: [&str; 5] = ["compute", "overlap", "exp. comm", "copies", "idle"];
 /// Width of a budget column.
 const COL: usize = 10;
 const BUDGET_GLYPHS: [char; 5] = ['█', '▓', '░', '▪', '·'];
+/// The Timeline's colours for the same kinds.
+const BUDGET_SHADES: [Shade; 5] = [
+    Shade::Compute,
+    Shade::Overlap,
+    Shade::Comm,
+    Shade::Memory,
+    Shade::Idle,
+];
 
 /// Where each rank's step went, summing to the step (device side).
 fn budget(data: &Data, theme: Theme, width: usize, out: &mut Vec<Line<'static>>) {
@@ -331,29 +339,27 @@ fn budget_line(
     // The bar: each part's share of the step, in its glyph (the share row
     // carries the legend instead).
     if shares {
-        let legend: Vec<String> = BUDGET
-            .iter()
-            .zip(BUDGET_GLYPHS)
-            .map(|(l, g)| format!("{g} {l}"))
-            .collect();
-        return Line::from(vec![
-            Span::styled(fit(&text, width), theme.key()),
-            Span::styled(legend.join("  "), theme.dim()),
-        ]);
+        let mut spans = vec![Span::styled(fit(&text, width), theme.key())];
+        for ((l, g), shade) in BUDGET.iter().zip(BUDGET_GLYPHS).zip(BUDGET_SHADES) {
+            spans.push(Span::styled(g.to_string(), theme.shade(shade)));
+            spans.push(Span::styled(format!(" {l}  "), theme.dim()));
+        }
+        return Line::from(spans);
     }
-    let mut bar = String::new();
-    let mut used = 0.0;
-    for (v, g) in parts.iter().zip(BUDGET_GLYPHS) {
+    let mut spans = vec![Span::raw(fit(&text, width))];
+    let (mut used, mut drawn) = (0.0, 0usize);
+    for ((v, g), shade) in parts.iter().zip(BUDGET_GLYPHS).zip(BUDGET_SHADES) {
         used += pct(*v) / 100.0 * bar_w as f64;
-        let upto = used.round() as usize;
-        while bar.chars().count() < upto.min(bar_w) {
-            bar.push(g);
+        let upto = (used.round() as usize).min(bar_w);
+        if upto > drawn {
+            spans.push(Span::styled(
+                g.to_string().repeat(upto - drawn),
+                theme.shade(shade),
+            ));
+            drawn = upto;
         }
     }
-    Line::from(vec![
-        Span::raw(fit(&text, width)),
-        Span::styled(bar, theme.bar()),
-    ])
+    Line::from(spans)
 }
 
 /// The headline verdicts: step time, communication share, overlap,
