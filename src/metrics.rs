@@ -14,6 +14,7 @@ pub mod outcome;
 pub mod phases;
 pub mod plausible;
 pub mod ranks;
+pub mod reasons;
 pub mod steps;
 pub mod window;
 
@@ -124,7 +125,11 @@ pub struct Metric {
 
 impl Metric {
     pub fn eval(&self, ctx: &Ctx) -> Outcome {
-        plausible::check(self, (self.compute)(ctx))
+        let out = plausible::check(self, (self.compute)(ctx));
+        match ctx.focus {
+            Some(t) => reasons::for_format(out, t.format),
+            None => out,
+        }
     }
 }
 

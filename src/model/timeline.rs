@@ -201,6 +201,19 @@ pub struct DeviceInfo {
     pub num_sms: Option<u32>,
 }
 
+/// Which profiler wrote a rank's timeline: it decides what the trace can
+/// hold, so a missing figure's reason can fit it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum SourceFormat {
+    /// PyTorch profiler (Kineto) JSON, MTIA included.
+    #[default]
+    PyTorch,
+    /// Nsight Systems SQLite or JSON export.
+    Nsys,
+    /// XLA profiler (JAX, TensorFlow) XSpace or trace JSON.
+    Xla,
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct RankTimeline {
     pub rank: u32,
@@ -232,6 +245,7 @@ pub struct RankTimeline {
     /// The steps are inference engine steps (vLLM/SGLang ranges), the trace
     /// having no `ProfilerStep`.
     pub engine_steps: bool,
+    pub format: SourceFormat,
 }
 
 impl RankTimeline {

@@ -845,6 +845,7 @@ impl Builder {
             launch_by_step: super::launches_by_step(&steps, &self.launch_spans),
             all_steps: false,
             engine_steps,
+            format: Default::default(),
             steps,
         }
     }

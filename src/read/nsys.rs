@@ -333,6 +333,7 @@ pub(super) fn assemble(
         let mine = |p: i64| !several || pids.contains(&p);
         let mut t = RankTimeline {
             source: path.to_owned(),
+            format: crate::model::timeline::SourceFormat::Nsys,
             ..Default::default()
         };
         let mut window: Option<Interval> = None;

@@ -133,6 +133,7 @@ impl DeviceOps {
             t: RankTimeline {
                 rank: device,
                 source: path.to_owned(),
+                format: crate::model::timeline::SourceFormat::Xla,
                 ..RankTimeline::default()
             },
             pending: HashMap::new(),

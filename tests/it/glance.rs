@@ -392,4 +392,7 @@ fn summary_opens_on_where_the_time_went() {
     let shown = screen(&a);
     assert!(shown.contains("achieved_flops_from_trace_json"), "{shown}");
     assert!(!shown.contains("(a shows them)"));
+    // Reasons fit the format: no PyTorch advice on an XLA trace.
+    assert!(!shown.contains("torch.profiler"), "{shown}");
+    assert!(shown.contains("this XLA trace records no per-op FLOPs"), "{shown}");
 }
