@@ -402,9 +402,7 @@ fn verdicts(data: &Data, theme: Theme, width: usize, out: &mut Vec<Line<'static>
         ),
         (
             "utilization",
-            or_why(
-                value("aggregate_gpu_utilization").map(|v| format!("GPU busy {v} of its window")),
-            ),
+            utilization(data, or_why(value("aggregate_gpu_utilization"))),
         ),
         ("straggler", data.verdict.sentence()),
     ];
@@ -414,6 +412,19 @@ fn verdicts(data: &Data, theme: Theme, width: usize, out: &mut Vec<Line<'static>
             Span::raw(fit(&v, width.saturating_sub(16))),
         ]));
     }
+}
+
+/// GPU busy share of the step (the budget's terms), and of the whole device
+/// window (`aggregate_gpu_utilization`), which includes the time between steps.
+fn utilization(data: &Data, window: String) -> String {
+    let mean = mean_row(&data.ranks);
+    if mean.span <= 0 {
+        return format!("GPU busy {window} of its window");
+    }
+    format!(
+        "GPU busy {:.1} % of the step; {window} of the whole device window",
+        mean.busy as f64 / mean.span as f64 * 100.0
+    )
 }
 
 /// The metric families; returns the line index of each metric row.
