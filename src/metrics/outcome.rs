@@ -227,8 +227,8 @@ impl Outcome {
 }
 
 #[cfg(test)]
-mod people_tests {
-    use super::Unit;
+mod tests {
+    use super::*;
 
     #[test]
     fn values_read_as_people_write_them() {
@@ -245,11 +245,6 @@ mod people_tests {
         assert_eq!(Unit::Percent.people(47.216), "47.216");
         assert_eq!(Unit::Rank.people(7.0), "7");
     }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
 
     #[test]
     fn rank_mean_skips_missing_ranks() {

@@ -17,6 +17,25 @@ pub struct Instance {
     pub members: Vec<(usize, usize)>,
 }
 
+impl Instance {
+    /// The member that started last (the lowest rank index among equals) as
+    /// (rank index, op index), and the wait it caused: how long after the
+    /// next-latest member it started. `None` with fewer than two members.
+    pub fn latest(&self, trace: &Trace) -> Option<(usize, usize, Ns)> {
+        let start = |r: usize, o: usize| trace.ranks[r].ops[o].start;
+        let mut by_start: Vec<(Ns, usize, usize)> = self
+            .members
+            .iter()
+            .map(|&(r, o)| (start(r, o), r, o))
+            .collect();
+        by_start.sort_unstable_by_key(|&(start, r, _)| (start, std::cmp::Reverse(r)));
+        match by_start[..] {
+            [.., (next, ..), (latest, r, o)] => Some((r, o, latest - next)),
+            _ => None,
+        }
+    }
+}
+
 /// The group a communication op belongs to: its process group name when the
 /// trace records one, else one sequence per rank (the default group).
 fn group_of(t: &super::RankTimeline, op: &super::DeviceOp) -> String {
@@ -146,16 +165,9 @@ pub fn wait_split(trace: &Trace, inst: &[Instance]) -> Vec<WaitSplit> {
     for i in inst {
         let op = |&(r, o): &(usize, usize)| &trace.ranks[r].ops[o];
         let last_start = i.members.iter().map(|m| op(m).start).max().unwrap_or(0);
-        // The latest member (lowest rank index among equals) and the one before it.
-        let mut by_start: Vec<(Ns, usize, usize)> = i
-            .members
-            .iter()
-            .map(|&(r, o)| (op(&(r, o)).start, r, o))
-            .collect();
-        by_start.sort_unstable_by_key(|&(start, r, _)| (start, std::cmp::Reverse(r)));
-        if let [.., (next, ..), (latest, r, o)] = by_start[..] {
+        if let Some((r, o, caused)) = i.latest(trace) {
             if trace.ranks[r].counts(trace.ranks[r].ops[o].step) {
-                out[r].caused += latest - next;
+                out[r].caused += caused;
                 out[r].last += 1;
             }
         }
@@ -224,17 +236,8 @@ pub fn arrivals(trace: &Trace, inst: &[Instance]) -> Arrivals {
             .iter()
             .map(|&(r, o)| (r, trace.ranks[r].ops[o].start))
             .collect();
-        // The latest member (lowest rank index among equals) and the next-latest start.
-        let latest = starts
-            .iter()
-            .max_by_key(|&&(r, start)| (start, std::cmp::Reverse(r)))
-            .map(|s| s.0);
-        let next = {
-            let mut v: Vec<Ns> = starts.iter().map(|s| s.1).collect();
-            v.sort_unstable();
-            v.len().checked_sub(2).map_or(0, |i| v[i])
-        };
-        for (&(r, o), &(_, start)) in i.members.iter().zip(&starts) {
+        let latest = i.latest(trace);
+        for &(r, o) in &i.members {
             let t = &trace.ranks[r];
             let Some(key) = t.ops[o].step.and_then(|s| keys[r].get(s as usize)) else {
                 continue;
@@ -242,7 +245,10 @@ pub fn arrivals(trace: &Trace, inst: &[Instance]) -> Arrivals {
             let Some(col) = steps.iter().position(|s| s == key) else {
                 continue;
             };
-            let caused = if Some(r) == latest { start - next } else { 0 };
+            let caused = match latest {
+                Some((lr, _, caused)) if lr == r => caused,
+                _ => 0,
+            };
             *cell[r][col].get_or_insert(0) += caused;
         }
         if let Some(&(r, start)) = starts.iter().max_by_key(|s| s.1) {

@@ -777,11 +777,10 @@ impl Builder {
         // time is a second instance (a restarted profiler), kept as its own step.
         self.steps.dedup_by_key(|s| (s.number, s.start));
         // A serving trace has no ProfilerStep: its engine steps are the steps.
-        let engine_steps = self.steps.is_empty();
-        if engine_steps {
+        let engine_steps = self.steps.is_empty() && {
             self.steps = crate::model::engine::as_steps(&self.annotations, &self.strings);
-        }
-        let engine_steps = engine_steps && !self.steps.is_empty();
+            !self.steps.is_empty()
+        };
         let steps = std::mem::take(&mut self.steps);
         let mut colls = std::mem::take(&mut self.colls);
         let mut ops = std::mem::take(&mut self.ops);
