@@ -11,10 +11,10 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 
+use ccl_bench::load::LoadReport;
 use ccl_bench::metrics::Options;
 use ccl_bench::model::classify::classify;
 use ccl_bench::model::{Activity, DeviceOp, RankTimeline, Step, Trace};
-use ccl_bench::read::LoadReport;
 use ccl_bench::tui::action::Action;
 use ccl_bench::tui::app::App;
 use ccl_bench::tui::data::Data;

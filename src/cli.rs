@@ -208,12 +208,13 @@ fn parse_params(s: &str) -> Result<f64, String> {
 
 impl Cli {
     /// How to load the trace.
-    pub fn load_options(&self) -> crate::read::LoadOptions {
-        crate::read::LoadOptions {
+    pub fn load_options(&self) -> crate::load::LoadOptions {
+        crate::load::LoadOptions {
             iteration: self.iteration,
             align: self.align == Align::Collectives,
             classes: self.classes.clone(),
             all_steps: self.all_steps,
+            ..Default::default()
         }
     }
 

@@ -11,58 +11,13 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use crate::error::{Error, Result};
-use crate::read::open;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum InputKind {
-    /// PyTorch profiler Chrome-trace JSON.
-    Kineto,
-    /// PyTorch execution trace (ET) JSON.
-    ExecutionTrace,
-    /// `torch.cuda.memory._dump_snapshot` pickle.
-    MemorySnapshot,
-    /// Nsight Systems report (`.nsys-rep`), readable only after `nsys export`.
-    NsysReport,
-    /// Nsight Systems SQLite export.
-    NsysSqlite,
-    /// Nsight Systems JSON export (one object per line).
-    NsysJson,
-    /// XSpace protobuf from the TensorFlow/JAX/XLA profiler.
-    XPlane,
-    /// Chrome-trace JSON from the TensorFlow/JAX/XLA profiler (device processes).
-    XlaJson,
-    /// CCL-Bench workload card YAML.
-    WorkloadCard,
-}
-
-impl InputKind {
-    /// Inputs that hold per-rank device timelines (the others annotate them).
-    pub fn is_timeline(self) -> bool {
-        matches!(
-            self,
-            Self::Kineto | Self::NsysSqlite | Self::NsysJson | Self::XPlane | Self::XlaJson
-        )
-    }
-
-    pub fn describe(self) -> &'static str {
-        match self {
-            Self::Kineto => "PyTorch profiler trace",
-            Self::ExecutionTrace => "PyTorch execution trace",
-            Self::MemorySnapshot => "CUDA memory snapshot",
-            Self::NsysReport => "Nsight Systems report",
-            Self::NsysSqlite => "Nsight Systems SQLite export",
-            Self::NsysJson => "Nsight Systems JSON export",
-            Self::XPlane => "XLA profiler XSpace (.xplane.pb)",
-            Self::XlaJson => "XLA profiler trace JSON",
-            Self::WorkloadCard => "workload card",
-        }
-    }
-}
+use crate::formats::{self, Format, Head, Role, FORMATS, HEAD};
+use crate::source::open;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Input {
     pub path: PathBuf,
-    pub kind: InputKind,
+    pub format: Format,
     /// Rank parsed from the file name, if it carries one.
     pub rank: Option<u32>,
 }
@@ -77,31 +32,36 @@ pub struct Discovery {
 }
 
 impl Discovery {
-    pub fn of_kind(&self, kind: InputKind) -> impl Iterator<Item = &Input> {
-        self.inputs.iter().filter(move |i| i.kind == kind)
+    /// The inputs whose format's role `keep` selects.
+    pub fn with_role(&self, keep: impl Fn(&Role) -> bool) -> impl Iterator<Item = &Input> {
+        self.inputs.iter().filter(move |i| keep(&i.format.role))
     }
 }
 
 /// Inputs at `path`: a single trace file, or a trace directory.
 pub fn discover(path: &Path, iteration: Option<u32>) -> Result<Discovery> {
+    discover_in(path, iteration, FORMATS)
+}
+
+/// [`discover`] with the formats of `table`.
+pub fn discover_in(path: &Path, iteration: Option<u32>, table: &[Format]) -> Result<Discovery> {
     let meta = fs::metadata(path).map_err(|source| Error::Io {
         path: path.to_owned(),
         source,
     })?;
     if meta.is_file() {
-        let kind = sniff(path)?.ok_or_else(|| Error::NotATrace {
+        let format = sniff(path, table)?.ok_or_else(|| Error::NotATrace {
             path: path.to_owned(),
             why: format!(
-                "{} (this tool reads PyTorch profiler JSON, .json or .json.gz, Nsight Systems \
-                 exports: .sqlite, or .json from `nsys export --type json`, XLA .xplane.pb, \
-                 CUDA memory snapshot .pickle)",
-                not_a_trace_why(path)
+                "{} (this tool reads {})",
+                not_a_trace_why(path),
+                formats::summary(table)
             ),
         })?;
         return Ok(Discovery {
             inputs: vec![Input {
                 path: path.to_owned(),
-                kind,
+                format,
                 rank: rank_from_name(path),
             }],
             ..Default::default()
@@ -141,7 +101,7 @@ pub fn discover(path: &Path, iteration: Option<u32>) -> Result<Discovery> {
     }
     // The card may sit at the top of the run folder, above profile_traces/.
     for folder in [path, dir.as_path()] {
-        scan_folder(folder, &mut d)?;
+        scan_folder(folder, table, &mut d)?;
         if folder == dir {
             break;
         }
@@ -151,35 +111,30 @@ pub fn discover(path: &Path, iteration: Option<u32>) -> Result<Discovery> {
     if snapshots.is_dir() {
         let k = d.iteration;
         match pick_iteration(&snapshots, k) {
-            Ok(Some((_, folder))) => scan_folder(&folder, &mut d)?,
-            Ok(None) => scan_folder(&snapshots, &mut d)?,
+            Ok(Some((_, folder))) => scan_folder(&folder, table, &mut d)?,
+            Ok(None) => scan_folder(&snapshots, table, &mut d)?,
             Err(e) => d.notes.push(format!("memory snapshots not read: {e}")),
         }
     }
-    let usable = |k: InputKind| {
-        k.is_timeline() || matches!(k, InputKind::MemorySnapshot | InputKind::ExecutionTrace)
-    };
-    if !d.inputs.iter().any(|i| usable(i.kind)) {
+    if !d.inputs.iter().any(|i| i.format.is_usable()) {
         return Err(no_traces(path, &dir, &d));
     }
     Ok(d)
 }
 
 fn no_traces(path: &Path, dir: &Path, d: &Discovery) -> Error {
-    if let Some(rep) = d.of_kind(InputKind::NsysReport).next() {
-        return Error::Unsupported {
-            path: rep.path.clone(),
-            why: format!(
-                "Nsight Systems reports cannot be read directly; convert with `nsys export --type sqlite --output {} {}` and point --trace at the .sqlite",
-                rep.path.with_extension("sqlite").display(),
-                rep.path.display()
-            ),
-        };
+    for input in &d.inputs {
+        if let Role::Unreadable { advice } = input.format.role {
+            return Error::Unsupported {
+                path: input.path.clone(),
+                why: advice(&input.path),
+            };
+        }
     }
     let found: Vec<String> = d
         .inputs
         .iter()
-        .map(|i| format!("{} ({})", i.path.display(), i.kind.describe()))
+        .map(|i| format!("{} ({})", i.path.display(), i.format.name))
         .collect();
     let detail = if found.is_empty() {
         let mut detail = format!(
@@ -280,7 +235,7 @@ fn read_dir(dir: &Path) -> Result<Vec<PathBuf>> {
     Ok(v)
 }
 
-fn scan_folder(dir: &Path, d: &mut Discovery) -> Result<()> {
+fn scan_folder(dir: &Path, table: &[Format], d: &mut Discovery) -> Result<()> {
     for path in read_dir(dir)? {
         match fs::metadata(&path) {
             Ok(m) if m.is_file() => {}
@@ -293,11 +248,11 @@ fn scan_folder(dir: &Path, d: &mut Discovery) -> Result<()> {
                 continue;
             }
         }
-        match sniff(&path) {
-            Ok(Some(kind)) => d.inputs.push(Input {
+        match sniff(&path, table) {
+            Ok(Some(format)) => d.inputs.push(Input {
                 rank: rank_from_name(&path),
                 path,
-                kind,
+                format,
             }),
             Ok(None) => {
                 if looks_like_trace(&path) {
@@ -352,67 +307,30 @@ fn not_a_trace_why(path: &Path) -> String {
     }
 }
 
-/// How much of a JSON file `sniff` looks at.
-const HEAD: usize = 64 * 1024;
-
-/// The kind of input a file holds, from its name and, for JSON, its first bytes
-/// (gzip is detected by magic bytes, not by extension).
-pub fn sniff(path: &Path) -> Result<Option<InputKind>> {
+/// The format of a file, from its name and, where that is not enough, its
+/// first bytes (gzip is detected by magic bytes, not by extension).
+pub fn sniff(path: &Path, table: &[Format]) -> Result<Option<Format>> {
     let name = path
         .file_name()
         .and_then(|n| n.to_str())
         .unwrap_or("")
         .to_ascii_lowercase();
-    let by_ext = if name.ends_with(".yaml") || name.ends_with(".yml") {
-        Some(InputKind::WorkloadCard)
-    } else if name.ends_with(".nsys-rep") || name.ends_with(".qdrep") {
-        Some(InputKind::NsysReport)
-    } else if name.ends_with(".sqlite") {
-        Some(InputKind::NsysSqlite)
-    } else if name.ends_with(".xplane.pb") {
-        Some(InputKind::XPlane)
-    } else if name.ends_with(".pickle") || name.ends_with(".pkl") {
-        Some(InputKind::MemorySnapshot)
-    } else {
-        None
-    };
-    if by_ext.is_some() {
-        return Ok(by_ext);
+    if !formats::needs_head(table, &name) {
+        return Ok(formats::recognise(table, None, &name).copied());
     }
-    if !(name.ends_with(".json") || name.ends_with(".json.gz") || name.ends_with(".gz")) {
-        return Ok(None);
-    }
-    let mut head = Vec::with_capacity(HEAD);
+    let mut bytes = Vec::with_capacity(HEAD);
     let reader = open(path)?;
-    if let Err(source) = reader.take(HEAD as u64).read_to_end(&mut head) {
+    if let Err(source) = reader.take(HEAD as u64).read_to_end(&mut bytes) {
         // A damaged gzip stream still gives us what it decoded before the damage.
-        if head.is_empty() {
+        if bytes.is_empty() {
             return Err(Error::Io {
                 path: path.to_owned(),
                 source,
             });
         }
     }
-    // Byte searches (SIMD), not text: a directory of 1024 ranks sniffs 64 MB.
-    let has = |needle: &str| memchr::memmem::find(&head, needle.as_bytes()).is_some();
-    let text = head.trim_ascii_start();
-    if has("\"traceEvents\"") {
-        // The JAX/TF profiler names its processes after devices.
-        if has("\"/device:TPU:") || has("\"/device:GPU:") {
-            return Ok(Some(InputKind::XlaJson));
-        }
-        Ok(Some(InputKind::Kineto))
-    } else if text.starts_with(b"{\"data\":[") {
-        // nsys JSON: the string table first, then one event object per line.
-        Ok(Some(InputKind::NsysJson))
-    } else if has("\"nodes\"") && has("\"schema\"") {
-        Ok(Some(InputKind::ExecutionTrace))
-    } else if name.contains(".pt.trace.json") || text.starts_with(b"[") {
-        // A bare event array, or a profiler file whose header is unusually long.
-        Ok(Some(InputKind::Kineto))
-    } else {
-        Ok(None)
-    }
+    let head = Head { name, bytes };
+    Ok(formats::recognise(table, Some(&head), &head.name).copied())
 }
 
 // Matched against the lowercased name, and ASCII only (`-u`): a rank is ASCII

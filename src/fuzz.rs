@@ -5,9 +5,10 @@
 
 use std::path::Path;
 
+use crate::load::{self, LoadReport};
 use crate::metrics::{Ctx, Outcome, METRICS};
 use crate::model::Trace;
-use crate::read::{self, LoadReport};
+use crate::read;
 
 /// Bytes as one rank's PyTorch profiler trace, also read twice as a two-rank
 /// run so the cross-rank metrics and clock alignment see it too.
@@ -34,7 +35,7 @@ pub fn nsys_json(data: &[u8]) {
 /// Ranks resolved as loading does, then every metric.
 fn check_files(files: Vec<(Option<u32>, read::RankFile)>) {
     let mut report = LoadReport::default();
-    if let Ok(ranks) = read::assign_ranks(files, &mut report) {
+    if let Ok(ranks) = load::assign_ranks(files, &mut report) {
         check_metrics(Trace {
             ranks,
             ..Default::default()
@@ -58,7 +59,7 @@ pub fn memory_snapshot(data: &[u8]) {
 /// Every metric either applies with a finite value or says why not; shares
 /// stay within their range.
 fn check_metrics(mut trace: Trace) {
-    for finding in read::check_and_align_clocks(&mut trace, true) {
+    for finding in load::check_and_align_clocks(&mut trace, true) {
         assert!(finding.starts_with("rank "), "{finding}");
     }
     for rank in std::iter::once(None).chain(trace.ranks.iter().map(|r| Some(r.rank))) {

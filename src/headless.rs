@@ -6,10 +6,10 @@ use std::process::ExitCode;
 use anyhow::{anyhow, Context, Result};
 
 use crate::cli::Cli;
+use crate::load::{self, LoadOptions, Progress};
 use crate::metrics::{self, Ctx, Metric, Outcome, METRICS};
 use crate::model::classify::RULES;
 use crate::model::Trace;
-use crate::read::{self, LoadOptions, Progress};
 use crate::report::{self, About, Row};
 
 /// Exit status: the metric does not apply to this trace.
@@ -79,7 +79,7 @@ pub fn run(cli: &Cli) -> Result<ExitCode> {
         );
     }
     if cli.inputs {
-        let (_, report) = read::load_path(path, &cli.load_options(), &Progress::default())
+        let (_, report) = load::load_path(path, &cli.load_options(), &Progress::default())
             .with_context(|| format!("cannot load {}", path.display()))?;
         for line in report.input_lines() {
             writeln!(out, "{line}")?;
@@ -120,10 +120,10 @@ pub fn run(cli: &Cli) -> Result<ExitCode> {
     }
 }
 
-/// Discovers and loads a trace (see `read::load_path`), printing load warnings
+/// Discovers and loads a trace (see `load::load_path`), printing load warnings
 /// on stderr.
 pub fn load(path: &std::path::Path, opts: &LoadOptions) -> Result<Trace> {
-    let (trace, report) = read::load_path(path, opts, &Progress::default())
+    let (trace, report) = load::load_path(path, opts, &Progress::default())
         .with_context(|| format!("cannot load {}", path.display()))?;
     for w in &report.warnings {
         eprintln!("warning: {w}");

@@ -24,8 +24,8 @@ use ratatui::crossterm::event::{self, DisableMouseCapture, EnableMouseCapture};
 use ratatui::crossterm::execute;
 use ratatui::DefaultTerminal;
 
+use crate::load::{self, LoadOptions, Progress};
 use crate::metrics::Options;
-use crate::read::{self, LoadOptions, Progress};
 use app::App;
 use data::Data;
 use pair::Pair;
@@ -38,7 +38,7 @@ pub fn load_data(
     opts: Options,
     progress: &Progress,
 ) -> Result<Data> {
-    let (trace, report) = read::load_path(path, load, progress)
+    let (trace, report) = load::load_path(path, load, progress)
         .with_context(|| format!("cannot load {}", path.display()))?;
     if trace.is_empty() {
         anyhow::bail!("{}: no ranks loaded", path.display());

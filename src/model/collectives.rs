@@ -135,7 +135,7 @@ pub fn offsets_from(trace: &Trace, samples: &[Vec<(Ns, Ns)>]) -> Vec<Offset> {
 
 /// Puts every rank on the first rank's clock by `offsets` when any rests on
 /// shared collectives, recording them in `trace.offsets`; leaves the clocks
-/// alone otherwise. (`read::check_and_align_clocks` checks the clocks first.)
+/// alone otherwise. (`load::check_and_align_clocks` checks the clocks first.)
 pub fn apply(trace: &mut Trace, offsets: Vec<Offset>) {
     if offsets.iter().skip(1).any(|o| o.samples > 0) {
         trace.shift(&offsets);

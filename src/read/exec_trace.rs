@@ -78,6 +78,18 @@ pub fn read(bytes: &[u8], path: &Path) -> Result<EtRank, Error> {
     })
 }
 
+/// The rank in an execution trace's file name: `torch_et_3.json`,
+/// `dlrm_eg_3.json`, `rank3_et.json`.
+pub fn rank_of(path: &std::path::Path) -> Option<u32> {
+    static TRAILING: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"[-_]([0-9]+)\.json(?:\.gz)?$").expect("valid regex")
+    });
+    crate::discover::rank_from_name(path).or_else(|| {
+        let name = path.file_name()?.to_str()?;
+        TRAILING.captures(name)?[1].parse().ok()
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,12 +6,12 @@ use std::collections::BTreeMap;
 
 use rayon::prelude::*;
 
+use crate::load::LoadReport;
 use crate::metrics::breakdown::RankKernels;
 use crate::metrics::ranks::{verdict, RankRow, Verdict};
 use crate::metrics::{eval_all, Ctx, Metric, Options, Outcome, METRICS};
 use crate::model::collectives::{arrivals, wait_intervals, Arrivals};
 use crate::model::{Coverage, DeviceOp, Interval, IntervalSet, Ns, Trace};
-use crate::read::LoadReport;
 use crate::tui::tabs::memory::series;
 
 pub struct Data {

@@ -6,7 +6,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use ccl_bench::read::{load_path, LoadOptions, Progress};
+use ccl_bench::load::{load_path, LoadOptions, Progress};
 use ccl_bench::synth::two_rank_example;
 
 use crate::support::{assert_close, run, stderr, stdout, write_ranks};

@@ -11,8 +11,8 @@
 //! `None` means the reference found the metric not applicable.
 
 use ccl_bench::headless::load;
+use ccl_bench::load::LoadOptions;
 use ccl_bench::metrics::{self, Ctx, Outcome};
-use ccl_bench::read::LoadOptions;
 
 use crate::support::{assert_close, corpus, run, stderr, stdout};
 
@@ -559,7 +559,8 @@ fn nsys_json_export_equals_the_sqlite_one() {
     ]);
     assert_eq!(stdout(&o).trim(), "0.004769921");
     assert!(
-        stderr(&o).contains("JSON export(s) beside the SQLite"),
+        stderr(&o)
+            .contains("JSON export(s) beside the Nsight Systems SQLite exports were not read"),
         "{}",
         stderr(&o)
     );
@@ -680,10 +681,10 @@ fn dlrm_clock_offsets_and_wait_split() {
 fn clock_findings_on_real_runs() {
     let load_warnings = |rel: &str| {
         let dir = corpus(rel)?;
-        let (_, report) = ccl_bench::read::load_path(
+        let (_, report) = ccl_bench::load::load_path(
             &dir,
             &LoadOptions::default(),
-            &ccl_bench::read::Progress::default(),
+            &ccl_bench::load::Progress::default(),
         )
         .unwrap();
         Some(report.warnings)

@@ -11,9 +11,9 @@ use ratatui::layout::Rect;
 use ratatui::widgets::Widget;
 use ratatui::Terminal;
 
+use ccl_bench::load::LoadOptions;
+use ccl_bench::load::Progress;
 use ccl_bench::metrics::Options;
-use ccl_bench::read::LoadOptions;
-use ccl_bench::read::Progress;
 use ccl_bench::synth::two_rank_example;
 use ccl_bench::tui::action::Action;
 use ccl_bench::tui::app::{tab_at, App};

@@ -1,0 +1,292 @@
+//! The input formats, one table entry each: its name, how a file is
+//! recognised (name endings, then its first bytes), what role it plays in a
+//! run, and its reader. Discovery sniffs with this table and loading
+//! dispatches through it, so a new format is a reader plus one entry here.
+
+use std::path::Path;
+
+use crate::error::Result;
+use crate::model::exec_trace::EtRank;
+use crate::model::memory::MemoryTimeline;
+use crate::model::WorkloadCard;
+use crate::read::{self, RankFile};
+use crate::source::FileIn;
+
+/// A file's timelines, each with the rank its file name gives.
+pub type Ranked = (Option<u32>, RankFile);
+
+/// A per-rank reader: what it read, and warnings about it.
+pub type ReadWithNotes<T> = fn(&FileIn) -> Result<(T, Vec<String>)>;
+
+/// One input format.
+#[derive(Clone, Copy)]
+pub struct Format {
+    /// What `--inputs`, warnings and errors call it.
+    pub name: &'static str,
+    /// Lowercase file-name endings that may hold it.
+    pub exts: &'static [&'static str],
+    /// Its files as a user would name them, for "not a trace" messages.
+    pub files: &'static str,
+    /// How strongly a file's first bytes say it is this format (0: not at
+    /// all); the strongest wins, ties go to the earlier entry. `None`: the
+    /// name ending alone decides.
+    pub sniff: Option<fn(&Head) -> u8>,
+    pub role: Role,
+}
+
+impl PartialEq for Format {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name
+    }
+}
+
+impl Eq for Format {}
+
+impl std::fmt::Debug for Format {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+/// What a format contributes to a run.
+#[derive(Clone, Copy)]
+pub enum Role {
+    /// Per-rank device timelines. Exports of one run in several formats are
+    /// the same ranks twice, so only the formats of the lowest `precedence`
+    /// present are read (the others are named in a warning).
+    Timeline {
+        precedence: u8,
+        read: fn(&FileIn) -> Result<Vec<Ranked>>,
+        /// Each file numbers its devices from 0 (one XSpace per host): the
+        /// files after the first, in name order, continue the numbering.
+        devices_per_host: bool,
+    },
+    /// A CUDA memory timeline of one rank, placed by `rank_of` its file name.
+    Memory {
+        read: ReadWithNotes<MemoryTimeline>,
+        rank_of: fn(&Path) -> Option<u32>,
+        /// The file naming `rank_of` expects, for the warning when it fails.
+        naming: &'static str,
+    },
+    /// The execution trace of one rank.
+    ExecTrace {
+        read: ReadWithNotes<EtRank>,
+        rank_of: fn(&Path) -> Option<u32>,
+        naming: &'static str,
+    },
+    /// The run's workload card (a broken one is a warning).
+    Card {
+        read: fn(&Path) -> Result<WorkloadCard>,
+    },
+    /// Recognised but not readable as it is: what to do instead.
+    Unreadable { advice: fn(&Path) -> String },
+}
+
+impl Format {
+    pub fn is_timeline(&self) -> bool {
+        matches!(self.role, Role::Timeline { .. })
+    }
+
+    /// Whether a directory holding only files of this format has something
+    /// to show (a card alone does not).
+    pub fn is_usable(&self) -> bool {
+        matches!(
+            self.role,
+            Role::Timeline { .. } | Role::Memory { .. } | Role::ExecTrace { .. }
+        )
+    }
+
+    /// Whether `name` (lowercase) ends like a file of this format.
+    pub fn named_like(&self, name: &str) -> bool {
+        self.exts.iter().any(|e| name.ends_with(e))
+    }
+}
+
+/// What sniffing looks at: the lowercase file name and the first
+/// [`HEAD`] bytes, decompressed.
+pub struct Head {
+    pub name: String,
+    pub bytes: Vec<u8>,
+}
+
+impl Head {
+    /// Whether the bytes contain `needle` (a SIMD search: a directory of
+    /// 1,024 ranks sniffs 64 MB).
+    pub fn has(&self, needle: &str) -> bool {
+        memchr::memmem::find(&self.bytes, needle.as_bytes()).is_some()
+    }
+
+    /// The bytes after leading whitespace.
+    pub fn text(&self) -> &[u8] {
+        self.bytes.trim_ascii_start()
+    }
+}
+
+/// How much of a file sniffing looks at.
+pub const HEAD: usize = 64 * 1024;
+
+const JSON: &[&str] = &[".json", ".json.gz", ".gz"];
+
+/// Every format this tool knows, in sniffing order.
+pub static FORMATS: &[Format] = &[
+    Format {
+        name: "workload card",
+        exts: &[".yaml", ".yml"],
+        files: "workload_card.yaml",
+        sniff: None,
+        role: Role::Card {
+            read: read::card::read,
+        },
+    },
+    Format {
+        name: "Nsight Systems report",
+        exts: &[".nsys-rep", ".qdrep"],
+        files: ".nsys-rep",
+        sniff: None,
+        role: Role::Unreadable {
+            advice: nsys_report_advice,
+        },
+    },
+    Format {
+        name: "Nsight Systems SQLite export",
+        exts: &[".sqlite"],
+        files: ".sqlite from `nsys export --type sqlite`",
+        sniff: None,
+        role: Role::Timeline {
+            precedence: 1,
+            read: |f| read::nsys::read(f.path, f.rank),
+            devices_per_host: false,
+        },
+    },
+    Format {
+        name: "XLA profiler XSpace",
+        exts: &[".xplane.pb"],
+        files: "*.xplane.pb",
+        sniff: None,
+        role: Role::Timeline {
+            precedence: 3,
+            read: |f| read::xplane::read(&f.bytes()?, f.path),
+            devices_per_host: true,
+        },
+    },
+    Format {
+        name: "CUDA memory snapshot",
+        exts: &[".pickle", ".pkl"],
+        files: "rank{N}_memory_snapshot.pickle",
+        sniff: None,
+        role: Role::Memory {
+            read: |f| read::snapshot::read(f.stream()?, f.path),
+            rank_of: crate::discover::rank_from_name,
+            naming: "rank{N}_memory_snapshot.pickle",
+        },
+    },
+    Format {
+        name: "XLA profiler trace JSON",
+        exts: JSON,
+        files: "*.trace.json.gz",
+        // The JAX/TF profiler names its processes after devices.
+        sniff: Some(|h| {
+            let device = h.has("\"/device:TPU:") || h.has("\"/device:GPU:");
+            if h.has("\"traceEvents\"") && device {
+                3
+            } else {
+                0
+            }
+        }),
+        role: Role::Timeline {
+            precedence: 3,
+            read: |f| read::xla_json::read(&f.bytes()?, f.path),
+            devices_per_host: true,
+        },
+    },
+    Format {
+        name: "PyTorch profiler trace",
+        exts: JSON,
+        files: ".json or .json.gz, one per rank",
+        sniff: Some(|h| {
+            if h.has("\"traceEvents\"") {
+                2
+            } else if h.name.contains(".pt.trace.json") || h.text().starts_with(b"[") {
+                // A bare event array, or a profiler file whose header is unusually long.
+                1
+            } else {
+                0
+            }
+        }),
+        role: Role::Timeline {
+            precedence: 0,
+            read: |f| Ok(vec![(f.rank, read::kineto::read(f.stream()?, f.path)?)]),
+            devices_per_host: false,
+        },
+    },
+    Format {
+        name: "Nsight Systems JSON export",
+        exts: JSON,
+        files: ".json from `nsys export --type json`",
+        // The string table first, then one event object per line.
+        sniff: Some(|h| 2 * u8::from(h.text().starts_with(b"{\"data\":["))),
+        role: Role::Timeline {
+            precedence: 2,
+            read: |f| read::nsys_json::read(f.stream()?, f.path, f.rank),
+            devices_per_host: false,
+        },
+    },
+    Format {
+        name: "PyTorch execution trace",
+        exts: JSON,
+        files: "torch_et_{N}.json",
+        sniff: Some(|h| 2 * u8::from(h.has("\"nodes\"") && h.has("\"schema\""))),
+        role: Role::ExecTrace {
+            read: |f| Ok((read::exec_trace::read(&f.bytes()?, f.path)?, Vec::new())),
+            rank_of: read::exec_trace::rank_of,
+            naming: "torch_et_{N}.json",
+        },
+    },
+];
+
+fn nsys_report_advice(path: &Path) -> String {
+    format!(
+        "Nsight Systems reports cannot be read directly; convert with `nsys export --type sqlite --output {} {}` and point --trace at the .sqlite",
+        path.with_extension("sqlite").display(),
+        path.display()
+    )
+}
+
+/// Whether any format of `table` needs a file's first bytes to decide.
+pub fn needs_head(table: &[Format], name: &str) -> bool {
+    table
+        .iter()
+        .any(|f| f.sniff.is_some() && f.named_like(name))
+}
+
+/// The format of a file named `name` (lowercase) whose first bytes are
+/// `head` (read only when [`needs_head`] says so).
+pub fn recognise<'t>(table: &'t [Format], head: Option<&Head>, name: &str) -> Option<&'t Format> {
+    let mut best: Option<(u8, &Format)> = None;
+    for f in table.iter().filter(|f| f.named_like(name)) {
+        let score = match (f.sniff, head) {
+            (None, _) => u8::MAX,
+            (Some(sniff), Some(h)) => sniff(h),
+            (Some(_), None) => 0,
+        };
+        if score > 0 && best.is_none_or(|(b, _)| score > b) {
+            best = Some((score, f));
+        }
+    }
+    best.map(|(_, f)| f)
+}
+
+/// What the formats of `table` are, for "not a trace" messages: timelines
+/// in order of precedence, then the files that annotate them.
+pub fn summary(table: &[Format]) -> String {
+    let mut usable: Vec<&Format> = table.iter().filter(|f| f.is_usable()).collect();
+    usable.sort_by_key(|f| match f.role {
+        Role::Timeline { precedence, .. } => precedence,
+        _ => u8::MAX,
+    });
+    usable
+        .iter()
+        .map(|f| format!("{} ({})", f.name, f.files))
+        .collect::<Vec<_>>()
+        .join("; ")
+}

@@ -1,0 +1,457 @@
+//! Loading a run: discover its inputs, read each with its format's reader
+//! (ranks in parallel), resolve ranks across files, then apply class rules
+//! and clock alignment.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+use rayon::prelude::*;
+
+use crate::discover::{Discovery, Input};
+use crate::error::{Error, Result};
+use crate::formats::{Format, Ranked, ReadWithNotes, Role, FORMATS};
+use crate::model::Trace;
+use crate::source::FileIn;
+
+/// How to load a trace beyond reading its files.
+#[derive(Debug, Clone)]
+pub struct LoadOptions {
+    /// `profile_traces/iteration_K` to read (default: the newest).
+    pub iteration: Option<u32>,
+    /// Put the ranks on one clock (see `model::collectives`).
+    pub align: bool,
+    /// Kernel class rules to apply first; default: `ccl-bench-classes.toml`
+    /// beside the trace, when there is one.
+    pub classes: Option<PathBuf>,
+    /// Per-step averages over every step, warm-up and profiler stop included.
+    pub all_steps: bool,
+    /// The input formats known (tests add toy ones).
+    pub formats: &'static [Format],
+}
+
+impl LoadReport {
+    /// One line per input found: what it is, its rank, whether it was read.
+    pub fn input_lines(&self) -> Vec<String> {
+        self.inputs
+            .iter()
+            .map(|i| {
+                let rank = i.rank.map_or(String::new(), |r| format!(" rank {r}"));
+                let used = if self.files.contains(&i.path) {
+                    "read"
+                } else {
+                    "not read (see warnings)"
+                };
+                format!("{}{rank}: {} — {used}", i.format.name, i.path.display())
+            })
+            .collect()
+    }
+}
+
+impl Default for LoadOptions {
+    fn default() -> Self {
+        Self {
+            iteration: None,
+            align: true,
+            classes: None,
+            all_steps: false,
+            formats: FORMATS,
+        }
+    }
+}
+
+/// The rules file name looked for beside a trace.
+pub const CLASSES_FILE: &str = "ccl-bench-classes.toml";
+
+/// Discovers and reads a trace, then applies user class rules and clock
+/// alignment as `opts` asks.
+pub fn load_path(
+    path: &Path,
+    opts: &LoadOptions,
+    progress: &Progress,
+) -> Result<(Trace, LoadReport)> {
+    let discovery = crate::discover::discover_in(path, opts.iteration, opts.formats)?;
+    let (mut trace, mut report) = load(path, &discovery, progress)?;
+    let beside = if path.is_dir() {
+        Some(path.join(CLASSES_FILE))
+    } else {
+        path.parent().map(|d| d.join(CLASSES_FILE))
+    };
+    let rules_path = opts.classes.clone().or(beside.filter(|p| p.is_file()));
+    if let Some(rp) = rules_path {
+        let text = std::fs::read_to_string(&rp).map_err(|source| Error::Io {
+            path: rp.clone(),
+            source,
+        })?;
+        let rules = crate::model::classify::UserRules::parse(&text, &rp).map_err(|why| {
+            Error::BadConfig {
+                path: rp.clone(),
+                why,
+            }
+        })?;
+        let n = rules.apply(&mut trace);
+        report.warnings.push(format!(
+            "{}: {} kernel class rule(s) applied first; {n} op(s) reclassified",
+            rp.display(),
+            rules.rules.len()
+        ));
+        trace.rules = Some(rules);
+    }
+    for t in &mut trace.ranks {
+        t.all_steps = opts.all_steps;
+    }
+    report
+        .warnings
+        .extend(check_and_align_clocks(&mut trace, opts.align));
+    Ok((trace, report))
+}
+
+/// Checks the ranks' clocks (on the raw times) and, when `align`, puts them on
+/// the first rank's clock by shared collectives; returns what the check found.
+pub fn check_and_align_clocks(trace: &mut Trace, align: bool) -> Vec<String> {
+    use crate::model::{clock, collectives};
+    let inst = collectives::instances(trace);
+    let samples = clock::samples(trace, &inst);
+    let offsets = align.then(|| collectives::offsets_from(trace, &samples));
+    let applied = offsets
+        .as_ref()
+        .filter(|o| o.iter().skip(1).any(|o| o.samples > 0));
+    let findings = clock::check(trace, &samples, applied.map(|o| &o[..]));
+    if let Some(offsets) = offsets {
+        collectives::apply(trace, offsets);
+    }
+    findings
+}
+
+/// Load progress, readable from another thread while `load` runs.
+#[derive(Debug, Default)]
+pub struct Progress {
+    pub files_total: AtomicUsize,
+    pub files_done: AtomicUsize,
+    /// Uncompressed bytes parsed so far.
+    pub bytes: AtomicU64,
+}
+
+/// What loading noticed that the user should know.
+#[derive(Debug, Default)]
+pub struct LoadReport {
+    pub warnings: Vec<String>,
+    /// Everything discovery found, read or not (`--inputs`).
+    pub inputs: Vec<crate::discover::Input>,
+    pub files: Vec<PathBuf>,
+    pub events: u64,
+    pub bytes: u64,
+}
+
+/// Reads the inputs in `discovery` into one [`Trace`]: the per-rank
+/// timelines of the formats of lowest precedence present, then the memory
+/// snapshots, execution traces and workload card beside them.
+pub fn load(
+    source: &Path,
+    discovery: &Discovery,
+    progress: &Progress,
+) -> Result<(Trace, LoadReport)> {
+    let mut report = LoadReport {
+        warnings: discovery.notes.clone(),
+        inputs: discovery.inputs.clone(),
+        ..Default::default()
+    };
+    let precedence = |i: &Input| match i.format.role {
+        Role::Timeline { precedence, .. } => Some(precedence),
+        _ => None,
+    };
+    let first = discovery.inputs.iter().filter_map(precedence).min();
+    let inputs: Vec<&Input> = discovery
+        .inputs
+        .iter()
+        .filter(|i| first.is_some() && precedence(i) == first)
+        .collect();
+    report.warnings.extend(not_read_beside(discovery, &inputs));
+    // Added, not stored: two runs opened together share one progress count.
+    progress
+        .files_total
+        .fetch_add(inputs.len(), Ordering::Relaxed);
+    let results: Vec<Result<Vec<Ranked>>> = inputs
+        .par_iter()
+        .map(|input| {
+            let Role::Timeline { read, .. } = input.format.role else {
+                unreachable!("only timeline inputs are selected")
+            };
+            let files = read(&file_in(input, &progress.bytes))?;
+            progress.files_done.fetch_add(1, Ordering::Relaxed);
+            Ok(files)
+        })
+        .collect();
+    let mut files = Vec::with_capacity(results.len());
+    let mut next_device_rank = 0;
+    for (input, r) in inputs.iter().zip(results) {
+        let mut ranked = r?;
+        if let Role::Timeline {
+            devices_per_host: true,
+            ..
+        } = input.format.role
+        {
+            for (rank, _) in &mut ranked {
+                *rank = rank.map(|r| r + next_device_rank);
+            }
+            next_device_rank = ranked
+                .iter()
+                .filter_map(|r| r.0)
+                .max()
+                .map_or(next_device_rank, |m| m + 1);
+        }
+        files.extend(ranked);
+    }
+    report.bytes = progress.bytes.load(Ordering::Relaxed);
+    let ranks = assign_ranks(files, &mut report)?;
+    let card = read_card(discovery, &mut report);
+    let memory = read_per_rank(discovery, &ranks, &mut report, |role| match *role {
+        Role::Memory {
+            read,
+            rank_of,
+            naming,
+        } => Some(PerRank {
+            read,
+            rank_of,
+            naming,
+        }),
+        _ => None,
+    })?
+    .into_iter()
+    .map(|(rank, m)| crate::model::memory::MemoryTimeline { rank, ..m })
+    .collect();
+    let et = read_per_rank(discovery, &ranks, &mut report, |role| match *role {
+        Role::ExecTrace {
+            read,
+            rank_of,
+            naming,
+        } => Some(PerRank {
+            read,
+            rank_of,
+            naming,
+        }),
+        _ => None,
+    })?
+    .into_iter()
+    .map(|(rank, m)| crate::model::exec_trace::EtRank { rank, ..m })
+    .collect();
+    Ok((
+        Trace {
+            ranks,
+            source: source.to_owned(),
+            iteration: discovery.iteration,
+            card,
+            offsets: None,
+            rules: None,
+            memory,
+            et,
+        },
+        report,
+    ))
+}
+fn file_in<'a>(input: &'a Input, counter: &'a AtomicU64) -> FileIn<'a> {
+    FileIn {
+        path: &input.path,
+        rank: input.rank,
+        counter,
+    }
+}
+
+/// The timeline inputs left out because others of lower precedence are
+/// read: one warning per format.
+fn not_read_beside(discovery: &Discovery, read: &[&Input]) -> Vec<String> {
+    let Some(chosen) = read.first() else {
+        return Vec::new();
+    };
+    let mut left: Vec<(Format, usize)> = Vec::new();
+    for i in discovery.inputs.iter().filter(|i| i.format.is_timeline()) {
+        if read.iter().any(|r| r.path == i.path) {
+            continue;
+        }
+        match left.iter_mut().find(|(f, _)| *f == i.format) {
+            Some((_, n)) => *n += 1,
+            None => left.push((i.format, 1)),
+        }
+    }
+    left.into_iter()
+        .map(|(f, n)| {
+            format!(
+                "{n} {}(s) beside the {}s were not read (exports of one run in two formats are the same ranks twice; point --trace at one to read it)",
+                f.name, chosen.format.name
+            )
+        })
+        .collect()
+}
+
+/// How to read one per-rank annotation format.
+struct PerRank<T> {
+    read: ReadWithNotes<T>,
+    rank_of: fn(&Path) -> Option<u32>,
+    naming: &'static str,
+}
+
+/// Reads every input whose role `pick` accepts, in parallel, and places each
+/// on a rank: the one its file name gives, else the only rank when there is
+/// one file and at most one rank. Two files on one rank are two runs mixed:
+/// an error. Files without a rank are skipped with a warning showing the
+/// naming expected.
+fn read_per_rank<T: Send>(
+    discovery: &Discovery,
+    ranks: &[crate::model::RankTimeline],
+    report: &mut LoadReport,
+    pick: impl Fn(&Role) -> Option<PerRank<T>>,
+) -> Result<Vec<(u32, T)>> {
+    let inputs: Vec<(&Input, PerRank<T>)> = discovery
+        .inputs
+        .iter()
+        .filter_map(|i| Some((i, pick(&i.format.role)?)))
+        .collect();
+    let counter = AtomicU64::new(0);
+    let results: Vec<_> = inputs
+        .par_iter()
+        .map(|(i, how)| (how.read)(&file_in(i, &counter)))
+        .collect();
+    let only = (ranks.len() <= 1 && inputs.len() == 1).then(|| ranks.first().map_or(0, |r| r.rank));
+    let mut out: Vec<(u32, &Path, T)> = Vec::new();
+    for ((input, how), r) in inputs.iter().zip(results) {
+        let (item, warnings) = r?;
+        report.warnings.extend(warnings);
+        report.files.push(input.path.clone());
+        let Some(rank) = (how.rank_of)(&input.path).or(only) else {
+            report.warnings.push(format!(
+                "{}: {} without a rank in its name ({}); not read",
+                input.path.display(),
+                input.format.name,
+                how.naming
+            ));
+            continue;
+        };
+        if let Some((_, first, _)) = out.iter().find(|o| o.0 == rank) {
+            return Err(Error::MixedRuns {
+                rank,
+                first: first.to_path_buf(),
+                second: input.path.clone(),
+            });
+        }
+        out.push((rank, &input.path, item));
+    }
+    out.sort_by_key(|o| o.0);
+    Ok(out
+        .into_iter()
+        .map(|(rank, _, item)| (rank, item))
+        .collect())
+}
+
+/// The first workload card that parses. A broken card is a warning, not an
+/// error: the traces are still worth reading, and card-based metrics say why they
+/// do not apply.
+fn read_card(discovery: &Discovery, report: &mut LoadReport) -> Option<crate::model::WorkloadCard> {
+    let mut found = None;
+    for input in &discovery.inputs {
+        let Role::Card { read } = input.format.role else {
+            continue;
+        };
+        match read(&input.path) {
+            Ok(c) if found.is_none() => {
+                report.files.push(input.path.clone());
+                found = Some(c);
+            }
+            Ok(_) => report.warnings.push(format!(
+                "{}: a second workload card; using the first",
+                input.path.display()
+            )),
+            Err(e) => report.warnings.push(format!("{e}; ignored")),
+        }
+    }
+    found
+}
+
+/// Each file's rank comes from `distributedInfo.rank`, else from its file name,
+/// else (with a warning) the next free number. Two files claiming one rank, or
+/// disagreeing world sizes, mean several runs were mixed: that is an error, never
+/// a silent merge.
+pub(crate) fn assign_ranks(
+    files: Vec<Ranked>,
+    report: &mut LoadReport,
+) -> Result<Vec<crate::model::RankTimeline>> {
+    let mut by_rank = BTreeMap::new();
+    let mut unranked = Vec::new();
+    for (name_rank, f) in files {
+        report.events += f.events;
+        report.warnings.extend(f.warnings);
+        report.files.push(f.timeline.source.clone());
+        match f.dist_rank.or(name_rank) {
+            Some(rank) => {
+                let mut t = f.timeline;
+                t.rank = rank;
+                if let Some(prev) = by_rank.insert(rank, t) {
+                    let second = by_rank[&rank].source.clone();
+                    return Err(Error::MixedRuns {
+                        rank,
+                        first: prev.source,
+                        second,
+                    });
+                }
+            }
+            None => unranked.push(f.timeline),
+        }
+    }
+    let several = by_rank.len() + unranked.len() > 1;
+    for mut t in unranked {
+        let rank = (0..).find(|r| !by_rank.contains_key(r)).unwrap_or(0);
+        if several {
+            report.warnings.push(format!(
+                "{}: no rank in distributedInfo or file name; using rank {rank}",
+                t.source.display()
+            ));
+        }
+        t.rank = rank;
+        by_rank.insert(rank, t);
+    }
+    let sizes: BTreeMap<u32, Vec<u32>> = by_rank.values().fold(BTreeMap::new(), |mut m, t| {
+        if let Some(w) = t.world_size {
+            m.entry(w).or_insert_with(Vec::new).push(t.rank);
+        }
+        m
+    });
+    if sizes.len() > 1 {
+        let detail = sizes
+            .iter()
+            .map(|(w, ranks)| format!("world size {w} on ranks {ranks:?}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        return Err(Error::MixedWorldSize { detail });
+    }
+    // A rank file lost to a crash or a bad copy skews every cross-rank metric.
+    // A few ranks of many are a sample (say ranks 0-1 of 128), not a loss: then
+    // only holes below the highest rank present are reported.
+    if let Some(&world) = sizes.keys().next() {
+        let present = by_rank.len() as u32;
+        let top = if present * 2 >= world {
+            world
+        } else {
+            by_rank.keys().max().map_or(0, |&r| r + 1)
+        };
+        let missing: Vec<String> = (0..top.min(world))
+            .filter(|r| !by_rank.contains_key(r))
+            .map(|r| r.to_string())
+            .collect();
+        if present > 1 && !missing.is_empty() {
+            report.warnings.push(format!(
+                "{} of {world} ranks in the trace (world size {world}); missing: {}; cross-rank metrics use the ranks present",
+                by_rank.len(),
+                abbreviate(&missing, 16)
+            ));
+        }
+    }
+    Ok(by_rank.into_values().collect())
+}
+
+/// The first `max` items joined, with a count of the rest.
+fn abbreviate(items: &[String], max: usize) -> String {
+    let mut s = items[..items.len().min(max)].join(", ");
+    if items.len() > max {
+        s.push_str(&format!(" and {} more", items.len() - max));
+    }
+    s
+}

@@ -1,0 +1,123 @@
+//! Opening input files: plain or gzip (by magic bytes, whatever the
+//! extension), with a byte count for progress. A leaf: it knows no formats.
+
+use std::fs::File;
+use std::io::{BufReader, Chain, Cursor, Read};
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use flate2::read::MultiGzDecoder;
+
+use crate::error::{Error, Result};
+
+const BUF: usize = 256 * 1024;
+
+/// A trace file's bytes, decompressed when needed. Readers take large reads
+/// into buffers of their own, so a plain file is read straight into them (a
+/// `BufReader` in between would copy every byte once more).
+pub enum Source {
+    Plain(Sniffed),
+    // Boxed: the inflate state is large, and the enum is moved around.
+    Gzip(Box<BufReader<MultiGzDecoder<BufReader<Sniffed>>>>),
+}
+
+/// The bytes read to sniff the format, then the rest of the file.
+type Sniffed = Chain<Cursor<Vec<u8>>, File>;
+
+impl Read for Source {
+    #[inline]
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Self::Plain(r) => r.read(buf),
+            Self::Gzip(r) => r.read(buf),
+        }
+    }
+}
+
+/// Opens a file for reading, transparently decompressing gzip (recognised by its
+/// magic bytes `1f 8b`, whatever the extension says).
+pub fn open(path: &Path) -> Result<Source> {
+    let io = |source| Error::Io {
+        path: path.to_owned(),
+        source,
+    };
+    let mut file = File::open(path).map_err(io)?;
+    let mut magic = Vec::with_capacity(2);
+    (&mut file).take(2).read_to_end(&mut magic).map_err(io)?;
+    let gz = magic == [0x1f, 0x8b];
+    let r = Cursor::new(magic).chain(file);
+    Ok(if gz {
+        Source::Gzip(Box::new(BufReader::with_capacity(
+            BUF,
+            MultiGzDecoder::new(BufReader::with_capacity(BUF, r)),
+        )))
+    } else {
+        Source::Plain(r)
+    })
+}
+
+/// Counts read bytes so progress can be shown while files load. The shared
+/// counter is updated once per MiB, not per read (reads can be small).
+pub struct Counting<'a, R> {
+    inner: R,
+    bytes: &'a AtomicU64,
+    pending: u64,
+}
+
+impl<'a, R> Counting<'a, R> {
+    pub fn new(inner: R, bytes: &'a AtomicU64) -> Self {
+        Self {
+            inner,
+            bytes,
+            pending: 0,
+        }
+    }
+}
+
+impl<R: Read> Read for Counting<'_, R> {
+    #[inline]
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.pending += n as u64;
+        if self.pending >= 1 << 20 || n == 0 {
+            self.bytes
+                .fetch_add(std::mem::take(&mut self.pending), Ordering::Relaxed);
+        }
+        Ok(n)
+    }
+}
+
+impl<R> Drop for Counting<'_, R> {
+    fn drop(&mut self) {
+        self.bytes.fetch_add(self.pending, Ordering::Relaxed);
+    }
+}
+
+/// One input file as a reader sees it: its path, the rank its name carries,
+/// and its (decompressed, counted) bytes on demand.
+pub struct FileIn<'a> {
+    pub path: &'a Path,
+    /// Rank parsed from the file name, if it carries one.
+    pub rank: Option<u32>,
+    /// Where decompressed bytes read are counted (load progress).
+    pub counter: &'a AtomicU64,
+}
+
+impl<'a> FileIn<'a> {
+    /// The file's bytes as a stream.
+    pub fn stream(&self) -> Result<Counting<'a, Source>> {
+        Ok(Counting::new(open(self.path)?, self.counter))
+    }
+
+    /// The whole file, decompressed, for readers that need it at once.
+    pub fn bytes(&self) -> Result<Vec<u8>> {
+        let mut bytes = Vec::new();
+        self.stream()?
+            .read_to_end(&mut bytes)
+            .map_err(|source| Error::Io {
+                path: self.path.to_owned(),
+                source,
+            })?;
+        Ok(bytes)
+    }
+}
