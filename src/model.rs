@@ -1,6 +1,7 @@
 //! The in-memory model every reader fills and every metric and view reads:
 //! one [`RankTimeline`] per rank, with integer-nanosecond times and interned names.
 
+pub mod build;
 pub mod card;
 pub mod classify;
 pub mod clock;

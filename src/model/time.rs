@@ -4,10 +4,47 @@
 /// A point in time or a duration, in nanoseconds.
 pub type Ns = i64;
 
+/// The bound on every time the model holds: ±2^61 ns (±73 years from the
+/// trace's epoch). Within it, the difference or sum of two times cannot
+/// overflow, so interval math needs no checks of its own; an event beyond
+/// it is damaged and skipped (and counted) by the timeline builder.
+pub const TIME_LIMIT: Ns = 1 << 61;
+
+/// Whether `t` is within [`TIME_LIMIT`].
+pub fn in_range(t: Ns) -> bool {
+    (-TIME_LIMIT..=TIME_LIMIT).contains(&t)
+}
+
+/// A time or duration in microseconds, as Chrome-trace JSON writes them. A
+/// type of its own so that it cannot be taken for nanoseconds: [`Micros::ns`]
+/// is the only way into the model, and it bounds the value.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Micros {
+    /// Whole microseconds, converted exactly.
+    Whole(i64),
+    /// Fractional microseconds, rounded to the nearest nanosecond.
+    Frac(f64),
+}
+
+impl Micros {
+    /// In nanoseconds, when finite and within [`TIME_LIMIT`].
+    pub fn ns(self) -> Option<Ns> {
+        let ns = match self {
+            Self::Whole(us) => us.checked_mul(1_000)?,
+            Self::Frac(us) if us.is_finite() && us.abs() <= (TIME_LIMIT / 1_000) as f64 => {
+                us_to_ns(us)
+            }
+            Self::Frac(_) => return None,
+        };
+        in_range(ns).then_some(ns)
+    }
+}
+
 /// Kineto and Chrome traces give microseconds, sometimes with a nanosecond fraction.
 /// The whole and fractional microseconds are converted separately: multiplying a
-/// large timestamp by 1000 first would add a rounding error of its own.
-pub fn us_to_ns(us: f64) -> Ns {
+/// large timestamp by 1000 first would add a rounding error of its own. For
+/// values already bounded (see [`Micros::ns`]).
+fn us_to_ns(us: f64) -> Ns {
     let whole = us.trunc();
     whole as Ns * 1_000 + ((us - whole) * 1_000.0).round() as Ns
 }
@@ -103,6 +140,24 @@ mod tests {
         assert_eq!(human_tick(0, 1_000), "0 ns");
         assert_eq!(human_tick(1_500, 100), "1.5 µs");
         assert_eq!(human_tick(3_000_000_000, 1_000_000_000), "3 s");
+    }
+
+    #[test]
+    fn micros_enter_the_model_bounded() {
+        assert_eq!(Micros::Whole(3).ns(), Some(3_000));
+        assert_eq!(Micros::Frac(2.5).ns(), Some(2_500));
+        // ±2^61 ns is the edge: 2,305,843,009,213,693.952 µs.
+        assert_eq!(
+            Micros::Whole(2_305_843_009_213_693).ns(),
+            Some(2_305_843_009_213_693_000)
+        );
+        assert_eq!(Micros::Whole(2_305_843_009_213_694).ns(), None);
+        assert_eq!(Micros::Frac(8.9e15).ns(), None);
+        assert_eq!(Micros::Frac(-8.9e15).ns(), None);
+        assert_eq!(Micros::Whole(i64::MAX).ns(), None);
+        assert_eq!(Micros::Frac(f64::NAN).ns(), None);
+        assert_eq!(Micros::Frac(f64::INFINITY).ns(), None);
+        assert!(in_range(TIME_LIMIT) && !in_range(TIME_LIMIT + 1));
     }
 
     #[test]

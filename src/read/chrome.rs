@@ -10,7 +10,7 @@ use std::fmt;
 
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
-use crate::model::time::{us_to_ns, Ns};
+use crate::model::time::Micros;
 
 /// Drains a nested sequence or map the caller is not interested in.
 fn drain_seq<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<(), A::Error> {
@@ -103,15 +103,14 @@ impl Scalar<'_> {
         }
     }
 
-    /// A timestamp or duration in microseconds (integer, float or string), as
-    /// nanoseconds. Integers are converted exactly; floats are rounded to the
-    /// nearest nanosecond.
-    pub fn micros(&self) -> Option<Ns> {
+    /// A timestamp or duration in microseconds (integer, float or string).
+    /// Integers stay exact; whether it fits the model is [`Micros::ns`]'s call.
+    pub fn micros(&self) -> Option<Micros> {
         match self {
-            Scalar::U64(v) => i64::try_from(*v).ok().and_then(|v| v.checked_mul(1_000)),
-            Scalar::I64(v) => v.checked_mul(1_000),
-            Scalar::F64(v) => (v.is_finite() && v.abs() < 9e15).then(|| us_to_ns(*v)),
-            Scalar::Str(s) => Scalar::F64(s.trim().parse().ok()?).micros(),
+            Scalar::U64(v) => i64::try_from(*v).ok().map(Micros::Whole),
+            Scalar::I64(v) => Some(Micros::Whole(*v)),
+            Scalar::F64(v) => Some(Micros::Frac(*v)),
+            Scalar::Str(s) => s.trim().parse().ok().map(Micros::Frac),
             Scalar::Array(_) | Scalar::Other => None,
         }
     }
@@ -237,16 +236,16 @@ mod tests {
 
     #[test]
     fn micros_to_nanos() {
-        assert_eq!(
-            value("1694128201429795").micros(),
-            Some(1_694_128_201_429_795_000)
-        );
-        assert_eq!(value("2636.669").micros(), Some(2_636_669));
-        assert_eq!(value("-3").micros(), Some(-3_000));
-        assert_eq!(value("\"12.5\"").micros(), Some(12_500));
-        assert_eq!(value("null").micros(), None);
-        assert_eq!(value("1e300").micros(), None);
-        assert_eq!(value("18446744073709551615").micros(), None);
+        let ns = |text: &str| value(text).micros().and_then(Micros::ns);
+        assert_eq!(ns("1694128201429795"), Some(1_694_128_201_429_795_000));
+        assert_eq!(ns("2636.669"), Some(2_636_669));
+        assert_eq!(ns("-3"), Some(-3_000));
+        assert_eq!(ns("\"12.5\""), Some(12_500));
+        assert_eq!(ns("null"), None);
+        // Present but beyond the model's range: not "missing".
+        assert_eq!(value("1e300").micros(), Some(Micros::Frac(1e300)));
+        assert_eq!(ns("1e300"), None);
+        assert_eq!(ns("18446744073709551615"), None);
     }
 
     #[test]

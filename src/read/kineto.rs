@@ -10,18 +10,21 @@ use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 
 use super::chrome::{non_map_arms, KeyOf, Scalar};
 use super::split::{Closer, Pos, Splitter};
-use super::{step_at, RankFile};
+use super::RankFile;
 use crate::error::Error;
+use crate::model::build::{TimeError, TimelineBuilder};
 use crate::model::classify::{classify, coll_kind, dtype_size};
+use crate::model::time::Micros;
+use crate::model::timeline::SourceFormat;
 use crate::model::{
-    Activity, Annotation, CollKind, CollMeta, DeviceInfo, DeviceOp, Interner, Interval,
-    KernelClass, Ns, RankTimeline, Step, StrId, Work,
+    Activity, CollKind, CollMeta, DeviceInfo, DeviceOp, Interner, KernelClass, Ns, RankTimeline,
+    Step, StrId, Work,
 };
 
 /// Reads one Kineto trace from `reader` (already decompressed). `path` is only
 /// used in messages.
 pub fn read(reader: impl Read, path: &Path) -> Result<RankFile, Error> {
-    let mut b = Builder::default();
+    let mut b = Builder::new(path);
     let mut sp = Splitter::new(reader);
     let outcome = document(&mut sp, &mut b);
     let mut warnings = Vec::new();
@@ -79,8 +82,8 @@ pub fn read(reader: impl Read, path: &Path) -> Result<RankFile, Error> {
     }
     let events = b.events;
     let dist_rank = b.dist_rank;
-    let mut timeline = b.finish();
-    timeline.source = path.to_owned();
+    let (timeline, built) = b.finish();
+    warnings.extend(built);
     if let Some(w) = repeated_steps(&timeline.steps) {
         warnings.push(format!("{}: {w}", path.display()));
     }
@@ -398,9 +401,7 @@ impl Skip {
         match self {
             Skip::Invalid => "not valid JSON",
             Skip::NotAnObject => "not a JSON object",
-            Skip::NoTime => {
-                "ph \"X\" without a usable ts or dur: missing, not a number or out of range"
-            }
+            Skip::NoTime => "ph \"X\" without a usable ts or dur: missing or not a number",
             Skip::NegativeDur => "ph \"X\" with a negative dur",
         }
     }
@@ -533,8 +534,8 @@ struct Event {
     ph: u8,
     cat: Cat,
     has_name: bool,
-    ts: Option<Ns>,
-    dur: Option<Ns>,
+    ts: Option<Micros>,
+    dur: Option<Micros>,
     tid: Option<u64>,
     args: Args,
 }
@@ -548,19 +549,16 @@ struct Link {
     blocks_per_sm: Option<f64>,
 }
 
-#[derive(Default)]
 struct Builder {
-    strings: Interner,
+    t: TimelineBuilder,
     /// Class per (name, activity): the rule table runs once per distinct name, not per event.
     classes: HashMap<(StrId, Activity), KernelClass>,
     /// Collective kind per name and element size per dtype, likewise once per string.
     coll_kinds: HashMap<StrId, CollKind>,
     dtype_sizes: HashMap<StrId, Option<u64>>,
     name_buf: String,
-    ops: Vec<DeviceOp>,
     /// One per op, same order.
     links: Vec<Link>,
-    colls: Vec<CollMeta>,
     /// Runtime launch time by correlation id.
     launches: HashMap<u64, Ns>,
     /// Every launch time of a correlation id seen more than once (a file that
@@ -568,10 +566,6 @@ struct Builder {
     relaunched: HashMap<u64, Vec<Ns>>,
     /// `record_param_comms` metadata by External id.
     comm_args: HashMap<u64, CollMeta>,
-    steps: Vec<Step>,
-    annotations: Vec<Annotation>,
-    devices: Vec<DeviceInfo>,
-    window: Option<Interval>,
     dist_rank: Option<u32>,
     world_size: Option<u32>,
     saw_events: bool,
@@ -588,17 +582,35 @@ struct Builder {
     /// Collective records whose message size is no real size (see
     /// `MAX_MESSAGE_BYTES`); their sizes are ignored.
     implausible_sizes: u64,
-    flops: Option<f64>,
-    launch_calls: u64,
-    launch_time: Ns,
-    /// Each launch call's (start, duration), put into steps at the end.
-    launch_spans: Vec<(Ns, Ns)>,
 }
 
 impl Builder {
+    fn new(path: &Path) -> Self {
+        Self {
+            t: TimelineBuilder::new(path, SourceFormat::PyTorch),
+            classes: HashMap::default(),
+            coll_kinds: HashMap::default(),
+            dtype_sizes: HashMap::default(),
+            name_buf: String::new(),
+            links: Vec::new(),
+            launches: HashMap::default(),
+            relaunched: HashMap::default(),
+            comm_args: HashMap::default(),
+            dist_rank: None,
+            world_size: None,
+            saw_events: false,
+            events: 0,
+            cut_short: false,
+            skipped: Skipped::default(),
+            notes: Vec::new(),
+            unread_device: HashMap::default(),
+            implausible_sizes: 0,
+        }
+    }
+
     fn coll_meta(&mut self, a: &Args) -> Option<CollMeta> {
         let name = a.coll_name?;
-        let strings = &self.strings;
+        let strings = self.t.strings();
         let dtype_size = a.dtype.and_then(|d| {
             *self
                 .dtype_sizes
@@ -622,7 +634,7 @@ impl Builder {
     }
 
     fn coll_kind(&mut self, name: StrId) -> CollKind {
-        let strings = &self.strings;
+        let strings = self.t.strings();
         *self
             .coll_kinds
             .entry(name)
@@ -660,16 +672,13 @@ impl Builder {
         let (Some(ts), Some(dur)) = (e.ts, e.dur) else {
             return Some(Skip::NoTime);
         };
-        if dur < 0 {
-            return Some(Skip::NegativeDur);
-        }
-        let Some(end) = ts.checked_add(dur) else {
-            return Some(Skip::NoTime);
+        let (ts, dur) = match self.t.span_us(ts, dur) {
+            Ok(span) => span,
+            Err(TimeError::Negative) => return Some(Skip::NegativeDur),
+            // Counted, and warned about, by the builder.
+            Err(TimeError::OutOfRange) => return None,
         };
-        self.window = Some(match self.window {
-            Some(w) => Interval::new(w.start.min(ts), w.end.max(end)),
-            None => Interval::new(ts, end),
-        });
+        let end = ts + dur;
         let activity = match e.cat {
             Cat::Kernel => Some(Activity::Kernel),
             Cat::Memcpy => Some(Activity::Memcpy),
@@ -679,16 +688,14 @@ impl Builder {
             _ => None,
         };
         if let Some(activity) = activity {
-            let name = self.strings.intern(&self.name_buf);
+            let name = self.t.intern(&self.name_buf);
             let class = *self
                 .classes
                 .entry((name, activity))
                 .or_insert_with(|| classify(&self.name_buf, activity));
-            let meta = self.coll_meta(&e.args).map(|m| {
-                self.colls.push(m);
-                (self.colls.len() - 1) as u32
-            });
-            self.ops.push(DeviceOp {
+            let meta = self.coll_meta(&e.args).map(|m| self.t.push_coll(m));
+            // The span was checked above.
+            let _ = self.t.push_op(DeviceOp {
                 start: ts,
                 dur,
                 name,
@@ -725,28 +732,17 @@ impl Builder {
                 if memchr::memmem::find(name, b"Launch").is_some()
                     || name.starts_with(b"runFunction")
                 {
-                    self.launch_calls += 1;
-                    self.launch_time += dur;
-                    self.launch_spans.push((ts, dur));
+                    self.t.launch_call(ts, dur);
                 }
             }
             Cat::GpuUserAnnotation => {
-                let name = self.strings.intern(&self.name_buf);
-                self.annotations.push(Annotation {
-                    name,
-                    start: ts,
-                    end,
-                    on_gpu: true,
-                });
+                let name = self.t.intern(&self.name_buf);
+                self.t.push_annotation(name, ts, end, true);
             }
             _ => {
                 if let Some(n) = self.name_buf.strip_prefix("ProfilerStep#") {
                     if let Ok(number) = n.trim().parse() {
-                        self.steps.push(Step {
-                            number,
-                            start: ts,
-                            end,
-                        });
+                        self.t.push_step(number, ts, end);
                     }
                 } else if self.name_buf == "record_param_comms" {
                     if let (Some(id), Some(meta)) = (e.args.external_id, self.coll_meta(&e.args)) {
@@ -754,40 +750,22 @@ impl Builder {
                     }
                 } else if let (Cat::CpuOp, Some(f)) = (e.cat, e.args.flops) {
                     // `with_flops=True`: leaf ops (aten::mm, addmm, conv) carry it.
-                    if f.is_finite() && f >= 0.0 {
-                        *self.flops.get_or_insert(0.0) += f;
-                    }
+                    self.t.add_flops(f);
                 } else if e.cat == Cat::UserAnnotation {
-                    let name = self.strings.intern(&self.name_buf);
-                    self.annotations.push(Annotation {
-                        name,
-                        start: ts,
-                        end,
-                        on_gpu: false,
-                    });
+                    let name = self.t.intern(&self.name_buf);
+                    self.t.push_annotation(name, ts, end, false);
                 }
             }
         }
         None
     }
 
-    fn finish(mut self) -> RankTimeline {
-        self.steps.sort_by_key(|s| (s.start, s.number));
-        // The same range recorded twice is one step; the same number at another
-        // time is a second instance (a restarted profiler), kept as its own step.
-        self.steps.dedup_by_key(|s| (s.number, s.start));
-        // A serving trace has no ProfilerStep: its engine steps are the steps.
-        let engine_steps = self.steps.is_empty() && {
-            self.steps = crate::model::engine::as_steps(&self.annotations, &self.strings);
-            !self.steps.is_empty()
-        };
-        let steps = std::mem::take(&mut self.steps);
-        let mut colls = std::mem::take(&mut self.colls);
-        let mut ops = std::mem::take(&mut self.ops);
-        let links = std::mem::take(&mut self.links);
+    fn finish(mut self) -> (RankTimeline, Vec<String>) {
         for times in self.relaunched.values_mut() {
             times.sort_unstable();
         }
+        let links = std::mem::take(&mut self.links);
+        let (strings, ops, colls) = self.t.parts();
         for (op, p) in ops.iter_mut().zip(links) {
             if op.is_comm() {
                 if op.meta.is_none() {
@@ -797,7 +775,10 @@ impl Builder {
                     }
                 }
                 let from_args = op.meta.map(|i| colls[i as usize].kind);
-                let from_name = self.coll_kind(op.name);
+                let from_name = *self
+                    .coll_kinds
+                    .entry(op.name)
+                    .or_insert_with(|| coll_kind(strings.get(op.name)));
                 op.coll = Some(match (from_args, from_name) {
                     // An all-to-all issued as NCCL SendRecv: trust what PyTorch recorded.
                     (Some(k), _) if k != CollKind::Unknown => k,
@@ -810,7 +791,7 @@ impl Builder {
                 op.work = Some(Work::BlocksPerSm(bps));
             }
             // A kernel belongs to the step during which it was launched.
-            let launched = p
+            op.launch = p
                 .correlation
                 .and_then(|c| match self.relaunched.get(&c) {
                     // Ids repeat: the launch just before the kernel started.
@@ -821,32 +802,10 @@ impl Builder {
                     None => self.launches.get(&c).copied(),
                 })
                 .unwrap_or(op.start);
-            op.step = step_at(&steps, launched);
-            op.launch = launched;
         }
-        // The timeline is kept for the whole run; growth slack is not.
-        ops.shrink_to_fit();
-        ops.sort_by_key(|o| (o.start, o.end()));
-        self.annotations.sort_by_key(|a| a.start);
-        RankTimeline {
-            rank: self.dist_rank.unwrap_or(0),
-            world_size: self.world_size,
-            source: Default::default(),
-            strings: self.strings,
-            ops,
-            colls,
-            annotations: self.annotations,
-            devices: self.devices,
-            window: self.window,
-            flops: self.flops,
-            launch_calls: self.launch_calls,
-            launch_time: self.launch_time,
-            launch_by_step: super::launches_by_step(&steps, &self.launch_spans),
-            all_steps: false,
-            engine_steps,
-            format: Default::default(),
-            steps,
-        }
+        self.t.set_rank(self.dist_rank.unwrap_or(0));
+        self.t.set_world_size(self.world_size);
+        self.t.finish()
     }
 
     /// A warning per unused category that looks like device activity.
@@ -870,7 +829,7 @@ impl Builder {
         let Some(list) = v.as_array() else { return };
         for d in list {
             let id = d.get("id").and_then(serde_json::Value::as_u64).unwrap_or(0) as u32;
-            self.devices.push(DeviceInfo {
+            self.t.push_device(DeviceInfo {
                 id,
                 name: d
                     .get("name")
@@ -991,7 +950,7 @@ impl<'de> Visitor<'de> for EventSeed<'_> {
                         map.next_value::<IgnoredAny>()?;
                     } else {
                         e.args = map.next_value_seed(ArgsSeed {
-                            strings: &mut b.strings,
+                            strings: b.t.strings_mut(),
                             wanted,
                         })?;
                     }

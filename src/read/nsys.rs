@@ -9,12 +9,12 @@ use std::path::Path;
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags, Row};
 
-use super::{step_at, RankFile};
+use super::RankFile;
 use crate::error::Error;
+use crate::model::build::TimelineBuilder;
 use crate::model::classify::{classify, coll_kind};
-use crate::model::{
-    Activity, Annotation, DeviceInfo, DeviceOp, Interval, KernelClass, Ns, RankTimeline, Step, Work,
-};
+use crate::model::timeline::SourceFormat;
+use crate::model::{Activity, DeviceInfo, DeviceOp, KernelClass, Ns, Work};
 
 /// CUPTI copy kinds (`ENUM_CUDA_MEMCPY_OPER`), named as Kineto names them.
 pub(super) fn copy_name(kind: i64) -> &'static str {
@@ -331,51 +331,29 @@ pub(super) fn assemble(
     for (index, (device, ops)) in by_device.into_iter().enumerate() {
         let pids: HashSet<i64> = ops.iter().map(|o| o.pid).collect();
         let mine = |p: i64| !several || pids.contains(&p);
-        let mut t = RankTimeline {
-            source: path.to_owned(),
-            format: crate::model::timeline::SourceFormat::Nsys,
-            ..Default::default()
-        };
-        let mut window: Option<Interval> = None;
-        let mut widen = |s: Ns, e: Ns| {
-            window = Some(match window {
-                Some(w) => Interval::new(w.start.min(s), w.end.max(e)),
-                None => Interval::new(s, e),
-            });
-        };
-        let mut steps = Vec::new();
+        let mut t = TimelineBuilder::new(path, SourceFormat::Nsys);
         for c in nvtx.iter().filter(|c| mine(c.pid)) {
-            widen(c.start, c.end);
+            let Ok(dur) = t.between(c.start, c.end) else {
+                continue;
+            };
             match step_number(&c.name) {
-                Some(number) => steps.push(Step {
-                    number,
-                    start: c.start,
-                    end: c.end,
-                }),
-                None => t.annotations.push(Annotation {
-                    name: t.strings.intern(&c.name),
-                    start: c.start,
-                    end: c.end,
-                    on_gpu: false,
-                }),
+                Some(number) => t.push_step(number, c.start, c.start + dur),
+                None => {
+                    let name = t.intern(&c.name);
+                    t.push_annotation(name, c.start, c.start + dur, false);
+                }
             }
         }
-        steps.sort_by_key(|s| (s.start, s.number));
-        // The same range twice is one step; a number again later is another.
-        steps.dedup_by_key(|s| (s.number, s.start));
-        let mut launch_spans = Vec::new();
         for (c, _) in runtime.iter().filter(|(c, _)| mine(c.pid)) {
-            widen(c.start, c.end);
+            let Ok(dur) = t.between(c.start, c.end) else {
+                continue;
+            };
             if c.name.contains("Launch") {
-                t.launch_calls += 1;
-                t.launch_time += c.end - c.start;
-                launch_spans.push((c.start, c.end - c.start));
+                t.launch_call(c.start, dur);
             }
         }
-        t.launch_by_step = super::launches_by_step(&steps, &launch_spans);
         let mut classes: HashMap<(String, Activity), KernelClass> = HashMap::new();
         for o in &ops {
-            widen(o.start, o.end);
             let class = *classes
                 .entry((o.name.clone(), o.activity))
                 .or_insert_with(|| classify(&o.name, o.activity));
@@ -383,10 +361,12 @@ pub(super) fn assemble(
                 .get(&(o.pid, o.correlation))
                 .copied()
                 .unwrap_or(o.start);
-            t.ops.push(DeviceOp {
+            let name = t.intern(&o.name);
+            // Damaged times are skipped and counted by the builder.
+            let _ = t.push_op(DeviceOp {
                 start: o.start,
-                dur: (o.end - o.start).max(0),
-                name: t.strings.intern(&o.name),
+                dur: o.end.saturating_sub(o.start).max(0),
+                name,
                 activity: o.activity,
                 class,
                 coll: (class == KernelClass::Communication).then(|| coll_kind(&o.name)),
@@ -394,22 +374,19 @@ pub(super) fn assemble(
                 device: u32::try_from(device).unwrap_or(0),
                 work: Work::of(o.activity, o.blocks, o.bytes),
                 meta: None,
-                step: step_at(&steps, launch),
+                step: None,
                 launch,
             });
         }
-        t.ops.sort_by_key(|o| (o.start, o.end()));
-        t.annotations.sort_by_key(|a| a.start);
-        t.steps = steps;
-        t.window = window;
         if let Some((id, name, sms)) = gpus.iter().find(|g| g.0 == device) {
-            t.devices.push(DeviceInfo {
+            t.push_device(DeviceInfo {
                 id: u32::try_from(*id).unwrap_or(0),
                 name: name.clone(),
                 num_sms: *sms,
             });
         }
-        let events = t.ops.len() as u64;
+        let events = t.op_count() as u64;
+        let (t, warnings) = t.finish();
         let rank = match (several, name_rank) {
             (false, r) => r,
             // A node's export with k GPUs, named rank r: ranks r·k .. r·k + k − 1.
@@ -422,7 +399,7 @@ pub(super) fn assemble(
                 timeline: t,
                 dist_rank: None,
                 events,
-                warnings: Vec::new(),
+                warnings,
             },
         ));
     }

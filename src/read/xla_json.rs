@@ -14,7 +14,8 @@ use serde_json::Value;
 use super::xplane::{device_number, op_stream, DeviceOps};
 use super::RankFile;
 use crate::error::Error;
-use crate::model::time::us_to_ns;
+use crate::model::time::Micros;
+use crate::model::Ns;
 
 #[derive(Deserialize)]
 struct Doc {
@@ -86,8 +87,10 @@ pub fn read(bytes: &[u8], path: &Path) -> Result<Vec<(Option<u32>, RankFile)>, E
         let (Some(stream), Some(ts)) = (op_stream(line), e.ts) else {
             continue;
         };
-        let start = us_to_ns(ts);
-        let end = start + us_to_ns(e.dur.unwrap_or(0.0)).max(0);
+        // Beyond the model's range: the builder skips and counts it.
+        let start = Micros::Frac(ts).ns().unwrap_or(Ns::MAX);
+        let dur = Micros::Frac(e.dur.unwrap_or(0.0)).ns().unwrap_or(Ns::MAX);
+        let end = start.saturating_add(dur.max(0));
         let full = e.args.long_name.as_deref().unwrap_or(&e.name);
         by_device
             .entry(device)

@@ -17,8 +17,10 @@ use regex::Regex;
 
 use super::RankFile;
 use crate::error::Error;
+use crate::model::build::TimelineBuilder;
 use crate::model::classify::{classify, coll_kind};
-use crate::model::{Activity, DeviceOp, Interval, KernelClass, Ns, RankTimeline};
+use crate::model::timeline::SourceFormat;
+use crate::model::{Activity, DeviceOp, KernelClass, Ns};
 
 #[derive(Clone, PartialEq, Message)]
 pub struct XSpace {
@@ -122,27 +124,24 @@ fn ps_to_ns(ps: i64) -> Ns {
 /// collectives classified, async start/done pairs joined. Shared by the XSpace
 /// and the Chrome-trace JSON readers.
 pub(super) struct DeviceOps {
-    t: RankTimeline,
+    t: TimelineBuilder,
     /// Async collectives waiting for their `-done`, by the start's name.
     pending: HashMap<String, (Ns, String)>,
 }
 
 impl DeviceOps {
     pub fn new(device: u32, path: &Path) -> Self {
+        let mut t = TimelineBuilder::new(path, SourceFormat::Xla);
+        t.set_rank(device);
         Self {
-            t: RankTimeline {
-                rank: device,
-                source: path.to_owned(),
-                format: crate::model::timeline::SourceFormat::Xla,
-                ..RankTimeline::default()
-            },
+            t,
             pending: HashMap::new(),
         }
     }
 
     /// One op: `full` is its HLO text (or kernel name), `[start, end)` in ns.
     pub fn push(&mut self, full: &str, start: Ns, end: Ns, stream: u32, memcpy: bool) {
-        let device = self.t.rank;
+        let device = self.t.rank();
         let (name, coll, part) = hlo(full);
         let (start, name) = match part {
             Some("start") => {
@@ -176,10 +175,14 @@ impl DeviceOps {
                 class => (class, None),
             },
         };
-        let name = self.t.strings.intern(&name);
-        self.t.ops.push(DeviceOp {
+        let Ok(dur) = self.t.between(start, end) else {
+            return;
+        };
+        let name = self.t.intern(&name);
+        // The span was checked just above.
+        let _ = self.t.push_op(DeviceOp {
             start,
-            dur: (end - start).max(0),
+            dur,
             name,
             activity,
             class,
@@ -194,25 +197,19 @@ impl DeviceOps {
     }
 
     /// The rank's file, if the device had any op.
-    pub fn finish(mut self) -> Option<(Option<u32>, RankFile)> {
-        let t = &mut self.t;
-        if t.ops.is_empty() {
+    pub fn finish(self) -> Option<(Option<u32>, RankFile)> {
+        if self.t.op_count() == 0 && self.t.out_of_range() == 0 {
             return None;
         }
-        t.ops.sort_by_key(|o| (o.start, o.end()));
-        t.window = t
-            .ops
-            .iter()
-            .map(|o| o.interval())
-            .reduce(|a, b| Interval::new(a.start.min(b.start), a.end.max(b.end)));
-        let events = t.ops.len() as u64;
+        let events = self.t.op_count() as u64;
+        let (timeline, warnings) = self.t.finish();
         Some((
-            Some(t.rank),
+            Some(timeline.rank),
             RankFile {
-                timeline: self.t,
+                timeline,
                 dist_rank: None,
                 events,
-                warnings: Vec::new(),
+                warnings,
             },
         ))
     }
@@ -255,8 +252,12 @@ pub fn read(bytes: &[u8], path: &Path) -> Result<Vec<(Option<u32>, RankFile)>, E
                     .event_metadata
                     .get(&e.metadata_id)
                     .map_or("", |m| m.name.as_str());
-                let start = line.timestamp_ns + ps_to_ns(e.offset_ps);
-                let end = start + ps_to_ns(e.duration_ps).max(0);
+                // Out of i64 is out of range too: the builder skips and counts it.
+                let start = line
+                    .timestamp_ns
+                    .checked_add(ps_to_ns(e.offset_ps))
+                    .unwrap_or(Ns::MAX);
+                let end = start.saturating_add(ps_to_ns(e.duration_ps).max(0));
                 ops.push(full, start, end, stream, memcpy);
             }
         }

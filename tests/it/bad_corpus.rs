@@ -277,8 +277,10 @@ fn wrong_field_types_are_skipped_and_counted() {
         &["--metric", "total_kernel_time"],
         0,
         &[
-            // "abc", 1e300, u64::MAX, the missing dur and the arrays.
-            "skipped 5 events (ph \"X\" without a usable ts or dur",
+            // "abc", u64::MAX, the missing dur and the arrays.
+            "skipped 4 events (ph \"X\" without a usable ts or dur",
+            // 1e300 µs.
+            "rank0_trace.json: 1 event(s) with a time beyond ±2^61 ns (±73 years) skipped as damaged",
             "the first at line 3, column 1",
             "skipped 1 event (ph \"X\" with a negative dur); the first at line 5, column 1",
             "skipped 1 event (not valid JSON); the first at line 8, column 63: expected value",
@@ -492,4 +494,38 @@ fn unicode_and_very_long_kernel_names() {
     // The table output holds the names, control characters escaped.
     let (out, _) = check(dir.path(), &f, &["--metrics", "--format", "json"], 0, &[]);
     serde_json::from_str::<serde_json::Value>(&out).expect("valid JSON out");
+}
+
+#[test]
+fn times_beyond_the_models_range_are_skipped_and_counted() {
+    // ±8.9e15 µs fits i64 nanoseconds, but the window between them does not;
+    // a 4e15 µs duration is 127 years.
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("rank0_trace.json");
+    std::fs::write(
+        &f,
+        r#"{"traceEvents":[
+{"ph":"X","cat":"kernel","name":"early","pid":0,"tid":7,"ts":-8.9e15,"dur":10},
+{"ph":"X","cat":"kernel","name":"late","pid":0,"tid":7,"ts":8.9e15,"dur":10},
+{"ph":"X","cat":"kernel","name":"ncclKernel_AllReduce","pid":0,"tid":7,"ts":100,"dur":4e15},
+{"ph":"X","cat":"kernel","name":"gemm","pid":0,"tid":7,"ts":200,"dur":30}
+]}"#,
+    )
+    .unwrap();
+    let (out, err) = check(
+        dir.path(),
+        dir.path(),
+        &["--metric", "total_kernel_time"],
+        0,
+        &["rank0_trace.json: 3 event(s) with a time beyond ±2^61 ns (±73 years) skipped as damaged"],
+    );
+    assert_close(out.trim().parse().unwrap(), 30e-6, &err);
+    // The 127-year collective is not measured as one.
+    let o = run(&[
+        "--trace",
+        dir.path().to_str().unwrap(),
+        "--metric",
+        "total_comm_time_s",
+    ]);
+    assert_eq!(stdout(&o).trim(), "0", "{}", stderr(&o));
 }

@@ -5,6 +5,7 @@ mod bad_corpus;
 mod bad_input;
 mod cli;
 mod corpus;
+mod formats;
 mod fuzz_smoke;
 mod glance;
 mod readme;

@@ -1,0 +1,311 @@
+//! The one way readers fill a rank's timeline. The builder bounds every time
+//! (beyond ±[`TIME_LIMIT`] an event is skipped and counted), keeps sums from
+//! overflowing, interns names, and on `finish` establishes what the rest of
+//! the tool takes for granted: ops and annotations sorted by start, steps
+//! sorted and de-duplicated, each op in the step it was launched in, the
+//! window covering every event kept.
+
+use std::path::Path;
+
+use super::intervals::Interval;
+use super::strings::{Interner, StrId};
+use super::time::{in_range, Micros, Ns, TIME_LIMIT};
+use super::timeline::{
+    Annotation, CollMeta, DeviceInfo, DeviceOp, RankTimeline, SourceFormat, Step,
+};
+
+/// Why an event's time was not taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimeError {
+    /// A start, end or duration beyond ±[`TIME_LIMIT`].
+    OutOfRange,
+    /// The event ends before it starts.
+    Negative,
+}
+
+#[derive(Debug)]
+pub struct TimelineBuilder {
+    t: RankTimeline,
+    /// Launch calls' (start, CPU duration), put into steps at the end.
+    launch_spans: Vec<(Ns, Ns)>,
+    out_of_range: u64,
+}
+
+impl TimelineBuilder {
+    pub fn new(source: &Path, format: SourceFormat) -> Self {
+        Self {
+            t: RankTimeline {
+                source: source.to_owned(),
+                format,
+                ..Default::default()
+            },
+            launch_spans: Vec::new(),
+            out_of_range: 0,
+        }
+    }
+
+    pub fn intern(&mut self, s: &str) -> StrId {
+        self.t.strings.intern(s)
+    }
+
+    pub fn strings(&self) -> &Interner {
+        &self.t.strings
+    }
+
+    pub fn strings_mut(&mut self) -> &mut Interner {
+        &mut self.t.strings
+    }
+
+    pub fn set_rank(&mut self, rank: u32) {
+        self.t.rank = rank;
+    }
+
+    pub fn rank(&self) -> u32 {
+        self.t.rank
+    }
+
+    pub fn set_world_size(&mut self, world_size: Option<u32>) {
+        self.t.world_size = world_size;
+    }
+
+    /// Checks an event lasting `dur` from `start` and widens the window to
+    /// it; returns its end. A failure is counted (see [`Self::out_of_range`]).
+    pub fn span(&mut self, start: Ns, dur: Ns) -> Result<Ns, TimeError> {
+        if dur < 0 {
+            return Err(TimeError::Negative);
+        }
+        // Both within ±2^61, so the sum cannot overflow.
+        if !in_range(start) || !in_range(dur) || !in_range(start + dur) {
+            self.out_of_range += 1;
+            return Err(TimeError::OutOfRange);
+        }
+        let end = start + dur;
+        let w = Interval::new(start, end);
+        self.t.window = Some(match self.t.window {
+            Some(o) => Interval::new(o.start.min(start), o.end.max(end)),
+            None => w,
+        });
+        Ok(end)
+    }
+
+    /// [`Self::span`] for an event timed in microseconds; returns its start
+    /// and duration in nanoseconds.
+    pub fn span_us(&mut self, start: Micros, dur: Micros) -> Result<(Ns, Ns), TimeError> {
+        let (Some(start), Some(dur)) = (start.ns(), dur.ns()) else {
+            self.out_of_range += 1;
+            return Err(TimeError::OutOfRange);
+        };
+        self.span(start, dur)?;
+        Ok((start, dur))
+    }
+
+    /// [`Self::span`] for an event given by its start and end; returns its
+    /// duration (0 for an end before the start, which some exporters write
+    /// for instantaneous events).
+    pub fn between(&mut self, start: Ns, end: Ns) -> Result<Ns, TimeError> {
+        if !in_range(start) || !in_range(end) {
+            self.out_of_range += 1;
+            return Err(TimeError::OutOfRange);
+        }
+        let dur = (end - start).max(0);
+        self.span(start, dur)?;
+        Ok(dur)
+    }
+
+    /// Adds a device op whose span has not been checked yet.
+    pub fn push_op(&mut self, op: DeviceOp) -> Result<(), TimeError> {
+        self.span(op.start, op.dur)?;
+        if !in_range(op.launch) {
+            self.out_of_range += 1;
+            return Err(TimeError::OutOfRange);
+        }
+        self.t.ops.push(op);
+        Ok(())
+    }
+
+    /// Adds collective metadata; returns its index for `DeviceOp::meta`.
+    pub fn push_coll(&mut self, meta: CollMeta) -> u32 {
+        self.t.colls.push(meta);
+        (self.t.colls.len() - 1) as u32
+    }
+
+    /// Adds a step whose range went through [`Self::span`].
+    pub fn push_step(&mut self, number: i64, start: Ns, end: Ns) {
+        self.t.steps.push(Step { number, start, end });
+    }
+
+    /// Adds an annotation whose range went through [`Self::span`].
+    pub fn push_annotation(&mut self, name: StrId, start: Ns, end: Ns, on_gpu: bool) {
+        self.t.annotations.push(Annotation {
+            name,
+            start,
+            end,
+            on_gpu,
+        });
+    }
+
+    /// Counts a kernel-launch call (its span checked).
+    pub fn launch_call(&mut self, start: Ns, dur: Ns) {
+        self.t.launch_calls += 1;
+        self.t.launch_time = self.t.launch_time.saturating_add(dur);
+        self.launch_spans.push((start, dur));
+    }
+
+    /// Adds an op's recorded FLOPs, when a real count.
+    pub fn add_flops(&mut self, flops: f64) {
+        if flops.is_finite() && flops >= 0.0 {
+            *self.t.flops.get_or_insert(0.0) += flops;
+        }
+    }
+
+    pub fn push_device(&mut self, device: DeviceInfo) {
+        self.t.devices.push(device);
+    }
+
+    /// The names, ops and collective metadata so far, for readers that link
+    /// ops after reading (correlation ids, `record_param_comms`).
+    pub fn parts(&mut self) -> (&Interner, &mut [DeviceOp], &mut Vec<CollMeta>) {
+        (&self.t.strings, &mut self.t.ops, &mut self.t.colls)
+    }
+
+    pub fn op_count(&self) -> usize {
+        self.t.ops.len()
+    }
+
+    /// Events skipped so far for times beyond ±[`TIME_LIMIT`].
+    pub fn out_of_range(&self) -> u64 {
+        self.out_of_range
+    }
+
+    /// The finished timeline, and a warning when events were skipped.
+    pub fn finish(mut self) -> (RankTimeline, Vec<String>) {
+        let t = &mut self.t;
+        t.steps.sort_by_key(|s| (s.start, s.number));
+        // The same range recorded twice is one step; the same number at another
+        // time is a second instance (a restarted profiler), kept as its own step.
+        t.steps.dedup_by_key(|s| (s.number, s.start));
+        // A serving trace has no ProfilerStep: its engine steps are the steps.
+        t.engine_steps = t.steps.is_empty() && {
+            t.steps = super::engine::as_steps(&t.annotations, &t.strings);
+            !t.steps.is_empty()
+        };
+        for op in &mut t.ops {
+            op.step = step_at(&t.steps, op.launch);
+        }
+        t.launch_by_step = launches_by_step(&t.steps, &self.launch_spans);
+        // The timeline is kept for the whole run; growth slack is not.
+        t.ops.shrink_to_fit();
+        t.ops.sort_by_key(|o| (o.start, o.end()));
+        t.annotations.sort_by_key(|a| a.start);
+        let mut warnings = Vec::new();
+        if self.out_of_range > 0 {
+            warnings.push(format!(
+                "{}: {} event(s) with a time beyond ±2^61 ns (±73 years) skipped as damaged",
+                t.source.display(),
+                self.out_of_range,
+            ));
+        }
+        (self.t, warnings)
+    }
+}
+
+/// Index of the step whose range contains `t` (steps are sorted and do not overlap).
+pub fn step_at(steps: &[Step], t: Ns) -> Option<u32> {
+    let i = steps.partition_point(|s| s.start <= t);
+    let s = steps.get(i.checked_sub(1)?)?;
+    (t < s.end).then_some((i - 1) as u32)
+}
+
+/// Kernel-launch calls (start, CPU duration) counted and summed per step,
+/// by the step during which each call started.
+fn launches_by_step(steps: &[Step], calls: &[(Ns, Ns)]) -> Vec<(u64, Ns)> {
+    let mut out: Vec<(u64, Ns)> = vec![(0, 0); steps.len()];
+    for &(start, dur) in calls {
+        if let Some(i) = step_at(steps, start) {
+            let o = &mut out[i as usize];
+            o.0 += 1;
+            o.1 = o.1.saturating_add(dur);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Activity, KernelClass};
+
+    fn op(b: &mut TimelineBuilder, start: Ns, dur: Ns, launch: Ns) -> DeviceOp {
+        DeviceOp {
+            start,
+            dur,
+            name: b.intern("k"),
+            activity: Activity::Kernel,
+            class: KernelClass::Gemm,
+            coll: None,
+            stream: 7,
+            device: 0,
+            work: None,
+            meta: None,
+            step: None,
+            launch,
+        }
+    }
+
+    #[test]
+    fn times_beyond_2_pow_61_ns_are_skipped_and_counted() {
+        let mut b = TimelineBuilder::new(Path::new("r.json"), SourceFormat::PyTorch);
+        // ±8.9e15 µs = ±8.9e18 ns: within i64, but its window's length is not.
+        assert_eq!(
+            b.span(-8_900_000_000_000_000_000, 10),
+            Err(TimeError::OutOfRange)
+        );
+        assert_eq!(
+            b.span(8_900_000_000_000_000_000, 10),
+            Err(TimeError::OutOfRange)
+        );
+        assert_eq!(
+            b.span(100, 4_000_000_000_000_000_000),
+            Err(TimeError::OutOfRange)
+        );
+        assert_eq!(b.span(TIME_LIMIT - 5, 10), Err(TimeError::OutOfRange));
+        assert_eq!(b.span(0, -1), Err(TimeError::Negative));
+        assert_eq!(b.between(i64::MIN, 0), Err(TimeError::OutOfRange));
+        assert_eq!(b.span(100, 50), Ok(150));
+        assert_eq!(b.between(200, 180), Ok(0));
+        assert_eq!(b.out_of_range(), 5);
+        let (t, warnings) = b.finish();
+        assert_eq!(t.window, Some(Interval::new(100, 200)));
+        assert_eq!(warnings.len(), 1);
+        assert!(warnings[0].contains("r.json: 5 event(s)"), "{warnings:?}");
+    }
+
+    #[test]
+    fn finish_sorts_and_places_ops_in_their_launch_step() {
+        let mut b = TimelineBuilder::new(Path::new("r.json"), SourceFormat::Nsys);
+        // Steps out of order and one recorded twice.
+        for (n, s, e) in [(2, 100, 200), (1, 0, 100), (2, 100, 200)] {
+            b.span(s, e - s).unwrap();
+            b.push_step(n, s, e);
+        }
+        let late = op(&mut b, 150, 10, 50);
+        b.push_op(late).unwrap();
+        let early = op(&mut b, 20, 10, 10);
+        b.push_op(early).unwrap();
+        let stray = op(&mut b, 300, 10, 300);
+        b.push_op(stray).unwrap();
+        b.span(120, 5).unwrap();
+        b.launch_call(120, 5);
+        b.launch_call(10, i64::MAX);
+        let (t, warnings) = b.finish();
+        assert!(warnings.is_empty());
+        assert_eq!(t.steps.len(), 2);
+        assert_eq!((t.steps[0].number, t.steps[1].number), (1, 2));
+        let starts: Vec<_> = t.ops.iter().map(|o| (o.start, o.step)).collect();
+        // Launched at 50 (step 1) though it ran in step 2's range.
+        assert_eq!(starts, vec![(20, Some(0)), (150, Some(0)), (300, None)]);
+        assert_eq!(t.launch_by_step, vec![(1, i64::MAX), (1, 5)]);
+        assert_eq!(t.launch_time, i64::MAX, "sums saturate");
+        assert_eq!(t.window, Some(Interval::new(0, 310)));
+    }
+}
