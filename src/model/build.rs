@@ -1,5 +1,5 @@
 //! The one way readers fill a rank's timeline. The builder bounds every time
-//! (beyond ±[`TIME_LIMIT`] an event is skipped and counted), keeps sums from
+//! (beyond ±[`TIME_LIMIT`](super::time::TIME_LIMIT) an event is skipped and counted), keeps sums from
 //! overflowing, interns names, and on `finish` establishes what the rest of
 //! the tool takes for granted: ops and annotations sorted by start, steps
 //! sorted and de-duplicated, each op in the step it was launched in, the
@@ -9,7 +9,7 @@ use std::path::Path;
 
 use super::intervals::Interval;
 use super::strings::{Interner, StrId};
-use super::time::{in_range, Micros, Ns, TIME_LIMIT};
+use super::time::{in_range, Micros, Ns};
 use super::timeline::{
     Annotation, CollMeta, DeviceInfo, DeviceOp, RankTimeline, SourceFormat, Step,
 };
@@ -17,7 +17,7 @@ use super::timeline::{
 /// Why an event's time was not taken.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TimeError {
-    /// A start, end or duration beyond ±[`TIME_LIMIT`].
+    /// A start, end or duration beyond ±[`TIME_LIMIT`](super::time::TIME_LIMIT).
     OutOfRange,
     /// The event ends before it starts.
     Negative,
@@ -172,7 +172,7 @@ impl TimelineBuilder {
         self.t.ops.len()
     }
 
-    /// Events skipped so far for times beyond ±[`TIME_LIMIT`].
+    /// Events skipped so far for times beyond ±[`TIME_LIMIT`](super::time::TIME_LIMIT).
     pub fn out_of_range(&self) -> u64 {
         self.out_of_range
     }
@@ -233,6 +233,7 @@ fn launches_by_step(steps: &[Step], calls: &[(Ns, Ns)]) -> Vec<(u64, Ns)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::time::TIME_LIMIT;
     use crate::model::{Activity, KernelClass};
 
     fn op(b: &mut TimelineBuilder, start: Ns, dur: Ns, launch: Ns) -> DeviceOp {
