@@ -17,6 +17,7 @@
 
 pub mod cli;
 pub mod compare;
+pub mod derive;
 pub mod discover;
 pub mod error;
 pub mod formats;

@@ -845,7 +845,6 @@ pub fn markdown_table() -> String {
 pub fn eval_all(ctx: &Ctx) -> Vec<Outcome> {
     // The shared caches are filled first: a job waiting for a cache that another
     // job fills with rayon can be run by the filling thread itself (a deadlock).
-    ctx.warm();
     METRICS.par_iter().map(|m| m.eval(ctx)).collect()
 }
 

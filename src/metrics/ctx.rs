@@ -1,88 +1,9 @@
-//! The evaluation context: the ranks in scope plus derived per-rank data (busy
-//! unions, per-class sums) computed once and shared by every metric.
+//! The evaluation context: the ranks in scope, the user's options, and the
+//! derived data (see `crate::derive`), computed when the context is made.
 
-use std::collections::HashMap;
-use std::sync::OnceLock;
-
-use rayon::prelude::*;
-
-use crate::model::{Interval, IntervalSet, KernelClass, Ns, RankTimeline, StrId, Trace};
-
-/// Derived data of one rank.
-#[derive(Debug, Clone)]
-pub struct RankStats {
-    pub rank: u32,
-    /// Summed duration of all kernels.
-    pub kernel_sum: Ns,
-    /// Summed duration of every device op (kernels, memory copies and sets).
-    pub op_sum: Ns,
-    /// Summed kernel duration per class, indexed like `KernelClass::ALL`.
-    pub kernel_class_sum: [Ns; KernelClass::ALL.len()],
-    /// Summed duration of every op (any activity) per class.
-    pub op_class_sum: [Ns; KernelClass::ALL.len()],
-    /// Summed kernel duration per kernel name.
-    pub by_name: HashMap<StrId, Ns>,
-    /// Union of all device activity.
-    pub busy: IntervalSet,
-    /// Union of communication ops.
-    pub comm: IntervalSet,
-    /// Union of compute kernels (neither communication nor memory).
-    pub compute: IntervalSet,
-    /// Union of memory copies and sets (peer-to-peer copies count as communication).
-    pub memory: IntervalSet,
-    /// What the SM-coverage metrics need of the kernels with a known coverage.
-    pub sm: super::kernel::SmCoverage,
-    /// Device time of each training phase, indexed like `Phase::ALL`.
-    pub phases: [Option<Ns>; super::phases::Phase::ALL.len()],
-}
-
-impl RankStats {
-    pub fn of(t: &RankTimeline) -> Self {
-        let mut kernel_class_sum = [0; KernelClass::ALL.len()];
-        let mut op_class_sum = [0; KernelClass::ALL.len()];
-        let mut by_name = HashMap::new();
-        let (mut kernel_sum, mut op_sum) = (0, 0);
-        for op in &t.ops {
-            let c = class_index(op.class);
-            op_sum += op.dur;
-            op_class_sum[c] += op.dur;
-            if op.is_kernel() {
-                kernel_sum += op.dur;
-                kernel_class_sum[c] += op.dur;
-                *by_name.entry(op.name).or_insert(0) += op.dur;
-            }
-        }
-        Self {
-            rank: t.rank,
-            kernel_sum,
-            op_sum,
-            kernel_class_sum,
-            op_class_sum,
-            by_name,
-            busy: t.busy(|_| true),
-            comm: t.busy(|o| o.is_comm()),
-            compute: t.busy(|o| o.is_compute()),
-            memory: t.busy(|o| o.is_memory()),
-            sm: super::kernel::SmCoverage::of(t),
-            phases: super::phases::phase_times(t),
-        }
-    }
-
-    pub fn kernel_class(&self, c: KernelClass) -> Ns {
-        self.kernel_class_sum[class_index(c)]
-    }
-
-    pub fn op_class(&self, c: KernelClass) -> Ns {
-        self.op_class_sum[class_index(c)]
-    }
-}
-
-pub fn class_index(c: KernelClass) -> usize {
-    KernelClass::ALL
-        .iter()
-        .position(|&k| k == c)
-        .expect("every class is in ALL")
-}
+pub use crate::derive::{class_index, gpu_step_hulls, gpu_step_windows, RankRow, RankStats};
+use crate::derive::Derived;
+use crate::model::{RankTimeline, Trace};
 
 /// What the user told us about the run, beyond the trace.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -101,11 +22,7 @@ pub struct Ctx<'a> {
     pub ranks: Vec<&'a RankTimeline>,
     /// The rank that single-rank metrics describe: `--rank`, else rank 0 (or the lowest).
     pub focus: Option<&'a RankTimeline>,
-    // Every lazily built cache is filled by `warm`.
-    stats: OnceLock<Vec<RankStats>>,
-    rows: OnceLock<Vec<super::ranks::RankRow>>,
-    waits: OnceLock<Vec<crate::model::collectives::WaitSplit>>,
-    instances: OnceLock<Vec<crate::model::collectives::Instance>>,
+    derived: Derived,
 }
 
 impl<'a> Ctx<'a> {
@@ -119,15 +36,13 @@ impl<'a> Ctx<'a> {
             })?],
         };
         let focus = ranks.first().copied();
+        let derived = Derived::of(trace, &ranks);
         Ok(Self {
             trace,
             opts: Options::default(),
-            rows: OnceLock::new(),
-            waits: OnceLock::new(),
-            instances: OnceLock::new(),
             ranks,
             focus,
-            stats: OnceLock::new(),
+            derived,
         })
     }
 
@@ -169,41 +84,28 @@ impl<'a> Ctx<'a> {
         })
     }
 
-    /// Fills the shared caches (each built in parallel) before metrics run
-    /// concurrently; see [`super::eval_all`].
-    pub fn warm(&self) {
-        self.stats();
-        self.rank_rows();
-        self.instances();
-        self.waits();
-    }
-
     /// Derived data of every rank in scope, in the same order as `ranks`.
     pub fn stats(&self) -> &[RankStats] {
-        self.stats
-            .get_or_init(|| self.ranks.par_iter().map(|t| RankStats::of(t)).collect())
+        &self.derived.stats
     }
 
-    /// Per-step time breakdown of every rank in scope (see `metrics::ranks`).
-    pub fn rank_rows(&self) -> &[super::ranks::RankRow] {
-        self.rows.get_or_init(|| super::ranks::rank_rows(self))
+    /// Per-step time breakdown of every rank in scope, same order as `ranks`.
+    pub fn rank_rows(&self) -> &[RankRow] {
+        &self.derived.rows
     }
 
     /// Wait/transfer split of the matched collectives of every rank of the
     /// trace (indexed like `trace.ranks`, not like `ranks`).
     pub fn waits(&self) -> &[crate::model::collectives::WaitSplit] {
-        self.waits
-            .get_or_init(|| crate::model::collectives::wait_split(self.trace, self.instances()))
+        &self.derived.waits
     }
 
     /// The collectives matched across every rank of the trace (see
     /// `model::collectives::instances`).
     pub fn instances(&self) -> &[crate::model::collectives::Instance] {
-        self.instances
-            .get_or_init(|| crate::model::collectives::instances(self.trace))
+        &self.derived.instances
     }
 
-    /// Pairs of (timeline, stats) for the ranks in scope.
     /// The execution trace of the focus rank (of the first rank with one, for
     /// a trace without timelines).
     pub fn focus_et(&self) -> Option<&'a crate::model::exec_trace::EtRank> {
@@ -213,6 +115,7 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// Pairs of (timeline, stats) for the ranks in scope.
     pub fn each(&self) -> impl Iterator<Item = (&'a RankTimeline, &RankStats)> {
         self.ranks.iter().copied().zip(self.stats())
     }
@@ -222,33 +125,3 @@ impl<'a> Ctx<'a> {
     }
 }
 
-/// The device-side extent of each measured step (see `RankTimeline::measured`):
-/// from the first start to the last end of the ops launched during it. Without
-/// steps, the whole device window.
-pub fn gpu_step_windows(t: &RankTimeline) -> IntervalSet {
-    if t.steps.is_empty() {
-        return t
-            .device_window()
-            .map(IntervalSet::single)
-            .unwrap_or_default();
-    }
-    let mut hulls = gpu_step_hulls(t);
-    let measured = t.measured();
-    IntervalSet::from_iter_unsorted(hulls.drain(measured).flatten())
-}
-
-/// For each of the rank's steps (same index as `steps`), the hull of the device
-/// ops launched during it; `None` for a step that launched nothing.
-pub fn gpu_step_hulls(t: &RankTimeline) -> Vec<Option<Interval>> {
-    let mut hulls: Vec<Option<Interval>> = vec![None; t.steps.len()];
-    for op in &t.ops {
-        if let Some(i) = op.step {
-            let h = &mut hulls[i as usize];
-            *h = Some(match *h {
-                Some(h) => Interval::new(h.start.min(op.start), h.end.max(op.end())),
-                None => op.interval(),
-            });
-        }
-    }
-    hulls
-}

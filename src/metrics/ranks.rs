@@ -8,107 +8,10 @@
 //! so step time cannot name the straggler; the straggler is the rank with the
 //! most work, and the others spend the difference waiting inside communication.
 
-use super::ctx::{gpu_step_windows, Ctx};
+use super::ctx::Ctx;
+use crate::derive::RankRow;
 use crate::model::time::{human, median};
 use crate::model::Ns;
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct RankRow {
-    pub rank: u32,
-    pub steps: usize,
-    /// Mean `ProfilerStep` duration (CPU side); `None` without steps.
-    pub step_time: Option<Ns>,
-    /// Device-side step window.
-    pub span: Ns,
-    /// Any device activity.
-    pub busy: Ns,
-    /// Compute kernels (union).
-    pub compute: Ns,
-    /// Communication (union).
-    pub comm: Ns,
-    /// Communication not overlapped by compute: comm − comm ∩ compute.
-    pub exposed_comm: Ns,
-    /// No device activity: span − busy.
-    pub idle: Ns,
-    /// Exposed communication spent waiting for a late rank (the wait part of
-    /// matched collectives, not overlapped by compute).
-    pub waiting: Ns,
-    /// Wait this rank made the others spend at collectives matched across
-    /// ranks (see `WaitSplit::caused`), per step.
-    pub caused: Ns,
-    /// Matched collectives it started last, and all its matched ones, in the
-    /// measured steps.
-    pub last: usize,
-    pub matched: usize,
-}
-
-impl RankRow {
-    /// Where the step went, summing to `span`: compute only, compute
-    /// overlapped with communication, exposed communication (of which
-    /// `waiting` is waiting for a late rank), copies under neither, idle.
-    pub fn budget(&self) -> [Ns; 5] {
-        let overlapped = self.comm - self.exposed_comm;
-        [
-            self.compute - overlapped,
-            overlapped,
-            self.exposed_comm,
-            self.busy - self.compute - self.exposed_comm,
-            self.idle,
-        ]
-    }
-
-    /// What ranks are compared by: busy − exposed communication, the time the
-    /// rank spends on anything but communication it cannot hide.
-    pub fn work(&self) -> Ns {
-        self.busy - self.exposed_comm
-    }
-}
-
-pub fn rank_rows(ctx: &Ctx) -> Vec<RankRow> {
-    let waits = ctx.waits();
-    let wait_sets = crate::model::collectives::wait_intervals(ctx.trace, ctx.instances());
-    ctx.each()
-        .map(|(t, s)| {
-            let index = ctx.trace.ranks.iter().position(|r| r.rank == t.rank);
-            let w = index
-                .and_then(|i| waits.get(i))
-                .copied()
-                .unwrap_or_default();
-            let wait_set = crate::model::IntervalSet::from_iter_unsorted(
-                index
-                    .and_then(|i| wait_sets.get(i))
-                    .into_iter()
-                    .flatten()
-                    .map(|(_, iv)| *iv),
-            );
-            let window = gpu_step_windows(t);
-            let n = t.step_count() as Ns;
-            let within = |set: &crate::model::IntervalSet| set.overlap_len(&window) / n;
-            let busy = within(&s.busy);
-            let comm = within(&s.comm);
-            let exposed = s.comm.subtract(&s.compute);
-            let exposed_comm = exposed.overlap_len(&window) / n;
-            let waiting = exposed.intersect(&wait_set).overlap_len(&window) / n;
-            let span = window.total() / n;
-            RankRow {
-                rank: t.rank,
-                steps: t.measured().len(),
-                step_time: (!t.steps.is_empty())
-                    .then(|| t.measured_steps().iter().map(|st| st.dur()).sum::<Ns>() / n),
-                span,
-                busy,
-                compute: within(&s.compute),
-                comm,
-                exposed_comm,
-                idle: span - busy,
-                waiting,
-                caused: w.caused / n,
-                last: w.last,
-                matched: w.ops,
-            }
-        })
-        .collect()
-}
 
 /// The slowest rank's index in `rows` by [`RankRow::work`] (the lowest rank
 /// among equals), and the median work.
@@ -286,7 +189,7 @@ mod tests {
         // Rank 1 (1 step): window [0,200); compute 100, comm 100 all exposed.
         let t = trace(&two_rank_example());
         let ctx = Ctx::new(&t, None).unwrap();
-        let rows = rank_rows(&ctx);
+        let rows = ctx.rank_rows();
         let r0 = &rows[0];
         assert_eq!(r0.step_time, Some(100_000));
         assert_eq!(
@@ -309,7 +212,7 @@ mod tests {
         // Work = busy − exposed: rank 0 65 − 17.5 = 47.5 µs, rank 1 200 − 100 = 100.
         assert_eq!((r0.work(), r1.work()), (47_500, 100_000));
         // Slowest: rank 1; median of {47.5, 100} = 73.75 µs.
-        assert_eq!(slowest(&rows), Some((1, 73_750)));
+        assert_eq!(slowest(rows), Some((1, 73_750)));
         // The budget sums to the step: rank 0 compute only 42.5 − overlap
         // 12.5 = 30, overlap 30 − 17.5 = 12.5, exposed 17.5, the copy
         // [60, 70) under neither 10 / 2 steps = 5, idle 0.

@@ -8,7 +8,8 @@ use rayon::prelude::*;
 
 use crate::load::LoadReport;
 use crate::metrics::breakdown::RankKernels;
-use crate::metrics::ranks::{verdict, RankRow, Verdict};
+use crate::derive::RankRow;
+use crate::metrics::ranks::{verdict, Verdict};
 use crate::metrics::{eval_all, Ctx, Metric, Options, Outcome, METRICS};
 use crate::model::collectives::{arrivals, wait_intervals, Arrivals};
 use crate::model::{Coverage, DeviceOp, Interval, IntervalSet, Ns, Trace};

@@ -9,7 +9,8 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
-use crate::metrics::ranks::{RankRow, Verdict};
+use crate::derive::RankRow;
+use crate::metrics::ranks::Verdict;
 use crate::model::time::human;
 use crate::tui::action::Action;
 use crate::tui::data::Data;

@@ -9,7 +9,7 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Widget, Wrap};
 
-use crate::metrics::ranks::RankRow;
+use crate::derive::RankRow;
 use crate::metrics::{Group, Metric, Outcome};
 use crate::model::time::human;
 use crate::model::Ns;

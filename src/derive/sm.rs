@@ -1,0 +1,38 @@
+//! What the SM-coverage metrics need of a rank's kernels.
+
+use crate::model::{Ns, RankTimeline};
+
+/// Kernels of a rank with known SM coverage, summed as the SM-coverage metrics
+/// need them (a few numbers per rank, so they can be kept with the rank's stats).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SmCoverage {
+    /// Summed duration.
+    pub total: Ns,
+    /// Σ duration × coverage.
+    pub weighted: f64,
+    /// Duration of kernels over 70 % of the SMs and longer than the median kernel.
+    pub compute_bound: Ns,
+    /// Duration of kernels under 50 % of the SMs.
+    pub memory_bound: Ns,
+}
+
+impl SmCoverage {
+    pub fn of(t: &RankTimeline) -> Self {
+        let ks: Vec<(Ns, f64)> = t
+            .kernels()
+            .filter_map(|k| Some((k.dur, k.sm_coverage(t.num_sms(k.device))?)))
+            .collect();
+        let mut durs: Vec<Ns> = ks.iter().map(|k| k.0).collect();
+        durs.sort_unstable();
+        let median = durs.get(durs.len() / 2).copied().unwrap_or(0);
+        let time = |pick: &dyn Fn(Ns, f64) -> bool| -> Ns {
+            ks.iter().filter(|(d, c)| pick(*d, *c)).map(|k| k.0).sum()
+        };
+        Self {
+            total: durs.iter().sum(),
+            weighted: ks.iter().map(|(d, c)| *d as f64 * c).sum(),
+            compute_bound: time(&|d, c| c > 0.7 && d > median),
+            memory_bound: time(&|_, c| c < 0.5),
+        }
+    }
+}
