@@ -32,7 +32,12 @@ impl Derived {
     /// cross-rank parts always use every rank of the trace.
     pub fn of(trace: &Trace, ranks: &[&RankTimeline]) -> Self {
         let (stats, instances) = rayon::join(
-            || ranks.par_iter().map(|t| RankStats::of(t)).collect::<Vec<_>>(),
+            || {
+                ranks
+                    .par_iter()
+                    .map(|t| RankStats::of(t))
+                    .collect::<Vec<_>>()
+            },
             || collectives::instances(trace),
         );
         let (waits, wait_sets) = rayon::join(

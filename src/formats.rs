@@ -195,7 +195,7 @@ pub static FORMATS: &[Format] = &[
         }),
         role: Role::Timeline {
             precedence: 3,
-            read: |f| read::xla_json::read(&f.bytes()?, f.path),
+            read: |f| read::xla_json::read(f.stream()?, f.path),
             devices_per_host: true,
         },
     },

@@ -4,6 +4,7 @@
 
 pub mod card;
 pub mod chrome;
+pub mod events;
 pub mod exec_trace;
 pub mod kineto;
 pub mod nsys;

@@ -1,8 +1,8 @@
 //! The evaluation context: the ranks in scope, the user's options, and the
 //! derived data (see `crate::derive`), computed when the context is made.
 
-pub use crate::derive::{class_index, gpu_step_hulls, gpu_step_windows, RankRow, RankStats};
 use crate::derive::Derived;
+pub use crate::derive::{class_index, gpu_step_hulls, gpu_step_windows, RankRow, RankStats};
 use crate::model::{RankTimeline, Trace};
 
 /// What the user told us about the run, beyond the trace.
@@ -124,4 +124,3 @@ impl<'a> Ctx<'a> {
         self.stats().iter().any(|s| s.kernel_sum > 0)
     }
 }
-

@@ -1,8 +1,8 @@
 //! Kernel-time metrics: totals, concentration, class breakdown, SM coverage.
 
 use super::ctx::Ctx;
-use crate::derive::sm::SmCoverage;
 use super::outcome::{Outcome, Unit};
+use crate::derive::sm::SmCoverage;
 use crate::model::time::ns_to_s;
 use crate::model::{KernelClass, Ns};
 

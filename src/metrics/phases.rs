@@ -4,9 +4,9 @@
 //! `Optimizer.step#AdamW.step`) count once.
 
 use super::ctx::Ctx;
+use super::outcome::{Outcome, Unit};
 use crate::derive::gpu_step_windows;
 use crate::derive::phases::Phase;
-use super::outcome::{Outcome, Unit};
 use crate::model::engine::{engine_steps, EngineStep};
 use crate::model::time::ns_to_s;
 use crate::model::Ns;

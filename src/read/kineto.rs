@@ -9,7 +9,8 @@ use std::path::Path;
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 
 use super::chrome::{non_map_arms, KeyOf, Scalar};
-use super::split::{Closer, Pos, Splitter};
+use super::events::{document, serde_message, Sink, Stop};
+use super::split::{Pos, Splitter};
 use super::RankFile;
 use crate::error::Error;
 use crate::model::build::{TimeError, TimelineBuilder};
@@ -36,9 +37,7 @@ pub fn read(reader: impl Read, path: &Path) -> Result<RankFile, Error> {
                     source,
                 })
             }
-            Stop::Io(e) => (sp.pos(), format!("read error: {e}")),
-            Stop::Cut => (sp.pos(), "unexpected end of file".to_owned()),
-            Stop::Bad { at, msg } => (at, msg),
+            stop => stop.describe(&sp),
         };
         let at = at.to_string();
         if b.events == 0 {
@@ -112,168 +111,6 @@ pub fn repeated_steps(steps: &[Step]) -> Option<String> {
     })
 }
 
-/// Why reading stopped early.
-enum Stop {
-    /// The input ended inside the document.
-    Cut,
-    Bad {
-        at: Pos,
-        msg: String,
-    },
-    Io(std::io::Error),
-}
-
-impl From<std::io::Error> for Stop {
-    fn from(e: std::io::Error) -> Self {
-        Self::Io(e)
-    }
-}
-
-fn bad<R: Read>(sp: &Splitter<R>, msg: impl Into<String>) -> Stop {
-    Stop::Bad {
-        at: sp.pos(),
-        msg: msg.into(),
-    }
-}
-
-/// A Chrome trace: an object with `traceEvents` (and metadata such as
-/// `deviceProperties`), or a bare array of events.
-fn document<R: Read>(sp: &mut Splitter<R>, b: &mut Builder) -> Result<(), Stop> {
-    match sp.peek()? {
-        Some(b'{') => {
-            sp.bump();
-            members(sp, b)?;
-        }
-        Some(b'[') => {
-            b.saw_events = true;
-            events(sp, b)?;
-        }
-        Some(_) => return Err(bad(sp, "expected a JSON object or array")),
-        None => return Err(bad(sp, "the file is empty")),
-    }
-    match sp.peek()? {
-        None => Ok(()),
-        Some(_) => Err(bad(sp, "trailing characters after the trace")),
-    }
-}
-
-fn members<R: Read>(sp: &mut Splitter<R>, b: &mut Builder) -> Result<(), Stop> {
-    if sp.peek()? == Some(b'}') {
-        sp.bump();
-        return Ok(());
-    }
-    loop {
-        if sp.peek()?.ok_or(Stop::Cut)? != b'"' {
-            return Err(bad(sp, "expected a key in double quotes"));
-        }
-        let raw = sp.value()?.ok_or(Stop::Cut)?;
-        let key: String =
-            serde_json::from_slice(raw).map_err(|e| bad(sp, format!("bad key: {e}")))?;
-        match sp.peek()? {
-            Some(b':') => sp.bump(),
-            Some(_) => return Err(bad(sp, "expected ':' after a key")),
-            None => return Err(Stop::Cut),
-        }
-        match key.as_str() {
-            "traceEvents" => {
-                match sp.peek()?.ok_or(Stop::Cut)? {
-                    b'[' => {}
-                    _ => return Err(bad(sp, "\"traceEvents\" is not an array of trace events")),
-                }
-                b.saw_events = true;
-                events(sp, b)?;
-            }
-            "deviceProperties" | "distributedInfo" => {
-                let raw = sp.value()?.ok_or(Stop::Cut)?;
-                let len = raw.len();
-                // Metadata only: a damaged block is left out, not the trace.
-                match serde_json::from_slice::<serde_json::Value>(raw) {
-                    Ok(v) if key == "deviceProperties" => b.read_device_properties(v),
-                    Ok(v) => b.read_distributed_info(v),
-                    Err(e) => {
-                        let at = sp.pos_of_last(len).advanced_to(&e);
-                        b.notes.push(format!(
-                            "\"{key}\" ignored, not valid JSON at {at}: {}",
-                            serde_message(&e)
-                        ));
-                    }
-                }
-            }
-            _ => {
-                sp.value()?.ok_or(Stop::Cut)?;
-            }
-        }
-        match sp.peek()? {
-            Some(b',') => sp.bump(),
-            Some(b'}') => {
-                sp.bump();
-                return Ok(());
-            }
-            Some(_) => return Err(bad(sp, "expected ',' or '}' after a value")),
-            None => return Err(Stop::Cut),
-        }
-    }
-}
-
-/// How the file lays its events out, learned from the events read so far: it
-/// picks the fast path that guesses where the next event ends.
-enum Layout {
-    /// One event per line.
-    Lines,
-    /// Every event closed the same way: by a line of its own, as the PyTorch
-    /// profiler writes them, or by `}` and the separator, all on one line.
-    Closed(Box<Closer>),
-    /// Neither: every event is split by brackets.
-    Other,
-}
-
-/// The event array; each event is parsed from its own slice.
-fn events<R: Read>(sp: &mut Splitter<R>, b: &mut Builder) -> Result<(), Stop> {
-    sp.bump();
-    if sp.peek()? == Some(b']') {
-        sp.bump();
-        return Ok(());
-    }
-    let mut layout = Layout::Lines;
-    // Consecutive events the fast path could not take; past a few, it is off.
-    let mut misses = 0;
-    loop {
-        let took = match &layout {
-            Layout::Lines => guessed_event(sp, b, Splitter::line_value)?,
-            Layout::Closed(closer) => guessed_event(sp, b, |sp| sp.closed_value(closer))?,
-            Layout::Other => false,
-        };
-        if took {
-            misses = 0;
-        } else {
-            let raw = sp.value()?.ok_or(Stop::Cut)?;
-            let len = raw.len();
-            let parsed = parse_event(raw, b);
-            b.take(parsed, len, sp);
-            let closer = match layout {
-                Layout::Lines => Closer::learn(sp.last(len), sp.buffered()),
-                _ => None,
-            };
-            misses += 1;
-            if let Some(closer) = closer {
-                layout = Layout::Closed(Box::new(closer));
-                misses = 0;
-            } else if misses >= 8 {
-                layout = Layout::Other;
-            }
-        }
-        match sp.peek()? {
-            Some(b',') => sp.bump(),
-            Some(b']') => {
-                sp.bump();
-                return Ok(());
-            }
-            Some(_) => return Err(bad(sp, "expected ',' or ']' between events")),
-            None => return Err(Stop::Cut),
-        }
-    }
-}
-
 /// One event from its complete slice: the event (`None`: not an object) or
 /// serde_json's error.
 fn parse_event(raw: &[u8], b: &mut Builder) -> Result<Option<Event>, serde_json::Error> {
@@ -317,67 +154,6 @@ fn other_phase(raw: &[u8]) -> bool {
         .and_then(|r| r.strip_prefix(b"\"ph\":"))
         .map(<[u8]>::trim_ascii_start);
     matches!(value, Some([b'"', c, ..]) if *c != b'X' && *c != b'\\')
-}
-
-/// The fast path: `guess` says where the next event ends from the layout (a
-/// raw newline cannot occur inside a JSON string, so an event alone on its
-/// line ends there, and one closed by a line of its own ends at that line) and
-/// the bracket-matching splitter need not scan it; parsing the guess checks it.
-/// True when it took the next event; false (nothing consumed) when the guess
-/// fails, and the caller splits by brackets.
-fn guessed_event<R: Read>(
-    sp: &mut Splitter<R>,
-    b: &mut Builder,
-    guess: impl FnOnce(&mut Splitter<R>) -> std::io::Result<Option<usize>>,
-) -> Result<bool, Stop> {
-    if sp.peek()? != Some(b'{') {
-        return Ok(false);
-    }
-    let Some(len) = guess(sp)? else {
-        return Ok(false);
-    };
-    let parsed = parse_event(sp.ahead(len), b);
-    if b.cut_short {
-        // Read only as far as its `ph`: that does not check the guess. A guess
-        // with no `{` after its first byte and no `}` before its last is one
-        // object (without nested ones); otherwise brackets find its end.
-        if is_flat_object(sp.ahead(len)) {
-            sp.consume(len);
-            b.take(parsed, len, sp);
-            return Ok(true);
-        }
-        let raw = sp.value()?.ok_or(Stop::Cut)?;
-        let len = raw.len();
-        b.take(parsed, len, sp);
-        return Ok(true);
-    }
-    match parsed {
-        // A guess that holds more (or less) than one event fails to parse as one.
-        Err(_) => Ok(false),
-        parsed => {
-            sp.consume(len);
-            b.take(parsed, len, sp);
-            Ok(true)
-        }
-    }
-}
-
-/// An object with no object nested in it: `{` only first, `}` only last, and
-/// that `}` outside any string (no escapes, and quotes that pair up).
-fn is_flat_object(raw: &[u8]) -> bool {
-    matches!(raw, [b'{', inner @ .., b'}']
-        if memchr::memchr3(b'{', b'}', b'\\', inner).is_none()
-            && memchr::memchr_iter(b'"', inner).count().is_multiple_of(2))
-}
-
-/// serde_json's message without its position, which is relative to the event's
-/// slice (the caller reports the position in the file).
-fn serde_message(e: &serde_json::Error) -> String {
-    let s = e.to_string();
-    match s.rfind(" at line ") {
-        Some(i) => s[..i].to_owned(),
-        None => s,
-    }
 }
 
 /// Why an event was left out.
@@ -641,28 +417,6 @@ impl Builder {
             .or_insert_with(|| coll_kind(strings.get(name)))
     }
 
-    /// Adds the event just parsed from the `len` bytes before the splitter's
-    /// position, or records why it was left out (and where).
-    fn take<R: Read>(
-        &mut self,
-        parsed: Result<Option<Event>, serde_json::Error>,
-        len: usize,
-        sp: &Splitter<R>,
-    ) {
-        // The splitter found the event's end, so a bad event is skipped (and
-        // counted) rather than ending the file there.
-        let skip = match parsed {
-            Ok(Some(event)) => self.push(event).map(|why| (why, String::new(), None)),
-            Ok(None) => Some((Skip::NotAnObject, String::new(), None)),
-            Err(e) => Some((Skip::Invalid, serde_message(&e), Some(e))),
-        };
-        if let Some((why, detail, err)) = skip {
-            let start = sp.pos_of_last(len);
-            let at = err.map_or(start, |e| start.advanced_to(&e));
-            self.skipped.add(why, at, detail);
-        }
-    }
-
     /// Adds one parsed event; says why when it cannot be used.
     fn push(&mut self, e: Event) -> Option<Skip> {
         self.events += 1;
@@ -853,6 +607,60 @@ impl Builder {
         };
         self.dist_rank = num("rank");
         self.world_size = num("world_size");
+    }
+}
+
+impl Sink for Builder {
+    type Event = Event;
+
+    fn parse(&mut self, raw: &[u8]) -> Result<Option<Event>, serde_json::Error> {
+        parse_event(raw, self)
+    }
+
+    fn partial(&self) -> bool {
+        self.cut_short
+    }
+
+    fn take(
+        &mut self,
+        parsed: Result<Option<Event>, serde_json::Error>,
+        start: impl FnOnce() -> Pos,
+    ) {
+        // The splitter found the event's end, so a bad event is skipped (and
+        // counted) rather than ending the file there.
+        let skip = match parsed {
+            Ok(Some(event)) => self.push(event).map(|why| (why, String::new(), None)),
+            Ok(None) => Some((Skip::NotAnObject, String::new(), None)),
+            Err(e) => Some((Skip::Invalid, serde_message(&e), Some(e))),
+        };
+        if let Some((why, detail, err)) = skip {
+            let start = start();
+            let at = err.map_or(start, |e| start.advanced_to(&e));
+            self.skipped.add(why, at, detail);
+        }
+    }
+
+    fn wants(&self, key: &str) -> bool {
+        key == "deviceProperties" || key == "distributedInfo"
+    }
+
+    fn member(&mut self, key: &str, raw: &[u8], at: Pos) {
+        // Metadata only: a damaged block is left out, not the trace.
+        match serde_json::from_slice::<serde_json::Value>(raw) {
+            Ok(v) if key == "deviceProperties" => self.read_device_properties(v),
+            Ok(v) => self.read_distributed_info(v),
+            Err(e) => {
+                let at = at.advanced_to(&e);
+                self.notes.push(format!(
+                    "\"{key}\" ignored, not valid JSON at {at}: {}",
+                    serde_message(&e)
+                ));
+            }
+        }
+    }
+
+    fn saw_events(&mut self) {
+        self.saw_events = true;
     }
 }
 

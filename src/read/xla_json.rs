@@ -6,22 +6,19 @@
 //! as in the XSpace reader, which this one shares its op handling with.
 
 use std::collections::HashMap;
+use std::io::Read;
 use std::path::Path;
 
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::events::{document, serde_message, Sink};
+use super::split::{Pos, Splitter};
 use super::xplane::{device_number, op_stream, DeviceOps};
 use super::RankFile;
 use crate::error::Error;
 use crate::model::time::Micros;
 use crate::model::Ns;
-
-#[derive(Deserialize)]
-struct Doc {
-    #[serde(rename = "traceEvents")]
-    events: Vec<Event>,
-}
 
 #[derive(Deserialize)]
 struct Event {
@@ -55,30 +52,106 @@ fn id(v: &Value) -> String {
     }
 }
 
-pub fn read(bytes: &[u8], path: &Path) -> Result<Vec<(Option<u32>, RankFile)>, Error> {
-    let doc: Doc = serde_json::from_slice(bytes).map_err(|e| Error::Parse {
-        path: path.to_owned(),
-        at: format!("line {} column {}", e.line(), e.column()),
-        msg: format!("{e} (reading an XLA profiler trace)"),
-    })?;
-    let mut devices: HashMap<String, u32> = HashMap::new();
-    let mut threads: HashMap<(String, String), String> = HashMap::new();
-    for e in doc.events.iter().filter(|e| e.ph == "M") {
-        let Some(label) = &e.args.name else { continue };
-        match e.name.as_str() {
-            "process_name" => {
-                if let Some(d) = device_number(label) {
-                    devices.insert(id(&e.pid), d);
+/// The events of one file as they stream by: device and thread names from
+/// metadata events, the complete events kept until every name is known
+/// (the profiler may write metadata after the events).
+#[derive(Default)]
+struct Collect {
+    devices: HashMap<String, u32>,
+    threads: HashMap<(String, String), String>,
+    complete: Vec<Event>,
+    events: u64,
+    skipped: u64,
+    first_skip: Option<(Pos, String)>,
+    saw_events: bool,
+}
+
+impl Sink for Collect {
+    type Event = Event;
+
+    fn parse(&mut self, raw: &[u8]) -> Result<Option<Event>, serde_json::Error> {
+        serde_json::from_slice(raw).map(Some)
+    }
+
+    fn take(
+        &mut self,
+        parsed: Result<Option<Event>, serde_json::Error>,
+        start: impl FnOnce() -> Pos,
+    ) {
+        let e = match parsed {
+            Ok(Some(e)) => e,
+            Ok(None) => return,
+            Err(err) => {
+                self.skipped += 1;
+                if self.first_skip.is_none() {
+                    self.first_skip = Some((start().advanced_to(&err), serde_message(&err)));
                 }
+                return;
             }
-            "thread_name" => {
-                threads.insert((id(&e.pid), id(&e.tid)), label.clone());
+        };
+        self.events += 1;
+        match e.ph.as_str() {
+            "X" => self.complete.push(e),
+            "M" => {
+                let Some(label) = &e.args.name else { return };
+                match e.name.as_str() {
+                    "process_name" => {
+                        if let Some(d) = device_number(label) {
+                            self.devices.insert(id(&e.pid), d);
+                        }
+                    }
+                    "thread_name" => {
+                        self.threads.insert((id(&e.pid), id(&e.tid)), label.clone());
+                    }
+                    _ => {}
+                }
             }
             _ => {}
         }
     }
+
+    fn saw_events(&mut self) {
+        self.saw_events = true;
+    }
+}
+
+/// Reads one XLA profiler trace from `reader` (already decompressed),
+/// streaming its events; one `RankFile` per device with ops. A damaged file
+/// is read as far as it is valid, with a warning.
+pub fn read(reader: impl Read, path: &Path) -> Result<Vec<(Option<u32>, RankFile)>, Error> {
+    let mut sp = Splitter::new(reader);
+    let mut c = Collect::default();
+    let mut warnings = Vec::new();
+    if let Err(stop) = document(&mut sp, &mut c) {
+        let (at, msg) = stop.describe(&sp);
+        if c.events == 0 {
+            return Err(Error::Parse {
+                path: path.to_owned(),
+                at: at.to_string(),
+                msg: format!("{msg} (reading an XLA profiler trace)"),
+            });
+        }
+        warnings.push(format!(
+            "{}: trace is cut off or damaged at {at} ({msg}); loaded the {} complete events before it",
+            path.display(),
+            c.events
+        ));
+    }
+    if let Some((at, msg)) = &c.first_skip {
+        warnings.push(format!(
+            "{}: skipped {} event(s) that are not valid trace events; the first at {at}: {msg}",
+            path.display(),
+            c.skipped
+        ));
+    }
+    let Collect {
+        devices,
+        threads,
+        complete,
+        ..
+    } = c;
     let mut by_device: HashMap<u32, DeviceOps> = HashMap::new();
-    for e in doc.events.iter().filter(|e| e.ph == "X") {
+    for e in &complete {
         let pid = id(&e.pid);
         let Some(&device) = devices.get(&pid) else {
             continue;
@@ -102,6 +175,9 @@ pub fn read(bytes: &[u8], path: &Path) -> Result<Vec<(Option<u32>, RankFile)>, E
         .filter_map(DeviceOps::finish)
         .collect();
     out.sort_by_key(|(rank, _)| *rank);
+    if let Some((_, first)) = out.first_mut() {
+        first.warnings.splice(0..0, warnings);
+    }
     if out.is_empty() {
         return Err(Error::NotATrace {
             path: path.to_owned(),
@@ -179,7 +255,30 @@ mod tests {
                 ("fusion.3".into(), 3000, 5000, None),
             ]
         );
-        let none = read(br#"{"traceEvents": []}"#, Path::new("t.json")).unwrap_err();
+        let none = read(&br#"{"traceEvents": []}"#[..], Path::new("t.json")).unwrap_err();
         assert!(none.to_string().contains("without device ops"), "{none}");
+    }
+
+    #[test]
+    fn damaged_events_are_skipped_and_a_cut_file_read_as_far_as_it_goes() {
+        // An event with a bad value is skipped and counted, with its place.
+        let damaged = TRACE.replacen(r#""ts": 3, "dur": 5"#, r#""ts": 3, "dur": 5x"#, 1);
+        let files = read(damaged.as_bytes(), Path::new("t.json")).unwrap();
+        let warnings = &files[0].1.warnings;
+        assert!(
+            warnings[0].starts_with("t.json: skipped 1 event(s) that are not valid trace events; the first at line 15, column 78: expected `,` or `}`"),
+            "{warnings:?}"
+        );
+        assert_eq!(files[1].1.timeline.ops.len(), 1, "the all-gather is kept");
+        // Cut after device 0's all-reduce: device 0 is whole, device 1 is not there.
+        let cut = &TRACE[..TRACE.find("all-gather-start\", \"ts\"").unwrap()];
+        let files = read(cut.as_bytes(), Path::new("t.json")).unwrap();
+        assert_eq!(files.len(), 1);
+        assert_eq!(files[0].1.timeline.ops.len(), 2);
+        assert!(
+            files[0].1.warnings[0].contains("trace is cut off or damaged at line 13, column 9 (unexpected end of file); loaded the 9 complete events"),
+            "{:?}",
+            files[0].1.warnings
+        );
     }
 }

@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 
 use rayon::prelude::*;
 
+use crate::derive::RankRow;
 use crate::load::LoadReport;
 use crate::metrics::breakdown::RankKernels;
-use crate::derive::RankRow;
 use crate::metrics::ranks::{verdict, Verdict};
 use crate::metrics::{eval_all, Ctx, Metric, Options, Outcome, METRICS};
 use crate::model::collectives::{arrivals, wait_intervals, Arrivals};
