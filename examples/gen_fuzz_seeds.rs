@@ -4,7 +4,9 @@
 //!
 //! Small valid inputs of each kind, so the fuzzer starts from the shapes the
 //! readers accept: synthetic PyTorch profiler traces, a hand-written
-//! `nsys export --type json` file and a pickled CUDA memory snapshot.
+//! `nsys export --type json` file, a pickled CUDA memory snapshot, an XLA
+//! trace JSON, an XSpace, an Nsight Systems SQLite export, an execution
+//! trace, a workload card and a class rules file.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -20,6 +22,102 @@ const NSYS_JSON: &str = r#"{"data":["","ncclDevKernel_AllReduce_Sum_f32_RING_LL"
 {"Type":127,"CudaEvent":{"startNs":"1600","endNs":"1700","correlationId":9,"deviceId":0,"streamId":"7","globalPid":"281487878389760","memcpy":{"sizebytes":"1048576","copyKind":1}}}
 {"Type":59,"NvtxEvent":{"Type":59,"Timestamp":"50","EndTimestamp":"2000","Text":"forward","GlobalTid":"281487878389760"}}
 "#;
+
+/// Two TPU devices: a fusion, an all-reduce and an async all-gather.
+const XLA_JSON: &str = r#"{"displayTimeUnit":"ns","traceEvents":[
+{"ph":"M","pid":1,"name":"process_name","args":{"name":"/device:TPU:0"}},
+{"ph":"M","pid":2,"name":"process_name","args":{"name":"/device:TPU:1"}},
+{"ph":"M","pid":1,"tid":3,"name":"thread_name","args":{"name":"XLA Ops"}},
+{"ph":"M","pid":2,"tid":3,"name":"thread_name","args":{"name":"XLA Ops"}},
+{"ph":"X","pid":1,"tid":3,"name":"fusion.1","ts":1,"dur":10,"args":{"long_name":"%fusion.1 = f32[8] fusion(f32[8] %p), kind=kLoop"}},
+{"ph":"X","pid":1,"tid":3,"name":"all-reduce.2","ts":11,"dur":4,"args":{"long_name":"%all-reduce.2 = f32[8] all-reduce(f32[8] %fusion.1), to_apply=%add"}},
+{"ph":"X","pid":2,"tid":3,"name":"all-gather-start","ts":2,"dur":0.5,"args":{"long_name":"%all-gather-start = (f32[2], f32[8]) all-gather-start(f32[2] %p)"}},
+{"ph":"X","pid":2,"tid":3,"name":"all-gather-done","ts":9,"dur":1,"args":{"long_name":"%all-gather-done = f32[8] all-gather-done((f32[2], f32[8]) %all-gather-start)"}}
+]}"#;
+
+/// A GPU plane with a kernel and an NCCL kernel, and a host plane.
+fn xspace() -> Vec<u8> {
+    use ccl_bench::read::xplane::{XEvent, XEventMetadata, XLine, XPlane, XSpace};
+    use prost::Message;
+    let meta = |id: i64, name: &str| {
+        (
+            id,
+            XEventMetadata {
+                id,
+                name: name.into(),
+                ..Default::default()
+            },
+        )
+    };
+    let event = |metadata_id, offset_ps, duration_ps| XEvent {
+        metadata_id,
+        offset_ps,
+        duration_ps,
+    };
+    XSpace {
+        planes: vec![
+            XPlane {
+                id: 1,
+                name: "/device:GPU:0".into(),
+                lines: vec![XLine {
+                    id: 1,
+                    name: "Stream #13(Compute)".into(),
+                    timestamp_ns: 1_000,
+                    events: vec![event(1, 0, 5_000_000), event(2, 6_000_000, 2_000_000)],
+                }],
+                event_metadata: [
+                    meta(1, "sm90_xmma_gemm"),
+                    meta(2, "ncclDevKernel_AllReduce_Sum_f32_RING_LL"),
+                ]
+                .into_iter()
+                .collect(),
+            },
+            XPlane {
+                id: 2,
+                name: "/host:CPU".into(),
+                ..Default::default()
+            },
+        ],
+        hostnames: vec!["host0".into()],
+    }
+    .encode_to_vec()
+}
+
+/// The tables and columns the Nsight Systems reader queries, with a kernel,
+/// an NCCL kernel, a copy, a launch call and an NVTX step.
+fn nsys_sqlite(dir: &std::path::Path) -> std::io::Result<Vec<u8>> {
+    let path = dir.join("seed.sqlite");
+    let _ = std::fs::remove_file(&path);
+    let c = rusqlite::Connection::open(&path).map_err(std::io::Error::other)?;
+    c.execute_batch(
+        "CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT);
+         INSERT INTO StringIds VALUES (1, 'sm90_xmma_gemm'), (2, 'ncclDevKernel_AllReduce_Sum_f32_RING_LL'), (3, 'cudaLaunchKernel');
+         CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (deviceId INTEGER, globalPid INTEGER, correlationId INTEGER, start INTEGER, end INTEGER, demangledName INTEGER, shortName INTEGER, streamId INTEGER, gridX INTEGER, gridY INTEGER, gridZ INTEGER);
+         INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (0, 7, 1, 100, 600, 1, 1, 7, 8, 1, 1), (0, 7, 2, 500, 900, 2, 2, 13, 2, 1, 1);
+         CREATE TABLE CUPTI_ACTIVITY_KIND_MEMCPY (deviceId INTEGER, globalPid INTEGER, correlationId INTEGER, start INTEGER, end INTEGER, copyKind INTEGER, streamId INTEGER, bytes INTEGER);
+         INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY VALUES (0, 7, 3, 950, 990, 1, 7, 1048576);
+         CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (globalTid INTEGER, correlationId INTEGER, start INTEGER, end INTEGER, nameId INTEGER);
+         INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (7, 1, 50, 60, 3);
+         CREATE TABLE NVTX_EVENTS (globalTid INTEGER, start INTEGER, end INTEGER, text TEXT, textId INTEGER, eventType INTEGER, domainId INTEGER);
+         INSERT INTO NVTX_EVENTS VALUES (7, 0, 1000, 'ProfilerStep#1', NULL, 59, 0);
+         CREATE TABLE TARGET_INFO_GPU (id INTEGER, name TEXT, smCount INTEGER);
+         INSERT INTO TARGET_INFO_GPU VALUES (0, 'NVIDIA H100', 132);",
+    )
+    .map_err(std::io::Error::other)?;
+    drop(c);
+    let bytes = std::fs::read(&path)?;
+    std::fs::remove_file(&path)?;
+    Ok(bytes)
+}
+
+const EXEC_TRACE: &str = r#"{"schema": "1.0.1", "nodes": [
+{"id": 1, "name": "c10d::allreduce_", "inputs": [[1, 2, 0, 100, 4, "cuda:0"]]},
+{"id": 2, "name": "nccl:all_reduce", "inputs": [[1, 2, 0, 100, 4, "cuda:0"]]},
+{"id": 3, "name": "nccl:all_to_all", "inputs": {"values": [[[3, 4, 0, 10, 2, "cuda:0"], [5, 6, 0, 5, 8, "cuda:0"]]]}},
+{"id": 4, "name": "aten::mm", "inputs": [[7, 8, 0, 9, 4, "cuda:0"]]}
+]}"#;
+
+const CLASS_RULES: &str = "[[rule]]\nclass = \"communication\"\npattern = \"^my_a2a\"\n\n[[rule]]\nclass = \"gemm\"\npattern = \"(fancy|tiled)_mm\"\n";
 
 fn dict(items: &[(&str, V)]) -> V {
     V::Dict(
@@ -84,6 +182,15 @@ fn main() -> std::io::Result<()> {
             kineto.into_iter().map(String::into_bytes).collect(),
         ),
         ("nsys_json", vec![NSYS_JSON.as_bytes().to_vec()]),
+        ("xla_json", vec![XLA_JSON.as_bytes().to_vec()]),
+        ("xplane", vec![xspace()]),
+        ("nsys_sqlite", vec![nsys_sqlite(&root)?]),
+        ("exec_trace", vec![EXEC_TRACE.as_bytes().to_vec()]),
+        (
+            "workload_card",
+            vec![include_bytes!("../trace_collection/llama_fsdp_8gpu/workload_card.yaml").to_vec()],
+        ),
+        ("class_rules", vec![CLASS_RULES.as_bytes().to_vec()]),
         (
             "memory_snapshot",
             vec![

@@ -32,6 +32,94 @@ pub fn nsys_json(data: &[u8]) {
     }
 }
 
+/// Bytes as an XLA profiler trace JSON (JAX/TensorFlow).
+pub fn xla_json(data: &[u8]) {
+    if let Ok(files) = read::xla_json::read(data, Path::new("fuzz/t.trace.json")) {
+        check_files(files);
+    }
+}
+
+/// Bytes as an XSpace protobuf (`.xplane.pb`).
+pub fn xplane(data: &[u8]) {
+    if let Ok(files) = read::xplane::read(data, Path::new("fuzz/host.xplane.pb")) {
+        check_files(files);
+    }
+}
+
+/// Bytes as an Nsight Systems SQLite export (SQLite reads files, so the
+/// bytes go to a temporary file first).
+pub fn nsys_sqlite(data: &[u8]) {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let path =
+        std::env::temp_dir().join(format!("ccl-bench-fuzz-{}-{n}.sqlite", std::process::id()));
+    if std::fs::write(&path, data).is_err() {
+        return;
+    }
+    let files = read::nsys::read(&path, None);
+    let _ = std::fs::remove_file(&path);
+    if let Ok(files) = files {
+        check_files(files);
+    }
+}
+
+/// Bytes as a PyTorch execution trace.
+pub fn exec_trace(data: &[u8]) {
+    if let Ok(et) = read::exec_trace::read(data, Path::new("fuzz/torch_et_0.json")) {
+        check_metrics(Trace {
+            et: vec![et],
+            ..Default::default()
+        });
+    }
+}
+
+/// A two-rank run to annotate with a fuzzed card or rules file.
+fn base() -> Trace {
+    static BASE: std::sync::LazyLock<Trace> = std::sync::LazyLock::new(|| {
+        let files = crate::synth::two_rank_example()
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let file = read::kineto::read(r.to_json().as_bytes(), Path::new("fuzz/r.json"))
+                    .expect("the synthetic example reads");
+                (Some(i as u32), file)
+            })
+            .collect();
+        let ranks = load::assign_ranks(files, &mut LoadReport::default()).expect("two ranks");
+        Trace {
+            ranks,
+            ..Default::default()
+        }
+    });
+    BASE.clone()
+}
+
+/// Bytes as a workload card, beside a two-rank run.
+pub fn workload_card(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    if let Ok(card) = read::card::parse(text, Path::new("fuzz/workload_card.yaml")) {
+        check_metrics(Trace {
+            card: Some(card),
+            ..base()
+        });
+    }
+}
+
+/// Bytes as a kernel class rules file, applied to a two-rank run.
+pub fn class_rules(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let path = Path::new("fuzz/ccl-bench-classes.toml");
+    if let Ok(rules) = crate::model::classify::UserRules::parse(text, path) {
+        let mut trace = base();
+        rules.apply(&mut trace);
+        check_metrics(trace);
+    }
+}
+
 /// Ranks resolved as loading does, then every metric.
 fn check_files(files: Vec<(Option<u32>, read::RankFile)>) {
     let mut report = LoadReport::default();

@@ -138,6 +138,73 @@ fn memory_snapshot_reader() {
     smoke("memory_snapshot", fuzz::memory_snapshot);
 }
 
+#[test]
+fn xla_json_reader() {
+    smoke("xla_json", fuzz::xla_json);
+}
+
+#[test]
+fn xplane_reader() {
+    smoke("xplane", fuzz::xplane);
+}
+
+#[test]
+fn nsys_sqlite_reader() {
+    smoke("nsys_sqlite", fuzz::nsys_sqlite);
+}
+
+#[test]
+fn exec_trace_reader() {
+    smoke("exec_trace", fuzz::exec_trace);
+}
+
+#[test]
+fn workload_card_reader() {
+    smoke("workload_card", fuzz::workload_card);
+}
+
+#[test]
+fn class_rules_reader() {
+    smoke("class_rules", fuzz::class_rules);
+}
+
+/// Each seed is an input its reader accepts, so fuzzing starts from the
+/// shapes that reach the model and the metrics, not from a refusal.
+#[test]
+fn seeds_are_accepted() {
+    use ccl_bench::read;
+    let seed = |target: &str| inputs(target).remove(0).1;
+    let p = Path::new("seed");
+    let ops = |files: Vec<(Option<u32>, read::RankFile)>| {
+        files
+            .iter()
+            .map(|f| f.1.timeline.ops.len())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        ops(read::xla_json::read(&seed("xla_json")[..], p).unwrap()),
+        [2, 1]
+    );
+    assert_eq!(ops(read::xplane::read(&seed("xplane"), p).unwrap()), [2]);
+    let db = tempfile::tempdir().unwrap();
+    let f = db.path().join("seed.sqlite");
+    std::fs::write(&f, seed("nsys_sqlite")).unwrap();
+    let files = read::nsys::read(&f, None).unwrap();
+    assert_eq!(ops(files), [3]);
+    assert_eq!(
+        read::exec_trace::read(&seed("exec_trace"), p)
+            .unwrap()
+            .colls
+            .len(),
+        2
+    );
+    let card = String::from_utf8(seed("workload_card")).unwrap();
+    assert!(read::card::parse(&card, p).is_ok());
+    let rules = String::from_utf8(seed("class_rules")).unwrap();
+    let rules = ccl_bench::model::classify::UserRules::parse(&rules, p).unwrap();
+    assert_eq!(rules.rules.len(), 2);
+}
+
 /// The cargo-fuzz harness in `fuzz/` still compiles against the library (a
 /// check, not a libFuzzer link: that needs a nightly toolchain and cargo-fuzz).
 #[test]
