@@ -1,6 +1,7 @@
 //! Small widgets shared by the tabs.
 
 pub mod help;
+pub mod lanes;
 pub mod table;
 
 /// A horizontal bar `width` cells wide filled to `fraction` (0..=1), with

@@ -15,7 +15,7 @@ use crate::model::{Interval, Ns};
 use crate::tui::action::Action;
 use crate::tui::data::Data;
 use crate::tui::pair::{step_window, Pair};
-use crate::tui::tabs::timeline::{draw_lane, render_ruler};
+use crate::tui::widgets::lanes::{draw_lane, render_ruler};
 use crate::tui::theme::Theme;
 use crate::tui::widgets::fit;
 use crate::tui::widgets::table::{self, col, Column, Row, Table};

@@ -1,0 +1,303 @@
+//! Time lanes and their ruler, shared by the Timeline and Compare tabs: each
+//! screen column is drawn from prefix-sum coverage indexes, so a lane costs
+//! O(columns × log events) at any zoom.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::Modifier;
+use ratatui::text::Line;
+use ratatui::widgets::Widget;
+
+use crate::model::time::human_tick;
+use crate::model::{Interval, Ns};
+use crate::tui::data::Lane;
+use crate::tui::theme::{Shade, Theme, EIGHTHS};
+use crate::tui::widgets::fit;
+
+/// Time at the left edge of column `c` of a `width`-column view.
+pub fn col_time(view: Interval, width: u16, c: u16) -> Ns {
+    let w = i128::from(width.max(1));
+    (i128::from(view.start) + i128::from(view.len()) * i128::from(c) / w) as Ns
+}
+
+/// The column showing time `t`, if visible.
+pub fn time_col(view: Interval, width: u16, t: Ns) -> Option<u16> {
+    if t < view.start || t >= view.end || width == 0 {
+        return None;
+    }
+    let c = i128::from(t - view.start) * i128::from(width) / i128::from(view.len().max(1));
+    Some(c as u16)
+}
+
+/// What one timeline cell shows: the kind of activity covering most of it and
+/// the share of its time the device was busy with anything.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Cell {
+    pub shade: Shade,
+    /// Busy time / cell time, 0 to 1.
+    pub busy: f64,
+}
+
+impl Cell {
+    /// Eighths of a `rows`-row cell to fill: at least one when anything ran,
+    /// so a single short kernel stays visible; all of them only when the
+    /// device was busy for (nearly) the whole cell.
+    pub fn eighths(&self, rows: u16) -> u32 {
+        let total = 8 * u32::from(rows.max(1));
+        if self.busy <= 0.0 {
+            return 0;
+        }
+        ((self.busy * f64::from(total)).round() as u32).clamp(1, total)
+    }
+}
+
+/// What a lane shows over each `[lo, hi)` of `slices`: the kind of activity
+/// covering most of it, and how busy it was.
+pub fn shades(lane: &Lane, slices: &[(Ns, Ns)]) -> Vec<Cell> {
+    let [overlap, comm, wait, compute, memory, busy] = [
+        &lane.overlap,
+        &lane.comm,
+        &lane.wait,
+        &lane.compute,
+        &lane.memory,
+        &lane.busy,
+    ]
+    .map(|c| c.covered_slices(slices));
+    (0..slices.len())
+        .map(|k| {
+            let comm = comm[k] - overlap[k];
+            // Waiting is communication time too; show it where compute does not hide it.
+            let wait = wait[k].min(comm);
+            let shade = [
+                (overlap[k], Shade::Overlap),
+                (wait, Shade::Wait),
+                (comm - wait, Shade::Comm),
+                (compute[k] - overlap[k], Shade::Compute),
+                (memory[k], Shade::Memory),
+            ]
+            .into_iter()
+            .filter(|(v, _)| *v > 0)
+            // First of equals wins: the order above is the priority.
+            .fold(None, |best: Option<(Ns, Shade)>, (v, s)| match best {
+                Some((b, _)) if b >= v => best,
+                _ => Some((v, s)),
+            })
+            .map_or(Shade::Idle, |(_, s)| s);
+            let (lo, hi) = slices[k];
+            let busy = (busy[k] as f64 / (hi - lo).max(1) as f64).clamp(0.0, 1.0);
+            Cell { shade, busy }
+        })
+        .collect()
+}
+
+/// A round tick interval (1, 2 or 5 × 10^k ns) at least `min` long.
+pub fn tick_step(min: Ns) -> Ns {
+    let mut step: Ns = 1;
+    loop {
+        for m in [1, 2, 5] {
+            if step * m >= min {
+                return step * m;
+            }
+        }
+        step *= 10;
+    }
+}
+
+/// Draws `lane` over the time range `view` into `r`, one column per slice of
+/// time, the column `cursor` reversed.
+pub fn draw_lane(
+    lane: &Lane,
+    view: Interval,
+    r: Rect,
+    cursor: Option<u16>,
+    theme: Theme,
+    buf: &mut Buffer,
+) {
+    let slices: Vec<(Ns, Ns)> = (0..r.width)
+        .map(|c| {
+            let lo = col_time(view, r.width, c);
+            (lo, col_time(view, r.width, c + 1).max(lo + 1))
+        })
+        .collect();
+    for (c, cell) in (0..r.width).zip(shades(lane, &slices)) {
+        let style = theme.shade(cell.shade);
+        let full = cell.shade.full_glyph(theme);
+        // A vertical bar over the lane's rows: its height is the busy share.
+        let filled = cell.eighths(r.height);
+        let saturated = filled == 8 * u32::from(r.height.max(1));
+        for dy in 0..r.height {
+            // Eighths below this row's bottom edge (rows counted from the bottom).
+            let below = 8 * u32::from(r.height - 1 - dy);
+            let glyph = match filled.saturating_sub(below) {
+                0 => " ",
+                n if n >= 8 && saturated => full,
+                n if n >= 8 => "█",
+                n => EIGHTHS[n as usize - 1],
+            };
+            if let Some(cell) = buf.cell_mut((r.x + c, r.y + dy)) {
+                cell.set_symbol(glyph).set_style(style);
+                if cursor == Some(c) {
+                    cell.modifier.insert(Modifier::REVERSED);
+                }
+            }
+        }
+    }
+}
+
+/// Tick marks and labels for `view`, labelled as time since `origin`.
+pub fn render_ruler(view: Interval, origin: Ns, r: Rect, theme: Theme, buf: &mut Buffer) {
+    if r.height == 0 || r.width == 0 {
+        return;
+    }
+    let ns_per_col = (view.len() as f64 / f64::from(r.width)).max(1e-9);
+    let step = tick_step((ns_per_col * 14.0).ceil() as Ns);
+    let rel_start = view.start - origin;
+    let mut t = rel_start.div_euclid(step) * step;
+    if t < rel_start {
+        t += step;
+    }
+    let tick_row = r.y + r.height - 1;
+    for c in 0..r.width {
+        if let Some(cell) = buf.cell_mut((r.x + c, tick_row)) {
+            cell.set_symbol("─").set_style(theme.dim());
+        }
+    }
+    while t < view.end - origin {
+        if let Some(c) = time_col(view, r.width, t + origin) {
+            if let Some(cell) = buf.cell_mut((r.x + c, tick_row)) {
+                cell.set_symbol("┬").set_style(theme.dim());
+            }
+            if r.height > 1 {
+                let label = human_tick(t, step);
+                let room = r.width - c;
+                Line::raw(fit(&label, usize::from(room)))
+                    .render(Rect::new(r.x + c, r.y, room, 1), buf);
+            }
+        }
+        t += step;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Coverage, IntervalSet};
+    use ratatui::buffer::Buffer;
+
+    fn cov(v: &[(Ns, Ns)]) -> Coverage {
+        Coverage::new(IntervalSet::from_unsorted(
+            v.iter().map(|&(a, b)| Interval::new(a, b)).collect(),
+        ))
+    }
+
+    #[test]
+    fn column_shade_is_the_majority() {
+        let lane = Lane {
+            rank_index: 0,
+            rank: 0,
+            stream: None,
+            compute: cov(&[(0, 60)]),
+            comm: cov(&[(50, 100)]),
+            overlap: cov(&[(50, 60)]),
+            memory: cov(&[(200, 210)]),
+            wait: cov(&[(60, 75)]),
+            busy: cov(&[(0, 100), (200, 210)]),
+        };
+        // [40, 100): compute-only 10, overlap 10, comm-only 40 of which 15 waiting.
+        let slices = [
+            (0, 40),
+            (50, 60),
+            (40, 100),
+            (60, 75),
+            (100, 200),
+            (150, 250),
+        ];
+        use Shade::*;
+        let cells = shades(&lane, &slices);
+        assert_eq!(
+            cells.iter().map(|c| c.shade).collect::<Vec<_>>(),
+            vec![Compute, Overlap, Comm, Wait, Idle, Memory]
+        );
+        // Busy: full, full, full, full, none, 10 of 100.
+        let busy: Vec<f64> = cells.iter().map(|c| c.busy).collect();
+        assert_eq!(busy, vec![1.0, 1.0, 1.0, 1.0, 0.0, 0.1]);
+        // Adjacent columns, as drawn: [0, 50) compute, [50, 100) comm 40 vs overlap 10.
+        let two = shades(&lane, &[(0, 50), (50, 100)]);
+        assert_eq!((two[0].shade, two[1].shade), (Compute, Comm));
+    }
+
+    /// One lane, `busy` of every `period` ns running a compute kernel.
+    fn duty_lane(busy: Ns, period: Ns, periods: Ns) -> Lane {
+        let k: Vec<(Ns, Ns)> = (0..periods)
+            .map(|i| (i * period, i * period + busy))
+            .collect();
+        Lane {
+            rank_index: 0,
+            rank: 0,
+            stream: None,
+            compute: cov(&k),
+            comm: cov(&[]),
+            overlap: cov(&[]),
+            memory: cov(&[]),
+            wait: cov(&[]),
+            busy: cov(&k),
+        }
+    }
+
+    fn drawn(lane: &Lane, view: Interval, w: u16, h: u16, theme: Theme) -> Vec<String> {
+        let mut buf = Buffer::empty(Rect::new(0, 0, w, h));
+        draw_lane(lane, view, buf.area, None, theme, &mut buf);
+        (0..h)
+            .map(|y| (0..w).map(|x| buf[(x, y)].symbol()).collect())
+            .collect()
+    }
+
+    #[test]
+    fn a_launch_bound_gpu_does_not_look_saturated() {
+        // 26 % busy (24 µs kernels every 90 µs... as in a launch-bound MoE step):
+        // each of 10 columns spans 10 periods, so each is 26 % busy.
+        let lane = duty_lane(26, 100, 100);
+        let view = Interval::new(0, 10_000);
+        for theme in [Theme::mono(), Theme::default()] {
+            // One row: 0.26 × 8 = 2.08 → two eighths.
+            assert_eq!(drawn(&lane, view, 10, 1, theme), vec!["▂".repeat(10)]);
+            // Three rows: 0.26 × 24 = 6.24 → six eighths, on the bottom row.
+            assert_eq!(
+                drawn(&lane, view, 10, 3, theme),
+                vec![" ".repeat(10), " ".repeat(10), "▆".repeat(10)]
+            );
+        }
+        // Fully busy: the kind's glyph (without colour), a full block (with colour).
+        let full = duty_lane(100, 100, 100);
+        assert_eq!(drawn(&full, view, 4, 1, Theme::mono()), vec!["████"]);
+        // A single 1 ns kernel in a 1 µs column stays visible.
+        let tiny = duty_lane(1, 1000, 10);
+        assert_eq!(
+            drawn(&tiny, view, 10, 1, Theme::mono())[0].chars().next(),
+            Some('▁')
+        );
+    }
+
+    #[test]
+    fn without_colour_full_cells_name_their_kind() {
+        let mut lane = duty_lane(0, 100, 0);
+        lane.comm = cov(&[(0, 100), (200, 250)]);
+        lane.busy = cov(&[(0, 100), (200, 250)]);
+        let view = Interval::new(0, 400);
+        // Columns of 100 ns: full comm, idle, half comm, idle.
+        assert_eq!(drawn(&lane, view, 4, 1, Theme::mono()), vec!["░ ▄ "]);
+        assert_eq!(drawn(&lane, view, 4, 1, Theme::default()), vec!["█ ▄ "]);
+    }
+
+    #[test]
+    fn ticks_and_columns() {
+        assert_eq!(tick_step(1), 1);
+        assert_eq!(tick_step(3), 5);
+        assert_eq!(tick_step(1_100), 2_000);
+        let v = Interval::new(1000, 2000);
+        assert_eq!(col_time(v, 10, 0), 1000);
+        assert_eq!(col_time(v, 10, 10), 2000);
+        assert_eq!(time_col(v, 10, 1550), Some(5));
+        assert_eq!(time_col(v, 10, 2000), None);
+    }
+}
