@@ -118,7 +118,7 @@ pub struct Cli {
     #[arg(long, value_name = "FILE", hide = true)]
     pub screenshot: Option<PathBuf>,
 
-    /// Tab shown by --screenshot: summary, kernels, timeline, stragglers
+    /// Tab shown by --screenshot: a name in the tab bar, or its start
     #[arg(long, value_name = "TAB", default_value = "summary", hide = true)]
     pub tab: String,
 

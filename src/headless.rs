@@ -206,57 +206,6 @@ pub fn compare(args: &crate::cli::CompareArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Renders one tab of the UI to an SVG file (`--screenshot FILE --tab T --size WxH`).
-pub fn screenshot(cli: &Cli, out: &std::path::Path) -> Result<ExitCode> {
-    use crate::tui::{screenshot, tabs::Tab, theme::Theme};
-    use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-    let Some(tab) = Tab::parse(&cli.tab) else {
-        eprintln!(
-            "ccl-bench: unknown tab '{}'; tabs: summary, kernels, timeline, stragglers, memory, compare",
-            cli.tab
-        );
-        return Ok(ExitCode::from(EXIT_USAGE));
-    };
-    let Some((w, h)) = cli.screenshot_size().filter(|&(w, h)| w > 0 && h > 0) else {
-        eprintln!("ccl-bench: --size wants WIDTHxHEIGHT in cells, e.g. 120x36");
-        return Ok(ExitCode::from(EXIT_USAGE));
-    };
-    if cli.trace_path().is_none() {
-        eprintln!("ccl-bench: --screenshot needs --trace DIR");
-        return Ok(ExitCode::from(EXIT_USAGE));
-    }
-    let loaded = crate::tui::load_runs(
-        &cli.runs(),
-        &cli.load_options(),
-        cli.options(),
-        cli.threshold,
-        &Progress::default(),
-    )?;
-    let mut app = loaded.into_app(Theme::from_env(), (w, h));
-    let runs = match &app.pair {
-        Some(p) => vec![&p.a, &p.b],
-        None => vec![&app.data],
-    };
-    for w in runs.iter().flat_map(|d| &d.warnings) {
-        eprintln!("warning: {w}");
-    }
-    if !app.tabs().contains(&tab) {
-        eprintln!("ccl-bench: the Compare tab needs two runs (--trace A B)");
-        return Ok(ExitCode::from(EXIT_USAGE));
-    }
-    app.tab = tab;
-    for c in cli.keys.chars() {
-        let key = KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE);
-        if let Some(a) = crate::tui::keymap::key_action(&key, app.tab, app.mode()) {
-            app.update(a);
-        }
-    }
-    let buf = screenshot::render(&mut app, w, h);
-    std::fs::write(out, screenshot::buffer_to_svg(&buf))
-        .with_context(|| format!("cannot write {}", out.display()))?;
-    Ok(ExitCode::SUCCESS)
-}
-
 fn print_one(m: &Metric, ctx: &Ctx, cli: &Cli, out: &mut dyn Write) -> Result<ExitCode> {
     match m.eval(ctx) {
         Outcome::Value(v) => {

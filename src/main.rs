@@ -30,7 +30,7 @@ fn run(cli: &Cli) -> Result<ExitCode> {
         return headless::compare(args);
     }
     if let Some(out) = &cli.screenshot {
-        return headless::screenshot(cli, out);
+        return ccl_bench::tui::screenshot::write(cli, out);
     }
     // Browsing needs a terminal on both ends; piped, print the metric table.
     let interactive = std::io::stdout().is_terminal() && std::io::stdin().is_terminal();

@@ -186,7 +186,7 @@ fn event_loop(
             }
             Screen::Loading(_) | Screen::Failed(_) => {
                 if let Some(action::Action::Quit | action::Action::Back) =
-                    keymap::action_for(&ev, tabs::Tab::Summary, keymap::Mode::Normal)
+                    keymap::action_for(&ev, tabs::Tab::default(), keymap::Mode::Normal)
                 {
                     if let Screen::Failed(m) = screen {
                         anyhow::bail!(m);

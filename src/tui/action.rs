@@ -9,6 +9,8 @@ pub enum Action {
     NextTab,
     PrevTab,
     SelectTab(Tab),
+    /// A number key in the key table: the tab with that number.
+    TabNumber,
     ToggleHelp,
     /// With two runs open: show the other one in the single-run tabs.
     SwitchRun,

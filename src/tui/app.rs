@@ -10,24 +10,17 @@ use ratatui::widgets::Widget;
 
 use super::action::Action;
 use super::data::Data;
-use super::keymap::Mode;
+use super::keymap::{status_hints, Mode};
 use super::pair::Pair;
-use super::tabs::compare::{self, CompareState};
-use super::tabs::kernels::{self, KernelsState};
-use super::tabs::memory::{self, MemoryState};
-use super::tabs::stragglers::{self, StragglersState};
-use super::tabs::summary::{self, SummaryState};
-use super::tabs::timeline::{self, TimelineState};
-use super::tabs::Tab;
+use super::tabs::{Tab, TabCtx, TabView, TABS};
 use super::theme::Theme;
 use super::widgets::help::{self, Help};
 
 pub struct App {
     /// The run the single-run tabs show (run A or B when two are open).
     pub data: Arc<Data>,
-    /// Two runs open: both, their comparison, and the Compare tab's state.
+    /// Two runs open: both and their comparison.
     pub pair: Option<Arc<Pair>>,
-    pub compare: CompareState,
     pub theme: Theme,
     pub tab: Tab,
     /// Help is open, scrolled by this many lines.
@@ -35,11 +28,8 @@ pub struct App {
     pub quit: bool,
     /// Terminal size: layout (and so mouse hits) depends on it.
     pub size: (u16, u16),
-    pub summary: SummaryState,
-    pub kernels: KernelsState,
-    pub timeline: TimelineState,
-    pub stragglers: StragglersState,
-    pub memory: MemoryState,
+    /// Each registered tab's state, indexed like `TABS`.
+    views: Vec<Box<dyn TabView>>,
 }
 
 /// Tab bar, tab body, status line.
@@ -74,16 +64,11 @@ pub fn tab_at(col: u16, tabs: &[Tab]) -> Option<Tab> {
 impl App {
     pub fn new(data: Arc<Data>, theme: Theme, size: (u16, u16)) -> Self {
         Self {
-            summary: SummaryState::default(),
-            kernels: KernelsState::new(&data),
-            timeline: TimelineState::new(&data),
-            stragglers: StragglersState::new(&data),
-            memory: MemoryState::default(),
+            views: TABS.iter().map(|spec| (spec.make)(&data)).collect(),
             data,
             pair: None,
-            compare: CompareState::default(),
             theme,
-            tab: Tab::Summary,
+            tab: Tab::default(),
             help: None,
             quit: false,
             size,
@@ -94,8 +79,16 @@ impl App {
     pub fn with_pair(pair: Pair, theme: Theme, size: (u16, u16)) -> Self {
         let mut app = Self::new(Arc::clone(&pair.a), theme, size);
         app.pair = Some(Arc::new(pair));
-        app.tab = Tab::Compare;
+        app.tab = Tab::for_two_runs();
         app
+    }
+
+    /// The state of the registered tab of type `T` (for tests and tools
+    /// that inspect the UI).
+    pub fn state<T: TabView>(&self) -> Option<&T> {
+        self.views
+            .iter()
+            .find_map(|v| (v.as_ref() as &dyn std::any::Any).downcast_ref::<T>())
     }
 
     pub fn tabs(&self) -> Vec<Tab> {
@@ -119,25 +112,20 @@ impl App {
         } else {
             Arc::clone(&p.a)
         };
-        // Each tab's state indexes into its run's data: start them afresh.
-        self.kernels = KernelsState::new(&other);
-        self.timeline = TimelineState::new(&other);
-        self.stragglers = StragglersState::new(&other);
-        self.summary = SummaryState::default();
-        self.memory = MemoryState::default();
+        // A tab whose state indexes into its run's data starts afresh.
+        for (spec, view) in TABS.iter().zip(&mut self.views) {
+            if spec.per_run {
+                *view = (spec.make)(&other);
+            }
+        }
         self.data = other;
         if !self.tabs().contains(&self.tab) {
-            self.tab = Tab::Summary;
+            self.tab = Tab::default();
         }
     }
 
     pub fn mode(&self) -> Mode {
-        let typing = match self.tab {
-            Tab::Kernels => self.kernels.typing,
-            Tab::Timeline => self.timeline.typing(),
-            _ => false,
-        };
-        if typing && self.help.is_none() {
+        if self.views[self.tab.index()].typing() && self.help.is_none() {
             Mode::Typing
         } else {
             Mode::Normal
@@ -190,32 +178,22 @@ impl App {
                 _ => {}
             }
         }
-        let body = self.body();
-        let data = &self.data;
-        match self.tab {
-            Tab::Summary => self.summary.update(action, data, body),
-            Tab::Kernels => self.kernels.update(action, data, body),
-            Tab::Timeline => self.timeline.update(action, data, body),
-            Tab::Stragglers => self.stragglers.update(action, data, body),
-            Tab::Memory => self.memory.update(action, data),
-            Tab::Compare => {
-                if let Some(p) = &self.pair {
-                    self.compare.update(action, p, body);
-                }
-            }
-        }
+        let view = TabCtx {
+            data: &self.data,
+            pair: self.pair.as_deref(),
+            area: self.body(),
+        };
+        self.views[self.tab.index()].update(action, &view);
     }
 
+    /// The status line after `? help  q quit`: the tab's state, then its keys.
     fn hint(&self) -> String {
-        match self.tab {
-            Tab::Summary => self.summary.hint(),
-            Tab::Kernels => self.kernels.hint(),
-            Tab::Timeline => {
-                "+/- zoom  ←→ pan  ,/. cursor  n/p step  : go to step  t streams  0 all".to_owned()
-            }
-            Tab::Stragglers => "s sort  S reverse  ↑↓ select".to_owned(),
-            Tab::Memory => "r/R rank".to_owned(),
-            Tab::Compare => self.compare.hint(),
+        let state = self.views[self.tab.index()].status();
+        let keys = status_hints(self.tab);
+        match (state.is_empty(), keys.is_empty()) {
+            (false, false) => format!("{state} · {keys}"),
+            (true, _) => keys,
+            (_, true) => state,
         }
     }
 }
@@ -244,19 +222,12 @@ impl Widget for &App {
             ));
         }
         Line::from(spans).render(bar, buf);
-        let data = &self.data;
-        match self.tab {
-            Tab::Summary => summary::render(&self.summary, data, t, body, buf),
-            Tab::Kernels => kernels::render(&self.kernels, data, t, body, buf),
-            Tab::Timeline => timeline::render(&self.timeline, data, t, body, buf),
-            Tab::Stragglers => stragglers::render(&self.stragglers, data, t, body, buf),
-            Tab::Memory => memory::render(&self.memory, data, t, body, buf),
-            Tab::Compare => {
-                if let Some(p) = &self.pair {
-                    compare::render(&self.compare, p, t, body, buf);
-                }
-            }
-        }
+        let view = TabCtx {
+            data: &self.data,
+            pair: self.pair.as_deref(),
+            area: body,
+        };
+        self.views[self.tab.index()].render(&view, t, buf);
         if status.height > 0 {
             Line::from(vec![
                 Span::styled(" ? ", t.key()),

@@ -21,6 +21,9 @@ pub struct Binding {
     pub label: &'static str,
     pub action: Action,
     pub help: &'static str,
+    /// The word the status line shows after the keys while the binding's
+    /// tab is open ("" for none: the status line has room for a few).
+    pub status: &'static str,
 }
 
 use KeyCode::{
@@ -28,61 +31,46 @@ use KeyCode::{
 };
 use Scope::Global;
 
-const SUMMARY: Scope = Scope::Tab(Tab::Summary);
-const KERNELS: Scope = Scope::Tab(Tab::Kernels);
-const TIMELINE: Scope = Scope::Tab(Tab::Timeline);
-const STRAGGLERS: Scope = Scope::Tab(Tab::Stragglers);
-const COMPARE: Scope = Scope::Tab(Tab::Compare);
-const MEMORY: Scope = Scope::Tab(Tab::Memory);
+const SUMMARY: Scope = Scope::Tab(Tab("Summary"));
+const KERNELS: Scope = Scope::Tab(Tab("Kernels"));
+const TIMELINE: Scope = Scope::Tab(Tab("Timeline"));
+const STRAGGLERS: Scope = Scope::Tab(Tab("Stragglers"));
+const COMPARE: Scope = Scope::Tab(Tab("Compare"));
+const MEMORY: Scope = Scope::Tab(Tab("Memory"));
 
 macro_rules! bind {
     ($scope:expr, [$($k:expr),+], $label:literal, $action:expr, $help:literal) => {
-        Binding { scope: $scope, keys: &[$($k),+], label: $label, action: $action, help: $help }
+        bind!($scope, [$($k),+], $label, $action, $help, "")
+    };
+    ($scope:expr, [$($k:expr),+], $label:literal, $action:expr, $help:literal, $status:literal) => {
+        Binding {
+            scope: $scope,
+            keys: &[$($k),+],
+            label: $label,
+            action: $action,
+            help: $help,
+            status: $status,
+        }
     };
 }
 
 pub static BINDINGS: &[Binding] = &[
     bind!(
         Global,
-        [Char('1')],
-        "1",
-        Action::SelectTab(Tab::Summary),
-        "Summary tab"
-    ),
-    bind!(
-        Global,
-        [Char('2')],
-        "2",
-        Action::SelectTab(Tab::Kernels),
-        "Kernels tab"
-    ),
-    bind!(
-        Global,
-        [Char('3')],
-        "3",
-        Action::SelectTab(Tab::Timeline),
-        "Timeline tab"
-    ),
-    bind!(
-        Global,
-        [Char('4')],
-        "4",
-        Action::SelectTab(Tab::Stragglers),
-        "Stragglers tab"
-    ),
-    bind!(
-        Global,
-        [Char('5')],
-        "5",
-        Action::SelectTab(Tab::Memory),
-        "Memory tab (with a memory snapshot)"
-    ),
-    bind!(
-        Global,
-        [Char('6')],
-        "6",
-        Action::SelectTab(Tab::Compare),
-        "Compare tab (two runs open)"
+        [
+            Char('1'),
+            Char('2'),
+            Char('3'),
+            Char('4'),
+            Char('5'),
+            Char('6'),
+            Char('7'),
+            Char('8'),
+            Char('9')
+        ],
+        "1 … 9",
+        Action::TabNumber,
+        "the tab with that number in the tab bar"
     ),
     bind!(
         Global,
@@ -131,21 +119,24 @@ pub static BINDINGS: &[Binding] = &[
         [Char('/')],
         "/",
         Action::Filter,
-        "filter by name (Enter keeps, Esc clears)"
+        "filter by name (Enter keeps, Esc clears)",
+        "filter"
     ),
     bind!(
         KERNELS,
         [Char('c')],
         "c",
         Action::ToggleGrouping,
-        "kernels / kernel classes"
+        "kernels / kernel classes",
+        "classes"
     ),
     bind!(
         KERNELS,
         [Char('r')],
         "r",
         Action::NextRank,
-        "next rank (all ranks first)"
+        "next rank (all ranks first)",
+        "rank"
     ),
     bind!(KERNELS, [Char('R')], "R", Action::PrevRank, "previous rank"),
     bind!(
@@ -153,7 +144,8 @@ pub static BINDINGS: &[Binding] = &[
         [Char('s'), Right],
         "s →",
         Action::NextSort,
-        "sort by next column (or click a header)"
+        "sort by next column (or click a header)",
+        "sort"
     ),
     bind!(
         KERNELS,
@@ -167,30 +159,48 @@ pub static BINDINGS: &[Binding] = &[
         [Char('s'), Right],
         "s →",
         Action::NextSort,
-        "sort by next column (or click a header)"
+        "sort by next column (or click a header)",
+        "sort"
     ),
     bind!(
         STRAGGLERS,
         [Char('S'), Left],
         "S ←",
         Action::ReverseSort,
-        "reverse the sort"
+        "reverse the sort",
+        "reverse"
     ),
     bind!(
         TIMELINE,
         [Char('+'), Char('=')],
         "+",
         Action::ZoomIn,
-        "zoom in at the cursor (or wheel)"
+        "zoom in at the cursor (or wheel)",
+        "zoom"
     ),
-    bind!(TIMELINE, [Char('-')], "-", Action::ZoomOut, "zoom out"),
-    bind!(TIMELINE, [Char('0')], "0", Action::ResetZoom, "whole trace"),
+    bind!(
+        TIMELINE,
+        [Char('-')],
+        "-",
+        Action::ZoomOut,
+        "zoom out",
+        "out"
+    ),
+    bind!(
+        TIMELINE,
+        [Char('0')],
+        "0",
+        Action::ResetZoom,
+        "whole trace",
+        "all"
+    ),
     bind!(
         TIMELINE,
         [Left, Char('h')],
         "← h",
         Action::PanLeft,
-        "pan left (or drag)"
+        "pan left (or drag)",
+        "pan"
     ),
     bind!(
         TIMELINE,
@@ -204,7 +214,8 @@ pub static BINDINGS: &[Binding] = &[
         [Char(','), Char('<')],
         ", <",
         Action::CursorLeft,
-        "cursor left (or click)"
+        "cursor left (or click)",
+        "cursor"
     ),
     bind!(
         TIMELINE,
@@ -218,7 +229,8 @@ pub static BINDINGS: &[Binding] = &[
         [Char('n'), Char(']')],
         "n ]",
         Action::NextStep,
-        "next step"
+        "next step",
+        "step"
     ),
     bind!(
         TIMELINE,
@@ -227,20 +239,29 @@ pub static BINDINGS: &[Binding] = &[
         Action::PrevStep,
         "previous step"
     ),
-    bind!(TIMELINE, [Char(':')], ":", Action::GoToStep, "go to step N"),
+    bind!(
+        TIMELINE,
+        [Char(':')],
+        ":",
+        Action::GoToStep,
+        "go to step N",
+        "go to step"
+    ),
     bind!(
         TIMELINE,
         [Char('t')],
         "t",
         Action::ToggleStreams,
-        "one lane per rank / per stream"
+        "one lane per rank / per stream",
+        "streams"
     ),
     bind!(
         SUMMARY,
         [Char('a')],
         "a",
         Action::ToggleNotApplicable,
-        "show / fold the metrics that do not apply to this trace"
+        "show / fold the metrics that do not apply to this trace",
+        "show/fold n/a"
     ),
     bind!(
         TIMELINE,
@@ -249,35 +270,46 @@ pub static BINDINGS: &[Binding] = &[
         Action::ToggleAlign,
         "aligned / raw clocks (when ranks were aligned)"
     ),
-    bind!(MEMORY, [Char('r')], "r", Action::NextRank, "next rank"),
+    bind!(
+        MEMORY,
+        [Char('r')],
+        "r",
+        Action::NextRank,
+        "next rank",
+        "rank"
+    ),
     bind!(MEMORY, [Char('R')], "R", Action::PrevRank, "previous rank"),
     bind!(
         COMPARE,
         [Char('c')],
         "c",
         Action::ToggleGrouping,
-        "metrics / kernels / classes / collectives"
+        "metrics / kernels / classes / collectives",
+        "next view"
     ),
     bind!(
         COMPARE,
         [Char('f')],
         "f",
         Action::Filter,
-        "changed beyond the threshold only / all"
+        "changed beyond the threshold only / all",
+        "changed/all"
     ),
     bind!(
         COMPARE,
         [Char('n'), Char(']')],
         "n ]",
         Action::NextStep,
-        "next step"
+        "next step",
+        "step"
     ),
     bind!(
         COMPARE,
         [Char('r')],
         "r",
         Action::NextRank,
-        "timeline from the next rank"
+        "timeline from the next rank",
+        "rank"
     ),
     bind!(
         COMPARE,
@@ -349,7 +381,23 @@ pub fn key_action(key: &KeyEvent, tab: Tab, mode: Mode) -> Option<Action> {
         // Tab-specific bindings win over global ones for the same key.
         .max_by_key(|b| (b.keys.contains(&key.code), matches!(b.scope, Scope::Tab(_))))
         .filter(|b| b.keys.contains(&key.code))
-        .map(|b| b.action)
+        .and_then(|b| match (b.action, key.code) {
+            (Action::TabNumber, Char(c)) => {
+                let n = c.to_digit(10)?.checked_sub(1)?;
+                Tab::nth(n as usize).map(Action::SelectTab)
+            }
+            (action, _) => Some(action),
+        })
+}
+
+/// The status line's key hints for `tab`: its bindings that have a status word.
+pub fn status_hints(tab: Tab) -> String {
+    BINDINGS
+        .iter()
+        .filter(|b| b.scope == Scope::Tab(tab) && !b.status.is_empty())
+        .map(|b| format!("{} {}", b.label, b.status))
+        .collect::<Vec<_>>()
+        .join("  ")
 }
 
 #[cfg(test)]
@@ -361,42 +409,57 @@ mod tests {
     }
 
     #[test]
+    fn every_scope_is_a_registered_tab_and_hints_come_from_the_table() {
+        for b in BINDINGS {
+            if let Scope::Tab(t) = b.scope {
+                assert!(Tab::all().any(|r| r == t), "{t:?} is not in TABS");
+            }
+        }
+        assert_eq!(status_hints(Tab("Stragglers")), "s → sort  S ← reverse");
+        assert!(status_hints(Tab("Timeline")).starts_with("+ zoom  - out"));
+        // Number keys follow the registry; past its end they do nothing.
+        let digit = |c| key_action(&key(Char(c)), Tab("Summary"), Mode::Normal);
+        assert_eq!(digit('5'), Some(Action::SelectTab(Tab("Memory"))));
+        assert_eq!(digit('9'), None);
+    }
+
+    #[test]
     fn keys_by_tab_and_mode() {
         assert_eq!(
-            key_action(&key(Char('q')), Tab::Summary, Mode::Normal),
+            key_action(&key(Char('q')), Tab("Summary"), Mode::Normal),
             Some(Action::Quit)
         );
         assert_eq!(
-            key_action(&key(Char('3')), Tab::Kernels, Mode::Normal),
-            Some(Action::SelectTab(Tab::Timeline))
+            key_action(&key(Char('3')), Tab("Kernels"), Mode::Normal),
+            Some(Action::SelectTab(Tab("Timeline")))
         );
         assert_eq!(
-            key_action(&key(Char('+')), Tab::Timeline, Mode::Normal),
+            key_action(&key(Char('+')), Tab("Timeline"), Mode::Normal),
             Some(Action::ZoomIn)
         );
         assert_eq!(
-            key_action(&key(Char('+')), Tab::Kernels, Mode::Normal),
+            key_action(&key(Char('+')), Tab("Kernels"), Mode::Normal),
             None
         );
         assert_eq!(
-            key_action(&key(Left), Tab::Timeline, Mode::Normal),
+            key_action(&key(Left), Tab("Timeline"), Mode::Normal),
             Some(Action::PanLeft)
         );
         assert_eq!(
-            key_action(&key(Left), Tab::Kernels, Mode::Normal),
+            key_action(&key(Left), Tab("Kernels"), Mode::Normal),
             Some(Action::ReverseSort)
         );
         assert_eq!(
-            key_action(&key(Char('q')), Tab::Kernels, Mode::Typing),
+            key_action(&key(Char('q')), Tab("Kernels"), Mode::Typing),
             Some(Action::Input('q'))
         );
         assert_eq!(
-            key_action(&key(Esc), Tab::Kernels, Mode::Typing),
+            key_action(&key(Esc), Tab("Kernels"), Mode::Typing),
             Some(Action::Back)
         );
         let ctrl_c = KeyEvent::new(Char('c'), KeyModifiers::CONTROL);
         assert_eq!(
-            key_action(&ctrl_c, Tab::Kernels, Mode::Typing),
+            key_action(&ctrl_c, Tab("Kernels"), Mode::Typing),
             Some(Action::Quit)
         );
     }

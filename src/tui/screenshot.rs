@@ -9,8 +9,19 @@ use ratatui::buffer::Buffer;
 use ratatui::style::{Color, Modifier};
 use ratatui::Terminal;
 
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
 use super::action::Action;
 use super::app::App;
+use super::tabs::{Needs, Tab};
+use super::theme::Theme;
+use crate::cli::Cli;
+use crate::headless::EXIT_USAGE;
+use crate::load::Progress;
 
 const CELL_W: u32 = 9;
 const CELL_H: u32 = 18;
@@ -143,6 +154,61 @@ fn opacity(sym: &str) -> &'static str {
         "░" => r#" opacity="0.4""#,
         _ => "",
     }
+}
+
+/// Renders one tab of the UI to an SVG file (`--screenshot FILE --tab T --size WxH`).
+pub fn write(cli: &Cli, out: &Path) -> Result<ExitCode> {
+    let Some(tab) = Tab::parse(&cli.tab) else {
+        eprintln!(
+            "ccl-bench: unknown tab '{}'; tabs: {}",
+            cli.tab,
+            Tab::names()
+        );
+        return Ok(ExitCode::from(EXIT_USAGE));
+    };
+    let Some((w, h)) = cli.screenshot_size().filter(|&(w, h)| w > 0 && h > 0) else {
+        eprintln!("ccl-bench: --size wants WIDTHxHEIGHT in cells, e.g. 120x36");
+        return Ok(ExitCode::from(EXIT_USAGE));
+    };
+    if cli.trace_path().is_none() {
+        eprintln!("ccl-bench: --screenshot needs --trace DIR");
+        return Ok(ExitCode::from(EXIT_USAGE));
+    }
+    let loaded = super::load_runs(
+        &cli.runs(),
+        &cli.load_options(),
+        cli.options(),
+        cli.threshold,
+        &Progress::default(),
+    )?;
+    let mut app = loaded.into_app(Theme::from_env(), (w, h));
+    let runs = match &app.pair {
+        Some(p) => vec![&p.a, &p.b],
+        None => vec![&app.data],
+    };
+    for w in runs.iter().flat_map(|d| &d.warnings) {
+        eprintln!("warning: {w}");
+    }
+    if !app.tabs().contains(&tab) {
+        let needs = match tab.spec().needs {
+            Needs::TwoRuns => "two runs (--trace A B)",
+            Needs::MemorySnapshot => "a CUDA memory snapshot beside the traces",
+            Needs::Nothing => "nothing more",
+        };
+        eprintln!("ccl-bench: the {} tab needs {needs}", tab.title());
+        return Ok(ExitCode::from(EXIT_USAGE));
+    }
+    app.tab = tab;
+    for c in cli.keys.chars() {
+        let key = KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE);
+        if let Some(a) = super::keymap::key_action(&key, app.tab, app.mode()) {
+            app.update(a);
+        }
+    }
+    let buf = render(&mut app, w, h);
+    std::fs::write(out, buffer_to_svg(&buf))
+        .with_context(|| format!("cannot write {}", out.display()))?;
+    Ok(ExitCode::SUCCESS)
 }
 
 #[cfg(test)]

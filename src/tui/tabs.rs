@@ -1,5 +1,7 @@
-//! The tabs (Compare only when two runs are open). Each has its state struct
-//! and its rendering in `tabs/`.
+//! The tab registry. A tab is one file in `tabs/` (its state, an
+//! implementation of [`TabView`] and a [`TabSpec`]) plus one line in
+//! [`TABS`]; the tab bar, number keys, `--tab`, the help screen and the
+//! status line all come from here and from the key table.
 
 pub mod compare;
 pub mod kernels;
@@ -8,52 +10,116 @@ pub mod stragglers;
 pub mod summary;
 pub mod timeline;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Tab {
-    #[default]
-    Summary,
-    Kernels,
-    Timeline,
-    Stragglers,
-    Memory,
-    Compare,
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+
+use super::action::Action;
+use super::data::Data;
+use super::pair::Pair;
+use super::theme::Theme;
+
+/// Every tab, in tab-bar order (number keys follow it).
+pub static TABS: &[TabSpec] = &[
+    summary::TAB,
+    kernels::TAB,
+    timeline::TAB,
+    stragglers::TAB,
+    memory::TAB,
+    compare::TAB,
+];
+
+/// What a tab sees: the run it shows, both runs when two are open, and the
+/// area it draws in.
+pub struct TabCtx<'a> {
+    pub data: &'a Data,
+    pub pair: Option<&'a Pair>,
+    pub area: Rect,
+}
+
+/// A tab's state, changed only by actions and drawn from it.
+pub trait TabView: Send + std::any::Any {
+    fn update(&mut self, action: Action, view: &TabCtx);
+    fn render(&self, view: &TabCtx, theme: Theme, buf: &mut Buffer);
+    /// The tab's state in words, shown before its keys in the status line.
+    fn status(&self) -> String {
+        String::new()
+    }
+    /// Whether a prompt in the tab takes the keys.
+    fn typing(&self) -> bool {
+        false
+    }
+}
+
+/// When a tab is in the tab bar.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Needs {
+    Nothing,
+    /// A CUDA memory snapshot in the run.
+    MemorySnapshot,
+    /// Two runs open (the tab opened first then).
+    TwoRuns,
+}
+
+/// One registered tab.
+pub struct TabSpec {
+    pub title: &'static str,
+    pub needs: Needs,
+    /// Its state for a run, fresh.
+    pub make: fn(&Data) -> Box<dyn TabView>,
+    /// Its state reads one run's data, so it starts afresh when the other
+    /// run is shown (`b`).
+    pub per_run: bool,
+}
+
+/// A tab, named by its title in [`TABS`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tab(pub &'static str);
+
+impl Default for Tab {
+    fn default() -> Self {
+        Tab(TABS[0].title)
+    }
 }
 
 impl Tab {
-    pub const ALL: [Tab; 6] = [
-        Self::Summary,
-        Self::Kernels,
-        Self::Timeline,
-        Self::Stragglers,
-        Self::Memory,
-        Self::Compare,
-    ];
+    pub fn all() -> impl Iterator<Item = Tab> {
+        TABS.iter().map(|s| Tab(s.title))
+    }
 
-    /// The tabs shown: Memory needs a memory snapshot, Compare two runs.
+    /// The tabs shown: some need a memory snapshot or two runs.
     pub fn available(memory: bool, two_runs: bool) -> Vec<Tab> {
-        Self::ALL
-            .into_iter()
-            .filter(|t| match t {
-                Self::Memory => memory,
-                Self::Compare => two_runs,
-                _ => true,
+        TABS.iter()
+            .filter(|s| match s.needs {
+                Needs::Nothing => true,
+                Needs::MemorySnapshot => memory,
+                Needs::TwoRuns => two_runs,
             })
+            .map(|s| Tab(s.title))
             .collect()
     }
 
+    /// The tab a session with two runs opens on.
+    pub fn for_two_runs() -> Tab {
+        TABS.iter()
+            .find(|s| s.needs == Needs::TwoRuns)
+            .map_or_else(Tab::default, |s| Tab(s.title))
+    }
+
+    /// The `n`th tab of the registry (0-based), as number keys select them.
+    pub fn nth(n: usize) -> Option<Tab> {
+        TABS.get(n).map(|s| Tab(s.title))
+    }
+
     pub fn title(self) -> &'static str {
-        match self {
-            Self::Summary => "Summary",
-            Self::Kernels => "Kernels",
-            Self::Timeline => "Timeline",
-            Self::Stragglers => "Stragglers",
-            Self::Memory => "Memory",
-            Self::Compare => "Compare",
-        }
+        self.0
     }
 
     pub fn index(self) -> usize {
-        Self::ALL.iter().position(|&t| t == self).unwrap_or(0)
+        TABS.iter().position(|s| s.title == self.0).unwrap_or(0)
+    }
+
+    pub fn spec(self) -> &'static TabSpec {
+        &TABS[self.index()]
     }
 
     /// The tab after this one among `tabs`, wrapping around.
@@ -70,9 +136,15 @@ impl Tab {
     /// Parses a tab name as given to `--tab` (case-insensitive, prefix allowed).
     pub fn parse(s: &str) -> Option<Self> {
         let s = s.to_ascii_lowercase();
-        Self::ALL
-            .into_iter()
-            .find(|t| !s.is_empty() && t.title().to_ascii_lowercase().starts_with(&s))
+        Self::all().find(|t| !s.is_empty() && t.title().to_ascii_lowercase().starts_with(&s))
+    }
+
+    /// Every tab's name in lower case, for messages and `--help`.
+    pub fn names() -> String {
+        Self::all()
+            .map(|t| t.title().to_ascii_lowercase())
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 
     /// The label in the tab bar, e.g. ` 1 Summary `.
@@ -88,18 +160,24 @@ mod tests {
     #[test]
     fn cycle_and_parse() {
         let one = Tab::available(false, false);
-        assert_eq!(Tab::Stragglers.next(&one), Tab::Summary);
-        assert_eq!(Tab::Summary.prev(&one), Tab::Stragglers);
+        assert_eq!(Tab("Stragglers").next(&one), Tab("Summary"));
+        assert_eq!(Tab("Summary").prev(&one), Tab("Stragglers"));
         let two = Tab::available(false, true);
-        assert_eq!(Tab::Stragglers.next(&two), Tab::Compare);
-        assert_eq!(Tab::Summary.prev(&two), Tab::Compare);
+        assert_eq!(Tab("Stragglers").next(&two), Tab("Compare"));
+        assert_eq!(Tab("Summary").prev(&two), Tab("Compare"));
         let mem = Tab::available(true, false);
-        assert_eq!(Tab::Stragglers.next(&mem), Tab::Memory);
-        assert_eq!(Tab::parse("mem"), Some(Tab::Memory));
-        assert_eq!(Tab::parse("comp"), Some(Tab::Compare));
-        assert_eq!(Tab::parse("time"), Some(Tab::Timeline));
-        assert_eq!(Tab::parse("STRAG"), Some(Tab::Stragglers));
+        assert_eq!(Tab("Stragglers").next(&mem), Tab("Memory"));
+        assert_eq!(Tab::parse("mem"), Some(Tab("Memory")));
+        assert_eq!(Tab::parse("comp"), Some(Tab("Compare")));
+        assert_eq!(Tab::parse("time"), Some(Tab("Timeline")));
+        assert_eq!(Tab::parse("STRAG"), Some(Tab("Stragglers")));
         assert_eq!(Tab::parse(""), None);
         assert_eq!(Tab::parse("x"), None);
+        assert_eq!(Tab::for_two_runs(), Tab("Compare"));
+        assert_eq!((Tab::nth(2), Tab::nth(9)), (Some(Tab("Timeline")), None));
+        assert_eq!(
+            Tab::names(),
+            "summary, kernels, timeline, stragglers, memory, compare"
+        );
     }
 }

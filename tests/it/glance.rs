@@ -8,6 +8,8 @@ use ccl_bench::synth::RankTrace;
 use ccl_bench::tui::action::Action;
 use ccl_bench::tui::app::App;
 use ccl_bench::tui::data::Data;
+use ccl_bench::tui::tabs::kernels::KernelsState;
+use ccl_bench::tui::tabs::timeline::TimelineState;
 use ccl_bench::tui::tabs::Tab;
 use ccl_bench::tui::theme::Theme;
 
@@ -23,23 +25,33 @@ fn app(data: Data) -> App {
 /// `n` from the start visits every step once, in order; `p` walks back.
 fn assert_steps_walk(data: Data, what: &str) {
     let mut a = app(data);
-    a.update(Action::SelectTab(Tab::Timeline));
+    a.update(Action::SelectTab(Tab("Timeline")));
     let n = a.data.steps.len();
     assert!(n > 1, "{what}: needs several steps, has {n}");
     let mut seen = Vec::new();
     for _ in 0..n + 2 {
         a.update(Action::NextStep);
-        seen.push(a.timeline.step);
+        seen.push(a.state::<TimelineState>().unwrap().step);
     }
     let want: Vec<Option<usize>> = (0..n).map(Some).chain([Some(n - 1), Some(n - 1)]).collect();
     assert_eq!(seen, want, "{what}: n walks every step");
-    assert_eq!(a.timeline.message.as_deref(), Some("no later step"));
+    assert_eq!(
+        a.state::<TimelineState>().unwrap().message.as_deref(),
+        Some("no later step")
+    );
     for i in (0..n - 1).rev() {
         a.update(Action::PrevStep);
-        assert_eq!(a.timeline.step, Some(i), "{what}: p walks back");
+        assert_eq!(
+            a.state::<TimelineState>().unwrap().step,
+            Some(i),
+            "{what}: p walks back"
+        );
     }
     a.update(Action::PrevStep);
-    assert_eq!(a.timeline.message.as_deref(), Some("no earlier step"));
+    assert_eq!(
+        a.state::<TimelineState>().unwrap().message.as_deref(),
+        Some("no earlier step")
+    );
 }
 
 #[test]
@@ -64,31 +76,39 @@ fn next_step_walks_every_step_on_real_traces() {
 fn esc_cancels_and_never_quits() {
     let mut a = app(load(Path::new(SAMPLE)));
     // `/ gemm Enter` then Esc: the filter goes, the program stays.
-    a.update(Action::SelectTab(Tab::Kernels));
-    let all = a.kernels.shown.len();
+    a.update(Action::SelectTab(Tab("Kernels")));
+    let all = a.state::<KernelsState>().unwrap().shown.len();
     a.update(Action::Filter);
     for c in "gemm".chars() {
         a.update(Action::Input(c));
     }
     a.update(Action::Submit);
-    assert!(a.kernels.shown.len() < all);
+    assert!(a.state::<KernelsState>().unwrap().shown.len() < all);
     a.update(Action::Back);
     assert!(!a.quit, "Esc after a filter must not quit");
     assert_eq!(
-        (a.kernels.filter.as_str(), a.kernels.shown.len()),
+        (
+            a.state::<KernelsState>().unwrap().filter.as_str(),
+            a.state::<KernelsState>().unwrap().shown.len()
+        ),
         ("", all)
     );
     // Zoomed timeline: Esc shows the whole trace again.
-    a.update(Action::SelectTab(Tab::Timeline));
-    let full = a.timeline.view;
+    a.update(Action::SelectTab(Tab("Timeline")));
+    let full = a.state::<TimelineState>().unwrap().view;
     a.update(Action::ZoomIn);
     a.update(Action::ZoomIn);
-    assert_ne!(a.timeline.view, full);
+    assert_ne!(a.state::<TimelineState>().unwrap().view, full);
     a.update(Action::Back);
     assert!(!a.quit, "Esc on a zoomed timeline must not quit");
-    assert_eq!(a.timeline.view, full);
+    assert_eq!(a.state::<TimelineState>().unwrap().view, full);
     // Nothing left to cancel: still no quit, on every tab.
-    for tab in [Tab::Summary, Tab::Kernels, Tab::Timeline, Tab::Stragglers] {
+    for tab in [
+        Tab("Summary"),
+        Tab("Kernels"),
+        Tab("Timeline"),
+        Tab("Stragglers"),
+    ] {
         a.update(Action::SelectTab(tab));
         a.update(Action::Back);
         assert!(!a.quit, "Esc on {tab:?}");

@@ -20,6 +20,9 @@ use ccl_bench::tui::app::{tab_at, App};
 use ccl_bench::tui::data::Data;
 use ccl_bench::tui::loading::Failed;
 use ccl_bench::tui::pair::Pair;
+use ccl_bench::tui::tabs::kernels::KernelsState;
+use ccl_bench::tui::tabs::stragglers::StragglersState;
+use ccl_bench::tui::tabs::timeline::TimelineState;
 use ccl_bench::tui::tabs::Tab;
 use ccl_bench::tui::theme::Theme;
 use ccl_bench::tui::{keymap, load_data};
@@ -101,7 +104,7 @@ fn tiny_terminals_never_panic() {
             (w, h),
         );
         let _ = &data;
-        for tab in Tab::ALL {
+        for tab in Tab::all() {
             a.update(Action::SelectTab(tab));
             // Drive every kind of action at this size too.
             for act in [
@@ -135,25 +138,25 @@ fn tiny_terminals_never_panic() {
 #[test]
 fn tabs_switch_by_number_cycle_and_click() {
     let mut a = app(two_ranks(), (100, 30));
-    assert_eq!(a.tab, Tab::Summary);
-    a.update(Action::SelectTab(Tab::Timeline));
-    assert_eq!(a.tab, Tab::Timeline);
+    assert_eq!(a.tab, Tab("Summary"));
+    a.update(Action::SelectTab(Tab("Timeline")));
+    assert_eq!(a.tab, Tab("Timeline"));
     a.update(Action::NextTab);
-    assert_eq!(a.tab, Tab::Stragglers);
+    assert_eq!(a.tab, Tab("Stragglers"));
     a.update(Action::NextTab);
-    assert_eq!(a.tab, Tab::Summary);
+    assert_eq!(a.tab, Tab("Summary"));
     a.update(Action::PrevTab);
-    assert_eq!(a.tab, Tab::Stragglers);
+    assert_eq!(a.tab, Tab("Stragglers"));
     // " ccl-bench " is 11 cells; " 1 Summary " follows, then " 2 Kernels ".
     let tabs = Tab::available(false, false);
-    assert_eq!(tab_at(11, &tabs), Some(Tab::Summary));
-    assert_eq!(tab_at(23, &tabs), Some(Tab::Kernels));
+    assert_eq!(tab_at(11, &tabs), Some(Tab("Summary")));
+    assert_eq!(tab_at(23, &tabs), Some(Tab("Kernels")));
     assert_eq!(tab_at(0, &tabs), None);
     // One run: no Compare tab, by number or by cycling.
-    a.update(Action::SelectTab(Tab::Compare));
-    assert_eq!(a.tab, Tab::Stragglers);
+    a.update(Action::SelectTab(Tab("Compare")));
+    assert_eq!(a.tab, Tab("Stragglers"));
     a.update(Action::Click { col: 23, row: 0 });
-    assert_eq!(a.tab, Tab::Kernels);
+    assert_eq!(a.tab, Tab("Kernels"));
     let screen = text(draw(&a).buffer());
     assert!(
         screen.lines().next().unwrap().contains("2 Kernels"),
@@ -178,23 +181,36 @@ fn help_lists_keys_and_esc_closes_it() {
 #[test]
 fn kernels_filter_sort_group_and_rank() {
     let mut a = app(two_ranks(), (100, 30));
-    a.update(Action::SelectTab(Tab::Kernels));
+    a.update(Action::SelectTab(Tab("Kernels")));
     // Largest total first: the gemm (135 µs over both ranks).
-    assert_eq!(a.kernels.rows().next().unwrap().name, "sm90_xmma_gemm_bf16");
-    assert_eq!(a.kernels.shown.len(), 6);
+    assert_eq!(
+        a.state::<KernelsState>()
+            .unwrap()
+            .rows()
+            .next()
+            .unwrap()
+            .name,
+        "sm90_xmma_gemm_bf16"
+    );
+    assert_eq!(a.state::<KernelsState>().unwrap().shown.len(), 6);
     a.update(Action::Filter);
     assert_eq!(a.mode(), keymap::Mode::Typing);
     for c in "nccl".chars() {
         a.update(Action::Input(c));
     }
     // While typing, 'q' is text, and the filter applies as it is typed.
-    assert_eq!(a.kernels.shown.len(), 2);
+    assert_eq!(a.state::<KernelsState>().unwrap().shown.len(), 2);
     a.update(Action::Submit);
     assert_eq!(a.mode(), keymap::Mode::Normal);
-    assert_eq!(a.kernels.filter, "nccl");
+    assert_eq!(a.state::<KernelsState>().unwrap().filter, "nccl");
     // Sort ascending by total: the all-gather (30 µs) before the all-reduce (130 µs).
     a.update(Action::ReverseSort);
-    let names: Vec<&str> = a.kernels.rows().map(|r| r.name.as_str()).collect();
+    let names: Vec<&str> = a
+        .state::<KernelsState>()
+        .unwrap()
+        .rows()
+        .map(|r| r.name.as_str())
+        .collect();
     assert!(names[0].contains("AllGather"), "{names:?}");
     // Clicking the "count" header sorts by count (largest first).
     let header_row = 2; // tab bar, title, header
@@ -203,64 +219,84 @@ fn kernels_filter_sort_group_and_rank() {
         col: 45,
         row: header_row,
     });
-    assert_eq!(a.kernels.sort, (2, true));
-    assert!(a.kernels.rows().next().unwrap().name.contains("AllReduce"));
+    assert_eq!(a.state::<KernelsState>().unwrap().sort, (2, true));
+    assert!(a
+        .state::<KernelsState>()
+        .unwrap()
+        .rows()
+        .next()
+        .unwrap()
+        .name
+        .contains("AllReduce"));
     // Esc while typing clears the filter.
     a.update(Action::Filter);
     a.update(Action::Back);
-    assert_eq!(a.kernels.shown.len(), 6);
+    assert_eq!(a.state::<KernelsState>().unwrap().shown.len(), 6);
     // Classes, then rank 0 only.
     a.update(Action::ToggleGrouping);
-    assert!(a.kernels.rows().any(|r| r.name == "communication"));
+    assert!(a
+        .state::<KernelsState>()
+        .unwrap()
+        .rows()
+        .any(|r| r.name == "communication"));
     a.update(Action::NextRank);
-    assert_eq!(a.kernels.rank, Some(0));
+    assert_eq!(a.state::<KernelsState>().unwrap().rank, Some(0));
     let comm = a
-        .kernels
+        .state::<KernelsState>()
+        .unwrap()
         .rows()
         .find(|r| r.name == "communication")
         .unwrap();
     assert_eq!((comm.count, comm.total), (2, 60_000));
     a.update(Action::PrevRank);
-    assert_eq!(a.kernels.rank, None);
+    assert_eq!(a.state::<KernelsState>().unwrap().rank, None);
     insta::assert_snapshot!("two_ranks_kernel_classes", draw(&a));
 }
 
 #[test]
 fn timeline_zoom_pan_steps_cursor() {
     let mut a = app(two_ranks(), (100, 20));
-    a.update(Action::SelectTab(Tab::Timeline));
-    let full = a.timeline.view;
+    a.update(Action::SelectTab(Tab("Timeline")));
+    let full = a.state::<TimelineState>().unwrap().view;
     // Device ops span [0, 200) µs over both ranks.
     assert_eq!((full.start, full.end), (0, 200_000));
     a.update(Action::ZoomIn);
-    assert_eq!(a.timeline.view.len(), 100_000);
+    assert_eq!(a.state::<TimelineState>().unwrap().view.len(), 100_000);
     // The cursor (at 0) stays on screen when zooming.
-    assert_eq!(a.timeline.view.start, 0);
+    assert_eq!(a.state::<TimelineState>().unwrap().view.start, 0);
     a.update(Action::PanRight);
-    assert_eq!(a.timeline.view.start, 12_500);
+    assert_eq!(a.state::<TimelineState>().unwrap().view.start, 12_500);
     a.update(Action::ZoomOut);
     a.update(Action::ZoomOut);
-    assert_eq!(a.timeline.view, full, "never wider than the trace");
+    assert_eq!(
+        a.state::<TimelineState>().unwrap().view,
+        full,
+        "never wider than the trace"
+    );
     // Steps: #1 spans [0,200) over both ranks (rank 1's step); #2 is [110,180).
     a.update(Action::GoToStep);
     a.update(Action::Input('2'));
     a.update(Action::Submit);
-    assert_eq!(a.timeline.cursor, 110_000);
-    assert!(a.timeline.view.start <= 110_000 && a.timeline.view.end >= 180_000);
-    assert!(a.timeline.view.len() < 80_000);
+    assert_eq!(a.state::<TimelineState>().unwrap().cursor, 110_000);
+    assert!(
+        a.state::<TimelineState>().unwrap().view.start <= 110_000
+            && a.state::<TimelineState>().unwrap().view.end >= 180_000
+    );
+    assert!(a.state::<TimelineState>().unwrap().view.len() < 80_000);
     a.update(Action::GoToStep);
     a.update(Action::Input('9'));
     a.update(Action::Submit);
     assert_eq!(
-        a.timeline.message.as_deref(),
+        a.state::<TimelineState>().unwrap().message.as_deref(),
         Some("no step 9; the trace has steps 1 to 2")
     );
     insta::assert_snapshot!("two_ranks_timeline_step2", draw(&a));
     // This fixture was loaded with its own clocks: nothing to toggle.
     a.update(Action::ToggleAlign);
-    assert!(!a.timeline.raw);
+    assert!(!a.state::<TimelineState>().unwrap().raw);
     assert!(a
-        .timeline
+        .state::<TimelineState>()
+        .unwrap()
         .message
         .as_deref()
         .unwrap()
@@ -277,37 +313,48 @@ fn timeline_zoom_pan_steps_cursor() {
     assert!(screen.contains("cursor 110 µs · step 2"), "{screen}");
     // Per-stream lanes: rank 0 has streams 7 and 20, rank 1 too.
     a.update(Action::ToggleStreams);
-    assert_eq!(a.timeline.lanes(&a.data).len(), 4);
-    assert_eq!(a.timeline.lane, 2, "stays on rank 1");
+    assert_eq!(a.state::<TimelineState>().unwrap().lanes(&a.data).len(), 4);
+    assert_eq!(
+        a.state::<TimelineState>().unwrap().lane,
+        2,
+        "stays on rank 1"
+    );
     // A click moves the cursor; a drag pans.
     a.update(Action::ZoomIn);
-    let before = a.timeline.view.start;
+    let before = a.state::<TimelineState>().unwrap().view.start;
     a.update(Action::Click { col: 60, row: 4 });
     a.update(Action::Drag { col: 50, row: 4 });
     a.update(Action::Release);
-    assert!(a.timeline.view.start > before);
+    assert!(a.state::<TimelineState>().unwrap().view.start > before);
     insta::assert_snapshot!("two_ranks_timeline_streams", draw(&a));
 }
 
 #[test]
 fn stragglers_name_the_slow_rank() {
     let mut a = app(sample(), (120, 20));
-    a.update(Action::SelectTab(Tab::Stragglers));
+    a.update(Action::SelectTab(Tab("Stragglers")));
     let screen = text(draw(&a).buffer());
     // The sample was aligned (its clocks agree): raw and aligned can be toggled.
-    a.update(Action::SelectTab(Tab::Timeline));
+    a.update(Action::SelectTab(Tab("Timeline")));
     a.update(Action::ToggleAlign);
-    assert!(a.timeline.raw);
-    a.update(Action::SelectTab(Tab::Stragglers));
+    assert!(a.state::<TimelineState>().unwrap().raw);
+    a.update(Action::SelectTab(Tab("Stragglers")));
     // The sample's rank 5 computes 1.3x slower: the others wait for it.
     assert!(screen.contains("Straggler rank 5"), "{screen}");
     a.update(Action::NextSort); // by step time, descending
-    assert_eq!(a.stragglers.sort, (1, true));
+    assert_eq!(a.state::<StragglersState>().unwrap().sort, (1, true));
     for _ in 0..7 {
         a.update(Action::NextSort);
     }
-    assert_eq!(a.stragglers.sort, (8, true), "work");
-    assert_eq!(a.data.ranks[a.stragglers.order[0]].rank, 5);
+    assert_eq!(
+        a.state::<StragglersState>().unwrap().sort,
+        (8, true),
+        "work"
+    );
+    assert_eq!(
+        a.data.ranks[a.state::<StragglersState>().unwrap().order[0]].rank,
+        5
+    );
 }
 
 #[test]
@@ -389,7 +436,7 @@ fn sample_pair(size: (u16, u16)) -> App {
 fn two_runs_open_on_the_compare_tab() {
     for (w, h) in [(80, 24), (200, 50)] {
         let a = sample_pair((w, h));
-        assert_eq!(a.tab, Tab::Compare);
+        assert_eq!(a.tab, Tab("Compare"));
         insta::assert_snapshot!(format!("pair_compare_{w}x{h}"), draw(&a));
     }
 }
@@ -467,15 +514,15 @@ fn compare_tab_views_filter_steps_and_run_switch() {
     assert_eq!(a.shown_run(), Some("A"));
     a.update(Action::SwitchRun);
     assert_eq!(a.shown_run(), Some("B"));
-    a.update(Action::SelectTab(Tab::Stragglers));
+    a.update(Action::SelectTab(Tab("Stragglers")));
     let strag = text(draw(&a).buffer());
     assert!(strag.contains("show run B"), "{strag}");
     a.update(Action::SwitchRun);
     assert_eq!(a.shown_run(), Some("A"));
     // Five tabs now, cycling through Compare.
     a.update(Action::NextTab);
-    assert_eq!(a.tab, Tab::Compare);
-    assert_eq!(tab_at(66, &a.tabs()), Some(Tab::Compare));
+    assert_eq!(a.tab, Tab("Compare"));
+    assert_eq!(tab_at(66, &a.tabs()), Some(Tab("Compare")));
 }
 
 #[test]
@@ -485,9 +532,9 @@ fn memory_tab_charts_the_snapshot() {
     };
     let data = load(&dir);
     let mut a = app(data, (120, 36));
-    assert!(a.tabs().contains(&Tab::Memory));
-    a.update(Action::SelectTab(Tab::Memory));
-    assert_eq!(a.tab, Tab::Memory);
+    assert!(a.tabs().contains(&Tab("Memory")));
+    a.update(Action::SelectTab(Tab("Memory")));
+    assert_eq!(a.tab, Tab("Memory"));
     let screen = text(draw(&a).buffer());
     // Peak from a replay of the allocator history (checked against Python in corpus.rs).
     assert!(screen.contains("peak allocated 6.738 GB"), "{screen}");
@@ -518,7 +565,7 @@ fn memory_tab_charts_the_snapshot() {
         }
         draw(&a);
     }
-    a.update(Action::SelectTab(Tab::Memory));
+    a.update(Action::SelectTab(Tab("Memory")));
     assert!(text(draw(&a).buffer()).contains("peak allocated 0.135 GB"));
 }
 

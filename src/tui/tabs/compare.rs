@@ -15,9 +15,10 @@ use crate::model::{Interval, Ns};
 use crate::tui::action::Action;
 use crate::tui::data::Data;
 use crate::tui::pair::{step_window, Pair};
-use crate::tui::widgets::lanes::{draw_lane, render_ruler};
+use crate::tui::tabs::{Needs, TabCtx, TabSpec, TabView};
 use crate::tui::theme::Theme;
 use crate::tui::widgets::fit;
+use crate::tui::widgets::lanes::{draw_lane, render_ruler};
 use crate::tui::widgets::table::{self, col, Column, Row, Table};
 
 /// What the table lists.
@@ -162,14 +163,15 @@ impl CompareState {
         self.selected = self.selected.min(last);
     }
 
-    pub fn hint(&self) -> String {
+    /// What the table shows, for the status line.
+    pub fn scope(&self) -> String {
         format!(
-            "c {} → next view  f {}  n/p step  r/R ranks  b other tabs show A/B",
+            "{} · {}",
             self.view.title(),
             if self.changed_only {
-                "all rows"
-            } else {
                 "changed only"
+            } else {
+                "all rows"
             }
         )
     }
@@ -338,5 +340,30 @@ fn render_steps(state: &CompareState, pair: &Pair, theme: Theme, area: Rect, buf
             }
             y += h;
         }
+    }
+}
+
+pub const TAB: TabSpec = TabSpec {
+    title: "Compare",
+    needs: Needs::TwoRuns,
+    make: |_| Box::new(CompareState::default()),
+    per_run: false,
+};
+
+impl TabView for CompareState {
+    fn update(&mut self, action: Action, view: &TabCtx) {
+        if let Some(pair) = view.pair {
+            CompareState::update(self, action, pair, view.area)
+        };
+    }
+
+    fn render(&self, view: &TabCtx, theme: Theme, buf: &mut Buffer) {
+        if let Some(pair) = view.pair {
+            render(self, pair, theme, view.area, buf)
+        };
+    }
+
+    fn status(&self) -> String {
+        self.scope()
     }
 }

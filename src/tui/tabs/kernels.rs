@@ -14,6 +14,7 @@ use crate::model::time::human;
 use crate::model::Activity;
 use crate::tui::action::Action;
 use crate::tui::data::Data;
+use crate::tui::tabs::{Needs, TabCtx, TabSpec, TabView};
 use crate::tui::theme::{Shade, Theme};
 use crate::tui::widgets::bar;
 use crate::tui::widgets::table::{self, col, Column, Hit, Row, Table};
@@ -177,7 +178,8 @@ impl KernelsState {
         };
     }
 
-    pub fn hint(&self) -> String {
+    /// What the table shows, for the status line.
+    pub fn scope(&self) -> String {
         let scope = self
             .rank
             .map_or("all ranks".to_owned(), |r| format!("rank {r}"));
@@ -185,7 +187,7 @@ impl KernelsState {
             Grouping::Kernel => "kernels",
             Grouping::Class => "classes",
         };
-        format!("{what} · {scope} · / filter  c classes  r rank  s sort")
+        format!("{what} · {scope}")
     }
 }
 
@@ -290,4 +292,29 @@ pub fn render(state: &KernelsState, _data: &Data, theme: Theme, area: Rect, buf:
         theme,
     }
     .render(table_area(area), buf);
+}
+
+pub const TAB: TabSpec = TabSpec {
+    title: "Kernels",
+    needs: Needs::Nothing,
+    make: |data| Box::new(KernelsState::new(data)),
+    per_run: true,
+};
+
+impl TabView for KernelsState {
+    fn update(&mut self, action: Action, view: &TabCtx) {
+        KernelsState::update(self, action, view.data, view.area);
+    }
+
+    fn render(&self, view: &TabCtx, theme: Theme, buf: &mut Buffer) {
+        render(self, view.data, theme, view.area, buf);
+    }
+
+    fn status(&self) -> String {
+        self.scope()
+    }
+
+    fn typing(&self) -> bool {
+        self.typing
+    }
 }

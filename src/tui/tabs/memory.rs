@@ -11,6 +11,7 @@ use ratatui::widgets::{Axis, Chart, Dataset, GraphType, Paragraph, Widget};
 use crate::model::memory::{MemSample, MemoryTimeline};
 use crate::tui::action::Action;
 use crate::tui::data::Data;
+use crate::tui::tabs::{Needs, TabCtx, TabSpec, TabView};
 use crate::tui::theme::{Shade, Theme};
 use crate::tui::widgets::fit;
 
@@ -174,6 +175,23 @@ fn header(
     }
     out.extend(facts.into_iter().map(|f| Line::raw(fit(&f, w))));
     out
+}
+
+pub const TAB: TabSpec = TabSpec {
+    title: "Memory",
+    needs: Needs::MemorySnapshot,
+    make: |_| Box::new(MemoryState::default()),
+    per_run: true,
+};
+
+impl TabView for MemoryState {
+    fn update(&mut self, action: Action, view: &TabCtx) {
+        MemoryState::update(self, action, view.data);
+    }
+
+    fn render(&self, view: &TabCtx, theme: Theme, buf: &mut Buffer) {
+        render(self, view.data, theme, view.area, buf);
+    }
 }
 
 #[cfg(test)]

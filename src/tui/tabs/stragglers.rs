@@ -14,6 +14,7 @@ use crate::metrics::ranks::Verdict;
 use crate::model::time::human;
 use crate::tui::action::Action;
 use crate::tui::data::Data;
+use crate::tui::tabs::{Needs, TabCtx, TabSpec, TabView};
 use crate::tui::theme::Theme;
 use crate::tui::widgets::bar;
 use crate::tui::widgets::table::{self, col, Column, Hit, Row, Table};
@@ -308,4 +309,21 @@ pub fn render(state: &StragglersState, data: &Data, theme: Theme, area: Rect, bu
     let t = table_area(area, data.ranks.len());
     let rest = Rect::new(area.x, t.bottom(), area.width, area.bottom() - t.bottom());
     render_heatmap(data, theme, rest, buf);
+}
+
+pub const TAB: TabSpec = TabSpec {
+    title: "Stragglers",
+    needs: Needs::Nothing,
+    make: |data| Box::new(StragglersState::new(data)),
+    per_run: true,
+};
+
+impl TabView for StragglersState {
+    fn update(&mut self, action: Action, view: &TabCtx) {
+        StragglersState::update(self, action, view.data, view.area);
+    }
+
+    fn render(&self, view: &TabCtx, theme: Theme, buf: &mut Buffer) {
+        render(self, view.data, theme, view.area, buf);
+    }
 }

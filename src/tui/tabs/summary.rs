@@ -16,6 +16,7 @@ use crate::model::Ns;
 use crate::report::human;
 use crate::tui::action::Action;
 use crate::tui::data::Data;
+use crate::tui::tabs::{Needs, TabCtx, TabSpec, TabView};
 use crate::tui::theme::{Shade, Theme};
 use crate::tui::widgets::fit;
 
@@ -34,13 +35,6 @@ const DETAIL: u16 = 4;
 const BUDGET_RANKS: usize = 8;
 
 impl SummaryState {
-    pub fn hint(&self) -> String {
-        format!(
-            "↑↓ select metric  a {} metrics that do not apply",
-            if self.show_na { "fold" } else { "show" }
-        )
-    }
-
     pub fn update(&mut self, action: Action, data: &Data, area: Rect) {
         let n = shown(data, self.show_na).len();
         let page = usize::from(area.height.saturating_sub(DETAIL).max(1));
@@ -544,4 +538,25 @@ fn capitalize(s: &str) -> String {
     c.next()
         .map(|f| f.to_uppercase().chain(c).collect())
         .unwrap_or_default()
+}
+
+pub const TAB: TabSpec = TabSpec {
+    title: "Summary",
+    needs: Needs::Nothing,
+    make: |_| Box::new(SummaryState::default()),
+    per_run: true,
+};
+
+impl TabView for SummaryState {
+    fn update(&mut self, action: Action, view: &TabCtx) {
+        SummaryState::update(self, action, view.data, view.area);
+    }
+
+    fn render(&self, view: &TabCtx, theme: Theme, buf: &mut Buffer) {
+        render(self, view.data, theme, view.area, buf);
+    }
+
+    fn status(&self) -> String {
+        "↑↓ a metric's meaning".to_owned()
+    }
 }

@@ -13,6 +13,7 @@ use crate::model::time::{human, human_tick};
 use crate::model::{Interval, Ns};
 use crate::tui::action::Action;
 use crate::tui::data::{Data, Lane, StepSpan};
+use crate::tui::tabs::{Needs, TabCtx, TabSpec, TabView};
 use crate::tui::theme::{Shade, Theme};
 use crate::tui::widgets::fit;
 use crate::tui::widgets::lanes::{col_time, draw_lane, render_ruler, shades, time_col};
@@ -441,5 +442,26 @@ fn render_info(
     });
     for (k, l) in lines.into_iter().enumerate().take(usize::from(r.height)) {
         l.render(Rect::new(r.x, r.y + k as u16, r.width, 1), buf);
+    }
+}
+
+pub const TAB: TabSpec = TabSpec {
+    title: "Timeline",
+    needs: Needs::Nothing,
+    make: |data| Box::new(TimelineState::new(data)),
+    per_run: true,
+};
+
+impl TabView for TimelineState {
+    fn update(&mut self, action: Action, view: &TabCtx) {
+        TimelineState::update(self, action, view.data, view.area);
+    }
+
+    fn render(&self, view: &TabCtx, theme: Theme, buf: &mut Buffer) {
+        render(self, view.data, theme, view.area, buf);
+    }
+
+    fn typing(&self) -> bool {
+        TimelineState::typing(self)
     }
 }

@@ -16,7 +16,7 @@ pub struct Help {
 
 pub fn lines(theme: Theme) -> Vec<Line<'static>> {
     let mut out = Vec::new();
-    let scopes = std::iter::once(Scope::Global).chain(Tab::ALL.map(Scope::Tab));
+    let scopes = std::iter::once(Scope::Global).chain(Tab::all().map(Scope::Tab));
     for scope in scopes {
         let entries: Vec<_> = BINDINGS.iter().filter(|b| b.scope == scope).collect();
         if entries.is_empty() {
