@@ -237,7 +237,7 @@ pub static FORMATS: &[Format] = &[
         files: "torch_et_{N}.json",
         sniff: Some(|h| 2 * u8::from(h.has("\"nodes\"") && h.has("\"schema\""))),
         role: Role::ExecTrace {
-            read: |f| Ok((read::exec_trace::read(&f.bytes()?, f.path)?, Vec::new())),
+            read: |f| read::exec_trace::read(f.stream()?, f.path),
             rank_of: read::exec_trace::rank_of,
             naming: "torch_et_{N}.json",
         },

@@ -65,7 +65,7 @@ pub fn nsys_sqlite(data: &[u8]) {
 
 /// Bytes as a PyTorch execution trace.
 pub fn exec_trace(data: &[u8]) {
-    if let Ok(et) = read::exec_trace::read(data, Path::new("fuzz/torch_et_0.json")) {
+    if let Ok((et, _)) = read::exec_trace::read(data, Path::new("fuzz/torch_et_0.json")) {
         check_metrics(Trace {
             et: vec![et],
             ..Default::default()

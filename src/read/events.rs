@@ -1,8 +1,9 @@
-//! Walks a Chrome-trace JSON document (an object with `traceEvents`, or a
-//! bare event array) with the [`Splitter`], handing each event's slice to a
-//! [`Sink`] to parse and keep. Every Chrome-trace reader (PyTorch profiler,
-//! XLA profiler) shares it, and with it the fast paths that guess where an
-//! event ends from the file's layout.
+//! Walks a JSON document of events (an object with an event array, such as a
+//! Chrome trace's `traceEvents` or an execution trace's `nodes`, or a bare
+//! array) with the [`Splitter`], handing each event's slice to a [`Sink`] to
+//! parse and keep. The PyTorch profiler, XLA trace JSON and execution trace
+//! readers share it, and with it the fast paths that guess where an event
+//! ends from the file's layout; no reader holds more than one event's value.
 
 use std::io::Read;
 
@@ -12,6 +13,9 @@ use super::split::{Closer, Pos, Splitter};
 /// Chrome-trace document.
 pub trait Sink {
     type Event;
+
+    /// The top-level member that holds the event array.
+    const EVENTS: &'static str = "traceEvents";
 
     /// Parses one event from its complete slice: the event, `None` for a
     /// JSON value that is not an object, or serde_json's error.
@@ -118,10 +122,10 @@ fn members<R: Read, S: Sink>(sp: &mut Splitter<R>, b: &mut S) -> Result<(), Stop
             None => return Err(Stop::Cut),
         }
         match key.as_str() {
-            "traceEvents" => {
+            key if key == S::EVENTS => {
                 match sp.peek()?.ok_or(Stop::Cut)? {
                     b'[' => {}
-                    _ => return Err(bad(sp, "\"traceEvents\" is not an array of trace events")),
+                    _ => return Err(bad(sp, format!("\"{key}\" is not an array"))),
                 }
                 b.saw_events();
                 events(sp, b)?;

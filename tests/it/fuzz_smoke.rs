@@ -192,8 +192,9 @@ fn seeds_are_accepted() {
     let files = read::nsys::read(&f, None).unwrap();
     assert_eq!(ops(files), [3]);
     assert_eq!(
-        read::exec_trace::read(&seed("exec_trace"), p)
+        read::exec_trace::read(&seed("exec_trace")[..], p)
             .unwrap()
+            .0
             .colls
             .len(),
         2
