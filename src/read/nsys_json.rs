@@ -4,12 +4,13 @@
 //! class 0/1, NVTX ranges `NvtxEvent`s of type 59/60. The same content as the
 //! SQLite export (minus GPU names), so both feed one assembly step.
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::Read;
 use std::path::Path;
 
 use serde::Deserialize;
 
 use super::nsys::{assemble, copy_name, pid, Cpu, Raw};
+use super::split::Splitter;
 use super::RankFile;
 use crate::error::Error;
 use crate::model::{Activity, Ns};
@@ -140,46 +141,80 @@ pub fn read(
     let mut nvtx = Vec::new();
     let mut warnings = Vec::new();
     let mut events = 0usize;
-    let mut reader = BufReader::with_capacity(256 * 1024, reader);
-    let mut line = String::new();
-    let mut number = 0usize;
+    let mut sp = Splitter::new(reader);
+    let mut values = 0usize;
+    let loaded = |events: usize| format!("loaded the {events} events before it");
     loop {
-        line.clear();
-        match reader.read_line(&mut line) {
-            Ok(0) => break,
-            Ok(_) => {}
+        let at = match sp.peek() {
+            Ok(None) => break,
+            Ok(Some(_)) => sp.pos(),
             Err(e) => {
-                // A damaged gzip stream or invalid UTF-8: keep what came before.
-                if number == 0 {
+                // A damaged gzip stream: keep what came before.
+                if values == 0 {
                     return Err(Error::Io {
                         path: path.to_owned(),
                         source: e,
                     });
                 }
                 warnings.push(format!(
-                    "{}: unreadable after line {number} ({e}); loaded the {events} events before it",
-                    path.display()
+                    "{}: unreadable at {} ({e}); {}",
+                    path.display(),
+                    sp.pos(),
+                    loaded(events)
                 ));
                 break;
             }
-        }
-        number += 1;
-        let text = line.trim();
-        if text.is_empty() {
-            continue;
-        }
-        let parsed: Line = match serde_json::from_str(text) {
+        };
+        // One object per line: the line is the value when it ends with `}`;
+        // otherwise (the string table's line can be megabytes) brackets
+        // find its end.
+        let guess = sp.line_value().ok().flatten();
+        let fast = guess.map(|len| (len, serde_json::from_slice::<Line>(sp.ahead(len))));
+        let parsed = match fast {
+            Some((len, Ok(line))) => {
+                sp.consume(len);
+                Ok(line)
+            }
+            _ => match sp.value() {
+                Ok(Some(raw)) => serde_json::from_slice::<Line>(raw),
+                Ok(None) | Err(_) if values == 0 => {
+                    return Err(Error::NotATrace {
+                        path: path.to_owned(),
+                        why: format!(
+                            "not an `nsys export --type json` file: the first value, at {at}, does not end"
+                        ),
+                    })
+                }
+                Ok(None) | Err(_) => {
+                    warnings.push(format!(
+                        "{}: cut off at {at}: the last value is not a complete JSON object; {}",
+                        path.display(),
+                        loaded(events)
+                    ));
+                    break;
+                }
+            },
+        };
+        values += 1;
+        let parsed = match parsed {
             Ok(l) => l,
-            Err(e) if number == 1 => {
+            Err(e) if values == 1 => {
                 return Err(Error::NotATrace {
                     path: path.to_owned(),
-                    why: format!("not an `nsys export --type json` file: line 1: {e}"),
+                    why: format!(
+                        "not an `nsys export --type json` file: {}: {}",
+                        at.advanced_to(&e),
+                        super::events::serde_message(&e)
+                    ),
                 })
             }
             Err(e) => {
                 warnings.push(format!(
-                    "{}: line {number} is not a complete JSON object ({e}); loaded the {events} events before it",
-                    path.display()
+                    "{}: the value at {} is not a complete JSON object ({}); {}",
+                    path.display(),
+                    at.advanced_to(&e),
+                    super::events::serde_message(&e),
+                    loaded(events)
                 ));
                 break;
             }
@@ -220,8 +255,9 @@ pub fn read(
                 op.name = name(k.demangled_name)
                     .or_else(|| name(k.short_name))
                     .unwrap_or_else(|| "unknown kernel".into());
+                // In floating point: a damaged grid cannot overflow.
                 op.blocks = match (k.grid_x.0, k.grid_y.0, k.grid_z.0) {
-                    (Some(x), Some(y), Some(z)) => Some((x * y * z) as f64),
+                    (Some(x), Some(y), Some(z)) => Some(x as f64 * y as f64 * z as f64),
                     _ => None,
                 };
             } else if let Some(m) = c.memcpy {
