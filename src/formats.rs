@@ -48,6 +48,24 @@ impl std::fmt::Debug for Format {
     }
 }
 
+/// How to read a file that annotates one rank, and find which.
+pub struct PerRank<T> {
+    pub read: ReadWithNotes<T>,
+    /// The rank in the file's name.
+    pub rank_of: fn(&Path) -> Option<u32>,
+    /// The file naming `rank_of` expects, for the warning when it fails.
+    pub naming: &'static str,
+}
+
+// Fields are fn pointers and a &str: copyable whatever `T` is.
+impl<T> Clone for PerRank<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for PerRank<T> {}
+
 /// What a format contributes to a run.
 #[derive(Clone, Copy)]
 pub enum Role {
@@ -61,19 +79,10 @@ pub enum Role {
         /// files after the first, in name order, continue the numbering.
         devices_per_host: bool,
     },
-    /// A CUDA memory timeline of one rank, placed by `rank_of` its file name.
-    Memory {
-        read: ReadWithNotes<MemoryTimeline>,
-        rank_of: fn(&Path) -> Option<u32>,
-        /// The file naming `rank_of` expects, for the warning when it fails.
-        naming: &'static str,
-    },
+    /// A CUDA memory timeline of one rank.
+    Memory(PerRank<MemoryTimeline>),
     /// The execution trace of one rank.
-    ExecTrace {
-        read: ReadWithNotes<EtRank>,
-        rank_of: fn(&Path) -> Option<u32>,
-        naming: &'static str,
-    },
+    ExecTrace(PerRank<EtRank>),
     /// The run's workload card (a broken one is a warning).
     Card {
         read: fn(&Path) -> Result<WorkloadCard>,
@@ -92,7 +101,7 @@ impl Format {
     pub fn is_usable(&self) -> bool {
         matches!(
             self.role,
-            Role::Timeline { .. } | Role::Memory { .. } | Role::ExecTrace { .. }
+            Role::Timeline { .. } | Role::Memory(_) | Role::ExecTrace(_)
         )
     }
 
@@ -174,11 +183,11 @@ pub static FORMATS: &[Format] = &[
         exts: &[".pickle", ".pkl"],
         files: "rank{N}_memory_snapshot.pickle",
         sniff: None,
-        role: Role::Memory {
+        role: Role::Memory(PerRank {
             read: |f| read::snapshot::read(f.stream()?, f.path),
             rank_of: crate::discover::rank_from_name,
             naming: "rank{N}_memory_snapshot.pickle",
-        },
+        }),
     },
     Format {
         name: "XLA profiler trace JSON",
@@ -236,11 +245,11 @@ pub static FORMATS: &[Format] = &[
         exts: JSON,
         files: "torch_et_{N}.json",
         sniff: Some(|h| 2 * u8::from(h.has("\"nodes\"") && h.has("\"schema\""))),
-        role: Role::ExecTrace {
+        role: Role::ExecTrace(PerRank {
             read: |f| read::exec_trace::read(f.stream()?, f.path),
             rank_of: read::exec_trace::rank_of,
             naming: "torch_et_{N}.json",
-        },
+        }),
     },
 ];
 

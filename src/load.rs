@@ -10,7 +10,7 @@ use rayon::prelude::*;
 
 use crate::discover::{Discovery, Input};
 use crate::error::{Error, Result};
-use crate::formats::{Format, Ranked, ReadWithNotes, Role, FORMATS};
+use crate::formats::{Format, PerRank, Ranked, Role, FORMATS};
 use crate::model::Trace;
 use crate::source::FileIn;
 
@@ -205,35 +205,19 @@ pub fn load(
     report.bytes = progress.bytes.load(Ordering::Relaxed);
     let ranks = assign_ranks(files, &mut report)?;
     let card = read_card(discovery, &mut report);
-    let memory = read_per_rank(discovery, &ranks, &mut report, |role| match *role {
-        Role::Memory {
-            read,
-            rank_of,
-            naming,
-        } => Some(PerRank {
-            read,
-            rank_of,
-            naming,
-        }),
+    let memory = read_per_rank(discovery, &ranks, &mut report, |role| match role {
+        Role::Memory(how) => Some(*how),
         _ => None,
     })?
     .into_iter()
     .map(|(rank, m)| crate::model::memory::MemoryTimeline { rank, ..m })
     .collect();
-    let et = read_per_rank(discovery, &ranks, &mut report, |role| match *role {
-        Role::ExecTrace {
-            read,
-            rank_of,
-            naming,
-        } => Some(PerRank {
-            read,
-            rank_of,
-            naming,
-        }),
+    let et = read_per_rank(discovery, &ranks, &mut report, |role| match role {
+        Role::ExecTrace(how) => Some(*how),
         _ => None,
     })?
     .into_iter()
-    .map(|(rank, m)| crate::model::exec_trace::EtRank { rank, ..m })
+    .map(|(rank, e)| crate::model::exec_trace::EtRank { rank, ..e })
     .collect();
     Ok((
         Trace {
@@ -281,13 +265,6 @@ fn not_read_beside(discovery: &Discovery, read: &[&Input]) -> Vec<String> {
             )
         })
         .collect()
-}
-
-/// How to read one per-rank annotation format.
-struct PerRank<T> {
-    read: ReadWithNotes<T>,
-    rank_of: fn(&Path) -> Option<u32>,
-    naming: &'static str,
 }
 
 /// Reads every input whose role `pick` accepts, in parallel, and places each

@@ -6,8 +6,10 @@
 //! ends from the file's layout; no reader holds more than one event's value.
 
 use std::io::Read;
+use std::path::Path;
 
 use super::split::{Closer, Pos, Splitter};
+use crate::error::Error;
 
 /// What a reader does with the events (and other top-level members) of a
 /// Chrome-trace document.
@@ -46,6 +48,34 @@ pub trait Sink {
 
     /// The document has an event array (possibly empty).
     fn saw_events(&mut self);
+}
+
+/// Walks the document in `reader` into `sink`. A document that stops early
+/// (cut off or damaged) after `kept(sink)` events is a warning, before any an
+/// error; `what` names the file's kind in both ("an XLA profiler trace").
+pub fn walk<S: Sink>(
+    reader: impl Read,
+    sink: &mut S,
+    path: &Path,
+    what: &str,
+    kept: fn(&S) -> u64,
+) -> Result<Vec<String>, Error> {
+    let mut sp = Splitter::new(reader);
+    let Err(stop) = document(&mut sp, sink) else {
+        return Ok(Vec::new());
+    };
+    let (at, msg) = stop.describe(&sp);
+    match kept(sink) {
+        0 => Err(Error::Parse {
+            path: path.to_owned(),
+            at: at.to_string(),
+            msg: format!("{msg} (reading {what})"),
+        }),
+        n => Ok(vec![format!(
+            "{}: {what} cut off or damaged at {at} ({msg}); read the {n} complete events before it",
+            path.display()
+        )]),
+    }
 }
 
 /// Why reading stopped early.

@@ -11,8 +11,8 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use super::events::{document, serde_message, Sink};
-use super::split::{Pos, Splitter};
+use super::events::{serde_message, walk, Sink};
+use super::split::Pos;
 use crate::error::Error;
 use crate::model::classify::coll_kind;
 use crate::model::exec_trace::{EtColl, EtRank};
@@ -122,24 +122,11 @@ impl Sink for Nodes {
 /// Reads one execution trace from `reader` (already decompressed), streaming
 /// its nodes; a damaged file is read as far as it is valid, with a warning.
 pub fn read(reader: impl Read, path: &Path) -> Result<(EtRank, Vec<String>), Error> {
-    let mut sp = Splitter::new(reader);
     let mut n = Nodes::default();
-    let mut warnings = Vec::new();
-    if let Err(stop) = document(&mut sp, &mut n) {
-        let (at, msg) = stop.describe(&sp);
-        if n.nodes == 0 {
-            return Err(Error::Parse {
-                path: path.to_owned(),
-                at: at.to_string(),
-                msg: format!("{msg} (reading a PyTorch execution trace)"),
-            });
-        }
-        warnings.push(format!(
-            "{}: execution trace cut off or damaged at {at} ({msg}); read the {} nodes before it",
-            path.display(),
-            n.nodes
-        ));
-    } else if !n.saw_nodes {
+    let mut warnings = walk(reader, &mut n, path, "a PyTorch execution trace", |n| {
+        n.nodes
+    })?;
+    if warnings.is_empty() && !n.saw_nodes {
         return Err(Error::NotATrace {
             path: path.to_owned(),
             why: "JSON without a \"nodes\" array, so not a PyTorch execution trace".into(),

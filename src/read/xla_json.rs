@@ -12,8 +12,8 @@ use std::path::Path;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::events::{document, serde_message, Sink};
-use super::split::{Pos, Splitter};
+use super::events::{serde_message, walk, Sink};
+use super::split::Pos;
 use super::xplane::{device_number, op_stream, DeviceOps};
 use super::RankFile;
 use crate::error::Error;
@@ -119,24 +119,8 @@ impl Sink for Collect {
 /// streaming its events; one `RankFile` per device with ops. A damaged file
 /// is read as far as it is valid, with a warning.
 pub fn read(reader: impl Read, path: &Path) -> Result<Vec<(Option<u32>, RankFile)>, Error> {
-    let mut sp = Splitter::new(reader);
     let mut c = Collect::default();
-    let mut warnings = Vec::new();
-    if let Err(stop) = document(&mut sp, &mut c) {
-        let (at, msg) = stop.describe(&sp);
-        if c.events == 0 {
-            return Err(Error::Parse {
-                path: path.to_owned(),
-                at: at.to_string(),
-                msg: format!("{msg} (reading an XLA profiler trace)"),
-            });
-        }
-        warnings.push(format!(
-            "{}: trace is cut off or damaged at {at} ({msg}); loaded the {} complete events before it",
-            path.display(),
-            c.events
-        ));
-    }
+    let mut warnings = walk(reader, &mut c, path, "an XLA profiler trace", |c| c.events)?;
     if let Some((at, msg)) = &c.first_skip {
         warnings.push(format!(
             "{}: skipped {} event(s) that are not valid trace events; the first at {at}: {msg}",
@@ -276,7 +260,7 @@ mod tests {
         assert_eq!(files.len(), 1);
         assert_eq!(files[0].1.timeline.ops.len(), 2);
         assert!(
-            files[0].1.warnings[0].contains("trace is cut off or damaged at line 13, column 9 (unexpected end of file); loaded the 9 complete events"),
+            files[0].1.warnings[0].contains("an XLA profiler trace cut off or damaged at line 13, column 9 (unexpected end of file); read the 9 complete events"),
             "{:?}",
             files[0].1.warnings
         );
