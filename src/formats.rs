@@ -185,7 +185,7 @@ pub static FORMATS: &[Format] = &[
         sniff: None,
         role: Role::Memory(PerRank {
             read: |f| read::snapshot::read(f.stream()?, f.path),
-            rank_of: crate::discover::rank_from_name,
+            rank_of: crate::naming::rank_from_name,
             naming: "rank{N}_memory_snapshot.pickle",
         }),
     },

@@ -26,6 +26,7 @@ pub mod headless;
 pub mod load;
 pub mod metrics;
 pub mod model;
+pub mod naming;
 pub mod read;
 pub mod report;
 pub mod source;

@@ -50,7 +50,7 @@ pub struct About {
     /// Ranks with an execution trace.
     pub et: Vec<u32>,
     /// Clock offsets applied to put ranks on rank 0's clock (ns, spread, samples).
-    pub offsets: Vec<crate::model::collectives::Offset>,
+    pub offsets: Vec<crate::model::trace::Offset>,
     /// Which steps per-step metrics use.
     pub steps: String,
 }

@@ -6,7 +6,13 @@ use std::sync::LazyLock;
 
 use regex::{Regex, RegexBuilder};
 
-use super::timeline::Activity;
+/// What kind of device activity an op is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Activity {
+    Kernel,
+    Memcpy,
+    Memset,
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum KernelClass {

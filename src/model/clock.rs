@@ -4,8 +4,9 @@
 //! timeline) wrong. This finds both, from the raw clocks, and says what the
 //! alignment on shared collectives did about it.
 
-use super::collectives::{Instance, Offset};
+use super::collectives::{offsets_from, Instance};
 use super::time::{human, median, Ns};
+use super::trace::Offset;
 use super::trace::Trace;
 
 /// Per rank (like `Trace::ranks`): for each collective it shares with the first
@@ -140,11 +141,19 @@ pub fn check(trace: &Trace, samples: &[Vec<(Ns, Ns)>], offsets: Option<&[Offset]
     out
 }
 
+/// Per-rank offsets relative to the first rank, from the end times of the
+/// collectives each rank shares with it: the median of (reference end − rank
+/// end), robust to the few collectives that end late on one rank. Ranks that
+/// share no collective with the reference get offset 0 and no samples.
+pub fn estimate_offsets(trace: &Trace, inst: &[Instance]) -> Vec<Offset> {
+    offsets_from(trace, &samples(trace, inst))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::metrics::testing::trace;
-    use crate::model::collectives::{estimate_offsets, instances};
+    use crate::model::collectives::instances;
     use crate::synth::{Coll, RankTrace};
 
     /// Two ranks with `n` all-reduces 100 ms apart, each 50 µs long; rank 1's
@@ -237,5 +246,43 @@ mod tests {
         assert!(f[0].starts_with("rank 1: the collectives matched with rank 0's end ±5.00 ms apart (median deviation over 20)"), "{f:?}");
         // 1 ppm over 1.9 s is 1.9 µs: below the floor, not reported.
         assert!(findings(&pair(20, 0.0, 1.0, true), true).is_empty());
+    }
+
+    #[test]
+    fn recovers_injected_offsets() {
+        // The simulated run ends each collective on all ranks at once; shift
+        // rank 3 by +0.8 ms and rank 6 by −3 s, then estimate.
+        let mut t = crate::metrics::testing::trace(&crate::synth::training_run(
+            &crate::synth::RunShape::default(),
+        ));
+        let injected: Vec<Ns> = (0..8)
+            .map(|r| match r {
+                3 => 800_000,
+                6 => -3_000_000_000,
+                _ => 0,
+            })
+            .collect();
+        let shift: Vec<Offset> = injected
+            .iter()
+            .enumerate()
+            .map(|(r, &d)| Offset {
+                rank: r as u32,
+                offset: d,
+                spread: 0,
+                samples: 0,
+            })
+            .collect();
+        t.shift(&shift);
+        let inst = instances(&t);
+        // 3 steps × (8 all-gathers + 8 reduce-scatters + 1 all-reduce) in one group.
+        assert_eq!(inst.len(), 51);
+        let est = estimate_offsets(&t, &inst);
+        for (r, o) in est.iter().enumerate() {
+            assert!((o.offset + injected[r]).abs() <= 5_000, "rank {r}: {o:?}");
+            assert_eq!(o.samples, 51);
+        }
+        t.shift(&est);
+        let again = estimate_offsets(&t, &instances(&t));
+        assert!(again.iter().all(|o| o.offset.abs() <= 1_000), "{again:?}");
     }
 }

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use super::time::{median, Ns};
-use super::trace::Trace;
+use super::trace::{Offset, Trace};
 
 /// One collective call seen on several ranks: (rank index in `Trace::ranks`,
 /// op index in that rank's `ops`).
@@ -85,27 +85,7 @@ pub fn instances(trace: &Trace) -> Vec<Instance> {
     out
 }
 
-/// A rank's estimated clock offset: add it to the rank's times to put them on
-/// the reference rank's clock.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Offset {
-    pub rank: u32,
-    pub offset: Ns,
-    /// Median absolute deviation of the per-collective estimates.
-    pub spread: Ns,
-    /// Collectives the estimate rests on.
-    pub samples: usize,
-}
-
-/// Per-rank offsets relative to the first rank, from the end times of the
-/// collectives each rank shares with it: the median of (reference end − rank
-/// end), robust to the few collectives that end late on one rank. Ranks that
-/// share no collective with the reference get offset 0 and no samples.
-pub fn estimate_offsets(trace: &Trace, inst: &[Instance]) -> Vec<Offset> {
-    offsets_from(trace, &super::clock::samples(trace, inst))
-}
-
-/// Offsets from the per-rank samples of [`super::clock::samples`].
+/// Offsets from per-rank samples of (reference end, rank end) (see `clock::samples`).
 pub fn offsets_from(trace: &Trace, samples: &[Vec<(Ns, Ns)>]) -> Vec<Offset> {
     trace
         .ranks
@@ -304,42 +284,6 @@ mod tests {
     use super::*;
     use crate::metrics::testing::trace;
     use crate::synth::{training_run, RunShape};
-
-    #[test]
-    fn recovers_injected_offsets() {
-        // The simulated run ends each collective on all ranks at once; shift
-        // rank 3 by +0.8 ms and rank 6 by −3 s, then estimate.
-        let mut t = trace(&training_run(&RunShape::default()));
-        let injected: Vec<Ns> = (0..8)
-            .map(|r| match r {
-                3 => 800_000,
-                6 => -3_000_000_000,
-                _ => 0,
-            })
-            .collect();
-        let shift: Vec<Offset> = injected
-            .iter()
-            .enumerate()
-            .map(|(r, &d)| Offset {
-                rank: r as u32,
-                offset: d,
-                spread: 0,
-                samples: 0,
-            })
-            .collect();
-        t.shift(&shift);
-        let inst = instances(&t);
-        // 3 steps × (8 all-gathers + 8 reduce-scatters + 1 all-reduce) in one group.
-        assert_eq!(inst.len(), 51);
-        let est = estimate_offsets(&t, &inst);
-        for (r, o) in est.iter().enumerate() {
-            assert!((o.offset + injected[r]).abs() <= 5_000, "rank {r}: {o:?}");
-            assert_eq!(o.samples, 51);
-        }
-        t.shift(&est);
-        let again = estimate_offsets(&t, &instances(&t));
-        assert!(again.iter().all(|o| o.offset.abs() <= 1_000), "{again:?}");
-    }
 
     #[test]
     fn the_straggler_arrives_last() {

@@ -3,18 +3,11 @@
 
 use std::path::PathBuf;
 
+pub use super::classify::Activity;
 use super::classify::{CollKind, KernelClass};
 use super::intervals::{Interval, IntervalSet};
 use super::strings::{Interner, StrId};
 use super::time::Ns;
-
-/// What kind of device activity an op is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Activity {
-    Kernel,
-    Memcpy,
-    Memset,
-}
 
 /// Collective metadata recorded by PyTorch (`record_param_comms` args).
 #[derive(Debug, Clone, PartialEq)]

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use super::card::WorkloadCard;
+use super::time::Ns;
 use super::timeline::RankTimeline;
 
 #[derive(Debug, Clone, Default)]
@@ -16,7 +17,7 @@ pub struct Trace {
     /// The workload card found beside the traces.
     pub card: Option<WorkloadCard>,
     /// Clock offsets applied to the ranks (same order), when aligned.
-    pub offsets: Option<Vec<super::collectives::Offset>>,
+    pub offsets: Option<Vec<Offset>>,
     /// User kernel class rules applied on loading.
     pub rules: Option<super::classify::UserRules>,
     /// Device memory over time, per rank with a CUDA memory snapshot.
@@ -34,4 +35,16 @@ impl Trace {
     pub fn rank(&self, rank: u32) -> Option<&RankTimeline> {
         self.ranks.iter().find(|r| r.rank == rank)
     }
+}
+
+/// A rank's estimated clock offset: add it to the rank's times to put them on
+/// the reference rank's clock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Offset {
+    pub rank: u32,
+    pub offset: Ns,
+    /// Median absolute deviation of the per-collective estimates.
+    pub spread: Ns,
+    /// Collectives the estimate rests on.
+    pub samples: usize,
 }

@@ -166,7 +166,7 @@ pub fn rank_of(path: &std::path::Path) -> Option<u32> {
     static TRAILING: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
         regex::Regex::new(r"[-_]([0-9]+)\.json(?:\.gz)?$").expect("valid regex")
     });
-    crate::discover::rank_from_name(path).or_else(|| {
+    crate::naming::rank_from_name(path).or_else(|| {
         let name = path.file_name()?.to_str()?;
         TRAILING.captures(name)?[1].parse().ok()
     })

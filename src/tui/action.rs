@@ -1,7 +1,7 @@
 //! Everything the user can ask for. Keys and mouse events become actions
 //! (`keymap`), and only `App::update` turns actions into state changes.
 
-use super::tabs::Tab;
+use super::tab::Tab;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Action {

@@ -12,7 +12,8 @@ use super::action::Action;
 use super::data::Data;
 use super::keymap::{status_hints, Mode};
 use super::pair::Pair;
-use super::tabs::{Tab, TabCtx, TabView, TABS};
+use super::registry::TABS;
+use super::tabs::{Tab, TabCtx, TabView};
 use super::theme::Theme;
 use super::widgets::help::{self, Help};
 

@@ -13,7 +13,6 @@ use crate::metrics::ranks::{verdict, Verdict};
 use crate::metrics::{eval_all, Ctx, Metric, Options, Outcome, METRICS};
 use crate::model::collectives::{arrivals, wait_intervals, Arrivals};
 use crate::model::{Coverage, DeviceOp, Interval, IntervalSet, Ns, Trace};
-use crate::tui::tabs::memory::series;
 
 pub struct Data {
     pub trace: Trace,
@@ -260,5 +259,55 @@ impl Data {
             .iter()
             .filter(|o| o.end() > t && stream.is_none_or(|s| o.stream == s))
             .collect()
+    }
+}
+
+/// At most `max` points keeping each bucket's highest value, so a peak narrower
+/// than a screen column still shows. x: ms since the first sample; y: GB.
+pub fn series(
+    samples: &[crate::model::memory::MemSample],
+    value: fn(&crate::model::memory::MemSample) -> i64,
+    max: usize,
+) -> Vec<(f64, f64)> {
+    let Some(first) = samples.first() else {
+        return Vec::new();
+    };
+    let t0 = first.time_us;
+    let point = |s: &crate::model::memory::MemSample| {
+        ((s.time_us - t0) as f64 / 1e3, value(s) as f64 / 1e9)
+    };
+    let per = samples.len().div_ceil(max.max(1)).max(1);
+    samples
+        .chunks(per)
+        .map(|c| {
+            let top = c.iter().max_by_key(|s| value(s)).unwrap_or(&c[0]);
+            (point(&c[0]).0, point(top).1)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::memory::MemSample;
+
+    #[test]
+    fn series_keeps_peaks_when_thinning() {
+        let s: Vec<MemSample> = [1, 9, 2, 3, 4, 2]
+            .iter()
+            .enumerate()
+            .map(|(i, &a)| MemSample {
+                time_us: 1000 * i as i64,
+                allocated: a * 1_000_000_000,
+                reserved: 10_000_000_000,
+            })
+            .collect();
+        // Two samples per point: (0,1)→9 at 0 ms, (2,3)→3 at 2 ms, (4,5)→4 at 4 ms.
+        assert_eq!(
+            series(&s, |x| x.allocated, 3),
+            vec![(0.0, 9.0), (2.0, 3.0), (4.0, 4.0)]
+        );
+        assert_eq!(series(&s, |x| x.allocated, 100).len(), 6);
+        assert!(series(&[], |x| x.allocated, 10).is_empty());
     }
 }

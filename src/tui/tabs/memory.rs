@@ -8,7 +8,7 @@ use ratatui::symbols::Marker;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Axis, Chart, Dataset, GraphType, Paragraph, Widget};
 
-use crate::model::memory::{MemSample, MemoryTimeline};
+use crate::model::memory::MemoryTimeline;
 use crate::tui::action::Action;
 use crate::tui::data::Data;
 use crate::tui::tabs::{Needs, TabCtx, TabSpec, TabView};
@@ -33,24 +33,6 @@ impl MemoryState {
 }
 
 const GB: f64 = 1e9;
-
-/// At most `max` points keeping each bucket's highest value, so a peak narrower
-/// than a screen column still shows. x: ms since the first sample; y: GB.
-pub fn series(samples: &[MemSample], value: fn(&MemSample) -> i64, max: usize) -> Vec<(f64, f64)> {
-    let Some(first) = samples.first() else {
-        return Vec::new();
-    };
-    let t0 = first.time_us;
-    let point = |s: &MemSample| ((s.time_us - t0) as f64 / 1e3, value(s) as f64 / GB);
-    let per = samples.len().div_ceil(max.max(1)).max(1);
-    samples
-        .chunks(per)
-        .map(|c| {
-            let top = c.iter().max_by_key(|s| value(s)).unwrap_or(&c[0]);
-            (point(&c[0]).0, point(top).1)
-        })
-        .collect()
-}
 
 fn gb(bytes: i64) -> String {
     format!("{:.3} GB", bytes as f64 / GB)
@@ -191,30 +173,5 @@ impl TabView for MemoryState {
 
     fn render(&self, view: &TabCtx, theme: Theme, buf: &mut Buffer) {
         render(self, view.data, theme, view.area, buf);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn series_keeps_peaks_when_thinning() {
-        let s: Vec<MemSample> = [1, 9, 2, 3, 4, 2]
-            .iter()
-            .enumerate()
-            .map(|(i, &a)| MemSample {
-                time_us: 1000 * i as i64,
-                allocated: a * 1_000_000_000,
-                reserved: 10_000_000_000,
-            })
-            .collect();
-        // Two samples per point: (0,1)→9 at 0 ms, (2,3)→3 at 2 ms, (4,5)→4 at 4 ms.
-        assert_eq!(
-            series(&s, |x| x.allocated, 3),
-            vec![(0.0, 9.0), (2.0, 3.0), (4.0, 4.0)]
-        );
-        assert_eq!(series(&s, |x| x.allocated, 100).len(), 6);
-        assert!(series(&[], |x| x.allocated, 10).is_empty());
     }
 }

@@ -1,0 +1,119 @@
+//! The tab registry: every tab in tab-bar order. The tab bar, number keys,
+//! `--tab`, the help screen and the status line come from here and from the
+//! key table.
+
+use super::tab::Tab;
+use super::tabs::{compare, kernels, memory, stragglers, summary, timeline, Needs, TabSpec};
+
+/// Every tab, in tab-bar order (number keys follow it).
+pub static TABS: &[TabSpec] = &[
+    summary::TAB,
+    kernels::TAB,
+    timeline::TAB,
+    stragglers::TAB,
+    memory::TAB,
+    compare::TAB,
+];
+
+impl Default for Tab {
+    fn default() -> Self {
+        Tab(TABS[0].title)
+    }
+}
+
+impl Tab {
+    pub fn all() -> impl Iterator<Item = Tab> {
+        TABS.iter().map(|s| Tab(s.title))
+    }
+
+    /// The tabs shown: some need a memory snapshot or two runs.
+    pub fn available(memory: bool, two_runs: bool) -> Vec<Tab> {
+        TABS.iter()
+            .filter(|s| match s.needs {
+                Needs::Nothing => true,
+                Needs::MemorySnapshot => memory,
+                Needs::TwoRuns => two_runs,
+            })
+            .map(|s| Tab(s.title))
+            .collect()
+    }
+
+    /// The tab a session with two runs opens on.
+    pub fn for_two_runs() -> Tab {
+        TABS.iter()
+            .find(|s| s.needs == Needs::TwoRuns)
+            .map_or_else(Tab::default, |s| Tab(s.title))
+    }
+
+    /// The `n`th tab of the registry (0-based), as number keys select them.
+    pub fn nth(n: usize) -> Option<Tab> {
+        TABS.get(n).map(|s| Tab(s.title))
+    }
+
+    pub fn index(self) -> usize {
+        TABS.iter().position(|s| s.title == self.0).unwrap_or(0)
+    }
+
+    pub fn spec(self) -> &'static TabSpec {
+        &TABS[self.index()]
+    }
+
+    /// The tab after this one among `tabs`, wrapping around.
+    pub fn next(self, tabs: &[Tab]) -> Self {
+        let i = tabs.iter().position(|&t| t == self).unwrap_or(0);
+        tabs[(i + 1) % tabs.len()]
+    }
+
+    pub fn prev(self, tabs: &[Tab]) -> Self {
+        let i = tabs.iter().position(|&t| t == self).unwrap_or(0);
+        tabs[(i + tabs.len() - 1) % tabs.len()]
+    }
+
+    /// Parses a tab name as given to `--tab` (case-insensitive, prefix allowed).
+    pub fn parse(s: &str) -> Option<Self> {
+        let s = s.to_ascii_lowercase();
+        Self::all().find(|t| !s.is_empty() && t.title().to_ascii_lowercase().starts_with(&s))
+    }
+
+    /// Every tab's name in lower case, for messages and `--help`.
+    pub fn names() -> String {
+        Self::all()
+            .map(|t| t.title().to_ascii_lowercase())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// The label in the tab bar, e.g. ` 1 Summary `.
+    pub fn label(self) -> String {
+        format!(" {} {} ", self.index() + 1, self.title())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cycle_and_parse() {
+        let one = Tab::available(false, false);
+        assert_eq!(Tab("Stragglers").next(&one), Tab("Summary"));
+        assert_eq!(Tab("Summary").prev(&one), Tab("Stragglers"));
+        let two = Tab::available(false, true);
+        assert_eq!(Tab("Stragglers").next(&two), Tab("Compare"));
+        assert_eq!(Tab("Summary").prev(&two), Tab("Compare"));
+        let mem = Tab::available(true, false);
+        assert_eq!(Tab("Stragglers").next(&mem), Tab("Memory"));
+        assert_eq!(Tab::parse("mem"), Some(Tab("Memory")));
+        assert_eq!(Tab::parse("comp"), Some(Tab("Compare")));
+        assert_eq!(Tab::parse("time"), Some(Tab("Timeline")));
+        assert_eq!(Tab::parse("STRAG"), Some(Tab("Stragglers")));
+        assert_eq!(Tab::parse(""), None);
+        assert_eq!(Tab::parse("x"), None);
+        assert_eq!(Tab::for_two_runs(), Tab("Compare"));
+        assert_eq!((Tab::nth(2), Tab::nth(9)), (Some(Tab("Timeline")), None));
+        assert_eq!(
+            Tab::names(),
+            "summary, kernels, timeline, stragglers, memory, compare"
+        );
+    }
+}
