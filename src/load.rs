@@ -11,7 +11,7 @@ use rayon::prelude::*;
 use crate::discover::{Discovery, Input};
 use crate::error::{Error, Result};
 use crate::formats::{Format, PerRank, Ranked, Role, FORMATS};
-use crate::model::Trace;
+use crate::model::{RankTimeline, Trace};
 use crate::source::FileIn;
 
 /// How to load a trace beyond reading its files.
@@ -208,14 +208,14 @@ pub fn load(
     let memory = read_per_rank(discovery, &ranks, &mut report, |role| match role {
         Role::Memory(how) => Some(*how),
         _ => None,
-    })?
+    })
     .into_iter()
     .map(|(rank, m)| crate::model::memory::MemoryTimeline { rank, ..m })
     .collect();
     let et = read_per_rank(discovery, &ranks, &mut report, |role| match role {
         Role::ExecTrace(how) => Some(*how),
         _ => None,
-    })?
+    })
     .into_iter()
     .map(|(rank, e)| crate::model::exec_trace::EtRank { rank, ..e })
     .collect();
@@ -269,15 +269,15 @@ fn not_read_beside(discovery: &Discovery, read: &[&Input]) -> Vec<String> {
 
 /// Reads every input whose role `pick` accepts, in parallel, and places each
 /// on a rank: the one its file name gives, else the only rank when there is
-/// one file and at most one rank. Two files on one rank are two runs mixed:
-/// an error. Files without a rank are skipped with a warning showing the
-/// naming expected.
+/// one file and at most one rank. These files only annotate the run, so none
+/// can stop it: one that cannot be read, has no rank in its name or repeats
+/// a rank is left out with a warning naming it.
 fn read_per_rank<T: Send>(
     discovery: &Discovery,
     ranks: &[crate::model::RankTimeline],
     report: &mut LoadReport,
     pick: impl Fn(&Role) -> Option<PerRank<T>>,
-) -> Result<Vec<(u32, T)>> {
+) -> Vec<(u32, T)> {
     let inputs: Vec<(&Input, PerRank<T>)> = discovery
         .inputs
         .iter()
@@ -291,32 +291,40 @@ fn read_per_rank<T: Send>(
     let only = (ranks.len() <= 1 && inputs.len() == 1).then(|| ranks.first().map_or(0, |r| r.rank));
     let mut out: Vec<(u32, &Path, T)> = Vec::new();
     for ((input, how), r) in inputs.iter().zip(results) {
-        let (item, warnings) = r?;
+        let name = input.format.name;
+        let (item, warnings) = match r {
+            Ok(read) => read,
+            Err(e) => {
+                report
+                    .warnings
+                    .push(format!("{e}; the {name} was left out"));
+                continue;
+            }
+        };
         report.warnings.extend(warnings);
-        report.files.push(input.path.clone());
         let Some(rank) = (how.rank_of)(&input.path).or(only) else {
             report.warnings.push(format!(
-                "{}: {} without a rank in its name ({}); not read",
+                "{}: {name} without a rank in its name ({}); not read",
                 input.path.display(),
-                input.format.name,
                 how.naming
             ));
             continue;
         };
         if let Some((_, first, _)) = out.iter().find(|o| o.0 == rank) {
-            return Err(Error::MixedRuns {
-                rank,
-                first: first.to_path_buf(),
-                second: input.path.clone(),
-            });
+            report.warnings.push(format!(
+                "{}: a second {name} for rank {rank} (the first is {}); not read",
+                input.path.display(),
+                first.display()
+            ));
+            continue;
         }
+        report.files.push(input.path.clone());
         out.push((rank, &input.path, item));
     }
     out.sort_by_key(|o| o.0);
-    Ok(out
-        .into_iter()
+    out.into_iter()
         .map(|(rank, _, item)| (rank, item))
-        .collect())
+        .collect()
 }
 
 /// The first workload card that parses. A broken card is a warning, not an
@@ -342,6 +350,9 @@ fn read_card(discovery: &Discovery, report: &mut LoadReport) -> Option<crate::mo
     }
     found
 }
+
+/// How many missing ranks a warning names before it counts the rest.
+const SHOWN: usize = 16;
 
 /// Each file's rank comes from `distributedInfo.rank`, else from its file name,
 /// else (with a warning) the next free number. Two files claiming one rank, or
@@ -404,31 +415,39 @@ pub(crate) fn assign_ranks(
     // only holes below the highest rank present are reported.
     if let Some(&world) = sizes.keys().next() {
         let present = by_rank.len() as u32;
-        let top = if present * 2 >= world {
+        let top = if u64::from(present) * 2 >= u64::from(world) {
             world
         } else {
-            by_rank.keys().max().map_or(0, |&r| r + 1)
+            by_rank.keys().max().map_or(0, |&r| r.saturating_add(1))
         };
-        let missing: Vec<String> = (0..top.min(world))
-            .filter(|r| !by_rank.contains_key(r))
-            .map(|r| r.to_string())
-            .collect();
-        if present > 1 && !missing.is_empty() {
+        let limit = top.min(world);
+        // Counted, not listed: a claimed world size of 4e9 is 4e9 missing ranks.
+        let missing = limit - by_rank.range(..limit).count() as u32;
+        if present > 1 && missing > 0 {
+            let first: Vec<String> = (0..limit)
+                .filter(|r| !by_rank.contains_key(r))
+                .take(SHOWN)
+                .map(|r| r.to_string())
+                .collect();
+            let rest = missing as usize - first.len();
             report.warnings.push(format!(
-                "{} of {world} ranks in the trace (world size {world}); missing: {}; cross-rank metrics use the ranks present",
-                by_rank.len(),
-                abbreviate(&missing, 16)
+                "{present} of {world} ranks in the trace (world size {world}); missing: {}{}; cross-rank metrics use the ranks present",
+                first.join(", "),
+                if rest > 0 { format!(" and {rest} more") } else { String::new() }
+            ));
+        }
+        let beyond: Vec<&RankTimeline> = by_rank.range(world..).map(|(_, t)| t).collect();
+        if let Some(t) = beyond.first() {
+            report.warnings.push(format!(
+                "{}: rank {} is not below the world size {world} its distributedInfo gives{}; the file is read as that rank",
+                t.source.display(),
+                t.rank,
+                match beyond.len() - 1 {
+                    0 => String::new(),
+                    n => format!(" ({n} more files likewise)"),
+                }
             ));
         }
     }
     Ok(by_rank.into_values().collect())
-}
-
-/// The first `max` items joined, with a count of the rest.
-fn abbreviate(items: &[String], max: usize) -> String {
-    let mut s = items[..items.len().min(max)].join(", ");
-    if items.len() > max {
-        s.push_str(&format!(" and {} more", items.len() - max));
-    }
-    s
 }

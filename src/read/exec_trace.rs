@@ -126,6 +126,16 @@ pub fn read(reader: impl Read, path: &Path) -> Result<(EtRank, Vec<String>), Err
     let mut warnings = walk(reader, &mut n, path, "a PyTorch execution trace", |n| {
         n.nodes
     })?;
+    if n.nodes == 0 && n.skipped > 0 {
+        let why = n
+            .first_skip
+            .as_ref()
+            .map_or(String::new(), |(at, msg)| format!(" (at {at}: {msg})"));
+        return Err(Error::NotATrace {
+            path: path.to_owned(),
+            why: format!("no node of its \"nodes\" is an execution trace node{why}"),
+        });
+    }
     if warnings.is_empty() && !n.saw_nodes {
         return Err(Error::NotATrace {
             path: path.to_owned(),
@@ -137,7 +147,7 @@ pub fn read(reader: impl Read, path: &Path) -> Result<(EtRank, Vec<String>), Err
             format!("; the first at {at}: {msg}")
         });
         warnings.push(format!(
-            "{}: skipped {} node(s) that are not valid JSON objects{first}",
+            "{}: skipped {} node(s) that are not execution trace nodes{first}",
             path.display(),
             n.skipped
         ));
@@ -221,8 +231,9 @@ mod tests {
         let bytes: Vec<u64> = et.colls.iter().map(|c| c.bytes).collect();
         assert_eq!(bytes, [0, 0, 32]);
         assert!(
-            warnings[0]
-                .contains("skipped 1 node(s) that are not valid JSON objects; the first at line 4"),
+            warnings[0].contains(
+                "skipped 1 node(s) that are not execution trace nodes; the first at line 4"
+            ),
             "{warnings:?}"
         );
         assert!(

@@ -8,6 +8,7 @@ mod corpus;
 mod formats;
 mod fuzz_smoke;
 mod glance;
+mod hostile;
 mod readme;
 mod support;
 mod tui;

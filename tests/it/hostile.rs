@@ -1,0 +1,140 @@
+//! Hostile inputs, generated here: small files that claim huge numbers, files
+//! beside the traces that only annotate the run, names built to fool the
+//! sniffing. Each case runs the binary under an address-space and CPU-time
+//! limit (where `prlimit` exists) and checks the exit code, that the message
+//! names the file, and that the input folder is left as it was.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use ccl_bench::synth::two_rank_example;
+
+use crate::support::{assert_close, stderr, stdout};
+
+/// 2 GiB of address space and 20 s of CPU: generous for these inputs, small
+/// enough that a claimed size turned into an allocation, or a quadratic
+/// loop, fails the test instead of the machine.
+const LIMITS: [&str; 2] = ["--as=2147483648", "--cpu=20"];
+
+fn bounded(args: &[&str]) -> Output {
+    let bin = env!("CARGO_BIN_EXE_ccl-bench");
+    let limited = Path::new("/usr/bin/prlimit").exists();
+    let mut cmd = if limited {
+        let mut c = Command::new("/usr/bin/prlimit");
+        c.args(LIMITS).arg(bin);
+        c
+    } else {
+        Command::new(bin)
+    };
+    let o = cmd.args(args).output().expect("ccl-bench runs");
+    let err = stderr(&o);
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(
+        o.status.code().is_some(),
+        "killed by a signal (over the limits?): {err}"
+    );
+    o
+}
+
+/// Every file under `dir` with its bytes.
+fn contents(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut v: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let p = e.unwrap().path();
+            (
+                p.display().to_string(),
+                std::fs::read(&p).unwrap_or_default(),
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// The two-rank example with `distributedInfo` rewritten.
+fn ranks_claiming(dir: &Path, claims: &[(u64, u64)]) {
+    for (i, (rank, world)) in claims.iter().enumerate() {
+        let mut v: serde_json::Value =
+            serde_json::from_str(&two_rank_example()[i].to_json()).unwrap();
+        v["distributedInfo"] = serde_json::json!({"rank": rank, "world_size": world});
+        std::fs::write(dir.join(format!("rank{i}_trace.json")), v.to_string()).unwrap();
+    }
+}
+
+#[test]
+fn a_claimed_world_of_four_billion_is_counted_not_listed() {
+    let dir = tempfile::tempdir().unwrap();
+    ranks_claiming(dir.path(), &[(0, 4_294_967_295), (1, 4_294_967_295)]);
+    let o = bounded(&[
+        "--trace",
+        dir.path().to_str().unwrap(),
+        "--metric",
+        "total_kernel_time",
+    ]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    // Two present of a sample: only holes below the highest rank count, none here.
+    assert!(!err.contains("missing"), "{err}");
+    // Half or more present would list holes up to the world size: counted.
+    ranks_claiming(dir.path(), &[(0, 3), (4_000_000_000, 3)]);
+    let o = bounded(&["--trace", dir.path().to_str().unwrap(), "--metrics"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(err.contains("missing: 1, 2;"), "{err}");
+    assert!(
+        err.contains("rank1_trace.json: rank 4000000000 is not below the world size 3"),
+        "{err}"
+    );
+    ranks_claiming(
+        dir.path(),
+        &[(0, 4_294_967_295), (4_294_967_294, 4_294_967_295)],
+    );
+    let o = bounded(&["--trace", dir.path().to_str().unwrap(), "--metrics"]);
+    let err = stderr(&o);
+    assert!(
+        err.contains(
+            "missing: 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 and 4294967277 more"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn files_that_only_annotate_the_run_never_stop_it() {
+    let dir = tempfile::tempdir().unwrap();
+    for (i, r) in two_rank_example().iter().enumerate() {
+        std::fs::write(dir.path().join(format!("rank{i}_trace.json")), r.to_json()).unwrap();
+    }
+    // An unrelated pickle, a JSON graph that looks like an execution trace,
+    // and a snapshot that is not one.
+    std::fs::write(dir.path().join("model.pkl"), b"\x80\x04K\x01.").unwrap();
+    std::fs::write(
+        dir.path().join("graph.json"),
+        r#"{"schema": "dot", "nodes": [{"id": 1}, {"label": "x"}]}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("rank0_memory_snapshot.pickle"),
+        b"not a pickle",
+    )
+    .unwrap();
+    let before = contents(dir.path());
+    let o = bounded(&[
+        "--trace",
+        dir.path().to_str().unwrap(),
+        "--metric",
+        "total_kernel_time",
+    ]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert_close(stdout(&o).trim().parse().unwrap(), 345e-6, &err);
+    for name in ["model.pkl", "graph.json", "rank0_memory_snapshot.pickle"] {
+        assert!(
+            err.lines()
+                .any(|l| l.contains(name) && l.contains("left out")),
+            "{name}: {err}"
+        );
+    }
+    assert_eq!(contents(dir.path()), before);
+}
