@@ -193,10 +193,11 @@ pub static FORMATS: &[Format] = &[
         name: "XLA profiler trace JSON",
         exts: JSON,
         files: "*.trace.json.gz",
-        // The JAX/TF profiler names its processes after devices.
+        // The JAX/TF profiler names its processes after devices; a PyTorch
+        // trace may mention such a name too, but has markers of its own.
         sniff: Some(|h| {
             let device = h.has("\"/device:TPU:") || h.has("\"/device:GPU:");
-            if h.has("\"traceEvents\"") && device {
+            if h.has("\"traceEvents\"") && device && !pytorch_markers(h) {
                 3
             } else {
                 0
@@ -215,8 +216,12 @@ pub static FORMATS: &[Format] = &[
         sniff: Some(|h| {
             if h.has("\"traceEvents\"") {
                 2
-            } else if h.name.contains(".pt.trace.json") || h.text().starts_with(b"[") {
-                // A bare event array, or a profiler file whose header is unusually long.
+            } else if h.name.contains(".pt.trace.json")
+                || h.text().starts_with(b"[")
+                || (h.text().starts_with(b"{") && pytorch_markers(h))
+            {
+                // A bare event array, or a profiler file whose header (a
+                // large job's process groups) runs past the head.
                 1
             } else {
                 0
@@ -252,6 +257,19 @@ pub static FORMATS: &[Format] = &[
         }),
     },
 ];
+
+/// Top-level keys and categories only the PyTorch profiler writes.
+fn pytorch_markers(h: &Head) -> bool {
+    [
+        "\"schemaVersion\"",
+        "\"distributedInfo\"",
+        "\"deviceProperties\"",
+        "\"cpu_op\"",
+        "\"cuda_runtime\"",
+    ]
+    .iter()
+    .any(|m| h.has(m))
+}
 
 fn nsys_report_advice(path: &Path) -> String {
     format!(

@@ -138,3 +138,41 @@ fn files_that_only_annotate_the_run_never_stop_it() {
     }
     assert_eq!(contents(dir.path()), before);
 }
+
+#[test]
+fn a_large_jobs_long_header_and_device_names_still_read_as_pytorch() {
+    // A 2,048-GPU job lists every process group before its events: here
+    // ~120 KB of them, so "traceEvents" starts past the 64 KiB sniffed.
+    let mut v: serde_json::Value = serde_json::from_str(&two_rank_example()[0].to_json()).unwrap();
+    let groups: Vec<serde_json::Value> = (0..3000)
+        .map(|g| serde_json::json!({"pg_name": format!("{g}"), "ranks": [g, g + 1, g + 2]}))
+        .collect();
+    v["distributedInfo"]["pg_config"] = serde_json::Value::Array(groups);
+    // A process named like an XLA device must not send it to the XLA reader.
+    v["traceEvents"].as_array_mut().unwrap().insert(
+        0,
+        serde_json::json!({"ph": "M", "name": "process_name", "pid": 0, "args": {"name": "/device:GPU:0"}}),
+    );
+    let text = v.to_string();
+    assert!(text.find("\"traceEvents\"").unwrap() > 70 * 1024);
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("rank0_trace.json");
+    std::fs::write(&f, &text).unwrap();
+    for path in [dir.path(), f.as_path()] {
+        let o = bounded(&[
+            "--trace",
+            path.to_str().unwrap(),
+            "--metric",
+            "total_kernel_time",
+        ]);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(0), "{path:?}: {err}");
+        assert_close(stdout(&o).trim().parse().unwrap(), 145e-6, &err);
+    }
+    let o = bounded(&["--trace", dir.path().to_str().unwrap(), "--inputs"]);
+    assert!(
+        stdout(&o).contains("PyTorch profiler trace rank 0"),
+        "{}",
+        stdout(&o)
+    );
+}
