@@ -18,7 +18,7 @@ pub const EXIT_NOT_APPLICABLE: u8 = 3;
 pub const EXIT_USAGE: u8 = 2;
 
 pub fn run(cli: &Cli) -> Result<ExitCode> {
-    let mut out = io::stdout().lock();
+    let mut out = crate::report::safe::Safe(io::stdout().lock());
     if cli.list_metrics {
         list_metrics(&mut out)?;
         return Ok(ExitCode::SUCCESS);
@@ -53,7 +53,7 @@ pub fn run(cli: &Cli) -> Result<ExitCode> {
                     } else {
                         format!("; did you mean {}?", close.join(", "))
                     };
-                    eprintln!("ccl-bench: unknown metric '{name}'{hint} (ccl-bench --list-metrics lists all)");
+                    crate::say!("ccl-bench: unknown metric '{name}'{hint} (ccl-bench --list-metrics lists all)");
                     return Ok(ExitCode::from(EXIT_USAGE));
                 }
             }
@@ -69,11 +69,11 @@ pub fn run(cli: &Cli) -> Result<ExitCode> {
         None
     };
     let Some(path) = cli.trace_path().or(sample.as_ref()) else {
-        eprintln!("ccl-bench: no trace given; use --trace DIR (ccl-bench --help for more)");
+        crate::say!("ccl-bench: no trace given; use --trace DIR (ccl-bench --help for more)");
         return Ok(ExitCode::from(EXIT_USAGE));
     };
     if sample.is_some() {
-        eprintln!(
+        crate::say!(
             "ccl-bench: no trace given; showing the bundled sample {}",
             path.display()
         );
@@ -93,7 +93,7 @@ pub fn run(cli: &Cli) -> Result<ExitCode> {
     let ctx = match Ctx::new(&trace, cli.rank) {
         Ok(c) => c.with_options(cli.options()),
         Err(e) => {
-            eprintln!("ccl-bench: {e}");
+            crate::say!("ccl-bench: {e}");
             return Ok(ExitCode::from(EXIT_USAGE));
         }
     };
@@ -126,7 +126,7 @@ pub fn load(path: &std::path::Path, opts: &LoadOptions) -> Result<Trace> {
     let (trace, report) = load::load_path(path, opts, &Progress::default())
         .with_context(|| format!("cannot load {}", path.display()))?;
     for w in &report.warnings {
-        eprintln!("warning: {w}");
+        crate::say!("warning: {w}");
     }
     if trace.is_empty() {
         return Err(anyhow!("{}: no ranks loaded", path.display()));
@@ -141,7 +141,7 @@ pub fn compare(args: &crate::cli::CompareArgs) -> Result<ExitCode> {
         Some(name) => match metrics::find(name) {
             Some(m) => Some(m),
             None => {
-                eprintln!(
+                crate::say!(
                     "ccl-bench: unknown metric '{name}' (ccl-bench --list-metrics lists all)"
                 );
                 return Ok(ExitCode::from(EXIT_USAGE));
@@ -155,7 +155,7 @@ pub fn compare(args: &crate::cli::CompareArgs) -> Result<ExitCode> {
         Ctx::new(&ta, None).map_err(|e| anyhow!(e))?,
         Ctx::new(&tb, None).map_err(|e| anyhow!(e))?,
     );
-    let mut out = io::stdout().lock();
+    let mut out = crate::report::safe::Safe(io::stdout().lock());
     if let Some(m) = metric {
         return match (m.eval(&ca), m.eval(&cb)) {
             (Outcome::Value(a), Outcome::Value(b)) => {
@@ -165,7 +165,7 @@ pub fn compare(args: &crate::cli::CompareArgs) -> Result<ExitCode> {
             (oa, ob) => {
                 for (side, o) in [("A", oa), ("B", ob)] {
                     if let Outcome::NotApplicable(why) = o {
-                        eprintln!("ccl-bench: {} does not apply to run {side}: {why}", m.name);
+                        crate::say!("ccl-bench: {} does not apply to run {side}: {why}", m.name);
                     }
                 }
                 Ok(ExitCode::from(EXIT_NOT_APPLICABLE))
@@ -194,7 +194,7 @@ pub fn compare(args: &crate::cli::CompareArgs) -> Result<ExitCode> {
         })
         .collect();
     if args.fail_on_regression && !worse.is_empty() {
-        eprintln!(
+        crate::say!(
             "ccl-bench: {} metric(s) got worse beyond the threshold ({:.1} %, for shares {:.1} points): {}",
             worse.len(),
             args.threshold * 100.0,
@@ -213,7 +213,7 @@ fn print_one(m: &Metric, ctx: &Ctx, cli: &Cli, out: &mut dyn Write) -> Result<Ex
             Ok(ExitCode::SUCCESS)
         }
         Outcome::NotApplicable(why) => {
-            eprintln!(
+            crate::say!(
                 "ccl-bench: {} does not apply to {}: {why}",
                 m.name,
                 ctx.trace.source.display()

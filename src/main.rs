@@ -19,7 +19,7 @@ fn main() -> ExitCode {
             }) {
                 return ExitCode::SUCCESS;
             }
-            eprintln!("ccl-bench: error: {}", ccl_bench::error::one_line(&e));
+            ccl_bench::say!("ccl-bench: error: {}", ccl_bench::error::one_line(&e));
             ExitCode::FAILURE
         }
     }
@@ -47,7 +47,7 @@ fn run(cli: &Cli) -> Result<ExitCode> {
             None => match sample_path() {
                 Some(p) => p,
                 None => {
-                    eprintln!(
+                    ccl_bench::say!(
                         "ccl-bench: no trace given and the sample ({SAMPLE}) is not here; \
                          use ccl-bench DIR (ccl-bench --help for more)"
                     );

@@ -4,6 +4,7 @@ pub mod compare;
 mod csv;
 pub mod human;
 mod json;
+pub mod safe;
 mod table;
 
 use std::io::{self, Write};

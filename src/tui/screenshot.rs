@@ -159,7 +159,7 @@ fn opacity(sym: &str) -> &'static str {
 /// Renders one tab of the UI to an SVG file (`--screenshot FILE --tab T --size WxH`).
 pub fn write(cli: &Cli, out: &Path) -> Result<ExitCode> {
     let Some(tab) = Tab::parse(&cli.tab) else {
-        eprintln!(
+        crate::say!(
             "ccl-bench: unknown tab '{}'; tabs: {}",
             cli.tab,
             Tab::names()
@@ -167,11 +167,11 @@ pub fn write(cli: &Cli, out: &Path) -> Result<ExitCode> {
         return Ok(ExitCode::from(EXIT_USAGE));
     };
     let Some((w, h)) = cli.screenshot_size().filter(|&(w, h)| w > 0 && h > 0) else {
-        eprintln!("ccl-bench: --size wants WIDTHxHEIGHT in cells, e.g. 120x36");
+        crate::say!("ccl-bench: --size wants WIDTHxHEIGHT in cells, e.g. 120x36");
         return Ok(ExitCode::from(EXIT_USAGE));
     };
     if cli.trace_path().is_none() {
-        eprintln!("ccl-bench: --screenshot needs --trace DIR");
+        crate::say!("ccl-bench: --screenshot needs --trace DIR");
         return Ok(ExitCode::from(EXIT_USAGE));
     }
     let loaded = super::load_runs(
@@ -187,7 +187,7 @@ pub fn write(cli: &Cli, out: &Path) -> Result<ExitCode> {
         None => vec![&app.data],
     };
     for w in runs.iter().flat_map(|d| &d.warnings) {
-        eprintln!("warning: {w}");
+        crate::say!("warning: {w}");
     }
     if !app.tabs().contains(&tab) {
         let needs = match tab.spec().needs {
@@ -195,7 +195,7 @@ pub fn write(cli: &Cli, out: &Path) -> Result<ExitCode> {
             Needs::MemorySnapshot => "a CUDA memory snapshot beside the traces",
             Needs::Nothing => "nothing more",
         };
-        eprintln!("ccl-bench: the {} tab needs {needs}", tab.title());
+        crate::say!("ccl-bench: the {} tab needs {needs}", tab.title());
         return Ok(ExitCode::from(EXIT_USAGE));
     }
     app.tab = tab;

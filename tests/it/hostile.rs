@@ -176,3 +176,61 @@ fn a_large_jobs_long_header_and_device_names_still_read_as_pytorch() {
         stdout(&o)
     );
 }
+
+#[test]
+fn control_characters_never_reach_the_terminal_raw() {
+    // A kernel name that retitles the window and clears the screen, in a
+    // folder beside an empty rank file whose name carries ESC itself.
+    let dir = tempfile::tempdir().unwrap();
+    let evil = "evil\u{1b}]0;pwned\u{7}\u{9b}2J\u{1b}[31m";
+    let trace = serde_json::json!({"traceEvents": [
+        {"ph": "X", "cat": "kernel", "name": evil, "pid": 0, "tid": 7, "ts": 0, "dur": 10},
+        {"ph": "X", "cat": "kernel", "name": "ncclKernel_AllReduce", "pid": 0, "tid": 8, "ts": 0, "dur": 1}
+    ]});
+    std::fs::write(dir.path().join("rank0_trace.json"), trace.to_string()).unwrap();
+    std::fs::write(dir.path().join("rank1\u{1b}[2J_trace.json"), "").unwrap();
+    let path = dir.path().to_str().unwrap();
+    for args in [
+        &["--metrics"][..],
+        &["--metrics", "--format", "csv"],
+        &["--metrics", "--format", "json"],
+        &["--inputs"],
+        &["--metric", "dominant_kernel_concentration"],
+    ] {
+        let mut all = vec!["--trace", path];
+        all.extend_from_slice(args);
+        let o = bounded(&all);
+        for (what, bytes) in [("stdout", &o.stdout), ("stderr", &o.stderr)] {
+            let text = String::from_utf8_lossy(bytes);
+            assert!(
+                !text
+                    .chars()
+                    .any(|c| c.is_control() && c != '\n' && c != '\t'),
+                "{args:?}: raw control characters on {what}: {text:?}"
+            );
+        }
+        assert!(o.status.code().is_some());
+    }
+    // The name is still there to read, escaped; JSON stays valid and keeps it.
+    let o = bounded(&["--trace", path, "--metrics"]);
+    assert!(
+        stdout(&o).contains("evil\\u001b]0;pwned\\u0007\\u009b2J"),
+        "{}",
+        stdout(&o)
+    );
+    assert!(
+        stderr(&o).contains("rank1\\u001b[2J_trace.json"),
+        "{}",
+        stderr(&o)
+    );
+    let o = bounded(&["--trace", path, "--metrics", "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v.to_string().contains("pwned"), "{v}");
+    let notes: Vec<String> = v["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["note"].as_str().map(str::to_owned))
+        .collect();
+    assert!(notes.iter().any(|n| n.contains(evil)), "{notes:?}");
+}
