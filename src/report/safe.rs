@@ -80,7 +80,8 @@ mod tests {
             "k\\u001b]0;pwned\\u0007\\u009b2J"
         );
         let mut out = Safe(Vec::new());
-        write!(out, "name: {}", "a\x1b[31mred").unwrap();
+        let name = "a\x1b[31mred";
+        write!(out, "name: {name}").unwrap();
         assert_eq!(String::from_utf8(out.0).unwrap(), "name: a\\u001b[31mred");
     }
 }
