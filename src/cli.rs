@@ -266,9 +266,12 @@ impl Cli {
     }
 
     /// `--size WxH` as (width, height).
+    /// `--size` in cells, when it is one and at most 1000 × 1000 (a
+    /// terminal never is larger, and the image is drawn in memory).
     pub fn screenshot_size(&self) -> Option<(u16, u16)> {
         let (w, h) = self.size.split_once(['x', 'X'])?;
-        Some((w.trim().parse().ok()?, h.trim().parse().ok()?))
+        let (w, h): (u16, u16) = (w.trim().parse().ok()?, h.trim().parse().ok()?);
+        (w <= 1000 && h <= 1000).then_some((w, h))
     }
 }
 

@@ -60,6 +60,9 @@ impl Default for LoadOptions {
     }
 }
 
+/// The largest rules file read: 1 MiB.
+const MAX_RULES_FILE: u64 = 1 << 20;
+
 /// The rules file name looked for beside a trace.
 pub const CLASSES_FILE: &str = "ccl-bench-classes.toml";
 
@@ -79,6 +82,24 @@ pub fn load_path(
     };
     let rules_path = opts.classes.clone().or(beside.filter(|p| p.is_file()));
     if let Some(rp) = rules_path {
+        // A pipe or device would block or never end; a rules file is small.
+        let meta = std::fs::metadata(&rp).map_err(|source| Error::Io {
+            path: rp.clone(),
+            source,
+        })?;
+        if !meta.is_file() || meta.len() > MAX_RULES_FILE {
+            return Err(Error::BadConfig {
+                path: rp.clone(),
+                why: format!(
+                    "not a rules file: {}",
+                    if meta.is_file() {
+                        format!("{} bytes (at most {MAX_RULES_FILE})", meta.len())
+                    } else {
+                        "not a regular file (a pipe, socket or device)".to_owned()
+                    }
+                ),
+            });
+        }
         let text = std::fs::read_to_string(&rp).map_err(|source| Error::Io {
             path: rp.clone(),
             source,

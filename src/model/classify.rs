@@ -291,11 +291,29 @@ struct RuleEntry {
     pattern: String,
 }
 
+/// Limits on a rules file: how many rules, how many bytes of patterns, and
+/// how large one compiled pattern may grow.
+pub const MAX_RULES: usize = 256;
+pub const MAX_PATTERN_BYTES: usize = 64 * 1024;
+const MAX_COMPILED: usize = 1 << 20;
+
 impl UserRules {
     /// Parses the TOML text of a rules file (`[[rule]] class = "gemm"
     /// pattern = "^my_matmul"`); patterns are case-insensitive regexes.
     pub fn parse(text: &str, source: &std::path::Path) -> Result<Self, String> {
         let file: RulesFile = toml::from_str(text).map_err(|e| e.to_string())?;
+        if file.rule.len() > MAX_RULES {
+            return Err(format!(
+                "{} rules; at most {MAX_RULES} are read (they run against every kernel name)",
+                file.rule.len()
+            ));
+        }
+        let total: usize = file.rule.iter().map(|r| r.pattern.len()).sum();
+        if total > MAX_PATTERN_BYTES {
+            return Err(format!(
+                "{total} bytes of patterns; at most {MAX_PATTERN_BYTES} are compiled"
+            ));
+        }
         let mut rules = Vec::new();
         for (i, r) in file.rule.into_iter().enumerate() {
             let class = KernelClass::from_name(&r.class).ok_or_else(|| {
@@ -307,7 +325,12 @@ impl UserRules {
                     names.join(", ")
                 )
             })?;
-            let re = Regex::new(&format!("(?i){}", r.pattern))
+            // A bounded compiled size: a pattern such as `(a{99}){99}` is
+            // refused at once instead of taking seconds and gigabytes.
+            let re = regex::RegexBuilder::new(&format!("(?i){}", r.pattern))
+                .size_limit(MAX_COMPILED)
+                .dfa_size_limit(MAX_COMPILED)
+                .build()
                 .map_err(|e| format!("rule {}: bad pattern '{}': {e}", i + 1, r.pattern))?;
             rules.push((class, r.pattern, re));
         }

@@ -167,7 +167,9 @@ pub fn write(cli: &Cli, out: &Path) -> Result<ExitCode> {
         return Ok(ExitCode::from(EXIT_USAGE));
     };
     let Some((w, h)) = cli.screenshot_size().filter(|&(w, h)| w > 0 && h > 0) else {
-        crate::say!("ccl-bench: --size wants WIDTHxHEIGHT in cells, e.g. 120x36");
+        crate::say!(
+            "ccl-bench: --size wants WIDTHxHEIGHT in cells, e.g. 120x36, at most 1000x1000"
+        );
         return Ok(ExitCode::from(EXIT_USAGE));
     };
     if cli.trace_path().is_none() {

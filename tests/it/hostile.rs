@@ -234,3 +234,71 @@ fn control_characters_never_reach_the_terminal_raw() {
         .collect();
     assert!(notes.iter().any(|n| n.contains(evil)), "{notes:?}");
 }
+
+#[test]
+fn class_rules_and_options_are_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("rank0_trace.json"),
+        two_rank_example()[0].to_json(),
+    )
+    .unwrap();
+    let path = dir.path().to_str().unwrap();
+    let rules = dir.path().join("rules.toml");
+    let rules_arg = rules.to_str().unwrap();
+    let run_with_rules = |text: &str| {
+        std::fs::write(&rules, text).unwrap();
+        bounded(&[
+            "--trace",
+            path,
+            "--classes",
+            rules_arg,
+            "--metric",
+            "total_kernel_time",
+        ])
+    };
+    // 2,000 heavy rules: refused before any is compiled.
+    let many: String = (0..2000)
+        .map(|i| format!("[[rule]]\nclass = \"gemm\"\npattern = \"(x{i}{{50}}){{50}}\"\n"))
+        .collect();
+    let o = run_with_rules(&many);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("2000 rules; at most 256"),
+        "{}",
+        stderr(&o)
+    );
+    // One pattern whose compiled form would be huge: refused by its size.
+    let o = run_with_rules("[[rule]]\nclass = \"gemm\"\npattern = \"((a{100}){100}){100}\"\n");
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("rule 1: bad pattern"), "{}", stderr(&o));
+    // A pipe named as the rules file would block reading it: refused.
+    let fifo = dir.path().join("fifo.toml");
+    if Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .is_ok_and(|s| s.success())
+    {
+        let o = bounded(&[
+            "--trace",
+            path,
+            "--classes",
+            fifo.to_str().unwrap(),
+            "--metrics",
+        ]);
+        assert_eq!(o.status.code(), Some(1));
+        assert!(stderr(&o).contains("not a regular file"), "{}", stderr(&o));
+    }
+    // An image of 65535 × 65535 cells would be 206 GB drawn in memory.
+    let svg = dir.path().join("out.svg");
+    let o = bounded(&[
+        "--trace",
+        path,
+        "--screenshot",
+        svg.to_str().unwrap(),
+        "--size",
+        "65535x65535",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(!svg.exists());
+}

@@ -99,7 +99,11 @@ pub fn tick_step(min: Ns) -> Ns {
                 return step * m;
             }
         }
-        step *= 10;
+        // Past 10^18 ns (31 years) a wider tick would overflow: that one will do.
+        match step.checked_mul(10) {
+            Some(s) if s <= Ns::MAX / 5 => step = s,
+            _ => return step * 5,
+        }
     }
 }
 
@@ -292,6 +296,8 @@ mod tests {
     #[test]
     fn ticks_and_columns() {
         assert_eq!(tick_step(1), 1);
+        // A view wider than any trace the model keeps still gets a tick.
+        assert_eq!(tick_step(Ns::MAX), 5_000_000_000_000_000_000);
         assert_eq!(tick_step(3), 5);
         assert_eq!(tick_step(1_100), 2_000);
         let v = Interval::new(1000, 2000);
