@@ -110,6 +110,18 @@ fn hlo(name: &str) -> (String, Option<String>, Option<&'static str>) {
     }
 }
 
+/// The `%name` operands of an HLO instruction's text (after its opening
+/// parenthesis).
+fn operands(full: &str) -> impl Iterator<Item = &str> {
+    let args = full.find('(').map_or("", |i| &full[i..]);
+    args.split('%').skip(1).map(|t| {
+        let end = t
+            .find(|c: char| !(c.is_alphanumeric() || matches!(c, '.' | '-' | '_')))
+            .unwrap_or(t.len());
+        &t[..end]
+    })
+}
+
 /// A collective library's kernel (on GPU XSpaces), as opposed to an HLO op name.
 fn vendor_ccl(name: &str) -> bool {
     let n = name.to_ascii_lowercase();
@@ -148,16 +160,11 @@ impl DeviceOps {
                 self.pending.insert(name.clone(), (start, name));
                 return;
             }
-            // The done names its start as its operand.
-            Some("done") => match self
-                .pending
-                .keys()
-                .find(|k| full.contains(&format!("%{k})")) || full.contains(&format!("%{k},")))
-                .cloned()
-            {
-                Some(k) => self.pending.remove(&k).unwrap_or((start, name)),
-                None => (start, name),
-            },
+            // The done names its start as its operand: looked up, not
+            // searched for (tens of thousands may be in flight).
+            Some("done") => operands(full)
+                .find_map(|k| self.pending.remove(k))
+                .unwrap_or((start, name)),
             _ => (start, name),
         };
         let activity = if memcpy {
@@ -295,6 +302,8 @@ mod tests {
         );
         let (n, c, _) = hlo("%fusion.2 = f32[8] fusion(f32[8] %a), kind=kLoop");
         assert_eq!((n.as_str(), c), ("fusion.2", None));
+        let done = "%ag-done = f32[8] all-gather-done((f32[2], f32[8]) %ag-start.1, %x)";
+        assert_eq!(operands(done).collect::<Vec<_>>(), ["ag-start.1", "x"]);
         // GPU kernel names are not HLO text.
         assert_eq!(hlo("wrapped_broadcast.kd").0, "wrapped_broadcast.kd");
     }

@@ -302,3 +302,25 @@ fn class_rules_and_options_are_bounded() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(!svg.exists());
 }
+
+#[test]
+fn tens_of_thousands_of_unmatched_async_collectives_load_in_linear_time() {
+    // 40,000 `-start`s that never end and 40,000 `-done`s naming no start:
+    // each done looked its start up among all pending ones (minutes).
+    let mut events = vec![
+        serde_json::json!({"ph": "M", "pid": 1, "name": "process_name", "args": {"name": "/device:TPU:0"}}),
+        serde_json::json!({"ph": "M", "pid": 1, "tid": 3, "name": "thread_name", "args": {"name": "XLA Ops"}}),
+    ];
+    for i in 0..40_000 {
+        events.push(serde_json::json!({"ph": "X", "pid": 1, "tid": 3, "name": "ag-start", "ts": i, "dur": 0.5,
+            "args": {"long_name": format!("%ag-start.{i} = (f32[2], f32[8]) all-gather-start(f32[2] %p)")}}));
+        events.push(serde_json::json!({"ph": "X", "pid": 1, "tid": 3, "name": "ag-done", "ts": i, "dur": 0.5,
+            "args": {"long_name": format!("%ag-done.{i} = f32[8] all-gather-done((f32[2], f32[8]) %other.{i})")}}));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("t.trace.json");
+    std::fs::write(&f, serde_json::json!({"traceEvents": events}).to_string()).unwrap();
+    let o = bounded(&["--trace", f.to_str().unwrap(), "--metric", "coll_call_num"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o).trim(), "40000");
+}
