@@ -205,6 +205,15 @@ fn pick_iteration(dir: &Path, wanted: Option<u32>) -> Result<Option<(u32, PathBu
         return Ok(None);
     }
     found.sort();
+    // `iteration_5` and `iteration_05` are both iteration 5: two runs' worth
+    // of one number is an error, not a silent pick.
+    if let Some(w) = found.windows(2).find(|w| w[0].0 == w[1].0) {
+        return Err(Error::TwoIterations {
+            k: w[0].0,
+            first: w[0].1.clone(),
+            second: w[1].1.clone(),
+        });
+    }
     match wanted {
         None => Ok(found.pop()),
         Some(k) => match found.iter().position(|(i, _)| *i == k) {
@@ -237,6 +246,7 @@ fn read_dir(dir: &Path) -> Result<Vec<PathBuf>> {
 }
 
 fn scan_folder(dir: &Path, table: &[Format], d: &mut Discovery) -> Result<()> {
+    let mut skipped = Skipped::default();
     for path in read_dir(dir)? {
         match fs::metadata(&path) {
             Ok(m) if m.is_file() => {}
@@ -244,10 +254,19 @@ fn scan_folder(dir: &Path, table: &[Format], d: &mut Discovery) -> Result<()> {
             // A dangling link or a link loop: say so only where a trace was likely meant.
             Err(e) => {
                 if looks_like_trace(&path) {
-                    d.notes.push(format!("skipped {}: {e}", path.display()));
+                    skipped.add(&path, e.to_string());
                 }
                 continue;
             }
+        }
+        // Matching a name needs text: a name that is not UTF-8 would
+        // otherwise be passed over without a word.
+        if path.file_name().is_some_and(|n| n.to_str().is_none()) {
+            skipped.add(
+                &path,
+                "its name is not UTF-8 text; rename it to read it".into(),
+            );
+            continue;
         }
         match sniff(&path, table) {
             Ok(Some(format)) => d.inputs.push(Input {
@@ -257,18 +276,49 @@ fn scan_folder(dir: &Path, table: &[Format], d: &mut Discovery) -> Result<()> {
             }),
             Ok(None) => {
                 if looks_like_trace(&path) {
-                    d.notes.push(format!(
-                        "skipped {}: {}",
-                        path.display(),
-                        not_a_trace_why(&path)
-                    ));
+                    skipped.add(&path, not_a_trace_why(&path));
                 }
             }
             // An unreadable neighbour file should not stop the run; say so.
             Err(e) => d.notes.push(format!("skipped {e}")),
         }
     }
+    d.notes.extend(skipped.notes());
     Ok(())
+}
+
+/// Files passed over in one folder. A folder of 100,000 empty rank files is
+/// a few lines, not 100,000: the first few by name, the rest counted by why.
+#[derive(Default)]
+struct Skipped {
+    named: Vec<String>,
+    rest: Vec<(String, usize)>,
+}
+
+impl Skipped {
+    const NAMED: usize = 8;
+
+    fn add(&mut self, path: &Path, why: String) {
+        if self.named.len() < Self::NAMED {
+            self.named
+                .push(format!("skipped {}: {why}", path.display()));
+            return;
+        }
+        match self.rest.iter_mut().find(|(w, _)| *w == why) {
+            Some((_, n)) => *n += 1,
+            None => self.rest.push((why, 1)),
+        }
+    }
+
+    fn notes(self) -> Vec<String> {
+        let mut out = self.named;
+        out.extend(
+            self.rest
+                .into_iter()
+                .map(|(why, n)| format!("skipped {n} more file(s): {why}")),
+        );
+        out
+    }
 }
 
 /// A JSON file named like one rank's trace (`rank3_trace.json`, `worker0.pt.trace.json`):
@@ -296,6 +346,8 @@ fn not_a_trace_why(path: &Path) -> String {
     });
     if head.is_empty() && fs::metadata(path).is_ok_and(|m| m.len() == 0) {
         "empty file (0 bytes)".into()
+    } else if head.starts_with(b"\xFF\xFE") || head.starts_with(b"\xFE\xFF") {
+        "UTF-16 text; traces are UTF-8 JSON (save it as UTF-8 to read it)".into()
     } else if read.is_ok() && head.iter().all(u8::is_ascii_whitespace) {
         "empty file (only whitespace)".into()
     } else if head.len() < HEAD {

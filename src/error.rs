@@ -40,6 +40,16 @@ pub enum Error {
         first: PathBuf,
         second: PathBuf,
     },
+    #[error(
+        "{} and {} are both iteration {k}; point --trace at the one to read",
+        first.display(),
+        second.display()
+    )]
+    TwoIterations {
+        k: u32,
+        first: PathBuf,
+        second: PathBuf,
+    },
     #[error("{}: {why}", path.display())]
     BadConfig { path: PathBuf, why: String },
     #[error("the traces disagree on the world size ({detail}): they come from different runs")]

@@ -125,9 +125,12 @@ impl Head {
         memchr::memmem::find(&self.bytes, needle.as_bytes()).is_some()
     }
 
-    /// The bytes after leading whitespace.
+    /// The bytes after a UTF-8 byte order mark and leading whitespace.
     pub fn text(&self) -> &[u8] {
-        self.bytes.trim_ascii_start()
+        let b = &self.bytes;
+        b.strip_prefix(b"\xEF\xBB\xBF")
+            .unwrap_or(b)
+            .trim_ascii_start()
     }
 }
 

@@ -116,6 +116,10 @@ pub fn bad<R: Read>(sp: &Splitter<R>, msg: impl Into<String>) -> Stop {
 /// A Chrome trace: an object with `traceEvents` (and metadata such as
 /// `deviceProperties`), or a bare array of events.
 pub fn document<R: Read, S: Sink>(sp: &mut Splitter<R>, b: &mut S) -> Result<(), Stop> {
+    // A UTF-8 byte order mark (some editors write one) is not JSON: skip it.
+    if sp.peek()? == Some(0xEF) && sp.next_is(b"\xEF\xBB\xBF")? {
+        sp.consume(3);
+    }
     match sp.peek()? {
         Some(b'{') => {
             sp.bump();

@@ -81,8 +81,17 @@ pub fn read(reader: impl Read, path: &Path) -> Result<RankFile, Error> {
     }
     let events = b.events;
     let dist_rank = b.dist_rank;
+    let begins = b.begin_events;
     let (timeline, built) = b.finish();
     warnings.extend(built);
+    if timeline.ops.is_empty() && begins > 0 {
+        warnings.push(format!(
+            "{}: no complete events (ph \"X\") on a device, but {} begin/end event(s) \
+             (ph \"B\"/\"E\"): this reader reads complete events, as the PyTorch profiler writes them",
+            path.display(),
+            crate::report::human::count(begins)
+        ));
+    }
     if let Some(w) = repeated_steps(&timeline.steps) {
         warnings.push(format!("{}: {w}", path.display()));
     }
@@ -115,8 +124,9 @@ pub fn repeated_steps(steps: &[Step]) -> Option<String> {
 /// serde_json's error.
 fn parse_event(raw: &[u8], b: &mut Builder) -> Result<Option<Event>, serde_json::Error> {
     b.cut_short = false;
-    if other_phase(raw) {
+    if let Some(ph) = other_phase(raw) {
         b.cut_short = true;
+        b.begin_events += u64::from(ph == b'B');
         return Ok(Some(Event::default()));
     }
     // One UTF-8 check of the whole event is cheaper than serde_json's check of
@@ -147,13 +157,16 @@ fn parse_event(raw: &[u8], b: &mut Builder) -> Result<Option<Event>, serde_json:
 /// a flow pair per kernel launch) are only counted, so they are recognized by
 /// their first bytes, as [`EventSeed`] would after reading `ph`, without
 /// parsing the rest.
-fn other_phase(raw: &[u8]) -> bool {
+fn other_phase(raw: &[u8]) -> Option<u8> {
     let value = raw
         .strip_prefix(b"{")
         .map(<[u8]>::trim_ascii_start)
         .and_then(|r| r.strip_prefix(b"\"ph\":"))
         .map(<[u8]>::trim_ascii_start);
-    matches!(value, Some([b'"', c, ..]) if *c != b'X' && *c != b'\\')
+    match value {
+        Some([b'"', c, ..]) if *c != b'X' && *c != b'\\' => Some(*c),
+        _ => None,
+    }
 }
 
 /// Why an event was left out.
@@ -358,6 +371,8 @@ struct Builder {
     /// Collective records whose message size is no real size (see
     /// `MAX_MESSAGE_BYTES`); their sizes are ignored.
     implausible_sizes: u64,
+    /// Begin events (`ph: "B"`): ranges this reader does not pair.
+    begin_events: u64,
 }
 
 impl Builder {
@@ -381,6 +396,7 @@ impl Builder {
             notes: Vec::new(),
             unread_device: HashMap::default(),
             implausible_sizes: 0,
+            begin_events: 0,
         }
     }
 
@@ -421,6 +437,7 @@ impl Builder {
     fn push(&mut self, e: Event) -> Option<Skip> {
         self.events += 1;
         if e.ph != b'X' {
+            self.begin_events += u64::from(e.ph == b'B');
             return None;
         }
         let (Some(ts), Some(dur)) = (e.ts, e.dur) else {
@@ -1064,10 +1081,13 @@ mod tests {
 
     #[test]
     fn a_flow_is_recognized_whatever_the_space_before_its_phase() {
-        assert!(other_phase(b"{\"ph\": \"f\", \"id\": 1}"));
-        assert!(other_phase(b"{\n    \"ph\": \"s\", \"id\": 1}"));
-        assert!(!other_phase(b"{\n    \"ph\": \"X\", \"id\": 1}"));
-        assert!(!other_phase(b"{\n    \"cat\": \"kernel\", \"ph\": \"f\"}"));
+        assert_eq!(other_phase(b"{\"ph\": \"f\", \"id\": 1}"), Some(b'f'));
+        assert_eq!(other_phase(b"{\n    \"ph\": \"s\", \"id\": 1}"), Some(b's'));
+        assert_eq!(other_phase(b"{\n    \"ph\": \"X\", \"id\": 1}"), None);
+        assert_eq!(
+            other_phase(b"{\n    \"cat\": \"kernel\", \"ph\": \"f\"}"),
+            None
+        );
     }
 
     /// Hands out at most 7 bytes per read, so events straddle every refill.

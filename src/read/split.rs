@@ -169,6 +169,17 @@ impl<R: Read> Splitter<R> {
         }
     }
 
+    /// Whether the unconsumed bytes start with `prefix`, reading more as
+    /// needed (a read can return fewer bytes than asked).
+    pub fn next_is(&mut self, prefix: &[u8]) -> io::Result<bool> {
+        while self.end - self.start < prefix.len() {
+            if !self.fill()? {
+                break;
+            }
+        }
+        Ok(self.buf[self.start..self.end].starts_with(prefix))
+    }
+
     /// Consumes one byte (after `peek`).
     pub fn bump(&mut self) {
         self.start += 1;

@@ -324,3 +324,104 @@ fn tens_of_thousands_of_unmatched_async_collectives_load_in_linear_time() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(stdout(&o).trim(), "40000");
 }
+
+#[test]
+fn odd_encodings_names_and_layouts_get_messages_that_name_the_cause() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_str().unwrap();
+    let json = two_rank_example()[0].to_json();
+    // A UTF-8 byte order mark is skipped.
+    std::fs::write(
+        dir.path().join("rank0_trace.json"),
+        format!("\u{feff}{json}"),
+    )
+    .unwrap();
+    // UTF-16 is named as such.
+    let utf16: Vec<u8> = std::iter::once(0xFEFFu16)
+        .chain(json.encode_utf16())
+        .flat_map(u16::to_le_bytes)
+        .collect();
+    std::fs::write(dir.path().join("rank1_trace.json"), utf16).unwrap();
+    let o = bounded(&["--trace", path, "--metric", "total_kernel_time"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert_close(stdout(&o).trim().parse().unwrap(), 145e-6, &err);
+    assert!(err.contains("rank1_trace.json: UTF-16 text"), "{err}");
+
+    // Kernels written as begin/end pairs.
+    let be = tempfile::tempdir().unwrap();
+    std::fs::write(
+        be.path().join("rank0_trace.json"),
+        r#"{"traceEvents": [
+            {"ph": "B", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 0},
+            {"ph": "E", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 10}]}"#,
+    )
+    .unwrap();
+    let o = bounded(&["--trace", be.path().to_str().unwrap(), "--metrics"]);
+    assert!(
+        stderr(&o).contains("1 begin/end event(s)"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn many_unreadable_files_are_summarised_and_odd_folders_named() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("rank0_trace.json"),
+        two_rank_example()[0].to_json(),
+    )
+    .unwrap();
+    for r in 1..500 {
+        std::fs::write(dir.path().join(format!("rank{r}_trace.json")), "").unwrap();
+    }
+    let o = bounded(&[
+        "--trace",
+        dir.path().to_str().unwrap(),
+        "--metric",
+        "total_kernel_time",
+    ]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        err.lines().count() < 20,
+        "{} lines: {err}",
+        err.lines().count()
+    );
+    assert!(
+        err.contains("skipped 491 more file(s): empty file (0 bytes)"),
+        "{err}"
+    );
+
+    // A name that is not UTF-8 is named, not passed over.
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let odd = dir
+            .path()
+            .join(std::ffi::OsStr::from_bytes(b"rank\xff_trace.json"));
+        std::fs::write(&odd, "{}").unwrap();
+        let o = bounded(&["--trace", dir.path().to_str().unwrap(), "--metrics"]);
+        assert!(
+            stderr(&o).contains("its name is not UTF-8"),
+            "{}",
+            stderr(&o)
+        );
+    }
+
+    // iteration_5 and iteration_05 are the same number: which one was meant?
+    let run = tempfile::tempdir().unwrap();
+    for k in ["iteration_5", "iteration_05"] {
+        let d = run.path().join("profile_traces").join(k);
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("rank0_trace.json"), two_rank_example()[0].to_json()).unwrap();
+    }
+    let o = bounded(&["--trace", run.path().to_str().unwrap(), "--metrics"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("are both iteration 5"),
+        "{}",
+        stderr(&o)
+    );
+}
