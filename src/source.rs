@@ -109,15 +109,30 @@ impl<'a> FileIn<'a> {
         Ok(Counting::new(open(self.path)?, self.counter))
     }
 
-    /// The whole file, decompressed, for readers that need it at once.
+    /// The whole file, decompressed, for readers that need it at once. A
+    /// gzip that expands past 100 times its size (and 64 MiB) is refused:
+    /// real profiles compress 5-20 times, a crafted one a thousand.
     pub fn bytes(&self) -> Result<Vec<u8>> {
+        let io = |source| Error::Io {
+            path: self.path.to_owned(),
+            source,
+        };
+        let size = std::fs::metadata(self.path).map_err(io)?.len();
+        let limit = size.saturating_mul(100).max(64 << 20);
         let mut bytes = Vec::new();
         self.stream()?
+            .take(limit + 1)
             .read_to_end(&mut bytes)
-            .map_err(|source| Error::Io {
+            .map_err(io)?;
+        if bytes.len() as u64 > limit {
+            return Err(Error::NotATrace {
                 path: self.path.to_owned(),
-                source,
-            })?;
+                why: format!(
+                    "decompresses to over {} MiB, more than 100 times its size: not read",
+                    limit >> 20
+                ),
+            });
+        }
         Ok(bytes)
     }
 }

@@ -31,7 +31,9 @@ pub fn read(reader: impl Read, path: &Path) -> Result<RankFile, Error> {
     let mut warnings = Vec::new();
     if let Err(stop) = outcome {
         let (at, msg) = match stop {
-            Stop::Io(source) if b.events == 0 => {
+            Stop::Io(source)
+                if b.events == 0 && source.kind() != std::io::ErrorKind::InvalidData =>
+            {
                 return Err(Error::Io {
                     path: path.to_owned(),
                     source,

@@ -11,6 +11,9 @@ use std::io::{self, Read};
 /// buffer doubles for a longer value).
 const CHUNK: usize = 64 << 10;
 
+/// The largest single JSON value held at once: 256 MiB.
+pub const MAX_VALUE: usize = 256 << 20;
+
 /// How far `line_value` and `block_value` look for the end of a value.
 const GUESS_LIMIT: usize = 64 << 10;
 
@@ -135,7 +138,18 @@ impl<R: Read> Splitter<R> {
             self.start = 0;
         }
         if self.end == self.buf.len() {
-            // One value larger than the buffer: grow.
+            // One value larger than the buffer: grow, up to a bound. A
+            // 3 MB gzip can expand to one 3 GB string; no real event, string
+            // table or metadata block is a quarter of a gigabyte.
+            if self.buf.len() >= MAX_VALUE {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!(
+                        "one JSON value is over {} MiB (at most that much of one value is read)",
+                        MAX_VALUE >> 20
+                    ),
+                ));
+            }
             self.buf.resize(self.buf.len() * 2, 0);
         }
         loop {

@@ -425,3 +425,25 @@ fn many_unreadable_files_are_summarised_and_odd_folders_named() {
         stderr(&o)
     );
 }
+
+#[test]
+fn a_small_gzip_expanding_into_one_huge_value_is_refused_with_its_place() {
+    use std::io::Write;
+    // 300 MB of one kernel name, compressed to under 1 MB.
+    let dir = tempfile::tempdir().unwrap();
+    let f = std::fs::File::create(dir.path().join("rank0_trace.json.gz")).unwrap();
+    let mut gz = flate2::write::GzEncoder::new(f, flate2::Compression::fast());
+    gz.write_all(br#"{"traceEvents": [{"ph": "X", "cat": "kernel", "name": ""#)
+        .unwrap();
+    let chunk = vec![b'a'; 1 << 20];
+    for _ in 0..300 {
+        gz.write_all(&chunk).unwrap();
+    }
+    gz.write_all(br#"", "ts": 0, "dur": 1}]}"#).unwrap();
+    gz.finish().unwrap();
+    let o = bounded(&["--trace", dir.path().to_str().unwrap(), "--metrics"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("rank0_trace.json.gz"), "{err}");
+    assert!(err.contains("one JSON value is over 256 MiB"), "{err}");
+}
