@@ -5,7 +5,9 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
+use std::time::{Duration, Instant};
 
+use rusqlite::limits::Limit;
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags, Row};
 
@@ -69,6 +71,24 @@ impl Reader<'_> {
 
     fn has(&self, table: &str) -> bool {
         self.tables.contains(table)
+    }
+
+    /// Refuses a table with generated columns (hidden from `table_info`,
+    /// computed on every read): an export writes plain values only.
+    fn plain(&self, table: &str) -> Result<(), Error> {
+        let computed = self.rows(&format!("PRAGMA table_xinfo({table})"), |r| {
+            Ok((r.get::<_, String>(1)?, r.get::<_, i64>(6)?))
+        })?;
+        match computed.into_iter().find(|(_, hidden)| *hidden != 0) {
+            Some((col, _)) => Err(Error::NotATrace {
+                path: self.path.to_owned(),
+                why: format!(
+                    "column {col} of {table} is computed (GENERATED or hidden), which an \
+                     `nsys export` never writes: not read"
+                ),
+            }),
+            None => Ok(()),
+        }
     }
 
     fn columns(&self, table: &str) -> Result<HashSet<String>, Error> {
@@ -157,7 +177,28 @@ fn open(path: &Path) -> Result<Connection, Error> {
         path: path.to_owned(),
         why: format!("not a readable SQLite file: {e}"),
     })
+    .inspect(|conn| {
+        // Budgets: no string or blob over 64 MiB is built, and queries stop
+        // after a time proportional to the file (a crafted file can make
+        // every row cost seconds).
+        let _ = conn.set_limit(Limit::SQLITE_LIMIT_LENGTH, 64 << 20);
+        let size = std::fs::metadata(path).map_or(0, |m| m.len());
+        let budget = Duration::from_secs(30 + size / (10 << 20));
+        let start = Instant::now();
+        conn.progress_handler(100_000, Some(move || start.elapsed() > budget));
+    })
 }
+
+/// The tables the reader queries: none may have computed columns.
+const QUERIED: [&str; 7] = [
+    "StringIds",
+    "CUPTI_ACTIVITY_KIND_KERNEL",
+    "CUPTI_ACTIVITY_KIND_MEMCPY",
+    "CUPTI_ACTIVITY_KIND_MEMSET",
+    "CUPTI_ACTIVITY_KIND_RUNTIME",
+    "NVTX_EVENTS",
+    "TARGET_INFO_GPU",
+];
 
 /// Reads one export; one `RankFile` per GPU with activity. `name_rank` is the
 /// rank in the file name, if any.
@@ -187,6 +228,9 @@ pub fn read(path: &Path, name_rank: Option<u32>) -> Result<Vec<(Option<u32>, Ran
                   not an `nsys export --type sqlite` file"
                 .into(),
         });
+    }
+    for table in QUERIED.iter().filter(|t| r.has(t)) {
+        r.plain(table)?;
     }
     r.strings = r
         .rows("SELECT id, value FROM StringIds", |row| {

@@ -447,3 +447,31 @@ fn a_small_gzip_expanding_into_one_huge_value_is_refused_with_its_place() {
     assert!(err.contains("rank0_trace.json.gz"), "{err}");
     assert!(err.contains("one JSON value is over 256 MiB"), "{err}");
 }
+
+#[test]
+fn an_nsys_export_that_computes_is_refused() {
+    // A generated column is hidden from `table_info` and computed on every
+    // read: here a 100 MB string per row.
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("report.sqlite");
+    let c = rusqlite::Connection::open(&f).unwrap();
+    c.execute_batch(
+        "CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT);
+         INSERT INTO StringIds VALUES (1, 'gemm');
+         CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (deviceId INTEGER, globalPid INTEGER,
+             correlationId INTEGER, start INTEGER, end INTEGER, shortName INTEGER,
+             streamId INTEGER, gridX INTEGER, gridY INTEGER, gridZ INTEGER,
+             demangledName TEXT GENERATED ALWAYS AS (printf('%.*c', 100000000, 'x')) VIRTUAL);
+         INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (deviceId, globalPid, correlationId, start, end,
+             shortName, streamId, gridX, gridY, gridZ) VALUES (0, 1, 1, 0, 10, 1, 7, 1, 1, 1);",
+    )
+    .unwrap();
+    drop(c);
+    let o = bounded(&["--trace", f.to_str().unwrap(), "--metrics"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("column demangledName of CUPTI_ACTIVITY_KIND_KERNEL is computed"),
+        "{err}"
+    );
+}
