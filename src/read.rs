@@ -9,6 +9,7 @@ pub mod exec_trace;
 pub mod kineto;
 pub mod nsys;
 pub mod nsys_json;
+pub mod pickle_budget;
 pub mod snapshot;
 pub mod split;
 pub mod xla_json;

@@ -3,7 +3,6 @@
 //! history). Read with serde-pickle into plain structs: no pickle code runs, and
 //! class references are refused rather than resolved.
 
-use std::io::Read;
 use std::path::Path;
 
 use serde::Deserialize;
@@ -42,12 +41,18 @@ struct Event {
 
 /// Reads one snapshot. The device with the most history is the rank's (a
 /// process normally uses one); `rank` is assigned by the caller.
-pub fn read(reader: impl Read, path: &Path) -> Result<(MemoryTimeline, Vec<String>), Error> {
+pub fn read(bytes: &[u8], path: &Path) -> Result<(MemoryTimeline, Vec<String>), Error> {
     let not = |why: String| Error::NotATrace {
         path: path.to_owned(),
         why,
     };
-    let snap: Snapshot = serde_pickle::from_reader(reader, serde_pickle::DeOptions::new().replace_recursive_structures())
+    // Bounded before decoding: the decoder copies reused values and recurses.
+    super::pickle_budget::check(bytes).map_err(|why| {
+        not(format!(
+            "a pickle that cannot be decoded within bounds: {why}"
+        ))
+    })?;
+    let snap: Snapshot = serde_pickle::from_slice(bytes, serde_pickle::DeOptions::new().replace_recursive_structures())
         .map_err(|e| {
             not(format!(
                 "not a CUDA memory snapshot (torch.cuda.memory._dump_snapshot pickle with `segments`): {e}"

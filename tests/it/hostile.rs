@@ -475,3 +475,43 @@ fn an_nsys_export_that_computes_is_refused() {
         "{err}"
     );
 }
+
+#[test]
+fn pickle_bombs_are_refused_before_decoding() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("rank0_trace.json"),
+        two_rank_example()[0].to_json(),
+    )
+    .unwrap();
+    let snap = dir.path().join("rank0_memory_snapshot.pickle");
+    // A value paired with itself 64 times (2^64 values once copied), then
+    // lists nested a million deep (a stack overflow, so an abort, before).
+    let mut pairs = b"\x80\x02K\x01".to_vec();
+    for _ in 0..64 {
+        pairs.extend_from_slice(b"2\x86");
+    }
+    pairs.push(b'.');
+    let mut deep = b"\x80\x02".to_vec();
+    deep.extend(std::iter::repeat_n(b']', 1_000_000));
+    deep.extend(std::iter::repeat_n(b'a', 999_999));
+    deep.push(b'.');
+    for (bytes, why) in [
+        (pairs, "would decode to over"),
+        (deep, "nested over 256 deep"),
+    ] {
+        std::fs::write(&snap, bytes).unwrap();
+        let o = bounded(&[
+            "--trace",
+            dir.path().to_str().unwrap(),
+            "--metric",
+            "total_kernel_time",
+        ]);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(0), "{err}");
+        assert!(
+            err.contains("rank0_memory_snapshot.pickle") && err.contains(why),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,258 @@
+//! A pass over a pickle's opcodes before it is decoded, to bound what
+//! decoding builds. serde-pickle copies a value each time the stream reuses
+//! it (`DUP`, a memo `GET`), so a 200-byte pickle that pairs a value with
+//! itself sixty times decodes to 2^60 values; and values nested a million
+//! deep overflow the stack (an abort, not an error). serde-pickle has no
+//! limits of its own, so this pass simulates the stack with only each
+//! value's size and depth, and refuses what would exceed them. It never
+//! runs anything: like the decoder, it only reads.
+
+/// The deepest nesting decoded.
+pub const MAX_DEPTH: u32 = 256;
+
+/// Values decoded per byte of pickle (plus a floor for small files): real
+/// snapshots build fewer than one per byte.
+const NODES_PER_BYTE: u64 = 16;
+const MIN_NODES: u64 = 1 << 20;
+
+#[derive(Clone, Copy)]
+struct Item {
+    /// Values in it, itself included.
+    size: u64,
+    depth: u32,
+}
+
+const LEAF: Item = Item { size: 1, depth: 1 };
+
+/// Checks that decoding `bytes` stays within the bounds; says why not.
+pub fn check(bytes: &[u8]) -> Result<(), String> {
+    let max_nodes = (bytes.len() as u64)
+        .saturating_mul(NODES_PER_BYTE)
+        .max(MIN_NODES);
+    let mut stack: Vec<Item> = Vec::new();
+    let mut marks: Vec<usize> = Vec::new();
+    let mut memo: std::collections::HashMap<u64, Item> = Default::default();
+    let mut at = 0usize;
+    let too_big = |it: &Item| {
+        if it.size > max_nodes {
+            Err(format!(
+                "it would decode to over {max_nodes} values (a value reused over and over)"
+            ))
+        } else if it.depth > MAX_DEPTH {
+            Err(format!("values nested over {MAX_DEPTH} deep"))
+        } else {
+            Ok(())
+        }
+    };
+    // Pops the items above the last mark.
+    let pop_mark = |stack: &mut Vec<Item>, marks: &mut Vec<usize>| -> Vec<Item> {
+        let m = marks.pop().unwrap_or(0).min(stack.len());
+        stack.split_off(m)
+    };
+    // A container of `items` (their sizes summed, one level deeper).
+    let contain = |items: &[Item]| Item {
+        size: items.iter().fold(1u64, |s, i| s.saturating_add(i.size)),
+        depth: items.iter().map(|i| i.depth).max().unwrap_or(0) + 1,
+    };
+    while at < bytes.len() {
+        let op = bytes[at];
+        at += 1;
+        let fixed = |n: usize| -> Result<&[u8], String> {
+            bytes
+                .get(at..at + n)
+                .ok_or_else(|| "it ends inside an opcode".to_owned())
+        };
+        let len_le = |n: usize| -> Result<u64, String> {
+            let b = fixed(n)?;
+            Ok(b.iter().rev().fold(0u64, |v, &x| (v << 8) | u64::from(x)))
+        };
+        let mut arg = 0usize;
+        match op {
+            // Values with a newline-terminated argument.
+            b'I' | b'L' | b'S' | b'V' | b'F' | b'P' => {
+                arg = line(&bytes[at..])?;
+                stack.push(LEAF);
+            }
+            b'g' => {
+                arg = line(&bytes[at..])?;
+                let key = std::str::from_utf8(&bytes[at..at + arg - 1])
+                    .ok()
+                    .and_then(|k| k.trim().parse().ok())
+                    .unwrap_or(u64::MAX);
+                stack.push(memo.get(&key).copied().unwrap_or(LEAF));
+            }
+            b'p' => {
+                arg = line(&bytes[at..])?;
+                let key = std::str::from_utf8(&bytes[at..at + arg - 1])
+                    .ok()
+                    .and_then(|k| k.trim().parse().ok())
+                    .unwrap_or(u64::MAX);
+                memo.insert(key, *stack.last().unwrap_or(&LEAF));
+            }
+            // GLOBAL and INST: two lines (module, name); refused by the
+            // decoder later, only stepped over here.
+            b'c' | b'i' => {
+                let first = line(&bytes[at..])?;
+                arg = first + line(&bytes[at + first..])?;
+                stack.push(LEAF);
+            }
+            // Fixed-size scalars.
+            b'J' | b'K' | b'M' | b'G' | b'\x82' | b'\x83' | b'\x84' => {
+                arg = match op {
+                    b'K' | b'\x82' => 1,
+                    b'M' | b'\x83' => 2,
+                    b'J' | b'\x84' => 4,
+                    _ => 8,
+                };
+                stack.push(LEAF);
+            }
+            b'N' | b'\x88' | b'\x89' => stack.push(LEAF),
+            // Memo by index.
+            b'h' | b'j' => {
+                arg = if op == b'h' { 1 } else { 4 };
+                let key = len_le(arg)?;
+                stack.push(memo.get(&key).copied().unwrap_or(LEAF));
+            }
+            b'q' | b'r' => {
+                arg = if op == b'q' { 1 } else { 4 };
+                let key = len_le(arg)?;
+                memo.insert(key, *stack.last().unwrap_or(&LEAF));
+            }
+            b'\x94' => {
+                let key = memo.len() as u64;
+                memo.insert(key, *stack.last().unwrap_or(&LEAF));
+            }
+            // Length-prefixed strings and bytes.
+            b'T' | b'X' | b'B' | b'\x8b' => {
+                arg = 4 + usize::try_from(len_le(4)?).unwrap_or(usize::MAX);
+                stack.push(LEAF);
+            }
+            b'U' | b'\x8c' | b'C' | b'\x8a' => {
+                arg = 1 + usize::try_from(len_le(1)?).unwrap_or(usize::MAX);
+                stack.push(LEAF);
+            }
+            b'\x8d' | b'\x8e' | b'\x96' => {
+                arg = 8usize.saturating_add(usize::try_from(len_le(8)?).unwrap_or(usize::MAX));
+                stack.push(LEAF);
+            }
+            b'\x80' => arg = 1,
+            b'\x95' => arg = 8,
+            b'(' => marks.push(stack.len()),
+            b'.' => return Ok(()),
+            b'0' => {
+                stack.pop();
+            }
+            b'1' => {
+                pop_mark(&mut stack, &mut marks);
+            }
+            b'2' => {
+                let top = *stack.last().unwrap_or(&LEAF);
+                stack.push(top);
+            }
+            b']' | b'}' | b')' | b'\x8f' => stack.push(LEAF),
+            // Containers from the items above a mark.
+            b'l' | b'd' | b't' | b'\x91' => {
+                let items = pop_mark(&mut stack, &mut marks);
+                let c = contain(&items);
+                too_big(&c)?;
+                stack.push(c);
+            }
+            b'\x85' | b'\x86' | b'\x87' => {
+                let n = usize::from(op - b'\x84');
+                let items = stack.split_off(stack.len().saturating_sub(n));
+                let c = contain(&items);
+                too_big(&c)?;
+                stack.push(c);
+            }
+            // Adding items to the container below them.
+            b'a' | b's' => {
+                let n = if op == b'a' { 1 } else { 2 };
+                let items = stack.split_off(stack.len().saturating_sub(n));
+                grow(&mut stack, &items, &too_big)?;
+            }
+            b'e' | b'u' | b'\x90' => {
+                let items = pop_mark(&mut stack, &mut marks);
+                grow(&mut stack, &items, &too_big)?;
+            }
+            // REDUCE, BUILD, NEWOBJ and the like: the decoder refuses or
+            // keeps them small; treat them as combining their arguments.
+            b'R' | b'b' | b'\x81' | b'\x92' | b'\x93' | b'o' | b'Q' => {
+                let n = match op {
+                    b'\x92' => 3,
+                    b'Q' => 1,
+                    b'o' => 0,
+                    _ => 2,
+                };
+                let items = if op == b'o' {
+                    pop_mark(&mut stack, &mut marks)
+                } else {
+                    stack.split_off(stack.len().saturating_sub(n))
+                };
+                let c = contain(&items);
+                too_big(&c)?;
+                stack.push(c);
+            }
+            b'\x97' | b'\x98' => {}
+            other => return Err(format!("unknown opcode 0x{other:02x} at byte {}", at - 1)),
+        }
+        at = at.saturating_add(arg);
+    }
+    Ok(())
+}
+
+/// The length of a newline-terminated argument, newline included.
+fn line(rest: &[u8]) -> Result<usize, String> {
+    memchr::memchr(b'\n', rest)
+        .map(|i| i + 1)
+        .ok_or_else(|| "it ends inside an opcode".to_owned())
+}
+
+/// Adds `items` into the container on top of the stack.
+fn grow(
+    stack: &mut [Item],
+    items: &[Item],
+    too_big: &impl Fn(&Item) -> Result<(), String>,
+) -> Result<(), String> {
+    if let Some(top) = stack.last_mut() {
+        for i in items {
+            top.size = top.size.saturating_add(i.size);
+            top.depth = top.depth.max(i.depth + 1);
+        }
+        too_big(top)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn real_pickles_pass_and_bombs_do_not() {
+        // pickle.dumps({"segments": [1, 2], "x": "y"}, protocol=2)
+        let ok = b"\x80\x02}q\x00(X\x08\x00\x00\x00segmentsq\x01]q\x02(K\x01K\x02eX\x01\x00\x00\x00xq\x03X\x01\x00\x00\x00yq\x04u.";
+        assert_eq!(check(ok), Ok(()));
+        // A value paired with itself 70 times: 2^70 values once copied.
+        let mut bomb = b"\x80\x02K\x01".to_vec();
+        for _ in 0..70 {
+            bomb.extend_from_slice(b"2\x86");
+        }
+        bomb.push(b'.');
+        let e = check(&bomb).unwrap_err();
+        assert!(e.contains("would decode to over"), "{e}");
+        // Lists nested a million deep.
+        let mut deep = b"\x80\x02".to_vec();
+        deep.extend(std::iter::repeat_n(b']', 1_000_000));
+        deep.extend(std::iter::repeat_n(b'a', 999_999));
+        deep.push(b'.');
+        let e = check(&deep).unwrap_err();
+        assert!(e.contains("nested over 256 deep"), "{e}");
+        // DUP and APPEND on a list, the 200-byte way to gigabytes.
+        let mut dup = b"\x80\x02]".to_vec();
+        for _ in 0..100 {
+            dup.extend_from_slice(b"2a");
+        }
+        let e = check(&dup).unwrap_err();
+        assert!(e.contains("would decode to over"), "{e}");
+    }
+}
