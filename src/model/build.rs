@@ -29,7 +29,15 @@ pub struct TimelineBuilder {
     /// Launch calls' (start, CPU duration), put into steps at the end.
     launch_spans: Vec<(Ns, Ns)>,
     out_of_range: u64,
+    /// Summed duration of the ops kept, and ops left out to keep it bounded.
+    op_time: Ns,
+    too_long: u64,
 }
+
+/// The most device-op time one rank may sum to: 2^52 ns (52 days; a profile
+/// covers seconds to minutes). Below it, sums over a rank's ops, and over
+/// thousands of ranks, cannot overflow.
+pub const MAX_OP_TIME: Ns = 1 << 52;
 
 impl TimelineBuilder {
     pub fn new(source: &Path, format: SourceFormat) -> Self {
@@ -41,6 +49,8 @@ impl TimelineBuilder {
             },
             launch_spans: Vec::new(),
             out_of_range: 0,
+            op_time: 0,
+            too_long: 0,
         }
     }
 
@@ -114,11 +124,17 @@ impl TimelineBuilder {
 
     /// Adds a device op whose span has not been checked yet.
     pub fn push_op(&mut self, op: DeviceOp) -> Result<(), TimeError> {
-        self.span(op.start, op.dur)?;
-        if !in_range(op.launch) {
+        if !in_range(op.launch) || !in_range(op.start) || !in_range(op.dur) {
             self.out_of_range += 1;
             return Err(TimeError::OutOfRange);
         }
+        let total = self.op_time.saturating_add(op.dur);
+        if total > MAX_OP_TIME {
+            self.too_long += 1;
+            return Err(TimeError::OutOfRange);
+        }
+        self.span(op.start, op.dur)?;
+        self.op_time = total;
         self.t.ops.push(op);
         Ok(())
     }
@@ -198,6 +214,13 @@ impl TimelineBuilder {
         t.ops.sort_by_key(|o| (o.start, o.end()));
         t.annotations.sort_by_key(|a| a.start);
         let mut warnings = Vec::new();
+        if self.too_long > 0 {
+            warnings.push(format!(
+                "{}: {} device op(s) skipped as damaged: with them the rank's ops would sum past 2^52 ns (52 days)",
+                t.source.display(),
+                self.too_long,
+            ));
+        }
         if self.out_of_range > 0 {
             warnings.push(format!(
                 "{}: {} event(s) with a time beyond ±2^61 ns (±73 years) skipped as damaged",
@@ -279,6 +302,24 @@ mod tests {
         assert_eq!(t.window, Some(Interval::new(100, 200)));
         assert_eq!(warnings.len(), 1);
         assert!(warnings[0].contains("r.json: 5 event(s)"), "{warnings:?}");
+    }
+
+    #[test]
+    fn a_ranks_op_time_stays_summable() {
+        let mut b = TimelineBuilder::new(Path::new("r.json"), SourceFormat::PyTorch);
+        // Five 73-year kernels would sum past i64; the cap keeps none of them.
+        for _ in 0..5 {
+            let big = op(&mut b, -TIME_LIMIT / 2, TIME_LIMIT, 0);
+            assert_eq!(b.push_op(big), Err(TimeError::OutOfRange));
+        }
+        let ok = op(&mut b, 0, 10, 0);
+        assert_eq!(b.push_op(ok), Ok(()));
+        let (t, warnings) = b.finish();
+        assert_eq!(t.ops.len(), 1);
+        assert!(
+            warnings[0].contains("5 device op(s) skipped"),
+            "{warnings:?}"
+        );
     }
 
     #[test]
