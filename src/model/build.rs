@@ -188,6 +188,24 @@ impl TimelineBuilder {
         self.t.ops.len()
     }
 
+    /// Drops every event added so far, keeping the rank, its devices and the
+    /// names interned (a second event array replaces the first).
+    pub fn drop_events(&mut self) {
+        let t = &mut self.t;
+        t.ops.clear();
+        t.colls.clear();
+        t.steps.clear();
+        t.annotations.clear();
+        t.window = None;
+        t.flops = None;
+        t.launch_calls = 0;
+        t.launch_time = 0;
+        self.launch_spans.clear();
+        self.out_of_range = 0;
+        self.op_time = 0;
+        self.too_long = 0;
+    }
+
     /// Events skipped so far for times beyond ±[`TIME_LIMIT`](super::time::TIME_LIMIT).
     pub fn out_of_range(&self) -> u64 {
         self.out_of_range

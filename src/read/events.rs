@@ -48,6 +48,11 @@ pub trait Sink {
 
     /// The document has an event array (possibly empty).
     fn saw_events(&mut self);
+
+    /// A second event array under the same key: JSON says the last member
+    /// of a name wins, so what the first gave is to be dropped. `at` is
+    /// where the second starts.
+    fn events_again(&mut self, at: Pos);
 }
 
 /// Walks the document in `reader` into `sink`. A document that stops early
@@ -76,6 +81,15 @@ pub fn walk<S: Sink>(
             path.display()
         )]),
     }
+}
+
+/// The warning for a document with two event arrays (see [`Sink::events_again`]).
+pub fn again_warning(path: &Path, at: Pos, dropped: u64) -> String {
+    format!(
+        "{}: a second event array at {at}; JSON's last member of a name wins, so it is read and \
+         the {dropped} events of the first are left out",
+        path.display()
+    )
 }
 
 /// Why reading stopped early.
@@ -143,6 +157,7 @@ fn members<R: Read, S: Sink>(sp: &mut Splitter<R>, b: &mut S) -> Result<(), Stop
         sp.bump();
         return Ok(());
     }
+    let mut seen_events = false;
     loop {
         if sp.peek()?.ok_or(Stop::Cut)? != b'"' {
             return Err(bad(sp, "expected a key in double quotes"));
@@ -161,6 +176,10 @@ fn members<R: Read, S: Sink>(sp: &mut Splitter<R>, b: &mut S) -> Result<(), Stop
                     b'[' => {}
                     _ => return Err(bad(sp, format!("\"{key}\" is not an array"))),
                 }
+                if seen_events {
+                    b.events_again(sp.pos());
+                }
+                seen_events = true;
                 b.saw_events();
                 events(sp, b)?;
             }
@@ -336,6 +355,9 @@ mod tests {
         }
         fn saw_events(&mut self) {
             self.saw = true;
+        }
+        fn events_again(&mut self, _: Pos) {
+            self.got.clear();
         }
     }
 

@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use super::events::{serde_message, walk, Sink};
+use super::events::{again_warning, serde_message, walk, Sink};
 use super::split::Pos;
 use crate::error::Error;
 use crate::model::classify::coll_kind;
@@ -59,6 +59,7 @@ struct Nodes {
     first_skip: Option<(Pos, String)>,
     implausible: u64,
     saw_nodes: bool,
+    again: Option<(Pos, u64)>,
 }
 
 impl Sink for Nodes {
@@ -117,6 +118,13 @@ impl Sink for Nodes {
     fn saw_events(&mut self) {
         self.saw_nodes = true;
     }
+
+    fn events_again(&mut self, at: Pos) {
+        self.again = Some((at, self.nodes));
+        self.colls.clear();
+        (self.nodes, self.skipped, self.implausible) = (0, 0, 0);
+        self.first_skip = None;
+    }
 }
 
 /// Reads one execution trace from `reader` (already decompressed), streaming
@@ -141,6 +149,9 @@ pub fn read(reader: impl Read, path: &Path) -> Result<(EtRank, Vec<String>), Err
             path: path.to_owned(),
             why: "JSON without a \"nodes\" array, so not a PyTorch execution trace".into(),
         });
+    }
+    if let Some((at, dropped)) = n.again {
+        warnings.push(again_warning(path, at, dropped));
     }
     if n.skipped > 0 {
         let first = n.first_skip.as_ref().map_or(String::new(), |(at, msg)| {

@@ -9,7 +9,7 @@ use std::path::Path;
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 
 use super::chrome::{non_map_arms, KeyOf, Scalar};
-use super::events::{document, serde_message, Sink, Stop};
+use super::events::{again_warning, document, serde_message, Sink, Stop};
 use super::split::{Pos, Splitter};
 use super::RankFile;
 use crate::error::Error;
@@ -64,6 +64,9 @@ pub fn read(reader: impl Read, path: &Path) -> Result<RankFile, Error> {
         if let Some(e) = b.skipped.first_invalid(path) {
             return Err(e);
         }
+    }
+    if let Some((at, dropped)) = b.again {
+        warnings.push(again_warning(path, at, dropped));
     }
     warnings.extend(b.skipped.warnings(path));
     warnings.extend(b.notes.iter().map(|n| format!("{}: {n}", path.display())));
@@ -375,6 +378,8 @@ struct Builder {
     implausible_sizes: u64,
     /// Begin events (`ph: "B"`): ranges this reader does not pair.
     begin_events: u64,
+    /// A second `traceEvents` array: where, and the events of the first.
+    again: Option<(Pos, u64)>,
 }
 
 impl Builder {
@@ -399,6 +404,7 @@ impl Builder {
             unread_device: HashMap::default(),
             implausible_sizes: 0,
             begin_events: 0,
+            again: None,
         }
     }
 
@@ -680,6 +686,20 @@ impl Sink for Builder {
 
     fn saw_events(&mut self) {
         self.saw_events = true;
+    }
+
+    fn events_again(&mut self, at: Pos) {
+        self.again = Some((at, self.events));
+        self.t.drop_events();
+        self.links.clear();
+        self.launches.clear();
+        self.relaunched.clear();
+        self.comm_args.clear();
+        self.events = 0;
+        self.skipped = Skipped::default();
+        self.unread_device.clear();
+        self.implausible_sizes = 0;
+        self.begin_events = 0;
     }
 }
 

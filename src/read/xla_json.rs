@@ -12,7 +12,7 @@ use std::path::Path;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::events::{serde_message, walk, Sink};
+use super::events::{again_warning, serde_message, walk, Sink};
 use super::split::Pos;
 use super::xplane::{device_number, op_stream, DeviceOps};
 use super::RankFile;
@@ -64,6 +64,8 @@ struct Collect {
     skipped: u64,
     first_skip: Option<(Pos, String)>,
     saw_events: bool,
+    /// A second event array: where, and the events of the first dropped.
+    again: Option<(Pos, u64)>,
 }
 
 impl Sink for Collect {
@@ -113,6 +115,14 @@ impl Sink for Collect {
     fn saw_events(&mut self) {
         self.saw_events = true;
     }
+
+    fn events_again(&mut self, at: Pos) {
+        let dropped = self.events;
+        *self = Collect {
+            again: Some((at, dropped)),
+            ..Collect::default()
+        };
+    }
 }
 
 /// Reads one XLA profiler trace from `reader` (already decompressed),
@@ -121,6 +131,9 @@ impl Sink for Collect {
 pub fn read(reader: impl Read, path: &Path) -> Result<Vec<(Option<u32>, RankFile)>, Error> {
     let mut c = Collect::default();
     let mut warnings = walk(reader, &mut c, path, "an XLA profiler trace", |c| c.events)?;
+    if let Some((at, dropped)) = c.again {
+        warnings.push(again_warning(path, at, dropped));
+    }
     if let Some((at, msg)) = &c.first_skip {
         warnings.push(format!(
             "{}: skipped {} event(s) that are not valid trace events; the first at {at}: {msg}",

@@ -515,3 +515,30 @@ fn pickle_bombs_are_refused_before_decoding() {
         );
     }
 }
+
+#[test]
+fn a_second_event_array_replaces_the_first_as_json_says() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("rank0_trace.json"),
+        r#"{"traceEvents": [
+            {"ph": "X", "cat": "kernel", "name": "first", "pid": 0, "tid": 7, "ts": 0, "dur": 10}],
+          "traceEvents": [
+            {"ph": "X", "cat": "kernel", "name": "second", "pid": 0, "tid": 7, "ts": 0, "dur": 20}]}"#,
+    )
+    .unwrap();
+    let o = bounded(&[
+        "--trace",
+        dir.path().to_str().unwrap(),
+        "--metric",
+        "total_kernel_time",
+    ]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert_close(stdout(&o).trim().parse().unwrap(), 20e-6, &err);
+    assert!(
+        err.contains("a second event array at line 3, column 26")
+            && err.contains("the 1 events of the first are left out"),
+        "{err}"
+    );
+}
