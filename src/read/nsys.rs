@@ -5,6 +5,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rusqlite::limits::Limit;
@@ -48,7 +49,9 @@ pub(super) fn pid(global: i64) -> i64 {
 struct Reader<'c> {
     conn: &'c Connection,
     path: &'c Path,
-    strings: HashMap<i64, String>,
+    /// Shared, not copied, into every row that names them (1.5M kernel
+    /// rows name a few thousand strings).
+    strings: HashMap<i64, Arc<str>>,
     tables: HashSet<String>,
 }
 
@@ -61,10 +64,10 @@ impl Reader<'_> {
     }
 
     /// A name column: a `StringIds` id in current exports, text in some.
-    fn text(&self, v: ValueRef) -> Option<String> {
+    fn text(&self, v: ValueRef) -> Option<Arc<str>> {
         match v {
             ValueRef::Integer(id) => self.strings.get(&id).cloned(),
-            ValueRef::Text(t) => Some(String::from_utf8_lossy(t).into_owned()),
+            ValueRef::Text(t) => Some(String::from_utf8_lossy(t).into()),
             _ => None,
         }
     }
@@ -126,7 +129,7 @@ pub(super) struct Raw {
     pub correlation: i64,
     pub start: Ns,
     pub end: Ns,
-    pub name: String,
+    pub name: Arc<str>,
     pub activity: Activity,
     pub stream: i64,
     pub blocks: Option<f64>,
@@ -143,7 +146,7 @@ impl Raw {
             correlation: row.get::<_, Option<i64>>(2)?.unwrap_or(-1),
             start: row.get(3)?,
             end: row.get(4)?,
-            name: String::new(),
+            name: Arc::from(""),
             activity: Activity::Kernel,
             stream: 0,
             blocks: None,
@@ -157,7 +160,7 @@ pub(super) struct Cpu {
     pub pid: i64,
     pub start: Ns,
     pub end: Ns,
-    pub name: String,
+    pub name: Arc<str>,
 }
 
 fn open(path: &Path) -> Result<Connection, Error> {
@@ -234,7 +237,7 @@ pub fn read(path: &Path, name_rank: Option<u32>) -> Result<Vec<(Option<u32>, Ran
     }
     r.strings = r
         .rows("SELECT id, value FROM StringIds", |row| {
-            Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?))
+            Ok((row.get::<_, i64>(0)?, Arc::from(row.get::<_, String>(1)?)))
         })?
         .into_iter()
         .collect();
@@ -341,7 +344,8 @@ pub fn read(path: &Path, name_rank: Option<u32>) -> Result<Vec<(Option<u32>, Ran
         r.rows("SELECT id, name, smCount FROM TARGET_INFO_GPU", |row| {
             Ok((
                 row.get(0)?,
-                r.text(row.get_ref(1)?).unwrap_or_default(),
+                r.text(row.get_ref(1)?)
+                    .map_or_else(String::new, |s| s.to_string()),
                 row.get::<_, Option<i64>>(2)?
                     .and_then(|s| u32::try_from(s).ok()),
             ))
@@ -396,7 +400,7 @@ pub(super) fn assemble(
                 t.launch_call(c.start, dur);
             }
         }
-        let mut classes: HashMap<(String, Activity), KernelClass> = HashMap::new();
+        let mut classes: HashMap<(Arc<str>, Activity), KernelClass> = HashMap::new();
         for o in &ops {
             let class = *classes
                 .entry((o.name.clone(), o.activity))

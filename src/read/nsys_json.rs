@@ -6,6 +6,7 @@
 
 use std::io::Read;
 use std::path::Path;
+use std::sync::Arc;
 
 use serde::Deserialize;
 
@@ -135,7 +136,7 @@ pub fn read(
     path: &Path,
     name_rank: Option<u32>,
 ) -> Result<Vec<(Option<u32>, RankFile)>, Error> {
-    let mut strings: Vec<String> = Vec::new();
+    let mut strings: Vec<Arc<str>> = Vec::new();
     let mut raw = Vec::new();
     let mut runtime = Vec::new();
     let mut nvtx = Vec::new();
@@ -224,14 +225,14 @@ pub fn read(
                 strings = data
                     .into_iter()
                     .map(|v| match v {
-                        serde_json::Value::String(s) => s,
-                        _ => String::new(),
+                        serde_json::Value::String(s) => Arc::from(s),
+                        _ => Arc::from(""),
                     })
                     .collect();
             }
             continue;
         }
-        let name = |id: Int| -> Option<String> {
+        let name = |id: Int| -> Option<Arc<str>> {
             let i = usize::try_from(id.0?).ok()?;
             strings.get(i).filter(|s| !s.is_empty()).cloned()
         };
@@ -245,7 +246,7 @@ pub fn read(
                 correlation: c.correlation_id.0.unwrap_or(-1),
                 start,
                 end,
-                name: String::new(),
+                name: Arc::from(""),
                 activity: Activity::Kernel,
                 stream: c.stream_id.0.unwrap_or(0),
                 blocks: None,
@@ -299,7 +300,11 @@ pub fn read(
                         pid: pid(n.global_tid.0.unwrap_or(0)),
                         start: start as Ns,
                         end: end as Ns,
-                        name: n.text.or_else(|| name(n.text_id)).unwrap_or_default(),
+                        name: n
+                            .text
+                            .map(Arc::from)
+                            .or_else(|| name(n.text_id))
+                            .unwrap_or_default(),
                     });
                 }
             }
