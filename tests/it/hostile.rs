@@ -36,6 +36,25 @@ fn bounded(args: &[&str]) -> Output {
     o
 }
 
+/// [`bounded`], checking the exit code; returns stdout and stderr.
+fn exits(args: &[&str], code: i32) -> (String, String) {
+    let o = bounded(args);
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert_eq!(o.status.code(), Some(code), "{args:?}: {err}");
+    (out, err)
+}
+
+/// A fresh folder holding rank 0 of the two-rank example.
+fn rank0_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("rank0_trace.json"),
+        two_rank_example()[0].to_json(),
+    )
+    .unwrap();
+    dir
+}
+
 /// Every file under `dir` with its bytes.
 fn contents(dir: &Path) -> Vec<(String, Vec<u8>)> {
     let mut v: Vec<_> = std::fs::read_dir(dir)
@@ -66,21 +85,20 @@ fn ranks_claiming(dir: &Path, claims: &[(u64, u64)]) {
 fn a_claimed_world_of_four_billion_is_counted_not_listed() {
     let dir = tempfile::tempdir().unwrap();
     ranks_claiming(dir.path(), &[(0, 4_294_967_295), (1, 4_294_967_295)]);
-    let o = bounded(&[
-        "--trace",
-        dir.path().to_str().unwrap(),
-        "--metric",
-        "total_kernel_time",
-    ]);
-    let err = stderr(&o);
-    assert_eq!(o.status.code(), Some(0), "{err}");
+    let (_, err) = exits(
+        &[
+            "--trace",
+            dir.path().to_str().unwrap(),
+            "--metric",
+            "total_kernel_time",
+        ],
+        0,
+    );
     // Two present of a sample: only holes below the highest rank count, none here.
     assert!(!err.contains("missing"), "{err}");
     // Half or more present would list holes up to the world size: counted.
     ranks_claiming(dir.path(), &[(0, 3), (4_000_000_000, 3)]);
-    let o = bounded(&["--trace", dir.path().to_str().unwrap(), "--metrics"]);
-    let err = stderr(&o);
-    assert_eq!(o.status.code(), Some(0), "{err}");
+    let (_, err) = exits(&["--trace", dir.path().to_str().unwrap(), "--metrics"], 0);
     assert!(err.contains("missing: 1, 2;"), "{err}");
     assert!(
         err.contains("rank1_trace.json: rank 4000000000 is not below the world size 3"),
@@ -120,15 +138,16 @@ fn files_that_only_annotate_the_run_never_stop_it() {
     )
     .unwrap();
     let before = contents(dir.path());
-    let o = bounded(&[
-        "--trace",
-        dir.path().to_str().unwrap(),
-        "--metric",
-        "total_kernel_time",
-    ]);
-    let err = stderr(&o);
-    assert_eq!(o.status.code(), Some(0), "{err}");
-    assert_close(stdout(&o).trim().parse().unwrap(), 345e-6, &err);
+    let (out, err) = exits(
+        &[
+            "--trace",
+            dir.path().to_str().unwrap(),
+            "--metric",
+            "total_kernel_time",
+        ],
+        0,
+    );
+    assert_close(out.trim().parse().unwrap(), 345e-6, &err);
     for name in ["model.pkl", "graph.json", "rank0_memory_snapshot.pickle"] {
         assert!(
             err.lines()
@@ -159,15 +178,16 @@ fn a_large_jobs_long_header_and_device_names_still_read_as_pytorch() {
     let f = dir.path().join("rank0_trace.json");
     std::fs::write(&f, &text).unwrap();
     for path in [dir.path(), f.as_path()] {
-        let o = bounded(&[
-            "--trace",
-            path.to_str().unwrap(),
-            "--metric",
-            "total_kernel_time",
-        ]);
-        let err = stderr(&o);
-        assert_eq!(o.status.code(), Some(0), "{path:?}: {err}");
-        assert_close(stdout(&o).trim().parse().unwrap(), 145e-6, &err);
+        let (out, err) = exits(
+            &[
+                "--trace",
+                path.to_str().unwrap(),
+                "--metric",
+                "total_kernel_time",
+            ],
+            0,
+        );
+        assert_close(out.trim().parse().unwrap(), 145e-6, &err);
     }
     let o = bounded(&["--trace", dir.path().to_str().unwrap(), "--inputs"]);
     assert!(
@@ -237,12 +257,7 @@ fn control_characters_never_reach_the_terminal_raw() {
 
 #[test]
 fn class_rules_and_options_are_bounded() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("rank0_trace.json"),
-        two_rank_example()[0].to_json(),
-    )
-    .unwrap();
+    let dir = rank0_dir();
     let path = dir.path().to_str().unwrap();
     let rules = dir.path().join("rules.toml");
     let rules_arg = rules.to_str().unwrap();
@@ -342,10 +357,8 @@ fn odd_encodings_names_and_layouts_get_messages_that_name_the_cause() {
         .flat_map(u16::to_le_bytes)
         .collect();
     std::fs::write(dir.path().join("rank1_trace.json"), utf16).unwrap();
-    let o = bounded(&["--trace", path, "--metric", "total_kernel_time"]);
-    let err = stderr(&o);
-    assert_eq!(o.status.code(), Some(0), "{err}");
-    assert_close(stdout(&o).trim().parse().unwrap(), 145e-6, &err);
+    let (out, err) = exits(&["--trace", path, "--metric", "total_kernel_time"], 0);
+    assert_close(out.trim().parse().unwrap(), 145e-6, &err);
     assert!(err.contains("rank1_trace.json: UTF-16 text"), "{err}");
 
     // Kernels written as begin/end pairs.
@@ -367,23 +380,19 @@ fn odd_encodings_names_and_layouts_get_messages_that_name_the_cause() {
 
 #[test]
 fn many_unreadable_files_are_summarised_and_odd_folders_named() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("rank0_trace.json"),
-        two_rank_example()[0].to_json(),
-    )
-    .unwrap();
+    let dir = rank0_dir();
     for r in 1..500 {
         std::fs::write(dir.path().join(format!("rank{r}_trace.json")), "").unwrap();
     }
-    let o = bounded(&[
-        "--trace",
-        dir.path().to_str().unwrap(),
-        "--metric",
-        "total_kernel_time",
-    ]);
-    let err = stderr(&o);
-    assert_eq!(o.status.code(), Some(0), "{err}");
+    let (_, err) = exits(
+        &[
+            "--trace",
+            dir.path().to_str().unwrap(),
+            "--metric",
+            "total_kernel_time",
+        ],
+        0,
+    );
     assert!(
         err.lines().count() < 20,
         "{} lines: {err}",
@@ -441,9 +450,7 @@ fn a_small_gzip_expanding_into_one_huge_value_is_refused_with_its_place() {
     }
     gz.write_all(br#"", "ts": 0, "dur": 1}]}"#).unwrap();
     gz.finish().unwrap();
-    let o = bounded(&["--trace", dir.path().to_str().unwrap(), "--metrics"]);
-    let err = stderr(&o);
-    assert_eq!(o.status.code(), Some(1), "{err}");
+    let (_, err) = exits(&["--trace", dir.path().to_str().unwrap(), "--metrics"], 1);
     assert!(err.contains("rank0_trace.json.gz"), "{err}");
     assert!(err.contains("one JSON value is over 256 MiB"), "{err}");
 }
@@ -467,9 +474,7 @@ fn an_nsys_export_that_computes_is_refused() {
     )
     .unwrap();
     drop(c);
-    let o = bounded(&["--trace", f.to_str().unwrap(), "--metrics"]);
-    let err = stderr(&o);
-    assert_eq!(o.status.code(), Some(1), "{err}");
+    let (_, err) = exits(&["--trace", f.to_str().unwrap(), "--metrics"], 1);
     assert!(
         err.contains("column demangledName of CUPTI_ACTIVITY_KIND_KERNEL is computed"),
         "{err}"
@@ -478,12 +483,7 @@ fn an_nsys_export_that_computes_is_refused() {
 
 #[test]
 fn pickle_bombs_are_refused_before_decoding() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("rank0_trace.json"),
-        two_rank_example()[0].to_json(),
-    )
-    .unwrap();
+    let dir = rank0_dir();
     let snap = dir.path().join("rank0_memory_snapshot.pickle");
     // A value paired with itself 64 times (2^64 values once copied), then
     // lists nested a million deep (a stack overflow, so an abort, before).
@@ -501,14 +501,15 @@ fn pickle_bombs_are_refused_before_decoding() {
         (deep, "nested over 256 deep"),
     ] {
         std::fs::write(&snap, bytes).unwrap();
-        let o = bounded(&[
-            "--trace",
-            dir.path().to_str().unwrap(),
-            "--metric",
-            "total_kernel_time",
-        ]);
-        let err = stderr(&o);
-        assert_eq!(o.status.code(), Some(0), "{err}");
+        let (_, err) = exits(
+            &[
+                "--trace",
+                dir.path().to_str().unwrap(),
+                "--metric",
+                "total_kernel_time",
+            ],
+            0,
+        );
         assert!(
             err.contains("rank0_memory_snapshot.pickle") && err.contains(why),
             "{err}"
@@ -527,15 +528,16 @@ fn a_second_event_array_replaces_the_first_as_json_says() {
             {"ph": "X", "cat": "kernel", "name": "second", "pid": 0, "tid": 7, "ts": 0, "dur": 20}]}"#,
     )
     .unwrap();
-    let o = bounded(&[
-        "--trace",
-        dir.path().to_str().unwrap(),
-        "--metric",
-        "total_kernel_time",
-    ]);
-    let err = stderr(&o);
-    assert_eq!(o.status.code(), Some(0), "{err}");
-    assert_close(stdout(&o).trim().parse().unwrap(), 20e-6, &err);
+    let (out, err) = exits(
+        &[
+            "--trace",
+            dir.path().to_str().unwrap(),
+            "--metric",
+            "total_kernel_time",
+        ],
+        0,
+    );
+    assert_close(out.trim().parse().unwrap(), 20e-6, &err);
     assert!(
         err.contains("a second event array at line 3, column 26")
             && err.contains("the 1 events of the first are left out"),
