@@ -607,7 +607,11 @@ impl Builder {
     fn read_device_properties(&mut self, v: serde_json::Value) {
         let Some(list) = v.as_array() else { return };
         for d in list {
-            let id = d.get("id").and_then(serde_json::Value::as_u64).unwrap_or(0) as u32;
+            let id = d
+                .get("id")
+                .and_then(serde_json::Value::as_u64)
+                .and_then(|n| u32::try_from(n).ok())
+                .unwrap_or(0);
             self.t.push_device(DeviceInfo {
                 id,
                 name: d
@@ -618,8 +622,9 @@ impl Builder {
                 num_sms: d
                     .get("numSms")
                     .and_then(serde_json::Value::as_u64)
-                    .filter(|&n| n > 0)
-                    .map(|n| n as u32),
+                    // 2^32 would truncate to 0 SMs: no count is better.
+                    .and_then(|n| u32::try_from(n).ok())
+                    .filter(|&n| n > 0),
             });
         }
     }
