@@ -166,7 +166,11 @@ pub static FORMATS: &[Format] = &[
         sniff: None,
         role: Role::Timeline {
             precedence: 1,
-            read: |f| read::nsys::read(f.path, f.rank),
+            read: |f| {
+                let files = read::nsys::read(f.path, f.rank)?;
+                f.count_whole();
+                Ok(files)
+            },
             devices_per_host: false,
         },
     },
