@@ -13,6 +13,10 @@ pub const MAX_LINK_GBPS: f64 = 2_000.0;
 /// Fastest GPU memory today (HBM3e, ~8 TB/s), with headroom: no copy beats it.
 pub const MAX_MEMORY_GBPS: f64 = 20_000.0;
 
+/// A year, in seconds: no profile runs that long, and even a time summed
+/// over thousands of ranks stays below it.
+pub const MAX_SECONDS: f64 = 365.0 * 86_400.0;
+
 /// Slack for shares computed in floating point (100.000000001 %).
 const EPS: f64 = 1e-6;
 
@@ -60,6 +64,11 @@ fn bound_broken(m: &Metric, v: f64) -> Option<String> {
             "a share cannot exceed 100 %; the trace's times are inconsistent".into()
         }),
         // Copies run at memory speed, collectives at link speed.
+        Unit::Seconds if v.abs() > MAX_SECONDS => Some(
+            "over a year, longer than any profile; the trace's timestamps are damaged or from \
+             different clocks"
+                .into(),
+        ),
         Unit::GBps if m.name == "average_memory_bandwidth" => (v > MAX_MEMORY_GBPS).then(|| {
             format!(
                 "beyond any GPU memory ({MAX_MEMORY_GBPS:.0} GB/s); the copies' byte counts \
@@ -112,6 +121,11 @@ mod tests {
         assert!(verdict("average_memory_bandwidth", 1e6)
             .unwrap()
             .contains("memory"));
+        // A wall time of 139 years is damaged timestamps, not a run.
+        assert_eq!(verdict("wall_time_s", 3_600.0), None);
+        assert!(verdict("wall_time_s", 4.4e9)
+            .unwrap()
+            .contains("over a year"));
         // Unbounded ratios and fitted constants stay as they are.
         assert_eq!(verdict("load_imbalance_ratio", 37.0), None);
         assert_eq!(verdict("hockney_alpha_s", -1e-6), None);
