@@ -17,7 +17,7 @@ use crate::tui::data::Data;
 use crate::tui::tabs::{Needs, TabCtx, TabSpec, TabView};
 use crate::tui::theme::{Shade, Theme};
 use crate::tui::widgets::bar;
-use crate::tui::widgets::table::{self, col, Column, Hit, Row, Table};
+use crate::tui::widgets::table::{self, col, moved, Column, Hit, Row, Table};
 
 const COLUMNS: [Column; 8] = [
     col("name", 0, false),
@@ -117,15 +117,12 @@ impl KernelsState {
         }
         let page = usize::from(area.height.saturating_sub(3)).max(1);
         let last = self.shown.len().saturating_sub(1);
+        if let Some(to) = moved(self.selected, &action, page, last) {
+            self.selected = to;
+            self.refilter();
+            return;
+        }
         match action {
-            Action::Up | Action::ScrollUp { .. } => self.selected = self.selected.saturating_sub(1),
-            Action::Down | Action::ScrollDown { .. } => {
-                self.selected = (self.selected + 1).min(last)
-            }
-            Action::PageUp => self.selected = self.selected.saturating_sub(page),
-            Action::PageDown => self.selected = (self.selected + page).min(last),
-            Action::Home => self.selected = 0,
-            Action::End => self.selected = last,
             Action::Filter => self.typing = true,
             Action::Back if !self.filter.is_empty() => {
                 self.filter.clear();

@@ -19,6 +19,7 @@ use crate::tui::data::Data;
 use crate::tui::tabs::{Needs, TabCtx, TabSpec, TabView};
 use crate::tui::theme::{Shade, Theme};
 use crate::tui::widgets::fit;
+use crate::tui::widgets::table::moved;
 
 #[derive(Debug, Default, Clone)]
 pub struct SummaryState {
@@ -39,28 +40,21 @@ impl SummaryState {
         let n = shown(data, self.show_na).len();
         let page = usize::from(area.height.saturating_sub(DETAIL).max(1));
         let last = n.saturating_sub(1);
-        match action {
-            Action::Up | Action::ScrollUp { .. } => self.selected = self.selected.saturating_sub(1),
-            Action::Down | Action::ScrollDown { .. } => {
-                self.selected = (self.selected + 1).min(last)
-            }
-            Action::PageUp => self.selected = self.selected.saturating_sub(page),
-            Action::PageDown => self.selected = (self.selected + page).min(last),
-            Action::Home => {
-                self.selected = 0;
+        if let Some(to) = moved(self.selected, &action, page, last) {
+            self.selected = to;
+            if action == Action::Home {
                 self.scroll = 0;
                 return;
             }
-            Action::End => self.selected = last,
-            Action::ToggleNotApplicable => {
-                // Keep the same metric selected across the fold.
-                let metric = shown(data, self.show_na).get(self.selected).copied();
-                self.show_na = !self.show_na;
-                self.selected = metric
-                    .and_then(|m| shown(data, self.show_na).iter().position(|&i| i == m))
-                    .unwrap_or(0);
-            }
-            _ => return,
+        } else if action == Action::ToggleNotApplicable {
+            // Keep the same metric selected across the fold.
+            let metric = shown(data, self.show_na).get(self.selected).copied();
+            self.show_na = !self.show_na;
+            self.selected = metric
+                .and_then(|m| shown(data, self.show_na).iter().position(|&i| i == m))
+                .unwrap_or(0);
+        } else {
+            return;
         }
         // Keep the selected row on screen.
         let (_, rows) = lines(data, Theme::mono(), area.width, self);

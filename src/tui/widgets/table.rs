@@ -8,6 +8,7 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
+use crate::tui::action::Action;
 use crate::tui::theme::Theme;
 
 #[derive(Debug, Clone, Copy)]
@@ -92,6 +93,20 @@ pub fn hit(
 }
 
 /// First row shown so that `selected` is visible in `height` rows (header excluded).
+/// Where a row selection moves for `action` in a list of `last + 1` rows
+/// showing `page` at a time; `None` when the action is not a move.
+pub fn moved(selected: usize, action: &Action, page: usize, last: usize) -> Option<usize> {
+    Some(match action {
+        Action::Up | Action::ScrollUp { .. } => selected.saturating_sub(1),
+        Action::Down | Action::ScrollDown { .. } => (selected + 1).min(last),
+        Action::PageUp => selected.saturating_sub(page),
+        Action::PageDown => (selected + page).min(last),
+        Action::Home => 0,
+        Action::End => last,
+        _ => return None,
+    })
+}
+
 pub fn offset(selected: usize, visible: usize) -> usize {
     if visible == 0 {
         return selected;
