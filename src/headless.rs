@@ -264,7 +264,7 @@ fn list_classes(out: &mut dyn Write) -> io::Result<()> {
         "memcpy/memset events are memory unless they match communication (peer-to-peer copies)."
     )?;
     for r in RULES {
-        writeln!(out, "{:<14}  {}", r.class.name(), r.pattern)?;
+        writeln!(out, "{:<14}  {}  ({})", r.class.name(), r.pattern, r.what)?;
     }
     Ok(())
 }

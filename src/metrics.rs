@@ -218,6 +218,15 @@ pub static METRICS: &[Metric] = &[
         compute: kernel::moe_fraction,
     },
     Metric {
+        name: "unclassified_fraction",
+        unit: Unit::Percent,
+        group: Group::Compute,
+        better: Better::Lower,
+        about: "device time of ops no class rule recognises / all device op time (kernels + memcpy/memset) x 100, per rank, averaged; a large share means class metrics miss something: add a rule with --classes",
+        needs: &[Kernels],
+        compute: kernel::unclassified_fraction,
+    },
+    Metric {
         name: "dominant_kernel_concentration",
         unit: Unit::Percent,
         group: Group::Compute,

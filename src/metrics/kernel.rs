@@ -58,6 +58,34 @@ pub fn moe_fraction(ctx: &Ctx) -> Outcome {
     )
 }
 
+/// Device time no class rule recognises, as % of device time: a large share
+/// means the class metrics (communication included) are missing something,
+/// and a `--classes` rule would fix it. The note names the unrecognised
+/// kernel with the most time.
+pub fn unclassified_fraction(ctx: &Ctx) -> Outcome {
+    let out = Outcome::share_mean(
+        ctx.stats()
+            .iter()
+            .map(|s| (s.rank, s.op_class(KernelClass::Other), s.op_sum)),
+        ("unclassified ops", "all GPU ops"),
+        Unit::Percent,
+        "the trace has no GPU ops",
+    );
+    let mut pooled: std::collections::HashMap<&str, Ns> = Default::default();
+    for t in &ctx.ranks {
+        for op in t.ops.iter().filter(|o| o.class == KernelClass::Other) {
+            *pooled.entry(t.name(op.name)).or_default() += op.dur;
+        }
+    }
+    match pooled
+        .into_iter()
+        .max_by_key(|(n, ns)| (*ns, std::cmp::Reverse(*n)))
+    {
+        Some((name, _)) => out.with_note(format!("most time unclassified: {name}")),
+        None => out,
+    }
+}
+
 /// The classes `break_down_steps` reports; compute classes other than these are
 /// folded into "other compute".
 const BREAKDOWN: [&str; 6] = [
@@ -177,6 +205,28 @@ mod tests {
         assert_close(
             value(&trace(&two_rank_example()), "moe_fraction", None),
             10.0 / 145.0 * 100.0 / 2.0,
+        );
+    }
+
+    #[test]
+    fn unclassified_fraction() {
+        // Every op of the example has a class.
+        assert_close(
+            value(&trace(&two_rank_example()), "unclassified_fraction", None),
+            0.0,
+        );
+        // Rank 0 still: 0; rank 1: a 30 µs unrecognised kernel of 230 µs of
+        // device time, named in the note.
+        let mut ranks = two_rank_example();
+        ranks[1].kernel("my_custom_op", 300.0, 30.0, 7, 10);
+        let t = trace(&ranks);
+        let Outcome::Value(m) = eval(&t, "unclassified_fraction", None) else {
+            panic!()
+        };
+        assert_close(m.value, 30.0 / 230.0 * 100.0 / 2.0);
+        assert_eq!(
+            m.note.as_deref(),
+            Some("most time unclassified: my_custom_op")
         );
     }
 

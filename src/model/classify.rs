@@ -103,58 +103,104 @@ impl CollKind {
     }
 }
 
-/// One row of the rule table: a class and the case-insensitive pattern that selects it.
-/// Rules are tried in order; the first match wins.
+/// One row of the rule table: a class, the case-insensitive pattern that selects
+/// it, and what the pattern recognises (for `--list-classes`). Rules are tried
+/// in order; the first match wins.
 pub struct Rule {
     pub class: KernelClass,
     pub pattern: &'static str,
+    pub what: &'static str,
 }
 
-/// Communication first (so `reduce_scatter` never lands in reduction), MoE before
-/// GEMM (so `grouped_gemm` counts as MoE), attention before GEMM (attention
-/// kernels are often built on CUTLASS: `fmha_cutlassB_*`, `flash_fwd_kernel<…
-/// cutlass::bfloat16_t …>`).
+const fn rule(class: KernelClass, what: &'static str, pattern: &'static str) -> Rule {
+    Rule {
+        class,
+        pattern,
+        what,
+    }
+}
+
+/// Communication first (so `reduce_scatter` never lands in reduction, and
+/// DeepEP's `dispatch`/`combine` never in MoE), MoE before GEMM (so
+/// `grouped_gemm` counts as MoE), attention before GEMM (attention kernels are
+/// often built on CUTLASS: `fmha_cutlassB_*`, `flash_fwd_kernel<… cutlass::bfloat16_t …>`).
+/// Communication libraries that bypass NCCL are matched by their namespaces
+/// and prefixes, since their kernel names need not name a collective.
 pub const RULES: &[Rule] = &[
-    Rule {
-        class: KernelClass::Communication,
-        pattern: r"nccl|rccl|msccl|allreduce|allgather|reducescatter|all_reduce|all_gather|reduce_scatter|alltoall|all_to_all|sendrecv|broadcast|cross_device|memcpy ptop|memcpy peer",
-    },
-    Rule {
-        class: KernelClass::Memory,
-        // XLA's async copies (`copy-start.2` … `copy-done.2`) move data between
-        // memories; the done's time is mostly waiting for the copy.
-        pattern: r"^memcpy|^memset|^memory copy|^memory set|^copy-start|^copy-done",
-    },
-    Rule {
-        class: KernelClass::Moe,
-        pattern: r"moe|expert|routing|gating|topk|fused_expert|dispatch|combine|grouped_gemm",
-    },
-    Rule {
-        class: KernelClass::Attention,
-        // Not `softmax` alone: a loss's `cunn_SoftMaxForward` / `log_softmax`
-        // is a row reduction, not attention (fused attention names say so).
-        pattern: r"flash|fmha|attention|attn|sdpa",
-    },
-    Rule {
-        class: KernelClass::Gemm,
-        pattern: r"gemm|cutlass|cublas|matmul|^fc(-|_|$)|wgmma|sm90_xmma|nvjet|triton_mm|^cijk_|hipblaslt|rocblas|convolve|convolution|conv_(fwd|bwd|wrw)",
-    },
-    Rule {
-        class: KernelClass::Normalization,
-        pattern: r"layer_?norm|rms_?norm|batch_?norm|group_?norm",
-    },
-    Rule {
-        class: KernelClass::Optimizer,
-        pattern: r"multi_tensor_apply|adam",
-    },
-    Rule {
-        class: KernelClass::Reduction,
-        pattern: r"reduce_kernel|sum_kernel|mean_kernel|softmax",
-    },
-    Rule {
-        class: KernelClass::Elementwise,
-        pattern: r"elementwise|vectorized|unrolled|pointwise",
-    },
+    rule(
+        KernelClass::Communication,
+        "NCCL, RCCL, MSCCL, MSCCL++ kernels",
+        r"nccl|rccl|msccl",
+    ),
+    rule(
+        KernelClass::Communication,
+        "MoE expert-parallel all-to-all: DeepEP (deep_ep::, or a fork's dpsk::ep::) and AMD's MORI",
+        r"deep_ep::|dpsk::ep::|(^|::)(internode|intranode)(_ll)?::|^mori::",
+    ),
+    rule(
+        KernelClass::Communication,
+        "NVSHMEM and PyTorch symmetric memory",
+        r"nvshmem|symmetric_memory|(^|::)symm_mem|multimem_",
+    ),
+    rule(
+        KernelClass::Communication,
+        "custom all-reduce (vLLM/SGLang cross_device_reduce, TensorRT-LLM, quick reduce), Megatron/TE userbuffers, UCC",
+        r"cross_device|allreduce|all_reduce|quickreduce|userbuffers|(^|::)ucc_|(^|::)ucc::",
+    ),
+    rule(
+        KernelClass::Communication,
+        "a collective named in the kernel",
+        r"allgather|reducescatter|all_gather|reduce_scatter|alltoall|all_to_all|sendrecv|broadcast",
+    ),
+    rule(
+        KernelClass::Communication,
+        "peer-to-peer copies",
+        r"memcpy ptop|memcpy peer",
+    ),
+    // XLA's async copies (`copy-start.2` … `copy-done.2`) move data between
+    // memories; the done's time is mostly waiting for the copy.
+    rule(
+        KernelClass::Memory,
+        "copies and sets",
+        r"^memcpy|^memset|^memory copy|^memory set|^copy-start|^copy-done",
+    ),
+    rule(
+        KernelClass::Moe,
+        "MoE routing, permutation and expert GEMMs",
+        r"moe|expert|routing|gating|topk|fused_expert|dispatch|combine|grouped_gemm",
+    ),
+    // Not `softmax` alone: a loss's `cunn_SoftMaxForward` / `log_softmax` is a
+    // row reduction, not attention (fused attention names say so).
+    rule(
+        KernelClass::Attention,
+        "fused attention",
+        r"flash|fmha|attention|attn|sdpa",
+    ),
+    rule(
+        KernelClass::Gemm,
+        "matrix multiplies and convolutions",
+        r"gemm|cutlass|cublas|matmul|^bmm_|^fc(-|_|$)|wgmma|sm90_xmma|nvjet|triton_mm|^cijk_|hipblaslt|rocblas|convolve|convolution|conv_(fwd|bwd|wrw)",
+    ),
+    rule(
+        KernelClass::Normalization,
+        "norms",
+        r"layer_?norm|rms_?norm|batch_?norm|group_?norm|(^|::)bn_(fw|bw)",
+    ),
+    rule(
+        KernelClass::Optimizer,
+        "fused optimizers",
+        r"multi_tensor_apply|adam",
+    ),
+    rule(
+        KernelClass::Reduction,
+        "reductions and softmax",
+        r"reduce_kernel|sum_kernel|mean_kernel|softmax",
+    ),
+    rule(
+        KernelClass::Elementwise,
+        "elementwise",
+        r"elementwise|vectorized|unrolled|pointwise",
+    ),
 ];
 
 /// The patterns are lowercase and matched against the lowercased name: the same
@@ -197,6 +243,18 @@ fn strip_templates(name: &str) -> String {
         rest = &rest[c.len_utf8()..];
     }
     out
+}
+
+/// `name` as a person scans it: without `void`, template arguments and
+/// parameters (`void at::native::reduce_kernel<512, 1>(…)` -> `at::native::reduce_kernel`).
+pub fn bare_name(name: &str) -> String {
+    let bare = strip_templates(name);
+    let bare = bare.trim().trim_start_matches("void ").trim();
+    if bare.is_empty() {
+        name.to_owned()
+    } else {
+        bare.to_owned()
+    }
 }
 
 /// The first template argument of `name`, if it has any.
@@ -376,6 +434,9 @@ impl UserRules {
 /// Collective kind from a kernel name such as `ncclDevKernel_AllGather_RING_LL`
 /// or from a `Collective name` argument such as `_allgather_base`.
 pub fn coll_kind(name: &str) -> CollKind {
+    if let Some(kind) = library_kind(&own_name(&name.to_ascii_lowercase())) {
+        return kind;
+    }
     let n: String = name
         .chars()
         .filter(|c| *c != '_' && *c != '-')
@@ -400,6 +461,46 @@ pub fn coll_kind(name: &str) -> CollKind {
         .iter()
         .find(|(k, _)| n.contains(k))
         .map_or(CollKind::Unknown, |(_, kind)| *kind)
+}
+
+/// Collective kind for libraries whose kernel names say it in their own way
+/// (their own name, lowercased, as [`own_name`] gives it).
+fn library_kind(own: &str) -> Option<CollKind> {
+    // vLLM/SGLang/TensorRT-LLM custom and quick all-reduce: "reduce" alone
+    // would read as a reduce.
+    if own.contains("cross_device_reduce") || own.contains("quickreduce") {
+        return Some(CollKind::AllReduce);
+    }
+    // Expert-parallel libraries exchange tokens all-to-all: dispatch, combine
+    // and the notify kernels that share their counts first.
+    let ep = [
+        "deep_ep::",
+        "dpsk::ep::",
+        "internode",
+        "intranode",
+        "mori::",
+    ];
+    if ep.iter().any(|p| own.contains(p)) {
+        return Some(CollKind::AllToAll);
+    }
+    // Transformer Engine userbuffers: `_rs` reduce-scatter, `_ag` all-gather,
+    // push/pull send and receive; the in-place sum otherwise reduces all.
+    if let Some(rest) = own.split("userbuffers").nth(1) {
+        let has = |w: &str| rest.split('_').any(|p| p == w);
+        return Some(if has("rs") {
+            CollKind::ReduceScatter
+        } else if has("ag") {
+            CollKind::AllGather
+        } else if ["send", "recv", "push", "pull"]
+            .iter()
+            .any(|w| rest.contains(w))
+        {
+            CollKind::SendRecv
+        } else {
+            CollKind::AllReduce
+        });
+    }
+    None
 }
 
 /// Size in bytes of one element of a PyTorch dtype name as Kineto writes it.
@@ -583,6 +684,69 @@ mod tests {
             Elementwise
         );
         assert_eq!(k("multi_tensor_apply_kernel"), Optimizer);
+        // TensorRT-LLM's generated batched GEMMs; cuDNN's batch norm.
+        assert_eq!(
+            k("bmm_MxE4m3_MxE2m1MxE4m3_Fp32_t128x16x256u2_s3_et128x16_m128x16x32_cga1x1x1_16dp256b_rM_TN_transOut_schedP2x1x2x3_biasM_bN_tma_tmaOpt_clmp_swiGlu_dynBatch_sm100f"),
+            Gemm
+        );
+        assert_eq!(
+            k("void cudnn::bn_bw_1C11_kernel_new<float, float, float2, 128, true, 1>(float, float)"),
+            Normalization
+        );
+    }
+
+    /// Kernel names of communication libraries that bypass NCCL, as their
+    /// sources and real traces spell them, with the kind each performs.
+    #[test]
+    fn communication_beyond_nccl() {
+        use CollKind::*;
+        let cases: &[(&str, CollKind)] = &[
+            // DeepEP, and a production fork's namespace for the same kernels.
+            ("void deep_ep::internode::combine<__nv_bfloat16, 2, 8, 4096, 8, 4>(int4*, float*, int4 const*)", AllToAll),
+            ("void deep_ep::internode::dispatch<true, 8, 2, 4, 8>(int4*, float*)", AllToAll),
+            ("void deep_ep::internode::cached_notify<8>(int, int, int*, int)", AllToAll),
+            ("void deep_ep::intranode::notify_dispatch<8>(int const*, int*, int)", AllToAll),
+            ("void deep_ep::internode_ll::dispatch<false, 3, 7168>(void*, float*)", AllToAll),
+            ("void dpsk::ep::internode::combine<__nv_bfloat16, 2, 8>(int4*)", AllToAll),
+            ("void dpsk::ep::internode::dispatch<true, 8>(int4*)", AllToAll),
+            ("void dpsk::ep::internode::cached_notify<8>(int)", AllToAll),
+            ("void dpsk::ep::internode::notify_dispatch<8>(int const*)", AllToAll),
+            ("void mori::moe::EpDispatchIntraNodeKernel<__hip_bfloat16>(mori::moe::EpDispatchCombineArgs<__hip_bfloat16>)", AllToAll),
+            // NVSHMEM and PyTorch symmetric memory.
+            ("void nvshmemi_barrier_all_kernel()", Unknown),
+            ("nvshmemx_alltoall_kernel<float>", AllToAll),
+            ("void c10d::symmetric_memory::one_shot_all_reduce_kernel<c10::BFloat16, 16, 8>(long, c10::BFloat16**)", AllReduce),
+            ("void c10d::symmetric_memory::barrier_kernel(unsigned int**, int, int)", Unknown),
+            // Custom all-reduce: vLLM/SGLang, TensorRT-LLM, quick reduce, MSCCL++.
+            ("void vllm::cross_device_reduce_1stage<__nv_bfloat16, 8>(vllm::RankData*, vllm::RankSignals)", AllReduce),
+            ("void sglang::cross_device_reduce_2stage<float, 8>(sglang::RankData*)", AllReduce),
+            ("void tensorrt_llm::kernels::ar_fusion::allreduce_fusion_kernel_oneshot_lamport<__nv_bfloat16, 8>(tensorrt_llm::kernels::ar_fusion::AllReduceFusionParams)", AllReduce),
+            ("void quickreduce::allreduce_prototype_twoshot<quickreduce::CodecQ4>(int)", AllReduce),
+            ("void mscclpp::allreduce8<__nv_bfloat16>(__nv_bfloat16*, mscclpp::DeviceHandle)", AllReduce),
+            // Megatron / Transformer Engine userbuffers.
+            ("void userbuffers_fp16_sum_inplace_gpu_rr_rs<8>(int, int, int, int, int, int, void**, int, unsigned long)", ReduceScatter),
+            ("void userbuffers_fp16_sum_inplace_gpu_rw_ag<8>(int, int, int)", AllGather),
+            ("void userbuffers_fp16_sum_inplace_gpu_rw<8>(int, int, int)", AllReduce),
+            ("void kuserbuffers_pullsend(int, int, int*, int4*)", SendRecv),
+            // UCC's CUDA transport.
+            ("void ucc_tl_cuda_alltoallv_ce_kernel(void*)", AllToAll),
+        ];
+        for (name, kind) in cases {
+            assert_eq!(
+                classify(name, Activity::Kernel),
+                KernelClass::Communication,
+                "{name}"
+            );
+            assert_eq!(coll_kind(name), *kind, "{name}");
+        }
+        // MoE kernels that only move tokens on one device stay MoE.
+        for name in [
+            "void moe_align_block_size_kernel<int>(int*, int*)",
+            "void vllm::moe::topkGatingSoftmax<8, 128>(float const*)",
+            "void sglang::moe::ep_scatter_kernel(int)",
+        ] {
+            assert_eq!(classify(name, Activity::Kernel), KernelClass::Moe, "{name}");
+        }
     }
 
     #[test]

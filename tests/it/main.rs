@@ -10,5 +10,6 @@ mod fuzz_smoke;
 mod glance;
 mod hostile;
 mod readme;
+mod real_world;
 mod support;
 mod tui;

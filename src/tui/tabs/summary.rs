@@ -394,12 +394,41 @@ fn verdicts(data: &Data, theme: Theme, width: usize, out: &mut Vec<Line<'static>
         ),
         ("straggler", data.verdict.sentence()),
     ];
-    for (k, v) in items {
+    let classes = unclassified(data).map(|v| ("classes", v));
+    for (k, v) in items.into_iter().chain(classes) {
         out.push(Line::from(vec![
             Span::styled(format!("  {k:<14}"), theme.key()),
             Span::raw(fit(&v, width.saturating_sub(16))),
         ]));
     }
+}
+
+/// Above this share of device time in unrecognised kernels, the Summary says
+/// so: the class metrics (communication first) are then missing something.
+const UNCLASSIFIED_SAYS: f64 = 10.0;
+
+/// "unclassified: 31 % of device time (most: …)", when that share is large.
+fn unclassified(data: &Data) -> Option<String> {
+    let (_, Outcome::Value(m)) = data
+        .summary
+        .iter()
+        .find(|(m, _)| m.name == "unclassified_fraction")?
+    else {
+        return None;
+    };
+    if m.value < UNCLASSIFIED_SAYS {
+        return None;
+    }
+    let most = m
+        .note
+        .as_deref()
+        .and_then(|n| n.strip_prefix("most time unclassified: "))
+        .map(|n| format!(", most in {}", crate::model::classify::bare_name(n)))
+        .unwrap_or_default();
+    Some(format!(
+        "unclassified: {:.0} % of device time{most}; add a rule with --classes FILE (see --list-classes)",
+        m.value
+    ))
 }
 
 /// GPU busy share of the step (the budget's terms), and of the whole device
