@@ -70,6 +70,12 @@ pub struct Cli {
     #[arg(long, value_name = "K")]
     pub iteration: Option<u32>,
 
+    /// With one folder per rank (rank_N/, worker_N/) holding a file per profiler
+    /// window: read window K of each rank (1 = oldest), `newest`, or `all`
+    /// joined in time order
+    #[arg(long, visible_alias = "windows", value_name = "K|all", default_value = "newest", value_parser = crate::discover::rank_dirs::parse_windows)]
+    pub window: crate::discover::Windows,
+
     /// Devices the run spans, for MFU and per-chip counts (default: the workload
     /// card's total_count, else the number of ranks)
     #[arg(long, visible_alias = "n_chips", value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
@@ -210,7 +216,10 @@ impl Cli {
     /// How to load the trace.
     pub fn load_options(&self) -> crate::load::LoadOptions {
         crate::load::LoadOptions {
-            iteration: self.iteration,
+            pick: crate::discover::Pick {
+                iteration: self.iteration,
+                windows: self.window,
+            },
             align: self.align == Align::Collectives,
             classes: self.classes.clone(),
             all_steps: self.all_steps,

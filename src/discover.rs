@@ -15,12 +15,19 @@ use crate::formats::{self, Format, Head, Role, FORMATS, HEAD};
 use crate::naming::rank_from_name;
 use crate::source::open;
 
+pub mod rank_dirs;
+
+pub use rank_dirs::{Window, Windows};
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Input {
     pub path: PathBuf,
     pub format: Format,
-    /// Rank parsed from the file name, if it carries one.
+    /// Rank parsed from the file name (or its rank folder's), if it carries one.
     pub rank: Option<u32>,
+    /// Where the file sits among its rank's profiling windows, in a layout
+    /// of one folder per rank.
+    pub window: Option<Window>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -39,13 +46,23 @@ impl Discovery {
     }
 }
 
+/// Which of several recorded runs or windows to read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Pick {
+    /// `profile_traces/iteration_K` (default: the newest).
+    pub iteration: Option<u32>,
+    /// Profiling windows of per-rank folders (default: the newest).
+    pub windows: Windows,
+}
+
 /// Inputs at `path`: a single trace file, or a trace directory.
-pub fn discover(path: &Path, iteration: Option<u32>) -> Result<Discovery> {
-    discover_in(path, iteration, FORMATS)
+pub fn discover(path: &Path, pick: Pick) -> Result<Discovery> {
+    discover_in(path, pick, FORMATS)
 }
 
 /// [`discover`] with the formats of `table`.
-pub fn discover_in(path: &Path, iteration: Option<u32>, table: &[Format]) -> Result<Discovery> {
+pub fn discover_in(path: &Path, pick: Pick, table: &[Format]) -> Result<Discovery> {
+    let iteration = pick.iteration;
     let meta = fs::metadata(path).map_err(|source| Error::Io {
         path: path.to_owned(),
         source,
@@ -64,6 +81,7 @@ pub fn discover_in(path: &Path, iteration: Option<u32>, table: &[Format]) -> Res
                 path: path.to_owned(),
                 format,
                 rank: rank_from_name(path),
+                window: None,
             }],
             ..Default::default()
         });
@@ -100,8 +118,13 @@ pub fn discover_in(path: &Path, iteration: Option<u32>, table: &[Format]) -> Res
             available: "none (no iteration_K folders)".into(),
         });
     }
+    let windows = rank_dirs::scan(&dir, pick.windows, table, &mut d)?;
     // The card may sit at the top of the run folder, above profile_traces/.
     for folder in [path, dir.as_path()] {
+        // A rank's own folder holds its windows, read above.
+        if folder == dir && windows == rank_dirs::Found::Itself {
+            break;
+        }
         scan_folder(folder, table, &mut d)?;
         if folder == dir {
             break;
@@ -273,6 +296,7 @@ fn scan_folder(dir: &Path, table: &[Format], d: &mut Discovery) -> Result<()> {
                 rank: rank_from_name(&path),
                 path,
                 format,
+                window: None,
             }),
             Ok(None) => {
                 if looks_like_trace(&path) {

@@ -17,8 +17,8 @@ use crate::source::FileIn;
 /// How to load a trace beyond reading its files.
 #[derive(Debug, Clone)]
 pub struct LoadOptions {
-    /// `profile_traces/iteration_K` to read (default: the newest).
-    pub iteration: Option<u32>,
+    /// Which recorded iteration and profiling windows to read (default: the newest).
+    pub pick: crate::discover::Pick,
     /// Put the ranks on one clock (see `model::collectives`).
     pub align: bool,
     /// Kernel class rules to apply first; default: `ccl-bench-classes.toml`
@@ -33,11 +33,12 @@ pub struct LoadOptions {
 impl LoadReport {
     /// One line per input found: what it is, its rank, whether it was read.
     pub fn input_lines(&self) -> Vec<String> {
+        let read: std::collections::HashSet<&PathBuf> = self.files.iter().collect();
         self.inputs
             .iter()
             .map(|i| {
                 let rank = i.rank.map_or(String::new(), |r| format!(" rank {r}"));
-                let used = if self.files.contains(&i.path) {
+                let used = if read.contains(&i.path) {
                     "read"
                 } else {
                     "not read (see warnings)"
@@ -51,7 +52,7 @@ impl LoadReport {
 impl Default for LoadOptions {
     fn default() -> Self {
         Self {
-            iteration: None,
+            pick: Default::default(),
             align: true,
             classes: None,
             all_steps: false,
@@ -73,7 +74,7 @@ pub fn load_path(
     opts: &LoadOptions,
     progress: &Progress,
 ) -> Result<(Trace, LoadReport)> {
-    let discovery = crate::discover::discover_in(path, opts.iteration, opts.formats)?;
+    let discovery = crate::discover::discover_in(path, opts.pick, opts.formats)?;
     let (mut trace, mut report) = load(path, &discovery, progress)?;
     let beside = if path.is_dir() {
         Some(path.join(CLASSES_FILE))
@@ -203,10 +204,33 @@ pub fn load(
             Ok(files)
         })
         .collect();
-    let mut files = Vec::with_capacity(results.len());
+    let mut files: Vec<Ranked> = Vec::with_capacity(results.len());
     let mut next_device_rank = 0;
+    // Profiling windows chosen per rank folder (see `discover::rank_dirs`):
+    // several are joined into one timeline per rank.
+    let mut windows: BTreeMap<Option<u32>, usize> = BTreeMap::new();
+    for i in inputs.iter().filter(|i| i.window.is_some()) {
+        *windows.entry(i.rank).or_default() += 1;
+    }
+    let mut group: Vec<Ranked> = Vec::new();
     for (input, r) in inputs.iter().zip(results) {
-        let mut ranked = r?;
+        let several_windows = input.window.is_some() && windows[&input.rank] > 1;
+        let mut ranked = match r {
+            Ok(ranked) => ranked,
+            // One damaged window of many does not stop the rank.
+            Err(e) if several_windows => {
+                report.warnings.push(format!("window left out: {e}"));
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        if several_windows {
+            if group.first().is_some_and(|g| g.0 != input.rank) {
+                files.extend(join_windows(std::mem::take(&mut group), &mut report));
+            }
+            group.append(&mut ranked);
+            continue;
+        }
         if let Role::Timeline {
             devices_per_host: true,
             ..
@@ -223,6 +247,7 @@ pub fn load(
         }
         files.extend(ranked);
     }
+    files.extend(join_windows(group, &mut report));
     report.bytes = progress.bytes.load(Ordering::Relaxed);
     let ranks = assign_ranks(files, &mut report)?;
     let card = read_card(discovery, &mut report);
@@ -254,6 +279,34 @@ pub fn load(
         report,
     ))
 }
+/// One rank's profiling windows, in time order, as one file: the first
+/// window's path and stated rank stand for the rest (all listed as read).
+fn join_windows(group: Vec<Ranked>, report: &mut LoadReport) -> Option<Ranked> {
+    let (rank, dist_rank) = group.first().map(|(r, f)| (*r, f.dist_rank))?;
+    let mut events = 0;
+    let mut warnings = Vec::new();
+    let mut timelines = Vec::with_capacity(group.len());
+    for (i, (_, f)) in group.into_iter().enumerate() {
+        if i > 0 {
+            report.files.push(f.timeline.source.clone());
+        }
+        events += f.events;
+        warnings.extend(f.warnings);
+        timelines.push(f.timeline);
+    }
+    let (timeline, joined) = crate::model::join::join(timelines)?;
+    warnings.extend(joined);
+    Some((
+        rank,
+        crate::read::RankFile {
+            timeline,
+            dist_rank,
+            events,
+            warnings,
+        },
+    ))
+}
+
 fn file_in<'a>(input: &'a Input, counter: &'a AtomicU64) -> FileIn<'a> {
     FileIn {
         path: &input.path,
@@ -268,9 +321,10 @@ fn not_read_beside(discovery: &Discovery, read: &[&Input]) -> Vec<String> {
     let Some(chosen) = read.first() else {
         return Vec::new();
     };
+    let read: std::collections::HashSet<&Path> = read.iter().map(|r| r.path.as_path()).collect();
     let mut left: Vec<(Format, usize)> = Vec::new();
     for i in discovery.inputs.iter().filter(|i| i.format.is_timeline()) {
-        if read.iter().any(|r| r.path == i.path) {
+        if read.contains(i.path.as_path()) {
             continue;
         }
         match left.iter_mut().find(|(f, _)| *f == i.format) {

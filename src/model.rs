@@ -10,6 +10,7 @@ pub mod engine;
 pub mod exec_trace;
 pub mod hardware;
 pub mod intervals;
+pub mod join;
 pub mod memory;
 pub mod strings;
 pub mod time;

@@ -103,3 +103,89 @@ fn a_small_unclassified_share_is_not_a_verdict() {
     let screen = text(draw(&app).buffer());
     assert!(!screen.contains("unclassified:"), "{screen}");
 }
+
+/// One profiling window as `tensorboard_trace_handler` writes it in a loop:
+/// three steps of `step_us` each, starting `at` µs, numbered from `first`.
+fn window(rank: u32, at: f64, first: u32, step_us: f64) -> String {
+    let mut t = RankTrace::new(Some(rank), 2, 10);
+    for i in 0..3 {
+        let start = at + f64::from(i) * step_us;
+        t.step(first + i, start, step_us);
+        t.kernel("sm90_xmma_gemm_bf16_bf16", start + 1.0, step_us / 2.0, 7, 8);
+    }
+    t.to_json()
+}
+
+/// `run/rank_N/<host>_<pid>.<ms>.pt.trace.json` for 2 ranks x 3 windows, the
+/// middle step of the windows lasting 100, 200 and 300 µs in time order. The
+/// timestamps differ in length, so name order is not time order.
+fn rank_folders() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let stamps = ["999000000000", "1000000000000", "1000000000500"];
+    for rank in 0..2u32 {
+        let folder = dir.path().join(if rank == 0 { "rank_0" } else { "rank-1" });
+        std::fs::create_dir(&folder).unwrap();
+        for (w, stamp) in stamps.iter().enumerate() {
+            let name = format!("node{rank}_4242.{stamp}.pt.trace.json");
+            let step_us = 100.0 * (w + 1) as f64;
+            let text = window(rank, w as f64 * 10_000.0, 3 * w as u32 + 1, step_us);
+            std::fs::write(folder.join(name), text).unwrap();
+        }
+        std::fs::write(
+            folder.join(format!("metadata_rank_{rank}.yml")),
+            "host: node\n",
+        )
+        .unwrap();
+    }
+    dir
+}
+
+#[test]
+fn per_rank_folders_read_the_newest_window_by_default() {
+    let dir = rank_folders();
+    let d = dir.path().to_str().unwrap();
+    assert_close(metric(dir.path(), "avg_step_time"), 300e-6, "newest window");
+    let out = run(&["--trace", d, "--metric", "avg_step_time", "--window", "1"]);
+    assert_close(stdout(&out).trim().parse().unwrap(), 100e-6, "window 1");
+    let out = run(&["--trace", d, "--inputs"]);
+    let text = stdout(&out) + &crate::support::stderr(&out);
+    assert!(
+        text.contains("2 rank folders (rank_0 .. rank-1) with up to 3 profiler windows each; read the newest window of each rank"),
+        "{text}"
+    );
+    assert!(text.contains("rank 1"), "{text}");
+    // Only the newest window of each rank is listed: two files.
+    assert_eq!(text.matches(".pt.trace.json").count(), 2, "{text}");
+    assert!(text.contains("1000000000500"), "{text}");
+    // No window 4: said, not a crash.
+    let out = run(&["--trace", d, "--metrics", "--window", "4"]);
+    assert!(!out.status.success());
+    assert!(crate::support::stderr(&out).contains("no window 4 (it has 3)"));
+}
+
+#[test]
+fn all_windows_join_into_one_timeline_per_rank() {
+    let dir = rank_folders();
+    let d = dir.path().to_str().unwrap();
+    let out = run(&[
+        "--trace",
+        d,
+        "--metrics",
+        "--format",
+        "json",
+        "--windows",
+        "all",
+    ]);
+    assert!(out.status.success(), "{}", crate::support::stderr(&out));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let got = json["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "avg_step_time")
+        .unwrap()["value"]
+        .as_f64()
+        .unwrap();
+    // Nine steps per rank; the first and last are left out. Steps 2-8: 100, 100 (window 1), 200 x 3, 300, 300 -> 1400 / 7 µs.
+    assert_close(got, 1400e-6 / 7.0, "avg_step_time over joined windows");
+}

@@ -1,0 +1,174 @@
+//! One rank's profiling windows (a file per profiler cycle) joined into one
+//! timeline, in time order.
+
+use super::build::step_at;
+use super::{Interval, RankTimeline, StrId};
+
+/// Joins one rank's windows, recorded in this order, into one timeline:
+/// names are re-interned, collective and step indexes moved past the earlier
+/// windows', and ops placed in their launch step again. Linear in the events:
+/// a rank of 12,000 windows is joined once, not re-sorted per window. Warns
+/// when windows overlap in time or disagree on the world size.
+pub fn join(windows: Vec<RankTimeline>) -> Option<(RankTimeline, Vec<String>)> {
+    let mut windows = windows.into_iter();
+    let mut t = windows.next()?;
+    let mut warnings = Vec::new();
+    let mut overlap = false;
+    for later in windows {
+        overlap |= t.append(later, &mut warnings);
+    }
+    if overlap {
+        // Rare: keep the builder's invariants (sorted steps and ops); launch
+        // counts per step cannot be redone without the calls.
+        t.steps.sort_by_key(|s| (s.start, s.number));
+        t.launch_by_step = vec![(0, 0); t.steps.len()];
+        t.ops.sort_by_key(|o| (o.start, o.end()));
+        t.annotations.sort_by_key(|a| a.start);
+    }
+    let steps = &t.steps;
+    for o in &mut t.ops {
+        o.step = step_at(steps, o.launch);
+    }
+    Some((t, warnings))
+}
+
+impl RankTimeline {
+    /// Appends `later`, recorded after this window; returns whether the two
+    /// overlap in time (then the caller sorts once at the end).
+    fn append(&mut self, later: RankTimeline, warnings: &mut Vec<String>) -> bool {
+        let ids: Vec<StrId> = (0..later.strings.len())
+            .map(|i| self.strings.intern(later.strings.get(StrId(i as u32))))
+            .collect();
+        let id = |s: StrId| ids[s.0 as usize];
+        let overlap = match (self.window, later.window) {
+            (Some(a), Some(b)) => b.start < a.end,
+            _ => false,
+        };
+        if overlap {
+            warnings.push(format!(
+                "{}: overlaps the profiling window before it; both are kept",
+                later.source.display()
+            ));
+        }
+        if let (Some(a), Some(b)) = (self.world_size, later.world_size) {
+            if a != b {
+                warnings.push(format!(
+                    "{}: world size {b}, the windows before it {a}; the first is kept",
+                    later.source.display()
+                ));
+            }
+        }
+        self.world_size = self.world_size.or(later.world_size);
+        let colls = u32::try_from(self.colls.len()).unwrap_or(u32::MAX);
+        self.colls.extend(later.colls.into_iter().map(|mut c| {
+            c.name = id(c.name);
+            c.pg_name = c.pg_name.map(id);
+            c.pg_ranks = c.pg_ranks.map(id);
+            c
+        }));
+        self.ops.extend(later.ops.into_iter().map(|mut o| {
+            o.name = id(o.name);
+            o.meta = o.meta.map(|m| m.saturating_add(colls));
+            o
+        }));
+        self.annotations
+            .extend(later.annotations.into_iter().map(|mut a| {
+                a.name = id(a.name);
+                a
+            }));
+        self.steps.extend(later.steps);
+        self.launch_by_step.extend(later.launch_by_step);
+        for d in later.devices {
+            if !self.devices.iter().any(|x| x.id == d.id) {
+                self.devices.push(d);
+            }
+        }
+        self.window = match (self.window, later.window) {
+            (Some(a), Some(b)) => Some(Interval::new(a.start.min(b.start), a.end.max(b.end))),
+            (a, b) => a.or(b),
+        };
+        self.flops = match (self.flops, later.flops) {
+            (Some(a), Some(b)) => Some(a + b),
+            (a, b) => a.or(b),
+        };
+        self.launch_calls = self.launch_calls.saturating_add(later.launch_calls);
+        self.launch_time = self.launch_time.saturating_add(later.launch_time);
+        self.engine_steps &= later.engine_steps;
+        overlap
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::join;
+    use crate::model::build::TimelineBuilder;
+    use crate::model::timeline::SourceFormat;
+    use crate::model::{Activity, DeviceOp, KernelClass, RankTimeline};
+
+    fn window(source: &str, at: i64, kernel: &str, step: i64) -> RankTimeline {
+        let mut b = TimelineBuilder::new(Path::new(source), SourceFormat::PyTorch);
+        b.span(at, 100).unwrap();
+        b.push_step(step, at, at + 100);
+        let name = b.intern(kernel);
+        b.push_op(DeviceOp {
+            start: at + 10,
+            dur: 50,
+            name,
+            activity: Activity::Kernel,
+            class: KernelClass::Gemm,
+            coll: None,
+            stream: 7,
+            device: 0,
+            work: None,
+            meta: None,
+            step: None,
+            launch: at + 5,
+        })
+        .unwrap();
+        b.finish().0
+    }
+
+    #[test]
+    fn windows_join_in_time_order() {
+        let (t, warnings) = join(vec![
+            window("a.json", 0, "gemm_a", 5),
+            window("b.json", 1_000, "gemm_b", 10),
+        ])
+        .unwrap();
+        assert!(warnings.is_empty(), "{warnings:?}");
+        let names: Vec<&str> = t.ops.iter().map(|o| t.name(o.name)).collect();
+        assert_eq!(names, ["gemm_a", "gemm_b"]);
+        assert_eq!(
+            t.steps.iter().map(|s| s.number).collect::<Vec<_>>(),
+            [5, 10]
+        );
+        // Each op stays in the step that launched it.
+        assert_eq!(
+            t.ops.iter().map(|o| o.step).collect::<Vec<_>>(),
+            [Some(0), Some(1)]
+        );
+        assert_eq!(t.window.map(|w| (w.start, w.end)), Some((0, 1_100)));
+    }
+
+    #[test]
+    fn overlapping_windows_are_kept_with_a_warning() {
+        let (t, w) = join(vec![
+            window("a.json", 1_000, "gemm_a", 5),
+            window("b.json", 0, "gemm_a", 4),
+        ])
+        .unwrap();
+        assert_eq!(
+            w,
+            ["b.json: overlaps the profiling window before it; both are kept"]
+        );
+        assert_eq!(t.steps.iter().map(|s| s.number).collect::<Vec<_>>(), [4, 5]);
+        assert_eq!(
+            t.ops.iter().map(|o| o.step).collect::<Vec<_>>(),
+            [Some(0), Some(1)]
+        );
+        // One name, interned once.
+        assert_eq!(t.ops[0].name, t.ops[1].name);
+    }
+}
