@@ -175,6 +175,21 @@ pub static FORMATS: &[Format] = &[
         },
     },
     Format {
+        name: "nsys-jax archive",
+        exts: &[".zip"],
+        files: "*.zip from nsys-jax (JAX-Toolbox)",
+        sniff: None,
+        role: Role::Timeline {
+            precedence: 2,
+            read: |f| {
+                let files = read::nsys_jax::read(f.path, f.rank)?;
+                f.count_whole();
+                Ok(files)
+            },
+            devices_per_host: false,
+        },
+    },
+    Format {
         name: "XLA profiler XSpace",
         exts: &[".xplane.pb"],
         files: "*.xplane.pb",

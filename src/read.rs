@@ -8,6 +8,7 @@ pub mod events;
 pub mod exec_trace;
 pub mod kineto;
 pub mod nsys;
+pub mod nsys_jax;
 pub mod nsys_json;
 pub mod pickle_budget;
 pub mod snapshot;

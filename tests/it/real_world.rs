@@ -189,3 +189,80 @@ fn all_windows_join_into_one_timeline_per_rank() {
     // Nine steps per rank; the first and last are left out. Steps 2-8: 100, 100 (window 1), 200 x 3, 300, 300 -> 1400 / 7 µs.
     assert_close(got, 1400e-6 / 7.0, "avg_step_time over joined windows");
 }
+
+/// Two nsys-jax archives, one per process, each driving one GPU: two ranks
+/// read through the format table, thunks as ops, collectives as communication.
+#[test]
+fn nsys_jax_archives_are_one_rank_per_device() {
+    use ccl_bench::synth::nsys_jax::{archive, thread_table, trace_table, Layout, ProjRange};
+    let dir = tempfile::tempdir().unwrap();
+    for p in 0..2i64 {
+        let r = |id, parent, name: &str, start: i64, end: i64| ProjRange {
+            id,
+            parent,
+            name: name.into(),
+            start: start + 5_000 * p,
+            end: end + 5_000 * p,
+            pid: 300 + p,
+            tid: 9,
+        };
+        let ranges = [
+            r(
+                1,
+                None,
+                "XlaModule:#hlo_module=jit_train_step,program_id=3#",
+                0,
+                1000,
+            ),
+            r(2, Some(1), "Thunk:#hlo_op=fusion.1#", 0, 300),
+            r(3, Some(1), "Thunk:#hlo_op=all-gather-start.2#", 300, 700),
+            r(4, Some(1), "Thunk:#hlo_op=all-gather-done.2#", 700, 710),
+            r(5, Some(3), "ncclAllGather", 320, 690),
+            r(6, Some(1), "Thunk:#hlo_op=cublas-gemm.3#", 720, 880),
+        ];
+        let name = format!("XlaLauncher:#global={p},local=0,process={p},slice=0#");
+        let threads = thread_table(&[(300 + p, 9, name.as_str())]);
+        let layout = if p == 0 {
+            Layout::Projected
+        } else {
+            Layout::StartEnd
+        };
+        let bytes = archive(
+            &format!("pax_{p}"),
+            &trace_table(&ranges, layout),
+            Some(&threads),
+        );
+        std::fs::write(dir.path().join(format!("pax_fsdp_process{p}.zip")), bytes).unwrap();
+    }
+    // Per device: fusion 300 + all-gather 400 + gemm 160 ns; the done thunk
+    // and the NCCL range inside the start are not ops of their own.
+    assert_close(
+        metric(dir.path(), "communication_fraction"),
+        400.0 / 860.0 * 100.0,
+        "communication_fraction",
+    );
+    assert_close(
+        metric(dir.path(), "num_comm_kernels"),
+        2.0,
+        "num_comm_kernels",
+    );
+    let d = dir.path().to_str().unwrap();
+    let out = run(&["--trace", d, "--inputs"]);
+    let text = stdout(&out);
+    assert_eq!(text.matches("nsys-jax archive").count(), 2, "{text}");
+    let table = stdout(&run(&["--trace", d, "--metrics"]));
+    assert!(table.contains("2 ranks (ranks 0-1)"), "{table}");
+    let kinds = table
+        .lines()
+        .skip_while(|l| !l.starts_with("total_comm_time_s"))
+        .nth(1)
+        .unwrap();
+    assert!(kinds.trim_start().starts_with("all_gather"), "{kinds}");
+    // The terminal UI opens it too.
+    let app = App::new(Arc::new(load(dir.path())), Theme::mono(), (120, 30));
+    assert!(text_of(&app).contains("2 ranks"));
+}
+
+fn text_of(app: &App) -> String {
+    text(draw(app).buffer())
+}

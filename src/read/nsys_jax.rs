@@ -1,0 +1,511 @@
+//! nsys-jax archives (NVIDIA JAX-Toolbox): one `*.zip` per profiled process,
+//! holding the Nsight Systems `nvtx_gpu_proj_trace` recipe's output. The raw
+//! report is stripped, so the timeline is the NVTX ranges XLA pushes for each
+//! executable (`XlaModule:#hlo_module=…#`) and each of its steps
+//! (`Thunk:#hlo_op=all-gather-start.3#`), projected onto the GPU: a thunk's
+//! projected range is when the GPU ran the work it launched.
+//!
+//! Read: `…/nvtx_gpu_proj_trace/trace.parquet` (both layouts nsys writes:
+//! `Projected Start`/`Projected Duration`/`RangeId`/`ParentId`/`Name`, or
+//! `Start`/`End`/`Range ID`/`Parent ID`/`Text`) and `…/thread-metadata.parquet`,
+//! whose `XlaLauncher:#global=G,…#` thread names give the global device each
+//! launcher thread drives: each device is a rank. The innermost thunks are the
+//! device ops; an HLO collective's thunk is communication, a NCCL range outside
+//! one (NCCL's own NVTX ranges) too.
+
+use std::collections::{HashMap, HashSet};
+use std::io::Read;
+use std::path::Path;
+use std::sync::LazyLock;
+
+use parquet::file::reader::{FileReader, SerializedFileReader};
+use parquet::record::Field;
+use regex::Regex;
+
+use super::RankFile;
+use crate::error::{Error, Result};
+use crate::model::build::TimelineBuilder;
+use crate::model::classify::{classify, coll_kind};
+use crate::model::timeline::SourceFormat;
+use crate::model::{Activity, DeviceOp, KernelClass, Ns};
+
+const TRACE: &str = "nvtx_gpu_proj_trace/trace.parquet";
+const THREADS: &str = "thread-metadata.parquet";
+
+/// The largest archive member read: a member's stated size is checked
+/// before reading, and reading stops there whatever the archive claims.
+const MAX_MEMBER: u64 = 4 << 30;
+
+static THUNK: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(?:TSL:)?Thunk:#(?:name=.*?,)?hlo_op=([A-Za-z0-9._\-]+)#$").expect("valid regex")
+});
+static MODULE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(?:TSL:)?XlaModule:#(?:prefix=.*?,)?hlo_module=([A-Za-z0-9._\-]+)")
+        .expect("valid regex")
+});
+static LAUNCHER: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^XlaLauncher:#global=(\d+),local=(\d+),process=(\d+)").expect("valid regex")
+});
+/// An HLO instruction named after a collective opcode (`all-reduce.3`,
+/// `all-gather-start.1`, `collective-permute-done`).
+static COLLECTIVE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"^(all-reduce|all-gather|reduce-scatter|all-to-all|collective-permute|collective-broadcast|send|recv)(-start|-done)?(\.\d+)?$",
+    )
+    .expect("valid regex")
+});
+
+/// One projected NVTX range.
+struct Range {
+    id: i64,
+    parent: Option<i64>,
+    name: String,
+    start: Ns,
+    end: Ns,
+    pid: i64,
+    tid: i64,
+}
+
+fn bad(path: &Path, why: impl Into<String>) -> Error {
+    Error::NotATrace {
+        path: path.to_owned(),
+        why: why.into(),
+    }
+}
+
+/// The bytes of the archive member whose name ends with `suffix`.
+fn member(
+    zip: &mut zip::ZipArchive<std::fs::File>,
+    suffix: &str,
+    path: &Path,
+) -> Result<Option<Vec<u8>>> {
+    let Some(name) = zip
+        .file_names()
+        .filter_map(|n| n.ok())
+        .find(|n| n.ends_with(suffix))
+        .map(|n| n.into_owned())
+    else {
+        return Ok(None);
+    };
+    let mut f = zip
+        .by_name(&name)
+        .map_err(|e| bad(path, format!("{name}: {e}")))?;
+    if f.size() > MAX_MEMBER {
+        return Err(bad(
+            path,
+            format!(
+                "{name} unpacks to {} bytes, over the {MAX_MEMBER} read",
+                f.size()
+            ),
+        ));
+    }
+    let mut bytes = Vec::with_capacity(f.size() as usize);
+    (&mut f)
+        .take(MAX_MEMBER)
+        .read_to_end(&mut bytes)
+        .map_err(|e| bad(path, format!("{name}: {e}")))?;
+    Ok(Some(bytes))
+}
+
+/// An integer cell: pandas writes integer columns with gaps as doubles.
+fn int(f: &Field) -> Option<i64> {
+    match *f {
+        Field::Byte(v) => Some(v.into()),
+        Field::Short(v) => Some(v.into()),
+        Field::Int(v) => Some(v.into()),
+        Field::Long(v) => Some(v),
+        Field::UByte(v) => Some(v.into()),
+        Field::UShort(v) => Some(v.into()),
+        Field::UInt(v) => Some(v.into()),
+        Field::ULong(v) => i64::try_from(v).ok(),
+        Field::Double(v) if v.is_finite() && v.abs() < 9e18 => Some(v as i64),
+        Field::Float(v) if v.is_finite() && v.abs() < 9e18 => Some(v as i64),
+        _ => None,
+    }
+}
+
+/// Every row of a Parquet file as (column name, cell) pairs, to `each`.
+fn rows(
+    bytes: Vec<u8>,
+    what: &str,
+    path: &Path,
+    mut each: impl FnMut(&[(&String, &Field)]),
+) -> Result<()> {
+    let why = |e: parquet::errors::ParquetError| bad(path, format!("{what}: {e}"));
+    let reader = SerializedFileReader::new(bytes::Bytes::from(bytes)).map_err(why)?;
+    for row in reader.get_row_iter(None).map_err(why)? {
+        let row = row.map_err(why)?;
+        let cells: Vec<(&String, &Field)> = row.get_column_iter().collect();
+        each(&cells);
+    }
+    Ok(())
+}
+
+fn get<'a>(cells: &[(&String, &'a Field)], names: &[&str]) -> Option<&'a Field> {
+    cells
+        .iter()
+        .find(|(n, _)| names.contains(&n.as_str()))
+        .map(|(_, f)| *f)
+}
+
+/// The projected ranges of `trace.parquet`, in either layout.
+fn ranges(bytes: Vec<u8>, path: &Path) -> Result<(Vec<Range>, u64)> {
+    let mut out = Vec::new();
+    let mut skipped = 0u64;
+    rows(bytes, TRACE, path, |cells| {
+        let num = |names: &[&str]| get(cells, names).and_then(int);
+        let name = match get(cells, &["Name", "Text"]) {
+            Some(Field::Str(s)) => s.clone(),
+            _ => String::new(),
+        };
+        let start = num(&["Projected Start", "Start"]);
+        let end = match num(&["Projected Duration"]) {
+            Some(d) => start.and_then(|s| s.checked_add(d)),
+            None => num(&["End"]),
+        };
+        match (num(&["RangeId", "Range ID"]), start, end) {
+            (Some(id), Some(start), Some(end)) if end >= start && !name.is_empty() => {
+                out.push(Range {
+                    id,
+                    parent: num(&["ParentId", "Parent ID"]),
+                    name,
+                    start,
+                    end,
+                    pid: num(&["PID"]).unwrap_or(0),
+                    tid: num(&["TID"]).unwrap_or(0),
+                })
+            }
+            _ => skipped += 1,
+        }
+    })?;
+    Ok((out, skipped))
+}
+
+/// Global device by (PID, TID) of XLA's launcher threads.
+fn launchers(bytes: Vec<u8>, path: &Path) -> Result<HashMap<(i64, i64), u32>> {
+    let mut out = HashMap::new();
+    rows(bytes, THREADS, path, |cells| {
+        let Some(Field::Str(name)) = get(cells, &["Name", "Thread Name"]) else {
+            return;
+        };
+        let Some(c) = LAUNCHER.captures(name) else {
+            return;
+        };
+        let num = |names: &[&str]| get(cells, names).and_then(int);
+        if let (Some(pid), Some(tid), Ok(global)) = (num(&["PID"]), num(&["TID"]), c[1].parse()) {
+            out.insert((pid, tid), global);
+        }
+    })?;
+    Ok(out)
+}
+
+/// Reads one nsys-jax archive: a rank per device its process drove.
+pub fn read(path: &Path, rank: Option<u32>) -> Result<Vec<(Option<u32>, RankFile)>> {
+    let file = std::fs::File::open(path).map_err(|source| Error::Io {
+        path: path.to_owned(),
+        source,
+    })?;
+    let mut zip =
+        zip::ZipArchive::new(file).map_err(|e| bad(path, format!("not a zip archive: {e}")))?;
+    let Some(trace) = member(&mut zip, TRACE, path)? else {
+        return Err(bad(
+            path,
+            format!("a zip archive without {TRACE}: not an nsys-jax archive (or one made without the nvtx_gpu_proj_trace recipe)"),
+        ));
+    };
+    let devices = match member(&mut zip, THREADS, path)? {
+        Some(bytes) => launchers(bytes, path)?,
+        None => HashMap::new(),
+    };
+    let (ranges, skipped) = ranges(trace, path)?;
+    let mut out = assemble(path, rank, &ranges, &devices);
+    if out.is_empty() {
+        return Err(bad(
+            path,
+            format!("{TRACE} holds no XLA thunk or NCCL ranges ({} ranges in all): was the run profiled with NVTX on?", ranges.len()),
+        ));
+    }
+    if skipped > 0 {
+        out[0].1.warnings.push(format!(
+            "{}: {skipped} projected range(s) without an id, a name or a valid time skipped",
+            path.display()
+        ));
+    }
+    Ok(out)
+}
+
+/// What a thunk or range is: its op name, class and collective kind; `None`
+/// for a collective's `-done`, whose work is its `-start`'s.
+fn op_of(name: &str) -> Option<(String, KernelClass, Option<crate::model::CollKind>)> {
+    if let Some(c) = THUNK.captures(name) {
+        let op = c[1].to_owned();
+        return match COLLECTIVE.captures(&op) {
+            Some(k) if k.get(2).is_some_and(|m| m.as_str() == "-done") => None,
+            Some(k) => Some((
+                op.clone(),
+                KernelClass::Communication,
+                Some(coll_kind(&k[1])),
+            )),
+            None => {
+                // HLO names such as `broadcast.2` are not collectives.
+                let class = match classify(&op, Activity::Kernel) {
+                    KernelClass::Communication => KernelClass::Other,
+                    c => c,
+                };
+                Some((op, class, None))
+            }
+        };
+    }
+    Some((
+        name.to_owned(),
+        KernelClass::Communication,
+        Some(coll_kind(name)),
+    ))
+}
+
+fn assemble(
+    path: &Path,
+    rank: Option<u32>,
+    ranges: &[Range],
+    devices: &HashMap<(i64, i64), u32>,
+) -> Vec<(Option<u32>, RankFile)> {
+    let by_id: HashMap<i64, &Range> = ranges.iter().map(|r| (r.id, r)).collect();
+    let is_thunk = |r: &Range| THUNK.is_match(&r.name);
+    let is_nccl = |r: &Range| r.name.to_ascii_lowercase().starts_with("nccl");
+    // Thunks nest (a command buffer's thunk holds others): the innermost are
+    // the ops. A NCCL range inside a collective's thunk is that collective.
+    let outer: HashSet<i64> = ranges
+        .iter()
+        .filter(|r| is_thunk(r))
+        .filter_map(|r| r.parent)
+        .filter(|p| by_id.get(p).is_some_and(|r| is_thunk(r)))
+        .collect();
+    let in_collective = |r: &Range| {
+        let mut p = r.parent;
+        let mut depth = 0;
+        while let (Some(id), true) = (p, depth < 64) {
+            let Some(up) = by_id.get(&id) else { break };
+            if is_thunk(up) && op_of(&up.name).is_none_or(|o| o.1 == KernelClass::Communication) {
+                return true;
+            }
+            p = up.parent;
+            depth += 1;
+        }
+        false
+    };
+    // A process driving one GPU launches from its main thread, which has no
+    // launcher name: its device is the process's only (or first) one.
+    let first_device: HashMap<i64, u32> =
+        devices
+            .iter()
+            .fold(HashMap::new(), |mut m, (&(pid, _), &d)| {
+                let e = m.entry(pid).or_insert(d);
+                *e = (*e).min(d);
+                m
+            });
+    let device_of = |r: &Range| {
+        devices
+            .get(&(r.pid, r.tid))
+            .or_else(|| first_device.get(&r.pid))
+            .copied()
+    };
+    let mut builders: HashMap<Option<u32>, TimelineBuilder> = HashMap::new();
+    for r in ranges {
+        let is_op = (is_thunk(r) && !outer.contains(&r.id)) || (is_nccl(r) && !in_collective(r));
+        let op = if is_op { op_of(&r.name) } else { None };
+        let device = device_of(r);
+        let t = builders.entry(device).or_insert_with(|| {
+            let mut t = TimelineBuilder::new(path, SourceFormat::Xla);
+            if let Some(d) = device.or(rank) {
+                t.set_rank(d);
+            }
+            t
+        });
+        if let Some(m) = MODULE.captures(&r.name) {
+            if let Ok(span) = t.between(r.start, r.end) {
+                let name = t.intern(&m[1]);
+                t.push_annotation(name, r.start, r.start + span, true);
+            }
+            continue;
+        }
+        let Some((name, class, coll)) = op else {
+            continue;
+        };
+        let Ok(dur) = t.between(r.start, r.end) else {
+            continue;
+        };
+        let name = t.intern(&name);
+        let _ = t.push_op(DeviceOp {
+            start: r.start,
+            dur,
+            name,
+            activity: Activity::Kernel,
+            class,
+            coll,
+            stream: 0,
+            device: device.unwrap_or(0),
+            work: None,
+            meta: None,
+            step: None,
+            launch: r.start,
+        });
+    }
+    let mut out: Vec<(Option<u32>, RankFile)> = builders
+        .into_iter()
+        .filter(|(_, t)| t.op_count() > 0)
+        .map(|(device, t)| {
+            let events = t.op_count() as u64;
+            let (timeline, warnings) = t.finish();
+            (
+                device.or(rank),
+                RankFile {
+                    timeline,
+                    dist_rank: None,
+                    events,
+                    warnings,
+                },
+            )
+        })
+        .collect();
+    out.sort_by_key(|(r, _)| *r);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::synth::nsys_jax::{archive, thread_table, trace_table, Layout, ProjRange};
+
+    /// One training step of process `p` (device `p`) on its launcher thread:
+    /// a fusion, an async all-reduce whose NCCL range sits inside its start
+    /// thunk, a command buffer holding a GEMM, and a NCCL range of its own.
+    fn step(p: i64) -> Vec<ProjRange> {
+        let r = |id, parent, name: &str, start, end| ProjRange {
+            id,
+            parent,
+            name: name.into(),
+            start,
+            end,
+            pid: 100 + p,
+            tid: 7,
+        };
+        vec![
+            r(
+                1,
+                None,
+                "XlaModule:#hlo_module=jit_train_step,program_id=3#",
+                0,
+                1000,
+            ),
+            r(2, Some(1), "Thunk:#hlo_op=fusion.1#", 0, 300),
+            r(3, Some(1), "Thunk:#hlo_op=all-reduce-start.2#", 300, 700),
+            r(4, Some(1), "Thunk:#hlo_op=all-reduce-done.2#", 700, 710),
+            r(
+                5,
+                Some(1),
+                "Thunk:#name=cmd,hlo_op=command_buffer#",
+                710,
+                900,
+            ),
+            r(6, Some(5), "Thunk:#hlo_op=cublas-gemm.3#", 720, 880),
+            r(7, Some(3), "ncclAllReduce", 320, 690),
+            r(8, Some(1), "ncclAllGather", 910, 990),
+        ]
+    }
+
+    fn zip_file(bytes: &[u8]) -> tempfile::NamedTempFile {
+        let mut f = tempfile::Builder::new().suffix(".zip").tempfile().unwrap();
+        std::io::Write::write_all(&mut f, bytes).unwrap();
+        f
+    }
+
+    fn ops(f: &RankFile) -> Vec<(String, Ns, Ns, Option<crate::model::CollKind>)> {
+        let t = &f.timeline;
+        t.ops
+            .iter()
+            .map(|o| (t.name(o.name).to_owned(), o.start, o.dur, o.coll))
+            .collect()
+    }
+
+    #[test]
+    fn innermost_thunks_are_ops_and_collectives_are_communication() {
+        use crate::model::CollKind::{AllGather, AllReduce};
+        for layout in [Layout::Projected, Layout::StartEnd] {
+            let threads =
+                thread_table(&[(102, 7, "XlaLauncher:#global=2,local=0,process=2,slice=0#")]);
+            let bytes = archive("run_2", &trace_table(&step(2), layout), Some(&threads));
+            let f = zip_file(&bytes);
+            let files = read(f.path(), None).unwrap();
+            assert_eq!(files.len(), 1, "{layout:?}");
+            let (rank, file) = &files[0];
+            assert_eq!(*rank, Some(2), "the launcher's global device");
+            assert_eq!(
+                ops(file),
+                vec![
+                    ("fusion.1".to_owned(), 0, 300, None),
+                    ("all-reduce-start.2".to_owned(), 300, 400, Some(AllReduce)),
+                    ("cublas-gemm.3".to_owned(), 720, 160, None),
+                    ("ncclAllGather".to_owned(), 910, 80, Some(AllGather)),
+                ],
+                "{layout:?}"
+            );
+            let t = &file.timeline;
+            let classes: Vec<KernelClass> = t.ops.iter().map(|o| o.class).collect();
+            assert_eq!(
+                classes,
+                [
+                    KernelClass::Other,
+                    KernelClass::Communication,
+                    KernelClass::Gemm,
+                    KernelClass::Communication
+                ]
+            );
+            // The module execution is kept as a device-side annotation.
+            assert_eq!(t.annotations.len(), 1);
+            assert_eq!(t.name(t.annotations[0].name), "jit_train_step");
+        }
+    }
+
+    #[test]
+    fn one_process_driving_two_gpus_gives_two_ranks() {
+        let mut ranges = step(0);
+        ranges.extend(step(0).into_iter().map(|mut r| {
+            r.id += 100;
+            r.parent = r.parent.map(|p| p + 100);
+            r.tid = 8;
+            r
+        }));
+        let threads = thread_table(&[
+            (100, 7, "XlaLauncher:#global=4,local=0,process=1,slice=0#"),
+            (100, 8, "XlaLauncher:#global=5,local=1,process=1,slice=0#"),
+        ]);
+        let bytes = archive(
+            "p1",
+            &trace_table(&ranges, Layout::StartEnd),
+            Some(&threads),
+        );
+        let f = zip_file(&bytes);
+        let files = read(f.path(), None).unwrap();
+        let ranks: Vec<Option<u32>> = files.iter().map(|f| f.0).collect();
+        assert_eq!(ranks, [Some(4), Some(5)]);
+        assert!(files.iter().all(|(_, f)| f.timeline.ops.len() == 4));
+    }
+
+    #[test]
+    fn damaged_archives_are_named_errors() {
+        let f = zip_file(b"PK\x03\x04 not really");
+        let e = read(f.path(), None).unwrap_err().to_string();
+        assert!(e.contains("not a zip archive"), "{e}");
+        let bytes = archive("x", b"PAR1 not parquet", None);
+        let f = zip_file(&bytes);
+        let e = read(f.path(), None).unwrap_err().to_string();
+        assert!(e.contains("nvtx_gpu_proj_trace/trace.parquet"), "{e}");
+        // A zip that is not from nsys-jax.
+        let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+        zip.start_file("readme.txt", zip::write::SimpleFileOptions::default())
+            .unwrap();
+        let f = zip_file(&zip.finish().unwrap().into_inner());
+        let e = read(f.path(), None).unwrap_err().to_string();
+        assert!(e.contains("not an nsys-jax archive"), "{e}");
+    }
+}

@@ -1,0 +1,168 @@
+//! Small nsys-jax archives for tests and fuzz seeds: a zip holding
+//! `nvtx_gpu_proj_trace/trace.parquet` and `thread-metadata.parquet`, in
+//! either of the two table layouts Nsight Systems writes.
+
+use std::io::{Cursor, Write};
+use std::sync::Arc;
+
+use parquet::data_type::{ByteArray, ByteArrayType, Int64Type};
+use parquet::file::properties::WriterProperties;
+use parquet::file::writer::SerializedFileWriter;
+
+/// One projected NVTX range: id, parent, name, start and end (ns), PID, TID.
+#[derive(Debug, Clone)]
+pub struct ProjRange {
+    pub id: i64,
+    pub parent: Option<i64>,
+    pub name: String,
+    pub start: i64,
+    pub end: i64,
+    pub pid: i64,
+    pub tid: i64,
+}
+
+/// Which `trace.parquet` columns: the older `Projected Start`/`Projected
+/// Duration`/`RangeId`/`Name` or the newer `Start`/`End`/`Range ID`/`Text`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    Projected,
+    StartEnd,
+}
+
+/// A column of a table to write.
+enum Col {
+    Text(&'static str, Vec<String>),
+    Int(&'static str, Vec<i64>),
+    /// Nullable integers.
+    OptInt(&'static str, Vec<Option<i64>>),
+}
+
+fn parquet(cols: Vec<Col>) -> Vec<u8> {
+    use parquet::basic::{ConvertedType, Repetition, Type as Physical};
+    use parquet::schema::types::Type;
+    let fields = cols
+        .iter()
+        .map(|c| {
+            let (name, physical, repetition, converted) = match c {
+                Col::Text(n, _) => (
+                    n,
+                    Physical::BYTE_ARRAY,
+                    Repetition::REQUIRED,
+                    ConvertedType::UTF8,
+                ),
+                Col::Int(n, _) => (
+                    n,
+                    Physical::INT64,
+                    Repetition::REQUIRED,
+                    ConvertedType::NONE,
+                ),
+                Col::OptInt(n, _) => (
+                    n,
+                    Physical::INT64,
+                    Repetition::OPTIONAL,
+                    ConvertedType::NONE,
+                ),
+            };
+            Arc::new(
+                Type::primitive_type_builder(name, physical)
+                    .with_repetition(repetition)
+                    .with_converted_type(converted)
+                    .build()
+                    .expect("a column type"),
+            )
+        })
+        .collect();
+    let schema = Type::group_type_builder("schema")
+        .with_fields(fields)
+        .build()
+        .expect("a schema");
+    let props = Arc::new(WriterProperties::builder().build());
+    let mut w = SerializedFileWriter::new(Vec::new(), Arc::new(schema), props).expect("writer");
+    let mut rg = w.next_row_group().expect("row group");
+    for c in &cols {
+        let mut col = rg.next_column().expect("column").expect("a column left");
+        match c {
+            Col::Text(_, v) => {
+                let v: Vec<ByteArray> = v.iter().map(|s| ByteArray::from(s.as_str())).collect();
+                col.typed::<ByteArrayType>()
+                    .write_batch(&v, None, None)
+                    .expect("write");
+            }
+            Col::Int(_, v) => {
+                col.typed::<Int64Type>()
+                    .write_batch(v, None, None)
+                    .expect("write");
+            }
+            Col::OptInt(_, v) => {
+                let values: Vec<i64> = v.iter().flatten().copied().collect();
+                let def: Vec<i16> = v.iter().map(|x| i16::from(x.is_some())).collect();
+                col.typed::<Int64Type>()
+                    .write_batch(&values, Some(&def), None)
+                    .expect("write");
+            }
+        }
+        col.close().expect("close column");
+    }
+    rg.close().expect("close row group");
+    w.into_inner().expect("parquet bytes")
+}
+
+/// The projected trace table.
+pub fn trace_table(ranges: &[ProjRange], layout: Layout) -> Vec<u8> {
+    let names = ranges.iter().map(|r| r.name.clone()).collect();
+    let ids = ranges.iter().map(|r| r.id).collect();
+    let parents = ranges.iter().map(|r| r.parent).collect();
+    let starts = ranges.iter().map(|r| r.start).collect();
+    let pids = ranges.iter().map(|r| r.pid).collect();
+    let tids = ranges.iter().map(|r| r.tid).collect();
+    let cols = match layout {
+        Layout::Projected => vec![
+            Col::Text("Name", names),
+            Col::Int("Projected Start", starts),
+            Col::Int(
+                "Projected Duration",
+                ranges.iter().map(|r| r.end - r.start).collect(),
+            ),
+            Col::Int("RangeId", ids),
+            Col::OptInt("ParentId", parents),
+            Col::Int("PID", pids),
+            Col::Int("TID", tids),
+        ],
+        Layout::StartEnd => vec![
+            Col::Text("Text", names),
+            Col::Int("Start", starts),
+            Col::Int("End", ranges.iter().map(|r| r.end).collect()),
+            Col::Int("Range ID", ids),
+            Col::OptInt("Parent ID", parents),
+            Col::Int("PID", pids),
+            Col::Int("TID", tids),
+        ],
+    };
+    parquet(cols)
+}
+
+/// The thread table: (PID, TID, thread name).
+pub fn thread_table(threads: &[(i64, i64, &str)]) -> Vec<u8> {
+    parquet(vec![
+        Col::Int("PID", threads.iter().map(|t| t.0).collect()),
+        Col::Int("TID", threads.iter().map(|t| t.1).collect()),
+        Col::Text("Name", threads.iter().map(|t| t.2.to_owned()).collect()),
+    ])
+}
+
+/// A zip of the two tables under `prefix/`, as nsys-jax writes it.
+pub fn archive(prefix: &str, trace: &[u8], threads: Option<&[u8]>) -> Vec<u8> {
+    let mut zip = zip::ZipWriter::new(Cursor::new(Vec::new()));
+    let opts = zip::write::SimpleFileOptions::default()
+        .compression_method(zip::CompressionMethod::Deflated);
+    let mut add = |name: String, bytes: &[u8]| {
+        zip.start_file(name, opts).expect("zip entry");
+        zip.write_all(bytes).expect("zip write");
+    };
+    add(format!("{prefix}/nvtx_gpu_proj_trace/trace.parquet"), trace);
+    if let Some(t) = threads {
+        add(format!("{prefix}/thread-metadata.parquet"), t);
+    }
+    add(format!("{prefix}/report_nvtx_pushpop_trace.csv.xz"), b"");
+    zip.finish().expect("zip").into_inner()
+}
