@@ -5,7 +5,7 @@
 //! Small valid inputs of each kind, so the fuzzer starts from the shapes the
 //! readers accept: synthetic PyTorch profiler traces, a hand-written
 //! `nsys export --type json` file, a pickled CUDA memory snapshot, an XLA
-//! trace JSON, an XSpace, an Nsight Systems SQLite export, an execution
+//! trace JSON, an XSpace, an Nsight Systems SQLite export, an nsys-jax archive, an execution
 //! trace, a workload card and a class rules file.
 
 use std::collections::BTreeMap;
@@ -185,6 +185,7 @@ fn main() -> std::io::Result<()> {
         ("xla_json", vec![XLA_JSON.as_bytes().to_vec()]),
         ("xplane", vec![xspace()]),
         ("nsys_sqlite", vec![nsys_sqlite(&root)?]),
+        ("nsys_jax", vec![ccl_bench::synth::nsys_jax::example()]),
         ("exec_trace", vec![EXEC_TRACE.as_bytes().to_vec()]),
         (
             "workload_card",

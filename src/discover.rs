@@ -163,7 +163,8 @@ fn no_traces(path: &Path, dir: &Path, d: &Discovery) -> Error {
     let detail = if found.is_empty() {
         let mut detail = format!(
             "looked in {} for rank*_trace.json, kineto_trace_*.json, worker*.pt.trace.json, *.json.gz, \
-             *.sqlite (Nsight Systems), *.xplane.pb (JAX/XLA, also under plugins/profile/<run>/)",
+             *.sqlite (Nsight Systems), *.xplane.pb (JAX/XLA, also under plugins/profile/<run>/), \
+             *.zip (nsys-jax), rank_N/ folders of profiler windows",
             dir.display()
         );
         for note in &d.notes {

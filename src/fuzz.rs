@@ -63,6 +63,14 @@ pub fn nsys_sqlite(data: &[u8]) {
     }
 }
 
+/// Bytes as an nsys-jax archive (a zip of Parquet tables).
+pub fn nsys_jax(data: &[u8]) {
+    let archive = std::io::Cursor::new(data);
+    if let Ok(files) = read::nsys_jax::read_from(archive, Path::new("fuzz/p0.zip"), None) {
+        check_files(files);
+    }
+}
+
 /// Bytes as a PyTorch execution trace.
 pub fn exec_trace(data: &[u8]) {
     if let Ok((et, _)) = read::exec_trace::read(data, Path::new("fuzz/torch_et_0.json")) {

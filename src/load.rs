@@ -442,7 +442,10 @@ pub(crate) fn assign_ranks(
     for (name_rank, f) in files {
         report.events += f.events;
         report.warnings.extend(f.warnings);
-        report.files.push(f.timeline.source.clone());
+        // A file of several devices (an XSpace, an nsys-jax archive) is one file.
+        if report.files.last() != Some(&f.timeline.source) {
+            report.files.push(f.timeline.source.clone());
+        }
         match f.dist_rank.or(name_rank) {
             Some(rank) => {
                 let mut t = f.timeline;

@@ -14,7 +14,7 @@
 //! one (NCCL's own NVTX ranges) too.
 
 use std::collections::{HashMap, HashSet};
-use std::io::Read;
+use std::io::{Read, Seek};
 use std::path::Path;
 use std::sync::LazyLock;
 
@@ -74,8 +74,8 @@ fn bad(path: &Path, why: impl Into<String>) -> Error {
 }
 
 /// The bytes of the archive member whose name ends with `suffix`.
-fn member(
-    zip: &mut zip::ZipArchive<std::fs::File>,
+fn member<R: Read + Seek>(
+    zip: &mut zip::ZipArchive<R>,
     suffix: &str,
     path: &Path,
 ) -> Result<Option<Vec<u8>>> {
@@ -205,8 +205,17 @@ pub fn read(path: &Path, rank: Option<u32>) -> Result<Vec<(Option<u32>, RankFile
         path: path.to_owned(),
         source,
     })?;
+    read_from(file, path, rank)
+}
+
+/// [`read`] from any seekable reader (`path` names it in messages).
+pub fn read_from(
+    archive: impl Read + Seek,
+    path: &Path,
+    rank: Option<u32>,
+) -> Result<Vec<(Option<u32>, RankFile)>> {
     let mut zip =
-        zip::ZipArchive::new(file).map_err(|e| bad(path, format!("not a zip archive: {e}")))?;
+        zip::ZipArchive::new(archive).map_err(|e| bad(path, format!("not a zip archive: {e}")))?;
     let Some(trace) = member(&mut zip, TRACE, path)? else {
         return Err(bad(
             path,

@@ -166,3 +166,46 @@ pub fn archive(prefix: &str, trace: &[u8], threads: Option<&[u8]>) -> Vec<u8> {
     add(format!("{prefix}/report_nvtx_pushpop_trace.csv.xz"), b"");
     zip.finish().expect("zip").into_inner()
 }
+
+/// One process driving devices 0 and 1 from two launcher threads, each
+/// running a fusion, an async all-reduce (start and done thunks) and a GEMM:
+/// three ops per device.
+pub fn example() -> Vec<u8> {
+    let mut ranges = Vec::new();
+    let mut threads = Vec::new();
+    for (device, name) in [
+        (0, "XlaLauncher:#global=0,local=0,process=0,slice=0#"),
+        (1, "XlaLauncher:#global=1,local=1,process=0,slice=0#"),
+    ] {
+        let tid = 10 + device;
+        let base = device * 100;
+        let r = |id: i64, parent: Option<i64>, name: &str, start: i64, end: i64| ProjRange {
+            id: base + id,
+            parent: parent.map(|p| base + p),
+            name: name.into(),
+            start,
+            end,
+            pid: 42,
+            tid,
+        };
+        ranges.extend([
+            r(
+                1,
+                None,
+                "XlaModule:#hlo_module=jit_step,program_id=1#",
+                0,
+                1_000,
+            ),
+            r(2, Some(1), "Thunk:#hlo_op=fusion.1#", 0, 200),
+            r(3, Some(1), "Thunk:#hlo_op=all-reduce-start.1#", 200, 600),
+            r(4, Some(1), "Thunk:#hlo_op=all-reduce-done.1#", 600, 610),
+            r(5, Some(1), "Thunk:#hlo_op=cublas-gemm.2#", 610, 900),
+        ]);
+        threads.push((42, tid, name));
+    }
+    archive(
+        "example",
+        &trace_table(&ranges, Layout::Projected),
+        Some(&thread_table(&threads)),
+    )
+}

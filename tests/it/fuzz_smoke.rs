@@ -154,6 +154,11 @@ fn nsys_sqlite_reader() {
 }
 
 #[test]
+fn nsys_jax_reader() {
+    smoke("nsys_jax", fuzz::nsys_jax);
+}
+
+#[test]
 fn exec_trace_reader() {
     smoke("exec_trace", fuzz::exec_trace);
 }
@@ -191,6 +196,11 @@ fn seeds_are_accepted() {
     std::fs::write(&f, seed("nsys_sqlite")).unwrap();
     let files = read::nsys::read(&f, None).unwrap();
     assert_eq!(ops(files), [3]);
+    let archive = std::io::Cursor::new(seed("nsys_jax"));
+    assert_eq!(
+        ops(read::nsys_jax::read_from(archive, p, None).unwrap()),
+        [3, 3]
+    );
     assert_eq!(
         read::exec_trace::read(&seed("exec_trace")[..], p)
             .unwrap()
