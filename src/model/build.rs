@@ -6,6 +6,7 @@
 //! window covering every event kept.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use super::intervals::Interval;
 use super::strings::{Interner, StrId};
@@ -28,10 +29,31 @@ pub struct TimelineBuilder {
     t: RankTimeline,
     /// Launch calls' (start, CPU duration), put into steps at the end.
     launch_spans: Vec<(Ns, Ns)>,
+    /// Those of a process's CPU side shared with its other devices' ranks.
+    shared_launches: Arc<Vec<(Ns, Ns)>>,
+    /// The CPU side came from [`Self::share`], steps decided there.
+    cpu_shared: bool,
     out_of_range: u64,
     /// Summed duration of the ops kept, and ops left out to keep it bounded.
     op_time: Ns,
     too_long: u64,
+}
+
+/// A process's CPU-side events, shared by its devices' ranks (see
+/// [`TimelineBuilder::into_shared`]).
+#[derive(Debug, Default)]
+pub struct SharedCpu {
+    /// Interned first, in this order, by each rank that shares them.
+    names: Vec<Box<str>>,
+    annotations: Arc<Vec<Annotation>>,
+    steps: Vec<Step>,
+    /// The steps are inference engine steps found in the annotations.
+    engine_steps: bool,
+    launch_spans: Arc<Vec<(Ns, Ns)>>,
+    launch_calls: u64,
+    launch_time: Ns,
+    window: Option<Interval>,
+    out_of_range: u64,
 }
 
 /// The most device-op time one rank may sum to: 2^52 ns (52 days; a profile
@@ -48,6 +70,8 @@ impl TimelineBuilder {
                 ..Default::default()
             },
             launch_spans: Vec::new(),
+            shared_launches: Arc::default(),
+            cpu_shared: false,
             out_of_range: 0,
             op_time: 0,
             too_long: 0,
@@ -152,7 +176,7 @@ impl TimelineBuilder {
 
     /// Adds an annotation whose range went through [`Self::span`].
     pub fn push_annotation(&mut self, name: StrId, start: Ns, end: Ns, on_gpu: bool) {
-        self.t.annotations.push(Annotation {
+        Arc::make_mut(&mut self.t.annotations).push(Annotation {
             name,
             start,
             end,
@@ -195,7 +219,7 @@ impl TimelineBuilder {
         t.ops.clear();
         t.colls.clear();
         t.steps.clear();
-        t.annotations.clear();
+        t.annotations = Arc::default();
         t.window = None;
         t.flops = None;
         t.launch_calls = 0;
@@ -211,6 +235,48 @@ impl TimelineBuilder {
         self.out_of_range
     }
 
+    /// The CPU side built so far (annotations, steps, launch calls), to be
+    /// shared by the ranks of every device one process drives: built once,
+    /// referred to by each, not copied per device. For a builder given only
+    /// CPU events.
+    pub fn into_shared(mut self) -> SharedCpu {
+        let t = &mut self.t;
+        if !t.annotations.is_sorted_by_key(|a| a.start) {
+            Arc::make_mut(&mut t.annotations).sort_by_key(|a| a.start);
+        }
+        // Found once here, not by every rank sharing them.
+        let engine_steps = engine_steps(t);
+        SharedCpu {
+            names: t.strings.iter().map(Box::from).collect(),
+            engine_steps,
+            annotations: std::mem::take(&mut t.annotations),
+            steps: std::mem::take(&mut t.steps),
+            launch_spans: Arc::new(std::mem::take(&mut self.launch_spans)),
+            launch_calls: t.launch_calls,
+            launch_time: t.launch_time,
+            window: t.window,
+            out_of_range: self.out_of_range,
+        }
+    }
+
+    /// Takes a process's shared CPU side; first, on a fresh builder, so that
+    /// the shared annotations' names have the same ids here.
+    pub fn share(&mut self, cpu: &SharedCpu) {
+        debug_assert!(self.t.strings.is_empty() && self.t.annotations.is_empty());
+        for name in &cpu.names {
+            self.t.strings.intern(name);
+        }
+        self.t.annotations = Arc::clone(&cpu.annotations);
+        self.t.steps.clone_from(&cpu.steps);
+        self.t.engine_steps = cpu.engine_steps;
+        self.cpu_shared = true;
+        self.shared_launches = Arc::clone(&cpu.launch_spans);
+        self.t.launch_calls = cpu.launch_calls;
+        self.t.launch_time = cpu.launch_time;
+        self.t.window = cpu.window;
+        self.out_of_range += cpu.out_of_range;
+    }
+
     /// The finished timeline, and a warning when events were skipped.
     pub fn finish(mut self) -> (RankTimeline, Vec<String>) {
         let t = &mut self.t;
@@ -218,19 +284,24 @@ impl TimelineBuilder {
         // The same range recorded twice is one step; the same number at another
         // time is a second instance (a restarted profiler), kept as its own step.
         t.steps.dedup_by_key(|s| (s.number, s.start));
-        // A serving trace has no ProfilerStep: its engine steps are the steps.
-        t.engine_steps = t.steps.is_empty() && {
-            t.steps = super::engine::as_steps(&t.annotations, &t.strings);
-            !t.steps.is_empty()
-        };
+        // (Found once in `into_shared` for a shared CPU side.)
+        if !self.cpu_shared {
+            t.engine_steps = engine_steps(t);
+        }
         for op in &mut t.ops {
             op.step = step_at(&t.steps, op.launch);
         }
-        t.launch_by_step = launches_by_step(&t.steps, &self.launch_spans);
+        t.launch_by_step = launches_by_step(
+            &t.steps,
+            self.launch_spans.iter().chain(self.shared_launches.iter()),
+        );
         // The timeline is kept for the whole run; growth slack is not.
         t.ops.shrink_to_fit();
         t.ops.sort_by_key(|o| (o.start, o.end()));
-        t.annotations.sort_by_key(|a| a.start);
+        // Shared annotations come sorted: sorting them would copy them.
+        if !t.annotations.is_sorted_by_key(|a| a.start) {
+            Arc::make_mut(&mut t.annotations).sort_by_key(|a| a.start);
+        }
         let mut warnings = Vec::new();
         if self.too_long > 0 {
             warnings.push(format!(
@@ -251,6 +322,15 @@ impl TimelineBuilder {
 }
 
 /// Index of the step whose range contains `t` (steps are sorted and do not overlap).
+/// A serving trace has no ProfilerStep: its engine steps are the steps.
+/// Whether that is so (and `t.steps` became them).
+fn engine_steps(t: &mut RankTimeline) -> bool {
+    t.steps.is_empty() && {
+        t.steps = super::engine::as_steps(&t.annotations, &t.strings);
+        !t.steps.is_empty()
+    }
+}
+
 pub fn step_at(steps: &[Step], t: Ns) -> Option<u32> {
     let i = steps.partition_point(|s| s.start <= t);
     let s = steps.get(i.checked_sub(1)?)?;
@@ -259,7 +339,10 @@ pub fn step_at(steps: &[Step], t: Ns) -> Option<u32> {
 
 /// Kernel-launch calls (start, CPU duration) counted and summed per step,
 /// by the step during which each call started.
-fn launches_by_step(steps: &[Step], calls: &[(Ns, Ns)]) -> Vec<(u64, Ns)> {
+fn launches_by_step<'a>(
+    steps: &[Step],
+    calls: impl Iterator<Item = &'a (Ns, Ns)>,
+) -> Vec<(u64, Ns)> {
     let mut out: Vec<(u64, Ns)> = vec![(0, 0); steps.len()];
     for &(start, dur) in calls {
         if let Some(i) = step_at(steps, start) {

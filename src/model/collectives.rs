@@ -267,7 +267,7 @@ impl Trace {
                 s.start += d;
                 s.end += d;
             }
-            for a in &mut t.annotations {
+            for a in std::sync::Arc::make_mut(&mut t.annotations) {
                 a.start += d;
                 a.end += d;
             }

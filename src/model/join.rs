@@ -23,7 +23,7 @@ pub fn join(windows: Vec<RankTimeline>) -> Option<(RankTimeline, Vec<String>)> {
         t.steps.sort_by_key(|s| (s.start, s.number));
         t.launch_by_step = vec![(0, 0); t.steps.len()];
         t.ops.sort_by_key(|o| (o.start, o.end()));
-        t.annotations.sort_by_key(|a| a.start);
+        std::sync::Arc::make_mut(&mut t.annotations).sort_by_key(|a| a.start);
     }
     let steps = &t.steps;
     for o in &mut t.ops {
@@ -71,11 +71,14 @@ impl RankTimeline {
             o.meta = o.meta.map(|m| m.saturating_add(colls));
             o
         }));
-        self.annotations
-            .extend(later.annotations.into_iter().map(|mut a| {
-                a.name = id(a.name);
-                a
-            }));
+        std::sync::Arc::make_mut(&mut self.annotations).extend(
+            std::sync::Arc::unwrap_or_clone(later.annotations)
+                .into_iter()
+                .map(|mut a| {
+                    a.name = id(a.name);
+                    a
+                }),
+        );
         self.steps.extend(later.steps);
         self.launch_by_step.extend(later.launch_by_step);
         for d in later.devices {

@@ -32,6 +32,11 @@ impl Interner {
         self.strings.len()
     }
 
+    /// Every name, in id order.
+    pub fn iter(&self) -> impl Iterator<Item = &str> {
+        self.strings.iter().map(|s| &**s)
+    }
+
     pub fn is_empty(&self) -> bool {
         self.strings.is_empty()
     }

@@ -218,7 +218,8 @@ pub struct RankTimeline {
     pub colls: Vec<CollMeta>,
     /// Steps sorted by start time.
     pub steps: Vec<Step>,
-    pub annotations: Vec<Annotation>,
+    /// Shared (not copied) by the ranks of every device one process drives.
+    pub annotations: std::sync::Arc<Vec<Annotation>>,
     pub devices: Vec<DeviceInfo>,
     /// First start and last end over every timed event of the rank (CPU and GPU).
     pub window: Option<Interval>,

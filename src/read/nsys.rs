@@ -14,7 +14,7 @@ use rusqlite::{Connection, OpenFlags, Row};
 
 use super::RankFile;
 use crate::error::Error;
-use crate::model::build::TimelineBuilder;
+use crate::model::build::{SharedCpu, TimelineBuilder};
 use crate::model::classify::{classify, coll_kind};
 use crate::model::timeline::SourceFormat;
 use crate::model::{Activity, DeviceInfo, DeviceOp, KernelClass, Ns, Work};
@@ -356,6 +356,45 @@ pub fn read(path: &Path, name_rank: Option<u32>) -> Result<Vec<(Option<u32>, Ran
     Ok(assemble(path, name_rank, raw, &runtime, &nvtx, &gpus))
 }
 
+/// The rows of `pids`, in the export's order (by start) whatever the process.
+fn rows_of<'a>(of: &HashMap<i64, Vec<&'a Cpu>>, pids: &[i64]) -> Vec<&'a Cpu> {
+    let mut v: Vec<&Cpu> = pids
+        .iter()
+        .filter_map(|p| of.get(p))
+        .flatten()
+        .copied()
+        .collect();
+    v.sort_by_key(|c| c.start);
+    v
+}
+
+/// A process's CPU side: NVTX ranges (`ProfilerStep#N` ranges are steps)
+/// and kernel-launch calls.
+fn cpu_side(path: &Path, nvtx: &[&Cpu], runtime: &[&Cpu]) -> SharedCpu {
+    let mut t = TimelineBuilder::new(path, SourceFormat::Nsys);
+    for c in nvtx {
+        let Ok(dur) = t.between(c.start, c.end) else {
+            continue;
+        };
+        match step_number(&c.name) {
+            Some(number) => t.push_step(number, c.start, c.start + dur),
+            None => {
+                let name = t.intern(&c.name);
+                t.push_annotation(name, c.start, c.start + dur, false);
+            }
+        }
+    }
+    for c in runtime {
+        let Ok(dur) = t.between(c.start, c.end) else {
+            continue;
+        };
+        if c.name.contains("Launch") {
+            t.launch_call(c.start, dur);
+        }
+    }
+    t.into_shared()
+}
+
 /// One rank per GPU from the ops of a whole export (SQLite or JSON).
 pub(super) fn assemble(
     path: &Path,
@@ -375,31 +414,34 @@ pub(super) fn assemble(
         .collect();
     let devices = by_device.len() as u32;
     let several = devices > 1;
+    // NVTX ranges and runtime calls belong to a process, not a device: indexed
+    // by process once, and built once per set of processes, then shared by
+    // every device those processes drove (a process driving 2,000 GPUs does
+    // not copy its 20,000 ranges 2,000 times).
+    let mut nvtx_of: HashMap<i64, Vec<&Cpu>> = HashMap::new();
+    for c in nvtx {
+        nvtx_of.entry(c.pid).or_default().push(c);
+    }
+    let mut runtime_of: HashMap<i64, Vec<&Cpu>> = HashMap::new();
+    for (c, _) in runtime {
+        runtime_of.entry(c.pid).or_default().push(c);
+    }
+    let mut shared: HashMap<Vec<i64>, SharedCpu> = HashMap::new();
     let mut out = Vec::new();
     for (index, (device, ops)) in by_device.into_iter().enumerate() {
-        let pids: HashSet<i64> = ops.iter().map(|o| o.pid).collect();
-        let mine = |p: i64| !several || pids.contains(&p);
+        // One device: every process's CPU side is its own.
+        let mut pids: Vec<i64> = if several {
+            ops.iter().map(|o| o.pid).collect()
+        } else {
+            nvtx_of.keys().chain(runtime_of.keys()).copied().collect()
+        };
+        pids.sort_unstable();
+        pids.dedup();
+        let cpu = shared.entry(pids).or_insert_with_key(|pids| {
+            cpu_side(path, &rows_of(&nvtx_of, pids), &rows_of(&runtime_of, pids))
+        });
         let mut t = TimelineBuilder::new(path, SourceFormat::Nsys);
-        for c in nvtx.iter().filter(|c| mine(c.pid)) {
-            let Ok(dur) = t.between(c.start, c.end) else {
-                continue;
-            };
-            match step_number(&c.name) {
-                Some(number) => t.push_step(number, c.start, c.start + dur),
-                None => {
-                    let name = t.intern(&c.name);
-                    t.push_annotation(name, c.start, c.start + dur, false);
-                }
-            }
-        }
-        for (c, _) in runtime.iter().filter(|(c, _)| mine(c.pid)) {
-            let Ok(dur) = t.between(c.start, c.end) else {
-                continue;
-            };
-            if c.name.contains("Launch") {
-                t.launch_call(c.start, dur);
-            }
-        }
+        t.share(cpu);
         let mut classes: HashMap<(Arc<str>, Activity), KernelClass> = HashMap::new();
         for o in &ops {
             let class = *classes
@@ -457,6 +499,63 @@ pub(super) fn assemble(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// One process driving 200 GPUs with 2,000 NVTX ranges (a `ProfilerStep`
+    /// among them) and launch calls: each device is a rank, all with the
+    /// process's CPU side, held once. A second process's GPU has its own.
+    #[test]
+    fn a_process_cpu_side_is_shared_by_its_devices() {
+        let cpu = |pid, start, name: &str| Cpu {
+            pid,
+            start,
+            end: start + 5,
+            name: name.into(),
+        };
+        let raw: Vec<Raw> = (0..201)
+            .map(|d| Raw {
+                device: d,
+                pid: if d < 200 { 1 } else { 2 },
+                correlation: d,
+                start: 1_000 + d,
+                end: 1_100 + d,
+                name: "gemm_kernel".into(),
+                activity: Activity::Kernel,
+                stream: 7,
+                blocks: None,
+                bytes: None,
+            })
+            .collect();
+        let mut nvtx: Vec<Cpu> = (0..2_000).map(|i| cpu(1, i * 10, "forward")).collect();
+        nvtx.push(Cpu {
+            pid: 1,
+            start: 0,
+            end: 50_000,
+            name: "ProfilerStep#4".into(),
+        });
+        nvtx.push(cpu(2, 7, "backward"));
+        let runtime: Vec<(Cpu, i64)> = (0..200)
+            .map(|d| (cpu(1, 900, "cudaLaunchKernel"), d))
+            .collect();
+        let files = assemble(Path::new("x.sqlite"), None, raw, &runtime, &nvtx, &[]);
+        assert_eq!(files.len(), 201);
+        let first = &files[0].1.timeline;
+        for (_, f) in &files[..200] {
+            let t = &f.timeline;
+            assert!(Arc::ptr_eq(&t.annotations, &first.annotations));
+            assert_eq!(t.annotations.len(), 2_000);
+            assert_eq!(t.name(t.annotations[0].name), "forward");
+            assert_eq!(t.steps.len(), 1);
+            assert_eq!(
+                (t.launch_calls, t.launch_by_step.as_slice()),
+                (200, &[(200, 1_000)][..])
+            );
+            assert_eq!(t.ops[0].step, Some(0));
+        }
+        let other = &files[200].1.timeline;
+        assert_eq!(other.annotations.len(), 1);
+        assert_eq!(other.name(other.annotations[0].name), "backward");
+        assert!(other.steps.is_empty());
+    }
 
     #[test]
     fn step_names() {
