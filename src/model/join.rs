@@ -22,7 +22,7 @@ pub fn join(windows: Vec<RankTimeline>) -> Option<(RankTimeline, Vec<String>)> {
         // counts per step cannot be redone without the calls.
         t.steps.sort_by_key(|s| (s.start, s.number));
         t.launch_by_step = vec![(0, 0); t.steps.len()];
-        t.ops.sort_by_key(|o| (o.start, o.end()));
+        super::build::sort_ops(&mut t.ops);
         std::sync::Arc::make_mut(&mut t.annotations).sort_by_key(|a| a.start);
     }
     let steps = &t.steps;

@@ -334,13 +334,25 @@ struct Event {
     args: Args,
 }
 
-/// What an op needs from other events, kept beside it until the whole file is
-/// read (links are resolved at the end, because profilers write launches and
-/// kernels in any order). Apart from the ops so that they are built in place.
+/// What an op needs from other events, kept until the whole file is read
+/// (links are resolved at the end, because profilers write launches and
+/// kernels in any order). Apart from the ops so that they are built in place,
+/// only for ops that have something to link, and 32 bytes, not 48: a trace
+/// of millions of kernels holds one per kernel while it is read.
 struct Link {
-    correlation: Option<u64>,
-    external_id: Option<u64>,
-    blocks_per_sm: Option<f64>,
+    /// Index of the op in the builder (ops are sorted only at the end).
+    op: u32,
+    /// `u64::MAX`: none (an id that large is taken for none).
+    correlation: u64,
+    external_id: u64,
+    /// NaN: none.
+    blocks_per_sm: f64,
+}
+
+impl Link {
+    fn id(v: u64) -> Option<u64> {
+        (v != u64::MAX).then_some(v)
+    }
 }
 
 struct Builder {
@@ -351,7 +363,7 @@ struct Builder {
     coll_kinds: HashMap<StrId, CollKind>,
     dtype_sizes: HashMap<StrId, Option<u64>>,
     name_buf: String,
-    /// One per op, same order.
+    /// For the ops with a correlation, an external id or blocks per SM, in op order.
     links: Vec<Link>,
     /// Runtime launch time by correlation id.
     launches: HashMap<u64, Ns>,
@@ -473,8 +485,9 @@ impl Builder {
                 .entry((name, activity))
                 .or_insert_with(|| classify(&self.name_buf, activity));
             let meta = self.coll_meta(&e.args).map(|m| self.t.push_coll(m));
-            // The span was checked above.
-            let _ = self.t.push_op(DeviceOp {
+            // The span was checked above; an op over the rank's time budget is
+            // counted and left out by the builder, and so has no link.
+            let kept = self.t.push_op(DeviceOp {
                 start: ts,
                 dur,
                 name,
@@ -488,11 +501,18 @@ impl Builder {
                 step: None,
                 launch: ts,
             });
-            self.links.push(Link {
-                correlation: e.args.correlation,
-                external_id: e.args.external_id,
-                blocks_per_sm: e.args.blocks_per_sm,
-            });
+            let a = &e.args;
+            let linked =
+                a.correlation.is_some() || a.external_id.is_some() || a.blocks_per_sm.is_some();
+            let op = u32::try_from(self.t.op_count().wrapping_sub(1));
+            if let (Ok(()), true, Ok(op)) = (kept, linked, op) {
+                self.links.push(Link {
+                    op,
+                    correlation: a.correlation.unwrap_or(u64::MAX),
+                    external_id: a.external_id.unwrap_or(u64::MAX),
+                    blocks_per_sm: a.blocks_per_sm.unwrap_or(f64::NAN),
+                });
+            }
             return None;
         }
         match e.cat {
@@ -543,12 +563,15 @@ impl Builder {
         for times in self.relaunched.values_mut() {
             times.sort_unstable();
         }
-        let links = std::mem::take(&mut self.links);
+        let mut links = std::mem::take(&mut self.links).into_iter().peekable();
         let (strings, ops, colls) = self.t.parts();
-        for (op, p) in ops.iter_mut().zip(links) {
+        for (i, op) in ops.iter_mut().enumerate() {
+            let p = links.next_if(|l| l.op as usize == i);
+            let p = p.as_ref();
             if op.is_comm() {
                 if op.meta.is_none() {
-                    if let Some(m) = p.external_id.and_then(|id| self.comm_args.get(&id)) {
+                    let id = p.and_then(|p| Link::id(p.external_id));
+                    if let Some(m) = id.and_then(|id| self.comm_args.get(&id)) {
                         colls.push(m.clone());
                         op.meta = Some((colls.len() - 1) as u32);
                     }
@@ -566,12 +589,13 @@ impl Builder {
             }
             // The profiler's own blocks-per-SM figure decides SM coverage
             // (as CCL-Bench does), with or without device properties.
-            if let Some(bps) = p.blocks_per_sm.filter(|_| op.is_kernel()) {
+            let bps = p.map_or(f64::NAN, |p| p.blocks_per_sm);
+            if !bps.is_nan() && op.is_kernel() {
                 op.work = Some(Work::BlocksPerSm(bps));
             }
             // A kernel belongs to the step during which it was launched.
             op.launch = p
-                .correlation
+                .and_then(|p| Link::id(p.correlation))
                 .and_then(|c| match self.relaunched.get(&c) {
                     // Ids repeat: the launch just before the kernel started.
                     Some(times) => {
