@@ -14,7 +14,7 @@ use ratatui::Terminal;
 use ccl_bench::load::LoadReport;
 use ccl_bench::metrics::Options;
 use ccl_bench::model::classify::classify;
-use ccl_bench::model::{Activity, DeviceOp, RankTimeline, Step, Trace};
+use ccl_bench::model::{Activity, DeviceOp, RankTimeline, Slot, Step, Trace};
 use ccl_bench::tui::action::Action;
 use ccl_bench::tui::app::App;
 use ccl_bench::tui::data::Data;
@@ -62,8 +62,8 @@ fn rank(r: u32, ops: usize) -> RankTimeline {
             stream,
             device: 0,
             work: None,
-            meta: None,
-            step: Some((i / per_step) as u32),
+            meta: Slot::NONE,
+            step: Some((i / per_step) as u32).into(),
             launch: start,
         });
         if k != 3 {

@@ -256,7 +256,7 @@ pub fn gpu_step_windows(t: &RankTimeline) -> IntervalSet {
 pub fn gpu_step_hulls(t: &RankTimeline) -> Vec<Option<Interval>> {
     let mut hulls: Vec<Option<Interval>> = vec![None; t.steps.len()];
     for op in &t.ops {
-        if let Some(i) = op.step {
+        if let Some(i) = op.step.get() {
             let h = &mut hulls[i as usize];
             *h = Some(match *h {
                 Some(h) => Interval::new(h.start.min(op.start), h.end.max(op.end())),

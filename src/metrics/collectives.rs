@@ -53,7 +53,7 @@ fn sized_op(t: &RankTimeline, o: &DeviceOp) -> Option<SizedColl> {
         data_bytes,
         n: m.group_size.or(t.world_size),
         dur: o.dur,
-        step: o.step,
+        step: o.step.get(),
     })
 }
 

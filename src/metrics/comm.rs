@@ -26,7 +26,7 @@ pub fn coll_call_num(ctx: &Ctx) -> Outcome {
     let last = t.measured().last().map(|i| i as u32);
     let count = t
         .kernels()
-        .filter(|k| k.is_comm() && (last.is_none() || k.step == last))
+        .filter(|k| k.is_comm() && (last.is_none() || k.step.get() == last))
         .count();
     let mut scope = match last {
         Some(i) => format!(

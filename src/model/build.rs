@@ -289,7 +289,7 @@ impl TimelineBuilder {
             t.engine_steps = engine_steps(t);
         }
         for op in &mut t.ops {
-            op.step = step_at(&t.steps, op.launch);
+            op.step = step_at(&t.steps, op.launch).into();
         }
         t.launch_by_step = launches_by_step(
             &t.steps,
@@ -369,7 +369,7 @@ fn launches_by_step<'a>(
 mod tests {
     use super::*;
     use crate::model::time::TIME_LIMIT;
-    use crate::model::{Activity, KernelClass};
+    use crate::model::{Activity, KernelClass, Slot};
 
     fn op(b: &mut TimelineBuilder, start: Ns, dur: Ns, launch: Ns) -> DeviceOp {
         DeviceOp {
@@ -382,8 +382,8 @@ mod tests {
             stream: 7,
             device: 0,
             work: None,
-            meta: None,
-            step: None,
+            meta: Slot::NONE,
+            step: Slot::NONE,
             launch,
         }
     }
@@ -455,7 +455,7 @@ mod tests {
         assert!(warnings.is_empty());
         assert_eq!(t.steps.len(), 2);
         assert_eq!((t.steps[0].number, t.steps[1].number), (1, 2));
-        let starts: Vec<_> = t.ops.iter().map(|o| (o.start, o.step)).collect();
+        let starts: Vec<_> = t.ops.iter().map(|o| (o.start, o.step.get())).collect();
         // Launched at 50 (step 1) though it ran in step 2's range.
         assert_eq!(starts, vec![(20, Some(0)), (150, Some(0)), (300, None)]);
         assert_eq!(t.launch_by_step, vec![(1, i64::MAX), (1, 5)]);

@@ -219,7 +219,7 @@ pub fn arrivals(trace: &Trace, inst: &[Instance]) -> Arrivals {
         let latest = i.latest(trace);
         for &(r, o) in &i.members {
             let t = &trace.ranks[r];
-            let Some(key) = t.ops[o].step.and_then(|s| keys[r].get(s as usize)) else {
+            let Some(key) = t.ops[o].step.get().and_then(|s| keys[r].get(s as usize)) else {
                 continue;
             };
             let Some(col) = steps.iter().position(|s| s == key) else {

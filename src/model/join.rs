@@ -27,7 +27,7 @@ pub fn join(windows: Vec<RankTimeline>) -> Option<(RankTimeline, Vec<String>)> {
     }
     let steps = &t.steps;
     for o in &mut t.ops {
-        o.step = step_at(steps, o.launch);
+        o.step = step_at(steps, o.launch).into();
     }
     Some((t, warnings))
 }
@@ -68,7 +68,7 @@ impl RankTimeline {
         }));
         self.ops.extend(later.ops.into_iter().map(|mut o| {
             o.name = id(o.name);
-            o.meta = o.meta.map(|m| m.saturating_add(colls));
+            o.meta = o.meta.get().map(|m| m.saturating_add(colls)).into();
             o
         }));
         std::sync::Arc::make_mut(&mut self.annotations).extend(
@@ -108,6 +108,7 @@ mod tests {
     use super::join;
     use crate::model::build::TimelineBuilder;
     use crate::model::timeline::SourceFormat;
+    use crate::model::Slot;
     use crate::model::{Activity, DeviceOp, KernelClass, RankTimeline};
 
     fn window(source: &str, at: i64, kernel: &str, step: i64) -> RankTimeline {
@@ -125,8 +126,8 @@ mod tests {
             stream: 7,
             device: 0,
             work: None,
-            meta: None,
-            step: None,
+            meta: Slot::NONE,
+            step: Slot::NONE,
             launch: at + 5,
         })
         .unwrap();
@@ -149,7 +150,7 @@ mod tests {
         );
         // Each op stays in the step that launched it.
         assert_eq!(
-            t.ops.iter().map(|o| o.step).collect::<Vec<_>>(),
+            t.ops.iter().map(|o| o.step.get()).collect::<Vec<_>>(),
             [Some(0), Some(1)]
         );
         assert_eq!(t.window.map(|w| (w.start, w.end)), Some((0, 1_100)));
@@ -168,7 +169,7 @@ mod tests {
         );
         assert_eq!(t.steps.iter().map(|s| s.number).collect::<Vec<_>>(), [4, 5]);
         assert_eq!(
-            t.ops.iter().map(|o| o.step).collect::<Vec<_>>(),
+            t.ops.iter().map(|o| o.step.get()).collect::<Vec<_>>(),
             [Some(0), Some(1)]
         );
         // One name, interned once.

@@ -57,7 +57,7 @@ fn bytes_of(nelems: u64, dtype_size: u64) -> Option<u64> {
 }
 
 /// What an op did besides taking time. One field for both because a kernel has
-/// no byte count and a copy no grid: the op stays 72 bytes, and a timeline
+/// no byte count and a copy no grid: the op stays 64 bytes, and a timeline
 /// holds millions of them.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Work {
@@ -80,6 +80,36 @@ impl Work {
     }
 }
 
+/// An optional index into one of a rank's tables, in 4 bytes where
+/// `Option<u32>` takes 8: a timeline holds millions of ops, each with two.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Slot(u32);
+
+impl Slot {
+    pub const NONE: Self = Self(u32::MAX);
+
+    pub fn get(self) -> Option<u32> {
+        (self != Self::NONE).then_some(self.0)
+    }
+
+    pub fn is_none(self) -> bool {
+        self == Self::NONE
+    }
+}
+
+impl From<Slot> for Option<u32> {
+    fn from(s: Slot) -> Self {
+        s.get()
+    }
+}
+
+impl From<Option<u32>> for Slot {
+    /// `u32::MAX` cannot be stored: no table holds 4 billion entries.
+    fn from(i: Option<u32>) -> Self {
+        i.map_or(Self::NONE, Self)
+    }
+}
+
 /// One kernel, memory copy or memory set on a GPU stream.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DeviceOp {
@@ -95,9 +125,9 @@ pub struct DeviceOp {
     /// Launch-grid size or bytes moved, when recorded.
     pub work: Option<Work>,
     /// Index into `RankTimeline::colls` for collectives with recorded metadata.
-    pub meta: Option<u32>,
+    pub meta: Slot,
     /// Index into `RankTimeline::steps` of the step during which the op was launched.
-    pub step: Option<u32>,
+    pub step: Slot,
     /// When the CPU launched it (the runtime call with the same correlation id);
     /// the op's start when the trace does not say.
     pub launch: Ns,
@@ -252,7 +282,7 @@ impl RankTimeline {
     }
 
     pub fn coll_meta(&self, op: &DeviceOp) -> Option<&CollMeta> {
-        op.meta.map(|i| &self.colls[i as usize])
+        op.meta.get().map(|i| &self.colls[i as usize])
     }
 
     /// SMs of the GPU a kernel ran on. The properties are matched by device
@@ -302,7 +332,8 @@ impl RankTimeline {
     /// Whether an op launched in step `step` (an index into `steps`) counts
     /// for per-step metrics: without steps every op does; with steps, those
     /// launched during a measured step.
-    pub fn counts(&self, step: Option<u32>) -> bool {
+    pub fn counts(&self, step: impl Into<Slot>) -> bool {
+        let step = step.into().get();
         if self.steps.is_empty() {
             return true;
         }
@@ -438,8 +469,8 @@ mod tests {
             stream: 0,
             device: 0,
             work,
-            meta: None,
-            step: None,
+            meta: Slot::NONE,
+            step: Slot::NONE,
             launch: 0,
         };
         // 152 blocks on 304 SMs: half; 600 blocks: all of it.
@@ -472,7 +503,7 @@ mod tests {
     #[test]
     fn an_op_stays_small() {
         // Timelines hold an op per kernel for every rank; growth here is memory.
-        assert_eq!(std::mem::size_of::<DeviceOp>(), 72);
+        assert_eq!(std::mem::size_of::<DeviceOp>(), 64);
     }
 
     #[test]

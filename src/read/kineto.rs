@@ -17,6 +17,7 @@ use crate::model::build::{TimeError, TimelineBuilder};
 use crate::model::classify::{classify, coll_kind, dtype_size};
 use crate::model::time::Micros;
 use crate::model::timeline::SourceFormat;
+use crate::model::Slot;
 use crate::model::{
     Activity, CollKind, CollMeta, DeviceInfo, DeviceOp, Interner, KernelClass, Ns, RankTimeline,
     Step, StrId, Work,
@@ -497,8 +498,8 @@ impl Builder {
                 stream: e.args.stream.or(e.tid).unwrap_or(0) as u32,
                 device: e.args.device.unwrap_or(0) as u32,
                 work: Work::of(activity, e.args.blocks, e.args.bytes.or(e.args.size)),
-                meta,
-                step: None,
+                meta: meta.into(),
+                step: Slot::NONE,
                 launch: ts,
             });
             let a = &e.args;
@@ -573,10 +574,10 @@ impl Builder {
                     let id = p.and_then(|p| Link::id(p.external_id));
                     if let Some(m) = id.and_then(|id| self.comm_args.get(&id)) {
                         colls.push(m.clone());
-                        op.meta = Some((colls.len() - 1) as u32);
+                        op.meta = Some((colls.len() - 1) as u32).into();
                     }
                 }
-                let from_args = op.meta.map(|i| colls[i as usize].kind);
+                let from_args = op.meta.get().map(|i| colls[i as usize].kind);
                 let from_name = *self
                     .coll_kinds
                     .entry(op.name)
@@ -1011,10 +1012,10 @@ mod tests {
         );
         let nccl = t.ops.iter().find(|o| o.is_comm()).unwrap();
         // Runs during step 8 on the GPU, but was launched at t=90, in step 7.
-        assert_eq!(nccl.step, Some(0));
+        assert_eq!(nccl.step.get(), Some(0));
         // No launch record: the kernel's own start decides (step 8).
         let gemm = t.ops.iter().find(|o| !o.is_comm()).unwrap();
-        assert_eq!(gemm.step, Some(1));
+        assert_eq!(gemm.step.get(), Some(1));
         assert_eq!((gemm.start, gemm.dur, gemm.stream), (150_500, 1_250, 7));
     }
 
@@ -1256,7 +1257,7 @@ mod tests {
         assert_eq!(t.steps.len(), 1);
         assert_eq!(t.ops.len(), 3);
         assert_eq!(t.ops[0].class, KernelClass::Gemm);
-        assert_eq!(t.ops[0].step, Some(0));
+        assert_eq!(t.ops[0].step.get(), Some(0));
         assert_eq!(t.ops[1].activity, Activity::Memcpy);
         assert_eq!(t.ops[1].bytes(), Some(4096));
         assert_eq!(t.ops[2].activity, Activity::Memset);

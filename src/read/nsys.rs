@@ -17,6 +17,7 @@ use crate::error::Error;
 use crate::model::build::{SharedCpu, TimelineBuilder};
 use crate::model::classify::{classify, coll_kind};
 use crate::model::timeline::SourceFormat;
+use crate::model::Slot;
 use crate::model::{Activity, DeviceInfo, DeviceOp, KernelClass, Ns, Work};
 
 /// CUPTI copy kinds (`ENUM_CUDA_MEMCPY_OPER`), named as Kineto names them.
@@ -463,8 +464,8 @@ pub(super) fn assemble(
                 stream: u32::try_from(o.stream).unwrap_or(0),
                 device: u32::try_from(device).unwrap_or(0),
                 work: Work::of(o.activity, o.blocks, o.bytes),
-                meta: None,
-                step: None,
+                meta: Slot::NONE,
+                step: Slot::NONE,
                 launch,
             });
         }
@@ -549,7 +550,7 @@ mod tests {
                 (t.launch_calls, t.launch_by_step.as_slice()),
                 (200, &[(200, 1_000)][..])
             );
-            assert_eq!(t.ops[0].step, Some(0));
+            assert_eq!(t.ops[0].step.get(), Some(0));
         }
         let other = &files[200].1.timeline;
         assert_eq!(other.annotations.len(), 1);

@@ -27,6 +27,7 @@ use crate::error::{Error, Result};
 use crate::model::build::TimelineBuilder;
 use crate::model::classify::{classify, coll_kind};
 use crate::model::timeline::SourceFormat;
+use crate::model::Slot;
 use crate::model::{Activity, DeviceOp, KernelClass, Ns};
 
 const TRACE: &str = "nvtx_gpu_proj_trace/trace.parquet";
@@ -354,8 +355,8 @@ fn assemble(
             stream: 0,
             device: device.unwrap_or(0),
             work: None,
-            meta: None,
-            step: None,
+            meta: Slot::NONE,
+            step: Slot::NONE,
             launch: r.start,
         });
     }

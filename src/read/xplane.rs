@@ -20,6 +20,7 @@ use crate::error::Error;
 use crate::model::build::TimelineBuilder;
 use crate::model::classify::{classify, coll_kind};
 use crate::model::timeline::SourceFormat;
+use crate::model::Slot;
 use crate::model::{Activity, DeviceOp, KernelClass, Ns};
 
 #[derive(Clone, PartialEq, Message)]
@@ -197,8 +198,8 @@ impl DeviceOps {
             stream,
             device,
             work: None,
-            meta: None,
-            step: None,
+            meta: Slot::NONE,
+            step: Slot::NONE,
             launch: start,
         });
     }

@@ -11,7 +11,7 @@ use ccl_bench::load::{load_path, LoadOptions, Progress};
 use ccl_bench::metrics::{self, Ctx, Outcome};
 use ccl_bench::model::build::TimelineBuilder;
 use ccl_bench::model::timeline::SourceFormat;
-use ccl_bench::model::{Activity, DeviceOp};
+use ccl_bench::model::{Activity, DeviceOp, Slot};
 use ccl_bench::read::RankFile;
 use ccl_bench::source::FileIn;
 
@@ -47,8 +47,8 @@ fn read_toy(f: &FileIn) -> Result<Vec<Ranked>> {
             stream: 0,
             device: 0,
             work: None,
-            meta: None,
-            step: None,
+            meta: Slot::NONE,
+            step: Slot::NONE,
             launch: start,
         });
     }

@@ -173,7 +173,11 @@ fn repeated_correlation_ids_pair_with_the_launch_before() {
     std::fs::write(dir.path().join("rank0_trace.json"), text).unwrap();
     let d = load(dir.path());
     let t = &d.trace.ranks[0];
-    let steps: Vec<(&str, Option<u32>)> = t.ops.iter().map(|o| (t.name(o.name), o.step)).collect();
+    let steps: Vec<(&str, Option<u32>)> = t
+        .ops
+        .iter()
+        .map(|o| (t.name(o.name), o.step.get()))
+        .collect();
     assert_eq!(steps, [("gemm_a", Some(0)), ("gemm_b", Some(1))]);
 }
 
