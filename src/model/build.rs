@@ -369,22 +369,14 @@ fn launches_by_step<'a>(
 mod tests {
     use super::*;
     use crate::model::time::TIME_LIMIT;
-    use crate::model::{Activity, KernelClass, Slot};
+    use crate::model::{Activity, KernelClass};
 
     fn op(b: &mut TimelineBuilder, start: Ns, dur: Ns, launch: Ns) -> DeviceOp {
+        let name = b.intern("k");
         DeviceOp {
-            start,
-            dur,
-            name: b.intern("k"),
-            activity: Activity::Kernel,
-            class: KernelClass::Gemm,
-            coll: None,
             stream: 7,
-            device: 0,
-            work: None,
-            meta: Slot::NONE,
-            step: Slot::NONE,
             launch,
+            ..DeviceOp::new(name, Activity::Kernel, KernelClass::Gemm, start, dur)
         }
     }
 

@@ -108,7 +108,6 @@ mod tests {
     use super::join;
     use crate::model::build::TimelineBuilder;
     use crate::model::timeline::SourceFormat;
-    use crate::model::Slot;
     use crate::model::{Activity, DeviceOp, KernelClass, RankTimeline};
 
     fn window(source: &str, at: i64, kernel: &str, step: i64) -> RankTimeline {
@@ -117,18 +116,8 @@ mod tests {
         b.push_step(step, at, at + 100);
         let name = b.intern(kernel);
         b.push_op(DeviceOp {
-            start: at + 10,
-            dur: 50,
-            name,
-            activity: Activity::Kernel,
-            class: KernelClass::Gemm,
-            coll: None,
-            stream: 7,
-            device: 0,
-            work: None,
-            meta: Slot::NONE,
-            step: Slot::NONE,
             launch: at + 5,
+            ..DeviceOp::new(name, Activity::Kernel, KernelClass::Gemm, at + 10, 50)
         })
         .unwrap();
         b.finish().0

@@ -134,6 +134,25 @@ pub struct DeviceOp {
 }
 
 impl DeviceOp {
+    /// An op with nothing recorded beyond its name, kind and time: stream and
+    /// device 0, launched when it started (fill the rest with `..`).
+    pub fn new(name: StrId, activity: Activity, class: KernelClass, start: Ns, dur: Ns) -> Self {
+        Self {
+            start,
+            dur,
+            name,
+            activity,
+            class,
+            coll: None,
+            stream: 0,
+            device: 0,
+            work: None,
+            meta: Slot::NONE,
+            step: Slot::NONE,
+            launch: start,
+        }
+    }
+
     /// Thread blocks launched, for kernels that recorded their grid.
     pub fn blocks(&self) -> Option<f64> {
         match self.work {

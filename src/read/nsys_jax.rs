@@ -27,7 +27,6 @@ use crate::error::{Error, Result};
 use crate::model::build::TimelineBuilder;
 use crate::model::classify::{classify, coll_kind};
 use crate::model::timeline::SourceFormat;
-use crate::model::Slot;
 use crate::model::{Activity, DeviceOp, KernelClass, Ns};
 
 const TRACE: &str = "nvtx_gpu_proj_trace/trace.parquet";
@@ -346,18 +345,9 @@ fn assemble(
         };
         let name = t.intern(&name);
         let _ = t.push_op(DeviceOp {
-            start: r.start,
-            dur,
-            name,
-            activity: Activity::Kernel,
-            class,
             coll,
-            stream: 0,
             device: device.unwrap_or(0),
-            work: None,
-            meta: Slot::NONE,
-            step: Slot::NONE,
-            launch: r.start,
+            ..DeviceOp::new(name, Activity::Kernel, class, r.start, dur)
         });
     }
     let mut out: Vec<(Option<u32>, RankFile)> = builders
