@@ -11,7 +11,7 @@ use ccl_bench::load::{load_path, LoadOptions, Progress};
 use ccl_bench::metrics::{self, Ctx, Outcome};
 use ccl_bench::model::build::TimelineBuilder;
 use ccl_bench::model::timeline::SourceFormat;
-use ccl_bench::model::{Activity, DeviceOp, Slot};
+use ccl_bench::model::{Activity, DeviceOp};
 use ccl_bench::read::RankFile;
 use ccl_bench::source::FileIn;
 
@@ -37,20 +37,7 @@ fn read_toy(f: &FileIn) -> Result<Vec<Ranked>> {
         events += 1;
         let name_id = b.intern(name);
         let class = ccl_bench::model::classify::classify(name, Activity::Kernel);
-        let _ = b.push_op(DeviceOp {
-            start,
-            dur,
-            name: name_id,
-            activity: Activity::Kernel,
-            class,
-            coll: None,
-            stream: 0,
-            device: 0,
-            work: None,
-            meta: Slot::NONE,
-            step: Slot::NONE,
-            launch: start,
-        });
+        let _ = b.push_op(DeviceOp::new(name_id, Activity::Kernel, class, start, dur));
     }
     let (timeline, warnings) = b.finish();
     Ok(vec![(
