@@ -262,6 +262,33 @@ impl Data {
     }
 }
 
+impl Data {
+    /// The ops of rank `rank_index` overlapping `view` (on `stream` when
+    /// given), or `None` when there are more than `max` candidates (a view too
+    /// wide to show names in anyway).
+    pub fn ops_in(
+        &self,
+        rank_index: usize,
+        stream: Option<u32>,
+        view: Interval,
+        max: usize,
+    ) -> Option<Vec<&DeviceOp>> {
+        let r = self.trace.ranks.get(rank_index)?;
+        let earliest = view.start.saturating_sub(self.max_dur[rank_index]);
+        let end = r.ops.partition_point(|o| o.start < view.end);
+        let begin = r.ops[..end].partition_point(|o| o.start < earliest);
+        if end - begin > max {
+            return None;
+        }
+        Some(
+            r.ops[begin..end]
+                .iter()
+                .filter(|o| o.end() > view.start && stream.is_none_or(|s| o.stream == s))
+                .collect(),
+        )
+    }
+}
+
 /// At most `max` points keeping each bucket's highest value, so a peak narrower
 /// than a screen column still shows. x: ms since the first sample; y: GB.
 pub fn series(

@@ -9,6 +9,7 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
+use crate::model::classify::bare_name;
 use crate::model::time::{human, human_tick};
 use crate::model::{Interval, Ns};
 use crate::tui::action::Action;
@@ -16,7 +17,9 @@ use crate::tui::data::{Data, Lane, StepSpan};
 use crate::tui::tabs::{Needs, TabCtx, TabSpec, TabView};
 use crate::tui::theme::{Shade, Theme};
 use crate::tui::widgets::fit;
-use crate::tui::widgets::lanes::{col_time, draw_lane, render_ruler, shades, time_col};
+use crate::tui::widgets::lanes::{
+    col_time, draw_lane, draw_names, render_ruler, render_step_marks, shades, time_col,
+};
 
 #[derive(Debug, Clone)]
 pub struct TimelineState {
@@ -301,6 +304,12 @@ pub fn render(state: &TimelineState, data: &Data, theme: Theme, area: Rect, buf:
     let view = state.view;
     let width = a.lanes.width;
     render_ruler(view, data.span.start, a.ruler, theme, buf);
+    let steps: Vec<(Ns, String)> = data
+        .steps
+        .iter()
+        .map(|s| (s.span.start, s.label()))
+        .collect();
+    render_step_marks(view, &steps, a.ruler, theme, buf);
     let lanes = state.lanes(data);
     let h = lane_height(a.lanes.height, lanes.len());
     let first = lane_offset(state.lane, a.lanes.height / h);
@@ -324,6 +333,17 @@ pub fn render(state: &TimelineState, data: &Data, theme: Theme, area: Rect, buf:
         let shown = Interval::new(view.start + shift, view.end + shift);
         let r = Rect::new(a.lanes.x, y, width, h);
         draw_lane(lane, shown, r, cursor_col, theme, buf);
+        // Zoomed in far enough, ops show their names (a few per column at most
+        // are looked at; wider views have no room for names anyway).
+        let max = usize::from(width) * 4;
+        if let Some(ops) = data.ops_in(lane.rank_index, lane.stream, shown, max) {
+            let t = &data.trace.ranks[lane.rank_index];
+            let mut named: Vec<(Ns, Ns, String)> = ops
+                .iter()
+                .map(|o| (o.start, o.end(), bare_name(t.name(o.name))))
+                .collect();
+            draw_names(&mut named, shown, r, theme, buf);
+        }
     }
     render_info(state, data, theme, a.info, width, buf);
 }

@@ -29,6 +29,18 @@ pub fn time_col(view: Interval, width: u16, t: Ns) -> Option<u16> {
     Some(c as u16)
 }
 
+/// The column `draw_lane` draws time `t` in: the one whose slice
+/// `[col_time(c), col_time(c + 1))` holds it ([`time_col`] can land one
+/// column early, its division rounding the other way).
+fn drawn_col(view: Interval, width: u16, t: Ns) -> Option<u16> {
+    let c = time_col(view, width, t)?;
+    Some(if c + 1 < width && col_time(view, width, c + 1) <= t {
+        c + 1
+    } else {
+        c
+    })
+}
+
 /// What one timeline cell shows: the kind of activity covering most of it and
 /// the share of its time the device was busy with anything.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -145,6 +157,66 @@ pub fn draw_lane(
                 }
             }
         }
+    }
+}
+
+/// Names inside the ops wide enough to hold some of one (at least
+/// `MIN_NAME_COLS` columns), on the lane's first row: `ops` are (start, end,
+/// name) on the lane's clock. Wider ops are drawn last, so they win overlaps.
+pub fn draw_names(
+    ops: &mut [(Ns, Ns, String)],
+    view: Interval,
+    r: Rect,
+    theme: Theme,
+    buf: &mut Buffer,
+) {
+    ops.sort_by_key(|o| o.1 - o.0);
+    for (start, end, name) in ops.iter() {
+        let first = drawn_col(view, r.width, (*start).max(view.start));
+        let last = drawn_col(view, r.width, (*end - 1).min(view.end - 1));
+        let (Some(first), Some(last)) = (first, last) else {
+            continue;
+        };
+        let cols = last - first + 1;
+        if cols < MIN_NAME_COLS {
+            continue;
+        }
+        // One column of the op's own shade stays on each side.
+        let room = usize::from(cols - 2);
+        Line::styled(fit(name, room), theme.title())
+            .render(Rect::new(r.x + first + 1, r.y, cols - 2, 1), buf);
+    }
+}
+
+/// The narrowest op that gets its name drawn inside it, in columns.
+pub const MIN_NAME_COLS: u16 = 6;
+
+/// Step starts on the ruler's tick row: `│` and the step's label, for each
+/// (start, label) in view.
+pub fn render_step_marks(
+    view: Interval,
+    steps: &[(Ns, String)],
+    r: Rect,
+    theme: Theme,
+    buf: &mut Buffer,
+) {
+    if r.height == 0 || r.width == 0 {
+        return;
+    }
+    let row = r.y + r.height - 1;
+    let cols: Vec<(u16, &String)> = steps
+        .iter()
+        .filter_map(|(t, label)| Some((time_col(view, r.width, *t)?, label)))
+        .collect();
+    for (k, (c, label)) in cols.iter().enumerate() {
+        let next = cols.get(k + 1).map_or(r.width, |n| n.0);
+        let room = next.saturating_sub(*c);
+        if room == 0 {
+            continue;
+        }
+        let text = format!("│{label}");
+        Line::styled(fit(&text, usize::from(room)), theme.key())
+            .render(Rect::new(r.x + c, row, room, 1), buf);
     }
 }
 
@@ -291,6 +363,60 @@ mod tests {
         // Columns of 100 ns: full comm, idle, half comm, idle.
         assert_eq!(drawn(&lane, view, 4, 1, Theme::mono()), vec!["░ ▄ "]);
         assert_eq!(drawn(&lane, view, 4, 1, Theme::default()), vec!["█ ▄ "]);
+    }
+
+    fn row(buf: &Buffer, y: u16) -> String {
+        (0..buf.area.width).map(|x| buf[(x, y)].symbol()).collect()
+    }
+
+    #[test]
+    fn names_inside_wide_enough_ops() {
+        // 20 columns of 10 ns: a 100 ns op (10 columns) gets its name, cut to 8
+        // columns inside one column of margin; a 30 ns op (3 columns) none.
+        let mut buf = Buffer::empty(Rect::new(0, 0, 20, 1));
+        let mut ops = vec![
+            (0, 100, "all_reduce_kernel".to_owned()),
+            (120, 150, "gemm".to_owned()),
+        ];
+        draw_names(
+            &mut ops,
+            Interval::new(0, 200),
+            buf.area,
+            Theme::mono(),
+            &mut buf,
+        );
+        assert_eq!(row(&buf, 0), " all_red…           ");
+        // An op running past the view is named within what is visible.
+        let mut buf = Buffer::empty(Rect::new(0, 0, 20, 1));
+        let mut ops = vec![(130, 900, "long".to_owned())];
+        draw_names(
+            &mut ops,
+            Interval::new(0, 200),
+            buf.area,
+            Theme::mono(),
+            &mut buf,
+        );
+        assert_eq!(row(&buf, 0), "              long  ");
+    }
+
+    #[test]
+    fn step_starts_on_the_ruler() {
+        let mut buf = Buffer::empty(Rect::new(0, 0, 20, 2));
+        let steps = [
+            (-50, "step 1".to_owned()),
+            (20, "step 2".to_owned()),
+            (140, "step 3".to_owned()),
+        ];
+        render_step_marks(
+            Interval::new(0, 200),
+            &steps,
+            buf.area,
+            Theme::mono(),
+            &mut buf,
+        );
+        // Step 1 began before the view; each label ends where the next begins
+        // or the ruler does.
+        assert_eq!(row(&buf, 1), "  │step 2     │step…");
     }
 
     #[test]
