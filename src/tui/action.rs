@@ -6,6 +6,8 @@ use super::tab::Tab;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Action {
     Quit,
+    /// Write what is on screen to files (SVG and plain text).
+    SaveView,
     NextTab,
     PrevTab,
     SelectTab(Tab),

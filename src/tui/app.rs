@@ -29,6 +29,11 @@ pub struct App {
     pub quit: bool,
     /// Terminal size: layout (and so mouse hits) depends on it.
     pub size: (u16, u16),
+    /// Where `w` writes the screen (default: the current folder).
+    pub save_dir: std::path::PathBuf,
+    /// What the last key did that the status line says instead of the hints
+    /// (where the screen was written).
+    pub notice: Option<String>,
     /// Each registered tab's state, indexed like `TABS`.
     views: Vec<Box<dyn TabView>>,
 }
@@ -73,6 +78,8 @@ impl App {
             help: None,
             quit: false,
             size,
+            save_dir: std::path::PathBuf::from("."),
+            notice: None,
         }
     }
 
@@ -138,8 +145,18 @@ impl App {
     }
 
     pub fn update(&mut self, action: Action) {
+        self.notice = None;
         match action {
             Action::Quit => return self.quit = true,
+            Action::SaveView => {
+                let said = match super::screenshot::save_view(self, &self.save_dir) {
+                    Ok((svg, txt)) => {
+                        format!("screen written to {} and {}", svg.display(), txt.display())
+                    }
+                    Err(e) => format!("screen not written: {e}"),
+                };
+                return self.notice = Some(said);
+            }
             Action::Resize { width, height } => return self.size = (width, height),
             Action::ToggleHelp => {
                 self.help = if self.help.is_some() { None } else { Some(0) };
@@ -235,7 +252,10 @@ impl Widget for &App {
                 Span::raw("help  "),
                 Span::styled("q ", t.key()),
                 Span::raw("quit  │ "),
-                Span::styled(self.hint(), t.dim()),
+                match &self.notice {
+                    Some(n) => Span::styled(crate::report::safe::text(n), t.key()),
+                    None => Span::styled(self.hint(), t.dim()),
+                },
             ])
             .render(status, buf);
         }

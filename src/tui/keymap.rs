@@ -91,6 +91,13 @@ pub static BINDINGS: &[Binding] = &[
     bind!(Global, [Char('q')], "q", Action::Quit, "quit"),
     bind!(
         Global,
+        [Char('w')],
+        "w",
+        Action::SaveView,
+        "write the screen to ccl-bench-<tab>-N.svg and .txt in the current folder"
+    ),
+    bind!(
+        Global,
         [Esc],
         "Esc",
         Action::Back,

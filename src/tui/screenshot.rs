@@ -156,6 +156,49 @@ fn opacity(sym: &str) -> &'static str {
     }
 }
 
+/// The buffer as plain text, one line per row, trailing blanks cut.
+pub fn buffer_to_text(buf: &Buffer) -> String {
+    let mut out = String::new();
+    for y in 0..buf.area.height {
+        let row: String = (0..buf.area.width).map(|x| buf[(x, y)].symbol()).collect();
+        out.push_str(row.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// Writes what `app` shows to `dir/ccl-bench-<tab>-N.svg` and `.txt`, N the
+/// first number free for both; returns the two paths.
+pub fn save_view(
+    app: &App,
+    dir: &Path,
+) -> std::io::Result<(std::path::PathBuf, std::path::PathBuf)> {
+    use ratatui::widgets::Widget;
+    let (w, h) = app.size;
+    let mut buf = Buffer::empty(ratatui::layout::Rect::new(0, 0, w, h));
+    app.render(buf.area, &mut buf);
+    let tab = app.tab.title().to_ascii_lowercase();
+    let name = |n: u32, ext: &str| dir.join(format!("ccl-bench-{tab}-{n}.{ext}"));
+    let n = (1..10_000)
+        .find(|&n| !name(n, "svg").exists() && !name(n, "txt").exists())
+        .ok_or_else(|| {
+            std::io::Error::other(format!("{} holds 9,999 saved screens", dir.display()))
+        })?;
+    let (svg, txt) = (name(n, "svg"), name(n, "txt"));
+    // `create_new`: never overwrite a file, even one made since the check.
+    let write = |p: &Path, text: String| -> std::io::Result<()> {
+        use std::io::Write as _;
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(p)?
+            .write_all(text.as_bytes())
+    };
+    write(&svg, buffer_to_svg(&buf))?;
+    write(&txt, buffer_to_text(&buf))?;
+    Ok((svg, txt))
+}
+
 /// Renders one tab of the UI to an SVG file (`--screenshot FILE --tab T --size WxH`).
 pub fn write(cli: &Cli, out: &Path) -> Result<ExitCode> {
     let Some(tab) = Tab::parse(&cli.tab) else {

@@ -638,3 +638,40 @@ fn very_long_and_unicode_names_are_cut_to_fit() {
     assert!(kernels.contains("注 意 力 _…"), "{kernels}");
     assert!(!kernels.contains('\t') && !kernels.contains('\0'));
 }
+
+/// `w` writes the screen as SVG and text beside the others saved, never over
+/// them, and the status line says where.
+#[test]
+fn w_writes_the_screen_and_says_where() {
+    use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    let dir = tempfile::tempdir().unwrap();
+    let mut a = app(sample(), (100, 30));
+    a.save_dir = dir.path().to_owned();
+    a.update(Action::SelectTab(Tab("Timeline")));
+    let w = KeyEvent::new(KeyCode::Char('w'), KeyModifiers::NONE);
+    for n in 1..=2 {
+        let action = keymap::key_action(&w, a.tab, a.mode()).expect("w is bound");
+        a.update(action);
+        let txt = dir.path().join(format!("ccl-bench-timeline-{n}.txt"));
+        let svg = dir.path().join(format!("ccl-bench-timeline-{n}.svg"));
+        let text = std::fs::read_to_string(&txt).unwrap();
+        assert!(text.starts_with(" ccl-bench  1 Summary"), "{text}");
+        assert!(text.contains("rank 0"), "{text}");
+        assert!(std::fs::read_to_string(&svg).unwrap().starts_with("<svg"));
+        let screen = text_of(&draw(&a));
+        assert!(
+            screen.contains(&format!("screen written to {}", dir.path().display())),
+            "{screen}"
+        );
+    }
+    // The next key clears the notice.
+    a.update(Action::ZoomIn);
+    assert!(!text_of(&draw(&a)).contains("screen written"));
+    // The help screen lists the key.
+    a.update(Action::ToggleHelp);
+    assert!(text_of(&draw(&a)).contains("write the screen"));
+}
+
+fn text_of(t: &TestBackend) -> String {
+    text(t.buffer())
+}
