@@ -36,6 +36,10 @@ pub enum Action {
     PrevStep,
     /// Ask for a step number to jump to.
     GoToStep,
+    /// Open the search prompt (find ops by name on every lane).
+    Search,
+    NextHit,
+    PrevHit,
     ToggleStreams,
     /// Raw per-file clocks vs clocks aligned on shared collectives.
     ToggleAlign,

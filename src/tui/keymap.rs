@@ -256,6 +256,28 @@ pub static BINDINGS: &[Binding] = &[
     ),
     bind!(
         TIMELINE,
+        [Char('/')],
+        "/",
+        Action::Search,
+        "find ops by name on every lane (substring or regex)",
+        "find"
+    ),
+    bind!(
+        TIMELINE,
+        [Char('}')],
+        "}",
+        Action::NextHit,
+        "next search hit"
+    ),
+    bind!(
+        TIMELINE,
+        [Char('{')],
+        "{",
+        Action::PrevHit,
+        "previous search hit"
+    ),
+    bind!(
+        TIMELINE,
         [Char('t')],
         "t",
         Action::ToggleStreams,

@@ -675,3 +675,50 @@ fn w_writes_the_screen_and_says_where() {
 fn text_of(t: &TestBackend) -> String {
     text(t.buffer())
 }
+
+/// `/` finds ops by name on every lane; `}` and `{` walk the hits in time
+/// order, selecting the hit's lane and putting the cursor on it.
+#[test]
+fn search_finds_ops_on_every_rank_and_walks_them() {
+    let mut a = app(two_ranks(), (120, 30));
+    a.update(Action::SelectTab(Tab("Timeline")));
+    let find = |a: &mut App, text: &str| {
+        a.update(Action::Search);
+        assert!(a.mode() == keymap::Mode::Typing);
+        for c in text.chars() {
+            a.update(Action::Input(c));
+        }
+        a.update(Action::Submit);
+    };
+    find(&mut a, "ALLREDUCE");
+    let s = a.state::<TimelineState>().unwrap();
+    let hits = s.hits.as_ref().unwrap();
+    // Rank 0's all-reduce starts at 30 µs, rank 1's at 100 µs.
+    assert_eq!(hits.list.len(), 2);
+    assert_eq!(hits.per_rank, [(0, 1), (1, 1)]);
+    assert_eq!(s.lane, 0);
+    let start = |a: &App, r: usize| {
+        a.data.trace.ranks[r]
+            .ops
+            .iter()
+            .find(|o| a.data.trace.ranks[r].name(o.name).contains("AllReduce"))
+            .unwrap()
+            .start
+    };
+    assert_eq!(s.cursor, start(&a, 0));
+    assert!(text_of(&draw(&a)).contains("hit 1 of 2 for \"ALLREDUCE\" · r0 1, r1 1"));
+    a.update(Action::NextHit);
+    let s = a.state::<TimelineState>().unwrap();
+    assert_eq!((s.lane, s.cursor), (1, start(&a, 1)));
+    // Past the last hit comes the first again.
+    a.update(Action::NextHit);
+    assert_eq!(a.state::<TimelineState>().unwrap().lane, 0);
+    a.update(Action::PrevHit);
+    assert_eq!(a.state::<TimelineState>().unwrap().lane, 1);
+    // Not a valid regex: searched as text (the NCCL names have parentheses).
+    find(&mut a, "RING_LL(");
+    let s = a.state::<TimelineState>().unwrap();
+    assert_eq!(s.hits.as_ref().unwrap().list.len(), 3);
+    find(&mut a, "no_such_kernel");
+    assert!(text_of(&draw(&a)).contains("no op matches \"no_such_kernel\""));
+}

@@ -37,6 +37,10 @@ pub struct TimelineState {
     pub message: Option<String>,
     /// The step last jumped to (index into `Data::steps`): `n`/`p` walk from it.
     pub step: Option<usize>,
+    /// The search being typed after `/`.
+    pub query: Option<String>,
+    /// The last search's hits: `}`/`{` walk them.
+    pub hits: Option<Hits>,
     drag: Option<(u16, Interval)>,
 }
 
@@ -82,6 +86,8 @@ impl TimelineState {
             prompt: None,
             message: None,
             step: None,
+            query: None,
+            hits: None,
             drag: None,
         }
     }
@@ -95,7 +101,40 @@ impl TimelineState {
     }
 
     pub fn typing(&self) -> bool {
-        self.prompt.is_some()
+        self.prompt.is_some() || self.query.is_some()
+    }
+
+    /// Moves to hit `k`: its rank's lane (or its stream's), the cursor on its
+    /// start, the view around it at the same zoom (wider when the op is).
+    fn show_hit(&mut self, data: &Data, k: usize, width: u16) {
+        let Some(h) = &mut self.hits else { return };
+        let Some(&(ri, oi)) = h.list.get(k) else {
+            return;
+        };
+        h.at = k;
+        let said = h.say();
+        let op = &data.trace.ranks[ri as usize].ops[oi as usize];
+        let shift = match (&data.trace.offsets, self.raw) {
+            (Some(o), true) => o.get(ri as usize).map_or(0, |o| o.offset),
+            _ => 0,
+        };
+        let (start, end) = (op.start - shift, op.end() - shift);
+        let stream = self.streams.then_some(op.stream);
+        if let Some(l) = self
+            .lanes(data)
+            .iter()
+            .position(|l| l.rank_index == ri as usize && (stream.is_none() || l.stream == stream))
+        {
+            self.lane = l;
+        }
+        let len = self.view.len().max((end - start) * 5 / 4);
+        if start < self.view.start || end > self.view.end || len > self.view.len() {
+            let mid = start + (end - start) / 2;
+            self.set_view(data, mid - len / 2, len, width);
+        }
+        self.cursor = start;
+        self.step = None;
+        self.message = Some(said);
     }
 
     fn set_view(&mut self, data: &Data, start: Ns, len: Ns, width: u16) {
@@ -128,6 +167,28 @@ impl TimelineState {
         let a = areas(area);
         let width = a.lanes.width;
         let ns_per_col = (self.view.len() / Ns::from(width.max(1))).max(1);
+        if let Some(q) = &mut self.query {
+            match action {
+                Action::Input(c) => q.push(c),
+                Action::Backspace => {
+                    q.pop();
+                }
+                Action::Back => self.query = None,
+                Action::Submit => {
+                    let text = self.query.take().unwrap_or_default();
+                    match Hits::find(data, &text) {
+                        Some(h) => {
+                            let first = h.first_from(data, self.cursor);
+                            self.hits = Some(h);
+                            self.show_hit(data, first, width);
+                        }
+                        None => self.message = Some(format!("no op matches {text:?}")),
+                    }
+                }
+                _ => {}
+            }
+            return;
+        }
         if let Some(p) = &mut self.prompt {
             match action {
                 Action::Input(c) if c.is_ascii_digit() || c == '-' => p.push(c),
@@ -189,6 +250,19 @@ impl TimelineState {
                 Some(i) => self.show_step(data, i, width),
                 None => self.message = Some("no earlier step".into()),
             },
+            Action::Search => self.query = Some(String::new()),
+            Action::NextHit | Action::PrevHit => match &self.hits {
+                None => self.message = Some("no search yet: / finds ops by name".into()),
+                Some(h) => {
+                    let n = h.list.len();
+                    let k = if action == Action::NextHit {
+                        (h.at + 1) % n
+                    } else {
+                        (h.at + n - 1) % n
+                    };
+                    self.show_hit(data, k, width);
+                }
+            },
             Action::GoToStep => {
                 if data.steps.is_empty() {
                     self.message = Some(crate::model::timeline::NO_STEPS.into());
@@ -246,6 +320,90 @@ impl TimelineState {
             }
             _ => {}
         }
+    }
+}
+
+/// The ops whose name matches a search, in start order over all ranks.
+#[derive(Debug, Clone)]
+pub struct Hits {
+    pub pattern: String,
+    /// (rank index, op index).
+    pub list: Vec<(u32, u32)>,
+    /// Hits per rank, for ranks with any.
+    pub per_rank: Vec<(u32, usize)>,
+    /// The hit shown.
+    pub at: usize,
+}
+
+impl Hits {
+    /// Ops whose name contains `pattern` as a case-insensitive regex (as
+    /// plain text when it is not a valid one); `None` without a hit.
+    pub fn find(data: &Data, pattern: &str) -> Option<Self> {
+        let build = |p: &str| {
+            regex::RegexBuilder::new(p)
+                .case_insensitive(true)
+                .size_limit(1 << 20)
+                .build()
+        };
+        let re = build(pattern)
+            .or_else(|_| build(&regex::escape(pattern)))
+            .ok()?;
+        let mut list = Vec::new();
+        let mut per_rank = Vec::new();
+        for (ri, t) in data.trace.ranks.iter().enumerate() {
+            // Each distinct name is matched once, not each op.
+            let names: Vec<bool> = t.strings.iter().map(|n| re.is_match(n)).collect();
+            let before = list.len();
+            list.extend(
+                t.ops
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, o)| names[o.name.0 as usize])
+                    .map(|(oi, _)| (ri as u32, oi as u32)),
+            );
+            if list.len() > before {
+                per_rank.push((t.rank, list.len() - before));
+            }
+        }
+        if list.is_empty() {
+            return None;
+        }
+        let start = |&(ri, oi): &(u32, u32)| data.trace.ranks[ri as usize].ops[oi as usize].start;
+        list.sort_by_key(|h| (start(h), h.0));
+        Some(Self {
+            pattern: pattern.to_owned(),
+            list,
+            per_rank,
+            at: 0,
+        })
+    }
+
+    /// The first hit starting at or after `t` (the first of all past the end).
+    fn first_from(&self, data: &Data, t: Ns) -> usize {
+        let i = self
+            .list
+            .partition_point(|&(ri, oi)| data.trace.ranks[ri as usize].ops[oi as usize].start < t);
+        if i < self.list.len() {
+            i
+        } else {
+            0
+        }
+    }
+
+    /// "hit 3 of 16 for "gemm" · r0 8, r1 8 · } next  { previous".
+    pub fn say(&self) -> String {
+        let ranks: Vec<String> = self
+            .per_rank
+            .iter()
+            .map(|(r, n)| format!("r{r} {n}"))
+            .collect();
+        format!(
+            "hit {} of {} for {:?} · {} · }} next  {{ previous",
+            self.at + 1,
+            self.list.len(),
+            self.pattern,
+            ranks.join(", ")
+        )
     }
 }
 
@@ -438,7 +596,15 @@ fn render_info(
         }
     });
     lines.push(under.unwrap_or_default());
-    lines.push(if let Some(p) = &state.prompt {
+    lines.push(if let Some(q) = &state.query {
+        Line::styled(
+            format!(
+                "find: {}▏ (name, substring or regex; Enter finds, Esc cancels)",
+                crate::report::safe::text(q)
+            ),
+            theme.key(),
+        )
+    } else if let Some(p) = &state.prompt {
         Line::styled(
             format!("go to step: {p}▏ (Enter jumps, Esc cancels)"),
             theme.key(),
