@@ -38,6 +38,8 @@ pub enum Action {
     GoToStep,
     /// Open the search prompt (find ops by name on every lane).
     Search,
+    /// Show / hide the details of the op under the cursor.
+    ToggleDetails,
     NextHit,
     PrevHit,
     ToggleStreams,

@@ -11,7 +11,7 @@ use crate::load::LoadReport;
 use crate::metrics::breakdown::RankKernels;
 use crate::metrics::ranks::{verdict, Verdict};
 use crate::metrics::{eval_all, Ctx, Metric, Options, Outcome, METRICS};
-use crate::model::collectives::{arrivals, wait_intervals, Arrivals};
+use crate::model::collectives::{arrivals, wait_intervals, Arrivals, Instance};
 use crate::model::{Coverage, DeviceOp, Interval, IntervalSet, Ns, Trace};
 
 pub struct Data {
@@ -38,6 +38,10 @@ pub struct Data {
     pub span: Interval,
     /// Who arrives late at collectives, per rank and step.
     pub arrivals: Arrivals,
+    /// The collectives matched across ranks, and for each member op (rank
+    /// index, op index) its instance, for the Timeline's details.
+    pub instances: Vec<Instance>,
+    pub instance_of: std::collections::HashMap<(usize, usize), usize>,
     /// The straggler verdict every tab shows (see `metrics::ranks::verdict`).
     pub verdict: Verdict,
     /// Longest op of each rank (by rank index), to bound the search for the op
@@ -147,6 +151,12 @@ impl Data {
         let matched = ctx.instances();
         let arrivals = arrivals(&trace, matched);
         let waits = wait_intervals(&trace, matched);
+        let instances = matched.to_vec();
+        let instance_of = instances
+            .iter()
+            .enumerate()
+            .flat_map(|(k, i)| i.members.iter().map(move |&m| (m, k)))
+            .collect();
         // The metrics' per-rank unions are not needed past here.
         drop(ctx);
         // Lanes of each rank, built in parallel: unions of up to millions of ops.
@@ -241,13 +251,16 @@ impl Data {
             steps,
             span,
             max_dur,
+            instances,
+            instance_of,
             arrivals,
             verdict,
             trace,
         }
     }
 
-    /// The ops of rank `rank_index` running at `t` (on `stream` when given).
+    /// The ops of rank `rank_index` running at `t` (on `stream` when given),
+    /// the latest to start first: the one a cursor put on an op's start names.
     pub fn ops_at(&self, rank_index: usize, stream: Option<u32>, t: Ns) -> Vec<&DeviceOp> {
         let Some(r) = self.trace.ranks.get(rank_index) else {
             return Vec::new();
@@ -255,10 +268,12 @@ impl Data {
         let earliest = t - self.max_dur[rank_index];
         let end = r.ops.partition_point(|o| o.start <= t);
         let begin = r.ops[..end].partition_point(|o| o.start < earliest);
-        r.ops[begin..end]
+        let mut ops: Vec<&DeviceOp> = r.ops[begin..end]
             .iter()
             .filter(|o| o.end() > t && stream.is_none_or(|s| o.stream == s))
-            .collect()
+            .collect();
+        ops.reverse();
+        ops
     }
 }
 

@@ -271,6 +271,14 @@ pub static BINDINGS: &[Binding] = &[
     ),
     bind!(
         TIMELINE,
+        [Char('d')],
+        "d",
+        Action::ToggleDetails,
+        "details of the op under the cursor: launch, collective, wait",
+        "details"
+    ),
+    bind!(
+        TIMELINE,
         [Char('{')],
         "{",
         Action::PrevHit,

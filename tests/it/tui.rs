@@ -722,3 +722,37 @@ fn search_finds_ops_on_every_rank_and_walks_them() {
     find(&mut a, "no_such_kernel");
     assert!(text_of(&draw(&a)).contains("no op matches \"no_such_kernel\""));
 }
+
+/// `d` opens the details of the op under the cursor: at a matched
+/// collective, how long it waited and for whom.
+#[test]
+fn details_name_the_wait_and_the_last_rank() {
+    let mut a = app(two_ranks(), (120, 40));
+    a.update(Action::SelectTab(Tab("Timeline")));
+    a.update(Action::Search);
+    for c in "allreduce".chars() {
+        a.update(Action::Input(c));
+    }
+    a.update(Action::Submit);
+    a.update(Action::ToggleDetails);
+    let screen = text_of(&draw(&a));
+    // Rank 0's all-reduce: 30-60 µs, launched at 6 µs; rank 1's starts at 100 µs.
+    for want in [
+        "communication Kernel · rank 0 · device 0 · stream 20 · launched in step 1",
+        "start 30.0 µs · duration 30.0 µs · end 60.0 µs",
+        "launched by the CPU at 6.00 µs: 24.0 µs before it started",
+        "collective all_reduce · 4.19 MB in · group of 2 \"0\" ranks [0, 1]",
+        "matched on 2 ranks: waited 30.0 µs for rank 1 (the last to arrive), transfer 0 ns",
+    ] {
+        assert!(screen.contains(want), "{want}\n{screen}");
+    }
+    a.update(Action::NextHit);
+    let screen = text_of(&draw(&a));
+    assert!(
+        screen.contains("matched on 2 ranks: this rank arrived last; transfer 100 µs"),
+        "{screen}"
+    );
+    // `d` again closes it.
+    a.update(Action::ToggleDetails);
+    assert!(!text_of(&draw(&a)).contains("matched on 2 ranks"));
+}

@@ -41,6 +41,8 @@ pub struct TimelineState {
     pub query: Option<String>,
     /// The last search's hits: `}`/`{` walk them.
     pub hits: Option<Hits>,
+    /// The details pane for the op under the cursor is open.
+    pub details: bool,
     drag: Option<(u16, Interval)>,
 }
 
@@ -52,8 +54,14 @@ pub struct Areas {
     pub info: Rect,
 }
 
-pub fn areas(area: Rect) -> Areas {
-    let info_h = 3.min(area.height);
+pub fn areas(area: Rect, details: bool) -> Areas {
+    // The details pane takes up to 10 rows, never more than half the tab.
+    let info_h = if details {
+        (DETAIL_ROWS + 3).min(area.height / 2).max(3)
+    } else {
+        3
+    }
+    .min(area.height);
     let ruler_h = 2.min(area.height - info_h);
     let lanes_h = area.height - info_h - ruler_h;
     let label_w = 10.min(area.width / 3);
@@ -88,6 +96,7 @@ impl TimelineState {
             step: None,
             query: None,
             hits: None,
+            details: false,
             drag: None,
         }
     }
@@ -164,7 +173,7 @@ impl TimelineState {
     }
 
     pub fn update(&mut self, action: Action, data: &Data, area: Rect) {
-        let a = areas(area);
+        let a = areas(area, self.details);
         let width = a.lanes.width;
         let ns_per_col = (self.view.len() / Ns::from(width.max(1))).max(1);
         if let Some(q) = &mut self.query {
@@ -251,6 +260,7 @@ impl TimelineState {
                 None => self.message = Some("no earlier step".into()),
             },
             Action::Search => self.query = Some(String::new()),
+            Action::ToggleDetails => self.details = !self.details,
             Action::NextHit | Action::PrevHit => match &self.hits {
                 None => self.message = Some("no search yet: / finds ops by name".into()),
                 Some(h) => {
@@ -458,7 +468,7 @@ pub fn render(state: &TimelineState, data: &Data, theme: Theme, area: Rect, buf:
     if area.width == 0 || area.height == 0 {
         return;
     }
-    let a = areas(area);
+    let a = areas(area, state.details);
     let view = state.view;
     let width = a.lanes.width;
     render_ruler(view, data.span.start, a.ruler, theme, buf);
@@ -504,6 +514,114 @@ pub fn render(state: &TimelineState, data: &Data, theme: Theme, area: Rect, buf:
         }
     }
     render_info(state, data, theme, a.info, width, buf);
+}
+
+/// Rows of the details pane.
+const DETAIL_ROWS: u16 = 7;
+
+/// The op under the cursor on `lane` in full: name, kind and place, times,
+/// launch, collective, and at a collective matched across ranks its wait
+/// and whom it waited for.
+fn details(data: &Data, lane: &Lane, at: Ns, shift: Ns, width: u16) -> Vec<Line<'static>> {
+    let ri = lane.rank_index;
+    let t = &data.trace.ranks[ri];
+    let ops = data.ops_at(ri, lane.stream, at);
+    let Some(op) = ops.first() else {
+        return vec![Line::raw("details: no op under the cursor on this lane")];
+    };
+    let oi = t.ops.iter().position(|o| std::ptr::eq(o, *op));
+    let origin = data.span.start;
+    let w = usize::from(width) + 10;
+    let mut out = Vec::new();
+    let name = crate::report::safe::text(t.name(op.name));
+    for chunk in name.chars().collect::<Vec<_>>().chunks(w.max(1)).take(2) {
+        out.push(Line::raw(chunk.iter().collect::<String>()));
+    }
+    let step = op
+        .step
+        .get()
+        .and_then(|i| t.steps.get(i as usize))
+        .map_or(String::new(), |s| {
+            format!(" · launched in step {}", s.number)
+        });
+    out.push(Line::raw(format!(
+        "{} {:?} · rank {} · device {} · stream {}{step}",
+        op.class.name(),
+        op.activity,
+        t.rank,
+        op.device,
+        op.stream
+    )));
+    out.push(Line::raw(format!(
+        "start {} · duration {} · end {} (since the first op of the trace)",
+        human(op.start - shift - origin),
+        human(op.dur),
+        human(op.end() - shift - origin)
+    )));
+    if op.launch != op.start {
+        out.push(Line::raw(format!(
+            "launched by the CPU at {}: {} before it started",
+            human(op.launch - shift - origin),
+            human(op.start - op.launch)
+        )));
+    }
+    if let Some(m) = t.coll_meta(op) {
+        let mut s = format!("collective {}", m.kind.name());
+        if let Some(b) = m.in_bytes() {
+            s += &format!(" · {} in", crate::report::human::bytes(b));
+        }
+        if let Some(g) = m.group_size {
+            s += &format!(" · group of {g}");
+        }
+        if let Some(pg) = m.pg_name {
+            s += &format!(" \"{}\"", crate::report::safe::text(t.name(pg)));
+        }
+        if let Some(r) = m.pg_ranks {
+            s += &format!(" ranks {}", crate::report::safe::text(t.name(r)));
+        }
+        out.push(Line::raw(s));
+    } else if let Some(kind) = op.coll {
+        out.push(Line::raw(format!(
+            "collective {} (no size recorded)",
+            kind.name()
+        )));
+    }
+    let inst = oi.and_then(|oi| data.instance_of.get(&(ri, oi)).copied());
+    if let Some(k) = inst {
+        let i = &data.instances[k];
+        let ranks = &data.trace.ranks;
+        let last = i
+            .members
+            .iter()
+            .map(|&(r, o)| (ranks[r].ops[o].start, r))
+            .max_by_key(|&(s, r)| (s, std::cmp::Reverse(r)));
+        if let Some((last, lr)) = last {
+            let s = if lr == ri {
+                format!(
+                    "matched on {} ranks: this rank arrived last; transfer {}",
+                    i.members.len(),
+                    human(op.dur)
+                )
+            } else {
+                let wait = (last - op.start).clamp(0, op.dur);
+                format!(
+                    "matched on {} ranks: waited {} for rank {} (the last to arrive), transfer {}",
+                    i.members.len(),
+                    human(wait),
+                    ranks[lr].rank,
+                    human(op.dur - wait)
+                )
+            };
+            out.push(Line::raw(s));
+        }
+    }
+    if ops.len() > 1 {
+        out.push(Line::raw(format!(
+            "{} more op(s) at the cursor on other streams (t: one lane per stream)",
+            ops.len() - 1
+        )));
+    }
+    out
 }
 
 fn render_info(
@@ -596,6 +714,16 @@ fn render_info(
         }
     });
     lines.push(under.unwrap_or_default());
+    if state.details {
+        let d = lanes.get(state.lane).map_or_else(Vec::new, |lane| {
+            let shift = clock_shift(state, data, lane.rank_index);
+            details(data, lane, state.cursor + shift, shift, width)
+        });
+        let shown = usize::from(r.height.saturating_sub(3));
+        let mut d: Vec<Line> = d.into_iter().take(shown).collect();
+        d.resize(shown, Line::default());
+        lines.extend(d);
+    }
     lines.push(if let Some(q) = &state.query {
         Line::styled(
             format!(
