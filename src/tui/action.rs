@@ -40,6 +40,10 @@ pub enum Action {
     Search,
     /// Show / hide the details of the op under the cursor.
     ToggleDetails,
+    /// Show the selected row on the Timeline.
+    Open,
+    /// Back to where the last `Open` came from.
+    GoBack,
     NextHit,
     PrevHit,
     ToggleStreams,

@@ -13,7 +13,8 @@ use super::data::Data;
 use super::keymap::{status_hints, Mode};
 use super::pair::Pair;
 use super::registry::TABS;
-use super::tabs::{Tab, TabCtx, TabView};
+use super::tabs::timeline::TimelineState;
+use super::tabs::{Jump, Tab, TabCtx, TabView};
 use super::theme::Theme;
 use super::widgets::help::{self, Help};
 
@@ -34,6 +35,9 @@ pub struct App {
     /// What the last key did that the status line says instead of the hints
     /// (where the screen was written).
     pub notice: Option<String>,
+    /// Where Backspace returns to: the tab left by Enter and the Timeline's
+    /// state before it moved.
+    back: Vec<(Tab, Option<TimelineState>)>,
     /// Each registered tab's state, indexed like `TABS`.
     views: Vec<Box<dyn TabView>>,
 }
@@ -79,6 +83,7 @@ impl App {
             quit: false,
             size,
             save_dir: std::path::PathBuf::from("."),
+            back: Vec::new(),
             notice: None,
         }
     }
@@ -97,6 +102,41 @@ impl App {
         self.views
             .iter()
             .find_map(|v| (v.as_ref() as &dyn std::any::Any).downcast_ref::<T>())
+    }
+
+    fn state_mut<T: TabView>(&mut self) -> Option<&mut T> {
+        self.views
+            .iter_mut()
+            .find_map(|v| (v.as_mut() as &mut dyn std::any::Any).downcast_mut::<T>())
+    }
+
+    /// Shows `j` on the Timeline, remembering where it came from.
+    fn open(&mut self, j: &Jump) {
+        let before = self.state::<TimelineState>().cloned();
+        self.back.push((self.tab, before));
+        self.tab = Tab("Timeline");
+        let data = Arc::clone(&self.data);
+        let area = self.body();
+        if let Some(t) = self.state_mut::<TimelineState>() {
+            t.show(&data, j, area);
+        }
+    }
+
+    /// Back to the tab and Timeline view the last `open` left.
+    fn go_back(&mut self) {
+        match self.back.pop() {
+            Some((tab, timeline)) => {
+                if let (Some(old), Some(t)) = (timeline, self.state_mut::<TimelineState>()) {
+                    *t = old;
+                }
+                self.tab = tab;
+            }
+            None => {
+                self.notice = Some(
+                    "nothing to go back to (Enter on a Kernels or Stragglers row jumps)".into(),
+                )
+            }
+        }
     }
 
     pub fn tabs(&self) -> Vec<Tab> {
@@ -187,6 +227,7 @@ impl App {
                     return;
                 }
                 Action::SwitchRun => return self.switch_run(),
+                Action::GoBack => return self.go_back(),
                 Action::Click { col, row: 0 } => {
                     if let Some(t) = tab_at(col, &self.tabs()) {
                         self.tab = t;
@@ -202,6 +243,9 @@ impl App {
             area: self.body(),
         };
         self.views[self.tab.index()].update(action, &view);
+        if let Some(j) = self.views[self.tab.index()].take_jump() {
+            self.open(&j);
+        }
     }
 
     /// The status line after `? help  q quit`: the tab's state, then its keys.

@@ -91,6 +91,29 @@ pub static BINDINGS: &[Binding] = &[
     bind!(Global, [Char('q')], "q", Action::Quit, "quit"),
     bind!(
         Global,
+        [Backspace],
+        "Backspace",
+        Action::GoBack,
+        "back to where Enter came from"
+    ),
+    bind!(
+        KERNELS,
+        [Enter],
+        "Enter",
+        Action::Open,
+        "the kernel's (or class's) longest op on the Timeline",
+        "timeline"
+    ),
+    bind!(
+        STRAGGLERS,
+        [Enter],
+        "Enter",
+        Action::Open,
+        "the rank's step where the others waited longest for it, on the Timeline",
+        "timeline"
+    ),
+    bind!(
+        Global,
         [Char('w')],
         "w",
         Action::SaveView,
@@ -452,7 +475,10 @@ mod tests {
                 assert!(Tab::all().any(|r| r == t), "{t:?} is not in TABS");
             }
         }
-        assert_eq!(status_hints(Tab("Stragglers")), "s → sort  S ← reverse");
+        assert_eq!(
+            status_hints(Tab("Stragglers")),
+            "Enter timeline  s → sort  S ← reverse"
+        );
         assert!(status_hints(Tab("Timeline")).starts_with("+ zoom  - out"));
         // Number keys follow the registry; past its end they do nothing.
         let digit = |c| key_action(&key(Char(c)), Tab("Summary"), Mode::Normal);

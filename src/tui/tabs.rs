@@ -39,6 +39,21 @@ pub trait TabView: Send + std::any::Any {
     fn typing(&self) -> bool {
         false
     }
+    /// A place on the Timeline the last action asked to show (Enter on a row).
+    fn take_jump(&mut self) -> Option<Jump> {
+        None
+    }
+}
+
+/// A place to show on the Timeline: a rank's lane (its stream's when given),
+/// a time range and the cursor in it, and why, for the status line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Jump {
+    pub rank_index: usize,
+    pub stream: Option<u32>,
+    pub span: crate::model::Interval,
+    pub cursor: crate::model::Ns,
+    pub why: String,
 }
 
 /// When a tab is in the tab bar.

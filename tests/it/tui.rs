@@ -756,3 +756,52 @@ fn details_name_the_wait_and_the_last_rank() {
     a.update(Action::ToggleDetails);
     assert!(!text_of(&draw(&a)).contains("matched on 2 ranks"));
 }
+
+/// Enter on a Kernels row shows that kernel's longest op on the Timeline;
+/// on a Stragglers row, the rank's worst step; Backspace goes back.
+#[test]
+fn enter_drills_down_to_the_timeline_and_backspace_returns() {
+    use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    let key = |a: &App, code| {
+        keymap::key_action(&KeyEvent::new(code, KeyModifiers::NONE), a.tab, a.mode())
+            .expect("bound")
+    };
+    let mut a = app(two_ranks(), (120, 30));
+    a.update(Action::SelectTab(Tab("Kernels")));
+    // Rows by total time: the gemm (35 µs on rank 0, 100 µs on rank 1) first.
+    let ks = a.state::<KernelsState>().unwrap();
+    assert!(ks.shown.first().is_some());
+    let before = a.state::<TimelineState>().unwrap().view;
+    a.update(key(&a, KeyCode::Enter));
+    assert_eq!(a.tab, Tab("Timeline"));
+    let t = a.state::<TimelineState>().unwrap();
+    let gemm = a.data.trace.ranks[1]
+        .ops
+        .iter()
+        .find(|o| o.dur == 100_000 && o.is_compute())
+        .unwrap();
+    assert_eq!((t.lane, t.cursor), (1, gemm.start));
+    assert!(t.view.start <= gemm.start && gemm.end() <= t.view.end);
+    assert!(
+        t.message
+            .as_deref()
+            .unwrap()
+            .starts_with("longest sm90_xmma_gemm_bf16: 100 µs on rank 1"),
+        "{:?}",
+        t.message
+    );
+    a.update(key(&a, KeyCode::Backspace));
+    assert_eq!(a.tab, Tab("Kernels"));
+    assert_eq!(a.state::<TimelineState>().unwrap().view, before);
+    // Stragglers: the selected rank's step.
+    a.update(Action::SelectTab(Tab("Stragglers")));
+    a.update(key(&a, KeyCode::Enter));
+    assert_eq!(a.tab, Tab("Timeline"));
+    let msg = a.state::<TimelineState>().unwrap().message.clone().unwrap();
+    assert!(msg.starts_with("rank "), "{msg}");
+    a.update(key(&a, KeyCode::Backspace));
+    assert_eq!(a.tab, Tab("Stragglers"));
+    // Nothing left to go back to: said, not a crash.
+    a.update(key(&a, KeyCode::Backspace));
+    assert!(text_of(&draw(&a)).contains("nothing to go back to"));
+}

@@ -14,7 +14,7 @@ use crate::model::time::human;
 use crate::model::Activity;
 use crate::tui::action::Action;
 use crate::tui::data::Data;
-use crate::tui::tabs::{Needs, TabCtx, TabSpec, TabView};
+use crate::tui::tabs::{Jump, Needs, TabCtx, TabSpec, TabView};
 use crate::tui::theme::{Shade, Theme};
 use crate::tui::widgets::bar;
 use crate::tui::widgets::table::{self, col, moved, Column, Hit, Row, Table};
@@ -45,6 +45,8 @@ pub struct KernelsState {
     rows: Vec<KernelRow>,
     /// Indices into `rows` that pass the filter, in sort order.
     pub shown: Vec<usize>,
+    /// Where Enter asked the Timeline to go.
+    jump: Option<Jump>,
 }
 
 impl KernelsState {
@@ -57,6 +59,7 @@ impl KernelsState {
             sort: (3, true),
             selected: 0,
             rows: Vec::new(),
+            jump: None,
             shown: Vec::new(),
         };
         s.recompute(data);
@@ -76,6 +79,44 @@ impl KernelsState {
             .filter(|(t, _)| self.rank.is_none_or(|r| t.rank == r));
         self.rows = merged_table(scope, self.grouping);
         self.refilter();
+    }
+
+    /// The selected row's longest op (of the rank shown, or of any rank).
+    fn longest(&self, data: &Data) -> Option<Jump> {
+        let row = &self.rows[*self.shown.get(self.selected)?];
+        let best = data
+            .trace
+            .ranks
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| self.rank.is_none_or(|r| r == t.rank))
+            .flat_map(|(ri, t)| {
+                t.ops
+                    .iter()
+                    .filter(move |o| match self.grouping {
+                        Grouping::Kernel => {
+                            o.activity == row.activity && t.name(o.name) == row.name
+                        }
+                        Grouping::Class => o.class == row.class,
+                    })
+                    .map(move |o| (ri, o))
+            })
+            // The first of equals: the earliest on the lowest rank.
+            .max_by_key(|(ri, o)| (o.dur, std::cmp::Reverse((o.start, *ri))))?;
+        let (ri, op) = best;
+        let pad = (op.dur / 4).max(1);
+        Some(Jump {
+            rank_index: ri,
+            stream: Some(op.stream),
+            span: crate::model::Interval::new(op.start - pad, op.end() + pad),
+            cursor: op.start,
+            why: format!(
+                "longest {}: {} on rank {} (Backspace: back)",
+                crate::model::classify::bare_name(&row.name),
+                crate::model::time::human(op.dur),
+                data.trace.ranks[ri].rank
+            ),
+        })
     }
 
     fn refilter(&mut self) {
@@ -123,6 +164,7 @@ impl KernelsState {
             return;
         }
         match action {
+            Action::Open => self.jump = self.longest(data),
             Action::Filter => self.typing = true,
             Action::Back if !self.filter.is_empty() => {
                 self.filter.clear();
@@ -313,5 +355,9 @@ impl TabView for KernelsState {
 
     fn typing(&self) -> bool {
         self.typing
+    }
+
+    fn take_jump(&mut self) -> Option<Jump> {
+        self.jump.take()
     }
 }

@@ -14,7 +14,7 @@ use crate::metrics::ranks::Verdict;
 use crate::model::time::human;
 use crate::tui::action::Action;
 use crate::tui::data::Data;
-use crate::tui::tabs::{Needs, TabCtx, TabSpec, TabView};
+use crate::tui::tabs::{Jump, Needs, TabCtx, TabSpec, TabView};
 use crate::tui::theme::Theme;
 use crate::tui::widgets::bar;
 use crate::tui::widgets::table::{self, col, Column, Hit, Row, Table};
@@ -41,6 +41,8 @@ pub struct StragglersState {
     pub selected: usize,
     /// Indices into `Data::ranks` in sort order.
     pub order: Vec<usize>,
+    /// Where Enter asked the Timeline to go.
+    jump: Option<Jump>,
 }
 
 impl StragglersState {
@@ -49,6 +51,7 @@ impl StragglersState {
             sort: (0, false),
             selected: 0,
             order: (0..data.ranks.len()).collect(),
+            jump: None,
         };
         s.resort(data);
         s
@@ -78,6 +81,13 @@ impl StragglersState {
                 self.sort = (c, c > 0);
             }
             Action::ReverseSort => self.sort.1 = !self.sort.1,
+            Action::Open => {
+                self.jump = self
+                    .order
+                    .get(self.selected)
+                    .and_then(|&ri| step_of(data, ri));
+                return;
+            }
             Action::Click { col, row } => {
                 let rows = self.order.len();
                 let t = table_area(area, rows);
@@ -98,6 +108,54 @@ impl StragglersState {
         }
         self.resort(data);
     }
+}
+
+/// Rank `ri`'s step where the others waited longest for it; without any
+/// wait, its first step; without steps, its whole trace.
+fn step_of(data: &Data, ri: usize) -> Option<Jump> {
+    let rank = data.trace.ranks.get(ri)?.rank;
+    let late = data.arrivals.late.get(ri);
+    let worst = late.and_then(|l| {
+        l.iter()
+            .enumerate()
+            .filter_map(|(k, w)| Some((k, (*w)?)))
+            .filter(|&(_, w)| w > 0)
+            .max_by_key(|&(k, w)| (w, std::cmp::Reverse(k)))
+    });
+    let (span, why) = match worst {
+        Some((k, w)) => {
+            let (number, occurrence) = data.arrivals.steps[k];
+            let s = data
+                .steps
+                .iter()
+                .find(|s| s.number == number && s.occurrence == occurrence)?;
+            (
+                s.span,
+                format!(
+                    "rank {rank}, {}: the others waited {} for it here (Backspace: back)",
+                    s.label(),
+                    crate::model::time::human(w)
+                ),
+            )
+        }
+        None => match data.steps.first() {
+            Some(s) => (
+                s.span,
+                format!(
+                    "rank {rank}, {}: it kept no one waiting (Backspace: back)",
+                    s.label()
+                ),
+            ),
+            None => (data.span, format!("rank {rank} (Backspace: back)")),
+        },
+    };
+    Some(Jump {
+        rank_index: ri,
+        stream: None,
+        span,
+        cursor: span.start,
+        why,
+    })
 }
 
 fn compare(a: &RankRow, b: &RankRow, column: usize) -> Ordering {
@@ -325,5 +383,9 @@ impl TabView for StragglersState {
 
     fn render(&self, view: &TabCtx, theme: Theme, buf: &mut Buffer) {
         render(self, view.data, theme, view.area, buf);
+    }
+
+    fn take_jump(&mut self) -> Option<Jump> {
+        self.jump.take()
     }
 }

@@ -14,7 +14,7 @@ use crate::model::time::{human, human_tick};
 use crate::model::{Interval, Ns};
 use crate::tui::action::Action;
 use crate::tui::data::{Data, Lane, StepSpan};
-use crate::tui::tabs::{Needs, TabCtx, TabSpec, TabView};
+use crate::tui::tabs::{Jump, Needs, TabCtx, TabSpec, TabView};
 use crate::tui::theme::{Shade, Theme};
 use crate::tui::widgets::fit;
 use crate::tui::widgets::lanes::{
@@ -161,6 +161,24 @@ impl TimelineState {
         let frac = (at - v.start) as f64 / v.len().max(1) as f64;
         let start = at - (len as f64 * frac).round() as Ns;
         self.set_view(data, start, len, width);
+    }
+
+    /// Shows `j` (Enter on another tab's row): its rank's lane (its stream's
+    /// with one lane per stream), its range and cursor.
+    pub fn show(&mut self, data: &Data, j: &Jump, area: Rect) {
+        let width = areas(area, self.details).lanes.width;
+        let stream = self.streams.then_some(j.stream).flatten();
+        if let Some(l) = self
+            .lanes(data)
+            .iter()
+            .position(|l| l.rank_index == j.rank_index && (stream.is_none() || l.stream == stream))
+        {
+            self.lane = l;
+        }
+        self.set_view(data, j.span.start, j.span.len(), width);
+        self.cursor = j.cursor;
+        self.step = None;
+        self.message = Some(j.why.clone());
     }
 
     fn show_step(&mut self, data: &Data, i: usize, width: u16) {
