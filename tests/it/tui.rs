@@ -770,7 +770,7 @@ fn enter_drills_down_to_the_timeline_and_backspace_returns() {
     a.update(Action::SelectTab(Tab("Kernels")));
     // Rows by total time: the gemm (35 µs on rank 0, 100 µs on rank 1) first.
     let ks = a.state::<KernelsState>().unwrap();
-    assert!(ks.shown.first().is_some());
+    assert!(!ks.shown.is_empty());
     let before = a.state::<TimelineState>().unwrap().view;
     a.update(key(&a, KeyCode::Enter));
     assert_eq!(a.tab, Tab("Timeline"));
