@@ -40,6 +40,8 @@ pub enum Action {
     Search,
     /// Show / hide the details of the op under the cursor.
     ToggleDetails,
+    /// Mark one end of a time range at the cursor (the second mark closes it).
+    Mark,
     /// Show the selected row on the Timeline.
     Open,
     /// Back to where the last `Open` came from.

@@ -294,6 +294,14 @@ pub static BINDINGS: &[Binding] = &[
     ),
     bind!(
         TIMELINE,
+        [Char('m')],
+        "m",
+        Action::Mark,
+        "mark a range at the cursor, then its other end: totals per rank and top kernels (Esc clears)",
+        "range"
+    ),
+    bind!(
+        TIMELINE,
         [Char('d')],
         "d",
         Action::ToggleDetails,

@@ -805,3 +805,49 @@ fn enter_drills_down_to_the_timeline_and_backspace_returns() {
     a.update(key(&a, KeyCode::Backspace));
     assert!(text_of(&draw(&a)).contains("nothing to go back to"));
 }
+
+/// `m` at two cursor positions marks a range; every rank's totals in it and
+/// the top kernels, computed by hand for the two-rank example's [0, 100 µs).
+#[test]
+fn a_marked_range_has_totals_per_rank() {
+    use ccl_bench::tui::tabs::timeline::RangeTotals;
+    let data = two_ranks();
+    let t = RangeTotals::of(&data, ccl_bench::model::Interval::new(0, 100_000));
+    // Rank 0: gemm 10-45, all-reduce 30-60 (waiting all along: rank 1 starts
+    // its own at 100), copy 60-70. Rank 1: gemm 0-100.
+    assert_eq!(
+        t.ranks,
+        [
+            (0, [20_000, 15_000, 15_000, 15_000, 10_000, 40_000]),
+            (1, [100_000, 0, 0, 0, 0, 0])
+        ]
+    );
+    assert_eq!(
+        t.top,
+        [
+            ("sm90_xmma_gemm_bf16".to_owned(), 135_000),
+            ("ncclDevKernel_AllReduce_Sum_f32_RING_LL".to_owned(), 30_000)
+        ]
+    );
+    // Through the keys: mark, move, mark; Esc clears.
+    let mut a = app(data, (120, 40));
+    a.update(Action::SelectTab(Tab("Timeline")));
+    a.update(Action::Mark);
+    assert!(text_of(&draw(&a)).contains("m marks its other end"));
+    for _ in 0..5 {
+        a.update(Action::CursorRight);
+    }
+    a.update(Action::Mark);
+    let screen = text_of(&draw(&a));
+    assert!(screen.contains("exp. comm"), "{screen}");
+    assert!(a
+        .state::<TimelineState>()
+        .unwrap()
+        .range
+        .as_ref()
+        .unwrap()
+        .totals
+        .is_some());
+    a.update(Action::Back);
+    assert!(a.state::<TimelineState>().unwrap().range.is_none());
+}

@@ -43,6 +43,8 @@ pub struct TimelineState {
     pub hits: Option<Hits>,
     /// The details pane for the op under the cursor is open.
     pub details: bool,
+    /// A range being marked (its first end) or marked, with its totals.
+    pub range: Option<Range>,
     drag: Option<(u16, Interval)>,
 }
 
@@ -54,10 +56,11 @@ pub struct Areas {
     pub info: Rect,
 }
 
-pub fn areas(area: Rect, details: bool) -> Areas {
-    // The details pane takes up to 10 rows, never more than half the tab.
-    let info_h = if details {
-        (DETAIL_ROWS + 3).min(area.height / 2).max(3)
+/// `pane`: rows for the details or range pane below the info lines; it
+/// never takes more than half the tab.
+pub fn areas(area: Rect, pane: u16) -> Areas {
+    let info_h = if pane > 0 {
+        (pane + 3).min(area.height / 2).max(3)
     } else {
         3
     }
@@ -97,6 +100,7 @@ impl TimelineState {
             query: None,
             hits: None,
             details: false,
+            range: None,
             drag: None,
         }
     }
@@ -106,6 +110,18 @@ impl TimelineState {
             &data.stream_lanes
         } else {
             &data.lanes
+        }
+    }
+
+    /// Rows the details or range pane wants.
+    fn pane_rows(&self, data: &Data) -> u16 {
+        match &self.range {
+            Some(Range {
+                totals: Some(_), ..
+            }) => 2 + data.lanes.len().min(64) as u16,
+            Some(_) => 1,
+            None if self.details => DETAIL_ROWS,
+            None => 0,
         }
     }
 
@@ -166,7 +182,7 @@ impl TimelineState {
     /// Shows `j` (Enter on another tab's row): its rank's lane (its stream's
     /// with one lane per stream), its range and cursor.
     pub fn show(&mut self, data: &Data, j: &Jump, area: Rect) {
-        let width = areas(area, self.details).lanes.width;
+        let width = areas(area, self.pane_rows(data)).lanes.width;
         let stream = self.streams.then_some(j.stream).flatten();
         if let Some(l) = self
             .lanes(data)
@@ -191,7 +207,7 @@ impl TimelineState {
     }
 
     pub fn update(&mut self, action: Action, data: &Data, area: Rect) {
-        let a = areas(area, self.details);
+        let a = areas(area, self.pane_rows(data));
         let width = a.lanes.width;
         let ns_per_col = (self.view.len() / Ns::from(width.max(1))).max(1);
         if let Some(q) = &mut self.query {
@@ -242,6 +258,23 @@ impl TimelineState {
         match action {
             Action::ZoomIn => self.zoom(data, 0.5, self.cursor, width),
             Action::ZoomOut => self.zoom(data, 2.0, self.cursor, width),
+            // Esc clears a range first, then undoes the zoom; it never quits.
+            Action::Back if self.range.is_some() => self.range = None,
+            Action::Mark => {
+                self.range = Some(match self.range.take() {
+                    Some(Range { from, totals: None }) => {
+                        let span = Interval::new(from.min(self.cursor), from.max(self.cursor) + 1);
+                        Range {
+                            from,
+                            totals: Some(RangeTotals::of(data, span)),
+                        }
+                    }
+                    _ => Range {
+                        from: self.cursor,
+                        totals: None,
+                    },
+                });
+            }
             // Esc undoes the zoom (one level of "cancel"); it never quits.
             Action::ResetZoom | Action::Back => {
                 self.view = data.span;
@@ -486,7 +519,7 @@ pub fn render(state: &TimelineState, data: &Data, theme: Theme, area: Rect, buf:
     if area.width == 0 || area.height == 0 {
         return;
     }
-    let a = areas(area, state.details);
+    let a = areas(area, state.pane_rows(data));
     let view = state.view;
     let width = a.lanes.width;
     render_ruler(view, data.span.start, a.ruler, theme, buf);
@@ -496,6 +529,20 @@ pub fn render(state: &TimelineState, data: &Data, theme: Theme, area: Rect, buf:
         .map(|s| (s.span.start, s.label()))
         .collect();
     render_step_marks(view, &steps, a.ruler, theme, buf);
+    // A marked range: a bar over its columns on the ruler's label row.
+    if let Some(Range {
+        totals: Some(t), ..
+    }) = &state.range
+    {
+        for c in 0..a.ruler.width {
+            let (lo, hi) = (col_time(view, width, c), col_time(view, width, c + 1));
+            if hi > t.span.start && lo < t.span.end {
+                if let Some(cell) = buf.cell_mut((a.ruler.x + c, a.ruler.y)) {
+                    cell.set_symbol("▔").set_style(theme.key());
+                }
+            }
+        }
+    }
     let lanes = state.lanes(data);
     let h = lane_height(a.lanes.height, lanes.len());
     let first = lane_offset(state.lane, a.lanes.height / h);
@@ -532,6 +579,117 @@ pub fn render(state: &TimelineState, data: &Data, theme: Theme, area: Rect, buf:
         }
     }
     render_info(state, data, theme, a.info, width, buf);
+}
+
+/// A time range marked with `m`: its first end, and once closed its totals.
+#[derive(Debug, Clone)]
+pub struct Range {
+    pub from: Ns,
+    pub totals: Option<RangeTotals>,
+}
+
+/// What every rank did in a marked range, and the kernels with the most
+/// device time in it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RangeTotals {
+    pub span: Interval,
+    /// Per rank: (rank, [compute only, overlap, exposed communication of which
+    /// waiting, waiting, copies, idle]).
+    pub ranks: Vec<(u32, [Ns; 6])>,
+    /// (name, device time in the range over all ranks), most first.
+    pub top: Vec<(String, Ns)>,
+}
+
+impl RangeTotals {
+    pub const TERMS: [&'static str; 6] = [
+        "compute",
+        "overlap",
+        "exp. comm",
+        "waiting",
+        "copies",
+        "idle",
+    ];
+
+    pub fn of(data: &Data, span: Interval) -> Self {
+        let slice = [(span.start, span.end)];
+        let ranks = data
+            .lanes
+            .iter()
+            .map(|l| {
+                let c = |cov: &crate::model::Coverage| cov.covered_slices(&slice)[0];
+                let (compute, comm, overlap) = (c(&l.compute), c(&l.comm), c(&l.overlap));
+                let exposed = comm - overlap;
+                let wait = c(&l.wait).min(exposed);
+                let idle = span.len() - c(&l.busy);
+                (
+                    l.rank,
+                    [
+                        compute - overlap,
+                        overlap,
+                        exposed,
+                        wait,
+                        c(&l.memory),
+                        idle,
+                    ],
+                )
+            })
+            .collect();
+        let mut by_name: std::collections::HashMap<String, Ns> = Default::default();
+        for (ri, t) in data.trace.ranks.iter().enumerate() {
+            let ops = data.ops_in(ri, None, span, usize::MAX).unwrap_or_default();
+            for o in ops.into_iter().filter(|o| o.is_kernel()) {
+                let inside = o.end().min(span.end) - o.start.max(span.start);
+                *by_name.entry(bare_name(t.name(o.name))).or_default() += inside.max(0);
+            }
+        }
+        let mut top: Vec<(String, Ns)> = by_name.into_iter().collect();
+        top.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        top.truncate(3);
+        Self { span, ranks, top }
+    }
+}
+
+/// The range pane: per rank what the device did in the range, as time and
+/// share, and the top kernels.
+fn range_lines(range: &Range, cursor: Ns, origin: Ns, theme: Theme) -> Vec<Line<'static>> {
+    let Some(t) = &range.totals else {
+        return vec![Line::styled(
+            format!(
+                "range from {} to the cursor ({}): m marks its other end, Esc cancels",
+                human(range.from - origin),
+                human(cursor - origin)
+            ),
+            theme.key(),
+        )];
+    };
+    let mut out = vec![Line::styled(
+        format!(
+            "range {} – {} ({} wide; waiting is part of exp. comm; Esc clears) · top kernels: {}",
+            human(t.span.start - origin),
+            human(t.span.end - origin),
+            human(t.span.len()),
+            t.top
+                .iter()
+                .map(|(n, d)| format!("{n} {}", human(*d)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        theme.key(),
+    )];
+    let mut head = format!("{:<6}", "rank");
+    for term in RangeTotals::TERMS {
+        head += &format!(" {term:>12}");
+    }
+    out.push(Line::styled(head, theme.header()));
+    for (rank, v) in &t.ranks {
+        let mut row = format!("{rank:<6}");
+        for x in v {
+            let share = *x as f64 / t.span.len().max(1) as f64 * 100.0;
+            row += &format!(" {:>12}", format!("{} {share:.0}%", human(*x)));
+        }
+        out.push(Line::raw(row));
+    }
+    out
 }
 
 /// Rows of the details pane.
@@ -732,7 +890,13 @@ fn render_info(
         }
     });
     lines.push(under.unwrap_or_default());
-    if state.details {
+    if let Some(range) = &state.range {
+        let shown = usize::from(r.height.saturating_sub(3));
+        let mut d = range_lines(range, state.cursor, origin, theme);
+        d.truncate(shown);
+        d.resize(shown, Line::default());
+        lines.extend(d);
+    } else if state.details {
         let d = lanes.get(state.lane).map_or_else(Vec::new, |lane| {
             let shift = clock_shift(state, data, lane.rank_index);
             details(data, lane, state.cursor + shift, shift, width)
