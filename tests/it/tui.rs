@@ -851,3 +851,31 @@ fn a_marked_range_has_totals_per_rank() {
     a.update(Action::Back);
     assert!(a.state::<TimelineState>().unwrap().range.is_none());
 }
+
+/// A click on the arrival heatmap shows that rank's step on the Timeline.
+#[test]
+fn a_heatmap_cell_drills_down_to_the_rank_and_step() {
+    let mut a = app(two_ranks(), (120, 30));
+    a.update(Action::SelectTab(Tab("Stragglers")));
+    let screen = text_of(&draw(&a));
+    let lines: Vec<&str> = screen.lines().collect();
+    let header = lines
+        .iter()
+        .position(|l| l.starts_with("step  "))
+        .expect(&screen);
+    let row = lines[header + 1..]
+        .iter()
+        .position(|l| l.starts_with("r1 "))
+        .map(|k| header + 1 + k)
+        .expect(&screen);
+    // The first step column starts after `r1    `.
+    a.update(Action::Click {
+        col: 7,
+        row: row as u16,
+    });
+    assert_eq!(a.tab, Tab("Timeline"), "{screen}");
+    let t = a.state::<TimelineState>().unwrap();
+    let msg = t.message.clone().unwrap();
+    assert!(msg.starts_with("rank 1, step "), "{msg}");
+    assert_eq!(t.lane, 1);
+}

@@ -101,7 +101,13 @@ impl StragglersState {
                         };
                     }
                     Some(Hit::Row(i)) => self.selected = i,
-                    None => {}
+                    None => {
+                        // A heatmap cell: that rank's step on the Timeline.
+                        if let Some((ri, k)) = heatmap_cell(data, area, col, row) {
+                            self.jump = step_jump(data, ri, k);
+                            return;
+                        }
+                    }
                 }
             }
             _ => return,
@@ -110,44 +116,76 @@ impl StragglersState {
     }
 }
 
+/// Rows above the heatmap's first rank row, and columns before its first
+/// step cell (`r12   `), and each cell's width: as `render_heatmap` lays it out.
+const HEAT_TOP: u16 = 4;
+const HEAT_LEFT: u16 = 6;
+const HEAT_CELL: u16 = 4;
+
+/// The (rank index, step column) of the heatmap cell at a click.
+fn heatmap_cell(data: &Data, area: Rect, col: u16, row: u16) -> Option<(usize, usize)> {
+    let t = table_area(area, data.ranks.len());
+    let rest = Rect::new(area.x, t.bottom(), area.width, area.bottom() - t.bottom());
+    if data.arrivals.collectives == 0 || row < rest.y + HEAT_TOP || row >= rest.bottom() {
+        return None;
+    }
+    let ri = usize::from(row - rest.y - HEAT_TOP);
+    let k = usize::from(col.checked_sub(rest.x + HEAT_LEFT)? / HEAT_CELL);
+    (ri < data.arrivals.late.len() && k < data.arrivals.steps.len()).then_some((ri, k))
+}
+
+/// Rank `ri` in the heatmap's step column `k`, on the Timeline.
+fn step_jump(data: &Data, ri: usize, k: usize) -> Option<Jump> {
+    let rank = data.trace.ranks.get(ri)?.rank;
+    let (number, occurrence) = *data.arrivals.steps.get(k)?;
+    let s = data
+        .steps
+        .iter()
+        .find(|s| s.number == number && s.occurrence == occurrence)?;
+    let caused = data.arrivals.late.get(ri)?.get(k).copied().flatten();
+    let why = match caused {
+        Some(w) if w > 0 => format!(
+            "rank {rank}, {}: the others waited {} for it here (Backspace: back)",
+            s.label(),
+            crate::model::time::human(w)
+        ),
+        _ => format!(
+            "rank {rank}, {}: it kept no one waiting (Backspace: back)",
+            s.label()
+        ),
+    };
+    Some(Jump {
+        rank_index: ri,
+        stream: None,
+        span: s.span,
+        cursor: s.span.start,
+        why,
+    })
+}
+
 /// Rank `ri`'s step where the others waited longest for it; without any
 /// wait, its first step; without steps, its whole trace.
 fn step_of(data: &Data, ri: usize) -> Option<Jump> {
     let rank = data.trace.ranks.get(ri)?.rank;
-    let late = data.arrivals.late.get(ri);
-    let worst = late.and_then(|l| {
+    let worst = data.arrivals.late.get(ri).and_then(|l| {
         l.iter()
             .enumerate()
             .filter_map(|(k, w)| Some((k, (*w)?)))
             .filter(|&(_, w)| w > 0)
             .max_by_key(|&(k, w)| (w, std::cmp::Reverse(k)))
     });
-    let (span, why) = match worst {
-        Some((k, w)) => {
-            let (number, occurrence) = data.arrivals.steps[k];
-            let s = data
-                .steps
-                .iter()
-                .find(|s| s.number == number && s.occurrence == occurrence)?;
-            (
-                s.span,
-                format!(
-                    "rank {rank}, {}: the others waited {} for it here (Backspace: back)",
-                    s.label(),
-                    crate::model::time::human(w)
-                ),
-            )
-        }
-        None => match data.steps.first() {
-            Some(s) => (
-                s.span,
-                format!(
-                    "rank {rank}, {}: it kept no one waiting (Backspace: back)",
-                    s.label()
-                ),
+    if let Some(j) = worst.and_then(|(k, _)| step_jump(data, ri, k)) {
+        return Some(j);
+    }
+    let (span, why) = match data.steps.first() {
+        Some(s) => (
+            s.span,
+            format!(
+                "rank {rank}, {}: it kept no one waiting (Backspace: back)",
+                s.label()
             ),
-            None => (data.span, format!("rank {rank} (Backspace: back)")),
-        },
+        ),
+        None => (data.span, format!("rank {rank} (Backspace: back)")),
     };
     Some(Jump {
         rank_index: ri,
@@ -241,7 +279,7 @@ fn render_heatmap(data: &Data, theme: Theme, area: Rect, buf: &mut Buffer) {
         )),
     }
     let cols = a.steps.len();
-    let cell = 4usize;
+    let cell = usize::from(HEAT_CELL);
     let mut head = String::from("step  ");
     for &(number, k) in &a.steps {
         let label = if k == 0 {
