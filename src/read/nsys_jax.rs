@@ -32,9 +32,17 @@ use crate::model::{Activity, DeviceOp, KernelClass, Ns};
 const TRACE: &str = "nvtx_gpu_proj_trace/trace.parquet";
 const THREADS: &str = "thread-metadata.parquet";
 
-/// The largest archive member read: a member's stated size is checked
-/// before reading, and reading stops there whatever the archive claims.
+/// The most an archive member may unpack to: 100 times the archive (at least
+/// 64 MiB), at most 4 GiB; checked against the stated size before reading
+/// and again while reading, whatever the archive claims.
 const MAX_MEMBER: u64 = 4 << 30;
+
+fn member_limit(archive_size: u64) -> u64 {
+    archive_size
+        .saturating_mul(100)
+        .max(64 << 20)
+        .min(MAX_MEMBER)
+}
 
 static THUNK: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^(?:TSL:)?Thunk:#(?:name=.*?,)?hlo_op=([A-Za-z0-9._\-]+)#$").expect("valid regex")
@@ -78,6 +86,7 @@ fn member<R: Read + Seek>(
     zip: &mut zip::ZipArchive<R>,
     suffix: &str,
     path: &Path,
+    limit: u64,
 ) -> Result<Option<Vec<u8>>> {
     let Some(name) = zip
         .file_names()
@@ -90,20 +99,24 @@ fn member<R: Read + Seek>(
     let mut f = zip
         .by_name(&name)
         .map_err(|e| bad(path, format!("{name}: {e}")))?;
-    if f.size() > MAX_MEMBER {
-        return Err(bad(
+    let too_big = |n: u64| {
+        bad(
             path,
-            format!(
-                "{name} unpacks to {} bytes, over the {MAX_MEMBER} read",
-                f.size()
-            ),
-        ));
+            format!("{name} unpacks to {n} bytes or more, over the {limit} read (100 times the archive, at least 64 MiB)"),
+        )
+    };
+    if f.size() > limit {
+        return Err(too_big(f.size()));
     }
-    let mut bytes = Vec::with_capacity(f.size() as usize);
+    // The stated size only hints the capacity: an archive can lie about it.
+    let mut bytes = Vec::with_capacity(f.size().min(64 << 20) as usize);
     (&mut f)
-        .take(MAX_MEMBER)
+        .take(limit + 1)
         .read_to_end(&mut bytes)
         .map_err(|e| bad(path, format!("{name}: {e}")))?;
+    if bytes.len() as u64 > limit {
+        return Err(too_big(bytes.len() as u64));
+    }
     Ok(Some(bytes))
 }
 
@@ -210,19 +223,26 @@ pub fn read(path: &Path, rank: Option<u32>) -> Result<Vec<(Option<u32>, RankFile
 
 /// [`read`] from any seekable reader (`path` names it in messages).
 pub fn read_from(
-    archive: impl Read + Seek,
+    mut archive: impl Read + Seek,
     path: &Path,
     rank: Option<u32>,
 ) -> Result<Vec<(Option<u32>, RankFile)>> {
+    let io = |source| Error::Io {
+        path: path.to_owned(),
+        source,
+    };
+    let size = archive.seek(std::io::SeekFrom::End(0)).map_err(io)?;
+    archive.seek(std::io::SeekFrom::Start(0)).map_err(io)?;
+    let limit = member_limit(size);
     let mut zip =
         zip::ZipArchive::new(archive).map_err(|e| bad(path, format!("not a zip archive: {e}")))?;
-    let Some(trace) = member(&mut zip, TRACE, path)? else {
+    let Some(trace) = member(&mut zip, TRACE, path, limit)? else {
         return Err(bad(
             path,
             format!("a zip archive without {TRACE}: not an nsys-jax archive (or one made without the nvtx_gpu_proj_trace recipe)"),
         ));
     };
-    let devices = match member(&mut zip, THREADS, path)? {
+    let devices = match member(&mut zip, THREADS, path, limit)? {
         Some(bytes) => launchers(bytes, path)?,
         None => HashMap::new(),
     };
@@ -507,5 +527,16 @@ mod tests {
         let f = zip_file(&zip.finish().unwrap().into_inner());
         let e = read(f.path(), None).unwrap_err().to_string();
         assert!(e.contains("not an nsys-jax archive"), "{e}");
+        // 80 MB of zeros packed into a few hundred kB: refused, not read.
+        let bytes = archive("x", &vec![0u8; 80 << 20], None);
+        assert!(bytes.len() < 1 << 20);
+        let f = zip_file(&bytes);
+        let e = read(f.path(), None).unwrap_err().to_string();
+        assert!(
+            e.contains("unpacks to 83886080 bytes or more, over the 67108864 read"),
+            "{e}"
+        );
+        assert_eq!(member_limit(1 << 30), 4 << 30);
+        assert_eq!(member_limit(1 << 20), 100 << 20);
     }
 }
