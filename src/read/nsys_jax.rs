@@ -38,10 +38,7 @@ const THREADS: &str = "thread-metadata.parquet";
 const MAX_MEMBER: u64 = 4 << 30;
 
 fn member_limit(archive_size: u64) -> u64 {
-    archive_size
-        .saturating_mul(100)
-        .max(64 << 20)
-        .min(MAX_MEMBER)
+    archive_size.saturating_mul(100).clamp(64 << 20, MAX_MEMBER)
 }
 
 static THUNK: LazyLock<Regex> = LazyLock::new(|| {
