@@ -134,21 +134,37 @@ fn int(f: &Field) -> Option<i64> {
     }
 }
 
-/// Every row of a Parquet file as (column name, cell) pairs, to `each`.
+/// Every row of a Parquet file as (column name, cell) pairs, to `each`, up
+/// to [`max_rows`] for its size; returns how many rows were left unread.
 fn rows(
     bytes: Vec<u8>,
     what: &str,
     path: &Path,
     mut each: impl FnMut(&[(&String, &Field)]),
-) -> Result<()> {
+) -> Result<u64> {
     let why = |e: parquet::errors::ParquetError| bad(path, format!("{what}: {e}"));
+    let cap = max_rows(bytes.len() as u64);
     let reader = SerializedFileReader::new(bytes::Bytes::from(bytes)).map_err(why)?;
-    for row in reader.get_row_iter(None).map_err(why)? {
+    let stated: i64 = reader.metadata().file_metadata().num_rows();
+    for (n, row) in reader.get_row_iter(None).map_err(why)?.enumerate() {
+        if n as u64 >= cap {
+            return Ok(u64::try_from(stated)
+                .unwrap_or(0)
+                .saturating_sub(cap)
+                .max(1));
+        }
         let row = row.map_err(why)?;
         let cells: Vec<(&String, &Field)> = row.get_column_iter().collect();
         each(&cells);
     }
-    Ok(())
+    Ok(0)
+}
+
+/// The most rows read from a Parquet table of `bytes`: 1 million plus 16 per
+/// byte. Run-length encoding can state a billion rows in a few bytes; a real
+/// trace row takes several.
+fn max_rows(bytes: u64) -> u64 {
+    bytes.saturating_mul(16).saturating_add(1_000_000)
 }
 
 fn get<'a>(cells: &[(&String, &'a Field)], names: &[&str]) -> Option<&'a Field> {
@@ -159,10 +175,11 @@ fn get<'a>(cells: &[(&String, &'a Field)], names: &[&str]) -> Option<&'a Field> 
 }
 
 /// The projected ranges of `trace.parquet`, in either layout.
-fn ranges(bytes: Vec<u8>, path: &Path) -> Result<(Vec<Range>, u64)> {
+/// Also returns how many rows were damaged and how many were left unread.
+fn ranges(bytes: Vec<u8>, path: &Path) -> Result<(Vec<Range>, u64, u64)> {
     let mut out = Vec::new();
     let mut skipped = 0u64;
-    rows(bytes, TRACE, path, |cells| {
+    let unread = rows(bytes, TRACE, path, |cells| {
         let num = |names: &[&str]| get(cells, names).and_then(int);
         let name = match get(cells, &["Name", "Text"]) {
             Some(Field::Str(s)) => s.clone(),
@@ -188,7 +205,7 @@ fn ranges(bytes: Vec<u8>, path: &Path) -> Result<(Vec<Range>, u64)> {
             _ => skipped += 1,
         }
     })?;
-    Ok((out, skipped))
+    Ok((out, skipped, unread))
 }
 
 /// Global device by (PID, TID) of XLA's launcher threads.
@@ -243,12 +260,19 @@ pub fn read_from(
         Some(bytes) => launchers(bytes, path)?,
         None => HashMap::new(),
     };
-    let (ranges, skipped) = ranges(trace, path)?;
+    let (ranges, skipped, unread) = ranges(trace, path)?;
     let mut out = assemble(path, rank, &ranges, &devices);
     if out.is_empty() {
         return Err(bad(
             path,
             format!("{TRACE} holds no XLA thunk or NCCL ranges ({} ranges in all): was the run profiled with NVTX on?", ranges.len()),
+        ));
+    }
+    if unread > 0 {
+        out[0].1.warnings.push(format!(
+            "{}: {TRACE}: rows past the {} read for its size left out ({unread} more stated)",
+            path.display(),
+            ranges.len() as u64 + skipped
         ));
     }
     if skipped > 0 {
@@ -535,5 +559,8 @@ mod tests {
         );
         assert_eq!(member_limit(1 << 30), 4 << 30);
         assert_eq!(member_limit(1 << 20), 100 << 20);
+        // Rows stated by run-length encoding are read up to a cap for the size.
+        assert_eq!(max_rows(0), 1_000_000);
+        assert_eq!(max_rows(1 << 20), 1_000_000 + 16 * (1 << 20));
     }
 }
