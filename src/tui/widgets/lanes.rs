@@ -371,32 +371,29 @@ mod tests {
 
     #[test]
     fn names_inside_wide_enough_ops() {
-        // 20 columns of 10 ns: a 100 ns op (10 columns) gets its name, cut to 8
-        // columns inside one column of margin; a 30 ns op (3 columns) none.
-        let mut buf = Buffer::empty(Rect::new(0, 0, 20, 1));
-        let mut ops = vec![
-            (0, 100, "all_reduce_kernel".to_owned()),
-            (120, 150, "gemm".to_owned()),
-        ];
-        draw_names(
-            &mut ops,
-            Interval::new(0, 200),
-            buf.area,
-            Theme::mono(),
-            &mut buf,
+        // 20 columns of 10 ns over [0, 200).
+        let named = |ops: &[(Ns, Ns, &str)]| {
+            let mut buf = Buffer::empty(Rect::new(0, 0, 20, 1));
+            let mut ops: Vec<(Ns, Ns, String)> =
+                ops.iter().map(|&(a, b, n)| (a, b, n.to_owned())).collect();
+            let area = buf.area;
+            draw_names(
+                &mut ops,
+                Interval::new(0, 200),
+                area,
+                Theme::mono(),
+                &mut buf,
+            );
+            row(&buf, 0)
+        };
+        // A 100 ns op (10 columns) gets its name, cut to 8 columns inside one
+        // column of margin; a 30 ns op (3 columns) none.
+        assert_eq!(
+            named(&[(0, 100, "all_reduce_kernel"), (120, 150, "gemm")]),
+            " all_red…           "
         );
-        assert_eq!(row(&buf, 0), " all_red…           ");
         // An op running past the view is named within what is visible.
-        let mut buf = Buffer::empty(Rect::new(0, 0, 20, 1));
-        let mut ops = vec![(130, 900, "long".to_owned())];
-        draw_names(
-            &mut ops,
-            Interval::new(0, 200),
-            buf.area,
-            Theme::mono(),
-            &mut buf,
-        );
-        assert_eq!(row(&buf, 0), "              long  ");
+        assert_eq!(named(&[(130, 900, "long")]), "              long  ");
     }
 
     #[test]
