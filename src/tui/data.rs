@@ -262,16 +262,10 @@ impl Data {
     /// The ops of rank `rank_index` running at `t` (on `stream` when given),
     /// the latest to start first: the one a cursor put on an op's start names.
     pub fn ops_at(&self, rank_index: usize, stream: Option<u32>, t: Ns) -> Vec<&DeviceOp> {
-        let Some(r) = self.trace.ranks.get(rank_index) else {
-            return Vec::new();
-        };
-        let earliest = t - self.max_dur[rank_index];
-        let end = r.ops.partition_point(|o| o.start <= t);
-        let begin = r.ops[..end].partition_point(|o| o.start < earliest);
-        let mut ops: Vec<&DeviceOp> = r.ops[begin..end]
-            .iter()
-            .filter(|o| o.end() > t && stream.is_none_or(|s| o.stream == s))
-            .collect();
+        let at = Interval::new(t, t.saturating_add(1));
+        let mut ops = self
+            .ops_in(rank_index, stream, at, usize::MAX)
+            .unwrap_or_default();
         ops.reverse();
         ops
     }
