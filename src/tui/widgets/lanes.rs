@@ -4,7 +4,7 @@
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
-use ratatui::style::Modifier;
+use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::Line;
 use ratatui::widgets::Widget;
 
@@ -183,8 +183,18 @@ pub fn draw_names(
         }
         // One column of the op's own shade stays on each side.
         let room = usize::from(cols - 2);
-        Line::styled(fit(name, room), theme.title())
-            .render(Rect::new(r.x + first + 1, r.y, cols - 2, 1), buf);
+        let at = Rect::new(r.x + first + 1, r.y, cols - 2, 1);
+        // With colour, the name is written on the bar's own colour, so the
+        // bar reads as one piece; without, over the lane as text.
+        let shades: Vec<Color> = (at.x..at.right())
+            .map(|x| buf.cell((x, at.y)).map_or(Color::Reset, |c| c.fg))
+            .collect();
+        Line::styled(fit(name, room), theme.title()).render(at, buf);
+        for (x, bg) in (at.x..at.right()).zip(shades) {
+            if let (Some(cell), true) = (buf.cell_mut((x, at.y)), bg != Color::Reset) {
+                cell.set_style(Style::new().fg(Color::Black).bg(bg));
+            }
+        }
     }
 }
 
