@@ -44,6 +44,19 @@ fn exits(args: &[&str], code: i32) -> (String, String) {
     (out, err)
 }
 
+/// `--metric total_kernel_time` on `path`, which must succeed: stdout and stderr.
+fn kernel_time(path: &Path) -> (String, String) {
+    exits(
+        &[
+            "--trace",
+            path.to_str().unwrap(),
+            "--metric",
+            "total_kernel_time",
+        ],
+        0,
+    )
+}
+
 /// A fresh folder holding rank 0 of the two-rank example.
 fn rank0_dir() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
@@ -85,15 +98,7 @@ fn ranks_claiming(dir: &Path, claims: &[(u64, u64)]) {
 fn a_claimed_world_of_four_billion_is_counted_not_listed() {
     let dir = tempfile::tempdir().unwrap();
     ranks_claiming(dir.path(), &[(0, 4_294_967_295), (1, 4_294_967_295)]);
-    let (_, err) = exits(
-        &[
-            "--trace",
-            dir.path().to_str().unwrap(),
-            "--metric",
-            "total_kernel_time",
-        ],
-        0,
-    );
+    let (_, err) = kernel_time(dir.path());
     // Two present of a sample: only holes below the highest rank count, none here.
     assert!(!err.contains("missing"), "{err}");
     // Half or more present would list holes up to the world size: counted.
@@ -138,15 +143,7 @@ fn files_that_only_annotate_the_run_never_stop_it() {
     )
     .unwrap();
     let before = contents(dir.path());
-    let (out, err) = exits(
-        &[
-            "--trace",
-            dir.path().to_str().unwrap(),
-            "--metric",
-            "total_kernel_time",
-        ],
-        0,
-    );
+    let (out, err) = kernel_time(dir.path());
     assert_close(out.trim().parse().unwrap(), 345e-6, &err);
     for name in ["model.pkl", "graph.json", "rank0_memory_snapshot.pickle"] {
         assert!(
@@ -178,15 +175,7 @@ fn a_large_jobs_long_header_and_device_names_still_read_as_pytorch() {
     let f = dir.path().join("rank0_trace.json");
     std::fs::write(&f, &text).unwrap();
     for path in [dir.path(), f.as_path()] {
-        let (out, err) = exits(
-            &[
-                "--trace",
-                path.to_str().unwrap(),
-                "--metric",
-                "total_kernel_time",
-            ],
-            0,
-        );
+        let (out, err) = kernel_time(path);
         assert_close(out.trim().parse().unwrap(), 145e-6, &err);
     }
     let o = bounded(&["--trace", dir.path().to_str().unwrap(), "--inputs"]);
@@ -386,15 +375,7 @@ fn many_unreadable_files_are_summarised_and_odd_folders_named() {
     for r in 1..500 {
         std::fs::write(dir.path().join(format!("rank{r}_trace.json")), "").unwrap();
     }
-    let (_, err) = exits(
-        &[
-            "--trace",
-            dir.path().to_str().unwrap(),
-            "--metric",
-            "total_kernel_time",
-        ],
-        0,
-    );
+    let (_, err) = kernel_time(dir.path());
     assert!(
         err.lines().count() < 20,
         "{} lines: {err}",
@@ -498,15 +479,7 @@ fn pickle_bombs_are_refused_before_decoding() {
         (deep, "nested over 256 deep"),
     ] {
         std::fs::write(&snap, bytes).unwrap();
-        let (_, err) = exits(
-            &[
-                "--trace",
-                dir.path().to_str().unwrap(),
-                "--metric",
-                "total_kernel_time",
-            ],
-            0,
-        );
+        let (_, err) = kernel_time(dir.path());
         assert!(
             err.contains("rank0_memory_snapshot.pickle") && err.contains(why),
             "{err}"
@@ -525,15 +498,7 @@ fn a_second_event_array_replaces_the_first_as_json_says() {
             {"ph": "X", "cat": "kernel", "name": "second", "pid": 0, "tid": 7, "ts": 0, "dur": 20}]}"#,
     )
     .unwrap();
-    let (out, err) = exits(
-        &[
-            "--trace",
-            dir.path().to_str().unwrap(),
-            "--metric",
-            "total_kernel_time",
-        ],
-        0,
-    );
+    let (out, err) = kernel_time(dir.path());
     assert_close(out.trim().parse().unwrap(), 20e-6, &err);
     assert!(
         err.contains("a second event array at line 3, column 26")
