@@ -139,19 +139,9 @@ impl TimelineState {
         h.at = k;
         let said = h.say();
         let op = &data.trace.ranks[ri as usize].ops[oi as usize];
-        let shift = match (&data.trace.offsets, self.raw) {
-            (Some(o), true) => o.get(ri as usize).map_or(0, |o| o.offset),
-            _ => 0,
-        };
+        let shift = clock_shift(self, data, ri as usize);
         let (start, end) = (op.start - shift, op.end() - shift);
-        let stream = self.streams.then_some(op.stream);
-        if let Some(l) = self
-            .lanes(data)
-            .iter()
-            .position(|l| l.rank_index == ri as usize && (stream.is_none() || l.stream == stream))
-        {
-            self.lane = l;
-        }
+        self.select_lane(data, ri as usize, Some(op.stream));
         let len = self.view.len().max((end - start) * 5 / 4);
         if start < self.view.start || end > self.view.end || len > self.view.len() {
             let mid = start + (end - start) / 2;
@@ -179,18 +169,23 @@ impl TimelineState {
         self.set_view(data, start, len, width);
     }
 
+    /// Selects rank `rank_index`'s lane, or its `stream`'s with one lane per stream.
+    fn select_lane(&mut self, data: &Data, rank_index: usize, stream: Option<u32>) {
+        let stream = stream.filter(|_| self.streams);
+        if let Some(l) = self
+            .lanes(data)
+            .iter()
+            .position(|l| l.rank_index == rank_index && (stream.is_none() || l.stream == stream))
+        {
+            self.lane = l;
+        }
+    }
+
     /// Shows `j` (Enter on another tab's row): its rank's lane (its stream's
     /// with one lane per stream), its range and cursor.
     pub fn show(&mut self, data: &Data, j: &Jump, area: Rect) {
         let width = areas(area, self.pane_rows(data)).lanes.width;
-        let stream = self.streams.then_some(j.stream).flatten();
-        if let Some(l) = self
-            .lanes(data)
-            .iter()
-            .position(|l| l.rank_index == j.rank_index && (stream.is_none() || l.stream == stream))
-        {
-            self.lane = l;
-        }
+        self.select_lane(data, j.rank_index, j.stream);
         self.set_view(data, j.span.start, j.span.len(), width);
         self.cursor = j.cursor;
         self.step = None;
@@ -705,7 +700,13 @@ fn details(data: &Data, lane: &Lane, at: Ns, shift: Ns, width: u16) -> Vec<Line<
     let Some(op) = ops.first() else {
         return vec![Line::raw("details: no op under the cursor on this lane")];
     };
-    let oi = t.ops.iter().position(|o| std::ptr::eq(o, *op));
+    // Its index, by a search on start (ops are in start order), not a scan per frame.
+    let from = t.ops.partition_point(|o| o.start < op.start);
+    let oi = t.ops[from..]
+        .iter()
+        .take_while(|o| o.start == op.start)
+        .position(|o| std::ptr::eq(o, *op))
+        .map(|k| from + k);
     let origin = data.span.start;
     let w = usize::from(width) + 10;
     let mut out = Vec::new();
