@@ -66,15 +66,8 @@ pub struct Cli {
     #[arg(long, value_name = "N")]
     pub rank: Option<u32>,
 
-    /// Read profile_traces/iteration_K (default: the newest)
-    #[arg(long, value_name = "K")]
-    pub iteration: Option<u32>,
-
-    /// With one folder per rank (rank_N/, worker_N/) holding a file per profiler
-    /// window: read window K of each rank (1 = oldest), `newest`, or `all`
-    /// joined in time order
-    #[arg(long, visible_alias = "windows", value_name = "K|all", default_value = "newest", value_parser = crate::discover::rank_dirs::parse_windows)]
-    pub window: crate::discover::Windows,
+    #[command(flatten)]
+    pub load: LoadArgs,
 
     /// Devices the run spans, for MFU and per-chip counts (default: the workload
     /// card's total_count, else the number of ranks)
@@ -84,23 +77,6 @@ pub struct Cli {
     /// Model parameters, e.g. 7e9 or 7B (default: the workload card's num_params)
     #[arg(long, visible_alias = "model_params", value_name = "P", value_parser = parse_params)]
     pub model_params: Option<f64>,
-
-    /// Per-step averages over every ProfilerStep. By default, with three or
-    /// more steps on a rank, the first (warm-up) and the last (it runs until
-    /// the profiler stops) are left out, as CCL-Bench does
-    #[arg(long)]
-    pub all_steps: bool,
-
-    /// Clock alignment across ranks: `collectives` puts every rank on rank 0's
-    /// clock using the end times of the collectives they share; `none` keeps each
-    /// file's own clock
-    #[arg(long, value_enum, default_value_t = Align::Collectives)]
-    pub align: Align,
-
-    /// Kernel class rules (TOML, `[[rule]] class = "gemm" pattern = "^my_mm"`)
-    /// applied before the built-in ones; default: ccl-bench-classes.toml beside the trace
-    #[arg(long, value_name = "FILE")]
-    pub classes: Option<PathBuf>,
 
     /// Print VALUE (exit 0) instead of failing when the metric does not apply, e.g. -1
     #[arg(long, value_name = "VALUE", allow_hyphen_values = true)]
@@ -138,6 +114,53 @@ pub struct Cli {
     pub size: String,
 }
 
+/// How a trace is read: which iteration and windows, clock alignment, class
+/// rules and steps (shared by the main command and `export`).
+#[derive(Debug, Clone, Args)]
+pub struct LoadArgs {
+    /// Read profile_traces/iteration_K (default: the newest)
+    #[arg(long, value_name = "K")]
+    pub iteration: Option<u32>,
+
+    /// With one folder per rank (rank_N/, worker_N/) holding a file per profiler
+    /// window: read window K of each rank (1 = oldest), `newest`, or `all`
+    /// joined in time order
+    #[arg(long, visible_alias = "windows", value_name = "K|all", default_value = "newest", value_parser = crate::discover::rank_dirs::parse_windows)]
+    pub window: crate::discover::Windows,
+
+    /// Per-step averages over every ProfilerStep. By default, with three or
+    /// more steps on a rank, the first (warm-up) and the last (it runs until
+    /// the profiler stops) are left out, as CCL-Bench does
+    #[arg(long)]
+    pub all_steps: bool,
+
+    /// Clock alignment across ranks: `collectives` puts every rank on rank 0's
+    /// clock using the end times of the collectives they share; `none` keeps each
+    /// file's own clock
+    #[arg(long, value_enum, default_value_t = Align::Collectives)]
+    pub align: Align,
+
+    /// Kernel class rules (TOML, `[[rule]] class = "gemm" pattern = "^my_mm"`)
+    /// applied before the built-in ones; default: ccl-bench-classes.toml beside the trace
+    #[arg(long, value_name = "FILE")]
+    pub classes: Option<PathBuf>,
+}
+
+impl LoadArgs {
+    pub fn options(&self) -> crate::load::LoadOptions {
+        crate::load::LoadOptions {
+            pick: crate::discover::Pick {
+                iteration: self.iteration,
+                windows: self.window,
+            },
+            align: self.align == Align::Collectives,
+            classes: self.classes.clone(),
+            all_steps: self.all_steps,
+            ..Default::default()
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Align {
     None,
@@ -149,6 +172,35 @@ pub enum Command {
     /// Compare two runs: every metric with both values and the change, the
     /// kernels and collectives whose time changed most, and per-rank steps
     Compare(CompareArgs),
+    /// Write the run for other tools: Parquet tables (ops, kernels, collectives,
+    /// steps, ranks) into a folder, or one Perfetto / chrome://tracing file
+    Export(ExportArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExportFormat {
+    /// One .parquet file per table in OUT/ (schema: docs/schema.md)
+    Parquet,
+    /// One Chrome trace JSON file (gzipped when OUT ends in .gz)
+    Perfetto,
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// Trace directory or file
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+
+    /// What to write
+    #[arg(long, value_enum)]
+    pub to: ExportFormat,
+
+    /// Output folder (parquet) or file (perfetto, e.g. run.json.gz)
+    #[arg(value_name = "OUT")]
+    pub out: PathBuf,
+
+    #[command(flatten)]
+    pub load: LoadArgs,
 }
 
 #[derive(Debug, Args)]
@@ -215,16 +267,7 @@ fn parse_params(s: &str) -> Result<f64, String> {
 impl Cli {
     /// How to load the trace.
     pub fn load_options(&self) -> crate::load::LoadOptions {
-        crate::load::LoadOptions {
-            pick: crate::discover::Pick {
-                iteration: self.iteration,
-                windows: self.window,
-            },
-            align: self.align == Align::Collectives,
-            classes: self.classes.clone(),
-            all_steps: self.all_steps,
-            ..Default::default()
-        }
+        self.load.options()
     }
 
     /// The metric options given on the command line.

@@ -52,6 +52,9 @@ pub enum Error {
     },
     #[error("{}: {why}", path.display())]
     BadConfig { path: PathBuf, why: String },
+    /// An output (an export, a saved view) could not be written.
+    #[error("{}: {why}", path.display())]
+    Output { path: PathBuf, why: String },
     #[error("the traces disagree on the world size ({detail}): they come from different runs")]
     MixedWorldSize { detail: String },
 }

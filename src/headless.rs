@@ -24,7 +24,7 @@ pub fn run(cli: &Cli) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     if cli.list_classes {
-        if let Some(path) = &cli.classes {
+        if let Some(path) = &cli.load.classes {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("cannot read {}", path.display()))?;
             let rules = crate::model::classify::UserRules::parse(&text, path)
@@ -202,6 +202,33 @@ pub fn compare(args: &crate::cli::CompareArgs) -> Result<ExitCode> {
             worse.join(", ")
         );
         return Ok(ExitCode::FAILURE);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `ccl-bench export DIR --to parquet|perfetto OUT`.
+pub fn export(args: &crate::cli::ExportArgs) -> Result<ExitCode> {
+    use crate::cli::ExportFormat;
+    let trace = load(&args.dir, &args.load.options())?;
+    let ctx = Ctx::new(&trace, None).map_err(|e| anyhow!(e))?;
+    match args.to {
+        ExportFormat::Parquet => {
+            for w in crate::export::parquet::write_all(&ctx, &args.out)? {
+                crate::say!(
+                    "ccl-bench: wrote {} ({} rows)",
+                    w.path.display(),
+                    report::human::count(w.rows as u64)
+                );
+            }
+        }
+        ExportFormat::Perfetto => {
+            let n = crate::export::perfetto::write(&ctx, &args.out)?;
+            crate::say!(
+                "ccl-bench: wrote {} ({} events); open it in https://ui.perfetto.dev",
+                args.out.display(),
+                report::human::count(n as u64)
+            );
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -20,6 +20,7 @@ pub mod compare;
 pub mod derive;
 pub mod discover;
 pub mod error;
+pub mod export;
 pub mod formats;
 pub mod fuzz;
 pub mod headless;

@@ -29,6 +29,9 @@ fn run(cli: &Cli) -> Result<ExitCode> {
     if let Some(Command::Compare(args)) = &cli.command {
         return headless::compare(args);
     }
+    if let Some(Command::Export(args)) = &cli.command {
+        return headless::export(args);
+    }
     if let Some(out) = &cli.screenshot {
         return ccl_bench::tui::screenshot::write(cli, out);
     }

@@ -14,6 +14,16 @@ pub enum Activity {
     Memset,
 }
 
+impl Activity {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Kernel => "kernel",
+            Self::Memcpy => "memcpy",
+            Self::Memset => "memset",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum KernelClass {
     Communication,

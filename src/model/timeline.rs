@@ -256,6 +256,16 @@ pub enum SourceFormat {
     Xla,
 }
 
+impl SourceFormat {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::PyTorch => "pytorch",
+            Self::Nsys => "nsys",
+            Self::Xla => "xla",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct RankTimeline {
     pub rank: u32,

@@ -1,0 +1,293 @@
+//! `export --to perfetto`: the run as one Chrome trace JSON file (gzipped
+//! when the name ends in `.gz`) that Perfetto UI and chrome://tracing open.
+//! Every rank is a process on the aligned clock with a thread per stream,
+//! plus what ccl-bench found: a `steps` track, a `waiting in collectives`
+//! track (each wait names the rank waited for), and the straggler's label.
+//!
+//! Times are written relative to the earliest op of the run (`ts_origin_ns`
+//! in `otherData`) as exact decimal microseconds: absolute epoch times in µs
+//! do not fit a double to the nanosecond.
+
+use std::io::{BufWriter, Write};
+use std::path::Path;
+
+use crate::error::{Error, Result};
+use crate::metrics::{Ctx, Outcome};
+use crate::model::{Ns, RankTimeline};
+
+/// Thread ids of the tracks that are not streams (streams are offset past them).
+const STEPS_TID: u64 = 1;
+const WAIT_TID: u64 = 2;
+const STREAM_TID0: u64 = 10;
+
+/// Writes the run to `path`; returns the number of events written.
+pub fn write(ctx: &Ctx, path: &Path) -> Result<usize> {
+    let fail = |why: String| Error::Output {
+        path: path.to_path_buf(),
+        why,
+    };
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{name}.partial"));
+    let file = std::fs::File::create(&tmp).map_err(|e| fail(e.to_string()))?;
+    let gz = name.ends_with(".gz");
+    let result = if gz {
+        let enc = flate2::write::GzEncoder::new(file, flate2::Compression::fast());
+        let mut w = BufWriter::with_capacity(1 << 20, enc);
+        write_to(ctx, &mut w).and_then(|n| {
+            w.into_inner()
+                .map_err(|e| e.into_error())?
+                .finish()
+                .map(|_| n)
+        })
+    } else {
+        let mut w = BufWriter::with_capacity(1 << 20, file);
+        write_to(ctx, &mut w).and_then(|n| w.flush().map(|_| n))
+    };
+    match result {
+        Ok(n) => {
+            std::fs::rename(&tmp, path).map_err(|e| fail(e.to_string()))?;
+            Ok(n)
+        }
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            Err(fail(e.to_string()))
+        }
+    }
+}
+
+/// µs with three decimals, exactly, from a non-negative ns count.
+struct Micros(Ns);
+
+impl std::fmt::Display for Micros {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let ns = self.0.max(0);
+        write!(f, "{}.{:03}", ns / 1000, ns % 1000)
+    }
+}
+
+struct Events<'w, W: Write> {
+    w: &'w mut W,
+    n: usize,
+    origin: Ns,
+}
+
+impl<W: Write> Events<'_, W> {
+    fn sep(&mut self) -> std::io::Result<()> {
+        if self.n > 0 {
+            self.w.write_all(b",\n")?;
+        }
+        self.n += 1;
+        Ok(())
+    }
+
+    fn meta(&mut self, pid: u32, tid: Option<u64>, what: &str, args: &str) -> std::io::Result<()> {
+        self.sep()?;
+        write!(self.w, "{{\"ph\":\"M\",\"pid\":{pid},")?;
+        if let Some(tid) = tid {
+            write!(self.w, "\"tid\":{tid},")?;
+        }
+        write!(self.w, "\"name\":\"{what}\",\"args\":{args}}}")
+    }
+
+    /// A complete slice on track (pid, tid) over (start, dur).
+    fn slice(
+        &mut self,
+        (pid, tid): (u32, u64),
+        name: &str,
+        cat: &str,
+        (start, dur): (Ns, Ns),
+        args: &str,
+    ) -> std::io::Result<()> {
+        self.sep()?;
+        write!(
+            self.w,
+            "{{\"ph\":\"X\",\"pid\":{pid},\"tid\":{tid},\"name\":"
+        )?;
+        serde_json::to_writer(&mut *self.w, name)?;
+        write!(
+            self.w,
+            ",\"cat\":\"{cat}\",\"ts\":{},\"dur\":{},\"args\":{args}}}",
+            Micros(start - self.origin),
+            Micros(dur)
+        )
+    }
+}
+
+fn json(v: impl serde::Serialize) -> String {
+    serde_json::to_string(&v).unwrap_or_else(|_| "null".to_owned())
+}
+
+fn write_to<W: Write>(ctx: &Ctx, w: &mut W) -> std::io::Result<usize> {
+    let trace = ctx.trace;
+    let origin = ctx
+        .ranks
+        .iter()
+        .flat_map(|t| t.ops.first().map(|o| o.start))
+        .chain(
+            ctx.ranks
+                .iter()
+                .flat_map(|t| t.steps.first().map(|s| s.start)),
+        )
+        .min()
+        .unwrap_or(0);
+    let straggler = match crate::metrics::find("slowest_rank").map(|m| m.eval(ctx)) {
+        Some(Outcome::Value(v)) => Some(v.value as u32),
+        _ => None,
+    };
+    let offsets: serde_json::Map<String, serde_json::Value> = trace
+        .offsets
+        .iter()
+        .flatten()
+        .map(|o| (o.rank.to_string(), o.offset.into()))
+        .collect();
+    let other = serde_json::json!({
+        "ccl_bench_schema_version": super::SCHEMA_VERSION,
+        "trace": trace.source.display().to_string(),
+        "ts_origin_ns": origin,
+        "clock_aligned": trace.offsets.is_some(),
+        "clock_offsets_ns": offsets,
+        "straggler_rank": straggler,
+    });
+    writeln!(
+        w,
+        "{{\"displayTimeUnit\":\"ns\",\"otherData\":{other},\"traceEvents\":["
+    )?;
+    let mut ev = Events { w, n: 0, origin };
+    for t in &ctx.ranks {
+        rank_events(t, straggler, &mut ev)?;
+    }
+    waits(ctx, &mut ev)?;
+    let n = ev.n;
+    w.write_all(b"\n]}\n")?;
+    Ok(n)
+}
+
+fn rank_events<W: Write>(
+    t: &RankTimeline,
+    straggler: Option<u32>,
+    ev: &mut Events<W>,
+) -> std::io::Result<()> {
+    let pid = t.rank;
+    let late = straggler == Some(t.rank);
+    let title = if late {
+        format!("rank {} (straggler)", t.rank)
+    } else {
+        format!("rank {}", t.rank)
+    };
+    ev.meta(
+        pid,
+        None,
+        "process_name",
+        &json(serde_json::json!({ "name": title })),
+    )?;
+    ev.meta(
+        pid,
+        None,
+        "process_sort_index",
+        &format!("{{\"sort_index\":{pid}}}"),
+    )?;
+    if late {
+        ev.meta(pid, None, "process_labels", "{\"labels\":\"straggler\"}")?;
+    }
+    let measured = t.measured();
+    if !t.steps.is_empty() {
+        ev.meta(pid, Some(STEPS_TID), "thread_name", "{\"name\":\"steps\"}")?;
+        ev.meta(
+            pid,
+            Some(STEPS_TID),
+            "thread_sort_index",
+            "{\"sort_index\":0}",
+        )?;
+    }
+    for (i, s) in t.steps.iter().enumerate() {
+        let args = format!("{{\"measured\":{}}}", measured.contains(&i));
+        let name = format!("step {}", s.number);
+        ev.slice((pid, STEPS_TID), &name, "step", (s.start, s.dur()), &args)?;
+    }
+    let mut streams: Vec<u32> = t.ops.iter().map(|o| o.stream).collect();
+    streams.sort_unstable();
+    streams.dedup();
+    for s in &streams {
+        let tid = STREAM_TID0 + u64::from(*s);
+        ev.meta(
+            pid,
+            Some(tid),
+            "thread_name",
+            &format!("{{\"name\":\"stream {s}\"}}"),
+        )?;
+        ev.meta(
+            pid,
+            Some(tid),
+            "thread_sort_index",
+            &format!("{{\"sort_index\":{tid}}}"),
+        )?;
+    }
+    for o in &t.ops {
+        let mut args = serde_json::Map::new();
+        args.insert("class".into(), o.class.name().into());
+        if let Some(k) = o.coll {
+            args.insert("collective".into(), k.name().into());
+        }
+        if let Some(b) = o
+            .bytes()
+            .or_else(|| t.coll_meta(o).and_then(|m| m.in_bytes()))
+        {
+            args.insert("bytes".into(), b.into());
+        }
+        if let Some(s) = o.step.get() {
+            args.insert("step".into(), t.steps[s as usize].number.into());
+        }
+        let track = (pid, STREAM_TID0 + u64::from(o.stream));
+        let class = o.class.name();
+        ev.slice(track, t.name(o.name), class, (o.start, o.dur), &json(&args))?;
+    }
+    Ok(())
+}
+
+/// The waiting part of each matched collective, on each member's rank,
+/// named after the member that arrived last.
+fn waits<W: Write>(ctx: &Ctx, ev: &mut Events<W>) -> std::io::Result<()> {
+    let trace = ctx.trace;
+    let mut named = std::collections::HashSet::new();
+    for (id, inst) in ctx.instances().iter().enumerate() {
+        let Some((lr, lo, _)) = inst.latest(trace) else {
+            continue;
+        };
+        let last = trace.ranks[lr].rank;
+        let last_start = trace.ranks[lr].ops[lo].start;
+        for &(r, o) in &inst.members {
+            let t = &trace.ranks[r];
+            let op = &t.ops[o];
+            let wait = (last_start - op.start).clamp(0, op.dur);
+            if r == lr || wait == 0 {
+                continue;
+            }
+            if named.insert(t.rank) {
+                ev.meta(
+                    t.rank,
+                    Some(WAIT_TID),
+                    "thread_name",
+                    "{\"name\":\"waiting in collectives\"}",
+                )?;
+                ev.meta(
+                    t.rank,
+                    Some(WAIT_TID),
+                    "thread_sort_index",
+                    "{\"sort_index\":1}",
+                )?;
+            }
+            let args = json(serde_json::json!({
+                "collective_id": id,
+                "group": inst.group,
+                "kind": op.coll.map(|k| k.name()),
+                "waited_for": last,
+            }));
+            let name = format!("wait for rank {last}");
+            ev.slice((t.rank, WAIT_TID), &name, "wait", (op.start, wait), &args)?;
+        }
+    }
+    Ok(())
+}

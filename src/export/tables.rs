@@ -1,0 +1,454 @@
+//! The run as Arrow tables: ops, kernels, collectives, steps and ranks. One
+//! record batch per rank, so a rank's names go in once as a dictionary and
+//! a consumer (Parquet, Python through the Arrow C stream) never sees a
+//! second copy of them. Columns are documented in `docs/schema.md`; a change
+//! of meaning or a removed column raises `SCHEMA_VERSION`.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arrow_array::builder::{
+    Int64Builder, StringBuilder, StringDictionaryBuilder, UInt32Builder, UInt64Builder,
+};
+use arrow_array::types::{Int32Type, Int8Type};
+use arrow_array::{
+    ArrayRef, DictionaryArray, Int32Array, Int64Array, RecordBatch, StringArray, UInt32Array,
+};
+use arrow_schema::{ArrowError, DataType, Field, Schema, SchemaRef};
+
+use crate::metrics::Ctx;
+use crate::model::{RankTimeline, StrId};
+
+/// The version of the exported tables' layout (Parquet files, Python tables,
+/// the Perfetto file's metadata).
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The tables, by the name they are exported under.
+pub const TABLES: [&str; 5] = ["ops", "kernels", "collectives", "steps", "ranks"];
+
+/// One table: its schema and its batches (one per rank for the op tables).
+#[derive(Debug, Clone)]
+pub struct Table {
+    pub schema: SchemaRef,
+    pub batches: Vec<RecordBatch>,
+}
+
+impl Table {
+    pub fn rows(&self) -> usize {
+        self.batches.iter().map(RecordBatch::num_rows).sum()
+    }
+}
+
+/// Builds the table called `name` (one of [`TABLES`]); `None` for other names.
+pub fn table(ctx: &Ctx, name: &str) -> Option<Result<Table, ArrowError>> {
+    Some(match name {
+        "ops" => ops(ctx),
+        "kernels" => kernels(ctx),
+        "collectives" => collectives(ctx),
+        "steps" => steps(ctx),
+        "ranks" => ranks(ctx),
+        _ => return None,
+    })
+}
+
+fn schema(fields: Vec<Field>) -> SchemaRef {
+    let meta = HashMap::from([(
+        "ccl_bench.schema_version".to_owned(),
+        SCHEMA_VERSION.to_string(),
+    )]);
+    Arc::new(Schema::new_with_metadata(fields, meta))
+}
+
+fn dict32() -> DataType {
+    DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8))
+}
+
+fn dict8() -> DataType {
+    DataType::Dictionary(Box::new(DataType::Int8), Box::new(DataType::Utf8))
+}
+
+/// A rank's names as a dictionary column: the interner is the dictionary,
+/// the ids are the keys.
+fn names(t: &RankTimeline, ids: impl Iterator<Item = StrId>) -> Result<ArrayRef, ArrowError> {
+    let keys = ids
+        .map(|id| {
+            i32::try_from(id.0).map_err(|_| ArrowError::ComputeError("too many names".into()))
+        })
+        .collect::<Result<Int32Array, _>>()?;
+    let values = StringArray::from_iter_values(t.strings.iter());
+    Ok(Arc::new(DictionaryArray::<Int32Type>::try_new(
+        keys,
+        Arc::new(values),
+    )?))
+}
+
+/// A column of a few distinct labels (classes, kinds), dictionary encoded.
+fn labels<'a>(values: impl Iterator<Item = Option<&'a str>>) -> ArrayRef {
+    let mut b = StringDictionaryBuilder::<Int8Type>::new();
+    for v in values {
+        b.append_option(v);
+    }
+    Arc::new(b.finish())
+}
+
+fn ops_schema() -> SchemaRef {
+    schema(vec![
+        Field::new("rank", DataType::UInt32, false),
+        Field::new("start_ns", DataType::Int64, false),
+        Field::new("dur_ns", DataType::Int64, false),
+        Field::new("name", dict32(), false),
+        Field::new("activity", dict8(), false),
+        Field::new("class", dict8(), false),
+        Field::new("collective", dict8(), true),
+        Field::new("stream", DataType::UInt32, false),
+        Field::new("device", DataType::UInt32, false),
+        Field::new("step", DataType::Int64, true),
+        Field::new("measured", DataType::Boolean, false),
+        Field::new("bytes", DataType::UInt64, true),
+        Field::new("message_bytes", DataType::UInt64, true),
+        Field::new("process_group", DataType::Utf8, true),
+        Field::new("group_size", DataType::UInt32, true),
+        Field::new("launch_ns", DataType::Int64, false),
+    ])
+}
+
+/// Every device op (kernel, memory copy or set), a batch per rank, on the
+/// aligned clock.
+pub fn ops(ctx: &Ctx) -> Result<Table, ArrowError> {
+    use rayon::prelude::*;
+    let schema = ops_schema();
+    let batches = ctx
+        .ranks
+        .par_iter()
+        .map(|t| rank_ops(t, &schema))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Table { schema, batches })
+}
+
+fn rank_ops(t: &RankTimeline, schema: &SchemaRef) -> Result<RecordBatch, ArrowError> {
+    let n = t.ops.len();
+    let meta = |o: &crate::model::DeviceOp| t.coll_meta(o);
+    let mut pg = StringBuilder::new();
+    let mut group = UInt32Builder::with_capacity(n);
+    let mut msg = UInt64Builder::with_capacity(n);
+    for o in &t.ops {
+        let m = meta(o);
+        pg.append_option(m.and_then(|m| m.pg_name).map(|id| t.name(id)));
+        group.append_option(m.and_then(|m| m.group_size));
+        msg.append_option(m.and_then(|m| m.in_bytes()));
+    }
+    let step: Int64Array = t
+        .ops
+        .iter()
+        .map(|o| o.step.get().map(|i| t.steps[i as usize].number))
+        .collect();
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(UInt32Array::from(vec![t.rank; n])),
+        Arc::new(Int64Array::from_iter_values(t.ops.iter().map(|o| o.start))),
+        Arc::new(Int64Array::from_iter_values(t.ops.iter().map(|o| o.dur))),
+        names(t, t.ops.iter().map(|o| o.name))?,
+        labels(t.ops.iter().map(|o| Some(o.activity.name()))),
+        labels(t.ops.iter().map(|o| Some(o.class.name()))),
+        labels(t.ops.iter().map(|o| o.coll.map(|c| c.name()))),
+        Arc::new(UInt32Array::from_iter_values(
+            t.ops.iter().map(|o| o.stream),
+        )),
+        Arc::new(UInt32Array::from_iter_values(
+            t.ops.iter().map(|o| o.device),
+        )),
+        Arc::new(step),
+        Arc::new(arrow_array::BooleanArray::from_iter(
+            t.ops.iter().map(|o| Some(t.counts(o.step))),
+        )),
+        Arc::new(
+            t.ops
+                .iter()
+                .map(|o| o.bytes())
+                .collect::<arrow_array::UInt64Array>(),
+        ),
+        Arc::new(msg.finish()),
+        Arc::new(pg.finish()),
+        Arc::new(group.finish()),
+        Arc::new(Int64Array::from_iter_values(t.ops.iter().map(|o| o.launch))),
+    ];
+    RecordBatch::try_new(schema.clone(), columns)
+}
+
+/// Per rank and op name: how often it ran and for how long.
+pub fn kernels(ctx: &Ctx) -> Result<Table, ArrowError> {
+    let schema = schema(vec![
+        Field::new("rank", DataType::UInt32, false),
+        Field::new("name", DataType::Utf8, false),
+        Field::new("activity", dict8(), false),
+        Field::new("class", dict8(), false),
+        Field::new("count", DataType::UInt64, false),
+        Field::new("total_ns", DataType::Int64, false),
+        Field::new("mean_ns", DataType::Int64, false),
+        Field::new("min_ns", DataType::Int64, false),
+        Field::new("max_ns", DataType::Int64, false),
+        Field::new("share_pct", DataType::Float64, false),
+    ]);
+    struct Agg {
+        first: usize,
+        count: u64,
+        total: i64,
+        min: i64,
+        max: i64,
+    }
+    let mut batches = Vec::with_capacity(ctx.ranks.len());
+    for t in &ctx.ranks {
+        let mut by: HashMap<(StrId, crate::model::Activity), Agg> = HashMap::new();
+        for (i, o) in t.ops.iter().enumerate() {
+            let a = by.entry((o.name, o.activity)).or_insert(Agg {
+                first: i,
+                count: 0,
+                total: 0,
+                min: i64::MAX,
+                max: 0,
+            });
+            a.count += 1;
+            a.total += o.dur;
+            a.min = a.min.min(o.dur);
+            a.max = a.max.max(o.dur);
+        }
+        let all: i64 = by.values().map(|a| a.total).sum();
+        let mut rows: Vec<_> = by.into_values().collect();
+        // Most time first; ties in order of appearance, so the table is stable.
+        rows.sort_by_key(|a| (std::cmp::Reverse(a.total), a.first));
+        let op = |a: &Agg| &t.ops[a.first];
+        let share = |a: &Agg| {
+            if all > 0 {
+                a.total as f64 / all as f64 * 100.0
+            } else {
+                0.0
+            }
+        };
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(UInt32Array::from(vec![t.rank; rows.len()])),
+            Arc::new(StringArray::from_iter_values(
+                rows.iter().map(|a| t.name(op(a).name)),
+            )),
+            labels(rows.iter().map(|a| Some(op(a).activity.name()))),
+            labels(rows.iter().map(|a| Some(op(a).class.name()))),
+            Arc::new(arrow_array::UInt64Array::from_iter_values(
+                rows.iter().map(|a| a.count),
+            )),
+            Arc::new(Int64Array::from_iter_values(rows.iter().map(|a| a.total))),
+            Arc::new(Int64Array::from_iter_values(
+                rows.iter().map(|a| a.total / a.count.max(1) as i64),
+            )),
+            Arc::new(Int64Array::from_iter_values(rows.iter().map(|a| a.min))),
+            Arc::new(Int64Array::from_iter_values(rows.iter().map(|a| a.max))),
+            Arc::new(arrow_array::Float64Array::from_iter_values(
+                rows.iter().map(share),
+            )),
+        ];
+        batches.push(RecordBatch::try_new(schema.clone(), columns)?);
+    }
+    Ok(Table { schema, batches })
+}
+
+/// One row per member of each collective matched across ranks: when it
+/// started and ended on the aligned clock, how long it waited for the last
+/// member, and who that was.
+pub fn collectives(ctx: &Ctx) -> Result<Table, ArrowError> {
+    let schema = schema(vec![
+        Field::new("collective_id", DataType::UInt32, false),
+        Field::new("group", DataType::Utf8, false),
+        Field::new("seq", DataType::UInt32, false),
+        Field::new("rank", DataType::UInt32, false),
+        Field::new("kind", dict8(), true),
+        Field::new("name", DataType::Utf8, false),
+        Field::new("message_bytes", DataType::UInt64, true),
+        Field::new("group_size", DataType::UInt32, false),
+        Field::new("step", DataType::Int64, true),
+        Field::new("start_ns", DataType::Int64, false),
+        Field::new("end_ns", DataType::Int64, false),
+        Field::new("wait_ns", DataType::Int64, false),
+        Field::new("transfer_ns", DataType::Int64, false),
+        Field::new("last_rank", DataType::UInt32, true),
+        Field::new("last_by_ns", DataType::Int64, true),
+    ]);
+    let trace = ctx.trace;
+    let (mut id, mut group, mut seq, mut rank) = (
+        UInt32Builder::new(),
+        StringBuilder::new(),
+        UInt32Builder::new(),
+        UInt32Builder::new(),
+    );
+    let (mut kind, mut name, mut bytes, mut size) = (
+        Vec::new(),
+        StringBuilder::new(),
+        UInt64Builder::new(),
+        UInt32Builder::new(),
+    );
+    let (mut step, mut start, mut end, mut wait, mut transfer, mut last, mut by) = (
+        Int64Builder::new(),
+        Int64Builder::new(),
+        Int64Builder::new(),
+        Int64Builder::new(),
+        Int64Builder::new(),
+        UInt32Builder::new(),
+        Int64Builder::new(),
+    );
+    for (i, inst) in ctx.instances().iter().enumerate() {
+        let op = |(r, o): (usize, usize)| (&trace.ranks[r], &trace.ranks[r].ops[o]);
+        let last_start = inst.members.iter().map(|&m| op(m).1.start).max();
+        let latest = inst.latest(trace);
+        for &m in &inst.members {
+            let (t, o) = op(m);
+            id.append_value(u32::try_from(i).unwrap_or(u32::MAX));
+            group.append_value(&inst.group);
+            seq.append_value(u32::try_from(inst.seq).unwrap_or(u32::MAX));
+            rank.append_value(t.rank);
+            kind.push(o.coll.map(|c| c.name()));
+            name.append_value(t.name(o.name));
+            bytes.append_option(t.coll_meta(o).and_then(|m| m.in_bytes()));
+            size.append_value(u32::try_from(inst.members.len()).unwrap_or(u32::MAX));
+            step.append_option(o.step.get().map(|s| t.steps[s as usize].number));
+            start.append_value(o.start);
+            end.append_value(o.end());
+            let w = (last_start.unwrap_or(o.start) - o.start).clamp(0, o.dur);
+            wait.append_value(w);
+            transfer.append_value(o.dur - w);
+            last.append_option(latest.map(|(r, ..)| trace.ranks[r].rank));
+            by.append_option(latest.map(|(.., d)| d));
+        }
+    }
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(id.finish()),
+        Arc::new(group.finish()),
+        Arc::new(seq.finish()),
+        Arc::new(rank.finish()),
+        labels(kind.into_iter()),
+        Arc::new(name.finish()),
+        Arc::new(bytes.finish()),
+        Arc::new(size.finish()),
+        Arc::new(step.finish()),
+        Arc::new(start.finish()),
+        Arc::new(end.finish()),
+        Arc::new(wait.finish()),
+        Arc::new(transfer.finish()),
+        Arc::new(last.finish()),
+        Arc::new(by.finish()),
+    ];
+    let batch = RecordBatch::try_new(schema.clone(), columns)?;
+    Ok(Table {
+        schema,
+        batches: vec![batch],
+    })
+}
+
+/// Every step of every rank, with whether per-step metrics use it.
+pub fn steps(ctx: &Ctx) -> Result<Table, ArrowError> {
+    let schema = schema(vec![
+        Field::new("rank", DataType::UInt32, false),
+        Field::new("step", DataType::Int64, false),
+        Field::new("start_ns", DataType::Int64, false),
+        Field::new("end_ns", DataType::Int64, false),
+        Field::new("dur_ns", DataType::Int64, false),
+        Field::new("measured", DataType::Boolean, false),
+        Field::new("ops", DataType::UInt64, false),
+    ]);
+    let mut batches = Vec::new();
+    for t in &ctx.ranks {
+        let mut ops = vec![0u64; t.steps.len()];
+        for o in &t.ops {
+            if let Some(s) = o.step.get() {
+                ops[s as usize] += 1;
+            }
+        }
+        let measured = t.measured();
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(UInt32Array::from(vec![t.rank; t.steps.len()])),
+            Arc::new(Int64Array::from_iter_values(
+                t.steps.iter().map(|s| s.number),
+            )),
+            Arc::new(Int64Array::from_iter_values(
+                t.steps.iter().map(|s| s.start),
+            )),
+            Arc::new(Int64Array::from_iter_values(t.steps.iter().map(|s| s.end))),
+            Arc::new(Int64Array::from_iter_values(
+                t.steps.iter().map(|s| s.dur()),
+            )),
+            Arc::new(arrow_array::BooleanArray::from_iter(
+                (0..t.steps.len()).map(|i| Some(measured.contains(&i))),
+            )),
+            Arc::new(arrow_array::UInt64Array::from(ops)),
+        ];
+        batches.push(RecordBatch::try_new(schema.clone(), columns)?);
+    }
+    Ok(Table { schema, batches })
+}
+
+/// One row per rank: where it came from, its clock offset, and where its
+/// measured steps went (means per step, as the Summary's budget).
+pub fn ranks(ctx: &Ctx) -> Result<Table, ArrowError> {
+    let schema = schema(vec![
+        Field::new("rank", DataType::UInt32, false),
+        Field::new("source", DataType::Utf8, false),
+        Field::new("format", DataType::Utf8, false),
+        Field::new("ops", DataType::UInt64, false),
+        Field::new("steps", DataType::UInt64, false),
+        Field::new("clock_offset_ns", DataType::Int64, true),
+        Field::new("step_time_ns", DataType::Int64, true),
+        Field::new("span_ns", DataType::Int64, false),
+        Field::new("busy_ns", DataType::Int64, false),
+        Field::new("compute_ns", DataType::Int64, false),
+        Field::new("comm_ns", DataType::Int64, false),
+        Field::new("exposed_comm_ns", DataType::Int64, false),
+        Field::new("waiting_ns", DataType::Int64, false),
+        Field::new("idle_ns", DataType::Int64, false),
+        Field::new("caused_wait_ns", DataType::Int64, false),
+        Field::new("last_arrivals", DataType::UInt64, false),
+        Field::new("matched_collectives", DataType::UInt64, false),
+    ]);
+    let rows = ctx.rank_rows();
+    let offset = |rank: u32| {
+        ctx.trace
+            .offsets
+            .as_ref()
+            .and_then(|o| o.iter().find(|o| o.rank == rank))
+            .map(|o| o.offset)
+    };
+    let ts = &ctx.ranks;
+    let i64s = |f: &dyn Fn(&crate::derive::RankRow) -> i64| {
+        Arc::new(Int64Array::from_iter_values(rows.iter().map(f))) as ArrayRef
+    };
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(UInt32Array::from_iter_values(ts.iter().map(|t| t.rank))),
+        Arc::new(StringArray::from_iter_values(
+            ts.iter().map(|t| t.source.display().to_string()),
+        )),
+        Arc::new(StringArray::from_iter_values(
+            ts.iter().map(|t| t.format.name()),
+        )),
+        Arc::new(arrow_array::UInt64Array::from_iter_values(
+            ts.iter().map(|t| t.ops.len() as u64),
+        )),
+        Arc::new(arrow_array::UInt64Array::from_iter_values(
+            ts.iter().map(|t| t.steps.len() as u64),
+        )),
+        Arc::new(ts.iter().map(|t| offset(t.rank)).collect::<Int64Array>()),
+        Arc::new(rows.iter().map(|r| r.step_time).collect::<Int64Array>()),
+        i64s(&|r| r.span),
+        i64s(&|r| r.busy),
+        i64s(&|r| r.compute),
+        i64s(&|r| r.comm),
+        i64s(&|r| r.exposed_comm),
+        i64s(&|r| r.waiting),
+        i64s(&|r| r.idle),
+        i64s(&|r| r.caused),
+        Arc::new(arrow_array::UInt64Array::from_iter_values(
+            rows.iter().map(|r| r.last as u64),
+        )),
+        Arc::new(arrow_array::UInt64Array::from_iter_values(
+            rows.iter().map(|r| r.matched as u64),
+        )),
+    ];
+    let batch = RecordBatch::try_new(schema.clone(), columns)?;
+    Ok(Table {
+        schema,
+        batches: vec![batch],
+    })
+}
