@@ -144,6 +144,10 @@ pub struct LoadArgs {
     /// applied before the built-in ones; default: ccl-bench-classes.toml beside the trace
     #[arg(long, value_name = "FILE")]
     pub classes: Option<PathBuf>,
+
+    /// Workload card (YAML) to use instead of the one beside the traces
+    #[arg(long, value_name = "FILE")]
+    pub card: Option<PathBuf>,
 }
 
 impl LoadArgs {
@@ -156,6 +160,7 @@ impl LoadArgs {
             align: self.align == Align::Collectives,
             classes: self.classes.clone(),
             all_steps: self.all_steps,
+            card: self.card.clone(),
             ..Default::default()
         }
     }

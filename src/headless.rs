@@ -1,7 +1,6 @@
 //! Headless mode: load, evaluate, print a bare number, a table, JSON or CSV.
 
 use std::io::{self, Write};
-use std::process::ExitCode;
 
 use anyhow::{anyhow, Context, Result};
 
@@ -10,18 +9,18 @@ use crate::load::{self, LoadOptions, Progress};
 use crate::metrics::{self, Ctx, Metric, Outcome, METRICS};
 use crate::model::classify::RULES;
 use crate::model::Trace;
-use crate::report::{self, About, Row};
+use crate::report::{self, About};
 
 /// Exit status: the metric does not apply to this trace.
 pub const EXIT_NOT_APPLICABLE: u8 = 3;
 /// Exit status: usage error (unknown metric, missing argument).
 pub const EXIT_USAGE: u8 = 2;
 
-pub fn run(cli: &Cli) -> Result<ExitCode> {
+pub fn run(cli: &Cli) -> Result<u8> {
     let mut out = crate::report::safe::Safe(io::stdout().lock());
     if cli.list_metrics {
         list_metrics(&mut out)?;
-        return Ok(ExitCode::SUCCESS);
+        return Ok(0);
     }
     if cli.list_classes {
         if let Some(path) = &cli.load.classes {
@@ -39,7 +38,7 @@ pub fn run(cli: &Cli) -> Result<ExitCode> {
             }
         }
         list_classes(&mut out)?;
-        return Ok(ExitCode::SUCCESS);
+        return Ok(0);
     }
     // Check the metric name before spending time on loading.
     let metric = match &cli.metric {
@@ -54,7 +53,7 @@ pub fn run(cli: &Cli) -> Result<ExitCode> {
                         format!("; did you mean {}?", close.join(", "))
                     };
                     crate::say!("ccl-bench: unknown metric '{name}'{hint} (ccl-bench --list-metrics lists all)");
-                    return Ok(ExitCode::from(EXIT_USAGE));
+                    return Ok(EXIT_USAGE);
                 }
             }
         }
@@ -70,7 +69,7 @@ pub fn run(cli: &Cli) -> Result<ExitCode> {
     };
     let Some(path) = cli.trace_path().or(sample.as_ref()) else {
         crate::say!("ccl-bench: no trace given; use --trace DIR (ccl-bench --help for more)");
-        return Ok(ExitCode::from(EXIT_USAGE));
+        return Ok(EXIT_USAGE);
     };
     if sample.is_some() {
         crate::say!(
@@ -87,35 +86,23 @@ pub fn run(cli: &Cli) -> Result<ExitCode> {
         for w in &report.warnings {
             writeln!(out, "warning: {w}")?;
         }
-        return Ok(ExitCode::SUCCESS);
+        return Ok(0);
     }
     let trace = load(path, &cli.load_options())?;
     let ctx = match Ctx::new(&trace, cli.rank) {
         Ok(c) => c.with_options(cli.options()),
         Err(e) => {
             crate::say!("ccl-bench: {e}");
-            return Ok(ExitCode::from(EXIT_USAGE));
+            return Ok(EXIT_USAGE);
         }
     };
     match metric {
         Some(m) => print_one(m, &ctx, cli, &mut out),
         None => {
-            let rows: Vec<Row> = METRICS
-                .iter()
-                .zip(metrics::eval_all(&ctx))
-                .map(|(metric, outcome)| Row { metric, outcome })
-                .collect();
-            let about = About {
-                source: trace.source.display().to_string(),
-                ranks: ctx.ranks.iter().map(|r| r.rank).collect(),
-                ops: ctx.ranks.iter().map(|r| r.ops.len()).sum(),
-                memory: trace.memory.iter().map(|m| m.rank).collect(),
-                et: trace.et.iter().map(|e| e.rank).collect(),
-                offsets: trace.offsets.clone().unwrap_or_default(),
-                steps: crate::model::timeline::steps_used(&ctx.ranks),
-            };
+            let rows = report::rows(&ctx);
+            let about = About::of(&ctx);
             report::write(cli.format, &about, &rows, &mut out)?;
-            Ok(ExitCode::SUCCESS)
+            Ok(0)
         }
     }
 }
@@ -123,19 +110,30 @@ pub fn run(cli: &Cli) -> Result<ExitCode> {
 /// Discovers and loads a trace (see `load::load_path`), printing load warnings
 /// on stderr.
 pub fn load(path: &std::path::Path, opts: &LoadOptions) -> Result<Trace> {
-    let (trace, report) = load::load_path(path, opts, &Progress::default())
-        .with_context(|| format!("cannot load {}", path.display()))?;
-    for w in &report.warnings {
+    let (trace, warnings) = load_quiet(path, opts, &Progress::default())?;
+    for w in &warnings {
         crate::say!("warning: {w}");
-    }
-    if trace.is_empty() {
-        return Err(anyhow!("{}: no ranks loaded", path.display()));
     }
     Ok(trace)
 }
 
+/// `load` without printing: the trace and its load warnings, or the error
+/// the command line prints (for the Python package).
+pub fn load_quiet(
+    path: &std::path::Path,
+    opts: &LoadOptions,
+    progress: &Progress,
+) -> Result<(Trace, Vec<String>)> {
+    let (trace, report) = load::load_path(path, opts, progress)
+        .with_context(|| format!("cannot load {}", path.display()))?;
+    if trace.is_empty() {
+        return Err(anyhow!("{}: no ranks loaded", path.display()));
+    }
+    Ok((trace, report.warnings))
+}
+
 /// `ccl-bench compare A B`.
-pub fn compare(args: &crate::cli::CompareArgs) -> Result<ExitCode> {
+pub fn compare(args: &crate::cli::CompareArgs) -> Result<u8> {
     use crate::report::compare::{write, Sides};
     let metric = match &args.metric {
         Some(name) => match metrics::find(name) {
@@ -144,7 +142,7 @@ pub fn compare(args: &crate::cli::CompareArgs) -> Result<ExitCode> {
                 crate::say!(
                     "ccl-bench: unknown metric '{name}' (ccl-bench --list-metrics lists all)"
                 );
-                return Ok(ExitCode::from(EXIT_USAGE));
+                return Ok(EXIT_USAGE);
             }
         },
         None => None,
@@ -160,7 +158,7 @@ pub fn compare(args: &crate::cli::CompareArgs) -> Result<ExitCode> {
         return match (m.eval(&ca), m.eval(&cb)) {
             (Outcome::Value(a), Outcome::Value(b)) => {
                 writeln!(out, "{}", b.value - a.value)?;
-                Ok(ExitCode::SUCCESS)
+                Ok(0)
             }
             (oa, ob) => {
                 for (side, o) in [("A", oa), ("B", ob)] {
@@ -168,7 +166,7 @@ pub fn compare(args: &crate::cli::CompareArgs) -> Result<ExitCode> {
                         crate::say!("ccl-bench: {} does not apply to run {side}: {why}", m.name);
                     }
                 }
-                Ok(ExitCode::from(EXIT_NOT_APPLICABLE))
+                Ok(EXIT_NOT_APPLICABLE)
             }
         };
     }
@@ -201,13 +199,13 @@ pub fn compare(args: &crate::cli::CompareArgs) -> Result<ExitCode> {
             (args.threshold * 100.0).max(crate::compare::SHARE_FLOOR_POINTS),
             worse.join(", ")
         );
-        return Ok(ExitCode::FAILURE);
+        return Ok(1);
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(0)
 }
 
 /// `ccl-bench export DIR --to parquet|perfetto OUT`.
-pub fn export(args: &crate::cli::ExportArgs) -> Result<ExitCode> {
+pub fn export(args: &crate::cli::ExportArgs) -> Result<u8> {
     use crate::cli::ExportFormat;
     let trace = load(&args.dir, &args.load.options())?;
     let ctx = Ctx::new(&trace, None).map_err(|e| anyhow!(e))?;
@@ -230,14 +228,14 @@ pub fn export(args: &crate::cli::ExportArgs) -> Result<ExitCode> {
             );
         }
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(0)
 }
 
-fn print_one(m: &Metric, ctx: &Ctx, cli: &Cli, out: &mut dyn Write) -> Result<ExitCode> {
+fn print_one(m: &Metric, ctx: &Ctx, cli: &Cli, out: &mut dyn Write) -> Result<u8> {
     match m.eval(ctx) {
         Outcome::Value(v) => {
             writeln!(out, "{}", m.unit.bare(v.value))?;
-            Ok(ExitCode::SUCCESS)
+            Ok(0)
         }
         Outcome::NotApplicable(why) => {
             crate::say!(
@@ -248,9 +246,9 @@ fn print_one(m: &Metric, ctx: &Ctx, cli: &Cli, out: &mut dyn Write) -> Result<Ex
             match &cli.missing {
                 Some(v) => {
                     writeln!(out, "{v}")?;
-                    Ok(ExitCode::SUCCESS)
+                    Ok(0)
                 }
-                None => Ok(ExitCode::from(EXIT_NOT_APPLICABLE)),
+                None => Ok(EXIT_NOT_APPLICABLE),
             }
         }
     }

@@ -19,6 +19,7 @@ pub mod cli;
 pub mod compare;
 pub mod derive;
 pub mod discover;
+pub mod entry;
 pub mod error;
 pub mod export;
 pub mod formats;

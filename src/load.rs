@@ -26,6 +26,8 @@ pub struct LoadOptions {
     pub classes: Option<PathBuf>,
     /// Per-step averages over every step, warm-up and profiler stop included.
     pub all_steps: bool,
+    /// The workload card to use instead of one found beside the traces.
+    pub card: Option<PathBuf>,
     /// The input formats known (tests add toy ones).
     pub formats: &'static [Format],
 }
@@ -56,6 +58,7 @@ impl Default for LoadOptions {
             align: true,
             classes: None,
             all_steps: false,
+            card: None,
             formats: FORMATS,
         }
     }
@@ -76,6 +79,9 @@ pub fn load_path(
 ) -> Result<(Trace, LoadReport)> {
     let discovery = crate::discover::discover_in(path, opts.pick, opts.formats)?;
     let (mut trace, mut report) = load(path, &discovery, progress)?;
+    if let Some(card) = &opts.card {
+        trace.card = Some(crate::read::card::read(card)?);
+    }
     let beside = if path.is_dir() {
         Some(path.join(CLASSES_FILE))
     } else {

@@ -3,7 +3,7 @@
 pub mod compare;
 mod csv;
 pub mod human;
-mod json;
+pub mod json;
 pub mod safe;
 mod table;
 
@@ -57,6 +57,20 @@ pub struct About {
 }
 
 impl About {
+    /// What `ctx` covers of `trace`.
+    pub fn of(ctx: &crate::metrics::Ctx) -> Self {
+        let trace = ctx.trace;
+        Self {
+            source: trace.source.display().to_string(),
+            ranks: ctx.ranks.iter().map(|r| r.rank).collect(),
+            ops: ctx.ranks.iter().map(|r| r.ops.len()).sum(),
+            memory: trace.memory.iter().map(|m| m.rank).collect(),
+            et: trace.et.iter().map(|e| e.rank).collect(),
+            offsets: trace.offsets.clone().unwrap_or_default(),
+            steps: crate::model::timeline::steps_used(&ctx.ranks),
+        }
+    }
+
     /// One line naming the applied clock offsets, when any rank was moved.
     pub fn offsets_line(&self) -> Option<String> {
         let moved: Vec<String> = self
@@ -82,6 +96,15 @@ impl About {
             )
         })
     }
+}
+
+/// Every metric evaluated on `ctx`, in registry order.
+pub fn rows(ctx: &crate::metrics::Ctx) -> Vec<Row> {
+    crate::metrics::METRICS
+        .iter()
+        .zip(crate::metrics::eval_all(ctx))
+        .map(|(metric, outcome)| Row { metric, outcome })
+        .collect()
 }
 
 pub fn write(format: Format, about: &About, rows: &[Row], out: &mut dyn Write) -> io::Result<()> {

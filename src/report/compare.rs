@@ -153,7 +153,7 @@ fn time_rows(rows: &[TimeDiff]) -> Vec<Value> {
         .collect()
 }
 
-fn to_json(s: &Sides, c: &Comparison) -> Value {
+pub fn to_json(s: &Sides, c: &Comparison) -> Value {
     let metrics: Vec<Value> = c
         .metrics
         .iter()

@@ -1,4 +1,6 @@
-//! `--format json`: one object with the trace summary and every metric.
+//! `--format json`: one object with the trace summary and every metric. The
+//! layout is documented in `docs/schema.md`; `schema_version` changes when a
+//! field changes meaning or goes away (new fields do not change it).
 
 use std::collections::BTreeMap;
 use std::io::{self, Write};
@@ -8,8 +10,12 @@ use serde::Serialize;
 use super::{About, Row};
 use crate::metrics::Outcome;
 
+/// The version of the `--metrics --format json` layout.
+pub const SCHEMA_VERSION: u32 = 1;
+
 #[derive(Serialize)]
 struct Doc<'a> {
+    schema_version: u32,
     trace: &'a str,
     ranks: &'a [u32],
     gpu_ops: usize,
@@ -93,6 +99,7 @@ pub fn write(about: &About, rows: &[Row], out: &mut dyn Write) -> io::Result<()>
         })
         .collect();
     let doc = Doc {
+        schema_version: SCHEMA_VERSION,
         trace: &about.source,
         ranks: &about.ranks,
         gpu_ops: about.ops,

@@ -10,7 +10,6 @@ use ratatui::style::{Color, Modifier};
 use ratatui::Terminal;
 
 use std::path::Path;
-use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
@@ -200,24 +199,24 @@ pub fn save_view(
 }
 
 /// Renders one tab of the UI to an SVG file (`--screenshot FILE --tab T --size WxH`).
-pub fn write(cli: &Cli, out: &Path) -> Result<ExitCode> {
+pub fn write(cli: &Cli, out: &Path) -> Result<u8> {
     let Some(tab) = Tab::parse(&cli.tab) else {
         crate::say!(
             "ccl-bench: unknown tab '{}'; tabs: {}",
             cli.tab,
             Tab::names()
         );
-        return Ok(ExitCode::from(EXIT_USAGE));
+        return Ok(EXIT_USAGE);
     };
     let Some((w, h)) = cli.screenshot_size().filter(|&(w, h)| w > 0 && h > 0) else {
         crate::say!(
             "ccl-bench: --size wants WIDTHxHEIGHT in cells, e.g. 120x36, at most 1000x1000"
         );
-        return Ok(ExitCode::from(EXIT_USAGE));
+        return Ok(EXIT_USAGE);
     };
     if cli.trace_path().is_none() {
         crate::say!("ccl-bench: --screenshot needs --trace DIR");
-        return Ok(ExitCode::from(EXIT_USAGE));
+        return Ok(EXIT_USAGE);
     }
     let loaded = super::load_runs(
         &cli.runs(),
@@ -241,7 +240,7 @@ pub fn write(cli: &Cli, out: &Path) -> Result<ExitCode> {
             Needs::Nothing => "nothing more",
         };
         crate::say!("ccl-bench: the {} tab needs {needs}", tab.title());
-        return Ok(ExitCode::from(EXIT_USAGE));
+        return Ok(EXIT_USAGE);
     }
     app.tab = tab;
     for c in cli.keys.chars() {
@@ -253,7 +252,7 @@ pub fn write(cli: &Cli, out: &Path) -> Result<ExitCode> {
     let buf = render(&mut app, w, h);
     std::fs::write(out, buffer_to_svg(&buf))
         .with_context(|| format!("cannot write {}", out.display()))?;
-    Ok(ExitCode::SUCCESS)
+    Ok(0)
 }
 
 #[cfg(test)]

@@ -1,0 +1,275 @@
+"""ccl-bench: communication and compute metrics from multi-rank GPU profiler traces.
+
+>>> import ccl_bench
+>>> run = ccl_bench.load("runs/llama_8gpu")          # Kineto, nsys, XLA, ... one file per rank
+>>> run.metric("communication_fraction")            # float, or None when it does not apply
+>>> run.why("mfu")                                  # why it does not apply
+>>> run.ops().to_pandas()                           # every device op, Arrow-backed, no copy
+>>> ccl_bench.compare("runs/nccl", "runs/msccl")    # what changed, with the regression gate
+
+Loading and every computation run in Rust with the GIL released. Tables
+implement the Arrow PyCapsule interface (``__arrow_c_stream__``), so
+``pyarrow.table(t)``, ``polars.DataFrame(t)`` and DuckDB take them without a
+copy. Bad input raises :class:`TraceError` with the message the command line
+prints. The metric names, units and meanings are those of ``ccl-bench
+--list-metrics``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import warnings
+from typing import Any, Dict, List, Optional, Union
+
+from ccl_bench import _native
+from ccl_bench._native import TraceError
+
+__version__: str = _native.__version__
+
+#: Version of the exported tables' layout (Python tables, Parquet, Perfetto metadata).
+SCHEMA_VERSION: int = _native.SCHEMA_VERSION
+#: Version of the ``--metrics --format json`` document (``Run.metrics_document()``).
+METRICS_SCHEMA_VERSION: int = _native.METRICS_SCHEMA_VERSION
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+__all__ = [
+    "FAMILIES",
+    "METRICS_SCHEMA_VERSION",
+    "SCHEMA_VERSION",
+    "Run",
+    "Table",
+    "TraceError",
+    "TraceWarning",
+    "compare",
+    "load",
+    "metric_cal",
+    "metric_names",
+    "metric_value",
+]
+
+
+class TraceWarning(UserWarning):
+    """Something loading noticed (damaged events skipped, a file not read, clocks)."""
+
+
+class Table:
+    """An Arrow table (one record batch per rank for the op tables).
+
+    It implements the Arrow PyCapsule interface: ``pyarrow.table(t)``,
+    ``polars.DataFrame(t)`` and ``duckdb.sql("select * from t")`` read it in
+    place. Column meanings: ``docs/schema.md`` in the ccl-bench repository.
+    """
+
+    __slots__ = ("_t", "name")
+
+    def __init__(self, native: Any, name: str) -> None:
+        self._t = native
+        self.name = name
+
+    def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
+        return self._t.__arrow_c_stream__(requested_schema)
+
+    def __arrow_c_schema__(self) -> Any:
+        return self._t.__arrow_c_schema__()
+
+    def __len__(self) -> int:
+        return self._t.num_rows
+
+    @property
+    def num_rows(self) -> int:
+        return self._t.num_rows
+
+    @property
+    def column_names(self) -> List[str]:
+        return list(self._t.column_names)
+
+    def __repr__(self) -> str:
+        return f"<ccl_bench.Table {self.name}: {self.num_rows} rows, columns {self.column_names}>"
+
+    def to_pyarrow(self) -> Any:
+        """A ``pyarrow.Table`` over the same buffers."""
+        import pyarrow as pa
+
+        return pa.table(self)
+
+    def to_pandas(self) -> Any:
+        """A pandas DataFrame with Arrow-backed columns (``pd.ArrowDtype``): no copy."""
+        import pandas as pd
+
+        return self.to_pyarrow().to_pandas(types_mapper=pd.ArrowDtype)
+
+    def to_polars(self) -> Any:
+        """A polars DataFrame over the same buffers (names become categoricals)."""
+        import polars as pl
+
+        return pl.DataFrame(self)
+
+
+class Run:
+    """A loaded run: every rank's timeline, its metrics and tables."""
+
+    __slots__ = ("_r",)
+
+    def __init__(self, native: Any) -> None:
+        self._r = native
+
+    def __repr__(self) -> str:
+        return f"<ccl_bench.Run {self.path} ranks={self.rank_ids}>"
+
+    @property
+    def path(self) -> str:
+        """The file or directory loaded."""
+        return str(self._r.path)
+
+    @property
+    def rank_ids(self) -> List[int]:
+        """Rank numbers, in order."""
+        return list(self._r.rank_ids)
+
+    @property
+    def formats(self) -> List[str]:
+        """Source format of each rank: "pytorch", "nsys" or "xla"."""
+        return list(self._r.formats())
+
+    @property
+    def warnings(self) -> List[str]:
+        """What loading noticed (also issued as :class:`TraceWarning`)."""
+        return list(self._r.warnings)
+
+    def metric(self, name: str, rank: Optional[int] = None) -> Optional[float]:
+        """The metric's value over all ranks (or ``rank`` only), in its unit.
+
+        ``None`` when the metric does not apply to this trace; :meth:`why`
+        says why. Counts and ranks come back as whole floats, as the CLI prints them.
+        Raises ``ValueError`` for an unknown name or rank.
+        """
+        return self._r.metric(name, rank)
+
+    def why(self, name: str, rank: Optional[int] = None) -> Optional[str]:
+        """Why the metric does not apply (``None`` when it does)."""
+        return self._r.why(name, rank)
+
+    def metrics_document(self) -> Dict[str, Any]:
+        """The ``ccl-bench --metrics --format json`` document of this run."""
+        return json.loads(self._r.metrics_json())
+
+    def metrics(self) -> Dict[str, Dict[str, Any]]:
+        """Every metric by name: ``value`` (None when not applicable), ``unit``,
+        ``per_rank`` ({rank: value}), ``terms`` ({label: value}, e.g. the classes
+        of ``break_down_steps``), ``note``, ``not_applicable`` (the reason) and
+        ``about`` (what it means and which steps and ranks it covers)."""
+        out: Dict[str, Dict[str, Any]] = {}
+        for m in self.metrics_document()["metrics"]:
+            out[m["name"]] = {
+                "value": m["value"],
+                "unit": m["unit"],
+                "per_rank": {int(k): v for k, v in m.get("per_rank", {}).items()},
+                "terms": {p["label"]: p["value"] for p in m.get("parts", [])},
+                "note": m.get("note"),
+                "not_applicable": m.get("not_applicable"),
+                "about": m["about"],
+            }
+        return out
+
+    def ops(self) -> Table:
+        """Every device op (kernel, memory copy or set) of every rank, aligned clock."""
+        return Table(self._r.ops(), "ops")
+
+    def kernels(self) -> Table:
+        """Per rank and op name: count, total, mean, min and max time, share."""
+        return Table(self._r.kernels(), "kernels")
+
+    def collectives(self) -> Table:
+        """One row per member of each collective matched across ranks: start,
+        end, wait for the last member, transfer, who arrived last."""
+        return Table(self._r.collectives(), "collectives")
+
+    def steps(self) -> Table:
+        """Every step of every rank, and whether per-step metrics use it."""
+        return Table(self._r.steps(), "steps")
+
+    def ranks(self) -> Table:
+        """One row per rank: source, clock offset, where its steps went."""
+        return Table(self._r.ranks(), "ranks")
+
+    def export_parquet(self, directory: PathLike) -> List[str]:
+        """Writes ops, kernels, collectives, steps and ranks as Parquet files."""
+        return [str(p) for p in self._r.export_parquet(os.fspath(directory))]
+
+    def export_perfetto(self, path: PathLike) -> int:
+        """Writes one Chrome trace file for Perfetto (gzipped for ``.gz``); returns events."""
+        return self._r.export_perfetto(os.fspath(path))
+
+
+def load(
+    path: PathLike,
+    *,
+    iteration: Optional[int] = None,
+    align: str = "collectives",
+    classes: Optional[PathLike] = None,
+    all_steps: bool = False,
+    window: Optional[str] = None,
+    card: Optional[PathLike] = None,
+    progress: Optional[bool] = None,
+) -> Run:
+    """Loads a trace directory or file, as ``ccl-bench --trace PATH`` does.
+
+    ``iteration``: which ``profile_traces/iteration_K`` (default the newest).
+    ``align``: ``"collectives"`` puts every rank on rank 0's clock, ``"none"``
+    keeps each file's own. ``classes``: kernel class rules (TOML). ``all_steps``:
+    per-step averages over every step (default: warm-up and profiler stop left out).
+    ``window``: per-rank window folders: ``"newest"``, ``"all"`` or a number.
+    ``card``: a workload card to use instead of one beside the traces.
+    ``progress``: a progress bar on stderr (default: when stderr is a terminal).
+    Raises :class:`TraceError` when the input cannot be read.
+    """
+    if align not in ("collectives", "none"):
+        raise ValueError(f"align must be 'collectives' or 'none', not {align!r}")
+    if progress is None:
+        progress = sys.stderr is not None and sys.stderr.isatty()
+    native = _native.load(
+        os.fspath(path),
+        iteration=iteration,
+        window=window,
+        align=align == "collectives",
+        classes=os.fspath(classes) if classes is not None else None,
+        all_steps=all_steps,
+        card=os.fspath(card) if card is not None else None,
+        progress=bool(progress),
+    )
+    for w in native.warnings:
+        warnings.warn(w, TraceWarning, stacklevel=2)
+    return Run(native)
+
+
+def _run(x: Union[Run, PathLike]) -> Run:
+    return x if isinstance(x, Run) else load(x)
+
+
+def compare(a: Union[Run, PathLike], b: Union[Run, PathLike], threshold: float = 0.05) -> Dict[str, Any]:
+    """Compares two runs as ``ccl-bench compare A B --format json`` does.
+
+    ``threshold`` is a fraction (0.05 = 5 %). The result holds every metric
+    with both values, the change and its verdict, and the kernels, classes,
+    collectives and ranks whose time changed most.
+    """
+    ra, rb = _run(a), _run(b)
+    return json.loads(_native.compare_json(ra._r, rb._r, threshold=threshold))
+
+
+def metric_names() -> List[str]:
+    """Every metric name, in the order of ``ccl-bench --list-metrics``."""
+    return [m[0] for m in _native.metric_list()]
+
+
+def metric_value(directory: PathLike, name: str, missing: float = -1.0) -> float:
+    """One metric as CCL-Bench's per-metric tools return it: a float, or
+    ``missing`` (CCL-Bench's -1) when it does not apply."""
+    v = load(directory, progress=False).metric(name)
+    return missing if v is None else v
+
+
+from ccl_bench._families import FAMILIES, metric_cal  # noqa: E402

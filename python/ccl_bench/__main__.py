@@ -1,0 +1,3 @@
+from ccl_bench._cli import main
+
+main()

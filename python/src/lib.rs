@@ -1,0 +1,330 @@
+//! `ccl_bench._native`: the Python face of ccl-bench. Loading and every
+//! computation run in Rust with the GIL released; tables leave as Arrow
+//! record batches through the Arrow C stream interface (no copy on the
+//! Python side). The typed, documented API is `ccl_bench/__init__.py`.
+
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, OnceLock};
+
+use ccl_bench::discover::{Pick, Windows};
+use ccl_bench::load::{LoadOptions, Progress};
+use ccl_bench::metrics::{self, Ctx, Outcome};
+use ccl_bench::model::Trace;
+use pyo3::create_exception;
+use pyo3::exceptions::{PyException, PyValueError};
+use pyo3::prelude::*;
+use pyo3_arrow::PyTable;
+
+create_exception!(
+    _native,
+    TraceError,
+    PyException,
+    "A trace that cannot be read: the message names the file and what is wrong."
+);
+
+fn trace_error(e: anyhow::Error) -> PyErr {
+    TraceError::new_err(ccl_bench::error::one_line(&e))
+}
+
+/// A loaded run: the timelines of every rank, the metrics (evaluated once,
+/// on first use) and the warnings of loading.
+#[pyclass(frozen, module = "ccl_bench._native")]
+struct Run {
+    trace: Arc<Trace>,
+    warnings: Vec<String>,
+    all: OnceLock<Vec<Outcome>>,
+    json: OnceLock<String>,
+}
+
+fn ctx(trace: &Trace, rank: Option<u32>) -> PyResult<Ctx<'_>> {
+    Ctx::new(trace, rank).map_err(PyValueError::new_err)
+}
+
+fn find(name: &str) -> PyResult<&'static metrics::Metric> {
+    metrics::find(name).ok_or_else(|| {
+        let close = metrics::suggest(name);
+        let hint = if close.is_empty() {
+            String::new()
+        } else {
+            format!("; did you mean {}?", close.join(", "))
+        };
+        PyValueError::new_err(format!("unknown metric '{name}'{hint}"))
+    })
+}
+
+impl Run {
+    fn outcomes(&self, py: Python<'_>) -> PyResult<&[Outcome]> {
+        if let Some(all) = self.all.get() {
+            return Ok(all);
+        }
+        let trace = self.trace.clone();
+        let all = py
+            .detach(move || Ctx::new(&trace, None).map(|c| metrics::eval_all(&c)))
+            .map_err(PyValueError::new_err)?;
+        Ok(self.all.get_or_init(|| all))
+    }
+
+    fn outcome(&self, py: Python<'_>, name: &str, rank: Option<u32>) -> PyResult<Outcome> {
+        let m = find(name)?;
+        if rank.is_none() {
+            let i = metrics::METRICS
+                .iter()
+                .position(|x| x.name == m.name)
+                .expect("a registered metric");
+            return Ok(self.outcomes(py)?[i].clone());
+        }
+        let trace = self.trace.clone();
+        py.detach(move || ctx(&trace, rank).map(|c| m.eval(&c)))
+    }
+
+    fn table(&self, py: Python<'_>, name: &str) -> PyResult<PyTable> {
+        let trace = self.trace.clone();
+        let name = name.to_owned();
+        let table = py.detach(move || -> PyResult<_> {
+            let c = ctx(&trace, None)?;
+            ccl_bench::export::tables::table(&c, &name)
+                .expect("a known table")
+                .map_err(|e| PyValueError::new_err(e.to_string()))
+        })?;
+        PyTable::try_new(table.batches, table.schema)
+    }
+}
+
+#[pymethods]
+impl Run {
+    /// The file or directory loaded.
+    #[getter]
+    fn path(&self) -> PathBuf {
+        self.trace.source.clone()
+    }
+
+    /// Rank numbers, in order.
+    #[getter]
+    fn rank_ids(&self) -> Vec<u32> {
+        self.trace.ranks.iter().map(|t| t.rank).collect()
+    }
+
+    /// What loading noticed (damaged events, skipped files, clock checks).
+    #[getter]
+    fn warnings(&self) -> Vec<String> {
+        self.warnings.clone()
+    }
+
+    /// The metric's value (`None` when it does not apply), over all ranks or one.
+    #[pyo3(signature = (name, rank=None))]
+    fn metric(&self, py: Python<'_>, name: &str, rank: Option<u32>) -> PyResult<Option<f64>> {
+        Ok(self.outcome(py, name, rank)?.as_value())
+    }
+
+    /// Why the metric does not apply (`None` when it does).
+    #[pyo3(signature = (name, rank=None))]
+    fn why(&self, py: Python<'_>, name: &str, rank: Option<u32>) -> PyResult<Option<String>> {
+        Ok(match self.outcome(py, name, rank)? {
+            Outcome::NotApplicable(why) => Some(why),
+            Outcome::Value(_) => None,
+        })
+    }
+
+    /// The `--metrics --format json` document of this run.
+    fn metrics_json(&self, py: Python<'_>) -> PyResult<String> {
+        if let Some(j) = self.json.get() {
+            return Ok(j.clone());
+        }
+        let outcomes = self.outcomes(py)?.to_vec();
+        let trace = self.trace.clone();
+        let text = py.detach(move || -> PyResult<String> {
+            let c = ctx(&trace, None)?;
+            let rows: Vec<_> = metrics::METRICS
+                .iter()
+                .zip(outcomes)
+                .map(|(metric, outcome)| ccl_bench::report::Row { metric, outcome })
+                .collect();
+            let about = ccl_bench::report::About::of(&c);
+            let mut out = Vec::new();
+            ccl_bench::report::json::write(&about, &rows, &mut out)
+                .map_err(|e| PyValueError::new_err(e.to_string()))?;
+            String::from_utf8(out).map_err(|e| PyValueError::new_err(e.to_string()))
+        })?;
+        Ok(self.json.get_or_init(|| text).clone())
+    }
+
+    fn ops(&self, py: Python<'_>) -> PyResult<PyTable> {
+        self.table(py, "ops")
+    }
+
+    fn kernels(&self, py: Python<'_>) -> PyResult<PyTable> {
+        self.table(py, "kernels")
+    }
+
+    fn collectives(&self, py: Python<'_>) -> PyResult<PyTable> {
+        self.table(py, "collectives")
+    }
+
+    fn steps(&self, py: Python<'_>) -> PyResult<PyTable> {
+        self.table(py, "steps")
+    }
+
+    fn ranks(&self, py: Python<'_>) -> PyResult<PyTable> {
+        self.table(py, "ranks")
+    }
+
+    /// Writes the Parquet tables into `dir`; returns the files written.
+    fn export_parquet(&self, py: Python<'_>, dir: PathBuf) -> PyResult<Vec<PathBuf>> {
+        let trace = self.trace.clone();
+        py.detach(move || {
+            let c = ctx(&trace, None)?;
+            ccl_bench::export::parquet::write_all(&c, &dir)
+                .map(|w| w.into_iter().map(|w| w.path).collect())
+                .map_err(|e| TraceError::new_err(e.to_string()))
+        })
+    }
+
+    /// Writes the Perfetto trace to `path`; returns the number of events.
+    fn export_perfetto(&self, py: Python<'_>, path: PathBuf) -> PyResult<usize> {
+        let trace = self.trace.clone();
+        py.detach(move || {
+            let c = ctx(&trace, None)?;
+            ccl_bench::export::perfetto::write(&c, &path)
+                .map_err(|e| TraceError::new_err(e.to_string()))
+        })
+    }
+
+    /// The source format of each rank ("pytorch", "nsys", "xla").
+    fn formats(&self) -> Vec<&'static str> {
+        self.trace.ranks.iter().map(|t| t.format.name()).collect()
+    }
+}
+
+/// Loads a trace directory or file. `progress` draws a bar on stderr.
+#[pyfunction]
+#[pyo3(signature = (path, iteration=None, window=None, align=true, classes=None, all_steps=false, card=None, progress=false))]
+#[allow(clippy::too_many_arguments)]
+fn load(
+    py: Python<'_>,
+    path: PathBuf,
+    iteration: Option<u32>,
+    window: Option<String>,
+    align: bool,
+    classes: Option<PathBuf>,
+    all_steps: bool,
+    card: Option<PathBuf>,
+    progress: bool,
+) -> PyResult<Run> {
+    let windows = match window {
+        Some(w) => {
+            ccl_bench::discover::rank_dirs::parse_windows(&w).map_err(PyValueError::new_err)?
+        }
+        None => Windows::Newest,
+    };
+    let opts = LoadOptions {
+        pick: Pick { iteration, windows },
+        align,
+        classes,
+        all_steps,
+        card,
+        ..Default::default()
+    };
+    let (trace, warnings) = py
+        .detach(move || {
+            let p = Progress::default();
+            std::thread::scope(|s| {
+                let job = s.spawn(|| ccl_bench::headless::load_quiet(&path, &opts, &p));
+                if progress {
+                    bar(&p, &job);
+                }
+                job.join().expect("the loader does not panic")
+            })
+        })
+        .map_err(trace_error)?;
+    Ok(Run {
+        trace: Arc::new(trace),
+        warnings,
+        all: OnceLock::new(),
+        json: OnceLock::new(),
+    })
+}
+
+/// A progress line on stderr while `job` runs, erased when it ends.
+fn bar<T>(p: &Progress, job: &std::thread::ScopedJoinHandle<'_, T>) {
+    use std::io::Write;
+    let mut err = std::io::stderr();
+    while !job.is_finished() {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let total = p.files_total.load(Ordering::Relaxed);
+        let done = p.files_done.load(Ordering::Relaxed);
+        let bytes = p.bytes.load(Ordering::Relaxed);
+        let width = 30;
+        let filled = (done * width).checked_div(total).unwrap_or(0).min(width);
+        let _ = write!(
+            err,
+            "\r\x1b[Kloading [{}{}] {done}/{total} files, {}",
+            "#".repeat(filled),
+            ".".repeat(width - filled),
+            ccl_bench::report::human::bytes(bytes)
+        );
+        let _ = err.flush();
+    }
+    let _ = write!(err, "\r\x1b[K");
+    let _ = err.flush();
+}
+
+/// `ccl-bench compare` of two loaded runs as the JSON document it prints.
+#[pyfunction]
+#[pyo3(signature = (a, b, threshold=0.05, top=12))]
+fn compare_json(py: Python<'_>, a: &Run, b: &Run, threshold: f64, top: usize) -> PyResult<String> {
+    if !(threshold.is_finite() && threshold >= 0.0) {
+        return Err(PyValueError::new_err(format!(
+            "threshold {threshold} is not a fraction (e.g. 0.05 for 5 %)"
+        )));
+    }
+    let (ta, tb) = (a.trace.clone(), b.trace.clone());
+    py.detach(move || {
+        let (ca, cb) = (ctx(&ta, None)?, ctx(&tb, None)?);
+        let cmp = ccl_bench::compare::compare(&ca, &cb, threshold);
+        let (sa, sb) = (
+            ta.source.display().to_string(),
+            tb.source.display().to_string(),
+        );
+        let sides = ccl_bench::report::compare::Sides {
+            a: &sa,
+            b: &sb,
+            threshold,
+            top,
+        };
+        Ok(ccl_bench::report::compare::to_json(&sides, &cmp).to_string())
+    })
+}
+
+/// Every metric: (name, unit, group, about).
+#[pyfunction]
+fn metric_list() -> Vec<(&'static str, &'static str, &'static str, &'static str)> {
+    metrics::METRICS
+        .iter()
+        .map(|m| (m.name, m.unit.symbol(), m.group.name(), m.about))
+        .collect()
+}
+
+/// Runs the command line with `argv` (the program name first); returns the
+/// exit status.
+#[pyfunction]
+fn main(py: Python<'_>, argv: Vec<String>) -> u8 {
+    py.detach(move || ccl_bench::entry::main(argv))
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("TraceError", m.py().get_type::<TraceError>())?;
+    m.add("SCHEMA_VERSION", ccl_bench::export::SCHEMA_VERSION)?;
+    m.add(
+        "METRICS_SCHEMA_VERSION",
+        ccl_bench::report::json::SCHEMA_VERSION,
+    )?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_class::<Run>()?;
+    m.add_function(wrap_pyfunction!(load, m)?)?;
+    m.add_function(wrap_pyfunction!(compare_json, m)?)?;
+    m.add_function(wrap_pyfunction!(metric_list, m)?)?;
+    m.add_function(wrap_pyfunction!(main, m)?)?;
+    Ok(())
+}

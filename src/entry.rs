@@ -1,0 +1,75 @@
+//! The command line's entry point, shared by the `ccl-bench` binary and the
+//! `ccl-bench` script the Python package installs.
+
+use std::ffi::OsString;
+use std::io::IsTerminal;
+
+use anyhow::Result;
+use clap::Parser;
+
+use crate::cli::{sample_path, Cli, Command, SAMPLE};
+use crate::{headless, tui};
+
+/// Parses `args` (the program name first) and runs the command; returns the
+/// exit status. Help, version and usage errors are printed by clap here.
+pub fn main(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> u8 {
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return u8::try_from(e.exit_code()).unwrap_or(headless::EXIT_USAGE);
+        }
+    };
+    match run(&cli) {
+        Ok(code) => code,
+        Err(e) => {
+            // `ccl-bench ... | head` closing the pipe is not an error.
+            if e.chain().any(|c| {
+                c.downcast_ref::<std::io::Error>()
+                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            }) {
+                return 0;
+            }
+            crate::say!("ccl-bench: error: {}", crate::error::one_line(&e));
+            1
+        }
+    }
+}
+
+fn run(cli: &Cli) -> Result<u8> {
+    match &cli.command {
+        Some(Command::Compare(args)) => return headless::compare(args),
+        Some(Command::Export(args)) => return headless::export(args),
+        None => {}
+    }
+    if let Some(out) = &cli.screenshot {
+        return tui::screenshot::write(cli, out);
+    }
+    // Browsing needs a terminal on both ends; piped, print the metric table.
+    let interactive = std::io::stdout().is_terminal() && std::io::stdin().is_terminal();
+    if let Some(args) = cli.as_compare() {
+        if cli.browse() && interactive && cli.format == crate::cli::Format::Table {
+            tui::run(cli.runs(), cli.load_options(), cli.options(), cli.threshold)?;
+            return Ok(0);
+        }
+        return headless::compare(&args);
+    }
+    if cli.browse() && interactive {
+        let path = match cli.trace_path() {
+            Some(p) => p.clone(),
+            None => match sample_path() {
+                Some(p) => p,
+                None => {
+                    crate::say!(
+                        "ccl-bench: no trace given and the sample ({SAMPLE}) is not here; \
+                         use ccl-bench DIR (ccl-bench --help for more)"
+                    );
+                    return Ok(headless::EXIT_USAGE);
+                }
+            },
+        };
+        tui::run(vec![path], cli.load_options(), cli.options(), cli.threshold)?;
+        return Ok(0);
+    }
+    headless::run(cli)
+}
