@@ -127,7 +127,12 @@ pub fn load_quiet(
     let (trace, report) = load::load_path(path, opts, progress)
         .with_context(|| format!("cannot load {}", path.display()))?;
     if trace.is_empty() {
-        return Err(anyhow!("{}: no ranks loaded", path.display()));
+        // The warnings say why nothing was loaded: they belong to the error.
+        let why = match report.warnings.as_slice() {
+            [] => String::new(),
+            w => format!(": {}", w.join("; ")),
+        };
+        return Err(anyhow!("{}: no ranks loaded{why}", path.display()));
     }
     Ok((trace, report.warnings))
 }

@@ -291,3 +291,45 @@ fn waits<W: Write>(ctx: &Ctx, ev: &mut Events<W>) -> std::io::Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::testing::trace;
+
+    #[test]
+    fn ranks_are_processes_and_waits_name_the_late_rank() {
+        let t = trace(&crate::synth::late_pair());
+        let ctx = Ctx::new(&t, None).unwrap();
+        let mut out = Vec::new();
+        let n = write_to(&ctx, &mut out).unwrap();
+        let doc: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        let events = doc["traceEvents"].as_array().unwrap();
+        assert_eq!(events.len(), n);
+        let names: Vec<&str> = events
+            .iter()
+            .filter(|e| e["name"] == "process_name")
+            .map(|e| e["args"]["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["rank 0", "rank 1 (straggler)"]);
+        assert_eq!(doc["otherData"]["straggler_rank"], 1);
+        // Rank 0 waits from 10 µs to 40 µs for rank 1 (times from the first
+        // event, the steps' start at 0).
+        let waits: Vec<_> = events.iter().filter(|e| e["cat"] == "wait").collect();
+        assert_eq!(waits.len(), 1);
+        assert_eq!(waits[0]["pid"], 0);
+        assert_eq!(waits[0]["name"], "wait for rank 1");
+        assert_eq!(waits[0]["ts"].as_f64(), Some(10.0));
+        assert_eq!(waits[0]["dur"].as_f64(), Some(30.0));
+        assert_eq!(doc["otherData"]["ts_origin_ns"], 0);
+    }
+
+    #[test]
+    fn micros_are_exact() {
+        assert_eq!(
+            Micros(1_694_128_201_421_205_501).to_string(),
+            "1694128201421205.501"
+        );
+        assert_eq!(Micros(7).to_string(), "0.007");
+    }
+}

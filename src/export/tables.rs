@@ -452,3 +452,115 @@ pub fn ranks(ctx: &Ctx) -> Result<Table, ArrowError> {
         batches: vec![batch],
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{Int64Type, UInt32Type};
+
+    use super::*;
+    use crate::metrics::testing::trace;
+    use crate::synth::late_pair;
+
+    fn i64s(b: &RecordBatch, col: &str) -> Vec<Option<i64>> {
+        b.column_by_name(col)
+            .unwrap()
+            .as_primitive::<Int64Type>()
+            .iter()
+            .collect()
+    }
+
+    #[test]
+    fn collectives_say_who_waited_for_whom() {
+        // late_pair: rank 0 starts the all-reduce at 10 µs, rank 1 at 40 µs,
+        // both end at 60 µs: rank 0 waits 30 µs, then both transfer 20 µs.
+        let t = trace(&late_pair());
+        let ctx = Ctx::new(&t, None).unwrap();
+        let c = collectives(&ctx).unwrap();
+        assert_eq!(c.rows(), 2);
+        let b = &c.batches[0];
+        let ranks: Vec<_> = b
+            .column_by_name("rank")
+            .unwrap()
+            .as_primitive::<UInt32Type>()
+            .values()
+            .to_vec();
+        assert_eq!(ranks, [0, 1]);
+        assert_eq!(i64s(b, "wait_ns"), [Some(30_000), Some(0)]);
+        assert_eq!(i64s(b, "transfer_ns"), [Some(20_000), Some(20_000)]);
+        assert_eq!(i64s(b, "end_ns"), [Some(60_000), Some(60_000)]);
+        assert_eq!(i64s(b, "last_by_ns"), [Some(30_000), Some(30_000)]);
+        let last = b.column_by_name("last_rank").unwrap();
+        assert_eq!(last.as_primitive::<UInt32Type>().value(0), 1);
+        // all_reduce_f32(1, 2): one f32 element.
+        let bytes = b.column_by_name("message_bytes").unwrap();
+        assert_eq!(
+            bytes
+                .as_primitive::<arrow_array::types::UInt64Type>()
+                .value(0),
+            4
+        );
+    }
+
+    #[test]
+    fn ops_are_one_batch_per_rank_with_names_as_a_dictionary() {
+        let t = trace(&late_pair());
+        let ctx = Ctx::new(&t, None).unwrap();
+        let ops = ops(&ctx).unwrap();
+        assert_eq!((ops.batches.len(), ops.rows()), (2, 2));
+        let b = &ops.batches[0];
+        assert_eq!(i64s(b, "start_ns"), [Some(10_000)]);
+        assert_eq!(i64s(b, "dur_ns"), [Some(50_000)]);
+        assert_eq!(i64s(b, "step"), [Some(1)]);
+        let names = b
+            .column_by_name("name")
+            .unwrap()
+            .as_dictionary::<Int32Type>();
+        let values = names.values().as_string::<i32>();
+        let key = names.keys().value(0) as usize;
+        assert_eq!(values.value(key), "ncclDevKernel_AllReduce_Sum_f32_RING_LL");
+        let kind = b
+            .column_by_name("collective")
+            .unwrap()
+            .as_dictionary::<Int8Type>();
+        let kinds = kind.values().as_string::<i32>();
+        assert_eq!(kinds.value(kind.keys().value(0) as usize), "all_reduce");
+        assert_eq!(ops.schema.metadata()["ccl_bench.schema_version"], "1");
+    }
+
+    #[test]
+    fn kernels_steps_and_ranks() {
+        let t = trace(&late_pair());
+        let ctx = Ctx::new(&t, None).unwrap();
+        let k = kernels(&ctx).unwrap();
+        assert_eq!(k.rows(), 2);
+        assert_eq!(i64s(&k.batches[1], "total_ns"), [Some(20_000)]);
+        let share = k.batches[1].column_by_name("share_pct").unwrap();
+        assert_eq!(
+            share
+                .as_primitive::<arrow_array::types::Float64Type>()
+                .value(0),
+            100.0
+        );
+        let s = steps(&ctx).unwrap();
+        assert_eq!(i64s(&s.batches[0], "dur_ns"), [Some(100_000)]);
+        let r = ranks(&ctx).unwrap();
+        let b = &r.batches[0];
+        // Not aligned (the test trace keeps each rank's clock): no offset.
+        assert_eq!(i64s(b, "clock_offset_ns"), [None, None]);
+        // One step of 100 µs: rank 0 has 50 µs of communication, rank 1 20.
+        assert_eq!(i64s(b, "comm_ns"), [Some(50_000), Some(20_000)]);
+        assert_eq!(i64s(b, "caused_wait_ns"), [Some(0), Some(30_000)]);
+    }
+
+    #[test]
+    fn every_named_table_builds() {
+        let t = trace(&crate::synth::two_rank_example());
+        let ctx = Ctx::new(&t, None).unwrap();
+        for name in TABLES {
+            let table = table(&ctx, name).unwrap().unwrap();
+            assert!(table.rows() > 0, "{name} is empty");
+        }
+        assert!(table(&ctx, "nope").is_none());
+    }
+}

@@ -5,6 +5,7 @@ mod bad_corpus;
 mod bad_input;
 mod cli;
 mod corpus;
+mod export;
 mod formats;
 mod fuzz_smoke;
 mod glance;

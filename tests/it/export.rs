@@ -1,0 +1,104 @@
+//! `ccl-bench export`: Parquet tables read back, the Perfetto file parsed,
+//! and a place that cannot be written is an error naming it.
+
+use std::io::Read;
+
+use ccl_bench::synth::late_pair;
+use parquet::file::reader::{FileReader, SerializedFileReader};
+
+use crate::support::{corpus, run, stderr, write_ranks};
+
+fn parquet_rows(path: &std::path::Path) -> (i64, String) {
+    let r = SerializedFileReader::new(std::fs::File::open(path).unwrap()).unwrap();
+    let meta = r.metadata().file_metadata();
+    let version = meta
+        .key_value_metadata()
+        .unwrap()
+        .iter()
+        .find(|kv| kv.key == "ccl_bench.schema_version")
+        .and_then(|kv| kv.value.clone())
+        .unwrap();
+    (meta.num_rows(), version)
+}
+
+#[test]
+fn parquet_tables_read_back() {
+    let dir = write_ranks(&late_pair());
+    let out = tempfile::tempdir().unwrap();
+    let o = run(&[
+        "export",
+        dir.path().to_str().unwrap(),
+        "--to",
+        "parquet",
+        out.path().to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // Two ranks, one op and one step each, one all-reduce with two members.
+    for (table, rows) in [
+        ("ops", 2),
+        ("kernels", 2),
+        ("collectives", 2),
+        ("steps", 2),
+        ("ranks", 2),
+    ] {
+        let (n, version) = parquet_rows(&out.path().join(format!("{table}.parquet")));
+        assert_eq!((n, version.as_str()), (rows, "1"), "{table}");
+    }
+    // No temporary file is left behind.
+    let names: Vec<_> = std::fs::read_dir(out.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names.len(), 5, "{names:?}");
+}
+
+#[test]
+fn perfetto_file_has_a_process_per_rank() {
+    let Some(d) = corpus("kineto/dlrm_8rank_v100") else {
+        return;
+    };
+    let out = tempfile::tempdir().unwrap();
+    let file = out.path().join("run.json.gz");
+    let o = run(&[
+        "export",
+        d.to_str().unwrap(),
+        "--to",
+        "perfetto",
+        file.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(&file).unwrap())
+        .read_to_string(&mut text)
+        .unwrap();
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let events = doc["traceEvents"].as_array().unwrap();
+    let procs = events
+        .iter()
+        .filter(|e| e["name"] == "process_name")
+        .count();
+    assert_eq!(procs, 8);
+    // The straggler named in the file is the one --metric slowest_rank prints.
+    let o = run(&["--trace", d.to_str().unwrap(), "--metric", "slowest_rank"]);
+    let slowest: u64 = String::from_utf8_lossy(&o.stdout).trim().parse().unwrap();
+    assert_eq!(doc["otherData"]["straggler_rank"].as_u64(), Some(slowest));
+    assert!(events.iter().any(|e| e["cat"] == "wait"));
+}
+
+#[test]
+fn unwritable_output_is_an_error_naming_it() {
+    let dir = write_ranks(&late_pair());
+    let out = tempfile::tempdir().unwrap();
+    let file = out.path().join("taken");
+    std::fs::write(&file, "x").unwrap();
+    let o = run(&[
+        "export",
+        dir.path().to_str().unwrap(),
+        "--to",
+        "parquet",
+        file.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("taken"), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("panicked"));
+}
