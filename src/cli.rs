@@ -180,6 +180,32 @@ pub enum Command {
     /// Write the run for other tools: Parquet tables (ops, kernels, collectives,
     /// steps, ranks) into a folder, or one Perfetto / chrome://tracing file
     Export(ExportArgs),
+    /// Every collective matched across ranks: members, wait for the last to
+    /// arrive and who it was, transfer, bandwidth; then grouped by kind, size
+    /// and group
+    Collectives(CollectivesArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CollectivesArgs {
+    /// Trace directory or file
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+
+    /// Output format (json lists each instance's members)
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+
+    /// Only the grouped view
+    #[arg(long)]
+    pub grouped: bool,
+
+    /// Sort instances by: id, start, wait, transfer, busbw, size or late
+    #[arg(long, value_name = "COL", default_value = "id", value_parser = clap::builder::PossibleValuesParser::new(crate::report::collectives::SORT_KEYS))]
+    pub sort: String,
+
+    #[command(flatten)]
+    pub load: LoadArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

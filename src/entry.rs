@@ -40,6 +40,7 @@ fn run(cli: &Cli) -> Result<u8> {
     match &cli.command {
         Some(Command::Compare(args)) => return headless::compare(args),
         Some(Command::Export(args)) => return headless::export(args),
+        Some(Command::Collectives(args)) => return headless::collectives(args),
         None => {}
     }
     if let Some(out) = &cli.screenshot {

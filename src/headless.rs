@@ -236,6 +236,18 @@ pub fn export(args: &crate::cli::ExportArgs) -> Result<u8> {
     Ok(0)
 }
 
+/// `ccl-bench collectives DIR`.
+pub fn collectives(args: &crate::cli::CollectivesArgs) -> Result<u8> {
+    let trace = load(&args.dir, &args.load.options())?;
+    let ctx = Ctx::new(&trace, None).map_err(|e| anyhow!(e))?;
+    let mut rows = crate::derive::instances::rows(&trace, ctx.instances());
+    let groups = crate::derive::instances::grouped(&rows);
+    report::collectives::sort(&mut rows, &args.sort);
+    let mut out = crate::report::safe::Safe(io::stdout().lock());
+    report::collectives::write(args.format, &rows, &groups, args.grouped, &mut out)?;
+    Ok(0)
+}
+
 fn print_one(m: &Metric, ctx: &Ctx, cli: &Cli, out: &mut dyn Write) -> Result<u8> {
     match m.eval(ctx) {
         Outcome::Value(v) => {

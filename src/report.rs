@@ -1,5 +1,6 @@
 //! Output formats for evaluated metrics: a human table, JSON and CSV.
 
+pub mod collectives;
 pub mod compare;
 mod csv;
 pub mod human;

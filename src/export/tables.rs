@@ -7,9 +7,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use arrow_array::builder::{
-    Int64Builder, StringBuilder, StringDictionaryBuilder, UInt32Builder, UInt64Builder,
-};
+use arrow_array::builder::{StringBuilder, StringDictionaryBuilder, UInt32Builder, UInt64Builder};
 use arrow_array::types::{Int32Type, Int8Type};
 use arrow_array::{
     ArrayRef, DictionaryArray, Int32Array, Int64Array, RecordBatch, StringArray, UInt32Array,
@@ -266,71 +264,53 @@ pub fn collectives(ctx: &Ctx) -> Result<Table, ArrowError> {
         Field::new("end_ns", DataType::Int64, false),
         Field::new("wait_ns", DataType::Int64, false),
         Field::new("transfer_ns", DataType::Int64, false),
-        Field::new("last_rank", DataType::UInt32, true),
-        Field::new("last_by_ns", DataType::Int64, true),
+        Field::new("last_rank", DataType::UInt32, false),
+        Field::new("last_by_ns", DataType::Int64, false),
     ]);
-    let trace = ctx.trace;
-    let (mut id, mut group, mut seq, mut rank) = (
-        UInt32Builder::new(),
-        StringBuilder::new(),
-        UInt32Builder::new(),
-        UInt32Builder::new(),
-    );
-    let (mut kind, mut name, mut bytes, mut size) = (
-        Vec::new(),
-        StringBuilder::new(),
-        UInt64Builder::new(),
-        UInt32Builder::new(),
-    );
-    let (mut step, mut start, mut end, mut wait, mut transfer, mut last, mut by) = (
-        Int64Builder::new(),
-        Int64Builder::new(),
-        Int64Builder::new(),
-        Int64Builder::new(),
-        Int64Builder::new(),
-        UInt32Builder::new(),
-        Int64Builder::new(),
-    );
-    for (i, inst) in ctx.instances().iter().enumerate() {
-        let op = |(r, o): (usize, usize)| (&trace.ranks[r], &trace.ranks[r].ops[o]);
-        let last_start = inst.members.iter().map(|&m| op(m).1.start).max();
-        let latest = inst.latest(trace);
-        for &m in &inst.members {
-            let (t, o) = op(m);
-            id.append_value(u32::try_from(i).unwrap_or(u32::MAX));
-            group.append_value(&inst.group);
-            seq.append_value(u32::try_from(inst.seq).unwrap_or(u32::MAX));
-            rank.append_value(t.rank);
-            kind.push(o.coll.map(|c| c.name()));
-            name.append_value(t.name(o.name));
-            bytes.append_option(t.coll_meta(o).and_then(|m| m.in_bytes()));
-            size.append_value(u32::try_from(inst.members.len()).unwrap_or(u32::MAX));
-            step.append_option(o.step.get().map(|s| t.steps[s as usize].number));
-            start.append_value(o.start);
-            end.append_value(o.end());
-            let w = (last_start.unwrap_or(o.start) - o.start).clamp(0, o.dur);
-            wait.append_value(w);
-            transfer.append_value(o.dur - w);
-            last.append_option(latest.map(|(r, ..)| trace.ranks[r].rank));
-            by.append_option(latest.map(|(.., d)| d));
-        }
-    }
+    let rows = crate::derive::instances::rows(ctx.trace, ctx.instances());
+    let each = || {
+        rows.iter()
+            .flat_map(|r| r.members.iter().map(move |m| (r, m)))
+    };
+    let u32_of = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
     let columns: Vec<ArrayRef> = vec![
-        Arc::new(id.finish()),
-        Arc::new(group.finish()),
-        Arc::new(seq.finish()),
-        Arc::new(rank.finish()),
-        labels(kind.into_iter()),
-        Arc::new(name.finish()),
-        Arc::new(bytes.finish()),
-        Arc::new(size.finish()),
-        Arc::new(step.finish()),
-        Arc::new(start.finish()),
-        Arc::new(end.finish()),
-        Arc::new(wait.finish()),
-        Arc::new(transfer.finish()),
-        Arc::new(last.finish()),
-        Arc::new(by.finish()),
+        Arc::new(UInt32Array::from_iter_values(
+            each().map(|(r, _)| u32_of(r.id)),
+        )),
+        // Byte arrays need an iterator of known length; `each` is a flat map.
+        Arc::new(each().map(|(r, _)| Some(&r.group)).collect::<StringArray>()),
+        Arc::new(UInt32Array::from_iter_values(
+            each().map(|(r, _)| u32_of(r.seq)),
+        )),
+        Arc::new(UInt32Array::from_iter_values(each().map(|(_, m)| m.rank))),
+        labels(each().map(|(r, _)| r.kind.map(|k| k.name()))),
+        Arc::new(
+            each()
+                .map(|(_, m)| {
+                    let t = ctx.trace.rank(m.rank).expect("a member's rank");
+                    Some(t.name(t.ops[m.op].name))
+                })
+                .collect::<StringArray>(),
+        ),
+        Arc::new(
+            each()
+                .map(|(r, _)| r.bytes)
+                .collect::<arrow_array::UInt64Array>(),
+        ),
+        Arc::new(UInt32Array::from_iter_values(
+            each().map(|(r, _)| u32_of(r.members.len())),
+        )),
+        Arc::new(each().map(|(_, m)| m.step).collect::<Int64Array>()),
+        Arc::new(Int64Array::from_iter_values(each().map(|(_, m)| m.start))),
+        Arc::new(Int64Array::from_iter_values(each().map(|(_, m)| m.end))),
+        Arc::new(Int64Array::from_iter_values(each().map(|(_, m)| m.wait))),
+        Arc::new(Int64Array::from_iter_values(
+            each().map(|(_, m)| m.transfer),
+        )),
+        Arc::new(UInt32Array::from_iter_values(
+            each().map(|(r, _)| r.last_rank),
+        )),
+        Arc::new(Int64Array::from_iter_values(each().map(|(r, _)| r.last_by))),
     ];
     let batch = RecordBatch::try_new(schema.clone(), columns)?;
     Ok(Table {
@@ -492,6 +472,7 @@ mod tests {
         assert_eq!(i64s(b, "last_by_ns"), [Some(30_000), Some(30_000)]);
         let last = b.column_by_name("last_rank").unwrap();
         assert_eq!(last.as_primitive::<UInt32Type>().value(0), 1);
+        assert_eq!(last.null_count(), 0);
         // all_reduce_f32(1, 2): one f32 element.
         let bytes = b.column_by_name("message_bytes").unwrap();
         assert_eq!(

@@ -24,15 +24,7 @@ impl SizedColl {
     /// nccl-tests' bus-bandwidth factor: 2(n−1)/n for all-reduce, (n−1)/n for
     /// all-gather, reduce-scatter and all-to-all, 1 for point-to-point.
     pub fn bus_factor(&self) -> Option<f64> {
-        let n = f64::from(self.n?);
-        match self.kind {
-            CollKind::AllReduce => Some(2.0 * (n - 1.0) / n),
-            CollKind::AllGather | CollKind::ReduceScatter | CollKind::AllToAll => {
-                Some((n - 1.0) / n)
-            }
-            CollKind::SendRecv | CollKind::Broadcast | CollKind::Reduce => Some(1.0),
-            CollKind::Unknown => None,
-        }
+        self.kind.bus_factor(self.n?)
     }
 }
 

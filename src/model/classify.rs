@@ -111,6 +111,19 @@ impl CollKind {
             Self::Unknown => "unknown",
         }
     }
+
+    /// nccl-tests' bus-bandwidth factor for a group of `n`: 2(n−1)/n for
+    /// all-reduce, (n−1)/n for all-gather, reduce-scatter and all-to-all, 1
+    /// for point-to-point, broadcast and reduce.
+    pub fn bus_factor(self, n: u32) -> Option<f64> {
+        let n = f64::from(n);
+        match self {
+            Self::AllReduce => Some(2.0 * (n - 1.0) / n),
+            Self::AllGather | Self::ReduceScatter | Self::AllToAll => Some((n - 1.0) / n),
+            Self::SendRecv | Self::Broadcast | Self::Reduce => Some(1.0),
+            Self::Unknown => None,
+        }
+    }
 }
 
 /// One row of the rule table: a class, the case-insensitive pattern that selects

@@ -4,6 +4,7 @@
 mod bad_corpus;
 mod bad_input;
 mod cli;
+mod collectives;
 mod corpus;
 mod export;
 mod formats;

@@ -1,0 +1,268 @@
+//! Each collective matched across ranks as one row: when its members arrived,
+//! how long the early ones waited for the last, how long the transfer took
+//! once all were there and the bandwidth that implies; and the same grouped
+//! by (kind, size, group). Barrier model: a collective's transfer starts when
+//! its last member starts.
+
+use std::collections::BTreeMap;
+
+use crate::model::collectives::Instance;
+use crate::model::{CollKind, Ns, Trace};
+
+/// One member of a matched collective.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Member {
+    pub rank: u32,
+    /// Index of the op in its rank's `ops`.
+    pub op: usize,
+    pub start: Ns,
+    pub end: Ns,
+    /// From its start until the last member started, clamped to the op.
+    pub wait: Ns,
+    /// The rest of the op: duration − wait.
+    pub transfer: Ns,
+    /// Its step's number, when launched in one.
+    pub step: Option<i64>,
+}
+
+/// One collective instance, over its members.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InstanceRow {
+    /// Index in the trace's matched instances.
+    pub id: usize,
+    pub group: String,
+    pub seq: usize,
+    pub kind: Option<CollKind>,
+    /// The kernel name of the first member.
+    pub name: String,
+    /// Message bytes (`In msg nelems` × element size) of the first member
+    /// that records them.
+    pub bytes: Option<u64>,
+    /// nccl-tests' S, from which algorithm bandwidth is computed: the
+    /// gathered output for all-gather, the message otherwise.
+    pub data_bytes: Option<u64>,
+    pub members: Vec<Member>,
+    /// The member that started last, and how long after the next-latest.
+    pub last_rank: u32,
+    pub last_by: Ns,
+    /// Summed wait of all members.
+    pub wait: Ns,
+    /// Transfer once every member is there: the last starter's duration.
+    pub transfer: Ns,
+    /// Earliest start and latest end over the members.
+    pub start: Ns,
+    pub end: Ns,
+}
+
+impl InstanceRow {
+    /// Algorithm bandwidth, bytes/s: S / transfer.
+    pub fn algbw(&self) -> Option<f64> {
+        let s = self.data_bytes? as f64;
+        (self.transfer > 0).then(|| s * 1e9 / self.transfer as f64)
+    }
+
+    /// Bus bandwidth, bytes/s: algbw × nccl-tests' factor for the kind and group size.
+    pub fn busbw(&self) -> Option<f64> {
+        let n = u32::try_from(self.members.len()).ok()?;
+        Some(self.algbw()? * self.kind?.bus_factor(n)?)
+    }
+
+    /// The members' wait inside this collective that the last member caused
+    /// (what it would save had it arrived with the next-latest member).
+    pub fn caused(&self) -> Ns {
+        self.last_by
+    }
+}
+
+/// Rows for `inst` (the instances of `trace`), in instance order.
+pub fn rows(trace: &Trace, inst: &[Instance]) -> Vec<InstanceRow> {
+    inst.iter()
+        .enumerate()
+        .filter_map(|(id, i)| {
+            let (lr, lo, last_by) = i.latest(trace)?;
+            let last_start = trace.ranks[lr].ops[lo].start;
+            let members: Vec<Member> = i
+                .members
+                .iter()
+                .map(|&(r, o)| {
+                    let t = &trace.ranks[r];
+                    let op = &t.ops[o];
+                    let wait = (last_start - op.start).clamp(0, op.dur);
+                    Member {
+                        rank: t.rank,
+                        op: o,
+                        start: op.start,
+                        end: op.end(),
+                        wait,
+                        transfer: op.dur - wait,
+                        step: op.step.get().map(|s| t.steps[s as usize].number),
+                    }
+                })
+                .collect();
+            let (r0, o0) = i.members[0];
+            let first = &trace.ranks[r0];
+            let sized = i.members.iter().find_map(|&(r, o)| {
+                let t = &trace.ranks[r];
+                let m = t.coll_meta(&t.ops[o])?;
+                Some((m.in_bytes()?, m.out_bytes()))
+            });
+            let kind = first.ops[o0].coll;
+            let data_bytes = sized.and_then(|(inb, out)| match kind {
+                Some(CollKind::AllGather) => out,
+                _ => Some(inb),
+            });
+            Some(InstanceRow {
+                id,
+                group: i.group.clone(),
+                seq: i.seq,
+                kind,
+                name: first.name(first.ops[o0].name).to_owned(),
+                bytes: sized.map(|s| s.0),
+                data_bytes,
+                last_rank: trace.ranks[lr].rank,
+                last_by,
+                wait: members.iter().map(|m| m.wait).sum(),
+                transfer: trace.ranks[lr].ops[lo].dur,
+                start: members.iter().map(|m| m.start).min().unwrap_or(0),
+                end: members.iter().map(|m| m.end).max().unwrap_or(0),
+                members,
+            })
+        })
+        .collect()
+}
+
+/// Instances of one (kind, message size, group, group size).
+#[derive(Debug, Clone, PartialEq)]
+pub struct GroupRow {
+    pub kind: Option<CollKind>,
+    pub bytes: Option<u64>,
+    pub group: String,
+    pub size: usize,
+    pub count: usize,
+    pub transfer_p50: Ns,
+    pub transfer_p95: Ns,
+    /// Σ S × factor / Σ transfer, bytes/s, over the instances with a size.
+    pub busbw: Option<f64>,
+    /// Summed wait of every member of every instance.
+    pub wait: Ns,
+    /// The rank whose late arrivals caused the most wait here, and how much.
+    pub culprit: Option<(u32, Ns)>,
+}
+
+/// Nearest-rank percentile of sorted values.
+fn percentile(sorted: &[Ns], p: f64) -> Ns {
+    if sorted.is_empty() {
+        return 0;
+    }
+    let rank = (p / 100.0 * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+/// `rows` grouped by (kind, size, group, group size), most wait first.
+pub fn grouped(rows: &[InstanceRow]) -> Vec<GroupRow> {
+    type Key = (Option<&'static str>, Option<u64>, String, usize);
+    let mut by: BTreeMap<Key, Vec<&InstanceRow>> = BTreeMap::new();
+    for r in rows {
+        let key = (
+            r.kind.map(|k| k.name()),
+            r.bytes,
+            r.group.clone(),
+            r.members.len(),
+        );
+        by.entry(key).or_default().push(r);
+    }
+    let mut out: Vec<GroupRow> = by
+        .into_values()
+        .map(|rs| {
+            let mut transfers: Vec<Ns> = rs.iter().map(|r| r.transfer).collect();
+            transfers.sort_unstable();
+            let (mut moved, mut time) = (0.0, 0.0);
+            for r in &rs {
+                if let (Some(bw), true) = (r.busbw(), r.transfer > 0) {
+                    let secs = r.transfer as f64 / 1e9;
+                    moved += bw * secs;
+                    time += secs;
+                }
+            }
+            let mut blame: BTreeMap<u32, Ns> = BTreeMap::new();
+            for r in &rs {
+                *blame.entry(r.last_rank).or_default() += r.caused();
+            }
+            let culprit = blame
+                .into_iter()
+                .filter(|&(_, c)| c > 0)
+                .max_by_key(|&(rank, c)| (c, std::cmp::Reverse(rank)));
+            GroupRow {
+                kind: rs[0].kind,
+                bytes: rs[0].bytes,
+                group: rs[0].group.clone(),
+                size: rs[0].members.len(),
+                count: rs.len(),
+                transfer_p50: percentile(&transfers, 50.0),
+                transfer_p95: percentile(&transfers, 95.0),
+                busbw: (time > 0.0).then(|| moved / time),
+                wait: rs.iter().map(|r| r.wait).sum(),
+                culprit,
+            }
+        })
+        .collect();
+    out.sort_by_key(|g| std::cmp::Reverse(g.wait));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::testing::trace;
+    use crate::model::collectives::instances;
+
+    #[test]
+    fn late_pair_row() {
+        // Rank 0 starts at 10 µs, rank 1 at 40 µs, both end at 60 µs; one f32.
+        let t = trace(&crate::synth::late_pair());
+        let rows = rows(&t, &instances(&t));
+        assert_eq!(rows.len(), 1);
+        let r = &rows[0];
+        assert_eq!((r.last_rank, r.last_by), (1, 30_000));
+        assert_eq!(r.wait, 30_000);
+        assert_eq!(r.transfer, 20_000);
+        assert_eq!((r.start, r.end), (10_000, 60_000));
+        assert_eq!(r.members[0].wait, 30_000);
+        assert_eq!(r.members[1].transfer, 20_000);
+        // 4 B in 20 µs = 200,000 B/s; all-reduce of 2: factor 2(2-1)/2 = 1.
+        assert_eq!(r.algbw(), Some(200_000.0));
+        assert_eq!(r.busbw(), Some(200_000.0));
+    }
+
+    #[test]
+    fn grouping_blames_the_rank_that_caused_most_wait() {
+        let t = trace(&crate::synth::late_pair());
+        let mut rows = rows(&t, &instances(&t));
+        // A second instance of the same shape where rank 0 is 5 µs late.
+        let mut second = rows[0].clone();
+        second.id = 1;
+        second.last_rank = 0;
+        second.last_by = 5_000;
+        second.wait = 5_000;
+        second.transfer = 40_000;
+        rows.push(second);
+        let g = grouped(&rows);
+        assert_eq!(g.len(), 1);
+        let g = &g[0];
+        assert_eq!(g.count, 2);
+        assert_eq!((g.transfer_p50, g.transfer_p95), (20_000, 40_000));
+        assert_eq!(g.wait, 35_000);
+        assert_eq!(g.culprit, Some((1, 30_000)));
+        // 4 B over 20 µs and 4 B over 40 µs: 8 B / 60 µs.
+        assert!((g.busbw.unwrap() - 8.0 / 60e-6).abs() < 1e-6);
+    }
+
+    #[test]
+    fn percentiles_are_nearest_rank() {
+        let v: Vec<Ns> = (1..=20).collect();
+        assert_eq!(percentile(&v, 50.0), 10);
+        assert_eq!(percentile(&v, 95.0), 19);
+        assert_eq!(percentile(&[7], 95.0), 7);
+        assert_eq!(percentile(&[], 50.0), 0);
+    }
+}

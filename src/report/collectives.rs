@@ -1,0 +1,256 @@
+//! `ccl-bench collectives`: every collective matched across ranks, and the
+//! same grouped by (kind, size, group), as a table, CSV or JSON.
+
+use std::io::{self, Write};
+
+use serde_json::json;
+
+use crate::cli::Format;
+use crate::derive::instances::{GroupRow, InstanceRow};
+use crate::model::time::human;
+
+/// Columns the instance list can be sorted by (largest first, but `id` and
+/// `start`, which go in time order).
+pub const SORT_KEYS: [&str; 7] = ["id", "start", "wait", "transfer", "busbw", "size", "late"];
+
+/// Sorts `rows` by `key` (one of [`SORT_KEYS`]).
+pub fn sort(rows: &mut [InstanceRow], key: &str) {
+    let bw = |r: &InstanceRow| r.busbw().unwrap_or(-1.0);
+    match key {
+        "start" => rows.sort_by_key(|r| (r.start, r.id)),
+        "wait" => rows.sort_by_key(|r| (std::cmp::Reverse(r.wait), r.id)),
+        "transfer" => rows.sort_by_key(|r| (std::cmp::Reverse(r.transfer), r.id)),
+        "busbw" => rows.sort_by(|a, b| bw(b).total_cmp(&bw(a)).then(a.id.cmp(&b.id))),
+        "size" => rows.sort_by_key(|r| (std::cmp::Reverse(r.bytes), r.id)),
+        "late" => rows.sort_by_key(|r| (std::cmp::Reverse(r.last_by), r.id)),
+        _ => rows.sort_by_key(|r| r.id),
+    }
+}
+
+fn kind(r: Option<crate::model::CollKind>) -> &'static str {
+    r.map_or("?", |k| k.name())
+}
+
+fn gbps(v: Option<f64>) -> String {
+    v.map_or("-".to_owned(), |v| format!("{:.2}", v / 1e9))
+}
+
+fn bytes(v: Option<u64>) -> String {
+    v.map_or("-".to_owned(), super::human::bytes)
+}
+
+pub fn write(
+    format: Format,
+    rows: &[InstanceRow],
+    groups: &[GroupRow],
+    grouped_only: bool,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    match format {
+        Format::Table => table(rows, groups, grouped_only, out),
+        Format::Csv => csv(rows, groups, grouped_only, out),
+        Format::Json => {
+            serde_json::to_writer_pretty(&mut *out, &to_json(rows, groups, grouped_only))?;
+            writeln!(out)
+        }
+    }
+}
+
+fn table(
+    rows: &[InstanceRow],
+    groups: &[GroupRow],
+    grouped_only: bool,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    if rows.is_empty() {
+        return writeln!(
+            out,
+            "no collective is matched across ranks (it needs communication kernels on 2 or more ranks)"
+        );
+    }
+    let origin = rows.iter().map(|r| r.start).min().unwrap_or(0);
+    if !grouped_only {
+        writeln!(
+            out,
+            "{:>5}  {:<14}  {:<10}  {:>3}  {:>10}  {:>12}  {:>10}  {:>10}  {:>9}  {:>9}  {:>5}  {:>10}",
+            "id", "kind", "group", "n", "size", "start", "wait", "transfer", "algbw", "busbw", "last", "late by"
+        )?;
+        for r in rows {
+            writeln!(
+                out,
+                "{:>5}  {:<14}  {:<10}  {:>3}  {:>10}  {:>12}  {:>10}  {:>10}  {:>9}  {:>9}  {:>5}  {:>10}",
+                r.id,
+                kind(r.kind),
+                super::safe::text(&r.group),
+                r.members.len(),
+                bytes(r.bytes),
+                human(r.start - origin),
+                human(r.wait),
+                human(r.transfer),
+                gbps(r.algbw()),
+                gbps(r.busbw()),
+                r.last_rank,
+                human(r.last_by),
+            )?;
+        }
+        writeln!(
+            out,
+            "\nstart: from the first collective; wait: summed over the members, until the last \
+             started; transfer: after that; bandwidth in GB/s (busbw: nccl-tests factors)\n"
+        )?;
+    }
+    writeln!(
+        out,
+        "{:<14}  {:>10}  {:<10}  {:>3}  {:>6}  {:>10}  {:>10}  {:>9}  {:>10}  most wait caused by",
+        "kind", "size", "group", "n", "count", "p50 xfer", "p95 xfer", "busbw", "wait"
+    )?;
+    for g in groups {
+        let culprit = g
+            .culprit
+            .map_or("-".to_owned(), |(r, c)| format!("rank {r} ({})", human(c)));
+        writeln!(
+            out,
+            "{:<14}  {:>10}  {:<10}  {:>3}  {:>6}  {:>10}  {:>10}  {:>9}  {:>10}  {culprit}",
+            kind(g.kind),
+            bytes(g.bytes),
+            super::safe::text(&g.group),
+            g.size,
+            g.count,
+            human(g.transfer_p50),
+            human(g.transfer_p95),
+            gbps(g.busbw),
+            human(g.wait),
+        )?;
+    }
+    Ok(())
+}
+
+fn csv(
+    rows: &[InstanceRow],
+    groups: &[GroupRow],
+    grouped_only: bool,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let mut w = csv::Writer::from_writer(out);
+    let opt = |v: Option<f64>| v.map_or(String::new(), |v| v.to_string());
+    let optu = |v: Option<u64>| v.map_or(String::new(), |v| v.to_string());
+    if grouped_only {
+        w.write_record([
+            "kind",
+            "bytes",
+            "group",
+            "n",
+            "count",
+            "transfer_p50_ns",
+            "transfer_p95_ns",
+            "busbw_Bps",
+            "wait_ns",
+            "culprit_rank",
+            "culprit_wait_ns",
+        ])?;
+        for g in groups {
+            w.write_record([
+                kind(g.kind).to_owned(),
+                optu(g.bytes),
+                g.group.clone(),
+                g.size.to_string(),
+                g.count.to_string(),
+                g.transfer_p50.to_string(),
+                g.transfer_p95.to_string(),
+                opt(g.busbw),
+                g.wait.to_string(),
+                g.culprit.map_or(String::new(), |c| c.0.to_string()),
+                g.culprit.map_or(String::new(), |c| c.1.to_string()),
+            ])?;
+        }
+        return w.flush();
+    }
+    w.write_record([
+        "id",
+        "kind",
+        "group",
+        "seq",
+        "n",
+        "bytes",
+        "start_ns",
+        "end_ns",
+        "wait_ns",
+        "transfer_ns",
+        "algbw_Bps",
+        "busbw_Bps",
+        "last_rank",
+        "last_by_ns",
+    ])?;
+    for r in rows {
+        w.write_record([
+            r.id.to_string(),
+            kind(r.kind).to_owned(),
+            r.group.clone(),
+            r.seq.to_string(),
+            r.members.len().to_string(),
+            optu(r.bytes),
+            r.start.to_string(),
+            r.end.to_string(),
+            r.wait.to_string(),
+            r.transfer.to_string(),
+            opt(r.algbw()),
+            opt(r.busbw()),
+            r.last_rank.to_string(),
+            r.last_by.to_string(),
+        ])?;
+    }
+    w.flush()
+}
+
+fn to_json(rows: &[InstanceRow], groups: &[GroupRow], grouped_only: bool) -> serde_json::Value {
+    let groups: Vec<_> = groups
+        .iter()
+        .map(|g| {
+            json!({
+                "kind": g.kind.map(|k| k.name()),
+                "bytes": g.bytes,
+                "group": g.group,
+                "n": g.size,
+                "count": g.count,
+                "transfer_p50_ns": g.transfer_p50,
+                "transfer_p95_ns": g.transfer_p95,
+                "busbw_Bps": g.busbw,
+                "wait_ns": g.wait,
+                "culprit": g.culprit.map(|(r, c)| json!({"rank": r, "caused_ns": c})),
+            })
+        })
+        .collect();
+    if grouped_only {
+        return json!({ "groups": groups });
+    }
+    let instances: Vec<_> = rows
+        .iter()
+        .map(|r| {
+            json!({
+                "id": r.id,
+                "kind": r.kind.map(|k| k.name()),
+                "group": r.group,
+                "seq": r.seq,
+                "name": r.name,
+                "bytes": r.bytes,
+                "start_ns": r.start,
+                "end_ns": r.end,
+                "wait_ns": r.wait,
+                "transfer_ns": r.transfer,
+                "algbw_Bps": r.algbw(),
+                "busbw_Bps": r.busbw(),
+                "last_rank": r.last_rank,
+                "last_by_ns": r.last_by,
+                "members": r.members.iter().map(|m| json!({
+                    "rank": m.rank,
+                    "start_ns": m.start,
+                    "end_ns": m.end,
+                    "wait_ns": m.wait,
+                    "transfer_ns": m.transfer,
+                    "step": m.step,
+                })).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    json!({ "instances": instances, "groups": groups })
+}

@@ -1,0 +1,87 @@
+//! `ccl-bench collectives`: one row per matched collective with its members,
+//! the grouped view, and agreement with the Stragglers verdict.
+
+use ccl_bench::synth::late_pair;
+
+use crate::support::{corpus, run, stderr, stdout, write_ranks};
+
+fn json(args: &[&str]) -> serde_json::Value {
+    let o = run(args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    serde_json::from_str(&stdout(&o)).unwrap()
+}
+
+#[test]
+fn late_pair_instance_and_group() {
+    // Rank 0 starts the all-reduce at 10 µs, rank 1 at 40 µs; both end at 60.
+    let dir = write_ranks(&late_pair());
+    let p = dir.path().to_str().unwrap();
+    let doc = json(&["collectives", p, "--format", "json", "--align", "none"]);
+    let inst = doc["instances"].as_array().unwrap();
+    assert_eq!(inst.len(), 1);
+    let i = &inst[0];
+    assert_eq!(i["kind"], "all_reduce");
+    assert_eq!(i["last_rank"], 1);
+    assert_eq!(i["last_by_ns"], 30_000);
+    assert_eq!(i["wait_ns"], 30_000);
+    assert_eq!(i["transfer_ns"], 20_000);
+    // 4 bytes in 20 µs; factor 2(n-1)/n = 1 for n = 2.
+    assert_eq!(i["busbw_Bps"].as_f64(), Some(200_000.0));
+    assert_eq!(i["members"].as_array().unwrap().len(), 2);
+    let g = &doc["groups"][0];
+    assert_eq!(
+        (g["count"].as_u64(), g["culprit"]["rank"].as_u64()),
+        (Some(1), Some(1))
+    );
+    // CSV: a header and one row; the grouped view alone.
+    let o = run(&["collectives", p, "--format", "csv", "--align", "none"]);
+    let text = stdout(&o);
+    assert_eq!(text.lines().count(), 2, "{text}");
+    let row = text.lines().nth(1).unwrap();
+    // id, kind, group (the trace's process group "0"), seq, n, bytes, start,
+    // end, wait, transfer, algbw, busbw, last rank, late by.
+    assert_eq!(
+        row,
+        "0,all_reduce,0,0,2,4,10000,60000,30000,20000,200000,200000,1,30000"
+    );
+    let o = run(&["collectives", p, "--grouped"]);
+    assert!(stdout(&o).contains("rank 1 (30.0 µs)"), "{}", stdout(&o));
+}
+
+#[test]
+fn dlrm_instances_have_their_eight_members_and_blame_the_straggler() {
+    let Some(d) = corpus("kineto/dlrm_8rank_v100") else {
+        return;
+    };
+    let p = d.to_str().unwrap();
+    let doc = json(&["collectives", p, "--format", "json"]);
+    let inst = doc["instances"].as_array().unwrap();
+    let kinds: Vec<&str> = inst.iter().map(|i| i["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds.iter().filter(|k| **k == "all_to_all").count(), 5);
+    assert_eq!(kinds.iter().filter(|k| **k == "all_reduce").count(), 3);
+    for i in inst {
+        let ranks: Vec<u64> = i["members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["rank"].as_u64().unwrap())
+            .collect();
+        assert_eq!(ranks, (0..8).collect::<Vec<_>>());
+    }
+    // The rank whose late arrivals caused the most wait is the Stragglers verdict.
+    let mut caused = [0i64; 8];
+    for i in inst {
+        caused[i["last_rank"].as_u64().unwrap() as usize] += i["last_by_ns"].as_i64().unwrap();
+    }
+    let most = (0..8).max_by_key(|&r| caused[r]).unwrap();
+    let o = run(&["--trace", p, "--metric", "slowest_rank"]);
+    assert_eq!(stdout(&o).trim(), most.to_string());
+    // Sorted by wait, largest first.
+    let o = run(&["collectives", p, "--sort", "wait", "--format", "csv"]);
+    let waits: Vec<i64> = stdout(&o)
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(8).unwrap().parse().unwrap())
+        .collect();
+    assert!(waits.windows(2).all(|w| w[0] >= w[1]), "{waits:?}");
+}
