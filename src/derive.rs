@@ -26,6 +26,8 @@ pub struct Derived {
     pub instances: Vec<Instance>,
     /// Wait/transfer split per rank of the trace (indexed like `trace.ranks`).
     pub waits: Vec<WaitSplit>,
+    /// Each matched collective as a row (same order as `instances`).
+    pub collectives: Vec<instances::InstanceRow>,
 }
 
 impl Derived {
@@ -41,9 +43,14 @@ impl Derived {
             },
             || collectives::instances(trace),
         );
-        let (waits, wait_sets) = rayon::join(
-            || collectives::wait_split(trace, &instances),
-            || collectives::wait_intervals(trace, &instances),
+        let ((waits, wait_sets), collectives) = rayon::join(
+            || {
+                rayon::join(
+                    || collectives::wait_split(trace, &instances),
+                    || collectives::wait_intervals(trace, &instances),
+                )
+            },
+            || instances::rows(trace, &instances),
         );
         let rows = rank_rows(trace, ranks, &stats, &waits, &wait_sets);
         Self {
@@ -51,6 +58,7 @@ impl Derived {
             rows,
             instances,
             waits,
+            collectives,
         }
     }
 }

@@ -240,7 +240,7 @@ pub fn export(args: &crate::cli::ExportArgs) -> Result<u8> {
 pub fn collectives(args: &crate::cli::CollectivesArgs) -> Result<u8> {
     let trace = load(&args.dir, &args.load.options())?;
     let ctx = Ctx::new(&trace, None).map_err(|e| anyhow!(e))?;
-    let mut rows = crate::derive::instances::rows(&trace, ctx.instances());
+    let mut rows = ctx.collective_rows().to_vec();
     let groups = crate::derive::instances::grouped(&rows);
     report::collectives::sort(&mut rows, &args.sort);
     let mut out = crate::report::safe::Safe(io::stdout().lock());

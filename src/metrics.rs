@@ -16,6 +16,7 @@ pub mod plausible;
 pub mod ranks;
 pub mod reasons;
 pub mod steps;
+pub mod whatif;
 pub mod window;
 
 use rayon::prelude::*;
@@ -740,6 +741,33 @@ pub static METRICS: &[Metric] = &[
         about: "wait / (wait + transfer) x 100 over the collectives matched across ranks, per rank, averaged",
         needs: &[CommKernels, TwoRanks],
         compute: balance::comm_wait_fraction,
+    },
+    Metric {
+        name: "whatif_no_straggler_step_s",
+        unit: Unit::Seconds,
+        group: Group::Time,
+        better: Better::Neither,
+        about: "what-if: mean step time had the last member of every matched collective arrived with the next-latest (the straggler with the others): measured step - the summed lateness of the last arrivers at the rank's collectives in the step (barrier model, capped at the rank's exposed communication), per rank, averaged",
+        needs: &[Steps, CommKernels, TwoRanks],
+        compute: whatif::no_straggler_step,
+    },
+    Metric {
+        name: "whatif_full_overlap_step_s",
+        unit: Unit::Seconds,
+        group: Group::Time,
+        better: Better::Neither,
+        about: "what-if: mean step time with all communication overlapped by compute: measured step - exposed communication per step, per rank, averaged (the floor of the other what-ifs)",
+        needs: &[Steps, CommKernels],
+        compute: whatif::full_overlap_step,
+    },
+    Metric {
+        name: "whatif_link_bandwidth_step_s",
+        unit: Unit::Seconds,
+        group: Group::Time,
+        better: Better::Neither,
+        about: "what-if: mean step time had every sized matched collective moved its data at the card's link bandwidth: measured step - each member's transfer beyond S x bus factor / link (barrier model, capped at the exposed communication), per rank, averaged",
+        needs: &[Steps, CollSizes, Card],
+        compute: whatif::link_bandwidth_step,
     },
     // Training phases and FSDP, from record_function ranges.
     Metric {

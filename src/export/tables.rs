@@ -267,7 +267,7 @@ pub fn collectives(ctx: &Ctx) -> Result<Table, ArrowError> {
         Field::new("last_rank", DataType::UInt32, false),
         Field::new("last_by_ns", DataType::Int64, false),
     ]);
-    let rows = crate::derive::instances::rows(ctx.trace, ctx.instances());
+    let rows = ctx.collective_rows();
     let each = || {
         rows.iter()
             .flat_map(|r| r.members.iter().map(move |m| (r, m)))

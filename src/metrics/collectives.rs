@@ -110,23 +110,9 @@ pub fn bw_alltoall(ctx: &Ctx) -> Outcome {
 /// Point-to-point transfers' bandwidth as % of the card's link bandwidth
 /// (scale-up within a node, scale-out across nodes).
 pub fn bw_peertopeer(ctx: &Ctx) -> Outcome {
-    let Some(card) = &ctx.trace.card else {
-        return Outcome::na(
-            "needs the link bandwidth from a workload card (network_topo.bandwidth_gbps)",
-        );
-    };
-    let hw = &card.workload.hardware;
-    let bw = &hw.network_topo.bandwidth_gbps;
-    let one_node = match (hw.xpu_spec.total_count, hw.xpu_spec.count_per_node) {
-        (Some(t), Some(p)) => t <= p,
-        _ => true,
-    };
-    let link_gbps = match (bw.first(), bw.get(1)) {
-        (_, Some(&up)) if one_node => up,
-        (Some(&out), _) => out,
-        _ => {
-            return Outcome::na("the workload card has no network_topo.bandwidth_gbps");
-        }
+    let (link_gbps, link) = match link_gbps(ctx) {
+        Ok(l) => l,
+        Err(na) => return na,
     };
     let (mut bytes, mut time) = (0u64, 0);
     let mut any_sized = false;
@@ -147,13 +133,31 @@ pub fn bw_peertopeer(ctx: &Ctx) -> Outcome {
     }
     let achieved_gbps = bytes as f64 * 8.0 / time as f64; // bits per ns = Gb/s
     Outcome::value(achieved_gbps / link_gbps * 100.0).with_note(format!(
-        "{achieved_gbps:.1} Gb/s of a {link_gbps} Gb/s {} link",
-        if one_node && bw.len() > 1 {
-            "scale-up"
-        } else {
-            "scale-out"
-        }
+        "{achieved_gbps:.1} Gb/s of a {link_gbps} Gb/s {link} link"
     ))
+}
+
+/// The link bandwidth of the workload card in Gb/s, and which link it is:
+/// scale-up within a node, else scale-out; not applicable without it.
+pub fn link_gbps(ctx: &Ctx) -> Result<(f64, &'static str), Outcome> {
+    let Some(card) = &ctx.trace.card else {
+        return Err(Outcome::na(
+            "needs the link bandwidth from a workload card (network_topo.bandwidth_gbps)",
+        ));
+    };
+    let hw = &card.workload.hardware;
+    let bw = &hw.network_topo.bandwidth_gbps;
+    let one_node = match (hw.xpu_spec.total_count, hw.xpu_spec.count_per_node) {
+        (Some(t), Some(p)) => t <= p,
+        _ => true,
+    };
+    match (bw.first(), bw.get(1)) {
+        (_, Some(&up)) if one_node => Ok((up, "scale-up")),
+        (Some(&out), _) => Ok((out, "scale-out")),
+        _ => Err(Outcome::na(
+            "the workload card has no network_topo.bandwidth_gbps",
+        )),
+    }
 }
 
 /// GB a rank sends per step in collectives of `kind` (all kinds when `None`):

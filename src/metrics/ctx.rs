@@ -106,6 +106,11 @@ impl<'a> Ctx<'a> {
         &self.derived.instances
     }
 
+    /// Each matched collective as a row: members, waits, the last to arrive.
+    pub fn collective_rows(&self) -> &[crate::derive::instances::InstanceRow] {
+        &self.derived.collectives
+    }
+
     /// The execution trace of the focus rank (of the first rank with one, for
     /// a trace without timelines).
     pub fn focus_et(&self) -> Option<&'a crate::model::exec_trace::EtRank> {

@@ -931,3 +931,56 @@ fn every_corpus_execution_trace_reads() {
         check(rel, &[("coll_call_num", Some(want))]);
     }
 }
+
+#[test]
+fn what_if_steps_lie_between_full_overlap_and_the_measured_step() {
+    let mut checked = 0;
+    for rel in [
+        "kineto/dlrm_8rank_v100",
+        "kineto/h100_gpt_eager",
+        "kineto/h100_tiny_transformer",
+        "kineto/hta/nccl_parser_config",
+        "kineto/hta/trace_filter",
+        "kineto/tracelens/h100",
+        "kineto/tracelens/mi300",
+        "kineto/tracelens/b200",
+        "nsys/h100_tiny_transformer/h100_tiny_transformer_nsys.sqlite",
+    ] {
+        let Some(dir) = corpus(rel) else { return };
+        let o = run(&[
+            "--trace",
+            dir.to_str().unwrap(),
+            "--metrics",
+            "--format",
+            "json",
+        ]);
+        assert!(o.status.success(), "{rel}: {}", stderr(&o));
+        let doc: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        let v = |name: &str| {
+            doc["metrics"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|m| m["name"] == name)
+                .and_then(|m| m["value"].as_f64())
+        };
+        let (Some(step), Some(floor)) = (v("avg_step_time"), v("whatif_full_overlap_step_s"))
+        else {
+            continue;
+        };
+        assert!(floor <= step + 1e-12, "{rel}: {floor} > {step}");
+        for what in ["whatif_no_straggler_step_s", "whatif_link_bandwidth_step_s"] {
+            if let Some(w) = v(what) {
+                assert!(
+                    floor - 1e-12 <= w && w <= step + 1e-12,
+                    "{rel}: {what} {w} not in [{floor}, {step}]"
+                );
+            }
+        }
+        checked += 1;
+    }
+    assert!(
+        checked >= 3,
+        "only {checked} corpus runs had steps and communication"
+    );
+}

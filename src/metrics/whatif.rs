@@ -1,0 +1,157 @@
+//! What-if step times: what a measured step would take without the straggler,
+//! with all communication hidden, or with collectives at the card's link
+//! bandwidth. A barrier model per collective: it ends when its last member
+//! has started plus its transfer, and everything after it on every member
+//! moves by what the collective gains; nothing beyond that is re-simulated
+//! (no dependency changes, no new overlap). Each saving is capped at the
+//! rank's exposed communication, the most that speeding up communication
+//! can take off a step, so every what-if lies between the measured step and
+//! the step with all communication hidden.
+
+use super::ctx::Ctx;
+use super::outcome::Outcome;
+use crate::derive::instances::{InstanceRow, Member};
+use crate::derive::RankRow;
+use crate::model::time::{human, ns_to_s};
+use crate::model::Ns;
+
+const NO_MATCHED: &str = "needs collectives matched across ≥ 2 ranks";
+
+/// Per rank in scope: (row, saving per step) for ranks with a step time,
+/// the saving summed by `per_member` over the rank's matched collectives in
+/// measured steps.
+fn per_step_saving<'c>(
+    ctx: &'c Ctx,
+    per_member: impl Fn(&InstanceRow, &Member) -> Option<Ns>,
+) -> Vec<(&'c RankRow, Ns)> {
+    ctx.rank_rows()
+        .iter()
+        .zip(&ctx.ranks)
+        .filter(|(r, _)| r.step_time.is_some())
+        .map(|(row, t)| {
+            let mut saved: Ns = 0;
+            for c in ctx.collective_rows() {
+                for m in c.members.iter().filter(|m| m.rank == t.rank) {
+                    if t.counts(t.ops[m.op].step) {
+                        saved += per_member(c, m).unwrap_or(0).max(0);
+                    }
+                }
+            }
+            (row, saved / t.step_count() as Ns)
+        })
+        .collect()
+}
+
+/// The what-if step per rank: measured step − min(saving, exposed comm),
+/// with the derivation of the first rank as a note.
+fn step_minus(savings: Vec<(&RankRow, Ns)>, what: &str) -> Outcome {
+    let mut note = None;
+    let out = Outcome::rank_mean(
+        savings.iter().map(|&(r, saved)| {
+            let st = r.step_time.unwrap_or(0);
+            let cut = saved.min(r.exposed_comm);
+            note.get_or_insert_with(|| {
+                format!(
+                    "rank {}: step {} − {what} {} (of which counted: at most the exposed communication {}) = {}",
+                    r.rank,
+                    human(st),
+                    human(saved),
+                    human(r.exposed_comm),
+                    human(st - cut)
+                )
+            });
+            (r.rank, Some(ns_to_s(st - cut)))
+        }),
+        crate::model::timeline::NO_STEPS,
+    );
+    match note {
+        Some(n) => out.with_note(n),
+        None => out,
+    }
+}
+
+/// Step time had the last member of every collective arrived with the
+/// next-latest (with the median rank, for the straggler): each matched
+/// collective in the step ends earlier by how late its last member was.
+pub fn no_straggler_step(ctx: &Ctx) -> Outcome {
+    if ctx.collective_rows().is_empty() {
+        return Outcome::na(NO_MATCHED);
+    }
+    step_minus(
+        per_step_saving(ctx, |c, _| Some(c.last_by)),
+        "late arrivals",
+    )
+}
+
+/// Step time with all communication hidden under compute: the measured step
+/// minus its exposed communication (waiting included).
+pub fn full_overlap_step(ctx: &Ctx) -> Outcome {
+    if !ctx.ranks.iter().any(|t| t.ops.iter().any(|o| o.is_comm())) {
+        return Outcome::na("the trace has no communication ops");
+    }
+    step_minus(
+        ctx.rank_rows()
+            .iter()
+            .filter(|r| r.step_time.is_some())
+            .map(|r| (r, r.exposed_comm))
+            .collect(),
+        "exposed communication",
+    )
+}
+
+/// Step time had every sized collective transferred at the card's link
+/// bandwidth: each member's transfer above S × factor / link is saved.
+pub fn link_bandwidth_step(ctx: &Ctx) -> Outcome {
+    let link = match super::collectives::link_gbps(ctx) {
+        Ok((gbps, _)) => gbps * 1e9 / 8.0,
+        Err(na) => return na,
+    };
+    if ctx.collective_rows().is_empty() {
+        return Outcome::na(NO_MATCHED);
+    }
+    if !ctx.collective_rows().iter().any(|c| c.busbw().is_some()) {
+        return Outcome::na("no matched collective has a known size and kind");
+    }
+    step_minus(
+        per_step_saving(ctx, |c, m| {
+            let n = u32::try_from(c.members.len()).ok()?;
+            let ideal = c.data_bytes? as f64 * c.kind?.bus_factor(n)? / link * 1e9;
+            Some(m.transfer - ideal.round() as Ns)
+        }),
+        "transfer beyond the link's bandwidth",
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::metrics::testing::{eval, trace, value, with_card};
+
+    #[test]
+    fn late_pair_without_its_straggler() {
+        // One 100 µs step; rank 0 waits 30 µs for rank 1 inside a 50 µs
+        // all-reduce and has no compute: all 50 µs are exposed. Rank 1's
+        // all-reduce (20 µs) is exposed too. Without the lateness the
+        // all-reduce ends 30 µs sooner on both: 70 µs; rank 1 can save at
+        // most its exposed 20 µs: 80 µs. Mean 75 µs.
+        let t = trace(&crate::synth::late_pair());
+        let v = value(&t, "whatif_no_straggler_step_s", None);
+        assert!((v - 75e-6).abs() < 1e-12, "{v}");
+        // All communication hidden: 100 − 50 and 100 − 20 µs.
+        let v = value(&t, "whatif_full_overlap_step_s", None);
+        assert!((v - 65e-6).abs() < 1e-12, "{v}");
+    }
+
+    #[test]
+    fn link_bandwidth_needs_a_card_and_sizes() {
+        let mut t = trace(&crate::synth::late_pair());
+        assert!(eval(&t, "whatif_link_bandwidth_step_s", None)
+            .as_value()
+            .is_none());
+        with_card(&mut t);
+        // The sample card's link moves the 4-byte all-reduce in well under a
+        // nanosecond: each member's whole transfer (20 µs) is saved, within
+        // what is exposed (50 and 20 µs): 80 µs on both ranks.
+        let v = value(&t, "whatif_link_bandwidth_step_s", None);
+        assert!((v - 80e-6).abs() < 1e-12, "{v}");
+    }
+}
