@@ -14,7 +14,7 @@ use ccl_bench::headless::load;
 use ccl_bench::load::LoadOptions;
 use ccl_bench::metrics::{self, Ctx, Outcome};
 
-use crate::support::{assert_close, corpus, run, stderr, stdout};
+use crate::support::{assert_close, corpus, metrics_doc, run, stderr, stdout};
 
 fn check(rel: &str, expected: &[(&str, Option<f64>)]) {
     let Some(dir) = corpus(rel) else { return };
@@ -289,15 +289,7 @@ fn every_kineto_corpus_trace_loads() {
         "kineto/tracelens/torch_compile_triton",
     ] {
         let Some(dir) = corpus(rel) else { return };
-        let o = run(&[
-            "--trace",
-            dir.to_str().unwrap(),
-            "--metrics",
-            "--format",
-            "json",
-        ]);
-        assert!(o.status.success(), "{rel}: {}", stderr(&o));
-        let doc: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        let doc = metrics_doc(&dir, rel);
         assert!(!doc["ranks"].as_array().unwrap().is_empty(), "{rel}");
     }
 }
@@ -947,15 +939,7 @@ fn what_if_steps_lie_between_full_overlap_and_the_measured_step() {
         "nsys/h100_tiny_transformer/h100_tiny_transformer_nsys.sqlite",
     ] {
         let Some(dir) = corpus(rel) else { return };
-        let o = run(&[
-            "--trace",
-            dir.to_str().unwrap(),
-            "--metrics",
-            "--format",
-            "json",
-        ]);
-        assert!(o.status.success(), "{rel}: {}", stderr(&o));
-        let doc: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        let doc = metrics_doc(&dir, rel);
         let v = |name: &str| {
             doc["metrics"]
                 .as_array()

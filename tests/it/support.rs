@@ -50,3 +50,17 @@ pub fn assert_close(got: f64, want: f64, what: &str) {
         "{what}: got {got}, want {want}"
     );
 }
+
+/// `ccl-bench --trace PATH --metrics --format json`, parsed; `what` names the
+/// run in the failure message.
+pub fn metrics_doc(path: &Path, what: &str) -> serde_json::Value {
+    let o = run(&[
+        "--trace",
+        path.to_str().unwrap(),
+        "--metrics",
+        "--format",
+        "json",
+    ]);
+    assert!(o.status.success(), "{what}: {}", stderr(&o));
+    serde_json::from_str(&stdout(&o)).unwrap()
+}
