@@ -35,6 +35,9 @@ METRICS_SCHEMA_VERSION: int = _native.METRICS_SCHEMA_VERSION
 
 PathLike = Union[str, "os.PathLike[str]"]
 
+#: Unit of each metric, by name.
+_UNITS: Dict[str, str] = {m[0]: m[1] for m in _native.metric_list()}
+
 __all__ = [
     "FAMILIES",
     "METRICS_SCHEMA_VERSION",
@@ -139,14 +142,17 @@ class Run:
         """What loading noticed (also issued as :class:`TraceWarning`)."""
         return list(self._r.warnings)
 
-    def metric(self, name: str, rank: Optional[int] = None) -> Optional[float]:
+    def metric(self, name: str, rank: Optional[int] = None) -> Optional[Union[float, int]]:
         """The metric's value over all ranks (or ``rank`` only), in its unit.
 
         ``None`` when the metric does not apply to this trace; :meth:`why`
-        says why. Counts and ranks come back as whole floats, as the CLI prints them.
+        says why. Counts and ranks are ``int``, everything else ``float``.
         Raises ``ValueError`` for an unknown name or rank.
         """
-        return self._r.metric(name, rank)
+        v = self._r.metric(name, rank)
+        if v is not None and _UNITS.get(name) in ("count", "rank") and float(v).is_integer():
+            return int(v)
+        return v
 
     def why(self, name: str, rank: Optional[int] = None) -> Optional[str]:
         """Why the metric does not apply (``None`` when it does)."""
@@ -262,7 +268,7 @@ def compare(a: Union[Run, PathLike], b: Union[Run, PathLike], threshold: float =
 
 def metric_names() -> List[str]:
     """Every metric name, in the order of ``ccl-bench --list-metrics``."""
-    return [m[0] for m in _native.metric_list()]
+    return list(_UNITS)
 
 
 def metric_value(directory: PathLike, name: str, missing: float = -1.0) -> float:

@@ -42,6 +42,9 @@ def test_one_rank_and_not_applicable():
     one = run.metric("communication_fraction", rank=3)
     want = cli("--trace", str(SAMPLE), "--rank", "3", "--metric", "communication_fraction")
     assert one == float(want.stdout)
+    assert isinstance(run.metric("num_comm_kernels"), int)
+    assert isinstance(run.metric("slowest_rank"), int)
+    assert isinstance(run.metric("avg_step_time"), float)
     with pytest.raises(ValueError, match="did you mean communication_fraction"):
         run.metric("comunication_fraction")
     with pytest.raises(ValueError, match="rank 99 is not in the trace"):
