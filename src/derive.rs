@@ -4,6 +4,7 @@
 //! eagerly and in parallel, before any metric runs; it reads the model and
 //! imports no metric family.
 
+pub mod fit;
 pub mod instances;
 pub mod phases;
 pub mod sm;

@@ -242,9 +242,16 @@ pub fn collectives(args: &crate::cli::CollectivesArgs) -> Result<u8> {
     let ctx = Ctx::new(&trace, None).map_err(|e| anyhow!(e))?;
     let mut rows = ctx.collective_rows().to_vec();
     let groups = crate::derive::instances::grouped(&rows);
+    let fits = crate::derive::instances::fits(&rows);
     report::collectives::sort(&mut rows, &args.sort);
     let mut out = crate::report::safe::Safe(io::stdout().lock());
-    report::collectives::write(args.format, &rows, &groups, args.grouped, &mut out)?;
+    let view = report::collectives::View {
+        rows: &rows,
+        groups: &groups,
+        fits: &fits,
+        grouped_only: args.grouped,
+    };
+    report::collectives::write(args.format, &view, &mut out)?;
     Ok(0)
 }
 

@@ -67,10 +67,15 @@ impl InstanceRow {
         Some(self.algbw()? * self.kind?.bus_factor(n)?)
     }
 
-    /// The members' wait inside this collective that the last member caused
-    /// (what it would save had it arrived with the next-latest member).
+    /// The wait the last member caused: the next-latest member's wait inside
+    /// this collective (how late the last one was, up to the time the
+    /// next-latest actually spent waiting in its op).
     pub fn caused(&self) -> Ns {
-        self.last_by
+        self.members
+            .iter()
+            .filter(|m| m.rank != self.last_rank)
+            .max_by_key(|m| m.start)
+            .map_or(0, |m| m.wait.min(self.last_by))
     }
 }
 
@@ -210,6 +215,45 @@ pub fn grouped(rows: &[InstanceRow]) -> Vec<GroupRow> {
     out
 }
 
+/// A Hockney fit (transfer = α + β·S) of one collective kind in one group.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FitRow {
+    pub kind: CollKind,
+    pub group: String,
+    pub size: usize,
+    /// α in seconds, β in seconds per byte, residual (rms) in seconds.
+    pub line: super::fit::Line,
+    pub sizes: usize,
+}
+
+/// Hockney fits over the transfer part of the instances (the wait for late
+/// members left out), per (kind, group, group size) with ≥ 2 distinct sizes.
+pub fn fits(rows: &[InstanceRow]) -> Vec<FitRow> {
+    type Key = (CollKind, String, usize);
+    let mut by: BTreeMap<Key, Vec<(f64, f64)>> = BTreeMap::new();
+    for r in rows {
+        if let (Some(kind), Some(s), true) = (r.kind, r.data_bytes, r.transfer > 0) {
+            by.entry((kind, r.group.clone(), r.members.len()))
+                .or_default()
+                .push((s as f64, r.transfer as f64 / 1e9));
+        }
+    }
+    by.into_iter()
+        .filter_map(|((kind, group, size), pts)| {
+            let mut sizes: Vec<u64> = pts.iter().map(|p| p.0 as u64).collect();
+            sizes.sort_unstable();
+            sizes.dedup();
+            Some(FitRow {
+                kind,
+                group,
+                size,
+                line: super::fit::line(&pts)?,
+                sizes: sizes.len(),
+            })
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -255,6 +299,31 @@ mod tests {
         assert_eq!(g.culprit, Some((1, 30_000)));
         // 4 B over 20 µs and 4 B over 40 µs: 8 B / 60 µs.
         assert!((g.busbw.unwrap() - 8.0 / 60e-6).abs() < 1e-6);
+    }
+
+    #[test]
+    fn hockney_per_kind_and_group() {
+        let t = trace(&crate::synth::late_pair());
+        let one = rows(&t, &instances(&t));
+        // One size: no fit.
+        assert!(fits(&one).is_empty());
+        // Sizes 4 and 8 B taking 20 and 30 µs: α = 10 µs, β = 2.5 µs/B.
+        let mut two = one.clone();
+        two.push(InstanceRow {
+            id: 1,
+            data_bytes: Some(8),
+            bytes: Some(8),
+            transfer: 30_000,
+            ..one[0].clone()
+        });
+        let f = fits(&two);
+        assert_eq!(f.len(), 1);
+        assert_eq!(
+            (f[0].kind, f[0].sizes, f[0].line.points),
+            (CollKind::AllReduce, 2, 2)
+        );
+        assert!((f[0].line.alpha - 10e-6).abs() < 1e-15);
+        assert!((f[0].line.beta - 2.5e-6).abs() < 1e-15);
     }
 
     #[test]

@@ -236,13 +236,8 @@ pub fn hockney_fit(ctx: &Ctx) -> Result<(f64, f64, usize), String> {
             pts.len()
         ));
     }
-    let n = pts.len() as f64;
-    let mx = pts.iter().map(|p| p.0).sum::<f64>() / n;
-    let my = pts.iter().map(|p| p.1).sum::<f64>() / n;
-    let sxx: f64 = pts.iter().map(|p| (p.0 - mx).powi(2)).sum();
-    let sxy: f64 = pts.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
-    let beta = sxy / sxx;
-    Ok((my - beta * mx, beta, pts.len()))
+    let l = crate::derive::fit::line(&pts).expect("two distinct sizes");
+    Ok((l.alpha, l.beta, l.points))
 }
 
 pub fn hockney_alpha(ctx: &Ctx) -> Outcome {

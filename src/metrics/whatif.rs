@@ -78,7 +78,7 @@ pub fn no_straggler_step(ctx: &Ctx) -> Outcome {
         return Outcome::na(NO_MATCHED);
     }
     step_minus(
-        per_step_saving(ctx, |c, _| Some(c.last_by)),
+        per_step_saving(ctx, |c, _| Some(c.caused())),
         "late arrivals",
     )
 }

@@ -6,7 +6,7 @@ use std::io::{self, Write};
 use serde_json::json;
 
 use crate::cli::Format;
-use crate::derive::instances::{GroupRow, InstanceRow};
+use crate::derive::instances::{FitRow, GroupRow, InstanceRow};
 use crate::model::time::human;
 
 /// Columns the instance list can be sorted by (largest first, but `id` and
@@ -39,21 +39,78 @@ fn bytes(v: Option<u64>) -> String {
     v.map_or("-".to_owned(), super::human::bytes)
 }
 
-pub fn write(
-    format: Format,
-    rows: &[InstanceRow],
-    groups: &[GroupRow],
-    grouped_only: bool,
-    out: &mut dyn Write,
-) -> io::Result<()> {
+/// What the command shows: the instances, their groups and the fits.
+pub struct View<'a> {
+    pub rows: &'a [InstanceRow],
+    pub groups: &'a [GroupRow],
+    pub fits: &'a [FitRow],
+    pub grouped_only: bool,
+}
+
+pub fn write(format: Format, v: &View, out: &mut dyn Write) -> io::Result<()> {
     match format {
-        Format::Table => table(rows, groups, grouped_only, out),
-        Format::Csv => csv(rows, groups, grouped_only, out),
+        Format::Table => {
+            table(v.rows, v.groups, v.grouped_only, out)?;
+            fits_table(v.fits, out)
+        }
+        Format::Csv => csv(v.rows, v.groups, v.grouped_only, out),
         Format::Json => {
-            serde_json::to_writer_pretty(&mut *out, &to_json(rows, groups, grouped_only))?;
+            let mut doc = to_json(v.rows, v.groups, v.grouped_only);
+            doc["fits"] = v
+                .fits
+                .iter()
+                .map(|f| {
+                    json!({
+                        "kind": f.kind.name(),
+                        "group": f.group,
+                        "n": f.size,
+                        "alpha_s": f.line.alpha,
+                        "beta_s_per_byte": f.line.beta,
+                        "residual_s": f.line.residual,
+                        "points": f.line.points,
+                        "sizes": f.sizes,
+                    })
+                })
+                .collect();
+            serde_json::to_writer_pretty(&mut *out, &doc)?;
             writeln!(out)
         }
     }
+}
+
+fn fits_table(fits: &[FitRow], out: &mut dyn Write) -> io::Result<()> {
+    if fits.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "\nHockney fit of the transfer, t = α + β·S, per kind and group (2 or more sizes)"
+    )?;
+    writeln!(
+        out,
+        "{:<14}  {:<10}  {:>3}  {:>10}  {:>12}  {:>10}  {:>10}  {:>6}",
+        "kind", "group", "n", "α", "1/β GB/s", "residual", "instances", "sizes"
+    )?;
+    for f in fits {
+        let inv = if f.line.beta > 0.0 {
+            format!("{:.2}", 1.0 / f.line.beta / 1e9)
+        } else {
+            "-".to_owned()
+        };
+        writeln!(
+            out,
+            "{:<14}  {:<10}  {:>3}  {:>10}  {:>12}  {:>10}  {:>10}  {:>6}",
+            f.kind.name(),
+            super::safe::text(&f.group),
+            f.size,
+            human((f.line.alpha * 1e9).round() as i64),
+            inv,
+            human((f.line.residual * 1e9).round() as i64),
+            f.line.points,
+            f.sizes,
+        )?;
+    }
+    Ok(())
 }
 
 fn table(

@@ -85,3 +85,43 @@ fn dlrm_instances_have_their_eight_members_and_blame_the_straggler() {
         .collect();
     assert!(waits.windows(2).all(|w| w[0] >= w[1]), "{waits:?}");
 }
+
+#[test]
+fn hockney_fit_per_kind_over_two_sizes() {
+    use ccl_bench::synth::{Coll, RankTrace};
+    // Two ranks, all-reduces of 2^20 and 2^22 f32 (4 MiB, 16 MiB) started
+    // together, taking 30 and 90 µs: β = 60 µs / 12 MiB, α = 30 µs − 4 MiB·β = 10 µs.
+    let mut ranks = vec![
+        RankTrace::new(Some(0), 2, 10),
+        RankTrace::new(Some(1), 2, 10),
+    ];
+    for r in &mut ranks {
+        let name = "ncclDevKernel_AllReduce_Sum_f32_RING_LL";
+        r.collective(name, 0.0, 30.0, 20, &Coll::all_reduce_f32(1 << 20, 2));
+        r.collective(name, 100.0, 90.0, 20, &Coll::all_reduce_f32(1 << 22, 2));
+    }
+    let dir = write_ranks(&ranks);
+    let doc = json(&[
+        "collectives",
+        dir.path().to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    let f = &doc["fits"][0];
+    assert_eq!(
+        (f["kind"].as_str(), f["sizes"].as_u64()),
+        (Some("all_reduce"), Some(2))
+    );
+    let beta = 60e-6 / (12.0 * 1024.0 * 1024.0);
+    assert!(
+        (f["beta_s_per_byte"].as_f64().unwrap() - beta).abs() < 1e-18,
+        "{f}"
+    );
+    assert!(
+        (f["alpha_s"].as_f64().unwrap() - 10e-6).abs() < 1e-12,
+        "{f}"
+    );
+    assert!(f["residual_s"].as_f64().unwrap() < 1e-12);
+    let o = run(&["collectives", dir.path().to_str().unwrap(), "--grouped"]);
+    assert!(stdout(&o).contains("Hockney fit"), "{}", stdout(&o));
+}
