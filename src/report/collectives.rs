@@ -146,7 +146,11 @@ fn table(
                 human(r.transfer),
                 gbps(r.algbw()),
                 gbps(r.busbw()),
-                r.last_rank,
+                if r.last_by > 0 {
+                    r.last_rank.to_string()
+                } else {
+                    "-".to_owned()
+                },
                 human(r.last_by),
             )?;
         }

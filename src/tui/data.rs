@@ -41,6 +41,8 @@ pub struct Data {
     /// The collectives matched across ranks, and for each member op (rank
     /// index, op index) its instance, for the Timeline's details.
     pub instances: Vec<Instance>,
+    /// Each matched collective as a row (the Collectives tab).
+    pub collectives: Vec<crate::derive::instances::InstanceRow>,
     pub instance_of: std::collections::HashMap<(usize, usize), usize>,
     /// The straggler verdict every tab shows (see `metrics::ranks::verdict`).
     pub verdict: Verdict,
@@ -152,6 +154,7 @@ impl Data {
         let arrivals = arrivals(&trace, matched);
         let waits = wait_intervals(&trace, matched);
         let instances = matched.to_vec();
+        let collectives = ctx.collective_rows().to_vec();
         let instance_of = instances
             .iter()
             .enumerate()
@@ -253,6 +256,7 @@ impl Data {
             max_dur,
             instances,
             instance_of,
+            collectives,
             arrivals,
             verdict,
             trace,

@@ -37,6 +37,7 @@ const TIMELINE: Scope = Scope::Tab(Tab("Timeline"));
 const STRAGGLERS: Scope = Scope::Tab(Tab("Stragglers"));
 const COMPARE: Scope = Scope::Tab(Tab("Compare"));
 const MEMORY: Scope = Scope::Tab(Tab("Memory"));
+const COLLECTIVES: Scope = Scope::Tab(Tab("Collectives"));
 
 macro_rules! bind {
     ($scope:expr, [$($k:expr),+], $label:literal, $action:expr, $help:literal) => {
@@ -111,6 +112,37 @@ pub static BINDINGS: &[Binding] = &[
         Action::Open,
         "the rank's step where the others waited longest for it, on the Timeline",
         "timeline"
+    ),
+    bind!(
+        COLLECTIVES,
+        [Enter],
+        "Enter",
+        Action::Open,
+        "the collective on the Timeline: its members' ops, the cursor where the last started",
+        "timeline"
+    ),
+    bind!(
+        COLLECTIVES,
+        [Char('c')],
+        "c",
+        Action::ToggleGrouping,
+        "instances / grouped by kind, size and group",
+        "grouped"
+    ),
+    bind!(
+        COLLECTIVES,
+        [Char('s'), Right],
+        "s →",
+        Action::NextSort,
+        "sort by next column (or click a header)",
+        "sort"
+    ),
+    bind!(
+        COLLECTIVES,
+        [Char('S'), Left],
+        "S ←",
+        Action::ReverseSort,
+        "reverse the sort"
     ),
     bind!(
         Global,

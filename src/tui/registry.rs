@@ -3,7 +3,9 @@
 //! key table.
 
 use super::tab::Tab;
-use super::tabs::{compare, kernels, memory, stragglers, summary, timeline, Needs, TabSpec};
+use super::tabs::{
+    collectives, compare, kernels, memory, stragglers, summary, timeline, Needs, TabSpec,
+};
 
 /// Every tab, in tab-bar order (number keys follow it).
 pub static TABS: &[TabSpec] = &[
@@ -13,6 +15,7 @@ pub static TABS: &[TabSpec] = &[
     stragglers::TAB,
     memory::TAB,
     compare::TAB,
+    collectives::TAB,
 ];
 
 impl Default for Tab {
@@ -96,15 +99,17 @@ mod tests {
     #[test]
     fn cycle_and_parse() {
         let one = Tab::available(false, false);
-        assert_eq!(Tab("Stragglers").next(&one), Tab("Summary"));
-        assert_eq!(Tab("Summary").prev(&one), Tab("Stragglers"));
+        assert_eq!(Tab("Stragglers").next(&one), Tab("Collectives"));
+        assert_eq!(Tab("Collectives").next(&one), Tab("Summary"));
+        assert_eq!(Tab("Summary").prev(&one), Tab("Collectives"));
         let two = Tab::available(false, true);
         assert_eq!(Tab("Stragglers").next(&two), Tab("Compare"));
-        assert_eq!(Tab("Summary").prev(&two), Tab("Compare"));
+        assert_eq!(Tab("Compare").next(&two), Tab("Collectives"));
         let mem = Tab::available(true, false);
         assert_eq!(Tab("Stragglers").next(&mem), Tab("Memory"));
         assert_eq!(Tab::parse("mem"), Some(Tab("Memory")));
         assert_eq!(Tab::parse("comp"), Some(Tab("Compare")));
+        assert_eq!(Tab::parse("coll"), Some(Tab("Collectives")));
         assert_eq!(Tab::parse("time"), Some(Tab("Timeline")));
         assert_eq!(Tab::parse("STRAG"), Some(Tab("Stragglers")));
         assert_eq!(Tab::parse(""), None);
@@ -113,7 +118,7 @@ mod tests {
         assert_eq!((Tab::nth(2), Tab::nth(9)), (Some(Tab("Timeline")), None));
         assert_eq!(
             Tab::names(),
-            "summary, kernels, timeline, stragglers, memory, compare"
+            "summary, kernels, timeline, stragglers, memory, compare, collectives"
         );
     }
 }

@@ -2,6 +2,7 @@
 //! A tab is one file in `tabs/` plus one line in the registry
 //! (`super::registry::TABS`).
 
+pub mod collectives;
 pub mod compare;
 pub mod kernels;
 pub mod memory;

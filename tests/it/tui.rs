@@ -144,9 +144,12 @@ fn tabs_switch_by_number_cycle_and_click() {
     a.update(Action::NextTab);
     assert_eq!(a.tab, Tab("Stragglers"));
     a.update(Action::NextTab);
+    assert_eq!(a.tab, Tab("Collectives"));
+    a.update(Action::NextTab);
     assert_eq!(a.tab, Tab("Summary"));
     a.update(Action::PrevTab);
-    assert_eq!(a.tab, Tab("Stragglers"));
+    assert_eq!(a.tab, Tab("Collectives"));
+    a.update(Action::PrevTab);
     // " ccl-bench " is 11 cells; " 1 Summary " follows, then " 2 Kernels ".
     let tabs = Tab::available(false, false);
     assert_eq!(tab_at(11, &tabs), Some(Tab("Summary")));
@@ -878,4 +881,43 @@ fn a_heatmap_cell_drills_down_to_the_rank_and_step() {
     let msg = t.message.clone().unwrap();
     assert!(msg.starts_with("rank 1, step "), "{msg}");
     assert_eq!(t.lane, 1);
+}
+
+/// Enter on a Collectives row shows the instance on the Timeline: every
+/// member's op in view, the cursor where the last member started; `c`
+/// groups the rows.
+#[test]
+fn collectives_tab_opens_an_instance_on_the_timeline() {
+    use ccl_bench::tui::tabs::collectives::CollectivesState;
+    let mut a = app(two_ranks(), (120, 30));
+    a.update(Action::SelectTab(Tab("Collectives")));
+    let rows = a.data.collectives.clone();
+    assert!(
+        !rows.is_empty(),
+        "the two-rank example has a matched all-reduce"
+    );
+    let screen = text(draw(&a).buffer());
+    assert!(
+        screen.contains("Collectives matched across ranks"),
+        "{screen}"
+    );
+    assert!(screen.contains("all_reduce"), "{screen}");
+    a.update(Action::Open);
+    assert_eq!(a.tab, Tab("Timeline"));
+    let t = a.state::<TimelineState>().unwrap();
+    let first = &rows[0];
+    let last_start = first.members.iter().map(|m| m.start).max().unwrap();
+    assert_eq!(t.cursor, last_start);
+    assert!(t.view.start <= first.start && first.end <= t.view.end);
+    assert!(
+        t.message.as_deref().unwrap().starts_with("all_reduce #0"),
+        "{:?}",
+        t.message
+    );
+    a.update(Action::GoBack);
+    assert_eq!(a.tab, Tab("Collectives"));
+    a.update(Action::ToggleGrouping);
+    assert!(a.state::<CollectivesState>().unwrap().grouped);
+    let screen = text(draw(&a).buffer());
+    assert!(screen.contains("most wait caused by"), "{screen}");
 }

@@ -1,0 +1,366 @@
+//! Collectives tab: every collective matched across ranks (wait for the last
+//! member, transfer, bandwidth, who was late), or grouped by kind, size and
+//! group (`c`); sortable; Enter shows the instance on the Timeline.
+
+use std::cmp::Ordering;
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Widget;
+
+use crate::derive::instances::{grouped, GroupRow, InstanceRow};
+use crate::model::time::human;
+use crate::tui::action::Action;
+use crate::tui::data::Data;
+use crate::tui::tabs::{Jump, Needs, TabCtx, TabSpec, TabView};
+use crate::tui::theme::Theme;
+use crate::tui::widgets::table::{self, col, moved, Column, Hit, Row, Table};
+
+// Who was late comes before the bandwidth: on a narrow terminal the
+// columns on the right are cut first.
+const INSTANCE_COLUMNS: [Column; 11] = [
+    col("id", 5, true),
+    col("kind", 14, false),
+    col("group", 0, false),
+    col("n", 3, true),
+    col("size", 9, true),
+    col("wait", 9, true),
+    col("last", 5, true),
+    col("late by", 9, true),
+    col("transfer", 9, true),
+    col("busbw", 8, true),
+    col("start", 10, true),
+];
+
+const GROUP_COLUMNS: [Column; 10] = [
+    col("kind", 14, false),
+    col("size", 9, true),
+    col("group", 0, false),
+    col("n", 4, true),
+    col("count", 6, true),
+    col("p50 xfer", 9, true),
+    col("p95 xfer", 9, true),
+    col("busbw", 8, true),
+    col("wait", 9, true),
+    col("most wait caused by", 22, false),
+];
+
+#[derive(Debug, Clone)]
+pub struct CollectivesState {
+    /// Grouped by (kind, size, group) instead of one row per instance.
+    pub grouped: bool,
+    /// Sorted column and whether descending, per view.
+    pub sort: [(usize, bool); 2],
+    pub selected: usize,
+    groups: Vec<GroupRow>,
+    /// Row order of the view shown: indices into the instances or groups.
+    pub shown: Vec<usize>,
+    jump: Option<Jump>,
+}
+
+impl CollectivesState {
+    pub fn new(data: &Data) -> Self {
+        let mut s = Self {
+            grouped: false,
+            sort: [(0, false), (8, true)],
+            selected: 0,
+            groups: grouped(&data.collectives),
+            shown: Vec::new(),
+            jump: None,
+        };
+        s.resort(data);
+        s
+    }
+
+    fn columns(&self) -> &'static [Column] {
+        if self.grouped {
+            &GROUP_COLUMNS
+        } else {
+            &INSTANCE_COLUMNS
+        }
+    }
+
+    fn resort(&mut self, data: &Data) {
+        let (c, desc) = self.sort[usize::from(self.grouped)];
+        let n = if self.grouped {
+            self.groups.len()
+        } else {
+            data.collectives.len()
+        };
+        let mut shown: Vec<usize> = (0..n).collect();
+        shown.sort_by(|&a, &b| {
+            let o = if self.grouped {
+                compare_groups(&self.groups[a], &self.groups[b], c)
+            } else {
+                compare_instances(&data.collectives[a], &data.collectives[b], c)
+            };
+            (if desc { o.reverse() } else { o }).then(a.cmp(&b))
+        });
+        self.shown = shown;
+        self.selected = self.selected.min(self.shown.len().saturating_sub(1));
+    }
+
+    /// The selected instance on the Timeline: every member's op in view, the
+    /// cursor where the last member started, on the lane of the member that
+    /// waited longest.
+    fn open(&self, data: &Data) -> Option<Jump> {
+        if self.grouped {
+            return None;
+        }
+        let r = &data.collectives[*self.shown.get(self.selected)?];
+        let longest = r.members.iter().max_by_key(|m| m.wait)?;
+        let rank_index = data
+            .trace
+            .ranks
+            .iter()
+            .position(|t| t.rank == longest.rank)?;
+        let stream = data.trace.ranks[rank_index].ops[longest.op].stream;
+        let pad = ((r.end - r.start) / 4).max(1);
+        let last_start = r.members.iter().map(|m| m.start).max().unwrap_or(r.start);
+        Some(Jump {
+            rank_index,
+            stream: Some(stream),
+            span: crate::model::Interval::new(r.start - pad, r.end + pad),
+            cursor: last_start,
+            why: format!(
+                "{} #{} in group {}: {} members, rank {} last by {} (Backspace: back)",
+                r.kind.map_or("collective", |k| k.name()),
+                r.seq,
+                r.group,
+                r.members.len(),
+                r.last_rank,
+                human(r.last_by)
+            ),
+        })
+    }
+
+    pub fn update(&mut self, action: Action, data: &Data, area: Rect) {
+        let page = usize::from(area.height.saturating_sub(3)).max(1);
+        let last = self.shown.len().saturating_sub(1);
+        if let Some(to) = moved(self.selected, &action, page, last) {
+            self.selected = to;
+            return;
+        }
+        let view = usize::from(self.grouped);
+        let ncols = self.columns().len();
+        match action {
+            Action::Open => self.jump = self.open(data),
+            Action::ToggleGrouping => {
+                self.grouped = !self.grouped;
+                self.selected = 0;
+            }
+            Action::NextSort => {
+                let c = (self.sort[view].0 + 1) % ncols;
+                self.sort[view] = (c, numeric(self.grouped, c));
+            }
+            Action::ReverseSort => self.sort[view].1 = !self.sort[view].1,
+            Action::Click { col, row } => {
+                let cols = self.columns();
+                match table::hit(
+                    cols,
+                    table_area(area),
+                    self.selected,
+                    self.shown.len(),
+                    col,
+                    row,
+                ) {
+                    Some(Hit::Header(c)) => {
+                        self.sort[view] = if self.sort[view].0 == c {
+                            (c, !self.sort[view].1)
+                        } else {
+                            (c, numeric(self.grouped, c))
+                        };
+                    }
+                    Some(Hit::Row(i)) => self.selected = i,
+                    None => {}
+                }
+            }
+            _ => return,
+        }
+        self.resort(data);
+    }
+}
+
+/// Whether a column reads best largest first (numbers; not ids, names or start).
+fn numeric(grouped: bool, c: usize) -> bool {
+    if grouped {
+        !matches!(c, 0 | 2 | 9)
+    } else {
+        !matches!(c, 0 | 1 | 2 | 6 | 10)
+    }
+}
+
+fn compare_instances(a: &InstanceRow, b: &InstanceRow, c: usize) -> Ordering {
+    let bw = |r: &InstanceRow| r.busbw().unwrap_or(-1.0);
+    match c {
+        1 => a.kind.map(|k| k.name()).cmp(&b.kind.map(|k| k.name())),
+        2 => a.group.cmp(&b.group),
+        3 => a.members.len().cmp(&b.members.len()),
+        4 => a.bytes.cmp(&b.bytes),
+        5 => a.wait.cmp(&b.wait),
+        6 => a.last_rank.cmp(&b.last_rank),
+        7 => a.last_by.cmp(&b.last_by),
+        8 => a.transfer.cmp(&b.transfer),
+        9 => bw(a).total_cmp(&bw(b)),
+        10 => a.start.cmp(&b.start),
+        _ => a.id.cmp(&b.id),
+    }
+}
+
+fn compare_groups(a: &GroupRow, b: &GroupRow, c: usize) -> Ordering {
+    let bw = |g: &GroupRow| g.busbw.unwrap_or(-1.0);
+    match c {
+        0 => a.kind.map(|k| k.name()).cmp(&b.kind.map(|k| k.name())),
+        1 => a.bytes.cmp(&b.bytes),
+        2 => a.group.cmp(&b.group),
+        3 => a.size.cmp(&b.size),
+        4 => a.count.cmp(&b.count),
+        5 => a.transfer_p50.cmp(&b.transfer_p50),
+        6 => a.transfer_p95.cmp(&b.transfer_p95),
+        7 => bw(a).total_cmp(&bw(b)),
+        9 => a.culprit.map(|c| c.1).cmp(&b.culprit.map(|c| c.1)),
+        _ => a.wait.cmp(&b.wait),
+    }
+}
+
+fn table_area(area: Rect) -> Rect {
+    Rect::new(
+        area.x,
+        area.y + 1,
+        area.width,
+        area.height.saturating_sub(1),
+    )
+}
+
+fn size(b: Option<u64>) -> String {
+    b.map_or("-".to_owned(), crate::report::human::bytes)
+}
+
+fn gbps(v: Option<f64>) -> String {
+    v.map_or("-".to_owned(), |v| format!("{:.2}", v / 1e9))
+}
+
+pub fn render(state: &CollectivesState, data: &Data, theme: Theme, area: Rect, buf: &mut Buffer) {
+    if area.height == 0 {
+        return;
+    }
+    let rows = &data.collectives;
+    if rows.is_empty() {
+        Line::styled(
+            "no collective is matched across ranks (it needs communication kernels on 2 or more ranks)",
+            theme.dim(),
+        )
+        .render(area, buf);
+        return;
+    }
+    let wait: i64 = rows.iter().map(|r| r.wait).sum();
+    let title = if state.grouped {
+        format!(
+            "Collectives by kind, size and group · {} groups",
+            state.groups.len()
+        )
+    } else {
+        format!("Collectives matched across ranks · {}", rows.len())
+    };
+    Line::from(vec![
+        Span::styled(format!("{title} · "), theme.title()),
+        Span::raw(format!(
+            "{} waiting for the last member · busbw in GB/s",
+            human(wait)
+        )),
+    ])
+    .render(Rect::new(area.x, area.y, area.width, 1), buf);
+    let origin = rows.iter().map(|r| r.start).min().unwrap_or(0);
+    let kind = |k: Option<crate::model::CollKind>| k.map_or("?", |k| k.name());
+    let lines: Vec<Row> =
+        if state.grouped {
+            state
+                .shown
+                .iter()
+                .map(|&i| {
+                    let g = &state.groups[i];
+                    Row {
+                        cells: vec![
+                            Span::raw(kind(g.kind)),
+                            Span::raw(size(g.bytes)),
+                            Span::raw(g.group.clone()),
+                            Span::raw(g.size.to_string()),
+                            Span::raw(g.count.to_string()),
+                            Span::raw(human(g.transfer_p50)),
+                            Span::raw(human(g.transfer_p95)),
+                            Span::raw(gbps(g.busbw)),
+                            Span::raw(human(g.wait)),
+                            Span::raw(g.culprit.map_or("-".to_owned(), |(r, c)| {
+                                format!("rank {r} ({})", human(c))
+                            })),
+                        ],
+                        style: Style::new(),
+                    }
+                })
+                .collect()
+        } else {
+            state
+                .shown
+                .iter()
+                .map(|&i| {
+                    let r = &rows[i];
+                    Row {
+                        cells: vec![
+                            Span::raw(r.id.to_string()),
+                            Span::raw(kind(r.kind)),
+                            Span::raw(r.group.clone()),
+                            Span::raw(r.members.len().to_string()),
+                            Span::raw(size(r.bytes)),
+                            Span::raw(human(r.wait)),
+                            // Nobody is late when all started together.
+                            Span::raw(if r.last_by > 0 {
+                                r.last_rank.to_string()
+                            } else {
+                                "-".to_owned()
+                            }),
+                            Span::raw(human(r.last_by)),
+                            Span::raw(human(r.transfer)),
+                            Span::raw(gbps(r.busbw())),
+                            Span::raw(human(r.start - origin)),
+                        ],
+                        style: Style::new(),
+                    }
+                })
+                .collect()
+        };
+    Table {
+        columns: state.columns(),
+        rows: lines,
+        selected: (!state.shown.is_empty()).then_some(state.selected),
+        sort: Some(state.sort[usize::from(state.grouped)]),
+        theme,
+    }
+    .render(table_area(area), buf);
+}
+
+pub const TAB: TabSpec = TabSpec {
+    title: "Collectives",
+    needs: Needs::Nothing,
+    make: |data| Box::new(CollectivesState::new(data)),
+    per_run: true,
+};
+
+impl TabView for CollectivesState {
+    fn update(&mut self, action: Action, view: &TabCtx) {
+        CollectivesState::update(self, action, view.data, view.area);
+    }
+
+    fn render(&self, view: &TabCtx, theme: Theme, buf: &mut Buffer) {
+        render(self, view.data, theme, view.area, buf);
+    }
+
+    fn status(&self) -> String {
+        if self.grouped { "grouped" } else { "instances" }.to_owned()
+    }
+
+    fn take_jump(&mut self) -> Option<Jump> {
+        self.jump.take()
+    }
+}
