@@ -9,8 +9,8 @@ trace=${1:-trace_collection/llama_fsdp_8gpu}
 size=${SIZE:-120x36}
 cargo build --release --quiet
 # Keys pressed before each picture: the timeline shows the second step.
-declare -A keys=([summary]="" [kernels]="" [timeline]="]]" [stragglers]="")
-for tab in summary kernels timeline stragglers; do
+declare -A keys=([summary]="" [kernels]="" [timeline]="]]" [stragglers]="" [collectives]="c")
+for tab in summary kernels timeline stragglers collectives; do
     target/release/ccl-bench --trace "$trace" --screenshot "screenshots/$tab.svg" --tab "$tab" \
         --size "$size" --keys "${keys[$tab]}"
     if command -v rsvg-convert >/dev/null; then
