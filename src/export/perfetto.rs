@@ -250,43 +250,35 @@ fn rank_events<W: Write>(
 /// The waiting part of each matched collective, on each member's rank,
 /// named after the member that arrived last.
 fn waits<W: Write>(ctx: &Ctx, ev: &mut Events<W>) -> std::io::Result<()> {
-    let trace = ctx.trace;
     let mut named = std::collections::HashSet::new();
-    for (id, inst) in ctx.instances().iter().enumerate() {
-        let Some((lr, lo, _)) = inst.latest(trace) else {
-            continue;
-        };
-        let last = trace.ranks[lr].rank;
-        let last_start = trace.ranks[lr].ops[lo].start;
-        for &(r, o) in &inst.members {
-            let t = &trace.ranks[r];
-            let op = &t.ops[o];
-            let wait = (last_start - op.start).clamp(0, op.dur);
-            if r == lr || wait == 0 {
-                continue;
-            }
-            if named.insert(t.rank) {
+    for c in ctx.collective_rows() {
+        for m in c
+            .members
+            .iter()
+            .filter(|m| m.wait > 0 && m.rank != c.last_rank)
+        {
+            if named.insert(m.rank) {
                 ev.meta(
-                    t.rank,
+                    m.rank,
                     Some(WAIT_TID),
                     "thread_name",
                     "{\"name\":\"waiting in collectives\"}",
                 )?;
                 ev.meta(
-                    t.rank,
+                    m.rank,
                     Some(WAIT_TID),
                     "thread_sort_index",
                     "{\"sort_index\":1}",
                 )?;
             }
             let args = json(serde_json::json!({
-                "collective_id": id,
-                "group": inst.group,
-                "kind": op.coll.map(|k| k.name()),
-                "waited_for": last,
+                "collective_id": c.id,
+                "group": c.group,
+                "kind": c.kind.map(|k| k.name()),
+                "waited_for": c.last_rank,
             }));
-            let name = format!("wait for rank {last}");
-            ev.slice((t.rank, WAIT_TID), &name, "wait", (op.start, wait), &args)?;
+            let name = format!("wait for rank {}", c.last_rank);
+            ev.slice((m.rank, WAIT_TID), &name, "wait", (m.start, m.wait), &args)?;
         }
     }
     Ok(())
