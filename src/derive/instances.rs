@@ -13,6 +13,8 @@ use crate::model::{CollKind, Ns, Trace};
 #[derive(Debug, Clone, PartialEq)]
 pub struct Member {
     pub rank: u32,
+    /// Index of its rank in `Trace::ranks`.
+    pub index: usize,
     /// Index of the op in its rank's `ops`.
     pub op: usize,
     pub start: Ns,
@@ -95,6 +97,7 @@ pub fn rows(trace: &Trace, inst: &[Instance]) -> Vec<InstanceRow> {
                     let wait = (last_start - op.start).clamp(0, op.dur);
                     Member {
                         rank: t.rank,
+                        index: r,
                         op: o,
                         start: op.start,
                         end: op.end(),

@@ -287,7 +287,7 @@ pub fn collectives(ctx: &Ctx) -> Result<Table, ArrowError> {
         Arc::new(
             each()
                 .map(|(_, m)| {
-                    let t = ctx.trace.rank(m.rank).expect("a member's rank");
+                    let t = &ctx.trace.ranks[m.index];
                     Some(t.name(t.ops[m.op].name))
                 })
                 .collect::<StringArray>(),

@@ -24,21 +24,32 @@ fn per_step_saving<'c>(
     ctx: &'c Ctx,
     per_member: impl Fn(&InstanceRow, &Member) -> Option<Ns>,
 ) -> Vec<(&'c RankRow, Ns)> {
+    // One pass over every member of every collective (a rank's members
+    // looked up, not scanned for: 1,000 ranks x 100,000 collectives).
+    let index: std::collections::HashMap<u32, usize> = ctx
+        .ranks
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (t.rank, i))
+        .collect();
+    let mut saved: Vec<Ns> = vec![0; ctx.ranks.len()];
+    for c in ctx.collective_rows() {
+        for m in &c.members {
+            let Some(&i) = index.get(&m.rank) else {
+                continue;
+            };
+            let t = ctx.ranks[i];
+            if t.counts(t.ops[m.op].step) {
+                saved[i] += per_member(c, m).unwrap_or(0).max(0);
+            }
+        }
+    }
     ctx.rank_rows()
         .iter()
         .zip(&ctx.ranks)
-        .filter(|(r, _)| r.step_time.is_some())
-        .map(|(row, t)| {
-            let mut saved: Ns = 0;
-            for c in ctx.collective_rows() {
-                for m in c.members.iter().filter(|m| m.rank == t.rank) {
-                    if t.counts(t.ops[m.op].step) {
-                        saved += per_member(c, m).unwrap_or(0).max(0);
-                    }
-                }
-            }
-            (row, saved / t.step_count() as Ns)
-        })
+        .zip(saved)
+        .filter(|((r, _), _)| r.step_time.is_some())
+        .map(|((row, t), saved)| (row, saved / t.step_count() as Ns))
         .collect()
 }
 
