@@ -5,6 +5,7 @@
 //! imports no metric family.
 
 pub mod fit;
+pub mod groups;
 pub mod instances;
 pub mod phases;
 pub mod sm;
@@ -29,20 +30,22 @@ pub struct Derived {
     pub waits: Vec<WaitSplit>,
     /// Each matched collective as a row (same order as `instances`).
     pub collectives: Vec<instances::InstanceRow>,
+    /// The process groups collectives were issued in, by name, with their roles.
+    pub groups: Vec<groups::GroupInfo>,
 }
 
 impl Derived {
     /// Derives the data of `ranks` (a subset of `trace.ranks`); the
     /// cross-rank parts always use every rank of the trace.
     pub fn of(trace: &Trace, ranks: &[&RankTimeline]) -> Self {
-        let (stats, instances) = rayon::join(
+        let (stats, (instances, groups)) = rayon::join(
             || {
                 ranks
                     .par_iter()
                     .map(|t| RankStats::of(t))
                     .collect::<Vec<_>>()
             },
-            || collectives::instances(trace),
+            || rayon::join(|| collectives::instances(trace), || groups::infer(trace)),
         );
         let ((waits, wait_sets), collectives) = rayon::join(
             || {
@@ -51,7 +54,7 @@ impl Derived {
                     || collectives::wait_intervals(trace, &instances),
                 )
             },
-            || instances::rows(trace, &instances),
+            || instances::rows(trace, &instances, &groups),
         );
         let rows = rank_rows(trace, ranks, &stats, &waits, &wait_sets);
         Self {
@@ -60,7 +63,13 @@ impl Derived {
             instances,
             waits,
             collectives,
+            groups,
         }
+    }
+
+    /// The group collectives name `name`.
+    pub fn group(&self, name: &str) -> Option<&groups::GroupInfo> {
+        self.groups.iter().find(|g| g.name == name)
     }
 }
 

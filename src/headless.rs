@@ -249,6 +249,7 @@ pub fn collectives(args: &crate::cli::CollectivesArgs) -> Result<u8> {
         rows: &rows,
         groups: &groups,
         fits: &fits,
+        process_groups: ctx.groups(),
         grouped_only: args.grouped,
     };
     report::collectives::write(args.format, &view, &mut out)?;

@@ -15,6 +15,7 @@ pub mod phases;
 pub mod plausible;
 pub mod ranks;
 pub mod reasons;
+pub mod roles;
 pub mod steps;
 pub mod whatif;
 pub mod window;
@@ -454,6 +455,33 @@ pub static METRICS: &[Metric] = &[
         compute: collectives::hockney_inverse_beta,
     },
     Metric {
+        name: "hockney_alpha_by_role_s",
+        unit: Unit::Seconds,
+        group: Group::Bandwidth,
+        better: Better::Lower,
+        about: "latency α of t = α + β·S fitted per collective kind and group role (tp, dp, ...) over the transfer of matched collectives (wait for late members left out; ≥ 2 distinct sizes); parts: each fit; value: the fit over the most instances",
+        needs: &[CollSizes, TwoRanks],
+        compute: roles::hockney_alpha_by_role,
+    },
+    Metric {
+        name: "hockney_beta_by_role_s_per_byte",
+        unit: Unit::SecondsPerByte,
+        group: Group::Bandwidth,
+        better: Better::Lower,
+        about: "inverse bandwidth β of the same fits per collective kind and group role",
+        needs: &[CollSizes, TwoRanks],
+        compute: roles::hockney_beta_by_role,
+    },
+    Metric {
+        name: "hockney_residual_by_role_s",
+        unit: Unit::Seconds,
+        group: Group::Bandwidth,
+        better: Better::Neither,
+        about: "root mean square residual of the same fits: how far single transfers stray from the line",
+        needs: &[CollSizes, TwoRanks],
+        compute: roles::hockney_residual_by_role,
+    },
+    Metric {
         name: "achieved_flops_from_trace_json",
         unit: Unit::FlopPerS,
         group: Group::Throughput,
@@ -741,6 +769,33 @@ pub static METRICS: &[Metric] = &[
         about: "wait / (wait + transfer) x 100 over the collectives matched across ranks, per rank, averaged",
         needs: &[CommKernels, TwoRanks],
         compute: balance::comm_wait_fraction,
+    },
+    Metric {
+        name: "comm_time_by_role_s",
+        unit: Unit::Seconds,
+        group: Group::Communication,
+        better: Better::Lower,
+        about: "per step, communication kernel time split by the role of its process group (tp, cp, ep, dp, pp, world: from pg_desc, else the card's parallelism, else size and rank stride; `group NAME` when none fits), per rank, averaged; the value is the total_communication_time",
+        needs: &[CommKernels],
+        compute: roles::comm_time_by_role,
+    },
+    Metric {
+        name: "comm_wait_by_role_s",
+        unit: Unit::Seconds,
+        group: Group::Balance,
+        better: Better::Lower,
+        about: "per step, time inside matched collectives before their last member started, split by group role, per rank, averaged; the value is comm_wait_time_s",
+        needs: &[CommKernels, TwoRanks],
+        compute: roles::comm_wait_by_role,
+    },
+    Metric {
+        name: "busbw_by_role_gbps",
+        unit: Unit::GBps,
+        group: Group::Bandwidth,
+        better: Better::Higher,
+        about: "bus bandwidth of the transfer (after the last member arrived) of matched collectives, Σ S x bus factor / Σ transfer, split by group role; with --rank, the collectives the rank took part in",
+        needs: &[CollSizes, TwoRanks],
+        compute: roles::busbw_by_role,
     },
     Metric {
         name: "whatif_no_straggler_step_s",

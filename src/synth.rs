@@ -14,6 +14,8 @@ pub struct RankTrace {
     num_sms: u32,
     events: Vec<Value>,
     next_correlation: u64,
+    /// `distributedInfo.pg_config` entries.
+    pg_config: Vec<Value>,
 }
 
 /// Collective arguments as PyTorch records them on NCCL kernels.
@@ -48,6 +50,7 @@ impl RankTrace {
             num_sms,
             events: Vec::new(),
             next_correlation: 1,
+            pg_config: Vec::new(),
         }
     }
 
@@ -85,16 +88,39 @@ impl RankTrace {
         )
     }
 
-    /// A NCCL kernel carrying collective arguments.
+    /// A NCCL kernel carrying collective arguments, in the default group.
     pub fn collective(&mut self, name: &str, ts: f64, dur: f64, stream: u32, c: &Coll) -> u64 {
+        let ranks: Vec<u32> = (0..c.group_size).collect();
+        self.collective_in(name, ts, dur, stream, c, ("0", &ranks))
+    }
+
+    /// A NCCL kernel carrying collective arguments, in the process group
+    /// `(name, ranks)`.
+    pub fn collective_in(
+        &mut self,
+        name: &str,
+        ts: f64,
+        dur: f64,
+        stream: u32,
+        c: &Coll,
+        (pg, ranks): (&str, &[u32]),
+    ) -> u64 {
         let args = json!({
             "grid": [8, 1, 1], "block": [512, 1, 1],
             "Collective name": c.name, "In msg nelems": c.in_nelems,
             "Out msg nelems": c.out_nelems, "dtype": c.dtype, "Group size": c.group_size,
-            "Process Group Name": "0",
-            "Process Group Ranks": format!("{:?}", (0..c.group_size).collect::<Vec<_>>())
+            "Process Group Name": pg,
+            "Process Group Ranks": format!("{ranks:?}")
         });
         self.device_op("kernel", name, ts, dur, stream, args)
+    }
+
+    /// A process group in `distributedInfo.pg_config`.
+    pub fn process_group(&mut self, name: &str, desc: &str, ranks: &[u32]) {
+        self.pg_config.push(json!({
+            "pg_name": name, "pg_desc": desc, "backend_config": "cuda:nccl",
+            "pg_size": ranks.len(), "ranks": ranks
+        }));
     }
 
     pub fn memcpy(&mut self, name: &str, ts: f64, dur: f64, stream: u32, bytes: u64) -> u64 {
@@ -170,6 +196,9 @@ impl RankTrace {
         if let Some(rank) = self.rank {
             doc["distributedInfo"] =
                 json!({ "backend": "nccl", "rank": rank, "world_size": self.world_size });
+            if !self.pg_config.is_empty() {
+                doc["distributedInfo"]["pg_config"] = json!(self.pg_config);
+            }
         }
         serde_json::to_string_pretty(&doc).expect("JSON values serialize")
     }
@@ -237,6 +266,53 @@ pub fn two_rank_example() -> Vec<RankTrace> {
     r1.launch(k, 1.0);
     r1.launch(c, 2.0);
     vec![r0, r1]
+}
+
+/// Four ranks as a 2 × 2 grid, tensor parallel pairs {0, 1} and {2, 3}
+/// (groups `1`, `2`), data parallel pairs {0, 2} and {1, 3} (groups `3`,
+/// `4`), two steps of 100 µs. In step s (at 100·s µs), fp32 all-reduces:
+/// ```text
+/// tp, 1 MiB:        ranks 0, 2 [10, 30)   ranks 1, 3 [15, 30)   (0, 2 wait 5 µs)
+/// dp, 1 MiB / 2 MiB: every rank [40, 70) in step 0, [40, 90) in step 1
+/// ```
+/// With `descs`, every rank's `pg_config` describes the groups as
+/// `mesh_tp`/`mesh_dp`; without, only their layout tells the roles.
+pub fn tp_dp_grid(descs: bool) -> Vec<RankTrace> {
+    const AR: &str = "ncclDevKernel_AllReduce_Sum_f32_RING_LL";
+    let groups: [(&str, &str, [u32; 2]); 4] = [
+        ("1", "mesh_tp", [0, 1]),
+        ("2", "mesh_tp", [2, 3]),
+        ("3", "mesh_dp", [0, 2]),
+        ("4", "mesh_dp", [1, 3]),
+    ];
+    (0..4u32)
+        .map(|rank| {
+            let mut r = RankTrace::new(Some(rank), 4, 10);
+            if descs {
+                for (name, desc, ranks) in &groups {
+                    r.process_group(name, desc, ranks);
+                }
+            }
+            let mine = |role: &str| {
+                groups
+                    .iter()
+                    .find(|g| g.1 == role && g.2.contains(&rank))
+                    .map(|g| (g.0, &g.2[..]))
+                    .expect("every rank is in one group of each role")
+            };
+            for s in 0..2u32 {
+                let at = 100.0 * f64::from(s);
+                r.step(s + 1, at, 100.0);
+                let late = if rank % 2 == 1 { 5.0 } else { 0.0 };
+                let tp = Coll::all_reduce_f32(1 << 18, 2);
+                r.collective_in(AR, at + 10.0 + late, 20.0 - late, 20, &tp, mine("mesh_tp"));
+                let dp = Coll::all_reduce_f32(1 << (18 + s), 2);
+                let dur = if s == 0 { 30.0 } else { 50.0 };
+                r.collective_in(AR, at + 40.0, dur, 21, &dp, mine("mesh_dp"));
+            }
+            r
+        })
+        .collect()
 }
 
 /// Two ranks in one step `[0, 100)` µs and one all-reduce that rank 0 starts at

@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 
+use super::groups::GroupInfo;
 use crate::model::collectives::Instance;
 use crate::model::{CollKind, Ns, Trace};
 
@@ -33,6 +34,8 @@ pub struct InstanceRow {
     /// Index in the trace's matched instances.
     pub id: usize,
     pub group: String,
+    /// The group's role (tp, dp, ...), where it could be inferred.
+    pub role: Option<super::groups::Role>,
     pub seq: usize,
     pub kind: Option<CollKind>,
     /// The kernel name of the first member.
@@ -57,6 +60,11 @@ pub struct InstanceRow {
 }
 
 impl InstanceRow {
+    /// Its group's role, or `group NAME` (see [`super::groups::label`]).
+    pub fn label(&self) -> String {
+        super::groups::label(self.role, &self.group)
+    }
+
     /// Algorithm bandwidth, bytes/s: S / transfer.
     pub fn algbw(&self) -> Option<f64> {
         let s = self.data_bytes? as f64;
@@ -81,8 +89,8 @@ impl InstanceRow {
     }
 }
 
-/// Rows for `inst` (the instances of `trace`), in instance order.
-pub fn rows(trace: &Trace, inst: &[Instance]) -> Vec<InstanceRow> {
+/// Rows for `inst` (the instances of `trace`, in `groups`), in instance order.
+pub fn rows(trace: &Trace, inst: &[Instance], groups: &[GroupInfo]) -> Vec<InstanceRow> {
     inst.iter()
         .enumerate()
         .filter_map(|(id, i)| {
@@ -122,6 +130,11 @@ pub fn rows(trace: &Trace, inst: &[Instance]) -> Vec<InstanceRow> {
             Some(InstanceRow {
                 id,
                 group: i.group.clone(),
+                role: groups
+                    .iter()
+                    .find(|g| g.name == i.group)
+                    .and_then(|g| g.role)
+                    .map(|r| r.0),
                 seq: i.seq,
                 kind,
                 name: first.name(first.ops[o0].name).to_owned(),
@@ -145,6 +158,7 @@ pub struct GroupRow {
     pub kind: Option<CollKind>,
     pub bytes: Option<u64>,
     pub group: String,
+    pub role: Option<super::groups::Role>,
     pub size: usize,
     pub count: usize,
     pub transfer_p50: Ns,
@@ -204,6 +218,7 @@ pub fn grouped(rows: &[InstanceRow]) -> Vec<GroupRow> {
                 kind: rs[0].kind,
                 bytes: rs[0].bytes,
                 group: rs[0].group.clone(),
+                role: rs[0].role,
                 size: rs[0].members.len(),
                 count: rs.len(),
                 transfer_p50: percentile(&transfers, 50.0),
@@ -218,11 +233,13 @@ pub fn grouped(rows: &[InstanceRow]) -> Vec<GroupRow> {
     out
 }
 
-/// A Hockney fit (transfer = α + β·S) of one collective kind in one group.
+/// A Hockney fit (transfer = α + β·S) of one collective kind in the groups
+/// of one role.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FitRow {
     pub kind: CollKind,
-    pub group: String,
+    /// The role (`tp`), or `group NAME` for a group without one.
+    pub role: String,
     pub size: usize,
     /// α in seconds, β in seconds per byte, residual (rms) in seconds.
     pub line: super::fit::Line,
@@ -230,25 +247,26 @@ pub struct FitRow {
 }
 
 /// Hockney fits over the transfer part of the instances (the wait for late
-/// members left out), per (kind, group, group size) with ≥ 2 distinct sizes.
+/// members left out), per (kind, role, group size) with ≥ 2 distinct sizes:
+/// the groups of one role (four tp pairs) share a shape and a fabric.
 pub fn fits(rows: &[InstanceRow]) -> Vec<FitRow> {
     type Key = (CollKind, String, usize);
     let mut by: BTreeMap<Key, Vec<(f64, f64)>> = BTreeMap::new();
     for r in rows {
         if let (Some(kind), Some(s), true) = (r.kind, r.data_bytes, r.transfer > 0) {
-            by.entry((kind, r.group.clone(), r.members.len()))
+            by.entry((kind, r.label(), r.members.len()))
                 .or_default()
                 .push((s as f64, r.transfer as f64 / 1e9));
         }
     }
     by.into_iter()
-        .filter_map(|((kind, group, size), pts)| {
+        .filter_map(|((kind, role, size), pts)| {
             let mut sizes: Vec<u64> = pts.iter().map(|p| p.0 as u64).collect();
             sizes.sort_unstable();
             sizes.dedup();
             Some(FitRow {
                 kind,
-                group,
+                role,
                 size,
                 line: super::fit::line(&pts)?,
                 sizes: sizes.len(),
@@ -267,7 +285,7 @@ mod tests {
     fn late_pair_row() {
         // Rank 0 starts at 10 µs, rank 1 at 40 µs, both end at 60 µs; one f32.
         let t = trace(&crate::synth::late_pair());
-        let rows = rows(&t, &instances(&t));
+        let rows = rows(&t, &instances(&t), &[]);
         assert_eq!(rows.len(), 1);
         let r = &rows[0];
         assert_eq!((r.last_rank, r.last_by), (1, 30_000));
@@ -284,7 +302,7 @@ mod tests {
     #[test]
     fn grouping_blames_the_rank_that_caused_most_wait() {
         let t = trace(&crate::synth::late_pair());
-        let mut rows = rows(&t, &instances(&t));
+        let mut rows = rows(&t, &instances(&t), &[]);
         // A second instance of the same shape where rank 0 is 5 µs late.
         let mut second = rows[0].clone();
         second.id = 1;
@@ -307,7 +325,7 @@ mod tests {
     #[test]
     fn hockney_per_kind_and_group() {
         let t = trace(&crate::synth::late_pair());
-        let one = rows(&t, &instances(&t));
+        let one = rows(&t, &instances(&t), &[]);
         // One size: no fit.
         assert!(fits(&one).is_empty());
         // Sizes 4 and 8 B taking 20 and 30 µs: α = 10 µs, β = 2.5 µs/B.

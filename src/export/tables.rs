@@ -253,6 +253,7 @@ pub fn collectives(ctx: &Ctx) -> Result<Table, ArrowError> {
     let schema = schema(vec![
         Field::new("collective_id", DataType::UInt32, false),
         Field::new("group", DataType::Utf8, false),
+        Field::new("role", dict8(), true),
         Field::new("seq", DataType::UInt32, false),
         Field::new("rank", DataType::UInt32, false),
         Field::new("kind", dict8(), true),
@@ -279,6 +280,7 @@ pub fn collectives(ctx: &Ctx) -> Result<Table, ArrowError> {
         )),
         // Byte arrays need an iterator of known length; `each` is a flat map.
         Arc::new(each().map(|(r, _)| Some(&r.group)).collect::<StringArray>()),
+        labels(each().map(|(r, _)| r.role.map(|k| k.name()))),
         Arc::new(UInt32Array::from_iter_values(
             each().map(|(r, _)| u32_of(r.seq)),
         )),

@@ -111,6 +111,11 @@ impl<'a> Ctx<'a> {
         &self.derived.collectives
     }
 
+    /// The process groups collectives were issued in, with their roles.
+    pub fn groups(&self) -> &[crate::derive::groups::GroupInfo] {
+        &self.derived.groups
+    }
+
     /// The execution trace of the focus rank (of the first rank with one, for
     /// a trace without timelines).
     pub fn focus_et(&self) -> Option<&'a crate::model::exec_trace::EtRank> {

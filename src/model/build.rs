@@ -102,6 +102,10 @@ impl TimelineBuilder {
         self.t.world_size = world_size;
     }
 
+    pub fn set_groups(&mut self, groups: Vec<super::timeline::ProcessGroup>) {
+        self.t.groups = groups;
+    }
+
     /// Checks an event lasting `dur` from `start` and widens the window to
     /// it; returns its end. A failure is counted (see [`Self::out_of_range`]).
     pub fn span(&mut self, start: Ns, dur: Ns) -> Result<Ns, TimeError> {

@@ -36,12 +36,15 @@ impl Instance {
     }
 }
 
+/// The group of collectives that record none.
+pub const DEFAULT: &str = "default";
+
 /// The group a communication op belongs to: its process group name when the
 /// trace records one, else one sequence per rank (the default group).
-fn group_of(t: &super::RankTimeline, op: &super::DeviceOp) -> String {
+pub fn group_of(t: &super::RankTimeline, op: &super::DeviceOp) -> String {
     t.coll_meta(op)
         .and_then(|m| m.pg_name)
-        .map_or_else(|| "default".to_owned(), |id| t.name(id).to_owned())
+        .map_or_else(|| DEFAULT.to_owned(), |id| t.name(id).to_owned())
 }
 
 /// Collective instances seen on at least two ranks, in issue order per group.

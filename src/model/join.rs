@@ -59,6 +59,11 @@ impl RankTimeline {
             }
         }
         self.world_size = self.world_size.or(later.world_size);
+        for g in later.groups {
+            if !self.groups.iter().any(|h| h.name == g.name) {
+                self.groups.push(g);
+            }
+        }
         let colls = u32::try_from(self.colls.len()).unwrap_or(u32::MAX);
         self.colls.extend(later.colls.into_iter().map(|mut c| {
             c.name = id(c.name);

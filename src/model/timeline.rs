@@ -23,6 +23,17 @@ pub struct CollMeta {
     pub pg_ranks: Option<StrId>,
 }
 
+/// A process group as the profiler records it (`distributedInfo.pg_config`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcessGroup {
+    /// `pg_name`: what collectives name their group by (`Process Group Name`).
+    pub name: String,
+    /// `pg_desc`, e.g. `default_pg`, `mesh_tp`, `TENSOR_MODEL_PARALLEL_GROUP`.
+    pub desc: Option<String>,
+    /// Global ranks of the members, sorted.
+    pub ranks: Vec<u32>,
+}
+
 /// The largest message size taken as real: 1 TiB, more than any GPU's
 /// memory. A bigger one (`"In msg nelems": 1e20`) is a damaged field.
 pub const MAX_MESSAGE_BYTES: u64 = 1 << 40;
@@ -270,6 +281,8 @@ impl SourceFormat {
 pub struct RankTimeline {
     pub rank: u32,
     pub world_size: Option<u32>,
+    /// The process groups the rank's profiler described, by name.
+    pub groups: Vec<ProcessGroup>,
     pub source: PathBuf,
     pub strings: Interner,
     /// Device ops sorted by start time.

@@ -375,6 +375,7 @@ struct Builder {
     comm_args: HashMap<u64, CollMeta>,
     dist_rank: Option<u32>,
     world_size: Option<u32>,
+    groups: Vec<crate::model::ProcessGroup>,
     saw_events: bool,
     events: u64,
     /// The event being parsed was left early on purpose (see `EventSeed`).
@@ -409,6 +410,7 @@ impl Builder {
             comm_args: HashMap::default(),
             dist_rank: None,
             world_size: None,
+            groups: Vec::new(),
             saw_events: false,
             events: 0,
             cut_short: false,
@@ -609,6 +611,7 @@ impl Builder {
         }
         self.t.set_rank(self.dist_rank.unwrap_or(0));
         self.t.set_world_size(self.world_size);
+        self.t.set_groups(std::mem::take(&mut self.groups));
         self.t.finish()
     }
 
@@ -662,7 +665,45 @@ impl Builder {
         };
         self.dist_rank = num("rank");
         self.world_size = num("world_size");
+        self.groups = v
+            .get("pg_config")
+            .and_then(serde_json::Value::as_array)
+            .map(|pgs| pgs.iter().filter_map(process_group).collect())
+            .unwrap_or_default();
     }
+}
+
+/// The most members a recorded process group is taken to have: more than any
+/// cluster runs, few enough that a damaged list cannot exhaust memory.
+const MAX_GROUP_RANKS: usize = 1 << 20;
+
+/// One `pg_config` entry; `None` without a name or with a damaged rank list
+/// (a rank that is no u32, more than [`MAX_GROUP_RANKS`]).
+fn process_group(v: &serde_json::Value) -> Option<crate::model::ProcessGroup> {
+    let name = match v.get("pg_name")? {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Number(n) => n.to_string(),
+        _ => return None,
+    };
+    let list = v.get("ranks").and_then(serde_json::Value::as_array);
+    let mut ranks = match list {
+        Some(l) if l.len() <= MAX_GROUP_RANKS => l
+            .iter()
+            .map(|r| r.as_u64().and_then(|r| u32::try_from(r).ok()))
+            .collect::<Option<Vec<u32>>>()?,
+        Some(_) => return None,
+        None => Vec::new(),
+    };
+    ranks.sort_unstable();
+    ranks.dedup();
+    Some(crate::model::ProcessGroup {
+        name,
+        desc: v
+            .get("pg_desc")
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_owned),
+        ranks,
+    })
 }
 
 impl Sink for Builder {
@@ -999,6 +1040,30 @@ mod tests {
         {"ph": "i", "cat": "cpu_instant_event", "name": "x", "ts": 1},
         {"ph": "X", "cat": "kernel", "name": "gemm", "ts": 150.5, "dur": 1.25, "args": {"stream": "7"}}
       ]}"#;
+
+    #[test]
+    fn process_groups_from_pg_config() {
+        let f = load(
+            r#"{"distributedInfo": {"rank": 1, "world_size": 4, "pg_config": [
+              {"pg_name": "0", "pg_desc": "default_pg", "pg_size": 4, "ranks": [3, 2, 1, 0]},
+              {"pg_name": 5, "pg_desc": "mesh_tp", "ranks": [0, 1]},
+              {"pg_name": "6", "ranks": [0, -1]},
+              {"pg_desc": "nameless", "ranks": [0]}]},
+              "traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 0, "dur": 1}]}"#,
+        );
+        let g = &f.timeline.groups;
+        // A negative rank is damage: that group is left out, as is one without a name.
+        assert_eq!(g.len(), 2, "{g:?}");
+        assert_eq!(
+            (g[0].name.as_str(), g[0].desc.as_deref()),
+            ("0", Some("default_pg"))
+        );
+        assert_eq!(g[0].ranks, vec![0, 1, 2, 3]);
+        assert_eq!(
+            (g[1].name.as_str(), g[1].desc.as_deref()),
+            ("5", Some("mesh_tp"))
+        );
+    }
 
     #[test]
     fn kernels_belong_to_the_step_that_launched_them() {

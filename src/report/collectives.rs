@@ -6,6 +6,7 @@ use std::io::{self, Write};
 use serde_json::json;
 
 use crate::cli::Format;
+use crate::derive::groups::{GroupInfo, Role};
 use crate::derive::instances::{FitRow, GroupRow, InstanceRow};
 use crate::model::time::human;
 
@@ -35,6 +36,10 @@ fn gbps(v: Option<f64>) -> String {
     v.map_or("-".to_owned(), |v| format!("{:.2}", v / 1e9))
 }
 
+fn role(r: Option<Role>) -> &'static str {
+    r.map_or("-", Role::name)
+}
+
 fn bytes(v: Option<u64>) -> String {
     v.map_or("-".to_owned(), super::human::bytes)
 }
@@ -44,6 +49,8 @@ pub struct View<'a> {
     pub rows: &'a [InstanceRow],
     pub groups: &'a [GroupRow],
     pub fits: &'a [FitRow],
+    /// The process groups and their roles.
+    pub process_groups: &'a [GroupInfo],
     pub grouped_only: bool,
 }
 
@@ -51,7 +58,8 @@ pub fn write(format: Format, v: &View, out: &mut dyn Write) -> io::Result<()> {
     match format {
         Format::Table => {
             table(v.rows, v.groups, v.grouped_only, out)?;
-            fits_table(v.fits, out)
+            fits_table(v.fits, out)?;
+            process_groups_table(v.process_groups, out)
         }
         Format::Csv => csv(v.rows, v.groups, v.grouped_only, out),
         Format::Json => {
@@ -62,13 +70,26 @@ pub fn write(format: Format, v: &View, out: &mut dyn Write) -> io::Result<()> {
                 .map(|f| {
                     json!({
                         "kind": f.kind.name(),
-                        "group": f.group,
+                        "role": f.role,
                         "n": f.size,
                         "alpha_s": f.line.alpha,
                         "beta_s_per_byte": f.line.beta,
                         "residual_s": f.line.residual,
                         "points": f.line.points,
                         "sizes": f.sizes,
+                    })
+                })
+                .collect();
+            doc["process_groups"] = v
+                .process_groups
+                .iter()
+                .map(|g| {
+                    json!({
+                        "name": g.name,
+                        "desc": g.desc,
+                        "ranks": g.ranks,
+                        "role": g.role.map(|r| r.0.name()),
+                        "role_from": g.role.map(|r| r.1.name()),
                     })
                 })
                 .collect();
@@ -84,12 +105,12 @@ fn fits_table(fits: &[FitRow], out: &mut dyn Write) -> io::Result<()> {
     }
     writeln!(
         out,
-        "\nHockney fit of the transfer, t = α + β·S, per kind and group (2 or more sizes)"
+        "\nHockney fit of the transfer, t = α + β·S, per kind and group role (2 or more sizes)"
     )?;
     writeln!(
         out,
         "{:<14}  {:<10}  {:>3}  {:>10}  {:>12}  {:>10}  {:>10}  {:>6}",
-        "kind", "group", "n", "α", "1/β GB/s", "residual", "instances", "sizes"
+        "kind", "role", "n", "α", "1/β GB/s", "residual", "instances", "sizes"
     )?;
     for f in fits {
         let inv = if f.line.beta > 0.0 {
@@ -101,13 +122,66 @@ fn fits_table(fits: &[FitRow], out: &mut dyn Write) -> io::Result<()> {
             out,
             "{:<14}  {:<10}  {:>3}  {:>10}  {:>12}  {:>10}  {:>10}  {:>6}",
             f.kind.name(),
-            super::safe::text(&f.group),
+            super::safe::text(&f.role),
             f.size,
             human((f.line.alpha * 1e9).round() as i64),
             inv,
             human((f.line.residual * 1e9).round() as i64),
             f.line.points,
             f.sizes,
+        )?;
+    }
+    Ok(())
+}
+
+/// `0-7`, `0,2,4,6`, or the first members and a count when long.
+fn ranks_text(ranks: &[u32]) -> String {
+    let contiguous = ranks.windows(2).all(|w| w[1] == w[0] + 1);
+    match ranks {
+        [] => "-".to_owned(),
+        [one] => one.to_string(),
+        [first, .., last] if contiguous => format!("{first}-{last}"),
+        _ if ranks.len() <= 8 => ranks
+            .iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join(","),
+        _ => format!(
+            "{},... ({} ranks)",
+            ranks[..4]
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(","),
+            ranks.len()
+        ),
+    }
+}
+
+fn process_groups_table(groups: &[GroupInfo], out: &mut dyn Write) -> io::Result<()> {
+    if groups.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "
+Process groups"
+    )?;
+    writeln!(
+        out,
+        "{:<10}  {:<6}  {:<14}  {:>4}  {:<24}  description",
+        "group", "role", "role from", "n", "ranks"
+    )?;
+    for g in groups {
+        writeln!(
+            out,
+            "{:<10}  {:<6}  {:<14}  {:>4}  {:<24}  {}",
+            super::safe::text(&g.name),
+            role(g.role.map(|r| r.0)),
+            g.role.map_or("-", |r| r.1.name()),
+            g.ranks.len(),
+            ranks_text(&g.ranks),
+            super::safe::text(g.desc.as_deref().unwrap_or("-")),
         )?;
     }
     Ok(())
@@ -129,16 +203,17 @@ fn table(
     if !grouped_only {
         writeln!(
             out,
-            "{:>5}  {:<14}  {:<10}  {:>3}  {:>10}  {:>12}  {:>10}  {:>10}  {:>9}  {:>9}  {:>5}  {:>10}",
-            "id", "kind", "group", "n", "size", "start", "wait", "transfer", "algbw", "busbw", "last", "late by"
+            "{:>5}  {:<14}  {:<10}  {:<5}  {:>3}  {:>10}  {:>12}  {:>10}  {:>10}  {:>9}  {:>9}  {:>5}  {:>10}",
+            "id", "kind", "group", "role", "n", "size", "start", "wait", "transfer", "algbw", "busbw", "last", "late by"
         )?;
         for r in rows {
             writeln!(
                 out,
-                "{:>5}  {:<14}  {:<10}  {:>3}  {:>10}  {:>12}  {:>10}  {:>10}  {:>9}  {:>9}  {:>5}  {:>10}",
+                "{:>5}  {:<14}  {:<10}  {:<5}  {:>3}  {:>10}  {:>12}  {:>10}  {:>10}  {:>9}  {:>9}  {:>5}  {:>10}",
                 r.id,
                 kind(r.kind),
                 super::safe::text(&r.group),
+                role(r.role),
                 r.members.len(),
                 bytes(r.bytes),
                 human(r.start - origin),
@@ -162,8 +237,8 @@ fn table(
     }
     writeln!(
         out,
-        "{:<14}  {:>10}  {:<10}  {:>3}  {:>6}  {:>10}  {:>10}  {:>9}  {:>10}  most wait caused by",
-        "kind", "size", "group", "n", "count", "p50 xfer", "p95 xfer", "busbw", "wait"
+        "{:<14}  {:>10}  {:<10}  {:<5}  {:>3}  {:>6}  {:>10}  {:>10}  {:>9}  {:>10}  most wait caused by",
+        "kind", "size", "group", "role", "n", "count", "p50 xfer", "p95 xfer", "busbw", "wait"
     )?;
     for g in groups {
         let culprit = g
@@ -171,10 +246,11 @@ fn table(
             .map_or("-".to_owned(), |(r, c)| format!("rank {r} ({})", human(c)));
         writeln!(
             out,
-            "{:<14}  {:>10}  {:<10}  {:>3}  {:>6}  {:>10}  {:>10}  {:>9}  {:>10}  {culprit}",
+            "{:<14}  {:>10}  {:<10}  {:<5}  {:>3}  {:>6}  {:>10}  {:>10}  {:>9}  {:>10}  {culprit}",
             kind(g.kind),
             bytes(g.bytes),
             super::safe::text(&g.group),
+            role(g.role),
             g.size,
             g.count,
             human(g.transfer_p50),
@@ -200,6 +276,7 @@ fn csv(
             "kind",
             "bytes",
             "group",
+            "role",
             "n",
             "count",
             "transfer_p50_ns",
@@ -214,6 +291,7 @@ fn csv(
                 kind(g.kind).to_owned(),
                 optu(g.bytes),
                 g.group.clone(),
+                g.role.map_or("", Role::name).to_owned(),
                 g.size.to_string(),
                 g.count.to_string(),
                 g.transfer_p50.to_string(),
@@ -230,6 +308,7 @@ fn csv(
         "id",
         "kind",
         "group",
+        "role",
         "seq",
         "n",
         "bytes",
@@ -247,6 +326,7 @@ fn csv(
             r.id.to_string(),
             kind(r.kind).to_owned(),
             r.group.clone(),
+            r.role.map_or("", Role::name).to_owned(),
             r.seq.to_string(),
             r.members.len().to_string(),
             optu(r.bytes),
@@ -271,6 +351,7 @@ fn to_json(rows: &[InstanceRow], groups: &[GroupRow], grouped_only: bool) -> ser
                 "kind": g.kind.map(|k| k.name()),
                 "bytes": g.bytes,
                 "group": g.group,
+                "role": g.role.map(Role::name),
                 "n": g.size,
                 "count": g.count,
                 "transfer_p50_ns": g.transfer_p50,
@@ -291,6 +372,7 @@ fn to_json(rows: &[InstanceRow], groups: &[GroupRow], grouped_only: bool) -> ser
                 "id": r.id,
                 "kind": r.kind.map(|k| k.name()),
                 "group": r.group,
+                "role": r.role.map(Role::name),
                 "seq": r.seq,
                 "name": r.name,
                 "bytes": r.bytes,

@@ -1,7 +1,7 @@
 //! `ccl-bench collectives`: one row per matched collective with its members,
 //! the grouped view, and agreement with the Stragglers verdict.
 
-use ccl_bench::synth::late_pair;
+use ccl_bench::synth::{late_pair, tp_dp_grid};
 
 use crate::support::{corpus, run, stderr, stdout, write_ranks};
 
@@ -38,11 +38,12 @@ fn late_pair_instance_and_group() {
     let text = stdout(&o);
     assert_eq!(text.lines().count(), 2, "{text}");
     let row = text.lines().nth(1).unwrap();
-    // id, kind, group (the trace's process group "0"), seq, n, bytes, start,
-    // end, wait, transfer, algbw, busbw, last rank, late by.
+    // id, kind, group (the trace's process group "0"), role (both ranks of
+    // the job), seq, n, bytes, start, end, wait, transfer, algbw, busbw,
+    // last rank, late by.
     assert_eq!(
         row,
-        "0,all_reduce,0,0,2,4,10000,60000,30000,20000,200000,200000,1,30000"
+        "0,all_reduce,0,world,0,2,4,10000,60000,30000,20000,200000,200000,1,30000"
     );
     let o = run(&["collectives", p, "--grouped"]);
     assert!(stdout(&o).contains("rank 1 (30.0 µs)"), "{}", stdout(&o));
@@ -81,7 +82,7 @@ fn dlrm_instances_have_their_eight_members_and_blame_the_straggler() {
     let waits: Vec<i64> = stdout(&o)
         .lines()
         .skip(1)
-        .map(|l| l.split(',').nth(8).unwrap().parse().unwrap())
+        .map(|l| l.split(',').nth(9).unwrap().parse().unwrap())
         .collect();
     assert!(waits.windows(2).all(|w| w[0] >= w[1]), "{waits:?}");
 }
@@ -124,4 +125,47 @@ fn hockney_fit_per_kind_over_two_sizes() {
     assert!(f["residual_s"].as_f64().unwrap() < 1e-12);
     let o = run(&["collectives", dir.path().to_str().unwrap(), "--grouped"]);
     assert!(stdout(&o).contains("Hockney fit"), "{}", stdout(&o));
+}
+
+#[test]
+fn process_groups_and_roles_of_a_tp_dp_grid() {
+    // 2 × 2: tp pairs {0, 1}, {2, 3} (groups 1, 2), dp pairs {0, 2}, {1, 3}.
+    let dir = write_ranks(&tp_dp_grid(true));
+    let p = dir.path().to_str().unwrap();
+    let doc = json(&["collectives", p, "--format", "json", "--align", "none"]);
+    let pgs = doc["process_groups"].as_array().unwrap();
+    let role = |name: &str| {
+        let g = pgs.iter().find(|g| g["name"] == name).unwrap();
+        (
+            g["role"].as_str().unwrap(),
+            g["role_from"].as_str().unwrap(),
+        )
+    };
+    assert_eq!(role("1"), ("tp", "pg_desc"));
+    assert_eq!(role("4"), ("dp", "pg_desc"));
+    assert_eq!(pgs[2]["ranks"], serde_json::json!([0, 2]));
+    // 8 instances: per step, one in each of the four groups.
+    let inst = doc["instances"].as_array().unwrap();
+    assert_eq!(inst.len(), 8);
+    let tp = inst.iter().filter(|i| i["role"] == "tp").count();
+    assert_eq!(tp, 4);
+    // The per-role breakdown as CSV rows `metric.part`.
+    let o = run(&["--trace", p, "--metrics", "--format", "csv"]);
+    let text = stdout(&o);
+    let row = |name: &str| {
+        text.lines()
+            .find(|l| l.starts_with(&format!("{name},")))
+            .unwrap_or_else(|| panic!("no {name} in {text}"))
+            .split(',')
+            .nth(1)
+            .unwrap()
+            .parse::<f64>()
+            .unwrap()
+    };
+    assert!((row("comm_time_by_role_s.tp") - 17.5e-6).abs() < 1e-12);
+    assert!((row("comm_time_by_role_s.dp") - 40e-6).abs() < 1e-12);
+    assert!((row("comm_wait_by_role_s.tp") - 2.5e-6).abs() < 1e-12);
+    let o = run(&["--trace", p, "--metric", "hockney_alpha_by_role_s"]);
+    let alpha: f64 = stdout(&o).trim().parse().unwrap();
+    assert!((alpha - 10e-6).abs() < 1e-12, "{alpha}");
 }

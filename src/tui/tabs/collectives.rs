@@ -128,7 +128,7 @@ impl CollectivesState {
                 "{} #{} in group {}: {} members, rank {} last by {} (Backspace: back)",
                 r.kind.map_or("collective", |k| k.name()),
                 r.seq,
-                r.group,
+                group_text(r.role, &r.group),
                 r.members.len(),
                 r.last_rank,
                 human(r.last_by)
@@ -225,13 +225,58 @@ fn compare_groups(a: &GroupRow, b: &GroupRow, c: usize) -> Ordering {
     }
 }
 
+/// Below the title and the per-role line.
 fn table_area(area: Rect) -> Rect {
     Rect::new(
         area.x,
-        area.y + 1,
+        area.y + 2,
         area.width,
-        area.height.saturating_sub(1),
+        area.height.saturating_sub(2),
     )
+}
+
+/// Per group role: communication per step, wait per step and bus bandwidth
+/// (the `*_by_role` metrics' parts), e.g. `tp comm 1.20 ms wait 300 µs 120.0 GB/s`.
+fn roles_line(data: &Data) -> Vec<(String, String)> {
+    let parts = |name: &str| -> Vec<(String, f64)> {
+        data.summary
+            .iter()
+            .find(|(m, _)| m.name == name)
+            .and_then(|(_, o)| match o {
+                crate::metrics::Outcome::Value(m) => Some(m.parts.clone()),
+                crate::metrics::Outcome::NotApplicable(_) => None,
+            })
+            .unwrap_or_default()
+    };
+    let (comm, wait, bw) = (
+        parts("comm_time_by_role_s"),
+        parts("comm_wait_by_role_s"),
+        parts("busbw_by_role_gbps"),
+    );
+    let get = |ps: &[(String, f64)], label: &str| ps.iter().find(|p| p.0 == label).map(|p| p.1);
+    let secs = |v: f64| human((v * 1e9).round() as i64);
+    comm.iter()
+        .map(|(label, c)| {
+            let mut text = format!("comm {}/step", secs(*c));
+            if let Some(w) = get(&wait, label) {
+                text += &format!(" wait {}", secs(w));
+            }
+            if let Some(b) = get(&bw, label) {
+                text += &format!(" {b:.1} GB/s");
+            }
+            (label.clone(), text)
+        })
+        .collect()
+}
+
+/// The group column: its role and name (`tp (1)`), the role alone for the
+/// collectives that record no group.
+fn group_text(role: Option<crate::derive::groups::Role>, group: &str) -> String {
+    match role {
+        Some(r) if group == crate::model::collectives::DEFAULT => r.name().to_owned(),
+        Some(r) => format!("{} ({group})", r.name()),
+        None => crate::derive::groups::label(None, group),
+    }
 }
 
 fn size(b: Option<u64>) -> String {
@@ -272,6 +317,15 @@ pub fn render(state: &CollectivesState, data: &Data, theme: Theme, area: Rect, b
         )),
     ])
     .render(Rect::new(area.x, area.y, area.width, 1), buf);
+    let mut by_role = vec![Span::styled("by group role: ", theme.dim())];
+    for (i, (label, text)) in roles_line(data).into_iter().enumerate() {
+        if i > 0 {
+            by_role.push(Span::styled(" │ ", theme.dim()));
+        }
+        by_role.push(Span::styled(label, theme.title()));
+        by_role.push(Span::raw(format!(" {text}")));
+    }
+    Line::from(by_role).render(Rect::new(area.x, area.y + 1, area.width, 1), buf);
     let origin = rows.iter().map(|r| r.start).min().unwrap_or(0);
     let kind = |k: Option<crate::model::CollKind>| k.map_or("?", |k| k.name());
     let lines: Vec<Row> =
@@ -285,7 +339,7 @@ pub fn render(state: &CollectivesState, data: &Data, theme: Theme, area: Rect, b
                         cells: vec![
                             Span::raw(kind(g.kind)),
                             Span::raw(size(g.bytes)),
-                            Span::raw(g.group.clone()),
+                            Span::raw(group_text(g.role, &g.group)),
                             Span::raw(g.size.to_string()),
                             Span::raw(g.count.to_string()),
                             Span::raw(human(g.transfer_p50)),
@@ -310,7 +364,7 @@ pub fn render(state: &CollectivesState, data: &Data, theme: Theme, area: Rect, b
                         cells: vec![
                             Span::raw(r.id.to_string()),
                             Span::raw(kind(r.kind)),
-                            Span::raw(r.group.clone()),
+                            Span::raw(group_text(r.role, &r.group)),
                             Span::raw(r.members.len().to_string()),
                             Span::raw(size(r.bytes)),
                             Span::raw(human(r.wait)),
