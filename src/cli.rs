@@ -50,7 +50,8 @@ pub struct Cli {
     #[arg(long, short = 't', value_name = "DIR|FILE")]
     pub trace: Option<PathBuf>,
 
-    /// Print one metric as a bare number (exit 3 when it does not apply)
+    /// Print one metric as a bare number (exit 3 when it does not apply);
+    /// NAME.PART prints one part of its breakdown (comm_time_by_role_s.tp)
     #[arg(long, short = 'm', value_name = "NAME", conflicts_with = "metrics")]
     pub metric: Option<String>,
 

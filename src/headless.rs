@@ -43,7 +43,7 @@ pub fn run(cli: &Cli) -> Result<u8> {
     // Check the metric name before spending time on loading.
     let metric = match &cli.metric {
         Some(name) => {
-            match metrics::find(name) {
+            match metrics::find_part(name) {
                 Some(m) => Some(m),
                 None => {
                     let close = metrics::suggest(name);
@@ -97,7 +97,7 @@ pub fn run(cli: &Cli) -> Result<u8> {
         }
     };
     match metric {
-        Some(m) => print_one(m, &ctx, cli, &mut out),
+        Some((m, part)) => print_one(m, part, &ctx, cli, &mut out),
         None => {
             let rows = report::rows(&ctx);
             let about = About::of(&ctx);
@@ -256,8 +256,18 @@ pub fn collectives(args: &crate::cli::CollectivesArgs) -> Result<u8> {
     Ok(0)
 }
 
-fn print_one(m: &Metric, ctx: &Ctx, cli: &Cli, out: &mut dyn Write) -> Result<u8> {
-    match m.eval(ctx) {
+fn print_one(
+    m: &Metric,
+    part: Option<&str>,
+    ctx: &Ctx,
+    cli: &Cli,
+    out: &mut dyn Write,
+) -> Result<u8> {
+    let outcome = match part {
+        Some(p) => metrics::part_of(m.eval(ctx), p),
+        None => m.eval(ctx),
+    };
+    match outcome {
         Outcome::Value(v) => {
             writeln!(out, "{}", m.unit.bare(v.value))?;
             Ok(0)
@@ -265,7 +275,7 @@ fn print_one(m: &Metric, ctx: &Ctx, cli: &Cli, out: &mut dyn Write) -> Result<u8
         Outcome::NotApplicable(why) => {
             crate::say!(
                 "ccl-bench: {} does not apply to {}: {why}",
-                m.name,
+                cli.metric.as_deref().unwrap_or(m.name),
                 ctx.trace.source.display()
             );
             match &cli.missing {

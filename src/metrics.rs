@@ -944,6 +944,34 @@ pub fn find(name: &str) -> Option<&'static Metric> {
     METRICS.iter().find(|m| m.name == name)
 }
 
+/// A metric, or one part of its breakdown as CSV names it
+/// (`comm_time_by_role_s.tp`, `hockney_alpha_by_role_s.all_reduce_dp`).
+pub fn find_part(name: &str) -> Option<(&'static Metric, Option<&str>)> {
+    if let Some(m) = find(name) {
+        return Some((m, None));
+    }
+    let (metric, part) = name.split_once('.')?;
+    Some((find(metric)?, Some(part)))
+}
+
+/// The part of `out` called `part` (spaces written as `_`), as its own outcome.
+pub fn part_of(out: Outcome, part: &str) -> Outcome {
+    let Outcome::Value(m) = out else {
+        return out;
+    };
+    match m.parts.iter().find(|p| p.0.replace(' ', "_") == part) {
+        Some(&(_, v)) => Outcome::value(v),
+        None => {
+            let have: Vec<String> = m.parts.iter().map(|p| p.0.replace(' ', "_")).collect();
+            Outcome::na(if have.is_empty() {
+                format!("no part {part}: the metric has no breakdown here")
+            } else {
+                format!("no part {part} here; parts: {}", have.join(", "))
+            })
+        }
+    }
+}
+
 /// Metric names close to a mistyped one, closest first.
 pub fn suggest(name: &str) -> Vec<&'static str> {
     let mut scored: Vec<(f64, &str)> = METRICS

@@ -41,8 +41,9 @@ fn ctx(trace: &Trace, rank: Option<u32>) -> PyResult<Ctx<'_>> {
     Ctx::new(trace, rank).map_err(PyValueError::new_err)
 }
 
-fn find(name: &str) -> PyResult<&'static metrics::Metric> {
-    metrics::find(name).ok_or_else(|| {
+/// A metric, or a part of one's breakdown (`comm_time_by_role_s.tp`).
+fn find(name: &str) -> PyResult<(&'static metrics::Metric, Option<&str>)> {
+    metrics::find_part(name).ok_or_else(|| {
         let close = metrics::suggest(name);
         let hint = if close.is_empty() {
             String::new()
@@ -66,16 +67,21 @@ impl Run {
     }
 
     fn outcome(&self, py: Python<'_>, name: &str, rank: Option<u32>) -> PyResult<Outcome> {
-        let m = find(name)?;
-        if rank.is_none() {
+        let (m, part) = find(name)?;
+        let whole = if rank.is_none() {
             let i = metrics::METRICS
                 .iter()
                 .position(|x| x.name == m.name)
                 .expect("a registered metric");
-            return Ok(self.outcomes(py)?[i].clone());
-        }
-        let trace = self.trace.clone();
-        py.detach(move || ctx(&trace, rank).map(|c| m.eval(&c)))
+            self.outcomes(py)?[i].clone()
+        } else {
+            let trace = self.trace.clone();
+            py.detach(move || ctx(&trace, rank).map(|c| m.eval(&c)))?
+        };
+        Ok(match part {
+            Some(p) => metrics::part_of(whole, p),
+            None => whole,
+        })
     }
 
     fn table(&self, py: Python<'_>, name: &str) -> PyResult<PyTable> {

@@ -45,6 +45,12 @@ def test_one_rank_and_not_applicable():
     assert isinstance(run.metric("num_comm_kernels"), int)
     assert isinstance(run.metric("slowest_rank"), int)
     assert isinstance(run.metric("avg_step_time"), float)
+    # A part of a breakdown, named as in CSV: the sample's one group is data parallel.
+    dp = run.metric("comm_time_by_role_s.dp")
+    want = cli("--trace", str(SAMPLE), "--metric", "comm_time_by_role_s.dp")
+    assert dp == float(want.stdout) == run.metric("comm_time_by_role_s")
+    assert run.metric("comm_time_by_role_s.tp") is None
+    assert "parts: dp" in run.why("comm_time_by_role_s.tp")
     with pytest.raises(ValueError, match="did you mean communication_fraction"):
         run.metric("comunication_fraction")
     with pytest.raises(ValueError, match="rank 99 is not in the trace"):

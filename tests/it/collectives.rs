@@ -165,6 +165,13 @@ fn process_groups_and_roles_of_a_tp_dp_grid() {
     assert!((row("comm_time_by_role_s.tp") - 17.5e-6).abs() < 1e-12);
     assert!((row("comm_time_by_role_s.dp") - 40e-6).abs() < 1e-12);
     assert!((row("comm_wait_by_role_s.tp") - 2.5e-6).abs() < 1e-12);
+    // One part as a bare number; a part the run lacks exits 3 and names those it has.
+    let o = run(&["--trace", p, "--metric", "comm_time_by_role_s.tp"]);
+    let tp: f64 = stdout(&o).trim().parse().unwrap();
+    assert!((tp - 17.5e-6).abs() < 1e-12, "{tp}");
+    let o = run(&["--trace", p, "--metric", "comm_time_by_role_s.pp"]);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(stderr(&o).contains("parts: tp, dp"), "{}", stderr(&o));
     let o = run(&["--trace", p, "--metric", "hockney_alpha_by_role_s"]);
     let alpha: f64 = stdout(&o).trim().parse().unwrap();
     assert!((alpha - 10e-6).abs() < 1e-12, "{alpha}");
