@@ -12,7 +12,8 @@ use super::intervals::Interval;
 use super::strings::{Interner, StrId};
 use super::time::{in_range, Micros, Ns};
 use super::timeline::{
-    Annotation, CollMeta, DeviceInfo, DeviceOp, RankTimeline, SourceFormat, Step,
+    Annotation, CollMeta, CpuKind, CpuOp, CpuThread, DeviceInfo, DeviceOp, RankTimeline,
+    SourceFormat, Step,
 };
 
 /// Why an event's time was not taken.
@@ -37,7 +38,15 @@ pub struct TimelineBuilder {
     /// Summed duration of the ops kept, and ops left out to keep it bounded.
     op_time: Ns,
     too_long: u64,
+    /// CPU ranges by thread id, and those left out past [`MAX_CPU_OPS`].
+    cpu: std::collections::HashMap<u64, CpuThread>,
+    cpu_ops: usize,
+    cpu_dropped: u64,
 }
+
+/// The most CPU ranges kept for one rank's CPU lanes (96 MiB of them): a
+/// profile of a few steps has far fewer; past it they are counted, not kept.
+pub const MAX_CPU_OPS: usize = 1 << 22;
 
 /// A process's CPU-side events, shared by its devices' ranks (see
 /// [`TimelineBuilder::into_shared`]).
@@ -54,6 +63,26 @@ pub struct SharedCpu {
     launch_time: Ns,
     window: Option<Interval>,
     out_of_range: u64,
+}
+
+/// The threads that launched device work, busiest first, each sorted with
+/// enclosing ranges first and nesting depths set.
+fn cpu_threads(by_tid: std::collections::HashMap<u64, CpuThread>) -> Vec<CpuThread> {
+    let mut threads: Vec<CpuThread> = by_tid.into_values().filter(|t| t.launches > 0).collect();
+    for th in &mut threads {
+        th.ops.sort_by_key(|o| (o.start, std::cmp::Reverse(o.dur)));
+        let mut open: Vec<Ns> = Vec::new();
+        for op in &mut th.ops {
+            while open.last().is_some_and(|&end| end <= op.start) {
+                open.pop();
+            }
+            op.depth = u8::try_from(open.len()).unwrap_or(u8::MAX);
+            open.push(op.end());
+        }
+        th.ops.shrink_to_fit();
+    }
+    threads.sort_by_key(|t| (std::cmp::Reverse(t.launches), t.tid));
+    threads
 }
 
 /// The most device-op time one rank may sum to: 2^52 ns (52 days; a profile
@@ -75,7 +104,40 @@ impl TimelineBuilder {
             out_of_range: 0,
             op_time: 0,
             too_long: 0,
+            cpu: std::collections::HashMap::new(),
+            cpu_ops: 0,
+            cpu_dropped: 0,
         }
+    }
+
+    /// Adds a CPU range (its span checked) on thread `tid`; `launch` when it
+    /// is a kernel-launch call. Only threads with a launch are kept.
+    pub fn push_cpu(
+        &mut self,
+        tid: u64,
+        name: StrId,
+        kind: CpuKind,
+        start: Ns,
+        dur: Ns,
+        launch: bool,
+    ) {
+        if self.cpu_ops >= MAX_CPU_OPS {
+            self.cpu_dropped += 1;
+            return;
+        }
+        self.cpu_ops += 1;
+        let th = self.cpu.entry(tid).or_insert_with(|| CpuThread {
+            tid,
+            ..CpuThread::default()
+        });
+        th.launches += u64::from(launch);
+        th.ops.push(CpuOp {
+            start,
+            dur,
+            name,
+            kind,
+            depth: 0,
+        });
     }
 
     pub fn intern(&mut self, s: &str) -> StrId {
@@ -228,6 +290,9 @@ impl TimelineBuilder {
         t.flops = None;
         t.launch_calls = 0;
         t.launch_time = 0;
+        self.cpu.clear();
+        self.cpu_ops = 0;
+        self.cpu_dropped = 0;
         self.launch_spans.clear();
         self.out_of_range = 0;
         self.op_time = 0;
@@ -306,7 +371,15 @@ impl TimelineBuilder {
         if !t.annotations.is_sorted_by_key(|a| a.start) {
             Arc::make_mut(&mut t.annotations).sort_by_key(|a| a.start);
         }
+        t.cpu = cpu_threads(std::mem::take(&mut self.cpu));
         let mut warnings = Vec::new();
+        if self.cpu_dropped > 0 {
+            warnings.push(format!(
+                "{}: {} CPU range(s) past the first {MAX_CPU_OPS} left out of the CPU lanes",
+                t.source.display(),
+                self.cpu_dropped,
+            ));
+        }
         if self.too_long > 0 {
             warnings.push(format!(
                 "{}: {} device op(s) skipped as damaged: with them the rank's ops would sum past 2^52 ns (52 days)",

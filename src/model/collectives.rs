@@ -274,6 +274,9 @@ impl Trace {
                 a.start += d;
                 a.end += d;
             }
+            for op in t.cpu.iter_mut().flat_map(|th| th.ops.iter_mut()) {
+                op.start += d;
+            }
             if let Some(w) = &mut t.window {
                 w.start += d;
                 w.end += d;

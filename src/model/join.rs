@@ -59,6 +59,19 @@ impl RankTimeline {
             }
         }
         self.world_size = self.world_size.or(later.world_size);
+        for mut th in later.cpu {
+            for op in &mut th.ops {
+                op.name = id(op.name);
+            }
+            match self.cpu.iter_mut().find(|h| h.tid == th.tid) {
+                Some(h) => {
+                    h.launches += th.launches;
+                    h.ops.append(&mut th.ops);
+                    h.ops.sort_by_key(|o| (o.start, std::cmp::Reverse(o.dur)));
+                }
+                None => self.cpu.push(th),
+            }
+        }
         for g in later.groups {
             if !self.groups.iter().any(|h| h.name == g.name) {
                 self.groups.push(g);

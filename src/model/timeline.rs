@@ -246,6 +246,90 @@ pub struct Annotation {
     pub on_gpu: bool,
 }
 
+/// What a CPU-side range is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CpuKind {
+    /// An operator (`cpu_op`: `aten::addmm`, `record_param_comms`).
+    Op,
+    /// A `record_function` range (`user_annotation`), `ProfilerStep#N` included.
+    Annotation,
+    /// A CUDA/HIP runtime or driver call: a launch, a copy, a synchronize.
+    Runtime,
+}
+
+/// One CPU-side range on a thread that launched device work. 24 bytes: a
+/// trace holds about as many as it has kernels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CpuOp {
+    pub start: Ns,
+    pub dur: Ns,
+    pub name: StrId,
+    pub kind: CpuKind,
+    /// Nesting depth on its thread: 0 for outermost ranges (saturating).
+    pub depth: u8,
+}
+
+impl CpuOp {
+    pub fn end(&self) -> Ns {
+        self.start + self.dur
+    }
+}
+
+/// The CPU ranges of one thread that launched device work, sorted by start
+/// (an enclosing range before the ranges it holds).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CpuThread {
+    pub tid: u64,
+    /// Kernel-launch calls made on it.
+    pub launches: u64,
+    pub ops: Vec<CpuOp>,
+}
+
+impl CpuThread {
+    /// The ranges holding `t`, outermost first (the call stack at `t`).
+    pub fn stack_at(&self, t: Ns) -> Vec<&CpuOp> {
+        let mut stack = Vec::new();
+        let mut want = u8::MAX;
+        // Back from the last range starting at or before `t`: an enclosing
+        // range starts earlier and is shallower than any range it holds.
+        for op in self.ops[..self.ops.partition_point(|o| o.start <= t)]
+            .iter()
+            .rev()
+        {
+            if op.depth < want || (want == u8::MAX && op.depth == u8::MAX) {
+                if op.end() > t {
+                    stack.push(op);
+                    want = op.depth;
+                }
+                if op.depth == 0 {
+                    break;
+                }
+            }
+        }
+        stack.reverse();
+        stack
+    }
+
+    /// Its ranges of depth `depth` overlapping `[from, to)`, or `None` when
+    /// more than `max` ranges start in it (too many to name).
+    pub fn at_depth(&self, depth: u8, from: Ns, to: Ns, max: usize) -> Option<Vec<&CpuOp>> {
+        let end = self.ops.partition_point(|o| o.start < to);
+        let begin = self.ops[..end].partition_point(|o| o.start < from);
+        if end - begin > max {
+            return None;
+        }
+        // A range starting before `from` may still reach into it: its
+        // enclosing stack at `from` holds it.
+        let mut out: Vec<&CpuOp> = self
+            .stack_at(from)
+            .into_iter()
+            .filter(|o| o.depth == depth && o.start < from)
+            .collect();
+        out.extend(self.ops[begin..end].iter().filter(|o| o.depth == depth));
+        Some(out)
+    }
+}
+
 /// A GPU described by the trace's `deviceProperties`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DeviceInfo {
@@ -292,6 +376,9 @@ pub struct RankTimeline {
     pub steps: Vec<Step>,
     /// Shared (not copied) by the ranks of every device one process drives.
     pub annotations: std::sync::Arc<Vec<Annotation>>,
+    /// CPU ranges of the threads that launched device work, the busiest
+    /// launcher first (Kineto traces).
+    pub cpu: Vec<CpuThread>,
     pub devices: Vec<DeviceInfo>,
     /// First start and last end over every timed event of the rank (CPU and GPU).
     pub window: Option<Interval>,

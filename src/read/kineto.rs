@@ -19,8 +19,8 @@ use crate::model::time::Micros;
 use crate::model::timeline::SourceFormat;
 use crate::model::Slot;
 use crate::model::{
-    Activity, CollKind, CollMeta, DeviceInfo, DeviceOp, Interner, KernelClass, Ns, RankTimeline,
-    Step, StrId, Work,
+    Activity, CollKind, CollMeta, CpuKind, DeviceInfo, DeviceOp, Interner, KernelClass, Ns,
+    RankTimeline, Step, StrId, Work,
 };
 
 /// Reads one Kineto trace from `reader` (already decompressed). `path` is only
@@ -531,17 +531,23 @@ impl Builder {
                 // cudaLaunchKernel, cuLaunchKernelEx, hipExtModuleLaunchKernel,
                 // MTIA's `runFunction - job_prep_and_submit_for_execution`, ...
                 let name = self.name_buf.as_bytes();
-                if memchr::memmem::find(name, b"Launch").is_some()
-                    || name.starts_with(b"runFunction")
-                {
+                let launch = memchr::memmem::find(name, b"Launch").is_some()
+                    || name.starts_with(b"runFunction");
+                if launch {
                     self.t.launch_call(ts, dur);
                 }
+                self.cpu(&e, CpuKind::Runtime, ts, dur, launch);
             }
             Cat::GpuUserAnnotation => {
                 let name = self.t.intern(&self.name_buf);
                 self.t.push_annotation(name, ts, end, true);
             }
             _ => {
+                match e.cat {
+                    Cat::CpuOp => self.cpu(&e, CpuKind::Op, ts, dur, false),
+                    Cat::UserAnnotation => self.cpu(&e, CpuKind::Annotation, ts, dur, false),
+                    _ => {}
+                }
                 if let Some(n) = self.name_buf.strip_prefix("ProfilerStep#") {
                     if let Ok(number) = n.trim().parse() {
                         self.t.push_step(number, ts, end);
@@ -560,6 +566,14 @@ impl Builder {
             }
         }
         None
+    }
+
+    /// Keeps a CPU range for the CPU lanes (the builder keeps the threads
+    /// that launched device work).
+    fn cpu(&mut self, e: &Event, kind: CpuKind, ts: Ns, dur: Ns, launch: bool) {
+        let name = self.t.intern(&self.name_buf);
+        self.t
+            .push_cpu(e.tid.unwrap_or(0), name, kind, ts, dur, launch);
     }
 
     fn finish(mut self) -> (RankTimeline, Vec<String>) {
@@ -1040,6 +1054,47 @@ mod tests {
         {"ph": "i", "cat": "cpu_instant_event", "name": "x", "ts": 1},
         {"ph": "X", "cat": "kernel", "name": "gemm", "ts": 150.5, "dur": 1.25, "args": {"stream": "7"}}
       ]}"#;
+
+    #[test]
+    fn cpu_ranges_of_launching_threads() {
+        let f = load(
+            r#"{"traceEvents": [
+              {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "tid": 1, "ts": 0, "dur": 100},
+              {"ph": "X", "cat": "cpu_op", "name": "aten::linear", "tid": 1, "ts": 10, "dur": 20},
+              {"ph": "X", "cat": "cpu_op", "name": "aten::addmm", "tid": 1, "ts": 12, "dur": 15},
+              {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "tid": 1, "ts": 14, "dur": 5, "args": {"correlation": 3}},
+              {"ph": "X", "cat": "cpu_op", "name": "aten::copy_", "tid": 2, "ts": 10, "dur": 50},
+              {"ph": "X", "cat": "kernel", "name": "gemm", "ts": 40, "dur": 10, "args": {"correlation": 3, "stream": 7}}
+            ]}"#,
+        );
+        let t = &f.timeline;
+        // Thread 2 launched nothing: a data loader's ranges stay out.
+        assert_eq!(t.cpu.len(), 1);
+        let th = &t.cpu[0];
+        assert_eq!((th.tid, th.launches, th.ops.len()), (1, 1, 4));
+        let depths: Vec<u8> = th.ops.iter().map(|o| o.depth).collect();
+        assert_eq!(depths, vec![0, 1, 2, 3]);
+        // The stack where the kernel was launched.
+        let launch = t.ops[0].launch;
+        assert_eq!(launch, 14_000);
+        let names: Vec<&str> = th.stack_at(launch).iter().map(|o| t.name(o.name)).collect();
+        assert_eq!(
+            names,
+            [
+                "ProfilerStep#1",
+                "aten::linear",
+                "aten::addmm",
+                "cudaLaunchKernel"
+            ]
+        );
+        assert_eq!(th.stack_at(28_000).len(), 2, "after addmm, inside linear");
+        assert_eq!(th.stack_at(50_000).len(), 1);
+        assert!(th.stack_at(100_000).is_empty());
+        // Names at depth 1 over [11, 40) µs: linear, which started before it.
+        let d1 = th.at_depth(1, 11_000, 40_000, 10).unwrap();
+        assert_eq!(d1.len(), 1);
+        assert_eq!(t.name(d1[0].name), "aten::linear");
+    }
 
     #[test]
     fn process_groups_from_pg_config() {

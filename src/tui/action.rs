@@ -49,6 +49,8 @@ pub enum Action {
     NextHit,
     PrevHit,
     ToggleStreams,
+    /// Timeline: CPU lanes (the threads that launched device work) on / off.
+    ToggleCpu,
     /// Raw per-file clocks vs clocks aligned on shared collectives.
     ToggleAlign,
     /// Summary: show or fold the metrics that do not apply.

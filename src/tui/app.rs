@@ -104,7 +104,8 @@ impl App {
             .find_map(|v| (v.as_ref() as &dyn std::any::Any).downcast_ref::<T>())
     }
 
-    fn state_mut<T: TabView>(&mut self) -> Option<&mut T> {
+    /// The state of the tab of type `T`, to change (tests set a cursor).
+    pub fn state_mut<T: TabView>(&mut self) -> Option<&mut T> {
         self.views
             .iter_mut()
             .find_map(|v| (v.as_mut() as &mut dyn std::any::Any).downcast_mut::<T>())

@@ -12,7 +12,7 @@ use crate::metrics::breakdown::RankKernels;
 use crate::metrics::ranks::{verdict, Verdict};
 use crate::metrics::{eval_all, Ctx, Metric, Options, Outcome, METRICS};
 use crate::model::collectives::{arrivals, wait_intervals, Arrivals, Instance};
-use crate::model::{Coverage, DeviceOp, Interval, IntervalSet, Ns, Trace};
+use crate::model::{Coverage, CpuKind, CpuThread, DeviceOp, Interval, IntervalSet, Ns, Trace};
 
 pub struct Data {
     pub trace: Trace,
@@ -30,6 +30,8 @@ pub struct Data {
     pub lanes: Vec<Lane>,
     /// One lane per (rank, stream).
     pub stream_lanes: Vec<Lane>,
+    /// Per rank (in rank order), a lane per thread that launched device work.
+    pub cpu_lanes: Vec<Lane>,
     /// Step instances in start order: the hull of their device windows over
     /// all ranks. A number repeated on a rank (a restarted profiler) is a
     /// second instance, matched across ranks by its occurrence.
@@ -60,6 +62,9 @@ pub struct Lane {
     pub rank_index: usize,
     pub rank: u32,
     pub stream: Option<u32>,
+    /// A CPU lane: (thread id, its place among the rank's launching threads).
+    /// Its `compute` is then the thread's operators, `comm` its runtime calls.
+    pub cpu: Option<(u64, usize)>,
     pub compute: Coverage,
     pub comm: Coverage,
     /// compute ∩ comm.
@@ -90,6 +95,7 @@ impl Lane {
             rank_index,
             rank,
             stream,
+            cpu: None,
             busy: Coverage::new(compute.union(&comm).union(&memory)),
             memory: Coverage::new(memory),
             compute: Coverage::new(compute),
@@ -99,11 +105,47 @@ impl Lane {
         }
     }
 
-    pub fn label(&self) -> String {
-        match self.stream {
-            Some(s) => format!("r{} s{s}", self.rank),
-            None => format!("rank {}", self.rank),
+    /// The lane of one launching thread (the `k`-th busiest) of a rank:
+    /// operators and runtime calls (annotations are named, not shaded: a
+    /// `ProfilerStep` range would cover the whole lane).
+    fn cpu_of(rank_index: usize, rank: u32, k: usize, th: &CpuThread) -> Self {
+        let set = |kind: CpuKind| {
+            IntervalSet::from_iter_unsorted(
+                th.ops
+                    .iter()
+                    .filter(|o| o.kind == kind)
+                    .map(|o| Interval::new(o.start, o.end())),
+            )
+        };
+        let ops = set(CpuKind::Op);
+        let runtime = set(CpuKind::Runtime);
+        Self {
+            rank_index,
+            rank,
+            stream: None,
+            cpu: Some((th.tid, k)),
+            busy: Coverage::new(ops.union(&runtime)),
+            compute: Coverage::new(ops),
+            comm: Coverage::new(runtime),
+            overlap: Coverage::default(),
+            memory: Coverage::default(),
+            wait: Coverage::default(),
         }
+    }
+
+    pub fn label(&self) -> String {
+        match (self.cpu, self.stream) {
+            (Some((_, 0)), _) => format!("r{} cpu", self.rank),
+            (Some((_, k)), _) => format!("r{} cpu{}", self.rank, k + 1),
+            (None, Some(s)) => format!("r{} s{s}", self.rank),
+            (None, None) => format!("rank {}", self.rank),
+        }
+    }
+
+    /// The rank's launching thread this CPU lane shows.
+    pub fn thread<'a>(&self, data: &'a Data) -> Option<&'a CpuThread> {
+        let (_, k) = self.cpu?;
+        data.trace.ranks.get(self.rank_index)?.cpu.get(k)
     }
 }
 
@@ -189,6 +231,12 @@ impl Data {
                         Lane::of(i, t.rank, Some(s), ops.iter().copied(), wait_of(Some(s)))
                     })
                     .collect();
+                let cpu: Vec<Lane> = t
+                    .cpu
+                    .iter()
+                    .enumerate()
+                    .map(|(k, th)| Lane::cpu_of(i, t.rank, k, th))
+                    .collect();
                 let max_dur = t.ops.iter().map(|o| o.dur).max().unwrap_or(0);
                 let hulls: Vec<((i64, u32), Interval)> = t
                     .step_keys()
@@ -196,12 +244,14 @@ impl Data {
                     .zip(crate::metrics::ctx::gpu_step_hulls(t))
                     .filter_map(|(key, hull)| Some((key, hull?)))
                     .collect();
-                (lane, by_stream, max_dur, hulls)
+                (lane, by_stream, cpu, max_dur, hulls)
             })
             .collect();
-        for (lane, by_stream, dur, hulls) in per_rank {
+        let mut cpu_lanes = Vec::new();
+        for (lane, by_stream, cpu, dur, hulls) in per_rank {
             lanes.push(lane);
             stream_lanes.extend(by_stream);
+            cpu_lanes.extend(cpu);
             max_dur.push(dur);
             for (key, h) in hulls {
                 steps
@@ -251,6 +301,7 @@ impl Data {
             kernels,
             lanes,
             stream_lanes,
+            cpu_lanes,
             steps,
             span,
             max_dur,

@@ -356,6 +356,14 @@ pub static BINDINGS: &[Binding] = &[
         "streams"
     ),
     bind!(
+        TIMELINE,
+        [Char('c')],
+        "c",
+        Action::ToggleCpu,
+        "CPU lanes on / off: per rank, the threads that launched device work (operators, runtime calls, ranges by nesting)",
+        "cpu"
+    ),
+    bind!(
         SUMMARY,
         [Char('a')],
         "a",

@@ -25,6 +25,10 @@ pub enum Shade {
     Wait,
     Overlap,
     Memory,
+    /// CPU lanes: an operator or annotation range running on the thread.
+    CpuOp,
+    /// CPU lanes: a CUDA/HIP runtime call (launch, copy, synchronize).
+    Runtime,
 }
 
 impl Shade {
@@ -36,6 +40,8 @@ impl Shade {
             Self::Wait => "╌",
             Self::Overlap => "▓",
             Self::Memory => "▪",
+            Self::CpuOp => "▒",
+            Self::Runtime => "▞",
         }
     }
 
@@ -58,6 +64,8 @@ impl Shade {
             Self::Wait => "waiting in a collective",
             Self::Overlap => "overlap",
             Self::Memory => "memcpy/memset",
+            Self::CpuOp => "CPU op",
+            Self::Runtime => "runtime call",
         }
     }
 }
@@ -92,6 +100,8 @@ impl Theme {
             Shade::Wait => self.fg(Color::Red),
             Shade::Overlap => self.fg(Color::Magenta),
             Shade::Memory => self.fg(Color::Yellow),
+            Shade::CpuOp => self.fg(Color::Cyan),
+            Shade::Runtime => self.fg(Color::Green),
         }
     }
 

@@ -921,3 +921,84 @@ fn collectives_tab_opens_an_instance_on_the_timeline() {
     let screen = text(draw(&a).buffer());
     assert!(screen.contains("most wait caused by"), "{screen}");
 }
+
+/// `c` on the Timeline puts each rank's launching threads above its device
+/// lane; the details of a kernel name the CPU stack that launched it, and on
+/// a CPU lane the call stack under the cursor.
+#[test]
+fn cpu_lanes_show_what_launched_each_kernel() {
+    let mut a = app(two_ranks(), (120, 40));
+    a.update(Action::SelectTab(Tab("Timeline")));
+    a.update(Action::ToggleCpu);
+    let screen = text_of(&draw(&a));
+    // Two ranks, each with its launching thread (tid 1) and its device lane.
+    assert!(screen.contains("· 4 lanes"), "{screen}");
+    for lane in ["r0 cpu", "rank 0", "r1 cpu", "rank 1"] {
+        assert!(screen.contains(lane), "{lane}\n{screen}");
+    }
+    assert!(screen.contains("▒ CPU op  ▞ runtime call"), "{screen}");
+    // A search still lands on device lanes: rank 0's all-reduce.
+    a.update(Action::Search);
+    for c in "allreduce".chars() {
+        a.update(Action::Input(c));
+    }
+    a.update(Action::Submit);
+    assert_eq!(a.state::<TimelineState>().unwrap().lane, 1);
+    a.update(Action::ToggleDetails);
+    let screen = text_of(&draw(&a));
+    assert!(
+        screen.contains("launched from thread 1: cudaLaunchKernel"),
+        "{screen}"
+    );
+    // Up to rank 0's CPU lane, the cursor on the launch at 6 µs.
+    a.update(Action::Up);
+    let s = a.state::<TimelineState>().unwrap();
+    assert_eq!(s.lane, 0);
+    let launch = a.data.trace.ranks[0].cpu[0]
+        .ops
+        .iter()
+        .find(|o| o.start == s.cursor - 24_000)
+        .map(|o| o.start)
+        .unwrap();
+    a.state_mut::<TimelineState>().unwrap().cursor = launch;
+    let screen = text_of(&draw(&a));
+    assert!(
+        screen.contains("r0 cpu · column") && screen.contains("thread 1: cudaLaunchKernel"),
+        "{screen}"
+    );
+    assert!(screen.contains("call stack at the cursor"), "{screen}");
+    // Off again: back to two lanes, the selection on rank 0.
+    a.update(Action::ToggleCpu);
+    let s = a.state::<TimelineState>().unwrap();
+    assert_eq!((s.cpu, s.lane), (false, 0));
+}
+
+#[test]
+fn sample_timeline_with_cpu_lanes() {
+    let mut a = app(sample(), (120, 30));
+    a.update(Action::SelectTab(Tab("Timeline")));
+    a.update(Action::ToggleCpu);
+    insta::assert_snapshot!("sample_timeline_cpu_120x30", draw(&a));
+}
+
+#[test]
+fn dlrm_cpu_lanes_name_the_collective_call() {
+    let Some(p) = crate::support::corpus("kineto/dlrm_8rank_v100") else {
+        return;
+    };
+    let mut a = app(load(&p), (160, 40));
+    a.update(Action::SelectTab(Tab("Timeline")));
+    a.update(Action::ToggleCpu);
+    // Each rank: its main thread and the autograd thread that launches the backward.
+    assert_eq!(a.data.cpu_lanes.len(), 16);
+    assert!(text_of(&draw(&a)).contains("· 24 lanes ·"));
+    a.update(Action::Search);
+    for c in "SendRecv".chars() {
+        a.update(Action::Input(c));
+    }
+    a.update(Action::Submit);
+    a.update(Action::ToggleDetails);
+    let screen = text_of(&draw(&a));
+    assert!(screen.contains("launched from thread"), "{screen}");
+    assert!(screen.contains("c10d::alltoall"), "{screen}");
+}

@@ -30,6 +30,8 @@ pub struct TimelineState {
     pub lane: usize,
     /// One lane per stream instead of per rank.
     pub streams: bool,
+    /// Each rank's launching threads as CPU lanes above its device lanes.
+    pub cpu: bool,
     /// Show each file's own clock instead of the aligned one.
     pub raw: bool,
     /// The step number being typed after `:`.
@@ -93,6 +95,7 @@ impl TimelineState {
             cursor: data.span.start,
             lane: 0,
             streams: false,
+            cpu: false,
             raw: false,
             prompt: None,
             message: None,
@@ -105,12 +108,27 @@ impl TimelineState {
         }
     }
 
-    pub fn lanes<'a>(&self, data: &'a Data) -> &'a [Lane] {
-        if self.streams {
+    /// The lanes shown, top to bottom: per rank, its CPU lanes (when on)
+    /// above its device lane or streams.
+    pub fn lanes<'a>(&self, data: &'a Data) -> Vec<&'a Lane> {
+        let device = if self.streams {
             &data.stream_lanes
         } else {
             &data.lanes
+        };
+        if !self.cpu {
+            return device.iter().collect();
         }
+        let mut out = Vec::with_capacity(device.len() + data.cpu_lanes.len());
+        let mut cpu = data.cpu_lanes.iter().peekable();
+        for l in device {
+            while let Some(c) = cpu.next_if(|c| c.rank_index <= l.rank_index) {
+                out.push(c);
+            }
+            out.push(l);
+        }
+        out.extend(cpu);
+        out
     }
 
     /// Rows the details or range pane wants.
@@ -172,11 +190,11 @@ impl TimelineState {
     /// Selects rank `rank_index`'s lane, or its `stream`'s with one lane per stream.
     fn select_lane(&mut self, data: &Data, rank_index: usize, stream: Option<u32>) {
         let stream = stream.filter(|_| self.streams);
-        if let Some(l) = self
-            .lanes(data)
-            .iter()
-            .position(|l| l.rank_index == rank_index && (stream.is_none() || l.stream == stream))
-        {
+        if let Some(l) = self.lanes(data).iter().position(|l| {
+            l.cpu.is_none()
+                && l.rank_index == rank_index
+                && (stream.is_none() || l.stream == stream)
+        }) {
             self.lane = l;
         }
     }
@@ -334,13 +352,23 @@ impl TimelineState {
                     )
                 }
             },
-            Action::ToggleStreams => {
+            Action::ToggleStreams | Action::ToggleCpu => {
                 let rank = self.lanes(data).get(self.lane).map(|l| l.rank);
-                self.streams = !self.streams;
+                if action == Action::ToggleCpu {
+                    if data.cpu_lanes.is_empty() {
+                        self.message = Some(
+                            "no CPU lanes: the trace records no thread launching device work (Kineto cpu_op and cuda_runtime events)".into(),
+                        );
+                        return;
+                    }
+                    self.cpu = !self.cpu;
+                } else {
+                    self.streams = !self.streams;
+                }
                 self.lane = self
                     .lanes(data)
                     .iter()
-                    .position(|l| Some(l.rank) == rank)
+                    .position(|l| Some(l.rank) == rank && l.cpu.is_none())
                     .unwrap_or(0);
             }
             Action::Click { col, row } => {
@@ -564,7 +592,26 @@ pub fn render(state: &TimelineState, data: &Data, theme: Theme, area: Rect, buf:
         // Zoomed in far enough, ops show their names (a few per column at most
         // are looked at; wider views have no room for names anyway).
         let max = usize::from(width) * 4;
-        if let Some(ops) = data.ops_in(lane.rank_index, lane.stream, shown, max) {
+        if let Some(th) = lane.thread(data) {
+            // One nesting level per row: the outermost ranges on the first.
+            let t = &data.trace.ranks[lane.rank_index];
+            for dy in 0..h {
+                let Some(ops) = th.at_depth(dy as u8, shown.start, shown.end, max) else {
+                    break;
+                };
+                let mut named: Vec<(Ns, Ns, String)> = ops
+                    .iter()
+                    .map(|o| (o.start, o.end(), bare_name(t.name(o.name))))
+                    .collect();
+                draw_names(
+                    &mut named,
+                    shown,
+                    Rect::new(r.x, r.y + dy, r.width, 1),
+                    theme,
+                    buf,
+                );
+            }
+        } else if let Some(ops) = data.ops_in(lane.rank_index, lane.stream, shown, max) {
             let t = &data.trace.ranks[lane.rank_index];
             let mut named: Vec<(Ns, Ns, String)> = ops
                 .iter()
@@ -696,6 +743,9 @@ const DETAIL_ROWS: u16 = 7;
 fn details(data: &Data, lane: &Lane, at: Ns, shift: Ns, width: u16) -> Vec<Line<'static>> {
     let ri = lane.rank_index;
     let t = &data.trace.ranks[ri];
+    if let Some(th) = lane.thread(data) {
+        return cpu_details(data, t, th, at, shift);
+    }
     let ops = data.ops_at(ri, lane.stream, at);
     let Some(op) = ops.first() else {
         return vec![Line::raw("details: no op under the cursor on this lane")];
@@ -741,6 +791,13 @@ fn details(data: &Data, lane: &Lane, at: Ns, shift: Ns, width: u16) -> Vec<Line<
             human(op.launch - shift - origin),
             human(op.start - op.launch)
         )));
+        if let Some((th, stack)) = launched_from(t, op.launch) {
+            out.push(Line::raw(format!(
+                "launched from thread {}: {}",
+                th.tid,
+                stack_text(t, &stack)
+            )));
+        }
     }
     if let Some(m) = t.coll_meta(op) {
         let mut s = format!("collective {}", m.kind.name());
@@ -801,6 +858,69 @@ fn details(data: &Data, lane: &Lane, at: Ns, shift: Ns, width: u16) -> Vec<Line<
     out
 }
 
+/// The launching thread and the CPU call stack of a launch at `launch`:
+/// the thread with a runtime call starting there.
+fn launched_from(
+    t: &crate::model::RankTimeline,
+    launch: Ns,
+) -> Option<(&crate::model::CpuThread, Vec<&crate::model::CpuOp>)> {
+    t.cpu.iter().find_map(|th| {
+        let stack = th.stack_at(launch);
+        let call = stack.last()?;
+        (call.kind == crate::model::CpuKind::Runtime && call.start == launch).then_some((th, stack))
+    })
+}
+
+/// `aten::linear › aten::addmm › cudaLaunchKernel`, the step range left out.
+fn stack_text(t: &crate::model::RankTimeline, stack: &[&crate::model::CpuOp]) -> String {
+    let names: Vec<String> = stack
+        .iter()
+        .map(|o| crate::report::safe::text(t.name(o.name)).into_owned())
+        .filter(|n| !n.starts_with("ProfilerStep#"))
+        .collect();
+    names.join(" › ")
+}
+
+/// The CPU call stack under the cursor on a CPU lane, innermost last.
+fn cpu_details(
+    data: &Data,
+    t: &crate::model::RankTimeline,
+    th: &crate::model::CpuThread,
+    at: Ns,
+    shift: Ns,
+) -> Vec<Line<'static>> {
+    let stack = th.stack_at(at);
+    if stack.is_empty() {
+        return vec![Line::raw(format!(
+            "details: thread {} runs nothing the profiler recorded here",
+            th.tid
+        ))];
+    }
+    let origin = data.span.start;
+    let mut out = vec![Line::raw(format!(
+        "rank {} · thread {} ({} kernel launches) · call stack at the cursor, outermost first:",
+        t.rank, th.tid, th.launches
+    ))];
+    // The innermost ranges matter most: with a deep stack the outer ones
+    // share one line.
+    let room = usize::from(DETAIL_ROWS) - 2;
+    let skip = stack.len().saturating_sub(room);
+    if skip > 0 {
+        out.push(Line::raw(format!("… {}", stack_text(t, &stack[..=skip]))));
+    }
+    for (k, op) in stack.iter().enumerate().skip(skip + usize::from(skip > 0)) {
+        out.push(Line::raw(format!(
+            "{}{} · {:?} · start {} · {}",
+            "  ".repeat(k.min(8)),
+            crate::report::safe::text(t.name(op.name)),
+            op.kind,
+            human(op.start - shift - origin),
+            human(op.dur)
+        )));
+    }
+    out
+}
+
 fn render_info(
     state: &TimelineState,
     data: &Data,
@@ -855,8 +975,30 @@ fn render_info(
             }
             None => String::new(),
         };
-        let ops = data.ops_at(lane.rank_index, lane.stream, state.cursor + shift);
         let t = &data.trace.ranks[lane.rank_index];
+        if let Some(th) = lane.thread(data) {
+            let stack = th.stack_at(state.cursor + shift);
+            return match stack.last() {
+                None => Line::styled(
+                    format!(
+                        "{} (thread {}): idle at the cursor{column}",
+                        lane.label(),
+                        th.tid
+                    ),
+                    theme.dim(),
+                ),
+                Some(op) => Line::raw(format!(
+                    "{}{column} · thread {}: {} · start {} · {} · depth {} (d: call stack)",
+                    lane.label(),
+                    th.tid,
+                    crate::report::safe::text(t.name(op.name)),
+                    human(op.start - shift - origin),
+                    human(op.dur),
+                    op.depth
+                )),
+            };
+        }
+        let ops = data.ops_at(lane.rank_index, lane.stream, state.cursor + shift);
         match ops.first() {
             None => Line::styled(
                 format!("{}: idle at the cursor{column}", lane.label()),
@@ -924,13 +1066,17 @@ fn render_info(
         Line::styled(m.clone(), theme.key())
     } else {
         let mut spans = Vec::new();
+        let cpu = [Shade::CpuOp, Shade::Runtime];
         for s in [
             Shade::Compute,
             Shade::Comm,
             Shade::Wait,
             Shade::Overlap,
             Shade::Memory,
-        ] {
+        ]
+        .into_iter()
+        .chain(cpu.into_iter().filter(|_| state.cpu))
+        {
             spans.push(Span::styled(s.full_glyph(theme), theme.shade(s)));
             spans.push(Span::raw(format!(" {}  ", s.label())));
         }

@@ -66,6 +66,9 @@ impl Cell {
 /// What a lane shows over each `[lo, hi)` of `slices`: the kind of activity
 /// covering most of it, and how busy it was.
 pub fn shades(lane: &Lane, slices: &[(Ns, Ns)]) -> Vec<Cell> {
+    if lane.cpu.is_some() {
+        return cpu_shades(lane, slices);
+    }
     let [overlap, comm, wait, compute, memory, busy] = [
         &lane.overlap,
         &lane.comm,
@@ -95,6 +98,26 @@ pub fn shades(lane: &Lane, slices: &[(Ns, Ns)]) -> Vec<Cell> {
                 _ => Some((v, s)),
             })
             .map_or(Shade::Idle, |(_, s)| s);
+            let (lo, hi) = slices[k];
+            let busy = (busy[k] as f64 / (hi - lo).max(1) as f64).clamp(0.0, 1.0);
+            Cell { shade, busy }
+        })
+        .collect()
+}
+
+/// A CPU lane's cells: runtime calls where they take half the busy time of
+/// the column or more (they run inside operators: a launch inside
+/// `aten::addmm`, a synchronize the CPU blocks in), operators otherwise.
+fn cpu_shades(lane: &Lane, slices: &[(Ns, Ns)]) -> Vec<Cell> {
+    let [ops, runtime, busy] =
+        [&lane.compute, &lane.comm, &lane.busy].map(|c| c.covered_slices(slices));
+    (0..slices.len())
+        .map(|k| {
+            let shade = match (runtime[k], ops[k]) {
+                (0, 0) => Shade::Idle,
+                (r, _) if r * 2 >= busy[k] => Shade::Runtime,
+                _ => Shade::CpuOp,
+            };
             let (lo, hi) = slices[k];
             let busy = (busy[k] as f64 / (hi - lo).max(1) as f64).clamp(0.0, 1.0);
             Cell { shade, busy }
@@ -277,11 +300,37 @@ mod tests {
     }
 
     #[test]
+    fn cpu_columns_show_runtime_calls_taking_half_or_more() {
+        // Operators over [0, 100); a launch [10, 20) and a synchronize [50, 100) inside.
+        let lane = Lane {
+            rank_index: 0,
+            rank: 0,
+            stream: None,
+            cpu: Some((1, 0)),
+            compute: cov(&[(0, 100)]),
+            comm: cov(&[(10, 20), (50, 100)]),
+            overlap: cov(&[]),
+            memory: cov(&[]),
+            wait: cov(&[]),
+            busy: cov(&[(0, 100)]),
+        };
+        let cells = shades(&lane, &[(0, 40), (40, 80), (80, 100), (100, 200)]);
+        let got: Vec<Shade> = cells.iter().map(|c| c.shade).collect();
+        // 10 of 40 in calls; 30 of 40; 20 of 20; nothing.
+        assert_eq!(
+            got,
+            [Shade::CpuOp, Shade::Runtime, Shade::Runtime, Shade::Idle]
+        );
+        assert!((cells[0].busy - 1.0).abs() < 1e-12 && cells[3].busy == 0.0);
+    }
+
+    #[test]
     fn column_shade_is_the_majority() {
         let lane = Lane {
             rank_index: 0,
             rank: 0,
             stream: None,
+            cpu: None,
             compute: cov(&[(0, 60)]),
             comm: cov(&[(50, 100)]),
             overlap: cov(&[(50, 60)]),
@@ -321,6 +370,7 @@ mod tests {
             rank_index: 0,
             rank: 0,
             stream: None,
+            cpu: None,
             compute: cov(&k),
             comm: cov(&[]),
             overlap: cov(&[]),
