@@ -1,6 +1,8 @@
 //! Frame time of the terminal UI on a large trace: 64 ranks × 16,384 device ops
-//! (1,048,576 events), 200 × 50 cells. The Timeline must stay under 16 ms a frame
-//! at any zoom; key presses that recompute the kernel table are measured too.
+//! (1,048,576 events) and twice as many CPU ranges, 200 × 50 cells. The
+//! Timeline must stay under 16 ms a frame at any zoom, with CPU lanes (and the
+//! details pane) on too; key presses that recompute the kernel table are
+//! measured too.
 //!
 //!     cargo bench --bench render
 
@@ -14,7 +16,9 @@ use ratatui::Terminal;
 use ccl_bench::load::LoadReport;
 use ccl_bench::metrics::Options;
 use ccl_bench::model::classify::classify;
-use ccl_bench::model::{Activity, DeviceOp, RankTimeline, Slot, Step, Trace};
+use ccl_bench::model::{
+    Activity, CpuKind, CpuOp, CpuThread, DeviceOp, RankTimeline, Slot, Step, Trace,
+};
 use ccl_bench::tui::action::Action;
 use ccl_bench::tui::app::App;
 use ccl_bench::tui::data::Data;
@@ -71,7 +75,28 @@ fn rank(r: u32, ops: usize) -> RankTimeline {
         }
     }
     t.ops.sort_by_key(|o| o.start);
+    // The launching thread: per kernel an operator holding its launch call,
+    // 1 µs before the kernel starts (two CPU ranges per device op).
+    let (op_name, launch_name) = (
+        t.strings.intern("aten::mm"),
+        t.strings.intern("cudaLaunchKernel"),
+    );
+    let mut cpu = Vec::with_capacity(2 * t.ops.len() + 16);
+    for o in &mut t.ops {
+        o.launch = o.start - 1_000;
+        let r = |start, dur, name, kind| CpuOp {
+            start,
+            dur,
+            name,
+            kind,
+            depth: 0,
+        };
+        cpu.push(r(o.launch - 500, 1_200, op_name, CpuKind::Op));
+        cpu.push(r(o.launch, 400, launch_name, CpuKind::Runtime));
+    }
+    let launches = t.ops.len() as u64;
     let end = at;
+    let step_name = t.strings.intern("ProfilerStep#0");
     for s in 0..16 {
         let len = end / 16;
         t.steps.push(Step {
@@ -79,7 +104,15 @@ fn rank(r: u32, ops: usize) -> RankTimeline {
             start: s * len,
             end: (s + 1) * len,
         });
+        cpu.push(CpuOp {
+            start: s * len - 2_000,
+            dur: len,
+            name: step_name,
+            kind: CpuKind::Annotation,
+            depth: 0,
+        });
     }
+    t.cpu = vec![CpuThread::new(1, launches, cpu)];
     t
 }
 
@@ -92,9 +125,18 @@ fn bench(c: &mut Criterion) {
     let data = Arc::new(Data::new(trace, LoadReport::default(), Options::default()));
     let mut terminal = Terminal::new(TestBackend::new(200, 50)).unwrap();
     let mut g = c.benchmark_group(format!("frame_200x50_{events}_events"));
-    for (label, zoom_ins) in [("timeline_whole_trace", 0), ("timeline_zoomed_2^12", 12)] {
+    for (label, zoom_ins, cpu) in [
+        ("timeline_whole_trace", 0, false),
+        ("timeline_zoomed_2^12", 12, false),
+        ("timeline_cpu_lanes_whole_trace", 0, true),
+        ("timeline_cpu_lanes_zoomed_2^12", 12, true),
+    ] {
         let mut app = App::new(Arc::clone(&data), Theme::default(), (200, 50));
         app.update(Action::SelectTab(Tab("Timeline")));
+        if cpu {
+            app.update(Action::ToggleCpu);
+            app.update(Action::ToggleDetails);
+        }
         for _ in 0..zoom_ins {
             app.update(Action::ZoomIn);
         }

@@ -251,7 +251,12 @@ pub static FORMATS: &[Format] = &[
         }),
         role: Role::Timeline {
             precedence: 0,
-            read: |f| Ok(vec![(f.rank, read::kineto::read(f.stream()?, f.path)?)]),
+            read: |f| {
+                Ok(vec![(
+                    f.rank,
+                    read::kineto::read_with(f.stream()?, f.path, f.cpu_ranges)?,
+                )])
+            },
             devices_per_host: false,
         },
     },

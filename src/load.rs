@@ -30,6 +30,9 @@ pub struct LoadOptions {
     pub card: Option<PathBuf>,
     /// The input formats known (tests add toy ones).
     pub formats: &'static [Format],
+    /// Keep the CPU ranges of launching threads (the UI's CPU lanes); the
+    /// metrics do not need them.
+    pub cpu_ranges: bool,
 }
 
 impl LoadReport {
@@ -60,6 +63,7 @@ impl Default for LoadOptions {
             all_steps: false,
             card: None,
             formats: FORMATS,
+            cpu_ranges: false,
         }
     }
 }
@@ -78,7 +82,7 @@ pub fn load_path(
     progress: &Progress,
 ) -> Result<(Trace, LoadReport)> {
     let discovery = crate::discover::discover_in(path, opts.pick, opts.formats)?;
-    let (mut trace, mut report) = load(path, &discovery, progress)?;
+    let (mut trace, mut report) = load(path, &discovery, progress, opts.cpu_ranges)?;
     if let Some(card) = &opts.card {
         trace.card = Some(crate::read::card::read(card)?);
     }
@@ -178,6 +182,7 @@ pub fn load(
     source: &Path,
     discovery: &Discovery,
     progress: &Progress,
+    cpu_ranges: bool,
 ) -> Result<(Trace, LoadReport)> {
     let mut report = LoadReport {
         warnings: discovery.notes.clone(),
@@ -205,7 +210,7 @@ pub fn load(
             let Role::Timeline { read, .. } = input.format.role else {
                 unreachable!("only timeline inputs are selected")
             };
-            let files = read(&file_in(input, &progress.bytes))?;
+            let files = read(&file_in(input, &progress.bytes, cpu_ranges))?;
             progress.files_done.fetch_add(1, Ordering::Relaxed);
             Ok(files)
         })
@@ -313,11 +318,12 @@ fn join_windows(group: Vec<Ranked>, report: &mut LoadReport) -> Option<Ranked> {
     ))
 }
 
-fn file_in<'a>(input: &'a Input, counter: &'a AtomicU64) -> FileIn<'a> {
+fn file_in<'a>(input: &'a Input, counter: &'a AtomicU64, cpu_ranges: bool) -> FileIn<'a> {
     FileIn {
         path: &input.path,
         rank: input.rank,
         counter,
+        cpu_ranges,
     }
 }
 
@@ -367,7 +373,7 @@ fn read_per_rank<T: Send>(
     let counter = AtomicU64::new(0);
     let results: Vec<_> = inputs
         .par_iter()
-        .map(|(i, how)| (how.read)(&file_in(i, &counter)))
+        .map(|(i, how)| (how.read)(&file_in(i, &counter, false)))
         .collect();
     let only = (ranks.len() <= 1 && inputs.len() == 1).then(|| ranks.first().map_or(0, |r| r.rank));
     let mut out: Vec<(u32, &Path, T)> = Vec::new();

@@ -101,6 +101,8 @@ pub struct FileIn<'a> {
     pub rank: Option<u32>,
     /// Where decompressed bytes read are counted (load progress).
     pub counter: &'a AtomicU64,
+    /// Keep the CPU ranges of launching threads (see `LoadOptions`).
+    pub cpu_ranges: bool,
 }
 
 impl<'a> FileIn<'a> {

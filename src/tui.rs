@@ -40,7 +40,12 @@ pub fn load_data(
     opts: Options,
     progress: &Progress,
 ) -> Result<Data> {
-    let (trace, report) = load::load_path(path, load, progress)
+    // The UI draws the CPU lanes.
+    let load = LoadOptions {
+        cpu_ranges: true,
+        ..load.clone()
+    };
+    let (trace, report) = load::load_path(path, &load, progress)
         .with_context(|| format!("cannot load {}", path.display()))?;
     if trace.is_empty() {
         anyhow::bail!("{}: no ranks loaded", path.display());

@@ -68,19 +68,11 @@ pub struct SharedCpu {
 /// The threads that launched device work, busiest first, each sorted with
 /// enclosing ranges first and nesting depths set.
 fn cpu_threads(by_tid: std::collections::HashMap<u64, CpuThread>) -> Vec<CpuThread> {
-    let mut threads: Vec<CpuThread> = by_tid.into_values().filter(|t| t.launches > 0).collect();
-    for th in &mut threads {
-        th.ops.sort_by_key(|o| (o.start, std::cmp::Reverse(o.dur)));
-        let mut open: Vec<Ns> = Vec::new();
-        for op in &mut th.ops {
-            while open.last().is_some_and(|&end| end <= op.start) {
-                open.pop();
-            }
-            op.depth = u8::try_from(open.len()).unwrap_or(u8::MAX);
-            open.push(op.end());
-        }
-        th.ops.shrink_to_fit();
-    }
+    let mut threads: Vec<CpuThread> = by_tid
+        .into_values()
+        .filter(|t| t.launches > 0)
+        .map(|t| CpuThread::new(t.tid, t.launches, t.ops))
+        .collect();
     threads.sort_by_key(|t| (std::cmp::Reverse(t.launches), t.tid));
     threads
 }

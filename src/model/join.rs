@@ -2,7 +2,7 @@
 //! timeline, in time order.
 
 use super::build::step_at;
-use super::{Interval, RankTimeline, StrId};
+use super::{CpuThread, Interval, RankTimeline, StrId};
 
 /// Joins one rank's windows, recorded in this order, into one timeline:
 /// names are re-interned, collective and step indexes moved past the earlier
@@ -65,9 +65,9 @@ impl RankTimeline {
             }
             match self.cpu.iter_mut().find(|h| h.tid == th.tid) {
                 Some(h) => {
-                    h.launches += th.launches;
-                    h.ops.append(&mut th.ops);
-                    h.ops.sort_by_key(|o| (o.start, std::cmp::Reverse(o.dur)));
+                    let mut ops = std::mem::take(&mut h.ops);
+                    ops.append(&mut th.ops);
+                    *h = CpuThread::new(h.tid, h.launches + th.launches, ops);
                 }
                 None => self.cpu.push(th),
             }

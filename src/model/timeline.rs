@@ -286,6 +286,22 @@ pub struct CpuThread {
 }
 
 impl CpuThread {
+    /// A thread's ranges in any order: sorted, enclosing ranges first, with
+    /// their nesting depths set.
+    pub fn new(tid: u64, launches: u64, mut ops: Vec<CpuOp>) -> Self {
+        ops.sort_by_key(|o| (o.start, std::cmp::Reverse(o.dur)));
+        let mut open: Vec<Ns> = Vec::new();
+        for op in &mut ops {
+            while open.last().is_some_and(|&end| end <= op.start) {
+                open.pop();
+            }
+            op.depth = u8::try_from(open.len()).unwrap_or(u8::MAX);
+            open.push(op.end());
+        }
+        ops.shrink_to_fit();
+        Self { tid, launches, ops }
+    }
+
     /// The ranges holding `t`, outermost first (the call stack at `t`).
     pub fn stack_at(&self, t: Ns) -> Vec<&CpuOp> {
         let mut stack = Vec::new();

@@ -23,10 +23,17 @@ use crate::model::{
     RankTimeline, Step, StrId, Work,
 };
 
-/// Reads one Kineto trace from `reader` (already decompressed). `path` is only
-/// used in messages.
+/// Reads one Kineto trace from `reader` (already decompressed), with the CPU
+/// ranges of its launching threads. `path` is only used in messages.
 pub fn read(reader: impl Read, path: &Path) -> Result<RankFile, Error> {
+    read_with(reader, path, true)
+}
+
+/// [`read`], keeping the CPU ranges only with `cpu_ranges` (the UI's CPU
+/// lanes need them, the metrics do not: a fifth more memory on big traces).
+pub fn read_with(reader: impl Read, path: &Path, cpu_ranges: bool) -> Result<RankFile, Error> {
     let mut b = Builder::new(path);
+    b.cpu_ranges = cpu_ranges;
     let mut sp = Splitter::new(reader);
     let outcome = document(&mut sp, &mut b);
     let mut warnings = Vec::new();
@@ -376,6 +383,8 @@ struct Builder {
     dist_rank: Option<u32>,
     world_size: Option<u32>,
     groups: Vec<crate::model::ProcessGroup>,
+    /// Keep CPU ranges for the CPU lanes.
+    cpu_ranges: bool,
     saw_events: bool,
     events: u64,
     /// The event being parsed was left early on purpose (see `EventSeed`).
@@ -411,6 +420,7 @@ impl Builder {
             dist_rank: None,
             world_size: None,
             groups: Vec::new(),
+            cpu_ranges: true,
             saw_events: false,
             events: 0,
             cut_short: false,
@@ -571,6 +581,9 @@ impl Builder {
     /// Keeps a CPU range for the CPU lanes (the builder keeps the threads
     /// that launched device work).
     fn cpu(&mut self, e: &Event, kind: CpuKind, ts: Ns, dur: Ns, launch: bool) {
+        if !self.cpu_ranges {
+            return;
+        }
         let name = self.t.intern(&self.name_buf);
         self.t
             .push_cpu(e.tid.unwrap_or(0), name, kind, ts, dur, launch);
