@@ -357,7 +357,7 @@ impl TimelineState {
                 if action == Action::ToggleCpu {
                     if data.cpu_lanes.is_empty() {
                         self.message = Some(
-                            "no CPU lanes: the trace records no thread launching device work (Kineto cpu_op and cuda_runtime events)".into(),
+                            "no CPU lanes: they come from PyTorch profiler traces, from the threads making kernel-launch calls, and this trace has none".into(),
                         );
                         return;
                     }
