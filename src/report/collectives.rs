@@ -134,30 +134,6 @@ fn fits_table(fits: &[FitRow], out: &mut dyn Write) -> io::Result<()> {
     Ok(())
 }
 
-/// `0-7`, `0,2,4,6`, or the first members and a count when long.
-fn ranks_text(ranks: &[u32]) -> String {
-    let contiguous = ranks.windows(2).all(|w| w[1] == w[0] + 1);
-    match ranks {
-        [] => "-".to_owned(),
-        [one] => one.to_string(),
-        [first, .., last] if contiguous => format!("{first}-{last}"),
-        _ if ranks.len() <= 8 => ranks
-            .iter()
-            .map(u32::to_string)
-            .collect::<Vec<_>>()
-            .join(","),
-        _ => format!(
-            "{},... ({} ranks)",
-            ranks[..4]
-                .iter()
-                .map(u32::to_string)
-                .collect::<Vec<_>>()
-                .join(","),
-            ranks.len()
-        ),
-    }
-}
-
 fn process_groups_table(groups: &[GroupInfo], out: &mut dyn Write) -> io::Result<()> {
     if groups.is_empty() {
         return Ok(());
@@ -180,7 +156,11 @@ Process groups"
             role(g.role.map(|r| r.0)),
             g.role.map_or("-", |r| r.1.name()),
             g.ranks.len(),
-            ranks_text(&g.ranks),
+            if g.ranks.is_empty() {
+                "-".to_owned()
+            } else {
+                super::human::ranks(&g.ranks)
+            },
             super::safe::text(g.desc.as_deref().unwrap_or("-")),
         )?;
     }

@@ -58,3 +58,16 @@ mod tests {
         assert_eq!(plural(4, "file", "files"), "4 files");
     }
 }
+
+/// Sorted rank numbers as people write them: `0-7` when contiguous, else a
+/// comma list, its first four and the count when longer than 8.
+pub fn ranks(ranks: &[u32]) -> String {
+    let list = |rs: &[u32]| rs.iter().map(u32::to_string).collect::<Vec<_>>().join(", ");
+    match ranks {
+        [first, .., last] if (*last - *first) as usize + 1 == ranks.len() => {
+            format!("{first}-{last}")
+        }
+        _ if ranks.len() > 8 => format!("{}, ... ({} in all)", list(&ranks[..4]), ranks.len()),
+        _ => list(ranks),
+    }
+}

@@ -87,31 +87,12 @@ pub fn write(about: &About, rows: &[Row], out: &mut dyn Write) -> io::Result<()>
     Ok(())
 }
 
-/// `0-7` for contiguous ranks, else a comma list (shortened when long).
+/// `ranks 0-7`, `ranks 0, 2`, `rank 3` (see [`super::human::ranks`]).
 fn rank_list(ranks: &[u32]) -> String {
     match ranks {
         [] => "none".into(),
         [a] => format!("rank {a}"),
-        [first, .., last] if (*last - *first) as usize + 1 == ranks.len() => {
-            format!("ranks {first}-{last}")
-        }
-        _ if ranks.len() > 8 => format!(
-            "ranks {}, ... ({} in all)",
-            ranks[..4]
-                .iter()
-                .map(u32::to_string)
-                .collect::<Vec<_>>()
-                .join(", "),
-            ranks.len()
-        ),
-        _ => format!(
-            "ranks {}",
-            ranks
-                .iter()
-                .map(u32::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
+        _ => format!("ranks {}", super::human::ranks(ranks)),
     }
 }
 
