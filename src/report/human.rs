@@ -39,9 +39,32 @@ pub fn plural(n: usize, one: &str, many: &str) -> String {
     format!("{} {}", count(n as u64), if n == 1 { one } else { many })
 }
 
+/// Sorted rank numbers as people write them: `0-7` when contiguous, else a
+/// comma list, its first four and the count when longer than 8.
+pub fn ranks(ranks: &[u32]) -> String {
+    let list = |rs: &[u32]| rs.iter().map(u32::to_string).collect::<Vec<_>>().join(", ");
+    match ranks {
+        [first, .., last] if (*last - *first) as usize + 1 == ranks.len() => {
+            format!("{first}-{last}")
+        }
+        _ if ranks.len() > 8 => format!("{}, ... ({} in all)", list(&ranks[..4]), ranks.len()),
+        _ => list(ranks),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rank_lists_as_people_write_them() {
+        assert_eq!(ranks(&[0, 1, 2, 3]), "0-3");
+        assert_eq!(ranks(&[0, 2]), "0, 2");
+        assert_eq!(
+            ranks(&(0..20).step_by(2).collect::<Vec<_>>()),
+            "0, 2, 4, 6, ... (10 in all)"
+        );
+    }
 
     #[test]
     fn counts_and_sizes_read_as_people_write_them() {
@@ -56,18 +79,5 @@ mod tests {
         assert_eq!(bytes(2_150_000_000), "2.15 GB");
         assert_eq!(plural(1, "file", "files"), "1 file");
         assert_eq!(plural(4, "file", "files"), "4 files");
-    }
-}
-
-/// Sorted rank numbers as people write them: `0-7` when contiguous, else a
-/// comma list, its first four and the count when longer than 8.
-pub fn ranks(ranks: &[u32]) -> String {
-    let list = |rs: &[u32]| rs.iter().map(u32::to_string).collect::<Vec<_>>().join(", ");
-    match ranks {
-        [first, .., last] if (*last - *first) as usize + 1 == ranks.len() => {
-            format!("{first}-{last}")
-        }
-        _ if ranks.len() > 8 => format!("{}, ... ({} in all)", list(&ranks[..4]), ranks.len()),
-        _ => list(ranks),
     }
 }
