@@ -90,6 +90,7 @@ fn rank(r: u32, ops: usize) -> RankTimeline {
             name,
             kind,
             depth: 0,
+            parent: 0,
         };
         cpu.push(r(o.launch - 500, 1_200, op_name, CpuKind::Op));
         cpu.push(r(o.launch, 400, launch_name, CpuKind::Runtime));
@@ -110,6 +111,7 @@ fn rank(r: u32, ops: usize) -> RankTimeline {
             name: step_name,
             kind: CpuKind::Annotation,
             depth: 0,
+            parent: 0,
         });
     }
     t.cpu = vec![CpuThread::new(1, launches, cpu)];

@@ -44,7 +44,7 @@ pub struct TimelineBuilder {
     cpu_dropped: u64,
 }
 
-/// The most CPU ranges kept for one rank's CPU lanes (96 MiB of them): a
+/// The most CPU ranges kept for one rank's CPU lanes (128 MiB of them): a
 /// profile of a few steps has far fewer; past it they are counted, not kept.
 pub const MAX_CPU_OPS: usize = 1 << 22;
 
@@ -129,6 +129,7 @@ impl TimelineBuilder {
             name,
             kind,
             depth: 0,
+            parent: super::timeline::NO_PARENT,
         });
     }
 

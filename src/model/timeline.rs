@@ -257,7 +257,7 @@ pub enum CpuKind {
     Runtime,
 }
 
-/// One CPU-side range on a thread that launched device work. 24 bytes: a
+/// One CPU-side range on a thread that launched device work. 32 bytes: a
 /// trace holds about as many as it has kernels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CpuOp {
@@ -267,7 +267,13 @@ pub struct CpuOp {
     pub kind: CpuKind,
     /// Nesting depth on its thread: 0 for outermost ranges (saturating).
     pub depth: u8,
+    /// Index of the range holding it on its thread ([`NO_PARENT`] for none),
+    /// set by [`CpuThread::new`].
+    pub parent: u32,
 }
+
+/// `CpuOp::parent` of an outermost range.
+pub const NO_PARENT: u32 = u32::MAX;
 
 impl CpuOp {
     pub fn end(&self) -> Ns {
@@ -287,40 +293,38 @@ pub struct CpuThread {
 
 impl CpuThread {
     /// A thread's ranges in any order: sorted, enclosing ranges first, with
-    /// their nesting depths set.
+    /// their nesting depths and parents set.
     pub fn new(tid: u64, launches: u64, mut ops: Vec<CpuOp>) -> Self {
         ops.sort_by_key(|o| (o.start, std::cmp::Reverse(o.dur)));
-        let mut open: Vec<Ns> = Vec::new();
-        for op in &mut ops {
-            while open.last().is_some_and(|&end| end <= op.start) {
+        // Indices of the ranges still open, outermost first.
+        let mut open: Vec<usize> = Vec::new();
+        for i in 0..ops.len() {
+            while open.last().is_some_and(|&j| ops[j].end() <= ops[i].start) {
                 open.pop();
             }
-            op.depth = u8::try_from(open.len()).unwrap_or(u8::MAX);
-            open.push(op.end());
+            ops[i].depth = u8::try_from(open.len()).unwrap_or(u8::MAX);
+            ops[i].parent = open
+                .last()
+                .and_then(|&j| u32::try_from(j).ok())
+                .unwrap_or(NO_PARENT);
+            open.push(i);
         }
         ops.shrink_to_fit();
         Self { tid, launches, ops }
     }
 
-    /// The ranges holding `t`, outermost first (the call stack at `t`).
+    /// The ranges holding `t`, outermost first (the call stack at `t`): the
+    /// last range starting by `t` lies inside the innermost of them, so its
+    /// chain of parents holds them all (O(depth), whatever the thread's size).
     pub fn stack_at(&self, t: Ns) -> Vec<&CpuOp> {
         let mut stack = Vec::new();
-        let mut want = u8::MAX;
-        // Back from the last range starting at or before `t`: an enclosing
-        // range starts earlier and is shallower than any range it holds.
-        for op in self.ops[..self.ops.partition_point(|o| o.start <= t)]
-            .iter()
-            .rev()
-        {
-            if op.depth < want || (want == u8::MAX && op.depth == u8::MAX) {
-                if op.end() > t {
-                    stack.push(op);
-                    want = op.depth;
-                }
-                if op.depth == 0 {
-                    break;
-                }
+        let mut i = self.ops.partition_point(|o| o.start <= t).checked_sub(1);
+        while let Some(k) = i {
+            let op = &self.ops[k];
+            if op.end() > t {
+                stack.push(op);
             }
+            i = (op.parent != NO_PARENT).then_some(op.parent as usize);
         }
         stack.reverse();
         stack
