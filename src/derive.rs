@@ -66,11 +66,6 @@ impl Derived {
             groups,
         }
     }
-
-    /// The group collectives name `name`.
-    pub fn group(&self, name: &str) -> Option<&groups::GroupInfo> {
-        self.groups.iter().find(|g| g.name == name)
-    }
 }
 
 /// Derived data of one rank.
