@@ -149,6 +149,12 @@ pub struct LoadArgs {
     /// Workload card (YAML) to use instead of the one beside the traces
     #[arg(long, value_name = "FILE")]
     pub card: Option<PathBuf>,
+
+    /// Keep summaries in this folder: a trace's summary there is used when
+    /// its inputs are unchanged, and built first when missing or stale
+    /// (without it, only a summary beside the traces, DIR.sum, is used)
+    #[arg(long, value_name = "DIR")]
+    pub cache: Option<PathBuf>,
 }
 
 impl LoadArgs {
@@ -162,6 +168,7 @@ impl LoadArgs {
             classes: self.classes.clone(),
             all_steps: self.all_steps,
             card: self.card.clone(),
+            cache: self.cache.clone(),
             ..Default::default()
         }
     }
@@ -185,6 +192,36 @@ pub enum Command {
     /// arrive and who it was, transfer, bandwidth; then grouped by kind, size
     /// and group
     Collectives(CollectivesArgs),
+    /// Summarize each input into compact Parquet tables (the map step on a
+    /// cluster): any command then opens the summary folder like the traces,
+    /// without parsing them. Unchanged inputs are skipped on a re-run
+    Summarize(SummarizeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SummarizeArgs {
+    /// Trace directory or file
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+
+    /// Summary folder (default: DIR.sum beside the traces, which commands
+    /// given DIR then use while its inputs are unchanged)
+    #[arg(long, value_name = "SUM")]
+    pub out: Option<PathBuf>,
+
+    /// This process's share of the inputs, I/N from 0 (default: Slurm's
+    /// SLURM_ARRAY_TASK_ID/COUNT under `sbatch --array`, SLURM_PROCID/NTASKS
+    /// under `srun`, else all of them)
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<crate::summary::Shard>,
+
+    /// Read profile_traces/iteration_K (default: the newest)
+    #[arg(long, value_name = "K")]
+    pub iteration: Option<u32>,
+
+    /// Profiling windows of per-rank folders: K, `newest` or `all`
+    #[arg(long, value_name = "K|all", default_value = "newest", value_parser = crate::discover::rank_dirs::parse_windows)]
+    pub window: crate::discover::Windows,
 }
 
 #[derive(Debug, Args)]
@@ -285,6 +322,7 @@ Examples:
   ccl-bench --trace runs/llama_8gpu --metrics --format json
   ccl-bench --list-metrics
   ccl-bench compare runs/nccl runs/msccl --threshold 3% --fail-on-regression
+  srun -n 64 ccl-bench summarize runs/big --out runs/big.sum && ccl-bench runs/big.sum
 
 Exit status: 0 ok, 1 unreadable or invalid input, 2 usage error (e.g. unknown metric),
 3 the metric does not apply to this trace (reason on stderr); compare --fail-on-regression

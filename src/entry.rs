@@ -41,6 +41,7 @@ fn run(cli: &Cli) -> Result<u8> {
         Some(Command::Compare(args)) => return headless::compare(args),
         Some(Command::Export(args)) => return headless::export(args),
         Some(Command::Collectives(args)) => return headless::collectives(args),
+        Some(Command::Summarize(args)) => return headless::summarize(args),
         None => {}
     }
     if let Some(out) = &cli.screenshot {

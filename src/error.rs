@@ -55,6 +55,10 @@ pub enum Error {
     /// An output (an export, a saved view) could not be written.
     #[error("{}: {why}", path.display())]
     Output { path: PathBuf, why: String },
+    /// An input's error as a summary recorded it (`ccl-bench summarize`),
+    /// replayed word for word.
+    #[error("{text}")]
+    Recorded { text: String },
     #[error("the traces disagree on the world size ({detail}): they come from different runs")]
     MixedWorldSize { detail: String },
 }

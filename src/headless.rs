@@ -236,6 +236,60 @@ pub fn export(args: &crate::cli::ExportArgs) -> Result<u8> {
     Ok(0)
 }
 
+/// `ccl-bench summarize DIR [--out SUM] [--shard I/N]`.
+pub fn summarize(args: &crate::cli::SummarizeArgs) -> Result<u8> {
+    use crate::summary;
+    let (shard, from) = match args.shard {
+        Some(s) => (s, "--shard"),
+        None => summary::Shard::from_slurm(|k| std::env::var(k).ok())
+            .map_err(|e| anyhow!("the Slurm environment gives no shard: {e}"))?,
+    };
+    let out = match &args.out {
+        Some(o) => o.clone(),
+        None => summary::beside(&args.dir)
+            .ok_or_else(|| anyhow!("{}: give --out for this path", args.dir.display()))?,
+    };
+    summary::write::check_out(&out)?;
+    let opts = summary::Options {
+        out: out.clone(),
+        shard,
+        pick: crate::discover::Pick {
+            iteration: args.iteration,
+            windows: args.window,
+        },
+        formats: crate::formats::FORMATS,
+    };
+    let r = summary::summarize(&args.dir, &opts)?;
+    let share = if shard.count > 1 {
+        format!(
+            "shard {shard} (from {from}): {} of {} inputs",
+            r.mine, r.inputs
+        )
+    } else {
+        format!("{} inputs", r.inputs)
+    };
+    let ratio = if r.bytes_in > 0 {
+        format!(
+            " ({:.1} % of the inputs)",
+            100.0 * r.bytes_out as f64 / r.bytes_in as f64
+        )
+    } else {
+        String::new()
+    };
+    crate::say!(
+        "ccl-bench: summarized {share} into {}: {} written, {} unchanged; {} read, {} written{ratio}",
+        out.display(),
+        r.written,
+        r.skipped,
+        report::human::bytes(r.bytes_in),
+        report::human::bytes(r.bytes_out),
+    );
+    for e in &r.failed {
+        crate::say!("ccl-bench: {e} (recorded: the summary fails where the trace does)");
+    }
+    Ok(u8::from(!r.failed.is_empty()))
+}
+
 /// `ccl-bench collectives DIR`.
 pub fn collectives(args: &crate::cli::CollectivesArgs) -> Result<u8> {
     let trace = load(&args.dir, &args.load.options())?;

@@ -32,5 +32,6 @@ pub mod naming;
 pub mod read;
 pub mod report;
 pub mod source;
+pub mod summary;
 pub mod synth;
 pub mod tui;

@@ -33,6 +33,9 @@ pub struct LoadOptions {
     /// Keep the CPU ranges of launching threads (the UI's CPU lanes); the
     /// metrics do not need them.
     pub cpu_ranges: bool,
+    /// A folder for summaries: a trace's summary there is used when current,
+    /// and written (then used) when missing or stale.
+    pub cache: Option<PathBuf>,
 }
 
 impl LoadReport {
@@ -64,6 +67,7 @@ impl Default for LoadOptions {
             card: None,
             formats: FORMATS,
             cpu_ranges: false,
+            cache: None,
         }
     }
 }
@@ -81,16 +85,17 @@ pub fn load_path(
     opts: &LoadOptions,
     progress: &Progress,
 ) -> Result<(Trace, LoadReport)> {
-    let discovery = crate::discover::discover_in(path, opts.pick, opts.formats)?;
+    let (discovery, traces) = inputs(path, opts)?;
     let (mut trace, mut report) = load(path, &discovery, progress, opts.cpu_ranges)?;
     if let Some(card) = &opts.card {
         trace.card = Some(crate::read::card::read(card)?);
     }
-    let beside = if path.is_dir() {
-        Some(path.join(CLASSES_FILE))
-    } else {
-        path.parent().map(|d| d.join(CLASSES_FILE))
-    };
+    // A summary's rules are those beside its traces while they are there,
+    // else the copy it carries.
+    let beside = [traces.as_path(), path].into_iter().find_map(|p| {
+        let dir = if p.is_dir() { Some(p) } else { p.parent() };
+        dir.map(|d| d.join(CLASSES_FILE)).filter(|f| f.is_file())
+    });
     let rules_path = opts.classes.clone().or(beside.filter(|p| p.is_file()));
     if let Some(rp) = rules_path {
         // A pipe or device would block or never end; a rules file is small.
@@ -136,6 +141,63 @@ pub fn load_path(
         .warnings
         .extend(check_and_align_clocks(&mut trace, opts.align));
     Ok((trace, report))
+}
+
+/// The run's inputs, and where its traces are: a summary's inputs when
+/// `path` is one, or when a current one stands beside the traces
+/// (`DIR.sum`) or in the cache (written there first when missing or stale);
+/// else what discovery finds.
+fn inputs(path: &Path, opts: &LoadOptions) -> Result<(Discovery, PathBuf)> {
+    use crate::summary;
+    let open = |sum: &Path| {
+        summary::open::discover(sum, opts.pick, opts.formats)
+            .map(|(d, m)| (d, summary::open::traces(&m)))
+    };
+    if summary::is_summary(path) {
+        return open(path);
+    }
+    let mut notes = Vec::new();
+    if let Some(sum) = summary::beside(path).filter(|s| summary::is_summary(s)) {
+        match open(&sum) {
+            Ok((mut d, traces)) => {
+                d.notes.push(format!(
+                    "read the summary {} (its inputs are unchanged)",
+                    sum.display()
+                ));
+                return Ok((d, traces));
+            }
+            Err(e) => notes.push(format!("the summary beside the traces was not used: {e}")),
+        }
+    }
+    if let Some(cache) = &opts.cache {
+        let sum = summary::cached(cache, path)?;
+        let fresh = open(&sum);
+        let (mut d, traces) = match fresh {
+            Ok(found) => found,
+            Err(_) => {
+                let built = summary::summarize(
+                    path,
+                    &summary::Options {
+                        out: sum.clone(),
+                        shard: summary::Shard::default(),
+                        pick: opts.pick,
+                        formats: opts.formats,
+                    },
+                )?;
+                notes.push(format!(
+                    "summarized {} input(s) into the cache, {}",
+                    built.written,
+                    sum.display()
+                ));
+                open(&sum)?
+            }
+        };
+        d.notes.extend(notes);
+        return Ok((d, traces));
+    }
+    let mut d = crate::discover::discover_in(path, opts.pick, opts.formats)?;
+    d.notes.extend(notes);
+    Ok((d, path.to_owned()))
 }
 
 /// Checks the ranks' clocks (on the raw times) and, when `align`, puts them on

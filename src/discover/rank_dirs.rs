@@ -190,6 +190,15 @@ fn folder_range(ranks: &[(u32, PathBuf)]) -> String {
 }
 
 /// `--window` / `--windows` as given on the command line.
+/// `windows` as [`parse_windows`] reads it back.
+pub fn windows_text(windows: Windows) -> String {
+    match windows {
+        Windows::Newest => "newest".into(),
+        Windows::All => "all".into(),
+        Windows::Nth(k) => k.to_string(),
+    }
+}
+
 pub fn parse_windows(s: &str) -> std::result::Result<Windows, String> {
     match s.trim().to_ascii_lowercase().as_str() {
         "all" => Ok(Windows::All),

@@ -22,6 +22,13 @@ impl Activity {
             Self::Memset => "memset",
         }
     }
+
+    /// The activity `name` writes (summaries store it as text).
+    pub fn from_name(s: &str) -> Option<Self> {
+        [Self::Kernel, Self::Memcpy, Self::Memset]
+            .into_iter()
+            .find(|a| a.name() == s)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -110,6 +117,22 @@ impl CollKind {
             Self::Reduce => "reduce",
             Self::Unknown => "unknown",
         }
+    }
+
+    /// The kind `name` writes (summaries store it as text).
+    pub fn from_name(s: &str) -> Option<Self> {
+        [
+            Self::AllReduce,
+            Self::AllGather,
+            Self::ReduceScatter,
+            Self::AllToAll,
+            Self::SendRecv,
+            Self::Broadcast,
+            Self::Reduce,
+            Self::Unknown,
+        ]
+        .into_iter()
+        .find(|k| k.name() == s)
     }
 
     /// nccl-tests' bus-bandwidth factor for a group of `n`: 2(n−1)/n for

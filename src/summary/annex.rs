@@ -1,0 +1,143 @@
+//! The inputs that annotate a run, as tables and back: a memory snapshot's
+//! samples and an execution trace's collectives.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Int64Type, UInt64Type};
+use arrow_array::{Array, ArrayRef, Int64Array, RecordBatch, StringArray, UInt64Array};
+use arrow_schema::{ArrowError, DataType, Field, Schema};
+
+use super::manifest::{EtMeta, MemoryMeta};
+use crate::model::exec_trace::{EtColl, EtRank};
+use crate::model::memory::{MemSample, MemState, MemoryTimeline};
+use crate::model::CollKind;
+
+fn schema(fields: &[(&str, DataType)]) -> Arc<Schema> {
+    Arc::new(Schema::new(
+        fields
+            .iter()
+            .map(|(n, t)| Field::new(*n, t.clone(), false))
+            .collect::<Vec<_>>(),
+    ))
+}
+
+pub fn memory_table(m: &MemoryTimeline) -> Result<RecordBatch, ArrowError> {
+    let col = |f: fn(&MemSample) -> i64| -> ArrayRef {
+        Arc::new(Int64Array::from_iter_values(m.samples.iter().map(f)))
+    };
+    RecordBatch::try_new(
+        schema(&[
+            ("time_us", DataType::Int64),
+            ("allocated", DataType::Int64),
+            ("reserved", DataType::Int64),
+        ]),
+        vec![
+            col(|s| s.time_us),
+            col(|s| s.allocated),
+            col(|s| s.reserved),
+        ],
+    )
+}
+
+pub fn memory_meta(m: &MemoryTimeline, source: &str) -> MemoryMeta {
+    MemoryMeta {
+        source: source.to_owned(),
+        end: [
+            m.end.allocated,
+            m.end.reserved,
+            m.end.active,
+            m.end.requested,
+        ],
+        allocs: m.allocs,
+        frees: m.frees,
+    }
+}
+
+fn ints<'a>(b: &'a RecordBatch, name: &str) -> Result<&'a [i64], String> {
+    let a = b
+        .column_by_name(name)
+        .and_then(|c| c.as_primitive_opt::<Int64Type>())
+        .filter(|a| a.null_count() == 0)
+        .ok_or_else(|| format!("no column {name} of integers"))?;
+    Ok(a.values())
+}
+
+pub fn memory_from(meta: &MemoryMeta, batches: &[RecordBatch]) -> Result<MemoryTimeline, String> {
+    let mut samples = Vec::new();
+    for b in batches {
+        let (t, a, r) = (
+            ints(b, "time_us")?,
+            ints(b, "allocated")?,
+            ints(b, "reserved")?,
+        );
+        samples.extend((0..t.len()).map(|i| MemSample {
+            time_us: t[i],
+            allocated: a[i],
+            reserved: r[i],
+        }));
+    }
+    let [allocated, reserved, active, requested] = meta.end;
+    Ok(MemoryTimeline {
+        rank: 0,
+        source: PathBuf::from(&meta.source),
+        samples,
+        end: MemState {
+            allocated,
+            reserved,
+            active,
+            requested,
+        },
+        allocs: meta.allocs,
+        frees: meta.frees,
+    })
+}
+
+pub fn et_table(et: &EtRank) -> Result<RecordBatch, ArrowError> {
+    RecordBatch::try_new(
+        schema(&[("kind", DataType::Utf8), ("bytes", DataType::UInt64)]),
+        vec![
+            Arc::new(StringArray::from_iter_values(
+                et.colls.iter().map(|c| c.kind.name()),
+            )),
+            Arc::new(UInt64Array::from_iter_values(
+                et.colls.iter().map(|c| c.bytes),
+            )),
+        ],
+    )
+}
+
+pub fn et_meta(et: &EtRank, source: &str) -> EtMeta {
+    EtMeta {
+        source: source.to_owned(),
+        schema: et.schema.clone(),
+    }
+}
+
+pub fn et_from(meta: &EtMeta, batches: &[RecordBatch]) -> Result<EtRank, String> {
+    let mut colls = Vec::new();
+    for b in batches {
+        let kind = b
+            .column_by_name("kind")
+            .and_then(|c| c.as_string_opt::<i32>())
+            .ok_or("no column kind of text")?;
+        let bytes = b
+            .column_by_name("bytes")
+            .and_then(|c| c.as_primitive_opt::<UInt64Type>())
+            .ok_or("no column bytes of integers")?;
+        for i in 0..kind.len() {
+            colls.push(EtColl {
+                kind: CollKind::from_name(kind.value(i))
+                    .ok_or_else(|| format!("unknown collective kind '{}'", kind.value(i)))?,
+                bytes: bytes.value(i),
+            });
+        }
+    }
+    Ok(EtRank {
+        rank: 0,
+        source: PathBuf::from(&meta.source),
+        schema: meta.schema.clone(),
+        colls,
+    })
+}

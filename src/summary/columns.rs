@@ -1,0 +1,634 @@
+//! One rank timeline as Arrow tables and back, exactly: what a reader
+//! produced is what the summary's reader returns. Names are stored as text
+//! (dictionary-encoded, so DuckDB and polars read them without a join) and
+//! mapped back to the timeline's own ids through its `names` table.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arrow_array::builder::{
+    BooleanBuilder, Float64Builder, Int64Builder, StringDictionaryBuilder, UInt64Builder,
+    UInt8Builder,
+};
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Float64Type, Int32Type, Int64Type, UInt32Type, UInt64Type, UInt8Type};
+use arrow_array::{Array, ArrayRef, RecordBatch, StringArray, UInt32Array};
+use arrow_schema::{ArrowError, DataType, Field, Schema};
+
+use crate::model::intervals::IntervalSet;
+use crate::model::{
+    Activity, Annotation, CollKind, CollMeta, CpuKind, CpuOp, DeviceOp, Interner, KernelClass,
+    RankTimeline, Slot, StrId, Work,
+};
+
+/// The tables of one timeline, by the folder each is written under.
+pub const TABLES: [&str; 6] = ["names", "ops", "colls", "steps", "annotations", "cpu"];
+
+type Res<T> = Result<T, ArrowError>;
+
+fn batch(fields: Vec<(&str, DataType, bool)>, cols: Vec<ArrayRef>) -> Res<RecordBatch> {
+    let schema = Schema::new(
+        fields
+            .into_iter()
+            .map(|(n, t, null)| Field::new(n, t, null))
+            .collect::<Vec<_>>(),
+    );
+    RecordBatch::try_new(Arc::new(schema), cols)
+}
+
+fn dict() -> DataType {
+    DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8))
+}
+
+/// A text column, dictionary-encoded.
+fn text<'a>(values: impl Iterator<Item = Option<&'a str>>) -> ArrayRef {
+    let mut b = StringDictionaryBuilder::<Int32Type>::new();
+    for v in values {
+        b.append_option(v);
+    }
+    Arc::new(b.finish())
+}
+
+/// The timeline as its tables, in [`TABLES`] order.
+pub fn to_tables(t: &RankTimeline) -> Res<Vec<RecordBatch>> {
+    let name = |id: StrId| Some(t.name(id));
+    let names = batch(
+        vec![
+            ("id", DataType::UInt32, false),
+            ("name", DataType::Utf8, false),
+        ],
+        vec![
+            Arc::new(UInt32Array::from_iter_values(0..t.strings.len() as u32)),
+            Arc::new(StringArray::from_iter_values(t.strings.iter())),
+        ],
+    )?;
+
+    let ops = &t.ops;
+    let i64s = |f: &dyn Fn(&DeviceOp) -> i64| -> ArrayRef {
+        Arc::new(arrow_array::Int64Array::from_iter_values(ops.iter().map(f)))
+    };
+    let u32s = |f: &dyn Fn(&DeviceOp) -> Option<u32>| -> ArrayRef {
+        Arc::new(ops.iter().map(f).collect::<UInt32Array>())
+    };
+    let work = |f: &dyn Fn(Work) -> Option<f64>| -> ArrayRef {
+        let mut b = Float64Builder::with_capacity(ops.len());
+        for o in ops {
+            b.append_option(o.work.and_then(f));
+        }
+        Arc::new(b.finish())
+    };
+    let mut bytes = UInt64Builder::with_capacity(ops.len());
+    for o in ops {
+        bytes.append_option(o.bytes());
+    }
+    let ops_batch = batch(
+        vec![
+            ("start_ns", DataType::Int64, false),
+            ("dur_ns", DataType::Int64, false),
+            ("name", dict(), false),
+            ("activity", dict(), false),
+            ("class", dict(), false),
+            ("coll", dict(), true),
+            ("stream", DataType::UInt32, false),
+            ("device", DataType::UInt32, false),
+            ("blocks", DataType::Float64, true),
+            ("blocks_per_sm", DataType::Float64, true),
+            ("bytes", DataType::UInt64, true),
+            ("coll_index", DataType::UInt32, true),
+            ("step_index", DataType::UInt32, true),
+            ("launch_ns", DataType::Int64, false),
+        ],
+        vec![
+            i64s(&|o| o.start),
+            i64s(&|o| o.dur),
+            text(ops.iter().map(|o| name(o.name))),
+            text(ops.iter().map(|o| Some(o.activity.name()))),
+            text(ops.iter().map(|o| Some(o.class.name()))),
+            text(ops.iter().map(|o| o.coll.map(CollKind::name))),
+            u32s(&|o| Some(o.stream)),
+            u32s(&|o| Some(o.device)),
+            work(&|w| match w {
+                Work::Blocks(b) => Some(b),
+                _ => None,
+            }),
+            work(&|w| match w {
+                Work::BlocksPerSm(b) => Some(b),
+                _ => None,
+            }),
+            Arc::new(bytes.finish()),
+            u32s(&|o| o.meta.get()),
+            u32s(&|o| o.step.get()),
+            i64s(&|o| o.launch),
+        ],
+    )?;
+
+    let c = &t.colls;
+    let opt_u64 = |f: &dyn Fn(&CollMeta) -> Option<u64>| -> ArrayRef {
+        Arc::new(c.iter().map(f).collect::<arrow_array::UInt64Array>())
+    };
+    let colls = batch(
+        vec![
+            ("index", DataType::UInt32, false),
+            ("kind", dict(), false),
+            ("name", dict(), false),
+            ("in_nelems", DataType::UInt64, true),
+            ("out_nelems", DataType::UInt64, true),
+            ("dtype_size", DataType::UInt64, true),
+            ("group_size", DataType::UInt32, true),
+            ("pg_name", dict(), true),
+            ("pg_ranks", dict(), true),
+        ],
+        vec![
+            Arc::new(UInt32Array::from_iter_values(0..c.len() as u32)),
+            text(c.iter().map(|m| Some(m.kind.name()))),
+            text(c.iter().map(|m| name(m.name))),
+            opt_u64(&|m| m.in_nelems),
+            opt_u64(&|m| m.out_nelems),
+            opt_u64(&|m| m.dtype_size),
+            Arc::new(c.iter().map(|m| m.group_size).collect::<UInt32Array>()),
+            text(c.iter().map(|m| m.pg_name.map(|id| t.name(id)))),
+            text(c.iter().map(|m| m.pg_ranks.map(|id| t.name(id)))),
+        ],
+    )?;
+
+    let steps = steps_table(t)?;
+
+    let a = &t.annotations;
+    let mut on_gpu = BooleanBuilder::with_capacity(a.len());
+    for x in a.iter() {
+        on_gpu.append_value(x.on_gpu);
+    }
+    let annotations = batch(
+        vec![
+            ("name", dict(), false),
+            ("start_ns", DataType::Int64, false),
+            ("end_ns", DataType::Int64, false),
+            ("on_gpu", DataType::Boolean, false),
+        ],
+        vec![
+            text(a.iter().map(|x| name(x.name))),
+            Arc::new(arrow_array::Int64Array::from_iter_values(
+                a.iter().map(|x| x.start),
+            )),
+            Arc::new(arrow_array::Int64Array::from_iter_values(
+                a.iter().map(|x| x.end),
+            )),
+            Arc::new(on_gpu.finish()),
+        ],
+    )?;
+
+    let cpu: Vec<(u64, &CpuOp)> = t
+        .cpu
+        .iter()
+        .flat_map(|th| th.ops.iter().map(move |o| (th.tid, o)))
+        .collect();
+    let mut depth = UInt8Builder::with_capacity(cpu.len());
+    let mut tid = UInt64Builder::with_capacity(cpu.len());
+    for (t_id, o) in &cpu {
+        depth.append_value(o.depth);
+        tid.append_value(*t_id);
+    }
+    let cpu_batch = batch(
+        vec![
+            ("tid", DataType::UInt64, false),
+            ("start_ns", DataType::Int64, false),
+            ("dur_ns", DataType::Int64, false),
+            ("name", dict(), false),
+            ("kind", dict(), false),
+            ("depth", DataType::UInt8, false),
+            ("parent", DataType::UInt32, true),
+        ],
+        vec![
+            Arc::new(tid.finish()),
+            Arc::new(arrow_array::Int64Array::from_iter_values(
+                cpu.iter().map(|(_, o)| o.start),
+            )),
+            Arc::new(arrow_array::Int64Array::from_iter_values(
+                cpu.iter().map(|(_, o)| o.dur),
+            )),
+            text(cpu.iter().map(|(_, o)| name(o.name))),
+            text(cpu.iter().map(|(_, o)| Some(cpu_kind_name(o.kind)))),
+            Arc::new(depth.finish()),
+            Arc::new(
+                cpu.iter()
+                    .map(|(_, o)| {
+                        (o.parent != crate::model::timeline::NO_PARENT).then_some(o.parent)
+                    })
+                    .collect::<UInt32Array>(),
+            ),
+        ],
+    )?;
+    Ok(vec![names, ops_batch, colls, steps, annotations, cpu_batch])
+}
+
+/// Steps with partial sums a reduce (or a query) can add up without the ops:
+/// per step, the device time of the ops launched in it, split as the
+/// breakdown metrics split it. Times in ns.
+fn steps_table(t: &RankTimeline) -> Res<RecordBatch> {
+    let n = t.steps.len();
+    let mut by_step: Vec<Vec<&DeviceOp>> = vec![Vec::new(); n];
+    for o in &t.ops {
+        if let Some(i) = o.step.get().filter(|&i| (i as usize) < n) {
+            by_step[i as usize].push(o);
+        }
+    }
+    let mut cols: [Int64Builder; 4] = std::array::from_fn(|_| Int64Builder::with_capacity(n));
+    let mut ops = UInt64Builder::with_capacity(n);
+    let mut launches = UInt64Builder::with_capacity(n);
+    let mut launch_ns = Int64Builder::with_capacity(n);
+    for (i, step_ops) in by_step.iter().enumerate() {
+        let set = |keep: &dyn Fn(&DeviceOp) -> bool| {
+            IntervalSet::from_iter_unsorted(
+                step_ops.iter().filter(|o| keep(o)).map(|o| o.interval()),
+            )
+        };
+        let busy = set(&|_| true);
+        let compute = set(&|o| o.is_compute());
+        let comm = set(&|o| o.is_comm());
+        let exposed = comm.subtract(&compute);
+        for (b, v) in cols.iter_mut().zip([busy, compute, comm, exposed]) {
+            b.append_value(v.total());
+        }
+        ops.append_value(step_ops.len() as u64);
+        let l = t.launch_by_step.get(i);
+        launches.append_option(l.map(|l| l.0));
+        launch_ns.append_option(l.map(|l| l.1));
+    }
+    let [busy, compute, comm, exposed] = cols.map(|mut b| Arc::new(b.finish()) as ArrayRef);
+    let s = &t.steps;
+    batch(
+        vec![
+            ("index", DataType::UInt32, false),
+            ("number", DataType::Int64, false),
+            ("start_ns", DataType::Int64, false),
+            ("end_ns", DataType::Int64, false),
+            ("ops", DataType::UInt64, false),
+            ("busy_ns", DataType::Int64, false),
+            ("compute_ns", DataType::Int64, false),
+            ("comm_ns", DataType::Int64, false),
+            ("exposed_comm_ns", DataType::Int64, false),
+            ("launches", DataType::UInt64, true),
+            ("launch_ns", DataType::Int64, true),
+        ],
+        vec![
+            Arc::new(UInt32Array::from_iter_values(0..n as u32)),
+            Arc::new(arrow_array::Int64Array::from_iter_values(
+                s.iter().map(|x| x.number),
+            )),
+            Arc::new(arrow_array::Int64Array::from_iter_values(
+                s.iter().map(|x| x.start),
+            )),
+            Arc::new(arrow_array::Int64Array::from_iter_values(
+                s.iter().map(|x| x.end),
+            )),
+            Arc::new(ops.finish()),
+            busy,
+            compute,
+            comm,
+            exposed,
+            Arc::new(launches.finish()),
+            Arc::new(launch_ns.finish()),
+        ],
+    )
+}
+
+fn cpu_kind_name(k: CpuKind) -> &'static str {
+    match k {
+        CpuKind::Op => "op",
+        CpuKind::Annotation => "annotation",
+        CpuKind::Runtime => "runtime",
+    }
+}
+
+fn cpu_kind(s: &str) -> Option<CpuKind> {
+    [CpuKind::Op, CpuKind::Annotation, CpuKind::Runtime]
+        .into_iter()
+        .find(|k| cpu_kind_name(*k) == s)
+}
+
+/// Why a table cannot be read back.
+fn bad(table: &str, what: impl std::fmt::Display) -> String {
+    format!("table {table}: {what}")
+}
+
+/// A column by name.
+fn col<'a>(b: &'a RecordBatch, table: &str, name: &str) -> Result<&'a ArrayRef, String> {
+    b.column_by_name(name)
+        .ok_or_else(|| bad(table, format!("no column {name}")))
+}
+
+fn prim<'a, T: arrow_array::ArrowPrimitiveType>(
+    b: &'a RecordBatch,
+    table: &str,
+    name: &str,
+) -> Result<&'a arrow_array::PrimitiveArray<T>, String> {
+    col(b, table, name)?
+        .as_primitive_opt::<T>()
+        .ok_or_else(|| bad(table, format!("column {name} has the wrong type")))
+}
+
+/// Non-null values of a column (a null where none may be is damage).
+fn values<T: arrow_array::ArrowPrimitiveType>(
+    b: &RecordBatch,
+    table: &str,
+    name: &str,
+) -> Result<Vec<T::Native>, String> {
+    let a = prim::<T>(b, table, name)?;
+    if a.null_count() > 0 {
+        return Err(bad(table, format!("nulls in column {name}")));
+    }
+    Ok(a.values().to_vec())
+}
+
+fn options<T: arrow_array::ArrowPrimitiveType>(
+    b: &RecordBatch,
+    table: &str,
+    name: &str,
+) -> Result<Vec<Option<T::Native>>, String> {
+    Ok(prim::<T>(b, table, name)?.iter().collect())
+}
+
+/// A text column as ids of `names` (null stays `None`); a value that is
+/// not among them is damage.
+fn name_ids(
+    b: &RecordBatch,
+    table: &str,
+    name: &str,
+    names: &HashMap<&str, StrId>,
+) -> Result<Vec<Option<StrId>>, String> {
+    let c = col(b, table, name)?;
+    let lookup = |s: &str| {
+        names
+            .get(s)
+            .copied()
+            .ok_or_else(|| bad(table, format!("{name} '{s}' is not in the names table")))
+    };
+    if let Some(d) = c.as_dictionary_opt::<Int32Type>() {
+        let dv = d
+            .values()
+            .as_string_opt::<i32>()
+            .ok_or_else(|| bad(table, format!("column {name} is not text")))?;
+        // Each dictionary value looked up once, then the keys are indices.
+        let ids: Vec<StrId> = (0..dv.len())
+            .map(|i| lookup(dv.value(i)))
+            .collect::<Result<_, _>>()?;
+        return Ok(d
+            .keys()
+            .iter()
+            .map(|k| k.and_then(|k| ids.get(k as usize).copied()))
+            .collect());
+    }
+    let s = c
+        .as_string_opt::<i32>()
+        .ok_or_else(|| bad(table, format!("column {name} is not text")))?;
+    s.iter().map(|v| v.map(lookup).transpose()).collect()
+}
+
+/// A text column's values (for the small enums: class, kind, activity).
+fn texts(b: &RecordBatch, table: &str, name: &str) -> Result<Vec<Option<String>>, String> {
+    let c = col(b, table, name)?;
+    if let Some(d) = c.as_dictionary_opt::<Int32Type>() {
+        let dv = d
+            .values()
+            .as_string_opt::<i32>()
+            .ok_or_else(|| bad(table, format!("column {name} is not text")))?;
+        return Ok(d
+            .keys()
+            .iter()
+            .map(|k| k.map(|k| dv.value(k as usize).to_owned()))
+            .collect());
+    }
+    let s = c
+        .as_string_opt::<i32>()
+        .ok_or_else(|| bad(table, format!("column {name} is not text")))?;
+    Ok(s.iter().map(|v| v.map(str::to_owned)).collect())
+}
+
+fn required<T>(v: Option<T>, table: &str, what: &str) -> Result<T, String> {
+    v.ok_or_else(|| bad(table, format!("a missing or unknown {what}")))
+}
+
+/// Fills `t` (whose scalar fields the caller set) from the tables read
+/// back, each as its record batches; `cpu` may be `None` (not asked for).
+/// The threads' ids and launch counts come from `threads`.
+pub fn fill(
+    t: &mut RankTimeline,
+    tables: &HashMap<&str, Vec<RecordBatch>>,
+    threads: &[(u64, u64)],
+) -> Result<(), String> {
+    let get = |name: &str| tables.get(name).map(Vec::as_slice).unwrap_or_default();
+    let mut strings = Interner::default();
+    for b in get("names") {
+        let n = col(b, "names", "name")?
+            .as_string_opt::<i32>()
+            .ok_or_else(|| bad("names", "name is not text"))?;
+        for s in n.iter() {
+            let s = required(s, "names", "name")?;
+            let before = strings.len();
+            if strings.intern(s).0 as usize != before {
+                return Err(bad("names", format!("'{s}' twice")));
+            }
+        }
+    }
+    let map: HashMap<&str, StrId> = strings
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s, StrId(i as u32)))
+        .collect();
+
+    for b in get("ops") {
+        let tb = "ops";
+        let start = values::<Int64Type>(b, tb, "start_ns")?;
+        let dur = values::<Int64Type>(b, tb, "dur_ns")?;
+        let launch = values::<Int64Type>(b, tb, "launch_ns")?;
+        let name = name_ids(b, tb, "name", &map)?;
+        let activity = texts(b, tb, "activity")?;
+        let class = texts(b, tb, "class")?;
+        let coll = texts(b, tb, "coll")?;
+        let stream = values::<UInt32Type>(b, tb, "stream")?;
+        let device = values::<UInt32Type>(b, tb, "device")?;
+        let blocks = options::<Float64Type>(b, tb, "blocks")?;
+        let per_sm = options::<Float64Type>(b, tb, "blocks_per_sm")?;
+        let bytes = options::<UInt64Type>(b, tb, "bytes")?;
+        let meta = options::<UInt32Type>(b, tb, "coll_index")?;
+        let step = options::<UInt32Type>(b, tb, "step_index")?;
+        t.ops.reserve(start.len());
+        for i in 0..start.len() {
+            let work = match (blocks[i], per_sm[i], bytes[i]) {
+                (Some(b), _, _) => Some(Work::Blocks(b)),
+                (_, Some(b), _) => Some(Work::BlocksPerSm(b)),
+                (_, _, Some(b)) => Some(Work::Bytes(b)),
+                _ => None,
+            };
+            let coll = match &coll[i] {
+                Some(c) => Some(required(CollKind::from_name(c), tb, "collective kind")?),
+                None => None,
+            };
+            t.ops.push(DeviceOp {
+                start: start[i],
+                dur: dur[i],
+                name: required(name[i], tb, "name")?,
+                activity: required(
+                    activity[i].as_deref().and_then(Activity::from_name),
+                    tb,
+                    "activity",
+                )?,
+                class: required(
+                    class[i].as_deref().and_then(KernelClass::from_name),
+                    tb,
+                    "class",
+                )?,
+                coll,
+                stream: stream[i],
+                device: device[i],
+                work,
+                meta: Slot::from(meta[i]),
+                step: Slot::from(step[i]),
+                launch: launch[i],
+            });
+        }
+    }
+
+    for b in get("colls") {
+        let tb = "colls";
+        let kind = texts(b, tb, "kind")?;
+        let name = name_ids(b, tb, "name", &map)?;
+        let in_n = options::<UInt64Type>(b, tb, "in_nelems")?;
+        let out_n = options::<UInt64Type>(b, tb, "out_nelems")?;
+        let dtype = options::<UInt64Type>(b, tb, "dtype_size")?;
+        let group = options::<UInt32Type>(b, tb, "group_size")?;
+        let pg_name = name_ids(b, tb, "pg_name", &map)?;
+        let pg_ranks = name_ids(b, tb, "pg_ranks", &map)?;
+        for i in 0..kind.len() {
+            t.colls.push(CollMeta {
+                kind: required(kind[i].as_deref().and_then(CollKind::from_name), tb, "kind")?,
+                name: required(name[i], tb, "name")?,
+                in_nelems: in_n[i],
+                out_nelems: out_n[i],
+                dtype_size: dtype[i],
+                group_size: group[i],
+                pg_name: pg_name[i],
+                pg_ranks: pg_ranks[i],
+            });
+        }
+    }
+
+    for b in get("steps") {
+        let tb = "steps";
+        let number = values::<Int64Type>(b, tb, "number")?;
+        let start = values::<Int64Type>(b, tb, "start_ns")?;
+        let end = values::<Int64Type>(b, tb, "end_ns")?;
+        for i in 0..number.len() {
+            t.steps.push(crate::model::Step {
+                number: number[i],
+                start: start[i],
+                end: end[i],
+            });
+        }
+    }
+
+    let mut annotations = Vec::new();
+    for b in get("annotations") {
+        let tb = "annotations";
+        let name = name_ids(b, tb, "name", &map)?;
+        let start = values::<Int64Type>(b, tb, "start_ns")?;
+        let end = values::<Int64Type>(b, tb, "end_ns")?;
+        let gpu = col(b, tb, "on_gpu")?
+            .as_boolean_opt()
+            .ok_or_else(|| bad(tb, "on_gpu is not boolean"))?;
+        for i in 0..start.len() {
+            annotations.push(Annotation {
+                name: required(name[i], tb, "name")?,
+                start: start[i],
+                end: end[i],
+                on_gpu: gpu.value(i),
+            });
+        }
+    }
+    t.annotations = Arc::new(annotations);
+
+    if let Some(cpu) = tables.get("cpu") {
+        let mut ops: Vec<(u64, CpuOp)> = Vec::new();
+        for b in cpu {
+            let tb = "cpu";
+            let tid = values::<UInt64Type>(b, tb, "tid")?;
+            let start = values::<Int64Type>(b, tb, "start_ns")?;
+            let dur = values::<Int64Type>(b, tb, "dur_ns")?;
+            let name = name_ids(b, tb, "name", &map)?;
+            let kind = texts(b, tb, "kind")?;
+            let depth = values::<UInt8Type>(b, tb, "depth")?;
+            let parent = options::<UInt32Type>(b, tb, "parent")?;
+            for i in 0..tid.len() {
+                ops.push((
+                    tid[i],
+                    CpuOp {
+                        start: start[i],
+                        dur: dur[i],
+                        name: required(name[i], tb, "name")?,
+                        kind: required(kind[i].as_deref().and_then(cpu_kind), tb, "kind")?,
+                        depth: depth[i],
+                        parent: parent[i].unwrap_or(crate::model::timeline::NO_PARENT),
+                    },
+                ));
+            }
+        }
+        // Rows are in thread order, each thread's ranges in their own order.
+        let mut rows = ops.into_iter().peekable();
+        for &(tid, launches) in threads {
+            let mut th = crate::model::CpuThread {
+                tid,
+                launches,
+                ops: Vec::new(),
+            };
+            while let Some((_, op)) = rows.next_if(|(t, _)| *t == tid) {
+                th.ops.push(op);
+            }
+            t.cpu.push(th);
+        }
+        if rows.next().is_some() {
+            return Err(bad("cpu", "rows of a thread not listed"));
+        }
+    }
+    t.strings = strings;
+    check(t).map_err(|e| bad("ops", e))
+}
+
+/// The invariants readers guarantee, checked again on what was read back: a
+/// damaged summary is refused, never trusted.
+fn check(t: &RankTimeline) -> Result<(), String> {
+    use crate::model::time::in_range;
+    for o in &t.ops {
+        if !(in_range(o.start)
+            && in_range(o.launch)
+            && (0..=crate::model::time::TIME_LIMIT).contains(&o.dur))
+        {
+            return Err(format!("a time out of range ({} ns)", o.start));
+        }
+        if o.meta.get().is_some_and(|m| m as usize >= t.colls.len()) {
+            return Err("a collective index past the collectives table".into());
+        }
+        if o.step.get().is_some_and(|s| s as usize >= t.steps.len()) {
+            return Err("a step index past the steps table".into());
+        }
+    }
+    if t.ops.windows(2).any(|w| w[1].start < w[0].start) {
+        return Err("ops not sorted by start".into());
+    }
+    let bad_range = |s: i64, e: i64| !(in_range(s) && in_range(e) && s <= e);
+    if t.steps.iter().any(|s| bad_range(s.start, s.end))
+        || t.annotations.iter().any(|a| bad_range(a.start, a.end))
+    {
+        return Err("a step or annotation out of range".into());
+    }
+    for th in &t.cpu {
+        for (i, o) in th.ops.iter().enumerate() {
+            // A parent comes before the ranges it holds: a loop would never end.
+            if bad_range(o.start, o.start.saturating_add(o.dur))
+                || (o.parent != crate::model::timeline::NO_PARENT && o.parent as usize >= i)
+            {
+                return Err("a CPU range out of range".into());
+            }
+        }
+    }
+    Ok(())
+}

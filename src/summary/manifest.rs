@@ -1,0 +1,282 @@
+//! What a summary folder records: the manifest (the run's inputs as
+//! discovery found them) and one entry per summarized input (its
+//! fingerprint and what its reader produced). An entry is written after its
+//! tables, so it marks them complete.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+/// The manifest's file name: a folder holding it is a summary.
+pub const MANIFEST: &str = "ccl-bench-summary.json";
+
+/// The layout's version; a summary of another is rebuilt or refused.
+pub const VERSION: u32 = 1;
+
+/// Entries' folder.
+pub const ENTRIES: &str = "inputs";
+
+/// The largest manifest or entry read: they list inputs and warnings, not events.
+const MAX_JSON: u64 = 256 << 20;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// [`VERSION`].
+    pub ccl_bench_summary: u32,
+    /// The tool that wrote it, for people.
+    pub tool: String,
+    /// The folder the input paths are relative to (absolute).
+    pub root: PathBuf,
+    /// What the user pointed `summarize` at, relative to `root` ("" for it).
+    pub trace: String,
+    /// The iteration folder and profiling windows chosen.
+    pub iteration: Option<u32>,
+    pub windows: String,
+    /// Discovery's notes, replayed as warnings when the summary is opened.
+    pub notes: Vec<String>,
+    pub inputs: Vec<InputRec>,
+}
+
+/// One input discovery found.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InputRec {
+    /// Relative to the manifest's root, `/`-separated.
+    pub path: String,
+    /// The format's name in the format table.
+    pub format: String,
+    pub rank: Option<u32>,
+    /// (index, of) among the rank's profiling windows.
+    pub window: Option<(u32, u32)>,
+    /// Its entry's file name in `inputs/`; `None` for inputs a load does not
+    /// read (exports beside the chosen format, unreadable files).
+    pub entry: Option<String>,
+}
+
+/// A file name of the summary's own (no folders, not hidden).
+pub fn safe_name(name: &str) -> bool {
+    !name.is_empty() && !name.starts_with('.') && !name.contains(['/', '\\'])
+}
+
+/// A relative path that stays inside the summary (an entry is input too).
+pub fn safe_rel(rel: &str) -> bool {
+    !rel.is_empty()
+        && Path::new(rel)
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)))
+}
+
+/// Size, modification time and content hash of an input when it was read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fingerprint {
+    pub size: u64,
+    /// Nanoseconds since the Unix epoch (0 when the file system has none).
+    pub mtime_ns: u64,
+    /// XXH3-64 of the file's bytes, hex; 0 until computed.
+    pub xxh3: String,
+}
+
+/// One summarized input.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Entry {
+    pub path: String,
+    pub format: String,
+    pub fingerprint: Fingerprint,
+    /// The reader's error, replayed on opening: a summary fails where the
+    /// trace fails.
+    pub error: Option<String>,
+    /// The timelines the input holds (timeline formats).
+    pub parts: Vec<Part>,
+    /// Warnings of a memory snapshot or execution trace reader.
+    pub warnings: Vec<String>,
+    /// A memory snapshot's figures beside its samples table.
+    #[serde(default)]
+    pub memory: Option<MemoryMeta>,
+    /// An execution trace's schema beside its collectives table.
+    #[serde(default)]
+    pub et: Option<EtMeta>,
+    /// The files written for it, relative to the summary, with their sizes:
+    /// one missing or of another size is a damaged summary.
+    pub files: Vec<(String, u64)>,
+}
+
+/// One timeline: the reader's scalar fields (tables hold the rest).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Part {
+    /// File stem of its tables (`ops/rank=R/<stem>.parquet`, ...).
+    pub stem: String,
+    /// The hive partition its tables sit in (`rank=3`).
+    pub partition: String,
+    /// The rank the file name gave, and the one its content states.
+    pub name_rank: Option<u32>,
+    pub dist_rank: Option<u32>,
+    pub rank: u32,
+    pub events: u64,
+    pub warnings: Vec<String>,
+    pub source: String,
+    pub world_size: Option<u32>,
+    pub groups: Vec<Group>,
+    pub devices: Vec<Device>,
+    pub window: Option<(i64, i64)>,
+    pub flops: Option<f64>,
+    pub launch_calls: u64,
+    pub launch_time: i64,
+    pub launch_by_step: Vec<(u64, i64)>,
+    pub engine_steps: bool,
+    pub format: String,
+    /// (thread id, kernel launches) of each CPU thread, in order.
+    pub threads: Vec<(u64, u64)>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemoryMeta {
+    pub source: String,
+    /// Allocated, reserved, active and requested bytes at snapshot time.
+    pub end: [i64; 4],
+    pub allocs: u64,
+    pub frees: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EtMeta {
+    pub source: String,
+    pub schema: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Group {
+    pub name: String,
+    pub desc: Option<String>,
+    pub ranks: Vec<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Device {
+    pub id: u32,
+    pub name: String,
+    pub num_sms: Option<u32>,
+}
+
+/// A stable name for an input's files: its path's hash.
+pub fn key(rel: &str) -> String {
+    format!("{:016x}", xxhash_rust::xxh3::xxh3_64(rel.as_bytes()))
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
+    move |source| Error::Io {
+        path: path.to_owned(),
+        source,
+    }
+}
+
+/// Size and modification time (the hash left empty: see [`hash`]).
+pub fn stat(path: &Path) -> Result<Fingerprint> {
+    let m = std::fs::metadata(path).map_err(io(path))?;
+    let mtime_ns = m
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+    Ok(Fingerprint {
+        size: m.len(),
+        mtime_ns,
+        xxh3: String::new(),
+    })
+}
+
+/// The file's XXH3-64, hex (reads it whole, at memory speed).
+pub fn hash(path: &Path) -> Result<String> {
+    let mut f = std::fs::File::open(path).map_err(io(path))?;
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = f.read(&mut buf).map_err(io(path))?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+    }
+    Ok(format!("{:016x}", h.digest()))
+}
+
+/// Writes `bytes` to `path` through a temporary file beside it and a
+/// rename: a reader sees the old file or the new one, never half of one
+/// (the temporary's name is the process's own, so shards never share one).
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let tmp = partial(path);
+    std::fs::write(&tmp, bytes).map_err(io(&tmp))?;
+    std::fs::rename(&tmp, path).map_err(io(path))
+}
+
+/// The temporary name `path` is written under: hidden, ending in
+/// `.partial`, so no `*.parquet` glob picks it up.
+pub fn partial(path: &Path) -> PathBuf {
+    let name = path
+        .file_name()
+        .map_or_else(Default::default, |n| n.to_string_lossy());
+    path.with_file_name(format!(".{name}.{}.partial", std::process::id()))
+}
+
+/// Reads and parses a manifest or entry, bounded in size.
+pub fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
+    let f = std::fs::File::open(path).map_err(io(path))?;
+    let mut text = Vec::new();
+    f.take(MAX_JSON + 1)
+        .read_to_end(&mut text)
+        .map_err(io(path))?;
+    if text.len() as u64 > MAX_JSON {
+        return Err(damaged(path, "larger than any summary writes"));
+    }
+    serde_json::from_slice(&text).map_err(|e| damaged(path, e))
+}
+
+/// Serializes and writes atomically.
+pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
+    let text = serde_json::to_vec_pretty(value).map_err(|e| Error::Output {
+        path: path.to_owned(),
+        why: e.to_string(),
+    })?;
+    write_atomic(path, &text)
+}
+
+/// The error for a summary file that is not what the summary wrote.
+pub fn damaged(path: &Path, why: impl std::fmt::Display) -> Error {
+    Error::NotATrace {
+        path: path.to_owned(),
+        why: format!("damaged summary ({why}); run `ccl-bench summarize` again to rebuild it"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn atomic_writes_leave_no_temporary_and_hash_is_stable() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("a.json");
+        write_json(&p, &vec![1, 2, 3]).unwrap();
+        assert_eq!(read_json::<Vec<u32>>(&p).unwrap(), vec![1, 2, 3]);
+        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(names.len(), 1, "only the final file remains");
+        // XXH3-64 of "[\n  1,\n  2,\n  3\n]" as serde_json pretty-prints it.
+        assert_eq!(
+            hash(&p).unwrap(),
+            format!(
+                "{:016x}",
+                xxhash_rust::xxh3::xxh3_64(b"[\n  1,\n  2,\n  3\n]")
+            )
+        );
+        assert_eq!(stat(&p).unwrap().size, 16);
+        assert!(partial(&p)
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .ends_with(".partial"));
+        std::fs::write(&p, b"{").unwrap();
+        let e = read_json::<Vec<u32>>(&p).unwrap_err().to_string();
+        assert!(e.contains("damaged summary"), "{e}");
+    }
+}

@@ -1,0 +1,221 @@
+//! Opening a summary as a trace directory: its manifest stands for
+//! discovery (the same inputs in the same order, each read by a reader of
+//! its tables), after checking that it is complete, undamaged and, where the
+//! traces are reachable, current.
+
+use std::path::{Path, PathBuf};
+
+use super::manifest::{self, damaged, Entry, Manifest, ENTRIES, MANIFEST, VERSION};
+use crate::discover::{Discovery, Input, Pick, Window};
+use crate::error::{Error, Result};
+use crate::formats::{Format, PerRank, Role};
+
+/// How many inputs a stale or incomplete summary's error names.
+const NAMED: usize = 4;
+
+/// Whether `path` is a summary folder.
+pub fn is_summary(path: &Path) -> bool {
+    path.join(MANIFEST).is_file()
+}
+
+/// The summary's inputs as a discovery, with the folder the traces were in.
+pub fn discover(sum: &Path, pick: Pick, table: &'static [Format]) -> Result<(Discovery, Manifest)> {
+    let m: Manifest = manifest::read_json(&sum.join(MANIFEST))?;
+    if m.ccl_bench_summary != VERSION {
+        return Err(damaged(
+            &sum.join(MANIFEST),
+            format!(
+                "layout {} where this tool reads {VERSION}",
+                m.ccl_bench_summary
+            ),
+        ));
+    }
+    let wanted = (
+        pick.iteration,
+        crate::discover::rank_dirs::windows_text(pick.windows),
+    );
+    if pick != Pick::default() && wanted != (m.iteration, m.windows.clone()) {
+        return Err(Error::Unsupported {
+            path: sum.to_owned(),
+            why: format!(
+                "the summary holds iteration {} and windows `{}`; summarize with --iteration/--window to get others",
+                m.iteration.map_or("(none)".into(), |k| k.to_string()),
+                m.windows
+            ),
+        });
+    }
+    let mut inputs = Vec::with_capacity(m.inputs.len());
+    let mut missing = Vec::new();
+    let mut entries = Vec::new();
+    for rec in &m.inputs {
+        let format = table.iter().find(|f| f.name == rec.format).ok_or_else(|| {
+            damaged(
+                &sum.join(MANIFEST),
+                format!("unknown format {}", rec.format),
+            )
+        })?;
+        let original = m.root.join(&rec.path);
+        let window = rec.window.map(|(index, of)| Window { index, of });
+        let Some(name) = &rec.entry else {
+            // Not read by a load: listed so warnings name it as the traces do.
+            inputs.push(Input {
+                path: original,
+                format: *format,
+                rank: rec.rank,
+                window,
+            });
+            continue;
+        };
+        if !manifest::safe_name(name) {
+            return Err(damaged(&sum.join(MANIFEST), format!("entry name {name}")));
+        }
+        let entry_path = sum.join(ENTRIES).join(name);
+        if !entry_path.is_file() {
+            missing.push(rec.path.clone());
+            continue;
+        }
+        let entry: Entry = manifest::read_json(&entry_path)?;
+        if entry.path != rec.path || !super::write::intact(sum, &entry) {
+            return Err(damaged(
+                &entry_path,
+                format!("the tables of {} are missing or changed", rec.path),
+            ));
+        }
+        let path = match format.role {
+            // A card is read from its copy by its own reader.
+            Role::Card { .. } => match entry.files.first() {
+                Some((rel, _)) => sum.join(rel),
+                None => return Err(damaged(&entry_path, "no card copy")),
+            },
+            _ => entry_path,
+        };
+        inputs.push(Input {
+            path,
+            format: summary_format(format),
+            rank: rec.rank,
+            window,
+        });
+        entries.push((original, entry));
+    }
+    if !missing.is_empty() {
+        return Err(Error::NotATrace {
+            path: sum.to_owned(),
+            why: format!(
+                "incomplete summary: {} of {} inputs not summarized ({}{}); a summarize task stopped early? run it again to complete the set",
+                missing.len(),
+                m.inputs.iter().filter(|i| i.entry.is_some()).count(),
+                missing[..missing.len().min(NAMED)].join(", "),
+                if missing.len() > NAMED { ", ..." } else { "" }
+            ),
+        });
+    }
+    check_current(sum, &m, &entries, table)?;
+    Ok((
+        Discovery {
+            inputs,
+            iteration: m.iteration,
+            notes: m.notes.clone(),
+        },
+        m,
+    ))
+}
+
+/// Where the traces are still there, the summary must describe them as
+/// they are: an input changed, added or removed makes it stale, and a stale
+/// summary is refused (never silently trusted). A summary copied away from
+/// its traces is taken as it is.
+fn check_current(
+    sum: &Path,
+    m: &Manifest,
+    entries: &[(PathBuf, Entry)],
+    table: &'static [Format],
+) -> Result<()> {
+    let trace = traces(m);
+    if !m.root.is_dir() {
+        return Ok(());
+    }
+    let mut changed = Vec::new();
+    for (original, e) in entries {
+        let now = manifest::stat(original);
+        if !now.is_ok_and(|f| f.size == e.fingerprint.size && f.mtime_ns == e.fingerprint.mtime_ns)
+        {
+            changed.push(e.path.clone());
+        }
+    }
+    let pick = Pick {
+        iteration: m.iteration,
+        windows: crate::discover::rank_dirs::parse_windows(&m.windows).unwrap_or_default(),
+    };
+    if changed.is_empty() {
+        // Inputs added or removed since: discovery again, by names and heads.
+        let found = crate::discover::discover_in(&trace, pick, table);
+        let now: Vec<PathBuf> = found
+            .as_ref()
+            .map(|d| d.inputs.iter().map(|i| i.path.clone()).collect())
+            .unwrap_or_default();
+        let then: Vec<PathBuf> = m.inputs.iter().map(|i| m.root.join(&i.path)).collect();
+        // A file skipped now and not then (or the reverse) changes the warnings.
+        if found.is_ok_and(|d| d.notes != m.notes) {
+            changed.push("the files passed over beside them".into());
+        }
+        for p in now.iter().filter(|p| !then.contains(p)) {
+            changed.push(format!("{} (new)", p.display()));
+        }
+        for p in then.iter().filter(|p| !now.contains(p)) {
+            changed.push(format!("{} (gone)", p.display()));
+        }
+    }
+    if changed.is_empty() {
+        return Ok(());
+    }
+    Err(Error::NotATrace {
+        path: sum.to_owned(),
+        why: format!(
+            "stale summary: {} input(s) of {} changed since it was built ({}{}); run `ccl-bench summarize {}` again",
+            changed.len(),
+            trace.display(),
+            changed[..changed.len().min(NAMED)].join(", "),
+            if changed.len() > NAMED { ", ..." } else { "" },
+            trace.display()
+        ),
+    })
+}
+
+/// The folder or file the summary was made of.
+pub fn traces(m: &Manifest) -> PathBuf {
+    if m.trace.is_empty() {
+        m.root.clone()
+    } else {
+        m.root.join(&m.trace)
+    }
+}
+
+/// `format` with readers of the summary's tables in place of its own; its
+/// name, precedence and layout rules stay, so a load treats the inputs as
+/// it treats the traces.
+fn summary_format(format: &Format) -> Format {
+    let role = match format.role {
+        Role::Timeline {
+            precedence,
+            devices_per_host,
+            ..
+        } => Role::Timeline {
+            precedence,
+            devices_per_host,
+            read: super::read::timelines,
+        },
+        // The entry's name carries the rank the input's name gave.
+        Role::Memory(how) => Role::Memory(PerRank {
+            read: super::read::memory,
+            rank_of: crate::naming::rank_from_name,
+            naming: how.naming,
+        }),
+        Role::ExecTrace(how) => Role::ExecTrace(PerRank {
+            read: super::read::exec_trace,
+            rank_of: crate::naming::rank_from_name,
+            naming: how.naming,
+        }),
+        other => other,
+    };
+    Format { role, ..*format }
+}

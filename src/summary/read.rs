@@ -1,0 +1,158 @@
+//! The summary's readers: an entry and its tables back into what the
+//! input's own reader produced (or its error, word for word).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+
+use arrow_array::RecordBatch;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+
+use super::manifest::{self, damaged, Entry, Part};
+use crate::error::{Error, Result};
+use crate::formats::Ranked;
+use crate::model::exec_trace::EtRank;
+use crate::model::memory::MemoryTimeline;
+use crate::model::timeline::SourceFormat;
+use crate::model::{DeviceInfo, Interval, ProcessGroup, RankTimeline};
+use crate::read::RankFile;
+use crate::source::FileIn;
+
+/// The entry at `f.path` and the summary folder holding it.
+fn entry(f: &FileIn) -> Result<(Entry, PathBuf)> {
+    let e: Entry = manifest::read_json(f.path)?;
+    if let Some(text) = e.error {
+        return Err(Error::Recorded { text });
+    }
+    let sum = f
+        .path
+        .parent()
+        .and_then(Path::parent)
+        .map(Path::to_owned)
+        .unwrap_or_default();
+    Ok((e, sum))
+}
+
+/// One table file's batches; its bytes are counted as read.
+fn table(f: &FileIn, path: &Path) -> Result<Vec<RecordBatch>> {
+    let file = std::fs::File::open(path).map_err(|source| Error::Io {
+        path: path.to_owned(),
+        source,
+    })?;
+    let size = file.metadata().map_or(0, |m| m.len());
+    let reader = ParquetRecordBatchReaderBuilder::try_new(file)
+        .and_then(|b| b.with_batch_size(64 * 1024).build())
+        .map_err(|e| damaged(path, e))?;
+    let batches = reader
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(|e| damaged(path, e))?;
+    f.counter.fetch_add(size, Ordering::Relaxed);
+    Ok(batches)
+}
+
+/// Reads a timeline input's entry: its timelines as the input's reader
+/// returned them. The CPU ranges are read only when asked for.
+pub fn timelines(f: &FileIn) -> Result<Vec<Ranked>> {
+    let (e, sum) = entry(f)?;
+    let mut out = Vec::with_capacity(e.parts.len());
+    for p in &e.parts {
+        let mut tables = HashMap::new();
+        for name in super::columns::TABLES {
+            if name == "cpu" && !f.cpu_ranges {
+                continue;
+            }
+            let rel = format!("{name}/{}/{}.parquet", p.partition, p.stem);
+            if !manifest::safe_rel(&rel) {
+                return Err(damaged(f.path, format!("table path {rel}")));
+            }
+            tables.insert(name, table(f, &sum.join(rel))?);
+        }
+        let mut t = scalars(p).map_err(|why| damaged(f.path, why))?;
+        super::columns::fill(&mut t, &tables, &p.threads)
+            .map_err(|why| damaged(f.path, format!("{}: {why}", p.stem)))?;
+        out.push((
+            p.name_rank,
+            RankFile {
+                timeline: t,
+                dist_rank: p.dist_rank,
+                events: p.events,
+                warnings: p.warnings.clone(),
+            },
+        ));
+    }
+    Ok(out)
+}
+
+fn scalars(p: &Part) -> std::result::Result<RankTimeline, String> {
+    let format = [SourceFormat::PyTorch, SourceFormat::Nsys, SourceFormat::Xla]
+        .into_iter()
+        .find(|s| s.name() == p.format)
+        .ok_or_else(|| format!("unknown source format {}", p.format))?;
+    let window = match p.window {
+        Some((s, e))
+            if crate::model::time::in_range(s) && crate::model::time::in_range(e) && s <= e =>
+        {
+            Some(Interval::new(s, e))
+        }
+        Some(_) => return Err("a window out of range".into()),
+        None => None,
+    };
+    Ok(RankTimeline {
+        rank: p.rank,
+        world_size: p.world_size,
+        groups: p
+            .groups
+            .iter()
+            .map(|g| ProcessGroup {
+                name: g.name.clone(),
+                desc: g.desc.clone(),
+                ranks: g.ranks.clone(),
+            })
+            .collect(),
+        source: PathBuf::from(&p.source),
+        devices: p
+            .devices
+            .iter()
+            .map(|d| DeviceInfo {
+                id: d.id,
+                name: d.name.clone(),
+                num_sms: d.num_sms,
+            })
+            .collect(),
+        window,
+        flops: p.flops,
+        launch_calls: p.launch_calls,
+        launch_time: p.launch_time,
+        launch_by_step: p.launch_by_step.clone(),
+        engine_steps: p.engine_steps,
+        format,
+        ..Default::default()
+    })
+}
+
+/// The one table file an annotating input's entry lists.
+fn only_table(f: &FileIn, e: &Entry, sum: &Path) -> Result<Vec<RecordBatch>> {
+    match e.files.as_slice() {
+        [(rel, _)] if manifest::safe_rel(rel) => table(f, &sum.join(rel)),
+        _ => Err(damaged(f.path, "not one table file")),
+    }
+}
+
+pub fn memory(f: &FileIn) -> Result<(MemoryTimeline, Vec<String>)> {
+    let (e, sum) = entry(f)?;
+    let meta = e
+        .memory
+        .as_ref()
+        .ok_or_else(|| damaged(f.path, "no memory figures"))?;
+    let m = super::annex::memory_from(meta, &only_table(f, &e, &sum)?)
+        .map_err(|why| damaged(f.path, why))?;
+    Ok((m, e.warnings))
+}
+
+pub fn exec_trace(f: &FileIn) -> Result<(EtRank, Vec<String>)> {
+    let (e, sum) = entry(f)?;
+    let meta = e.et.as_ref().ok_or_else(|| damaged(f.path, "no schema"))?;
+    let et = super::annex::et_from(meta, &only_table(f, &e, &sum)?)
+        .map_err(|why| damaged(f.path, why))?;
+    Ok((et, e.warnings))
+}

@@ -1,0 +1,521 @@
+//! `ccl-bench summarize`: the map step. Reads this shard's inputs with
+//! their formats' readers and writes what each produced as Parquet tables
+//! and an entry; inputs whose fingerprint is unchanged are skipped.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicU64;
+
+use parquet::arrow::ArrowWriter;
+use parquet::basic::Compression;
+use parquet::file::metadata::KeyValue;
+use parquet::file::properties::WriterProperties;
+use rayon::prelude::*;
+
+use super::manifest::{
+    self, Device, Entry, Fingerprint, Group, InputRec, Manifest, Part, ENTRIES, MANIFEST, VERSION,
+};
+use super::shard::Shard;
+use crate::discover::{Discovery, Input, Pick};
+use crate::error::{Error, Result};
+use crate::formats::{Format, Role};
+use crate::model::RankTimeline;
+use crate::source::FileIn;
+
+/// What to summarize and where.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub out: PathBuf,
+    pub shard: Shard,
+    pub pick: Pick,
+    pub formats: &'static [Format],
+}
+
+/// What one `summarize` did.
+#[derive(Debug, Default)]
+pub struct Report {
+    /// Inputs of the run that a load reads, and this shard's share of them.
+    pub inputs: usize,
+    pub mine: usize,
+    /// Inputs read and written, and those whose summary was still current.
+    pub written: usize,
+    pub skipped: usize,
+    /// Inputs whose reader failed (their error is recorded and replayed).
+    pub failed: Vec<String>,
+    /// Bytes of the inputs read, and of the files written for them.
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+}
+
+/// Row groups of 64 Ki rows: a reader can skip by their start-time
+/// statistics without holding a whole rank's ops.
+const ROW_GROUP: usize = 64 * 1024;
+
+/// Summarizes the run at `trace` into `opts.out`: this shard's inputs, plus
+/// the manifest every shard writes alike.
+pub fn summarize(trace: &Path, opts: &Options) -> Result<Report> {
+    let discovery = crate::discover::discover_in(trace, opts.pick, opts.formats)?;
+    let out = &opts.out;
+    let io = |path: &Path| {
+        let path = path.to_owned();
+        move |source| Error::Io { path, source }
+    };
+    std::fs::create_dir_all(out.join(ENTRIES)).map_err(io(out))?;
+    let root = if trace.is_dir() {
+        trace.to_owned()
+    } else {
+        trace.parent().map(Path::to_owned).unwrap_or_default()
+    };
+    let abs_root = std::fs::canonicalize(if root.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        &root
+    })
+    .map_err(io(&root))?;
+    let read = selected(&discovery);
+    let mut inputs = Vec::new();
+    for (i, input) in discovery.inputs.iter().enumerate() {
+        let rel = relative(&root, &input.path)?;
+        let entry = read.contains(&i).then(|| entry_name(input, &rel));
+        inputs.push(InputRec {
+            path: rel,
+            format: input.format.name.to_owned(),
+            rank: input.rank,
+            window: input.window.map(|w| (w.index, w.of)),
+            entry,
+        });
+    }
+    let m = Manifest {
+        ccl_bench_summary: VERSION,
+        tool: format!("ccl-bench {}", env!("CARGO_PKG_VERSION")),
+        root: abs_root,
+        trace: relative(&root, trace).unwrap_or_default(),
+        iteration: discovery.iteration,
+        windows: crate::discover::rank_dirs::windows_text(opts.pick.windows),
+        notes: discovery.notes.clone(),
+        inputs,
+    };
+    // A summary of another layout or run is rebuilt from scratch.
+    let old: Option<Manifest> = manifest::read_json(&out.join(MANIFEST)).ok();
+    let fresh_start = old
+        .as_ref()
+        .is_some_and(|o| o.ccl_bench_summary != VERSION || o.root != m.root);
+    manifest::write_json(&out.join(MANIFEST), &m)?;
+
+    let sizes: Vec<u64> = read
+        .iter()
+        .map(|&i| std::fs::metadata(&discovery.inputs[i].path).map_or(0, |m| m.len()))
+        .collect();
+    let mine: Vec<usize> = opts
+        .shard
+        .pick(&sizes)
+        .into_iter()
+        .map(|k| read[k])
+        .collect();
+    let mut report = Report {
+        inputs: read.len(),
+        mine: mine.len(),
+        ..Default::default()
+    };
+    let done: Vec<Result<Done>> = mine
+        .par_iter()
+        .map(|&i| {
+            one(
+                out,
+                &m.root,
+                &discovery.inputs[i],
+                &m.inputs[i],
+                fresh_start,
+            )
+        })
+        .collect();
+    for d in done {
+        match d? {
+            Done::Skipped => report.skipped += 1,
+            Done::Written {
+                bytes_out,
+                error,
+                bytes_in,
+            } => {
+                report.written += 1;
+                report.bytes_in += bytes_in;
+                report.bytes_out += bytes_out;
+                report.failed.extend(error);
+            }
+        }
+    }
+    if opts.shard.index == 0 {
+        prune(out, &m)?;
+    }
+    Ok(report)
+}
+
+/// The inputs a load reads (indices into `d.inputs`): the timelines of the
+/// lowest precedence present, memory snapshots, execution traces, cards.
+fn selected(d: &Discovery) -> Vec<usize> {
+    let precedence = |i: &Input| match i.format.role {
+        Role::Timeline { precedence, .. } => Some(precedence),
+        _ => None,
+    };
+    let first = d.inputs.iter().filter_map(precedence).min();
+    d.inputs
+        .iter()
+        .enumerate()
+        .filter(|(_, i)| match i.format.role {
+            Role::Timeline { .. } => precedence(i) == first,
+            Role::Memory(_) | Role::ExecTrace(_) | Role::Card { .. } => true,
+            Role::Unreadable { .. } => false,
+        })
+        .map(|(k, _)| k)
+        .collect()
+}
+
+/// `path` relative to `root`, `/`-separated.
+fn relative(root: &Path, path: &Path) -> Result<String> {
+    let rel = path.strip_prefix(root).map_err(|_| Error::Unsupported {
+        path: path.to_owned(),
+        why: format!("outside {}, the folder summarized", root.display()),
+    })?;
+    let parts: Option<Vec<&str>> = rel.components().map(|c| c.as_os_str().to_str()).collect();
+    parts
+        .map(|p| p.join("/"))
+        .ok_or_else(|| Error::Unsupported {
+            path: path.to_owned(),
+            why: "its name is not UTF-8 text; rename it to summarize it".into(),
+        })
+}
+
+/// The entry's file name. A memory snapshot's or execution trace's carries
+/// the rank its input's name gives, in a form the format's rank parser
+/// reads back (`rank3_<key>.json`).
+fn entry_name(input: &Input, rel: &str) -> String {
+    let key = manifest::key(rel);
+    let rank = match input.format.role {
+        Role::Memory(how) => (how.rank_of)(&input.path),
+        Role::ExecTrace(how) => (how.rank_of)(&input.path),
+        _ => None,
+    };
+    match rank {
+        Some(r) => format!("rank{r}_{key}.json"),
+        None => format!("{key}.json"),
+    }
+}
+
+enum Done {
+    Skipped,
+    Written {
+        /// Bytes written, and the reader's error when it failed.
+        bytes_out: u64,
+        error: Option<String>,
+        bytes_in: u64,
+    },
+}
+
+/// Summarizes one input unless its entry is current.
+fn one(out: &Path, root: &Path, input: &Input, rec: &InputRec, fresh_start: bool) -> Result<Done> {
+    let entry_name = rec.entry.as_deref().expect("selected inputs have entries");
+    let entry_path = out.join(ENTRIES).join(entry_name);
+    let mut fp = manifest::stat(&input.path)?;
+    let old: Option<Entry> = if fresh_start {
+        None
+    } else {
+        manifest::read_json(&entry_path).ok()
+    };
+    let old = old.filter(|o| o.path == rec.path && o.format == rec.format && intact(out, o));
+    if let Some(o) = &old {
+        let same = |a: &Fingerprint| a.size == fp.size && a.mtime_ns == fp.mtime_ns;
+        if same(&o.fingerprint) {
+            return Ok(Done::Skipped);
+        }
+    }
+    fp.xxh3 = manifest::hash(&input.path)?;
+    if let Some(mut o) = old.clone() {
+        // Touched, not changed: the tables stand, the entry takes the new time.
+        if o.fingerprint.size == fp.size && o.fingerprint.xxh3 == fp.xxh3 {
+            o.fingerprint = fp;
+            manifest::write_json(&entry_path, &o)?;
+            return Ok(Done::Skipped);
+        }
+    }
+    if let Some(o) = &old {
+        remove_files(out, o);
+    }
+    let counter = AtomicU64::new(0);
+    let file = FileIn {
+        path: &input.path,
+        rank: input.rank,
+        counter: &counter,
+        cpu_ranges: true,
+    };
+    let key = entry_name.trim_end_matches(".json");
+    let mut entry = Entry {
+        path: rec.path.clone(),
+        format: rec.format.clone(),
+        fingerprint: fp.clone(),
+        error: None,
+        parts: Vec::new(),
+        warnings: Vec::new(),
+        memory: None,
+        et: None,
+        files: Vec::new(),
+    };
+    match input.format.role {
+        Role::Timeline { read, .. } => match read(&file) {
+            Ok(ranked) => {
+                for (j, (name_rank, f)) in ranked.into_iter().enumerate() {
+                    let rank = f.dist_rank.or(name_rank);
+                    let partition = rank.map_or_else(
+                        || "rank=__HIVE_DEFAULT_PARTITION__".to_owned(),
+                        |r| format!("rank={r}"),
+                    );
+                    let stem = format!("{key}-{j}");
+                    let batches = super::columns::to_tables(&f.timeline)
+                        .map_err(|e| output_error(out, &rec.path, e))?;
+                    for (table, b) in super::columns::TABLES.iter().zip(&batches) {
+                        let rel = format!("{table}/{partition}/{stem}.parquet");
+                        let size = write_parquet(&out.join(&rel), b, &rec.path)?;
+                        entry.files.push((rel, size));
+                    }
+                    entry.parts.push(part(
+                        &f.timeline,
+                        root,
+                        stem,
+                        partition,
+                        name_rank,
+                        f.dist_rank,
+                        f.events,
+                        f.warnings,
+                    ));
+                }
+            }
+            Err(e) => entry.error = Some(e.to_string()),
+        },
+        Role::Memory(how) => match (how.read)(&file) {
+            Ok((m, warnings)) => {
+                entry.warnings = warnings;
+                let b =
+                    super::annex::memory_table(&m).map_err(|e| output_error(out, &rec.path, e))?;
+                let rel = format!("memory/{key}.parquet");
+                let size = write_parquet(&out.join(&rel), &b, &rec.path)?;
+                entry.files.push((rel, size));
+                entry.memory = Some(super::annex::memory_meta(&m, &absolute(root, &m.source)));
+            }
+            Err(e) => entry.error = Some(e.to_string()),
+        },
+        Role::ExecTrace(how) => match (how.read)(&file) {
+            Ok((et, warnings)) => {
+                entry.warnings = warnings;
+                let b = super::annex::et_table(&et).map_err(|e| output_error(out, &rec.path, e))?;
+                let rel = format!("et/{key}.parquet");
+                let size = write_parquet(&out.join(&rel), &b, &rec.path)?;
+                entry.files.push((rel, size));
+                entry.et = Some(super::annex::et_meta(&et, &absolute(root, &et.source)));
+            }
+            Err(e) => entry.error = Some(e.to_string()),
+        },
+        Role::Card { .. } => {
+            // Copied as it is: small, and read by its own reader on opening.
+            let name = input
+                .path
+                .file_name()
+                .map_or_else(|| "card.yaml".into(), |n| n.to_string_lossy());
+            let rel = format!("card/{key}/{name}");
+            let dest = out.join(&rel);
+            let bytes = std::fs::read(&input.path).map_err(|source| Error::Io {
+                path: input.path.clone(),
+                source,
+            })?;
+            make_parent(&dest)?;
+            manifest::write_atomic(&dest, &bytes)?;
+            entry.files.push((rel, bytes.len() as u64));
+        }
+        Role::Unreadable { .. } => unreachable!("unreadable inputs are not selected"),
+    }
+    manifest::write_json(&entry_path, &entry)?;
+    Ok(Done::Written {
+        bytes_out: entry.files.iter().map(|f| f.1).sum(),
+        error: entry.error,
+        bytes_in: fp.size,
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn part(
+    t: &RankTimeline,
+    root: &Path,
+    stem: String,
+    partition: String,
+    name_rank: Option<u32>,
+    dist_rank: Option<u32>,
+    events: u64,
+    warnings: Vec<String>,
+) -> Part {
+    Part {
+        stem,
+        partition,
+        name_rank,
+        dist_rank,
+        rank: t.rank,
+        events,
+        warnings,
+        source: absolute(root, &t.source),
+        world_size: t.world_size,
+        groups: t
+            .groups
+            .iter()
+            .map(|g| Group {
+                name: g.name.clone(),
+                desc: g.desc.clone(),
+                ranks: g.ranks.clone(),
+            })
+            .collect(),
+        devices: t
+            .devices
+            .iter()
+            .map(|d| Device {
+                id: d.id,
+                name: d.name.clone(),
+                num_sms: d.num_sms,
+            })
+            .collect(),
+        window: t.window.map(|w| (w.start, w.end)),
+        flops: t.flops,
+        launch_calls: t.launch_calls,
+        launch_time: t.launch_time,
+        launch_by_step: t.launch_by_step.clone(),
+        engine_steps: t.engine_steps,
+        format: t.format.name().to_owned(),
+        threads: t.cpu.iter().map(|c| (c.tid, c.launches)).collect(),
+    }
+}
+
+/// A reader's source path, absolute: the summary may be opened elsewhere.
+fn absolute(root: &Path, source: &Path) -> String {
+    let name = source.file_name().map(Path::new).unwrap_or(source);
+    let rel = std::path::absolute(source).unwrap_or_else(|_| root.join(name));
+    rel.to_string_lossy().into_owned()
+}
+
+fn output_error(out: &Path, input: &str, e: impl std::fmt::Display) -> Error {
+    Error::Output {
+        path: out.to_owned(),
+        why: format!("cannot build the tables of {input}: {e}"),
+    }
+}
+
+fn make_parent(path: &Path) -> Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(|source| Error::Io {
+        path: dir.to_owned(),
+        source,
+    })
+}
+
+/// Writes one table atomically; returns the file's size.
+pub(super) fn write_parquet(
+    path: &Path,
+    batch: &arrow_array::RecordBatch,
+    input: &str,
+) -> Result<u64> {
+    make_parent(path)?;
+    let tmp = manifest::partial(path);
+    let props = WriterProperties::builder()
+        .set_compression(Compression::SNAPPY)
+        .set_max_row_group_row_count(Some(ROW_GROUP))
+        .set_key_value_metadata(Some(vec![
+            KeyValue::new("ccl_bench.summary".to_owned(), VERSION.to_string()),
+            KeyValue::new("ccl_bench.input".to_owned(), input.to_owned()),
+        ]))
+        .build();
+    let write = || -> std::result::Result<(), Box<dyn std::error::Error>> {
+        let file = std::fs::File::create(&tmp)?;
+        let mut w = ArrowWriter::try_new(file, batch.schema(), Some(props))?;
+        w.write(batch)?;
+        w.close()?;
+        Ok(())
+    };
+    if let Err(e) = write() {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(Error::Output {
+            path: path.to_owned(),
+            why: format!("cannot write Parquet: {e}"),
+        });
+    }
+    std::fs::rename(&tmp, path).map_err(|source| Error::Io {
+        path: path.to_owned(),
+        source,
+    })?;
+    Ok(std::fs::metadata(path).map_or(0, |m| m.len()))
+}
+
+/// Whether every file an entry lists is there, at the size written.
+pub(super) fn intact(out: &Path, e: &Entry) -> bool {
+    e.files.iter().all(|(rel, size)| {
+        manifest::safe_rel(rel) && std::fs::metadata(out.join(rel)).is_ok_and(|m| m.len() == *size)
+    })
+}
+
+fn remove_files(out: &Path, e: &Entry) {
+    for (rel, _) in e.files.iter().filter(|(r, _)| manifest::safe_rel(r)) {
+        let _ = std::fs::remove_file(out.join(rel));
+    }
+}
+
+/// Removes entries (and their tables) of inputs no longer in the run: a
+/// query over `ops/` must see the run's inputs only. (Temporaries a killed
+/// writer left are hidden `.partial` files no `*.parquet` glob reads; those
+/// an hour old are removed too.)
+fn prune(out: &Path, m: &Manifest) -> Result<()> {
+    remove_stale_partials(out, 0);
+    let keep: std::collections::HashSet<&str> =
+        m.inputs.iter().filter_map(|i| i.entry.as_deref()).collect();
+    let dir = out.join(ENTRIES);
+    let Ok(list) = std::fs::read_dir(&dir) else {
+        return Ok(());
+    };
+    for e in list.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if keep.contains(name.as_str()) || !name.ends_with(".json") {
+            continue;
+        }
+        if let Ok(old) = manifest::read_json::<Entry>(&e.path()) {
+            remove_files(out, &old);
+        }
+        let _ = std::fs::remove_file(e.path());
+    }
+    Ok(())
+}
+
+fn remove_stale_partials(dir: &Path, depth: u32) {
+    let Ok(list) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let hour = std::time::Duration::from_secs(3600);
+    for e in list.flatten() {
+        let path = e.path();
+        let Ok(meta) = e.metadata() else { continue };
+        if meta.is_dir() && depth < 3 {
+            remove_stale_partials(&path, depth + 1);
+        } else if path.to_string_lossy().ends_with(".partial")
+            && meta
+                .modified()
+                .is_ok_and(|t| t.elapsed().is_ok_and(|a| a > hour))
+        {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+/// Refuses an output folder that would hide or clobber something else: a
+/// non-empty folder that is not a summary.
+pub fn check_out(out: &Path) -> Result<()> {
+    let Ok(mut list) = std::fs::read_dir(out) else {
+        return Ok(());
+    };
+    if list.next().is_none() || out.join(MANIFEST).is_file() {
+        return Ok(());
+    }
+    Err(Error::Output {
+        path: out.to_owned(),
+        why: "a folder with other files, not a summary: choose another --out".into(),
+    })
+}
