@@ -632,3 +632,135 @@ fn check(t: &RankTimeline) -> Result<(), String> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Step, Work};
+
+    fn round_trip(t: &RankTimeline, cpu: bool) -> RankTimeline {
+        let tables = to_tables(t).unwrap();
+        let mut by_name: HashMap<&str, Vec<RecordBatch>> = TABLES
+            .iter()
+            .copied()
+            .zip(tables.into_iter().map(|b| vec![b]))
+            .collect();
+        if !cpu {
+            by_name.remove("cpu");
+        }
+        let threads: Vec<(u64, u64)> = t.cpu.iter().map(|c| (c.tid, c.launches)).collect();
+        let mut back = RankTimeline::default();
+        fill(&mut back, &by_name, &threads).unwrap();
+        back
+    }
+
+    #[test]
+    fn a_read_timeline_comes_back_field_for_field() {
+        // A synthetic rank with kernels, a collective with metadata, copies,
+        // steps, annotations and CPU ranges, through the Kineto reader.
+        let mut r = crate::synth::RankTrace::new(Some(0), 2, 132);
+        r.step(1, 0.0, 100.0);
+        r.cpu_op("aten::mm", 1.0, 10.0, Some(1e9));
+        r.annotation("forward", 0.5, 50.0, false);
+        r.annotation("forward", 2.0, 40.0, true);
+        let k = r.kernel("sm90_gemm", 5.0, 10.0, 7, 264);
+        r.launch(k, 2.0);
+        let c = r.collective(
+            "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+            12.0,
+            20.0,
+            20,
+            &crate::synth::Coll::all_reduce_f32(1 << 20, 2),
+        );
+        r.launch(c, 3.0);
+        r.memcpy("Memcpy HtoD (Pageable -> Device)", 40.0, 5.0, 7, 4096);
+        let f = crate::read::kineto::read_with(
+            r.to_json().as_bytes(),
+            std::path::Path::new("rank0.json"),
+            true,
+        )
+        .unwrap();
+        let t = f.timeline;
+        assert!(!t.cpu.is_empty() && !t.colls.is_empty() && t.ops.len() == 3);
+        let back = round_trip(&t, true);
+        assert_eq!(format!("{:?}", back.ops), format!("{:?}", t.ops));
+        assert_eq!(back.colls, t.colls);
+        assert_eq!(back.steps, t.steps);
+        assert_eq!(back.annotations, t.annotations);
+        assert_eq!(back.cpu, t.cpu);
+        assert!(
+            back.strings.iter().eq(t.strings.iter()),
+            "same ids, same names"
+        );
+        // Without the CPU table the ranges are simply absent.
+        assert!(round_trip(&t, false).cpu.is_empty());
+    }
+
+    #[test]
+    fn steps_carry_partial_sums_computed_by_hand() {
+        let mut t = RankTimeline::default();
+        let gemm = t.strings.intern("gemm");
+        let nccl = t.strings.intern("nccl");
+        let op = |name, class, start, dur| DeviceOp {
+            step: Slot::from(Some(0)),
+            ..DeviceOp::new(name, Activity::Kernel, class, start, dur)
+        };
+        // Compute [0, 10) and [30, 40); communication [5, 20): busy 30,
+        // compute 20, communication 15, of which 10 not under compute.
+        t.ops = vec![
+            op(gemm, KernelClass::Gemm, 0, 10),
+            op(nccl, KernelClass::Communication, 5, 15),
+            op(gemm, KernelClass::Gemm, 30, 10),
+        ];
+        t.ops[2].work = Some(Work::Blocks(4.0));
+        t.steps = vec![Step {
+            number: 7,
+            start: 0,
+            end: 50,
+        }];
+        t.launch_by_step = vec![(3, 12)];
+        let steps = &to_tables(&t).unwrap()[3];
+        let get = |name: &str| {
+            steps
+                .column_by_name(name)
+                .unwrap()
+                .as_primitive::<Int64Type>()
+                .value(0)
+        };
+        assert_eq!(
+            [
+                get("busy_ns"),
+                get("compute_ns"),
+                get("comm_ns"),
+                get("exposed_comm_ns")
+            ],
+            [30, 20, 15, 10]
+        );
+        assert_eq!(get("number"), 7);
+        assert_eq!(get("launch_ns"), 12);
+        let back = round_trip(&t, true);
+        assert_eq!(format!("{:?}", back.ops), format!("{:?}", t.ops));
+    }
+
+    #[test]
+    fn damaged_tables_are_refused() {
+        let mut t = RankTimeline::default();
+        let n = t.strings.intern("k");
+        t.ops = vec![DeviceOp::new(n, Activity::Kernel, KernelClass::Gemm, 0, 5)];
+        t.ops[0].meta = Slot::from(Some(3));
+        let tables = to_tables(&t).unwrap();
+        let by_name: HashMap<&str, Vec<RecordBatch>> = TABLES
+            .iter()
+            .copied()
+            .zip(tables.into_iter().map(|b| vec![b]))
+            .collect();
+        let mut back = RankTimeline::default();
+        let e = fill(&mut back, &by_name, &[]).unwrap_err();
+        assert!(e.contains("collective index"), "{e}");
+        // A name the names table lacks.
+        let mut no_names = by_name.clone();
+        no_names.remove("names");
+        let e = fill(&mut RankTimeline::default(), &no_names, &[]).unwrap_err();
+        assert!(e.contains("not in the names table"), "{e}");
+    }
+}

@@ -13,5 +13,6 @@ mod glance;
 mod hostile;
 mod readme;
 mod real_world;
+mod summary;
 mod support;
 mod tui;
