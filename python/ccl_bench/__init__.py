@@ -21,7 +21,7 @@ import json
 import os
 import sys
 import warnings
-from typing import Any, Dict, List, Optional, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 from ccl_bench import _native
 from ccl_bench._native import TraceError
@@ -51,6 +51,7 @@ __all__ = [
     "metric_cal",
     "metric_names",
     "metric_value",
+    "summarize",
 ]
 
 
@@ -220,6 +221,7 @@ def load(
     window: Optional[str] = None,
     card: Optional[PathLike] = None,
     progress: Optional[bool] = None,
+    cache: Optional[PathLike] = None,
 ) -> Run:
     """Loads a trace directory or file, as ``ccl-bench --trace PATH`` does.
 
@@ -230,6 +232,9 @@ def load(
     ``window``: per-rank window folders: ``"newest"``, ``"all"`` or a number.
     ``card``: a workload card to use instead of one beside the traces.
     ``progress``: a progress bar on stderr (default: when stderr is a terminal).
+    ``cache``: a folder of summaries: the trace's summary there is used when
+    current, and built first otherwise (see :func:`summarize`). ``path`` may
+    be a summary folder itself.
     Raises :class:`TraceError` when the input cannot be read.
     """
     if align not in ("collectives", "none"):
@@ -245,10 +250,49 @@ def load(
         all_steps=all_steps,
         card=os.fspath(card) if card is not None else None,
         progress=bool(progress),
+        cache=os.fspath(cache) if cache is not None else None,
     )
     for w in native.warnings:
         warnings.warn(w, TraceWarning, stacklevel=2)
     return Run(native)
+
+
+def summarize(
+    path: PathLike,
+    out: Optional[PathLike] = None,
+    shard: Optional[Union[str, Tuple[int, int]]] = None,
+    *,
+    iteration: Optional[int] = None,
+    window: Optional[str] = None,
+) -> Dict[str, Any]:
+    """Summarizes a trace directory or file into compact Parquet tables, as
+    ``ccl-bench summarize PATH --out OUT`` does: the map step of a large run.
+
+    ``out`` defaults to ``PATH.sum`` beside the traces. ``shard`` (``"I/N"``
+    or ``(I, N)``) takes this call's share of the inputs, so N calls on
+    N workers (Dask, Ray, a process pool) write one summary together; inputs
+    already summarized and unchanged are skipped. :func:`load` then opens
+    ``out`` (or ``PATH``, while the summary beside it is current) without
+    parsing a trace. Returns what was done: ``inputs``, ``mine``,
+    ``written``, ``unchanged``, ``failed`` (reader errors, recorded in the
+    summary), ``bytes_in`` and ``bytes_out``. Raises :class:`TraceError`.
+    """
+    if isinstance(shard, tuple):
+        shard = f"{shard[0]}/{shard[1]}"
+    target = os.fspath(out) if out is not None else os.fspath(path).rstrip("/\\") + ".sum"
+    inputs, mine, written, unchanged, failed, bytes_in, bytes_out = _native.summarize(
+        os.fspath(path), target, shard=shard, iteration=iteration, window=window
+    )
+    return {
+        "out": target,
+        "inputs": inputs,
+        "mine": mine,
+        "written": written,
+        "unchanged": unchanged,
+        "failed": failed,
+        "bytes_in": bytes_in,
+        "bytes_out": bytes_out,
+    }
 
 
 def _run(x: Union[Run, PathLike]) -> Run:

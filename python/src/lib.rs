@@ -204,7 +204,7 @@ impl Run {
 
 /// Loads a trace directory or file. `progress` draws a bar on stderr.
 #[pyfunction]
-#[pyo3(signature = (path, iteration=None, window=None, align=true, classes=None, all_steps=false, card=None, progress=false))]
+#[pyo3(signature = (path, iteration=None, window=None, align=true, classes=None, all_steps=false, card=None, progress=false, cache=None))]
 #[allow(clippy::too_many_arguments)]
 fn load(
     py: Python<'_>,
@@ -216,19 +216,16 @@ fn load(
     all_steps: bool,
     card: Option<PathBuf>,
     progress: bool,
+    cache: Option<PathBuf>,
 ) -> PyResult<Run> {
-    let windows = match window {
-        Some(w) => {
-            ccl_bench::discover::rank_dirs::parse_windows(&w).map_err(PyValueError::new_err)?
-        }
-        None => Windows::Newest,
-    };
+    let windows = windows(window)?;
     let opts = LoadOptions {
         pick: Pick { iteration, windows },
         align,
         classes,
         all_steps,
         card,
+        cache,
         ..Default::default()
     };
     let (trace, warnings) = py
@@ -249,6 +246,60 @@ fn load(
         all: OnceLock::new(),
         json: OnceLock::new(),
     })
+}
+
+fn windows(window: Option<String>) -> PyResult<Windows> {
+    match window {
+        Some(w) => ccl_bench::discover::rank_dirs::parse_windows(&w).map_err(PyValueError::new_err),
+        None => Ok(Windows::Newest),
+    }
+}
+
+/// What `summarize` did: (inputs, this shard's, written, unchanged, failed,
+/// bytes read, bytes written).
+type Summarized = (usize, usize, usize, usize, Vec<String>, u64, u64);
+
+/// Summarizes a trace directory or file into `out` (its share `shard`,
+/// "I/N"), as `ccl-bench summarize` does.
+#[pyfunction]
+#[pyo3(signature = (path, out, shard=None, iteration=None, window=None))]
+fn summarize(
+    py: Python<'_>,
+    path: PathBuf,
+    out: PathBuf,
+    shard: Option<String>,
+    iteration: Option<u32>,
+    window: Option<String>,
+) -> PyResult<Summarized> {
+    use ccl_bench::summary;
+    let shard: summary::Shard = match shard {
+        Some(s) => s.parse().map_err(PyValueError::new_err)?,
+        None => summary::Shard::default(),
+    };
+    let opts = summary::Options {
+        out,
+        shard,
+        pick: Pick {
+            iteration,
+            windows: windows(window)?,
+        },
+        formats: ccl_bench::formats::FORMATS,
+    };
+    let r = py
+        .detach(move || {
+            summary::write::check_out(&opts.out)?;
+            summary::summarize(&path, &opts)
+        })
+        .map_err(|e| trace_error(e.into()))?;
+    Ok((
+        r.inputs,
+        r.mine,
+        r.written,
+        r.skipped,
+        r.failed,
+        r.bytes_in,
+        r.bytes_out,
+    ))
 }
 
 /// A progress line on stderr while `job` runs, erased when it ends.
@@ -332,5 +383,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(compare_json, m)?)?;
     m.add_function(wrap_pyfunction!(metric_list, m)?)?;
     m.add_function(wrap_pyfunction!(main, m)?)?;
+    m.add_function(wrap_pyfunction!(summarize, m)?)?;
     Ok(())
 }

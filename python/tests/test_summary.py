@@ -1,0 +1,94 @@
+"""Summaries from Python: ``ccl_bench.summarize`` as a plain function, the
+map step on a Dask cluster of worker processes, and the Parquet folders
+read directly by DuckDB and polars."""
+
+import shutil
+
+import duckdb
+import polars as pl
+import pytest
+
+import ccl_bench
+from conftest import SAMPLE, corpus
+
+
+def metrics(run):
+    doc = run.metrics_document()
+    doc.pop("trace")
+    return doc
+
+
+@pytest.fixture
+def traces(tmp_path):
+    """A copy of the bundled sample (8 rank traces and a workload card), so
+    summaries beside it are ours."""
+    d = tmp_path / "run"
+    shutil.copytree(SAMPLE, d)
+    return d
+
+
+def test_summarize_then_load_gives_the_same_metrics(traces, tmp_path):
+    out = tmp_path / "run.summary"
+    done = ccl_bench.summarize(traces, out)
+    assert (done["inputs"], done["written"], done["unchanged"]) == (9, 9, 0)
+    assert done["failed"] == [] and 0 < done["bytes_out"] < done["bytes_in"]
+    assert metrics(ccl_bench.load(out)) == metrics(ccl_bench.load(traces))
+    again = ccl_bench.summarize(traces, out)
+    assert (again["written"], again["unchanged"]) == (0, 9)
+
+
+def test_the_default_summary_beside_the_traces_is_used(traces):
+    done = ccl_bench.summarize(traces)
+    assert done["out"] == str(traces) + ".sum"
+    with pytest.warns(ccl_bench.TraceWarning, match="read the summary"):
+        ccl_bench.load(traces)
+
+
+def test_a_corpus_run_round_trips(tmp_path):
+    d = corpus("kineto/dlrm_8rank_v100")
+    out = tmp_path / "dlrm.sum"
+    ccl_bench.summarize(d, out, (0, 1))
+    assert metrics(ccl_bench.load(out)) == metrics(ccl_bench.load(d))
+
+
+def test_dask_workers_summarize_shares_of_one_run(traces, tmp_path):
+    distributed = pytest.importorskip("distributed")
+    out = tmp_path / "dask.sum"
+    n = 3
+    with distributed.LocalCluster(
+        n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as cluster, distributed.Client(cluster) as client:
+        futures = client.map(
+            ccl_bench.summarize,
+            [str(traces)] * n,
+            [str(out)] * n,
+            [f"{i}/{n}" for i in range(n)],
+        )
+        done = client.gather(futures)
+        pids = set(client.run(lambda: __import__("os").getpid()).values())
+    assert len(pids) == n, "one process per worker"
+    assert sorted(d["mine"] for d in done) == [3, 3, 3]
+    assert sum(d["written"] for d in done) == 9
+    assert metrics(ccl_bench.load(out)) == metrics(ccl_bench.load(traces))
+
+
+def test_duckdb_and_polars_read_the_tables_partitioned_by_rank(traces, tmp_path):
+    out = tmp_path / "q.sum"
+    ccl_bench.summarize(traces, out)
+    run = ccl_bench.load(traces)
+    want = run.ops().to_pandas().groupby("rank").size().to_dict()
+    rows = duckdb.sql(
+        f"select rank, count(*) from read_parquet('{out}/ops/*/*.parquet', hive_partitioning = true) "
+        "group by rank order by rank"
+    ).fetchall()
+    assert {int(r): n for r, n in rows} == want
+    # Per-step partial sums: busy time of each rank's steps, in ns.
+    steps = pl.read_parquet(f"{out}/steps/**/*.parquet", hive_partitioning=True)
+    assert set(steps["rank"].to_list()) == set(want)
+    assert (steps["busy_ns"] >= steps["compute_ns"]).all()
+    assert (steps["comm_ns"] >= steps["exposed_comm_ns"]).all()
+    names = duckdb.sql(
+        f"select name, sum(dur_ns) t from read_parquet('{out}/ops/*/*.parquet') "
+        "where class = 'communication' group by name order by t desc limit 1"
+    ).fetchall()[0]
+    assert names is not None and "nccl" in names[0].lower()
