@@ -27,26 +27,7 @@ fi
 if [ -n "${ONLY:-}" ]; then
     for s in "${sets[@]}"; do [[ "$s" == "$ONLY "* ]] && sets=("$s"); done
 fi
-measure() { # prints "seconds max_rss_kb" of the command
-    # Wall time from bash's clock (time(1) rounds to 10 ms), peak RSS from time(1).
-    local t0=$EPOCHREALTIME
-    /usr/bin/time -f "%M" -o "$out/time.txt" "$@" >/dev/null 2>"$out/stderr.txt" || {
-        cat "$out/stderr.txt" >&2
-        return 1
-    }
-    local t1=$EPOCHREALTIME
-    echo "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }') $(cat "$out/time.txt")"
-}
-best_of_3() { # the fastest of three runs (the VM is noisy): "seconds max_rss_kb"
-    local best="" t rss
-    for _ in 1 2 3; do
-        read -r t rss < <(measure "$@")
-        if [ -z "$best" ] || awk -v a="$t" -v b="${best%% *}" 'BEGIN { exit !(a < b) }'; then
-            best="$t $rss"
-        fi
-    done
-    echo "$best"
-}
+. scripts/bench_lib.sh
 py='import gzip, json, sys
 for f in sys.argv[1:]:
     with (gzip.open(f, "rt") if f.endswith(".gz") else open(f)) as h:
@@ -60,13 +41,7 @@ for f in sys.argv[1:]:
 for s in "${sets[@]}"; do
     read -r name ranks mb flags <<<"$s"
     dir="$out/data/$name"
-    # Regenerated when the set or the generator's output changed.
-    params="$ranks $mb $flags $(sha1sum src/synth/stream.rs | cut -c1-12)"
-    if [ "$(cat "$dir/.params" 2>/dev/null)" != "$params" ]; then
-        rm -rf "$dir"
-        target/release/examples/gen_bench "$dir" "$ranks" "$mb" $flags
-        echo "$params" >"$dir/.params"
-    fi
+    generate "$dir" "$ranks" "$mb" $flags
     files=("$dir"/*)
     if [[ "$flags" == *gzip* ]]; then
         bytes=$(for f in "${files[@]}"; do gzip -dc "$f"; done | wc -c)

@@ -15,6 +15,7 @@
 //! - [`headless`], [`report`], [`cli`]: the command-line views.
 //! - [`synth`]: a deterministic trace writer for tests and samples.
 
+pub mod atomic;
 pub mod cli;
 pub mod compare;
 pub mod derive;

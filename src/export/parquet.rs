@@ -33,8 +33,6 @@ pub fn write_all(ctx: &Ctx, dir: &Path) -> Result<Vec<Written>> {
             .expect("a known table")
             .map_err(|e| arrow_error(dir, e))?;
         let path = dir.join(format!("{name}.parquet"));
-        let tmp = dir.join(format!(".{name}.parquet.partial"));
-        let file = std::fs::File::create(&tmp).map_err(io(&tmp))?;
         let props = WriterProperties::builder()
             .set_compression(Compression::SNAPPY)
             .set_key_value_metadata(Some(vec![
@@ -49,22 +47,7 @@ pub fn write_all(ctx: &Ctx, dir: &Path) -> Result<Vec<Written>> {
                 ),
             ]))
             .build();
-        let write = || -> std::result::Result<(), parquet::errors::ParquetError> {
-            let mut w = ArrowWriter::try_new(file, table.schema.clone(), Some(props))?;
-            for b in &table.batches {
-                w.write(b)?;
-            }
-            w.close()?;
-            Ok(())
-        };
-        if let Err(e) = write() {
-            let _ = std::fs::remove_file(&tmp);
-            return Err(Error::Output {
-                path: path.clone(),
-                why: format!("cannot write Parquet: {e}"),
-            });
-        }
-        std::fs::rename(&tmp, &path).map_err(io(&path))?;
+        write_file(&path, &table.schema, &table.batches, props)?;
         out.push(Written {
             table: name,
             path,
@@ -72,6 +55,27 @@ pub fn write_all(ctx: &Ctx, dir: &Path) -> Result<Vec<Written>> {
         });
     }
     Ok(out)
+}
+
+/// Writes `batches` as one Parquet file, atomically (see [`crate::atomic`]).
+pub fn write_file(
+    path: &Path,
+    schema: &arrow_schema::SchemaRef,
+    batches: &[arrow_array::RecordBatch],
+    props: WriterProperties,
+) -> Result<()> {
+    crate::atomic::with(path, |tmp| {
+        let write = || -> std::result::Result<(), Box<dyn std::error::Error>> {
+            let file = std::fs::File::create(tmp)?;
+            let mut w = ArrowWriter::try_new(file, schema.clone(), Some(props))?;
+            for b in batches {
+                w.write(b)?;
+            }
+            w.close()?;
+            Ok(())
+        };
+        write().map_err(|e| format!("cannot write Parquet: {e}"))
+    })
 }
 
 fn arrow_error(dir: &Path, e: arrow_schema::ArrowError) -> Error {

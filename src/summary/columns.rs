@@ -356,52 +356,37 @@ fn name_ids(
     name: &str,
     names: &HashMap<&str, StrId>,
 ) -> Result<Vec<Option<StrId>>, String> {
+    enums(b, table, name, |s| names.get(s).copied())
+}
+
+/// A text column as values of `T` (a small enum, or a name's id), each
+/// distinct value parsed once: null stays `None`, an unknown value is damage.
+fn enums<T: Copy>(
+    b: &RecordBatch,
+    table: &str,
+    name: &str,
+    parse: impl Fn(&str) -> Option<T>,
+) -> Result<Vec<Option<T>>, String> {
     let c = col(b, table, name)?;
-    let lookup = |s: &str| {
-        names
-            .get(s)
-            .copied()
-            .ok_or_else(|| bad(table, format!("{name} '{s}' is not in the names table")))
-    };
+    let parsed = |s: &str| parse(s).ok_or_else(|| bad(table, format!("unknown {name} '{s}'")));
     if let Some(d) = c.as_dictionary_opt::<Int32Type>() {
         let dv = d
             .values()
             .as_string_opt::<i32>()
             .ok_or_else(|| bad(table, format!("column {name} is not text")))?;
-        // Each dictionary value looked up once, then the keys are indices.
-        let ids: Vec<StrId> = (0..dv.len())
-            .map(|i| lookup(dv.value(i)))
+        let values: Vec<T> = (0..dv.len())
+            .map(|i| parsed(dv.value(i)))
             .collect::<Result<_, _>>()?;
         return Ok(d
             .keys()
             .iter()
-            .map(|k| k.and_then(|k| ids.get(k as usize).copied()))
+            .map(|k| k.and_then(|k| values.get(k as usize).copied()))
             .collect());
     }
     let s = c
         .as_string_opt::<i32>()
         .ok_or_else(|| bad(table, format!("column {name} is not text")))?;
-    s.iter().map(|v| v.map(lookup).transpose()).collect()
-}
-
-/// A text column's values (for the small enums: class, kind, activity).
-fn texts(b: &RecordBatch, table: &str, name: &str) -> Result<Vec<Option<String>>, String> {
-    let c = col(b, table, name)?;
-    if let Some(d) = c.as_dictionary_opt::<Int32Type>() {
-        let dv = d
-            .values()
-            .as_string_opt::<i32>()
-            .ok_or_else(|| bad(table, format!("column {name} is not text")))?;
-        return Ok(d
-            .keys()
-            .iter()
-            .map(|k| k.map(|k| dv.value(k as usize).to_owned()))
-            .collect());
-    }
-    let s = c
-        .as_string_opt::<i32>()
-        .ok_or_else(|| bad(table, format!("column {name} is not text")))?;
-    Ok(s.iter().map(|v| v.map(str::to_owned)).collect())
+    s.iter().map(|v| v.map(parsed).transpose()).collect()
 }
 
 fn required<T>(v: Option<T>, table: &str, what: &str) -> Result<T, String> {
@@ -442,9 +427,9 @@ pub fn fill(
         let dur = values::<Int64Type>(b, tb, "dur_ns")?;
         let launch = values::<Int64Type>(b, tb, "launch_ns")?;
         let name = name_ids(b, tb, "name", &map)?;
-        let activity = texts(b, tb, "activity")?;
-        let class = texts(b, tb, "class")?;
-        let coll = texts(b, tb, "coll")?;
+        let activity = enums(b, tb, "activity", Activity::from_name)?;
+        let class = enums(b, tb, "class", KernelClass::from_name)?;
+        let coll = enums(b, tb, "coll", CollKind::from_name)?;
         let stream = values::<UInt32Type>(b, tb, "stream")?;
         let device = values::<UInt32Type>(b, tb, "device")?;
         let blocks = options::<Float64Type>(b, tb, "blocks")?;
@@ -460,25 +445,13 @@ pub fn fill(
                 (_, _, Some(b)) => Some(Work::Bytes(b)),
                 _ => None,
             };
-            let coll = match &coll[i] {
-                Some(c) => Some(required(CollKind::from_name(c), tb, "collective kind")?),
-                None => None,
-            };
             t.ops.push(DeviceOp {
                 start: start[i],
                 dur: dur[i],
                 name: required(name[i], tb, "name")?,
-                activity: required(
-                    activity[i].as_deref().and_then(Activity::from_name),
-                    tb,
-                    "activity",
-                )?,
-                class: required(
-                    class[i].as_deref().and_then(KernelClass::from_name),
-                    tb,
-                    "class",
-                )?,
-                coll,
+                activity: required(activity[i], tb, "activity")?,
+                class: required(class[i], tb, "class")?,
+                coll: coll[i],
                 stream: stream[i],
                 device: device[i],
                 work,
@@ -491,7 +464,7 @@ pub fn fill(
 
     for b in get("colls") {
         let tb = "colls";
-        let kind = texts(b, tb, "kind")?;
+        let kind = enums(b, tb, "kind", CollKind::from_name)?;
         let name = name_ids(b, tb, "name", &map)?;
         let in_n = options::<UInt64Type>(b, tb, "in_nelems")?;
         let out_n = options::<UInt64Type>(b, tb, "out_nelems")?;
@@ -501,7 +474,7 @@ pub fn fill(
         let pg_ranks = name_ids(b, tb, "pg_ranks", &map)?;
         for i in 0..kind.len() {
             t.colls.push(CollMeta {
-                kind: required(kind[i].as_deref().and_then(CollKind::from_name), tb, "kind")?,
+                kind: required(kind[i], tb, "kind")?,
                 name: required(name[i], tb, "name")?,
                 in_nelems: in_n[i],
                 out_nelems: out_n[i],
@@ -555,7 +528,7 @@ pub fn fill(
             let start = values::<Int64Type>(b, tb, "start_ns")?;
             let dur = values::<Int64Type>(b, tb, "dur_ns")?;
             let name = name_ids(b, tb, "name", &map)?;
-            let kind = texts(b, tb, "kind")?;
+            let kind = enums(b, tb, "kind", cpu_kind)?;
             let depth = values::<UInt8Type>(b, tb, "depth")?;
             let parent = options::<UInt32Type>(b, tb, "parent")?;
             for i in 0..tid.len() {
@@ -565,7 +538,7 @@ pub fn fill(
                         start: start[i],
                         dur: dur[i],
                         name: required(name[i], tb, "name")?,
-                        kind: required(kind[i].as_deref().and_then(cpu_kind), tb, "kind")?,
+                        kind: required(kind[i], tb, "kind")?,
                         depth: depth[i],
                         parent: parent[i].unwrap_or(crate::model::timeline::NO_PARENT),
                     },
@@ -761,6 +734,6 @@ mod tests {
         let mut no_names = by_name.clone();
         no_names.remove("names");
         let e = fill(&mut RankTimeline::default(), &no_names, &[]).unwrap_err();
-        assert!(e.contains("not in the names table"), "{e}");
+        assert!(e.contains("unknown name 'k'"), "{e}");
     }
 }

@@ -201,24 +201,6 @@ pub fn hash(path: &Path) -> Result<String> {
     Ok(format!("{:016x}", h.digest()))
 }
 
-/// Writes `bytes` to `path` through a temporary file beside it and a
-/// rename: a reader sees the old file or the new one, never half of one
-/// (the temporary's name is the process's own, so shards never share one).
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let tmp = partial(path);
-    std::fs::write(&tmp, bytes).map_err(io(&tmp))?;
-    std::fs::rename(&tmp, path).map_err(io(path))
-}
-
-/// The temporary name `path` is written under: hidden, ending in
-/// `.partial`, so no `*.parquet` glob picks it up.
-pub fn partial(path: &Path) -> PathBuf {
-    let name = path
-        .file_name()
-        .map_or_else(Default::default, |n| n.to_string_lossy());
-    path.with_file_name(format!(".{name}.{}.partial", std::process::id()))
-}
-
 /// Reads and parses a manifest or entry, bounded in size.
 pub fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
     let f = std::fs::File::open(path).map_err(io(path))?;
@@ -238,7 +220,7 @@ pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
         path: path.to_owned(),
         why: e.to_string(),
     })?;
-    write_atomic(path, &text)
+    crate::atomic::write(path, &text)
 }
 
 /// The error for a summary file that is not what the summary wrote.
@@ -270,11 +252,6 @@ mod tests {
             )
         );
         assert_eq!(stat(&p).unwrap().size, 17);
-        assert!(partial(&p)
-            .file_name()
-            .unwrap()
-            .to_string_lossy()
-            .ends_with(".partial"));
         std::fs::write(&p, b"{").unwrap();
         let e = read_json::<Vec<u32>>(&p).unwrap_err().to_string();
         assert!(e.contains("damaged summary"), "{e}");

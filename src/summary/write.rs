@@ -5,7 +5,6 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
 
-use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
@@ -325,7 +324,7 @@ fn one(out: &Path, root: &Path, input: &Input, rec: &InputRec, fresh_start: bool
                 source,
             })?;
             make_parent(&dest)?;
-            manifest::write_atomic(&dest, &bytes)?;
+            crate::atomic::write(&dest, &bytes)?;
             entry.files.push((rel, bytes.len() as u64));
         }
         Role::Unreadable { .. } => unreachable!("unreadable inputs are not selected"),
@@ -417,7 +416,6 @@ pub(super) fn write_parquet(
     input: &str,
 ) -> Result<u64> {
     make_parent(path)?;
-    let tmp = manifest::partial(path);
     let props = WriterProperties::builder()
         .set_compression(Compression::SNAPPY)
         .set_max_row_group_row_count(Some(ROW_GROUP))
@@ -426,24 +424,7 @@ pub(super) fn write_parquet(
             KeyValue::new("ccl_bench.input".to_owned(), input.to_owned()),
         ]))
         .build();
-    let write = || -> std::result::Result<(), Box<dyn std::error::Error>> {
-        let file = std::fs::File::create(&tmp)?;
-        let mut w = ArrowWriter::try_new(file, batch.schema(), Some(props))?;
-        w.write(batch)?;
-        w.close()?;
-        Ok(())
-    };
-    if let Err(e) = write() {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(Error::Output {
-            path: path.to_owned(),
-            why: format!("cannot write Parquet: {e}"),
-        });
-    }
-    std::fs::rename(&tmp, path).map_err(|source| Error::Io {
-        path: path.to_owned(),
-        source,
-    })?;
+    crate::export::parquet::write_file(path, &batch.schema(), std::slice::from_ref(batch), props)?;
     Ok(std::fs::metadata(path).map_or(0, |m| m.len()))
 }
 

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Summaries at scale: the raw load (`--metrics` on the JSON traces) against
+# `summarize` (the map step, one process), reopening the summary (the reduce:
+# `--metrics` on it), and a fan-out of N shard processes started as `srun`
+# would start them (SLURM_PROCID/SLURM_NTASKS) followed by the reduce.
+# Prints a Markdown table and writes it to target/bench/summary.md.
+#
+#   scripts/bench_summary.sh             # 500 MB/16 ranks, 2 GB/64 ranks, 1,024 ranks
+#   ONLY=1024r scripts/bench_summary.sh  # one set
+#   SHARDS=8 scripts/bench_summary.sh    # shard processes in the fan-out (default 4)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=target/bench
+mkdir -p "$out"
+cargo build --release --quiet --example gen_bench
+cargo build --release --quiet
+. scripts/bench_lib.sh
+bin=target/release/ccl-bench
+shards=${SHARDS:-4}
+sets=("500mb_16r 16 500" "2gb_64r 64 2000" "1024r 1024 300")
+if [ -n "${ONLY:-}" ]; then
+    for s in "${sets[@]}"; do [[ "$s" == "$ONLY "* ]] && sets=("$s"); done
+fi
+fanout() { # DIR SUM: $shards summarize processes at once, as srun starts them
+    local pids=() i
+    for ((i = 0; i < shards; i++)); do
+        SLURM_PROCID=$i SLURM_NTASKS=$shards "$bin" summarize "$1" --out "$2" 2>/dev/null &
+        pids+=($!)
+    done
+    for p in "${pids[@]}"; do wait "$p"; done
+}
+{
+    echo "Machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GB", $2/1e6}' /proc/meminfo) RAM, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
+    echo
+    echo "| set | ranks | JSON | raw --metrics (RSS) | summarize (RSS) | summary (% of JSON) | reopen --metrics (RSS) | reopen speed-up | fan-out $shards shards + reduce |"
+    echo "|---|---|---|---|---|---|---|---|---|"
+} | tee "$out/summary.md"
+for s in "${sets[@]}"; do
+    read -r name ranks mb <<<"$s"
+    dir="$out/data/$name"
+    generate "$dir" "$ranks" "$mb"
+    sum="$out/data/$name.summary"
+    bytes=$(du -sb --exclude=.params "$dir" | cut -f1)
+    read -r t rss < <(best_of_3 "$bin" --trace "$dir" --metrics)
+    rm -rf "$sum"
+    read -r st srss < <(measure "$bin" summarize "$dir" --out "$sum")
+    sbytes=$(du -sb "$sum" | cut -f1)
+    read -r rt rrss < <(best_of_3 "$bin" --trace "$sum" --metrics)
+    rm -rf "$sum.fan"
+    t0=$EPOCHREALTIME
+    fanout "$dir" "$sum.fan"
+    "$bin" --trace "$sum.fan" --metrics >/dev/null
+    ft=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.3f", b - a }')
+    awk -v n="$name" -v r="$ranks" -v b="$bytes" -v t="$t" -v rss="$rss" -v st="$st" -v srss="$srss" \
+        -v sb="$sbytes" -v rt="$rt" -v rrss="$rrss" -v ft="$ft" 'BEGIN {
+        printf "| %s | %d | %.0f MB | %.3f s (%.0f MB) | %.3f s (%.0f MB) | %.1f MB (%.1f %%) | %.3f s (%.0f MB) | %.1fx | %.3f s |\n",
+            n, r, b / 1e6, t, rss / 1024, st, srss / 1024, sb / 1e6, 100 * sb / b, rt, rrss / 1024, t / rt, ft
+    }' | tee -a "$out/summary.md"
+done
+echo "written to $out/summary.md"
