@@ -46,12 +46,18 @@ impl LoadReport {
             .iter()
             .map(|i| {
                 let rank = i.rank.map_or(String::new(), |r| format!(" rank {r}"));
-                let used = if read.contains(&i.path) {
+                // A summary's entry stands for the trace it was made of.
+                let original = crate::summary::read::source_of(&i.path);
+                let used = if read.contains(&i.path)
+                    || original.as_ref().is_some_and(|o| read.contains(o))
+                {
                     "read"
                 } else {
                     "not read (see warnings)"
                 };
-                format!("{}{rank}: {} — {used}", i.format.name, i.path.display())
+                let of =
+                    original.map_or(String::new(), |o| format!(" (summary of {})", o.display()));
+                format!("{}{rank}: {}{of} — {used}", i.format.name, i.path.display())
             })
             .collect()
     }

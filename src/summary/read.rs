@@ -33,6 +33,16 @@ fn entry(f: &FileIn) -> Result<(Entry, PathBuf)> {
     Ok((e, sum))
 }
 
+/// The trace a summary entry at `path` was made of (its first timeline's
+/// source); `None` for any other file.
+pub fn source_of(path: &Path) -> Option<PathBuf> {
+    if path.parent()?.file_name()? != super::manifest::ENTRIES {
+        return None;
+    }
+    let e: Entry = manifest::read_json(path).ok()?;
+    e.parts.first().map(|p| PathBuf::from(&p.source))
+}
+
 /// One table file's batches; its bytes are counted as read.
 fn table(f: &FileIn, path: &Path) -> Result<Vec<RecordBatch>> {
     let file = std::fs::File::open(path).map_err(|source| Error::Io {

@@ -186,6 +186,10 @@ fn a_killed_writer_leaves_a_set_that_is_refused_then_completed() {
         comparable(metrics_doc(dir.path(), "raw"), dir.path()),
         comparable(metrics_doc(&sum, "summary"), dir.path())
     );
+    // --inputs lists each entry with the trace it stands for, as read.
+    let listed = stdout(&run(&["--trace", sum.to_str().unwrap(), "--inputs"]));
+    assert_eq!(listed.matches("— read").count(), 6, "{listed}");
+    assert!(listed.contains("rank2_trace.json) — read"), "{listed}");
 }
 
 #[test]
