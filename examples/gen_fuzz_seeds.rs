@@ -192,6 +192,7 @@ fn main() -> std::io::Result<()> {
             vec![include_bytes!("../trace_collection/llama_fsdp_8gpu/workload_card.yaml").to_vec()],
         ),
         ("class_rules", vec![CLASS_RULES.as_bytes().to_vec()]),
+        ("summary_ops", vec![ccl_bench::fuzz::summary_ops_seed()]),
         (
             "memory_snapshot",
             vec![

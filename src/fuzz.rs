@@ -128,6 +128,65 @@ pub fn class_rules(data: &[u8]) {
     }
 }
 
+/// Bytes as a summary's ops table (Parquet), beside the other tables of
+/// the synthetic two-rank run's rank 0: what opening a damaged or crafted
+/// summary can reach. What decodes and passes the checks goes through
+/// every metric.
+pub fn summary_ops(data: &[u8]) {
+    use crate::summary::columns;
+    let t = &base().ranks[0];
+    let Ok(tables) = columns::to_tables(t) else {
+        return;
+    };
+    let mut by_name: std::collections::HashMap<&str, Vec<arrow_array::RecordBatch>> =
+        columns::TABLES
+            .iter()
+            .copied()
+            .zip(tables.into_iter().map(|b| vec![b]))
+            .collect();
+    let Ok(ops) = columns::decode(
+        bytes::Bytes::copy_from_slice(data),
+        data.len() as u64,
+        "ops",
+    ) else {
+        return;
+    };
+    by_name.insert("ops", ops);
+    let mut back = crate::model::RankTimeline {
+        ops: Vec::new(),
+        colls: Vec::new(),
+        steps: Vec::new(),
+        cpu: Vec::new(),
+        annotations: Default::default(),
+        strings: Default::default(),
+        ..t.clone()
+    };
+    if columns::fill(&mut back, &by_name, &[]).is_ok() {
+        check_files(vec![(
+            Some(0),
+            read::RankFile {
+                timeline: back,
+                dist_rank: None,
+                events: 0,
+                warnings: Vec::new(),
+            },
+        )]);
+    }
+}
+
+/// The seed of [`summary_ops`]: the ops table a summary of that rank holds.
+pub fn summary_ops_seed() -> Vec<u8> {
+    let ops = crate::summary::columns::to_tables(&base().ranks[0])
+        .expect("the example's tables")
+        .swap_remove(1);
+    let mut out = Vec::new();
+    let mut w = parquet::arrow::ArrowWriter::try_new(&mut out, ops.schema(), None)
+        .expect("a Parquet writer");
+    w.write(&ops).expect("the ops table writes");
+    w.close().expect("the ops table closes");
+    out
+}
+
 /// Ranks resolved as loading does, then every metric.
 fn check_files(files: Vec<(Option<u32>, read::RankFile)>) {
     let mut report = LoadReport::default();

@@ -16,6 +16,7 @@ use arrow_array::{Array, ArrayRef, RecordBatch, StringArray, UInt32Array};
 use arrow_schema::{ArrowError, DataType, Field, Schema};
 
 use crate::model::intervals::IntervalSet;
+use crate::model::time::Ns;
 use crate::model::{
     Activity, Annotation, CollKind, CollMeta, CpuKind, CpuOp, DeviceOp, Interner, KernelClass,
     RankTimeline, Slot, StrId, Work,
@@ -566,37 +567,56 @@ pub fn fill(
     check(t).map_err(|e| bad("ops", e))
 }
 
-/// The invariants readers guarantee, checked again on what was read back: a
-/// damaged summary is refused, never trusted.
+/// The invariants the timeline builder guarantees every reader's output,
+/// checked again on what was read back: a damaged or crafted summary is
+/// refused, never trusted (metrics rely on these to stay finite).
 fn check(t: &RankTimeline) -> Result<(), String> {
-    use crate::model::time::in_range;
+    use crate::model::build::MAX_OP_TIME;
+    use crate::model::time::{in_range, TIME_LIMIT};
+    let mut total: Ns = 0;
     for o in &t.ops {
         if !(in_range(o.start)
             && in_range(o.launch)
-            && (0..=crate::model::time::TIME_LIMIT).contains(&o.dur))
+            && (0..=TIME_LIMIT).contains(&o.dur)
+            && in_range(o.start + o.dur))
         {
             return Err(format!("a time out of range ({} ns)", o.start));
         }
+        total = total.saturating_add(o.dur);
         if o.meta.get().is_some_and(|m| m as usize >= t.colls.len()) {
             return Err("a collective index past the collectives table".into());
         }
         if o.step.get().is_some_and(|s| s as usize >= t.steps.len()) {
             return Err("a step index past the steps table".into());
         }
+        if let Some(Work::Blocks(b) | Work::BlocksPerSm(b)) = o.work {
+            if !(b.is_finite() && b >= 0.0) {
+                return Err(format!("a grid of {b} blocks"));
+            }
+        }
     }
-    if t.ops.windows(2).any(|w| w[1].start < w[0].start) {
+    if total > MAX_OP_TIME {
+        return Err("ops summing past 2^52 ns".into());
+    }
+    if !t.ops.is_sorted_by_key(|o| o.start) {
         return Err("ops not sorted by start".into());
     }
-    let bad_range = |s: i64, e: i64| !(in_range(s) && in_range(e) && s <= e);
+    let bad_range = |s: Ns, e: Ns| !(in_range(s) && in_range(e) && s <= e);
     if t.steps.iter().any(|s| bad_range(s.start, s.end))
         || t.annotations.iter().any(|a| bad_range(a.start, a.end))
     {
         return Err("a step or annotation out of range".into());
     }
+    if !t.steps.is_sorted_by_key(|s| s.start) || !t.annotations.is_sorted_by_key(|a| a.start) {
+        return Err("steps or annotations not sorted by start".into());
+    }
     for th in &t.cpu {
+        if !th.ops.is_sorted_by_key(|o| o.start) {
+            return Err("CPU ranges not sorted by start".into());
+        }
         for (i, o) in th.ops.iter().enumerate() {
             // A parent comes before the ranges it holds: a loop would never end.
-            if bad_range(o.start, o.start.saturating_add(o.dur))
+            if !(in_range(o.start) && (0..=TIME_LIMIT).contains(&o.dur) && in_range(o.end()))
                 || (o.parent != crate::model::timeline::NO_PARENT && o.parent as usize >= i)
             {
                 return Err("a CPU range out of range".into());
@@ -604,6 +624,92 @@ fn check(t: &RankTimeline) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// The schema each table is written with, by its folder's name (the
+/// timeline's tables, `memory` and `et`).
+pub fn schema_of(table: &str) -> Option<arrow_schema::SchemaRef> {
+    static SCHEMAS: std::sync::LazyLock<HashMap<&'static str, arrow_schema::SchemaRef>> =
+        std::sync::LazyLock::new(|| {
+            let mut m: HashMap<&'static str, arrow_schema::SchemaRef> = TABLES
+                .iter()
+                .copied()
+                .zip(
+                    to_tables(&RankTimeline::default())
+                        .expect("empty tables build")
+                        .iter()
+                        .map(RecordBatch::schema),
+                )
+                .collect();
+            let memory = super::annex::memory_table(&Default::default());
+            let et = super::annex::et_table(&Default::default());
+            m.insert("memory", memory.expect("an empty table builds").schema());
+            m.insert("et", et.expect("an empty table builds").schema());
+            m
+        });
+    SCHEMAS.get(table).cloned()
+}
+
+/// The record batches of one table file, read with the schema the table is
+/// written with (not the one the file embeds: decoding a damaged embedded
+/// schema can panic in the Arrow crates). A file claiming more rows than it
+/// has bytes is refused before decoding: run-length encoding lets a few
+/// bytes claim billions of rows, and real tables take several bytes a row.
+pub fn decode<R: parquet::file::reader::ChunkReader + 'static>(
+    reader: R,
+    size: u64,
+    table: &str,
+) -> Result<Vec<RecordBatch>, String> {
+    // The Parquet decoder panics on some malformed pages (arrow-rs #2855
+    // and others): on a file whose hash matched, that is a crafted file,
+    // refused like any other damage, quietly.
+    quiet_hook();
+    DECODING.set(true);
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        decode_unguarded(reader, size, table)
+    }));
+    DECODING.set(false);
+    r.unwrap_or_else(|_| Err("the Parquet decoder failed on it".into()))
+}
+
+thread_local! {
+    /// Set while this thread decodes a table: its panics are caught and reported.
+    static DECODING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Wraps the panic hook once so that a caught decoder panic prints nothing.
+fn quiet_hook() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !DECODING.get() {
+                previous(info);
+            }
+        }));
+    });
+}
+
+fn decode_unguarded<R: parquet::file::reader::ChunkReader + 'static>(
+    reader: R,
+    size: u64,
+    table: &str,
+) -> Result<Vec<RecordBatch>, String> {
+    use parquet::arrow::arrow_reader::{ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
+    let schema = schema_of(table).ok_or_else(|| format!("no table {table}"))?;
+    let options = ArrowReaderOptions::new().with_schema(schema);
+    let builder = ParquetRecordBatchReaderBuilder::try_new_with_options(reader, options)
+        .map_err(|e| e.to_string())?;
+    let rows = builder.metadata().file_metadata().num_rows();
+    if rows < 0 || rows as u64 > size.max(4096) {
+        return Err(format!("{rows} rows claimed in {size} bytes"));
+    }
+    builder
+        .with_batch_size(64 * 1024)
+        .build()
+        .map_err(|e| e.to_string())?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

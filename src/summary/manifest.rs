@@ -97,9 +97,10 @@ pub struct Entry {
     /// An execution trace's schema beside its collectives table.
     #[serde(default)]
     pub et: Option<EtMeta>,
-    /// The files written for it, relative to the summary, with their sizes:
-    /// one missing or of another size is a damaged summary.
-    pub files: Vec<(String, u64)>,
+    /// The files written for it, relative to the summary, with their sizes
+    /// and XXH3-64: one missing, of another size or another hash is a
+    /// damaged summary.
+    pub files: Vec<(String, u64, String)>,
 }
 
 /// One timeline: the reader's scalar fields (tables hold the rest).

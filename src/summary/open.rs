@@ -84,7 +84,7 @@ pub fn discover(sum: &Path, pick: Pick, table: &'static [Format]) -> Result<(Dis
         let path = match format.role {
             // A card is read from its copy by its own reader.
             Role::Card { .. } => match entry.files.first() {
-                Some((rel, _)) => sum.join(rel),
+                Some((rel, ..)) => sum.join(rel),
                 None => return Err(damaged(&entry_path, "no card copy")),
             },
             _ => entry_path,

@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 
 use arrow_array::RecordBatch;
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 use super::manifest::{self, damaged, Entry, Part};
 use crate::error::{Error, Result};
@@ -43,21 +42,30 @@ pub fn source_of(path: &Path) -> Option<PathBuf> {
     e.parts.first().map(|p| PathBuf::from(&p.source))
 }
 
-/// One table file's batches; its bytes are counted as read.
-fn table(f: &FileIn, path: &Path) -> Result<Vec<RecordBatch>> {
-    let file = std::fs::File::open(path).map_err(|source| Error::Io {
+/// One table file's batches, after checking its hash against the one
+/// written; its bytes are counted as read.
+fn table(f: &FileIn, path: &Path, name: &str, xxh3: &str) -> Result<Vec<RecordBatch>> {
+    let bytes = std::fs::read(path).map_err(|source| Error::Io {
         path: path.to_owned(),
         source,
     })?;
-    let size = file.metadata().map_or(0, |m| m.len());
-    let reader = ParquetRecordBatchReaderBuilder::try_new(file)
-        .and_then(|b| b.with_batch_size(64 * 1024).build())
-        .map_err(|e| damaged(path, e))?;
-    let batches = reader
-        .collect::<std::result::Result<Vec<_>, _>>()
+    if format!("{:016x}", xxhash_rust::xxh3::xxh3_64(&bytes)) != xxh3 {
+        return Err(damaged(path, "its content changed since it was written"));
+    }
+    let size = bytes.len() as u64;
+    let batches = super::columns::decode(bytes::Bytes::from(bytes), size, name)
         .map_err(|e| damaged(path, e))?;
     f.counter.fetch_add(size, Ordering::Relaxed);
     Ok(batches)
+}
+
+/// The hash an entry records for `rel`.
+fn hash_of<'e>(f: &FileIn, e: &'e Entry, rel: &str) -> Result<&'e str> {
+    e.files
+        .iter()
+        .find(|x| x.0 == rel)
+        .map(|x| x.2.as_str())
+        .ok_or_else(|| damaged(f.path, format!("{rel} not among its files")))
 }
 
 /// Reads a timeline input's entry: its timelines as the input's reader
@@ -75,7 +83,8 @@ pub fn timelines(f: &FileIn) -> Result<Vec<Ranked>> {
             if !manifest::safe_rel(&rel) {
                 return Err(damaged(f.path, format!("table path {rel}")));
             }
-            tables.insert(name, table(f, &sum.join(rel))?);
+            let hash = hash_of(f, &e, &rel)?;
+            tables.insert(name, table(f, &sum.join(&rel), name, hash)?);
         }
         let mut t = scalars(p).map_err(|why| damaged(f.path, why))?;
         super::columns::fill(&mut t, &tables, &p.threads)
@@ -141,9 +150,9 @@ fn scalars(p: &Part) -> std::result::Result<RankTimeline, String> {
 }
 
 /// The one table file an annotating input's entry lists.
-fn only_table(f: &FileIn, e: &Entry, sum: &Path) -> Result<Vec<RecordBatch>> {
+fn only_table(f: &FileIn, e: &Entry, sum: &Path, name: &str) -> Result<Vec<RecordBatch>> {
     match e.files.as_slice() {
-        [(rel, _)] if manifest::safe_rel(rel) => table(f, &sum.join(rel)),
+        [(rel, _, hash)] if manifest::safe_rel(rel) => table(f, &sum.join(rel), name, hash),
         _ => Err(damaged(f.path, "not one table file")),
     }
 }
@@ -154,7 +163,7 @@ pub fn memory(f: &FileIn) -> Result<(MemoryTimeline, Vec<String>)> {
         .memory
         .as_ref()
         .ok_or_else(|| damaged(f.path, "no memory figures"))?;
-    let m = super::annex::memory_from(meta, &only_table(f, &e, &sum)?)
+    let m = super::annex::memory_from(meta, &only_table(f, &e, &sum, "memory")?)
         .map_err(|why| damaged(f.path, why))?;
     Ok((m, e.warnings))
 }
@@ -162,7 +171,7 @@ pub fn memory(f: &FileIn) -> Result<(MemoryTimeline, Vec<String>)> {
 pub fn exec_trace(f: &FileIn) -> Result<(EtRank, Vec<String>)> {
     let (e, sum) = entry(f)?;
     let meta = e.et.as_ref().ok_or_else(|| damaged(f.path, "no schema"))?;
-    let et = super::annex::et_from(meta, &only_table(f, &e, &sum)?)
+    let et = super::annex::et_from(meta, &only_table(f, &e, &sum, "et")?)
         .map_err(|why| damaged(f.path, why))?;
     Ok((et, e.warnings))
 }

@@ -271,8 +271,8 @@ fn one(out: &Path, root: &Path, input: &Input, rec: &InputRec, fresh_start: bool
                         .map_err(|e| output_error(out, &rec.path, e))?;
                     for (table, b) in super::columns::TABLES.iter().zip(&batches) {
                         let rel = format!("{table}/{partition}/{stem}.parquet");
-                        let size = write_parquet(&out.join(&rel), b, &rec.path)?;
-                        entry.files.push((rel, size));
+                        write_parquet(&out.join(&rel), b, &rec.path)?;
+                        entry.files.push(written(out, rel)?);
                     }
                     entry.parts.push(part(
                         &f.timeline,
@@ -294,8 +294,8 @@ fn one(out: &Path, root: &Path, input: &Input, rec: &InputRec, fresh_start: bool
                 let b =
                     super::annex::memory_table(&m).map_err(|e| output_error(out, &rec.path, e))?;
                 let rel = format!("memory/{key}.parquet");
-                let size = write_parquet(&out.join(&rel), &b, &rec.path)?;
-                entry.files.push((rel, size));
+                write_parquet(&out.join(&rel), &b, &rec.path)?;
+                entry.files.push(written(out, rel)?);
                 entry.memory = Some(super::annex::memory_meta(&m, &absolute(root, &m.source)));
             }
             Err(e) => entry.error = Some(e.to_string()),
@@ -305,8 +305,8 @@ fn one(out: &Path, root: &Path, input: &Input, rec: &InputRec, fresh_start: bool
                 entry.warnings = warnings;
                 let b = super::annex::et_table(&et).map_err(|e| output_error(out, &rec.path, e))?;
                 let rel = format!("et/{key}.parquet");
-                let size = write_parquet(&out.join(&rel), &b, &rec.path)?;
-                entry.files.push((rel, size));
+                write_parquet(&out.join(&rel), &b, &rec.path)?;
+                entry.files.push(written(out, rel)?);
                 entry.et = Some(super::annex::et_meta(&et, &absolute(root, &et.source)));
             }
             Err(e) => entry.error = Some(e.to_string()),
@@ -325,7 +325,7 @@ fn one(out: &Path, root: &Path, input: &Input, rec: &InputRec, fresh_start: bool
             })?;
             make_parent(&dest)?;
             crate::atomic::write(&dest, &bytes)?;
-            entry.files.push((rel, bytes.len() as u64));
+            entry.files.push(written(out, rel)?);
         }
         Role::Unreadable { .. } => unreachable!("unreadable inputs are not selected"),
     }
@@ -409,12 +409,20 @@ fn make_parent(path: &Path) -> Result<()> {
     })
 }
 
-/// Writes one table atomically; returns the file's size.
+/// A file written for an entry: its path, size and hash.
+fn written(out: &Path, rel: String) -> Result<(String, u64, String)> {
+    let path = out.join(&rel);
+    let size = manifest::stat(&path)?.size;
+    let hash = manifest::hash(&path)?;
+    Ok((rel, size, hash))
+}
+
+/// Writes one table atomically.
 pub(super) fn write_parquet(
     path: &Path,
     batch: &arrow_array::RecordBatch,
     input: &str,
-) -> Result<u64> {
+) -> Result<()> {
     make_parent(path)?;
     let props = WriterProperties::builder()
         .set_compression(Compression::SNAPPY)
@@ -424,19 +432,18 @@ pub(super) fn write_parquet(
             KeyValue::new("ccl_bench.input".to_owned(), input.to_owned()),
         ]))
         .build();
-    crate::export::parquet::write_file(path, &batch.schema(), std::slice::from_ref(batch), props)?;
-    Ok(std::fs::metadata(path).map_or(0, |m| m.len()))
+    crate::export::parquet::write_file(path, &batch.schema(), std::slice::from_ref(batch), props)
 }
 
 /// Whether every file an entry lists is there, at the size written.
 pub(super) fn intact(out: &Path, e: &Entry) -> bool {
-    e.files.iter().all(|(rel, size)| {
+    e.files.iter().all(|(rel, size, _)| {
         manifest::safe_rel(rel) && std::fs::metadata(out.join(rel)).is_ok_and(|m| m.len() == *size)
     })
 }
 
 fn remove_files(out: &Path, e: &Entry) {
-    for (rel, _) in e.files.iter().filter(|(r, _)| manifest::safe_rel(r)) {
+    for (rel, ..) in e.files.iter().filter(|f| manifest::safe_rel(&f.0)) {
         let _ = std::fs::remove_file(out.join(rel));
     }
 }

@@ -124,6 +124,11 @@ fn smoke(target: &str, entry: fn(&[u8])) {
 }
 
 #[test]
+fn summary_ops_reader() {
+    smoke("summary_ops", fuzz::summary_ops);
+}
+
+#[test]
 fn kineto_reader() {
     smoke("kineto", fuzz::kineto);
 }
@@ -214,6 +219,14 @@ fn seeds_are_accepted() {
     let rules = String::from_utf8(seed("class_rules")).unwrap();
     let rules = ccl_bench::model::classify::UserRules::parse(&rules, p).unwrap();
     assert_eq!(rules.rules.len(), 2);
+    let ops = seed("summary_ops");
+    let batches = ccl_bench::summary::columns::decode(
+        bytes::Bytes::from(ops.clone()),
+        ops.len() as u64,
+        "ops",
+    )
+    .unwrap();
+    assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 6);
 }
 
 /// The cargo-fuzz harness in `fuzz/` still compiles against the library (a
