@@ -215,6 +215,11 @@ pub struct SummarizeArgs {
     #[arg(long, value_name = "I/N")]
     pub shard: Option<crate::summary::Shard>,
 
+    /// Only this input file of the run (repeatable), instead of a shard: for
+    /// tools that map over files (GNU parallel, Dask, Ray)
+    #[arg(long, value_name = "FILE", conflicts_with = "shard")]
+    pub only: Vec<PathBuf>,
+
     /// Read profile_traces/iteration_K (default: the newest)
     #[arg(long, value_name = "K")]
     pub iteration: Option<u32>,

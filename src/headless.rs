@@ -241,6 +241,7 @@ pub fn summarize(args: &crate::cli::SummarizeArgs) -> Result<u8> {
     use crate::summary;
     let (shard, from) = match args.shard {
         Some(s) => (s, "--shard"),
+        None if !args.only.is_empty() => (summary::Shard::default(), "--only"),
         None => summary::Shard::from_slurm(|k| std::env::var(k).ok())
             .map_err(|e| anyhow!("the Slurm environment gives no shard: {e}"))?,
     };
@@ -253,6 +254,7 @@ pub fn summarize(args: &crate::cli::SummarizeArgs) -> Result<u8> {
     let opts = summary::Options {
         out: out.clone(),
         shard,
+        only: args.only.clone(),
         pick: crate::discover::Pick {
             iteration: args.iteration,
             windows: args.window,
@@ -260,7 +262,9 @@ pub fn summarize(args: &crate::cli::SummarizeArgs) -> Result<u8> {
         formats: crate::formats::FORMATS,
     };
     let r = summary::summarize(&args.dir, &opts)?;
-    let share = if shard.count > 1 {
+    let share = if !args.only.is_empty() {
+        format!("{} of {} inputs (--only)", r.mine, r.inputs)
+    } else if shard.count > 1 {
         format!(
             "shard {shard} (from {from}): {} of {} inputs",
             r.mine, r.inputs

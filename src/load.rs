@@ -186,6 +186,7 @@ fn inputs(path: &Path, opts: &LoadOptions) -> Result<(Discovery, PathBuf)> {
                     &summary::Options {
                         out: sum.clone(),
                         shard: summary::Shard::default(),
+                        only: Vec::new(),
                         pick: opts.pick,
                         formats: opts.formats,
                     },

@@ -262,6 +262,7 @@ def summarize(
     out: Optional[PathLike] = None,
     shard: Optional[Union[str, Tuple[int, int]]] = None,
     *,
+    only: Optional[List[PathLike]] = None,
     iteration: Optional[int] = None,
     window: Optional[str] = None,
 ) -> Dict[str, Any]:
@@ -270,8 +271,10 @@ def summarize(
 
     ``out`` defaults to ``PATH.sum`` beside the traces. ``shard`` (``"I/N"``
     or ``(I, N)``) takes this call's share of the inputs, so N calls on
-    N workers (Dask, Ray, a process pool) write one summary together; inputs
-    already summarized and unchanged are skipped. :func:`load` then opens
+    N workers (Dask, Ray, a process pool) write one summary together;
+    ``only`` (a list of the run's files) takes those instead, for engines
+    that map over files. Every call names the same ``path`` and ``out``;
+    inputs already summarized and unchanged are skipped. :func:`load` then opens
     ``out`` (or ``PATH``, while the summary beside it is current) without
     parsing a trace. Returns what was done: ``inputs``, ``mine``,
     ``written``, ``unchanged``, ``failed`` (reader errors, recorded in the
@@ -281,7 +284,12 @@ def summarize(
         shard = f"{shard[0]}/{shard[1]}"
     target = os.fspath(out) if out is not None else os.fspath(path).rstrip("/\\") + ".sum"
     inputs, mine, written, unchanged, failed, bytes_in, bytes_out = _native.summarize(
-        os.fspath(path), target, shard=shard, iteration=iteration, window=window
+        os.fspath(path),
+        target,
+        shard=shard,
+        only=[os.fspath(f) for f in only or []],
+        iteration=iteration,
+        window=window,
     )
     return {
         "out": target,

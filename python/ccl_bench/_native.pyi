@@ -42,6 +42,7 @@ def summarize(
     path: str,
     out: str,
     shard: Optional[str] = None,
+    only: List[str] = ...,
     iteration: Optional[int] = None,
     window: Optional[str] = None,
 ) -> Tuple[int, int, int, int, List[str], int, int]: ...

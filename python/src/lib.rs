@@ -262,12 +262,14 @@ type Summarized = (usize, usize, usize, usize, Vec<String>, u64, u64);
 /// Summarizes a trace directory or file into `out` (its share `shard`,
 /// "I/N"), as `ccl-bench summarize` does.
 #[pyfunction]
-#[pyo3(signature = (path, out, shard=None, iteration=None, window=None))]
+#[pyo3(signature = (path, out, shard=None, only=Vec::new(), iteration=None, window=None))]
+#[allow(clippy::too_many_arguments)]
 fn summarize(
     py: Python<'_>,
     path: PathBuf,
     out: PathBuf,
     shard: Option<String>,
+    only: Vec<PathBuf>,
     iteration: Option<u32>,
     window: Option<String>,
 ) -> PyResult<Summarized> {
@@ -279,6 +281,7 @@ fn summarize(
     let opts = summary::Options {
         out,
         shard,
+        only,
         pick: Pick {
             iteration,
             windows: windows(window)?,

@@ -72,6 +72,29 @@ def test_dask_workers_summarize_shares_of_one_run(traces, tmp_path):
     assert metrics(ccl_bench.load(out)) == metrics(ccl_bench.load(traces))
 
 
+def test_dask_workers_summarize_one_file_each(traces, tmp_path):
+    distributed = pytest.importorskip("distributed")
+    out = tmp_path / "files.sum"
+    files = sorted(str(f) for f in traces.iterdir())
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as cluster, distributed.Client(cluster) as client:
+        done = client.gather(
+            client.map(lambda f: ccl_bench.summarize(traces, out, only=[f]), files)
+        )
+    assert [d["written"] for d in done] == [1] * 9
+    assert metrics(ccl_bench.load(out)) == metrics(ccl_bench.load(traces))
+
+
+def test_a_summary_of_another_run_is_not_overwritten(traces, tmp_path):
+    out = tmp_path / "one.sum"
+    ccl_bench.summarize(traces, out)
+    with pytest.raises(ccl_bench.TraceError, match="holds the summary of"):
+        ccl_bench.summarize(traces / "rank0_trace.json", out)
+    with pytest.raises(ccl_bench.TraceError, match="not an input of the run"):
+        ccl_bench.summarize(traces, out, only=[tmp_path / "elsewhere.json"])
+
+
 def test_duckdb_and_polars_read_the_tables_partitioned_by_rank(traces, tmp_path):
     out = tmp_path / "q.sum"
     ccl_bench.summarize(traces, out)

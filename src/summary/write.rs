@@ -25,6 +25,9 @@ use crate::source::FileIn;
 pub struct Options {
     pub out: PathBuf,
     pub shard: Shard,
+    /// Only these input files (of the run at the trace path), instead of a
+    /// shard: for engines that map over files.
+    pub only: Vec<PathBuf>,
     pub pick: Pick,
     pub formats: &'static [Format],
 }
@@ -95,21 +98,37 @@ pub fn summarize(trace: &Path, opts: &Options) -> Result<Report> {
     };
     // A summary of another layout or run is rebuilt from scratch.
     let old: Option<Manifest> = manifest::read_json(&out.join(MANIFEST)).ok();
-    let fresh_start = old
+    // Another run's summary is not overwritten: tasks given different
+    // paths (a file each, say) would otherwise undo each other's work.
+    if let Some(o) = old
         .as_ref()
-        .is_some_and(|o| o.ccl_bench_summary != VERSION || o.root != m.root);
+        .filter(|o| (&o.root, &o.trace) != (&m.root, &m.trace))
+    {
+        return Err(Error::Output {
+            path: out.to_owned(),
+            why: format!(
+                "holds the summary of {}, not of {}; choose another --out, or give every task the same trace path (and --shard or --only to split it)",
+                super::open::traces(o).display(),
+                super::open::traces(&m).display()
+            ),
+        });
+    }
+    let fresh_start = old.as_ref().is_some_and(|o| o.ccl_bench_summary != VERSION);
     manifest::write_json(&out.join(MANIFEST), &m)?;
 
     let sizes: Vec<u64> = read
         .iter()
         .map(|&i| std::fs::metadata(&discovery.inputs[i].path).map_or(0, |m| m.len()))
         .collect();
-    let mine: Vec<usize> = opts
-        .shard
-        .pick(&sizes)
-        .into_iter()
-        .map(|k| read[k])
-        .collect();
+    let mine: Vec<usize> = if opts.only.is_empty() {
+        opts.shard
+            .pick(&sizes)
+            .into_iter()
+            .map(|k| read[k])
+            .collect()
+    } else {
+        only(&discovery, &read, &opts.only)?
+    };
     let mut report = Report {
         inputs: read.len(),
         mine: mine.len(),
@@ -166,6 +185,30 @@ fn selected(d: &Discovery) -> Vec<usize> {
         })
         .map(|(k, _)| k)
         .collect()
+}
+
+/// The inputs (indices into `d.inputs`, among `read`) that `files` name.
+fn only(d: &Discovery, read: &[usize], files: &[PathBuf]) -> Result<Vec<usize>> {
+    let same = |a: &Path, b: &Path| match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    };
+    let mut mine = Vec::new();
+    for f in files {
+        let found = read.iter().find(|&&i| same(&d.inputs[i].path, f));
+        match found {
+            Some(&i) => mine.push(i),
+            None => {
+                return Err(Error::Unsupported {
+                    path: f.clone(),
+                    why: "not an input of the run summarized (see --inputs)".into(),
+                })
+            }
+        }
+    }
+    mine.sort_unstable();
+    mine.dedup();
+    Ok(mine)
 }
 
 /// `path` relative to `root`, `/`-separated.

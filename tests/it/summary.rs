@@ -334,6 +334,47 @@ fn summarize_refuses_a_folder_that_is_not_a_summary_and_bad_shards() {
     assert_eq!(o.status.code(), Some(2), "a usage error");
 }
 
+#[test]
+fn only_named_files_are_summarized_and_another_runs_summary_is_kept() {
+    let dir = write_ranks(&training_run(&shape()));
+    let out = tempfile::tempdir().unwrap();
+    let sum = out.path().join("s");
+    let file = |i: u32| dir.path().join(format!("rank{i}_trace.json"));
+    let d = dir.path().to_str().unwrap();
+    let s = sum.to_str().unwrap();
+    for i in 0..6 {
+        let o = run(&[
+            "summarize",
+            d,
+            "--out",
+            s,
+            "--only",
+            file(i).to_str().unwrap(),
+        ]);
+        assert!(
+            stderr(&o).contains("1 of 6 inputs (--only)"),
+            "{}",
+            stderr(&o)
+        );
+    }
+    assert_eq!(
+        comparable(metrics_doc(dir.path(), "raw"), dir.path()),
+        comparable(metrics_doc(&sum, "summary"), dir.path())
+    );
+    // One file as a run of its own would replace the manifest: refused.
+    let o = run(&["summarize", file(0).to_str().unwrap(), "--out", s]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("holds the summary of"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        metric(&sum, "avg_step_time").status.success(),
+        "still whole"
+    );
+}
+
 /// Removes a folder when dropped (a summary written beside a temporary one).
 struct Removes(std::path::PathBuf);
 
