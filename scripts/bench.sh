@@ -13,8 +13,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out=target/bench
 mkdir -p "$out"
-cargo build --release --quiet --example gen_bench
-cargo build --release --quiet
 bin=target/release/ccl-bench
 cores=$(nproc)
 # name ranks total_MB flags
@@ -28,6 +26,7 @@ if [ -n "${ONLY:-}" ]; then
     for s in "${sets[@]}"; do [[ "$s" == "$ONLY "* ]] && sets=("$s"); done
 fi
 . scripts/bench_lib.sh
+build
 py='import gzip, json, sys
 for f in sys.argv[1:]:
     with (gzip.open(f, "rt") if f.endswith(".gz") else open(f)) as h:

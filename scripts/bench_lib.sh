@@ -1,6 +1,10 @@
 # Shared by scripts/bench.sh and scripts/bench_summary.sh (sourced, with
 # $out set to the output folder).
 
+build() { # the tool and the trace generator, optimized
+    cargo build --release --quiet --example gen_bench
+    cargo build --release --quiet
+}
 measure() { # prints "seconds max_rss_kb" of the command
     # Wall time from bash's clock (time(1) rounds to 10 ms), peak RSS from time(1).
     local t0=$EPOCHREALTIME

@@ -12,9 +12,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out=target/bench
 mkdir -p "$out"
-cargo build --release --quiet --example gen_bench
-cargo build --release --quiet
 . scripts/bench_lib.sh
+build
 bin=target/release/ccl-bench
 shards=${SHARDS:-4}
 sets=("500mb_16r 16 500" "2gb_64r 64 2000" "1024r 1024 300")

@@ -20,6 +20,14 @@ fn comparable(mut doc: serde_json::Value, traces: &Path) -> String {
         .replace(&traces.display().to_string(), "TRACES")
 }
 
+/// The summary's metrics are the traces'.
+fn same_as_traces(traces: &Path, sum: &Path) {
+    assert_eq!(
+        comparable(metrics_doc(traces, "raw"), traces),
+        comparable(metrics_doc(sum, "summary"), traces)
+    );
+}
+
 fn summarize(dir: &Path, out: &Path, env: &[(&str, &str)]) -> Output {
     let mut c = Command::new(env!("CARGO_BIN_EXE_ccl-bench"));
     c.args([
@@ -127,10 +135,7 @@ fn slurm_tasks_summarize_shares_that_make_up_the_whole() {
             stderr(&o)
         );
     }
-    assert_eq!(
-        comparable(metrics_doc(dir.path(), "raw"), dir.path()),
-        comparable(metrics_doc(&sum, "summary"), dir.path())
-    );
+    same_as_traces(dir.path(), &sum);
 }
 
 #[test]
@@ -182,10 +187,7 @@ fn a_killed_writer_leaves_a_set_that_is_refused_then_completed() {
         "{}",
         stderr(&o)
     );
-    assert_eq!(
-        comparable(metrics_doc(dir.path(), "raw"), dir.path()),
-        comparable(metrics_doc(&sum, "summary"), dir.path())
-    );
+    same_as_traces(dir.path(), &sum);
     // --inputs lists each entry with the trace it stands for, as read.
     let listed = stdout(&run(&["--trace", sum.to_str().unwrap(), "--inputs"]));
     assert_eq!(listed.matches("— read").count(), 6, "{listed}");
@@ -357,10 +359,7 @@ fn only_named_files_are_summarized_and_another_runs_summary_is_kept() {
             stderr(&o)
         );
     }
-    assert_eq!(
-        comparable(metrics_doc(dir.path(), "raw"), dir.path()),
-        comparable(metrics_doc(&sum, "summary"), dir.path())
-    );
+    same_as_traces(dir.path(), &sum);
     // One file as a run of its own would replace the manifest: refused.
     let o = run(&["summarize", file(0).to_str().unwrap(), "--out", s]);
     assert_eq!(o.status.code(), Some(1));
