@@ -10,7 +10,7 @@ use std::hint::black_box;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
 use ccl_bench::metrics::{eval_all, Ctx};
-use ccl_bench::model::{Interval, IntervalSet, Trace};
+use ccl_bench::model::{Interval, IntervalSet, Ns, Trace};
 use ccl_bench::read::kineto;
 use ccl_bench::synth::stream::{self, Layout};
 use ccl_bench::synth::{training_run, RunShape};
@@ -66,8 +66,8 @@ fn bench(c: &mut Criterion) {
     // One million overlapping intervals, in shuffled order.
     let v: Vec<Interval> = (0..1_000_000i64)
         .map(|i| {
-            let s = (i * 7919) % 1_000_000 * 10;
-            Interval::new(s, s + 15)
+            let s = Ns((i * 7919) % 1_000_000 * 10);
+            Interval::new(s, s + Ns(15))
         })
         .collect();
     c.bench_function("interval_union_1M", |b| {

@@ -17,7 +17,7 @@ use ccl_bench::load::LoadReport;
 use ccl_bench::metrics::Options;
 use ccl_bench::model::classify::classify;
 use ccl_bench::model::{
-    Activity, CpuKind, CpuOp, CpuThread, DeviceOp, RankTimeline, Slot, Step, Trace,
+    Activity, CpuKind, CpuOp, CpuThread, DeviceOp, Ns, RankTimeline, Slot, Step, Trace,
 };
 use ccl_bench::tui::action::Action;
 use ccl_bench::tui::app::App;
@@ -50,11 +50,11 @@ fn rank(r: u32, ops: usize) -> RankTimeline {
         "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
     ];
     let ids: Vec<_> = names.iter().map(|n| t.strings.intern(n)).collect();
-    let mut at = i64::from(r) * 7;
+    let mut at = Ns(i64::from(r) * 7);
     let per_step = ops / 16;
     for i in 0..ops {
         let k = i % 4;
-        let dur = 5_000 + (i as i64 * 37 % 3_000);
+        let dur = Ns(5_000 + (i as i64 * 37 % 3_000));
         let (stream, start) = if k == 3 { (20, at - dur / 2) } else { (7, at) };
         t.ops.push(DeviceOp {
             start,
@@ -71,7 +71,7 @@ fn rank(r: u32, ops: usize) -> RankTimeline {
             launch: start,
         });
         if k != 3 {
-            at += dur + 500;
+            at += dur + Ns(500);
         }
     }
     t.ops.sort_by_key(|o| o.start);
@@ -83,7 +83,7 @@ fn rank(r: u32, ops: usize) -> RankTimeline {
     );
     let mut cpu = Vec::with_capacity(2 * t.ops.len() + 16);
     for o in &mut t.ops {
-        o.launch = o.start - 1_000;
+        o.launch = o.start - Ns(1_000);
         let r = |start, dur, name, kind| CpuOp {
             start,
             dur,
@@ -92,8 +92,8 @@ fn rank(r: u32, ops: usize) -> RankTimeline {
             depth: 0,
             parent: 0,
         };
-        cpu.push(r(o.launch - 500, 1_200, op_name, CpuKind::Op));
-        cpu.push(r(o.launch, 400, launch_name, CpuKind::Runtime));
+        cpu.push(r(o.launch - Ns(500), Ns(1_200), op_name, CpuKind::Op));
+        cpu.push(r(o.launch, Ns(400), launch_name, CpuKind::Runtime));
     }
     let launches = t.ops.len() as u64;
     let end = at;
@@ -102,11 +102,11 @@ fn rank(r: u32, ops: usize) -> RankTimeline {
         let len = end / 16;
         t.steps.push(Step {
             number: s,
-            start: s * len,
-            end: (s + 1) * len,
+            start: len * s,
+            end: len * (s + 1),
         });
         cpu.push(CpuOp {
-            start: s * len - 2_000,
+            start: len * s - Ns(2_000),
             dur: len,
             name: step_name,
             kind: CpuKind::Annotation,

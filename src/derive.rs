@@ -98,10 +98,10 @@ pub struct RankStats {
 
 impl RankStats {
     pub fn of(t: &RankTimeline) -> Self {
-        let mut kernel_class_sum = [0; KernelClass::ALL.len()];
-        let mut op_class_sum = [0; KernelClass::ALL.len()];
+        let mut kernel_class_sum = [Ns::ZERO; KernelClass::ALL.len()];
+        let mut op_class_sum = [Ns::ZERO; KernelClass::ALL.len()];
         let mut by_name = HashMap::new();
-        let (mut kernel_sum, mut op_sum) = (0, 0);
+        let (mut kernel_sum, mut op_sum) = (Ns::ZERO, Ns::ZERO);
         for op in &t.ops {
             let c = class_index(op.class);
             op_sum += op.dur;
@@ -109,7 +109,7 @@ impl RankStats {
             if op.is_kernel() {
                 kernel_sum += op.dur;
                 kernel_class_sum[c] += op.dur;
-                *by_name.entry(op.name).or_insert(0) += op.dur;
+                *by_name.entry(op.name).or_insert(Ns::ZERO) += op.dur;
             }
         }
         Self {
@@ -222,7 +222,7 @@ fn rank_rows(
                     .map(|(_, iv)| *iv),
             );
             let window = gpu_step_windows(t);
-            let n = t.step_count() as Ns;
+            let n = t.step_count() as i64;
             let within = |set: &IntervalSet| set.overlap_len(&window) / n;
             let busy = within(&s.busy);
             let comm = within(&s.comm);

@@ -12,6 +12,7 @@ use std::io::{self, Write};
 
 use crate::cli::Format;
 use crate::metrics::{Metric, Outcome};
+use crate::model::Ns;
 
 /// One evaluated metric.
 pub struct Row {
@@ -78,12 +79,12 @@ impl About {
             .offsets
             .iter()
             .skip(1)
-            .filter(|o| o.samples > 0 && o.offset != 0)
+            .filter(|o| o.samples > 0 && o.offset != Ns::ZERO)
             .map(|o| {
                 format!(
                     "r{} {}{} (±{})",
                     o.rank,
-                    if o.offset >= 0 { "+" } else { "" },
+                    if o.offset >= Ns::ZERO { "+" } else { "" },
                     crate::model::time::human(o.offset),
                     crate::model::time::human(o.spread)
                 )

@@ -68,7 +68,7 @@ impl InstanceRow {
     /// Algorithm bandwidth, bytes/s: S / transfer.
     pub fn algbw(&self) -> Option<f64> {
         let s = self.data_bytes? as f64;
-        (self.transfer > 0).then(|| s * 1e9 / self.transfer as f64)
+        (self.transfer > Ns::ZERO).then(|| s * 1e9 / self.transfer.as_f64())
     }
 
     /// Bus bandwidth, bytes/s: algbw × nccl-tests' factor for the kind and group size.
@@ -85,7 +85,7 @@ impl InstanceRow {
             .iter()
             .filter(|m| m.rank != self.last_rank)
             .max_by_key(|m| m.start)
-            .map_or(0, |m| m.wait.min(self.last_by))
+            .map_or(Ns::ZERO, |m| m.wait.min(self.last_by))
     }
 }
 
@@ -102,7 +102,7 @@ pub fn rows(trace: &Trace, inst: &[Instance], groups: &[GroupInfo]) -> Vec<Insta
                 .map(|&(r, o)| {
                     let t = &trace.ranks[r];
                     let op = &t.ops[o];
-                    let wait = (last_start - op.start).clamp(0, op.dur);
+                    let wait = (last_start - op.start).clamp(Ns::ZERO, op.dur);
                     Member {
                         rank: t.rank,
                         index: r,
@@ -144,8 +144,8 @@ pub fn rows(trace: &Trace, inst: &[Instance], groups: &[GroupInfo]) -> Vec<Insta
                 last_by,
                 wait: members.iter().map(|m| m.wait).sum(),
                 transfer: trace.ranks[lr].ops[lo].dur,
-                start: members.iter().map(|m| m.start).min().unwrap_or(0),
-                end: members.iter().map(|m| m.end).max().unwrap_or(0),
+                start: members.iter().map(|m| m.start).min().unwrap_or(Ns::ZERO),
+                end: members.iter().map(|m| m.end).max().unwrap_or(Ns::ZERO),
                 members,
             })
         })
@@ -174,7 +174,7 @@ pub struct GroupRow {
 /// Nearest-rank percentile of sorted values.
 fn percentile(sorted: &[Ns], p: f64) -> Ns {
     if sorted.is_empty() {
-        return 0;
+        return Ns::ZERO;
     }
     let rank = (p / 100.0 * sorted.len() as f64).ceil() as usize;
     sorted[rank.clamp(1, sorted.len()) - 1]
@@ -200,8 +200,8 @@ pub fn grouped(rows: &[InstanceRow]) -> Vec<GroupRow> {
             transfers.sort_unstable();
             let (mut moved, mut time) = (0.0, 0.0);
             for r in &rs {
-                if let (Some(bw), true) = (r.busbw(), r.transfer > 0) {
-                    let secs = r.transfer as f64 / 1e9;
+                if let (Some(bw), true) = (r.busbw(), r.transfer > Ns::ZERO) {
+                    let secs = r.transfer.as_f64() / 1e9;
                     moved += bw * secs;
                     time += secs;
                 }
@@ -212,7 +212,7 @@ pub fn grouped(rows: &[InstanceRow]) -> Vec<GroupRow> {
             }
             let culprit = blame
                 .into_iter()
-                .filter(|&(_, c)| c > 0)
+                .filter(|&(_, c)| c > Ns::ZERO)
                 .max_by_key(|&(rank, c)| (c, std::cmp::Reverse(rank)));
             GroupRow {
                 kind: rs[0].kind,
@@ -253,10 +253,10 @@ pub fn fits(rows: &[InstanceRow]) -> Vec<FitRow> {
     type Key = (CollKind, String, usize);
     let mut by: BTreeMap<Key, Vec<(f64, f64)>> = BTreeMap::new();
     for r in rows {
-        if let (Some(kind), Some(s), true) = (r.kind, r.data_bytes, r.transfer > 0) {
+        if let (Some(kind), Some(s), true) = (r.kind, r.data_bytes, r.transfer > Ns::ZERO) {
             by.entry((kind, r.label(), r.members.len()))
                 .or_default()
-                .push((s as f64, r.transfer as f64 / 1e9));
+                .push((s as f64, r.transfer.as_f64() / 1e9));
         }
     }
     by.into_iter()
@@ -288,12 +288,12 @@ mod tests {
         let rows = rows(&t, &instances(&t), &[]);
         assert_eq!(rows.len(), 1);
         let r = &rows[0];
-        assert_eq!((r.last_rank, r.last_by), (1, 30_000));
-        assert_eq!(r.wait, 30_000);
-        assert_eq!(r.transfer, 20_000);
-        assert_eq!((r.start, r.end), (10_000, 60_000));
-        assert_eq!(r.members[0].wait, 30_000);
-        assert_eq!(r.members[1].transfer, 20_000);
+        assert_eq!((r.last_rank, r.last_by), (1, Ns(30_000)));
+        assert_eq!(r.wait, Ns(30_000));
+        assert_eq!(r.transfer, Ns(20_000));
+        assert_eq!((r.start, r.end), (Ns(10_000), Ns(60_000)));
+        assert_eq!(r.members[0].wait, Ns(30_000));
+        assert_eq!(r.members[1].transfer, Ns(20_000));
         // 4 B in 20 µs = 200,000 B/s; all-reduce of 2: factor 2(2-1)/2 = 1.
         assert_eq!(r.algbw(), Some(200_000.0));
         assert_eq!(r.busbw(), Some(200_000.0));
@@ -307,17 +307,17 @@ mod tests {
         let mut second = rows[0].clone();
         second.id = 1;
         second.last_rank = 0;
-        second.last_by = 5_000;
-        second.wait = 5_000;
-        second.transfer = 40_000;
+        second.last_by = Ns(5_000);
+        second.wait = Ns(5_000);
+        second.transfer = Ns(40_000);
         rows.push(second);
         let g = grouped(&rows);
         assert_eq!(g.len(), 1);
         let g = &g[0];
         assert_eq!(g.count, 2);
-        assert_eq!((g.transfer_p50, g.transfer_p95), (20_000, 40_000));
-        assert_eq!(g.wait, 35_000);
-        assert_eq!(g.culprit, Some((1, 30_000)));
+        assert_eq!((g.transfer_p50, g.transfer_p95), (Ns(20_000), Ns(40_000)));
+        assert_eq!(g.wait, Ns(35_000));
+        assert_eq!(g.culprit, Some((1, Ns(30_000))));
         // 4 B over 20 µs and 4 B over 40 µs: 8 B / 60 µs.
         assert!((g.busbw.unwrap() - 8.0 / 60e-6).abs() < 1e-6);
     }
@@ -334,7 +334,7 @@ mod tests {
             id: 1,
             data_bytes: Some(8),
             bytes: Some(8),
-            transfer: 30_000,
+            transfer: Ns(30_000),
             ..one[0].clone()
         });
         let f = fits(&two);
@@ -349,10 +349,10 @@ mod tests {
 
     #[test]
     fn percentiles_are_nearest_rank() {
-        let v: Vec<Ns> = (1..=20).collect();
-        assert_eq!(percentile(&v, 50.0), 10);
-        assert_eq!(percentile(&v, 95.0), 19);
-        assert_eq!(percentile(&[7], 95.0), 7);
-        assert_eq!(percentile(&[], 50.0), 0);
+        let v: Vec<Ns> = (1..=20).map(Ns).collect();
+        assert_eq!(percentile(&v, 50.0), Ns(10));
+        assert_eq!(percentile(&v, 95.0), Ns(19));
+        assert_eq!(percentile(&[Ns(7)], 95.0), Ns(7));
+        assert_eq!(percentile(&[], 50.0), Ns::ZERO);
     }
 }

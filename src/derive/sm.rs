@@ -24,13 +24,13 @@ impl SmCoverage {
             .collect();
         let mut durs: Vec<Ns> = ks.iter().map(|k| k.0).collect();
         durs.sort_unstable();
-        let median = durs.get(durs.len() / 2).copied().unwrap_or(0);
+        let median = durs.get(durs.len() / 2).copied().unwrap_or(Ns::ZERO);
         let time = |pick: &dyn Fn(Ns, f64) -> bool| -> Ns {
             ks.iter().filter(|(d, c)| pick(*d, *c)).map(|k| k.0).sum()
         };
         Self {
             total: durs.iter().sum(),
-            weighted: ks.iter().map(|(d, c)| *d as f64 * c).sum(),
+            weighted: ks.iter().map(|(d, c)| d.as_f64() * c).sum(),
             compute_bound: time(&|d, c| c > 0.7 && d > median),
             memory_bound: time(&|_, c| c < 0.5),
         }

@@ -63,8 +63,8 @@ struct Micros(Ns);
 
 impl std::fmt::Display for Micros {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let ns = self.0.max(0);
-        write!(f, "{}.{:03}", ns / 1000, ns % 1000)
+        let ns = self.0.max(Ns::ZERO);
+        write!(f, "{}.{:03}", ns / 1000, ns % Ns(1000))
     }
 }
 
@@ -132,7 +132,7 @@ fn write_to<W: Write>(ctx: &Ctx, w: &mut W) -> std::io::Result<usize> {
                 .flat_map(|t| t.steps.first().map(|s| s.start)),
         )
         .min()
-        .unwrap_or(0);
+        .unwrap_or(Ns::ZERO);
     let straggler = match crate::metrics::find("slowest_rank").map(|m| m.eval(ctx)) {
         Some(Outcome::Value(v)) => Some(v.value as u32),
         _ => None,
@@ -141,7 +141,7 @@ fn write_to<W: Write>(ctx: &Ctx, w: &mut W) -> std::io::Result<usize> {
         .offsets
         .iter()
         .flatten()
-        .map(|o| (o.rank.to_string(), o.offset.into()))
+        .map(|o| (o.rank.to_string(), o.offset.get().into()))
         .collect();
     let other = serde_json::json!({
         "ccl_bench_schema_version": super::SCHEMA_VERSION,
@@ -255,7 +255,7 @@ fn waits<W: Write>(ctx: &Ctx, ev: &mut Events<W>) -> std::io::Result<()> {
         for m in c
             .members
             .iter()
-            .filter(|m| m.wait > 0 && m.rank != c.last_rank)
+            .filter(|m| m.wait > Ns::ZERO && m.rank != c.last_rank)
         {
             if named.insert(m.rank) {
                 ev.meta(
@@ -319,9 +319,9 @@ mod tests {
     #[test]
     fn micros_are_exact() {
         assert_eq!(
-            Micros(1_694_128_201_421_205_501).to_string(),
+            Micros(Ns(1_694_128_201_421_205_501)).to_string(),
             "1694128201421205.501"
         );
-        assert_eq!(Micros(7).to_string(), "0.007");
+        assert_eq!(Micros(Ns(7)).to_string(), "0.007");
     }
 }

@@ -15,7 +15,7 @@ use arrow_array::{
 use arrow_schema::{ArrowError, DataType, Field, Schema, SchemaRef};
 
 use crate::metrics::Ctx;
-use crate::model::{RankTimeline, StrId};
+use crate::model::{Ns, RankTimeline, StrId};
 
 /// The version of the exported tables' layout (Parquet files, Python tables,
 /// the Perfetto file's metadata).
@@ -142,8 +142,12 @@ fn rank_ops(t: &RankTimeline, schema: &SchemaRef) -> Result<RecordBatch, ArrowEr
         .collect();
     let columns: Vec<ArrayRef> = vec![
         Arc::new(UInt32Array::from(vec![t.rank; n])),
-        Arc::new(Int64Array::from_iter_values(t.ops.iter().map(|o| o.start))),
-        Arc::new(Int64Array::from_iter_values(t.ops.iter().map(|o| o.dur))),
+        Arc::new(Int64Array::from_iter_values(
+            t.ops.iter().map(|o| o.start.get()),
+        )),
+        Arc::new(Int64Array::from_iter_values(
+            t.ops.iter().map(|o| o.dur.get()),
+        )),
         names(t, t.ops.iter().map(|o| o.name))?,
         labels(t.ops.iter().map(|o| Some(o.activity.name()))),
         labels(t.ops.iter().map(|o| Some(o.class.name()))),
@@ -167,7 +171,9 @@ fn rank_ops(t: &RankTimeline, schema: &SchemaRef) -> Result<RecordBatch, ArrowEr
         Arc::new(msg.finish()),
         Arc::new(pg.finish()),
         Arc::new(group.finish()),
-        Arc::new(Int64Array::from_iter_values(t.ops.iter().map(|o| o.launch))),
+        Arc::new(Int64Array::from_iter_values(
+            t.ops.iter().map(|o| o.launch.get()),
+        )),
     ];
     RecordBatch::try_new(schema.clone(), columns)
 }
@@ -189,9 +195,9 @@ pub fn kernels(ctx: &Ctx) -> Result<Table, ArrowError> {
     struct Agg {
         first: usize,
         count: u64,
-        total: i64,
-        min: i64,
-        max: i64,
+        total: Ns,
+        min: Ns,
+        max: Ns,
     }
     let mut batches = Vec::with_capacity(ctx.ranks.len());
     for t in &ctx.ranks {
@@ -200,23 +206,23 @@ pub fn kernels(ctx: &Ctx) -> Result<Table, ArrowError> {
             let a = by.entry((o.name, o.activity)).or_insert(Agg {
                 first: i,
                 count: 0,
-                total: 0,
-                min: i64::MAX,
-                max: 0,
+                total: Ns::ZERO,
+                min: Ns::MAX,
+                max: Ns::ZERO,
             });
             a.count += 1;
             a.total += o.dur;
             a.min = a.min.min(o.dur);
             a.max = a.max.max(o.dur);
         }
-        let all: i64 = by.values().map(|a| a.total).sum();
+        let all: Ns = by.values().map(|a| a.total).sum();
         let mut rows: Vec<_> = by.into_values().collect();
         // Most time first; ties in order of appearance, so the table is stable.
         rows.sort_by_key(|a| (std::cmp::Reverse(a.total), a.first));
         let op = |a: &Agg| &t.ops[a.first];
         let share = |a: &Agg| {
-            if all > 0 {
-                a.total as f64 / all as f64 * 100.0
+            if all > Ns::ZERO {
+                a.total.as_f64() / all.as_f64() * 100.0
             } else {
                 0.0
             }
@@ -231,12 +237,18 @@ pub fn kernels(ctx: &Ctx) -> Result<Table, ArrowError> {
             Arc::new(arrow_array::UInt64Array::from_iter_values(
                 rows.iter().map(|a| a.count),
             )),
-            Arc::new(Int64Array::from_iter_values(rows.iter().map(|a| a.total))),
             Arc::new(Int64Array::from_iter_values(
-                rows.iter().map(|a| a.total / a.count.max(1) as i64),
+                rows.iter().map(|a| a.total.get()),
             )),
-            Arc::new(Int64Array::from_iter_values(rows.iter().map(|a| a.min))),
-            Arc::new(Int64Array::from_iter_values(rows.iter().map(|a| a.max))),
+            Arc::new(Int64Array::from_iter_values(
+                rows.iter().map(|a| (a.total / a.count.max(1) as i64).get()),
+            )),
+            Arc::new(Int64Array::from_iter_values(
+                rows.iter().map(|a| a.min.get()),
+            )),
+            Arc::new(Int64Array::from_iter_values(
+                rows.iter().map(|a| a.max.get()),
+            )),
             Arc::new(arrow_array::Float64Array::from_iter_values(
                 rows.iter().map(share),
             )),
@@ -303,16 +315,24 @@ pub fn collectives(ctx: &Ctx) -> Result<Table, ArrowError> {
             each().map(|(r, _)| u32_of(r.members.len())),
         )),
         Arc::new(each().map(|(_, m)| m.step).collect::<Int64Array>()),
-        Arc::new(Int64Array::from_iter_values(each().map(|(_, m)| m.start))),
-        Arc::new(Int64Array::from_iter_values(each().map(|(_, m)| m.end))),
-        Arc::new(Int64Array::from_iter_values(each().map(|(_, m)| m.wait))),
         Arc::new(Int64Array::from_iter_values(
-            each().map(|(_, m)| m.transfer),
+            each().map(|(_, m)| m.start.get()),
+        )),
+        Arc::new(Int64Array::from_iter_values(
+            each().map(|(_, m)| m.end.get()),
+        )),
+        Arc::new(Int64Array::from_iter_values(
+            each().map(|(_, m)| m.wait.get()),
+        )),
+        Arc::new(Int64Array::from_iter_values(
+            each().map(|(_, m)| m.transfer.get()),
         )),
         Arc::new(UInt32Array::from_iter_values(
             each().map(|(r, _)| r.last_rank),
         )),
-        Arc::new(Int64Array::from_iter_values(each().map(|(r, _)| r.last_by))),
+        Arc::new(Int64Array::from_iter_values(
+            each().map(|(r, _)| r.last_by.get()),
+        )),
     ];
     let batch = RecordBatch::try_new(schema.clone(), columns)?;
     Ok(Table {
@@ -347,11 +367,13 @@ pub fn steps(ctx: &Ctx) -> Result<Table, ArrowError> {
                 t.steps.iter().map(|s| s.number),
             )),
             Arc::new(Int64Array::from_iter_values(
-                t.steps.iter().map(|s| s.start),
+                t.steps.iter().map(|s| s.start.get()),
             )),
-            Arc::new(Int64Array::from_iter_values(t.steps.iter().map(|s| s.end))),
             Arc::new(Int64Array::from_iter_values(
-                t.steps.iter().map(|s| s.dur()),
+                t.steps.iter().map(|s| s.end.get()),
+            )),
+            Arc::new(Int64Array::from_iter_values(
+                t.steps.iter().map(|s| s.dur().get()),
             )),
             Arc::new(arrow_array::BooleanArray::from_iter(
                 (0..t.steps.len()).map(|i| Some(measured.contains(&i))),
@@ -391,7 +413,7 @@ pub fn ranks(ctx: &Ctx) -> Result<Table, ArrowError> {
             .offsets
             .as_ref()
             .and_then(|o| o.iter().find(|o| o.rank == rank))
-            .map(|o| o.offset)
+            .map(|o| o.offset.get())
     };
     let ts = &ctx.ranks;
     let i64s = |f: &dyn Fn(&crate::derive::RankRow) -> i64| {
@@ -412,15 +434,19 @@ pub fn ranks(ctx: &Ctx) -> Result<Table, ArrowError> {
             ts.iter().map(|t| t.steps.len() as u64),
         )),
         Arc::new(ts.iter().map(|t| offset(t.rank)).collect::<Int64Array>()),
-        Arc::new(rows.iter().map(|r| r.step_time).collect::<Int64Array>()),
-        i64s(&|r| r.span),
-        i64s(&|r| r.busy),
-        i64s(&|r| r.compute),
-        i64s(&|r| r.comm),
-        i64s(&|r| r.exposed_comm),
-        i64s(&|r| r.waiting),
-        i64s(&|r| r.idle),
-        i64s(&|r| r.caused),
+        Arc::new(
+            rows.iter()
+                .map(|r| r.step_time.map(Ns::get))
+                .collect::<Int64Array>(),
+        ),
+        i64s(&|r| r.span.get()),
+        i64s(&|r| r.busy.get()),
+        i64s(&|r| r.compute.get()),
+        i64s(&|r| r.comm.get()),
+        i64s(&|r| r.exposed_comm.get()),
+        i64s(&|r| r.waiting.get()),
+        i64s(&|r| r.idle.get()),
+        i64s(&|r| r.caused.get()),
         Arc::new(arrow_array::UInt64Array::from_iter_values(
             rows.iter().map(|r| r.last as u64),
         )),

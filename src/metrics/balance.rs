@@ -3,14 +3,14 @@
 use super::ctx::{gpu_step_windows, Ctx};
 use super::outcome::{Outcome, Unit};
 use super::ranks::{verdict, Basis, Verdict};
-use crate::model::time::ns_to_s;
+use crate::model::time::{ns_to_s, Ns};
 
 /// Union of device activity over the rank's device window (first op start to
 /// last op end).
 pub fn aggregate_gpu_utilization(ctx: &Ctx) -> Outcome {
     Outcome::share_mean(
         ctx.each().map(|(t, s)| {
-            let window = t.device_window().map_or(0, |w| w.len());
+            let window = t.device_window().map_or(Ns::ZERO, |w| w.len());
             (t.rank, s.busy.total(), window)
         }),
         ("busy", "device window"),
@@ -32,18 +32,18 @@ pub fn load_imbalance_ratio(ctx: &Ctx) -> Outcome {
             ctx.ranks.len()
         ));
     }
-    let busy: Vec<(u32, i64)> = ctx
+    let busy: Vec<(u32, Ns)> = ctx
         .stats()
         .iter()
         .map(|s| (s.rank, s.busy.total()))
         .collect();
     let (min_rank, min) = *busy.iter().min_by_key(|b| b.1).expect("≥ 2 ranks");
     let (max_rank, max) = *busy.iter().max_by_key(|b| b.1).expect("≥ 2 ranks");
-    if min == 0 {
+    if min == Ns::ZERO {
         return Outcome::na(format!("rank {min_rank} has no GPU activity"));
     }
-    Outcome::value(max as f64 / min as f64)
-        .with_per_rank(busy.iter().map(|(r, b)| (*r, ns_to_s(*b))).collect())
+    Outcome::value(max.as_f64() / min.as_f64())
+        .with_per_rank(busy.iter().map(|&(r, b)| (r, ns_to_s(b))).collect())
         .with_note(format!(
             "busiest rank {max_rank} ({:.6} s) / least busy rank {min_rank} ({:.6} s); per-rank values are busy seconds",
             ns_to_s(max),
@@ -111,7 +111,7 @@ pub fn step_time_std(ctx: &Ctx) -> Outcome {
     let d: Vec<f64> = ctx
         .ranks
         .iter()
-        .flat_map(|t| t.measured_steps().iter().map(|s| s.dur() as f64))
+        .flat_map(|t| t.measured_steps().iter().map(|s| s.dur().as_f64()))
         .collect();
     if d.len() < 2 {
         return Outcome::na(format!(
@@ -138,8 +138,16 @@ pub fn sync_wait_time(ctx: &Ctx) -> Outcome {
     if !ctx.ranks.iter().any(|t| t.ops.iter().any(|o| o.is_comm())) {
         return Outcome::na("the trace has no communication ops");
     }
-    let max = rows.iter().map(|r| r.exposed_comm).max().unwrap_or(0);
-    let min = rows.iter().map(|r| r.exposed_comm).min().unwrap_or(0);
+    let max = rows
+        .iter()
+        .map(|r| r.exposed_comm)
+        .max()
+        .unwrap_or(Ns::ZERO);
+    let min = rows
+        .iter()
+        .map(|r| r.exposed_comm)
+        .min()
+        .unwrap_or(Ns::ZERO);
     Outcome::seconds(max - min)
         .with_per_rank(
             rows.iter()
@@ -170,8 +178,12 @@ pub fn exposed_comm_time(ctx: &Ctx) -> Outcome {
 pub fn bubble_time(ctx: &Ctx) -> Outcome {
     let rows = ctx.rank_rows();
     Outcome::rank_mean(
-        rows.iter()
-            .map(|r| (r.rank, r.step_time.map(|st| ns_to_s((st - r.busy).max(0))))),
+        rows.iter().map(|r| {
+            (
+                r.rank,
+                r.step_time.map(|st| ns_to_s((st - r.busy).max(Ns::ZERO))),
+            )
+        }),
         crate::model::timeline::NO_STEPS,
     )
 }

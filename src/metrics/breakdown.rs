@@ -31,7 +31,7 @@ pub struct KernelRow {
 
 impl KernelRow {
     pub fn mean(&self) -> Ns {
-        self.total / self.count.max(1) as Ns
+        self.total / self.count.max(1) as i64
     }
 }
 
@@ -107,8 +107,8 @@ pub fn merged_table<'a>(
     };
     let all: Ns = rows.iter().map(|r| r.total).sum();
     for r in &mut rows {
-        r.share = if all > 0 {
-            r.total as f64 / all as f64 * 100.0
+        r.share = if all > Ns::ZERO {
+            r.total.as_f64() / all.as_f64() * 100.0
         } else {
             0.0
         };
@@ -185,16 +185,19 @@ mod tests {
         assert_eq!(rows.len(), 6);
         let gemm = &rows[0];
         assert_eq!(gemm.name, "sm90_xmma_gemm_bf16");
-        assert_eq!((gemm.count, gemm.total, gemm.max), (2, 135_000, 100_000));
-        assert_eq!(gemm.mean(), 67_500);
+        assert_eq!(
+            (gemm.count, gemm.total, gemm.max),
+            (2, Ns(135_000), Ns(100_000))
+        );
+        assert_eq!(gemm.mean(), Ns(67_500));
         assert!((gemm.share - 135.0 / 355.0 * 100.0).abs() < 1e-9);
         assert_eq!(rows[1].class, KernelClass::Communication);
-        assert_eq!(rows[1].total, 130_000);
+        assert_eq!(rows[1].total, Ns(130_000));
         let memcpy = rows
             .iter()
             .find(|r| r.activity == Activity::Memcpy)
             .unwrap();
-        assert_eq!((memcpy.count, memcpy.total), (1, 10_000));
+        assert_eq!((memcpy.count, memcpy.total), (1, Ns(10_000)));
         let shares: f64 = rows.iter().map(|r| r.share).sum();
         assert!((shares - 100.0).abs() < 1e-9);
     }
@@ -211,11 +214,11 @@ mod tests {
                 .find(|r| r.class == c)
                 .map(|r| (r.count, r.total))
         };
-        assert_eq!(get(KernelClass::Communication), Some((2, 60_000)));
-        assert_eq!(get(KernelClass::Attention), Some((1, 40_000)));
-        assert_eq!(get(KernelClass::Gemm), Some((1, 35_000)));
-        assert_eq!(get(KernelClass::Memory), Some((1, 10_000)));
-        assert_eq!(get(KernelClass::Moe), Some((1, 10_000)));
+        assert_eq!(get(KernelClass::Communication), Some((2, Ns(60_000))));
+        assert_eq!(get(KernelClass::Attention), Some((1, Ns(40_000))));
+        assert_eq!(get(KernelClass::Gemm), Some((1, Ns(35_000))));
+        assert_eq!(get(KernelClass::Memory), Some((1, Ns(10_000))));
+        assert_eq!(get(KernelClass::Moe), Some((1, Ns(10_000))));
         assert_eq!(rows[0].class, KernelClass::Communication);
         assert!((rows[0].share - 60.0 / 155.0 * 100.0).abs() < 1e-9);
     }

@@ -60,12 +60,12 @@ const NO_SIZES: &str =
 /// Achieved bus bandwidth of one collective kind: Σ S × factor / Σ time over
 /// its ops on the ranks in scope (duration-weighted), in GB/s.
 fn busbw(ctx: &Ctx, kind: CollKind) -> Outcome {
-    let (mut bytes, mut alg_bytes, mut time, mut ops) = (0.0, 0u64, 0, 0);
+    let (mut bytes, mut alg_bytes, mut time, mut ops) = (0.0, 0u64, Ns::ZERO, 0);
     let mut any_sized = false;
     for t in &ctx.ranks {
         for c in sized(t) {
             any_sized = true;
-            if c.kind != kind || c.dur <= 0 {
+            if c.kind != kind || c.dur <= Ns::ZERO {
                 continue;
             }
             // A group of one moves nothing over a link.
@@ -87,10 +87,10 @@ fn busbw(ctx: &Ctx, kind: CollKind) -> Outcome {
             kind.name()
         ));
     }
-    Outcome::value(bytes / time as f64).with_note(format!(
+    Outcome::value(bytes / time.as_f64()).with_note(format!(
         "busbw over {ops} {} ops: Σ size × bus factor / Σ time; algbw (Σ size / Σ time) {:.3} GB/s",
         kind.name(),
-        alg_bytes as f64 / time as f64
+        alg_bytes as f64 / time.as_f64()
     ))
 }
 
@@ -114,12 +114,12 @@ pub fn bw_peertopeer(ctx: &Ctx) -> Outcome {
         Ok(l) => l,
         Err(na) => return na,
     };
-    let (mut bytes, mut time) = (0u64, 0);
+    let (mut bytes, mut time) = (0u64, Ns::ZERO);
     let mut any_sized = false;
     for t in &ctx.ranks {
         for c in sized(t) {
             any_sized = true;
-            if c.kind == CollKind::SendRecv && c.dur > 0 {
+            if c.kind == CollKind::SendRecv && c.dur > Ns::ZERO {
                 bytes += c.msg_bytes;
                 time += c.dur;
             }
@@ -128,10 +128,10 @@ pub fn bw_peertopeer(ctx: &Ctx) -> Outcome {
     if !any_sized {
         return Outcome::na(NO_SIZES);
     }
-    if time == 0 {
+    if time == Ns::ZERO {
         return Outcome::na("no point-to-point (send/recv) transfers with a known size");
     }
-    let achieved_gbps = bytes as f64 * 8.0 / time as f64; // bits per ns = Gb/s
+    let achieved_gbps = bytes as f64 * 8.0 / time.as_f64(); // bits per ns = Gb/s
     Outcome::value(achieved_gbps / link_gbps * 100.0).with_note(format!(
         "{achieved_gbps:.1} Gb/s of a {link_gbps} Gb/s {link} link"
     ))
@@ -221,8 +221,8 @@ pub fn hockney_fit(ctx: &Ctx) -> Result<(f64, f64, usize), String> {
         .ranks
         .iter()
         .flat_map(|t| sized(t).collect::<Vec<_>>())
-        .filter(|c| c.kind == CollKind::AllReduce && c.dur > 0)
-        .map(|c| (c.msg_bytes as f64, c.dur as f64 / 1e9))
+        .filter(|c| c.kind == CollKind::AllReduce && c.dur > Ns::ZERO)
+        .map(|c| (c.msg_bytes as f64, c.dur.as_f64() / 1e9))
         .collect();
     let distinct = {
         let mut s: Vec<u64> = pts.iter().map(|p| p.0 as u64).collect();

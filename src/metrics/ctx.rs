@@ -3,7 +3,7 @@
 
 use crate::derive::Derived;
 pub use crate::derive::{class_index, gpu_step_hulls, gpu_step_windows, RankRow, RankStats};
-use crate::model::{RankTimeline, Trace};
+use crate::model::{Ns, RankTimeline, Trace};
 
 /// What the user told us about the run, beyond the trace.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -131,6 +131,6 @@ impl<'a> Ctx<'a> {
     }
 
     pub fn has_kernels(&self) -> bool {
-        self.stats().iter().any(|s| s.kernel_sum > 0)
+        self.stats().iter().any(|s| s.kernel_sum > Ns::ZERO)
     }
 }

@@ -5,7 +5,7 @@ use super::ctx::Ctx;
 use super::outcome::Outcome;
 use super::steps::mean_step_ns;
 use crate::model::hardware;
-use crate::model::time::ns_to_s;
+use crate::model::time::{ns_to_s, Ns};
 
 const NO_FLOPS: &str = "no op carries a `flops` arg (profile with torch.profiler(with_flops=True))";
 const NO_PARAMS: &str =
@@ -44,7 +44,7 @@ pub fn achieved_flops_from_trace_json(ctx: &Ctx) -> Outcome {
         .iter()
         .filter_map(|t| {
             let w = t.window?.len();
-            (w > 0).then_some((t.rank, t.flops? / ns_to_s(w)))
+            (w > Ns::ZERO).then_some((t.rank, t.flops? / ns_to_s(w)))
         })
         .collect();
     if per_rank.is_empty() {

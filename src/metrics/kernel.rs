@@ -24,7 +24,7 @@ pub fn total_kernel_time(ctx: &Ctx) -> Outcome {
 pub fn dominant_kernel_concentration(ctx: &Ctx) -> Outcome {
     let out = Outcome::share_mean(
         ctx.stats().iter().map(|s| {
-            let top = s.by_name.values().copied().max().unwrap_or(0);
+            let top = s.by_name.values().copied().max().unwrap_or(Ns::ZERO);
             (s.rank, top, s.kernel_sum)
         }),
         ("top kernel", "all kernels"),
@@ -35,7 +35,7 @@ pub fn dominant_kernel_concentration(ctx: &Ctx) -> Outcome {
     let mut pooled: std::collections::HashMap<&str, Ns> = Default::default();
     for (t, s) in ctx.each() {
         for (id, ns) in &s.by_name {
-            *pooled.entry(t.name(*id)).or_default() += ns;
+            *pooled.entry(t.name(*id)).or_default() += *ns;
         }
     }
     match pooled
@@ -113,13 +113,13 @@ fn breakdown_bucket(c: KernelClass) -> usize {
 pub fn break_down_steps(ctx: &Ctx) -> Outcome {
     let mut shares: Vec<(u32, [f64; 6])> = Vec::new();
     for t in &ctx.ranks {
-        let mut sums = [0 as Ns; 6];
+        let mut sums = [Ns::ZERO; 6];
         for op in t.ops.iter().filter(|o| t.counts(o.step)) {
             sums[breakdown_bucket(op.class)] += op.dur;
         }
         let total: Ns = sums.iter().sum();
-        if total > 0 {
-            shares.push((t.rank, sums.map(|x| x as f64 / total as f64 * 100.0)));
+        if total > Ns::ZERO {
+            shares.push((t.rank, sums.map(|x| x.as_f64() / total.as_f64() * 100.0)));
         }
     }
     if shares.is_empty() {
@@ -149,7 +149,7 @@ pub fn mean_sm_coverage(ctx: &Ctx) -> Outcome {
             let sm = &s.sm;
             (
                 t.rank,
-                (sm.total > 0).then(|| sm.weighted / sm.total as f64 * 100.0),
+                (sm.total > Ns::ZERO).then(|| sm.weighted / sm.total.as_f64() * 100.0),
             )
         }),
         NO_GRID,

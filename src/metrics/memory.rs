@@ -24,30 +24,30 @@ pub fn memory_transfer_overhead(ctx: &Ctx) -> Outcome {
 /// Bytes over time of all memory copies with a byte count, pooled over ranks.
 pub fn average_memory_bandwidth(ctx: &Ctx) -> Outcome {
     let mut per_rank = Vec::new();
-    let (mut bytes, mut ns): (u64, Ns) = (0, 0);
+    let (mut bytes, mut ns): (u64, Ns) = (0, Ns::ZERO);
     for t in &ctx.ranks {
-        let (mut b, mut d) = (0u64, 0 as Ns);
+        let (mut b, mut d) = (0u64, Ns::ZERO);
         for op in t
             .ops
             .iter()
-            .filter(|o| o.activity == Activity::Memcpy && o.dur > 0)
+            .filter(|o| o.activity == Activity::Memcpy && o.dur > Ns::ZERO)
         {
             if let Some(x) = op.bytes() {
                 b += x;
                 d += op.dur;
             }
         }
-        if d > 0 {
+        if d > Ns::ZERO {
             // bytes per nanosecond is 1e9 bytes per second: GB/s.
-            per_rank.push((t.rank, b as f64 / d as f64));
+            per_rank.push((t.rank, b as f64 / d.as_f64()));
         }
         bytes += b;
         ns += d;
     }
-    if ns == 0 {
+    if ns == Ns::ZERO {
         return Outcome::na("the trace has no memory copies with a byte count");
     }
-    Outcome::value(bytes as f64 / ns as f64).with_per_rank(per_rank)
+    Outcome::value(bytes as f64 / ns.as_f64()).with_per_rank(per_rank)
 }
 
 #[cfg(test)]

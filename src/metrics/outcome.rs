@@ -81,7 +81,7 @@ impl Unit {
         let sign = if v < 0.0 { "-" } else { "" };
         let a = v.abs();
         match self {
-            Self::Seconds => crate::model::time::human((v * 1e9).round() as Ns),
+            Self::Seconds => crate::model::time::human(Ns::rounded(v * 1e9)),
             Self::GB => format!(
                 "{sign}{}",
                 crate::report::human::bytes((a * 1e9).round() as u64)
@@ -178,9 +178,9 @@ impl Outcome {
         why: &str,
     ) -> Self {
         let scale = if unit == Unit::Percent { 100.0 } else { 1.0 };
-        let parts: Vec<(u32, Ns, Ns)> = parts.into_iter().filter(|p| p.2 > 0).collect();
+        let parts: Vec<(u32, Ns, Ns)> = parts.into_iter().filter(|p| p.2 > Ns::ZERO).collect();
         let shown = parts.first().map(|&(r, n, d)| {
-            let v = n as f64 / d as f64 * scale;
+            let v = n.as_f64() / d.as_f64() * scale;
             format!(
                 "rank {r}: {num} {} / {den} {} = {} {}",
                 crate::model::time::human(n),
@@ -192,7 +192,7 @@ impl Outcome {
         let out = Self::rank_mean(
             parts
                 .iter()
-                .map(|&(r, n, d)| (r, Some(n as f64 / d as f64 * scale))),
+                .map(|&(r, n, d)| (r, Some(n.as_f64() / d.as_f64() * scale))),
             why,
         );
         match (out, shown) {

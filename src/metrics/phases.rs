@@ -33,8 +33,8 @@ fn share(ctx: &Ctx, phase: Phase) -> Outcome {
         ctx.each().filter_map(|(t, s)| {
             let whole = match gpu_step_windows(t).total() {
                 // CPU-only trace: the CPU steps, else the whole window.
-                0 if t.steps.is_empty() => t.window.map_or(0, |w| w.len()),
-                0 => t.measured_steps().iter().map(|s| s.dur()).sum(),
+                Ns::ZERO if t.steps.is_empty() => t.window.map_or(Ns::ZERO, |w| w.len()),
+                Ns::ZERO => t.measured_steps().iter().map(|s| s.dur()).sum(),
                 w => w,
             };
             Some((t.rank, s.phases[phase as usize]?, whole))

@@ -27,7 +27,7 @@ pub fn slowest(rows: &[RankRow]) -> Option<(usize, Ns)> {
 /// share of the step ...
 const NOISE_SHARE: f64 = 0.02;
 /// ... and more than this (timer resolution, launch jitter).
-const NOISE_FLOOR: Ns = 10_000;
+const NOISE_FLOOR: Ns = Ns(10_000);
 
 /// Who holds the others up, decided once so that every view (the `straggler`
 /// and `slowest_rank` metrics, the Stragglers tab, the Summary) says the same.
@@ -74,9 +74,11 @@ impl Verdict {
             Verdict::NoStraggler(_) => Some(1.0),
             Verdict::Straggler { basis, .. } => match *basis {
                 Basis::Arrival { caused, step, .. } => {
-                    (step > 0).then(|| 1.0 + caused as f64 / step as f64)
+                    (step > Ns::ZERO).then(|| 1.0 + caused.as_f64() / step.as_f64())
                 }
-                Basis::Work { work, median } => (median > 0).then(|| work as f64 / median as f64),
+                Basis::Work { work, median } => {
+                    (median > Ns::ZERO).then(|| work.as_f64() / median.as_f64())
+                }
             },
         }
     }
@@ -110,8 +112,8 @@ impl Verdict {
 }
 
 fn share(part: Ns, whole: Ns) -> f64 {
-    if whole > 0 {
-        part as f64 / whole as f64 * 100.0
+    if whole > Ns::ZERO {
+        part.as_f64() / whole.as_f64() * 100.0
     } else {
         0.0
     }
@@ -119,7 +121,7 @@ fn share(part: Ns, whole: Ns) -> f64 {
 
 /// Beyond noise: more than `NOISE_SHARE` of `of` and more than `NOISE_FLOOR`.
 fn stands_out(excess: Ns, of: Ns) -> bool {
-    excess > NOISE_FLOOR && excess as f64 > NOISE_SHARE * of as f64
+    excess > NOISE_FLOOR && excess.as_f64() > NOISE_SHARE * of.as_f64()
 }
 
 /// The straggler among the ranks in scope: by the wait each caused at matched
@@ -191,7 +193,7 @@ mod tests {
         let ctx = Ctx::new(&t, None).unwrap();
         let rows = ctx.rank_rows();
         let r0 = &rows[0];
-        assert_eq!(r0.step_time, Some(100_000));
+        assert_eq!(r0.step_time, Some(Ns(100_000)));
         assert_eq!(
             (
                 r0.span,
@@ -201,24 +203,31 @@ mod tests {
                 r0.exposed_comm,
                 r0.idle
             ),
-            (65_000, 65_000, 42_500, 30_000, 17_500, 0)
+            (
+                Ns(65_000),
+                Ns(65_000),
+                Ns(42_500),
+                Ns(30_000),
+                Ns(17_500),
+                Ns::ZERO
+            )
         );
         let r1 = &rows[1];
-        assert_eq!(r1.step_time, Some(200_000));
+        assert_eq!(r1.step_time, Some(Ns(200_000)));
         assert_eq!(
             (r1.span, r1.compute, r1.comm, r1.exposed_comm, r1.idle),
-            (200_000, 100_000, 100_000, 100_000, 0)
+            (Ns(200_000), Ns(100_000), Ns(100_000), Ns(100_000), Ns::ZERO)
         );
         // Work = busy − exposed: rank 0 65 − 17.5 = 47.5 µs, rank 1 200 − 100 = 100.
-        assert_eq!((r0.work(), r1.work()), (47_500, 100_000));
+        assert_eq!((r0.work(), r1.work()), (Ns(47_500), Ns(100_000)));
         // Slowest: rank 1; median of {47.5, 100} = 73.75 µs.
-        assert_eq!(slowest(rows), Some((1, 73_750)));
+        assert_eq!(slowest(rows), Some((1, Ns(73_750))));
         // The budget sums to the step: rank 0 compute only 42.5 − overlap
         // 12.5 = 30, overlap 30 − 17.5 = 12.5, exposed 17.5, the copy
         // [60, 70) under neither 10 / 2 steps = 5, idle 0.
-        assert_eq!(r0.budget(), [30_000, 12_500, 17_500, 5_000, 0]);
+        assert_eq!(r0.budget(), [30_000, 12_500, 17_500, 5_000, 0].map(Ns));
         assert_eq!(r0.budget().iter().sum::<Ns>(), r0.span);
         // Rank 1: gemm then all-reduce, nothing overlapped.
-        assert_eq!(r1.budget(), [100_000, 0, 100_000, 0, 0]);
+        assert_eq!(r1.budget(), [100_000, 0, 100_000, 0, 0].map(Ns));
     }
 }

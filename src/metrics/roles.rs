@@ -113,7 +113,7 @@ pub fn comm_time_by_role(ctx: &Ctx) -> Outcome {
         .iter()
         .filter(|t| t.kernels().next().is_some())
         .map(|t| {
-            let mut sums: Vec<Ns> = vec![0; l.names.len()];
+            let mut sums: Vec<Ns> = vec![Ns::ZERO; l.names.len()];
             // Label by the op's group id: one lookup per group, not per op.
             let mut index: HashMap<Option<StrId>, usize> = HashMap::new();
             for op in t.kernels().filter(|k| k.is_comm() && t.counts(k.step)) {
@@ -135,7 +135,7 @@ pub fn comm_time_by_role(ctx: &Ctx) -> Outcome {
 pub fn comm_wait_by_role(ctx: &Ctx) -> Outcome {
     let l = labels(ctx);
     let n = ctx.trace.ranks.len();
-    let mut sums: Vec<Vec<Ns>> = vec![vec![0; l.names.len()]; n];
+    let mut sums: Vec<Vec<Ns>> = vec![vec![Ns::ZERO; l.names.len()]; n];
     let mut matched = vec![false; n];
     for c in ctx.collective_rows() {
         let i = l.of_group.get(&c.group).copied().unwrap_or(0);
@@ -181,7 +181,7 @@ pub fn busbw_by_role(ctx: &Ctx) -> Outcome {
         {
             continue;
         }
-        if let Some(bw) = c.busbw().filter(|_| c.transfer > 0) {
+        if let Some(bw) = c.busbw().filter(|_| c.transfer > Ns::ZERO) {
             let i = l.of_group.get(&c.group).copied().unwrap_or(0);
             let secs = ns_to_s(c.transfer);
             moved[i] += bw * secs;

@@ -32,7 +32,7 @@ fn per_step_saving<'c>(
         .enumerate()
         .map(|(i, t)| (t.rank, i))
         .collect();
-    let mut saved: Vec<Ns> = vec![0; ctx.ranks.len()];
+    let mut saved: Vec<Ns> = vec![Ns::ZERO; ctx.ranks.len()];
     for c in ctx.collective_rows() {
         for m in &c.members {
             let Some(&i) = index.get(&m.rank) else {
@@ -40,7 +40,7 @@ fn per_step_saving<'c>(
             };
             let t = ctx.ranks[i];
             if t.counts(t.ops[m.op].step) {
-                saved[i] += per_member(c, m).unwrap_or(0).max(0);
+                saved[i] += per_member(c, m).unwrap_or(Ns::ZERO).max(Ns::ZERO);
             }
         }
     }
@@ -49,7 +49,7 @@ fn per_step_saving<'c>(
         .zip(&ctx.ranks)
         .zip(saved)
         .filter(|((r, _), _)| r.step_time.is_some())
-        .map(|((row, t), saved)| (row, saved / t.step_count() as Ns))
+        .map(|((row, t), saved)| (row, saved / t.step_count() as i64))
         .collect()
 }
 
@@ -59,7 +59,7 @@ fn step_minus(savings: Vec<(&RankRow, Ns)>, what: &str) -> Outcome {
     let mut note = None;
     let out = Outcome::rank_mean(
         savings.iter().map(|&(r, saved)| {
-            let st = r.step_time.unwrap_or(0);
+            let st = r.step_time.unwrap_or(Ns::ZERO);
             let cut = saved.min(r.exposed_comm);
             note.get_or_insert_with(|| {
                 format!(
@@ -127,7 +127,7 @@ pub fn link_bandwidth_step(ctx: &Ctx) -> Outcome {
         per_step_saving(ctx, |c, m| {
             let n = u32::try_from(c.members.len()).ok()?;
             let ideal = c.data_bytes? as f64 * c.kind?.bus_factor(n)? / link * 1e9;
-            Some(m.transfer - ideal.round() as Ns)
+            Some(m.transfer - Ns::rounded(ideal))
         }),
         "transfer beyond the link's bandwidth",
     )

@@ -77,11 +77,11 @@ pub fn avg_comm_kernel_time_s(ctx: &Ctx) -> Outcome {
 pub fn compute_utilization_proxy(ctx: &Ctx) -> Outcome {
     Outcome::rank_mean(
         ctx.each().map(|(t, s)| {
-            let w = t.window.map_or(0, |w| w.len());
+            let w = t.window.map_or(Ns::ZERO, |w| w.len());
             let busy = s.compute.union(&s.memory).total();
             (
                 t.rank,
-                (w > 0 && !t.ops.is_empty()).then(|| busy as f64 / w as f64),
+                (w > Ns::ZERO && !t.ops.is_empty()).then(|| busy.as_f64() / w.as_f64()),
             )
         }),
         NO_OPS,
@@ -117,7 +117,7 @@ fn sized(ctx: &Ctx) -> Vec<(u64, Ns)> {
         .flat_map(|t| {
             t.ops
                 .iter()
-                .filter(|o| o.is_comm() && o.dur > 0)
+                .filter(|o| o.is_comm() && o.dur > Ns::ZERO)
                 .filter_map(|o| {
                     let bytes = t.coll_meta(o).and_then(|m| m.in_bytes()).or(o.bytes())?;
                     Some((bytes, o.dur))
@@ -142,7 +142,7 @@ pub fn avg_comm_bandwidth_gbps(ctx: &Ctx) -> Outcome {
         );
     }
     // bytes per ns = GB/s.
-    let mean = s.iter().map(|&(b, d)| b as f64 / d as f64).sum::<f64>() / s.len() as f64;
+    let mean = s.iter().map(|&(b, d)| b as f64 / d.as_f64()).sum::<f64>() / s.len() as f64;
     Outcome::value(mean).with_note(format!(
         "mean over {} ops of message bytes / duration",
         s.len()

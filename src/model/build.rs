@@ -80,7 +80,7 @@ fn cpu_threads(by_tid: std::collections::HashMap<u64, CpuThread>) -> Vec<CpuThre
 /// The most device-op time one rank may sum to: 2^52 ns (52 days; a profile
 /// covers seconds to minutes). Below it, sums over a rank's ops, and over
 /// thousands of ranks, cannot overflow.
-pub const MAX_OP_TIME: Ns = 1 << 52;
+pub const MAX_OP_TIME: Ns = Ns(1 << 52);
 
 impl TimelineBuilder {
     pub fn new(source: &Path, format: SourceFormat) -> Self {
@@ -94,7 +94,7 @@ impl TimelineBuilder {
             shared_launches: Arc::default(),
             cpu_shared: false,
             out_of_range: 0,
-            op_time: 0,
+            op_time: Ns::ZERO,
             too_long: 0,
             cpu: std::collections::HashMap::new(),
             cpu_ops: 0,
@@ -164,7 +164,7 @@ impl TimelineBuilder {
     /// Checks an event lasting `dur` from `start` and widens the window to
     /// it; returns its end. A failure is counted (see [`Self::out_of_range`]).
     pub fn span(&mut self, start: Ns, dur: Ns) -> Result<Ns, TimeError> {
-        if dur < 0 {
+        if dur < Ns::ZERO {
             return Err(TimeError::Negative);
         }
         // Both within ±2^61, so the sum cannot overflow.
@@ -200,7 +200,7 @@ impl TimelineBuilder {
             self.out_of_range += 1;
             return Err(TimeError::OutOfRange);
         }
-        let dur = (end - start).max(0);
+        let dur = (end - start).max(Ns::ZERO);
         self.span(start, dur)?;
         Ok(dur)
     }
@@ -282,13 +282,13 @@ impl TimelineBuilder {
         t.window = None;
         t.flops = None;
         t.launch_calls = 0;
-        t.launch_time = 0;
+        t.launch_time = Ns::ZERO;
         self.cpu.clear();
         self.cpu_ops = 0;
         self.cpu_dropped = 0;
         self.launch_spans.clear();
         self.out_of_range = 0;
-        self.op_time = 0;
+        self.op_time = Ns::ZERO;
         self.too_long = 0;
     }
 
@@ -424,7 +424,7 @@ fn launches_by_step<'a>(
     steps: &[Step],
     calls: impl Iterator<Item = &'a (Ns, Ns)>,
 ) -> Vec<(u64, Ns)> {
-    let mut out: Vec<(u64, Ns)> = vec![(0, 0); steps.len()];
+    let mut out: Vec<(u64, Ns)> = vec![(0, Ns::ZERO); steps.len()];
     for &(start, dur) in calls {
         if let Some(i) = step_at(steps, start) {
             let o = &mut out[i as usize];
@@ -455,25 +455,31 @@ mod tests {
         let mut b = TimelineBuilder::new(Path::new("r.json"), SourceFormat::PyTorch);
         // ±8.9e15 µs = ±8.9e18 ns: within i64, but its window's length is not.
         assert_eq!(
-            b.span(-8_900_000_000_000_000_000, 10),
+            b.span(Ns(-8_900_000_000_000_000_000), Ns(10)),
             Err(TimeError::OutOfRange)
         );
         assert_eq!(
-            b.span(8_900_000_000_000_000_000, 10),
+            b.span(Ns(8_900_000_000_000_000_000), Ns(10)),
             Err(TimeError::OutOfRange)
         );
         assert_eq!(
-            b.span(100, 4_000_000_000_000_000_000),
+            b.span(Ns(100), Ns(4_000_000_000_000_000_000)),
             Err(TimeError::OutOfRange)
         );
-        assert_eq!(b.span(TIME_LIMIT - 5, 10), Err(TimeError::OutOfRange));
-        assert_eq!(b.span(0, -1), Err(TimeError::Negative));
-        assert_eq!(b.between(i64::MIN, 0), Err(TimeError::OutOfRange));
-        assert_eq!(b.span(100, 50), Ok(150));
-        assert_eq!(b.between(200, 180), Ok(0));
+        assert_eq!(
+            b.span(TIME_LIMIT - Ns(5), Ns(10)),
+            Err(TimeError::OutOfRange)
+        );
+        assert_eq!(b.span(Ns::ZERO, Ns(-1)), Err(TimeError::Negative));
+        assert_eq!(
+            b.between(Ns(i64::MIN), Ns::ZERO),
+            Err(TimeError::OutOfRange)
+        );
+        assert_eq!(b.span(Ns(100), Ns(50)), Ok(Ns(150)));
+        assert_eq!(b.between(Ns(200), Ns(180)), Ok(Ns(0)));
         assert_eq!(b.out_of_range(), 5);
         let (t, warnings) = b.finish();
-        assert_eq!(t.window, Some(Interval::new(100, 200)));
+        assert_eq!(t.window, Some(Interval::new(Ns(100), Ns(200))));
         assert_eq!(warnings.len(), 1);
         assert!(warnings[0].contains("r.json: 5 event(s)"), "{warnings:?}");
     }
@@ -483,10 +489,10 @@ mod tests {
         let mut b = TimelineBuilder::new(Path::new("r.json"), SourceFormat::PyTorch);
         // Five 73-year kernels would sum past i64; the cap keeps none of them.
         for _ in 0..5 {
-            let big = op(&mut b, -TIME_LIMIT / 2, TIME_LIMIT, 0);
+            let big = op(&mut b, -TIME_LIMIT / 2, TIME_LIMIT, Ns::ZERO);
             assert_eq!(b.push_op(big), Err(TimeError::OutOfRange));
         }
-        let ok = op(&mut b, 0, 10, 0);
+        let ok = op(&mut b, Ns::ZERO, Ns(10), Ns::ZERO);
         assert_eq!(b.push_op(ok), Ok(()));
         let (t, warnings) = b.finish();
         assert_eq!(t.ops.len(), 1);
@@ -501,27 +507,30 @@ mod tests {
         let mut b = TimelineBuilder::new(Path::new("r.json"), SourceFormat::Nsys);
         // Steps out of order and one recorded twice.
         for (n, s, e) in [(2, 100, 200), (1, 0, 100), (2, 100, 200)] {
-            b.span(s, e - s).unwrap();
-            b.push_step(n, s, e);
+            b.span(Ns(s), Ns(e - s)).unwrap();
+            b.push_step(n, Ns(s), Ns(e));
         }
-        let late = op(&mut b, 150, 10, 50);
+        let late = op(&mut b, Ns(150), Ns(10), Ns(50));
         b.push_op(late).unwrap();
-        let early = op(&mut b, 20, 10, 10);
+        let early = op(&mut b, Ns(20), Ns(10), Ns(10));
         b.push_op(early).unwrap();
-        let stray = op(&mut b, 300, 10, 300);
+        let stray = op(&mut b, Ns(300), Ns(10), Ns(300));
         b.push_op(stray).unwrap();
-        b.span(120, 5).unwrap();
-        b.launch_call(120, 5);
-        b.launch_call(10, i64::MAX);
+        b.span(Ns(120), Ns(5)).unwrap();
+        b.launch_call(Ns(120), Ns(5));
+        b.launch_call(Ns(10), Ns(i64::MAX));
         let (t, warnings) = b.finish();
         assert!(warnings.is_empty());
         assert_eq!(t.steps.len(), 2);
         assert_eq!((t.steps[0].number, t.steps[1].number), (1, 2));
         let starts: Vec<_> = t.ops.iter().map(|o| (o.start, o.step.get())).collect();
         // Launched at 50 (step 1) though it ran in step 2's range.
-        assert_eq!(starts, vec![(20, Some(0)), (150, Some(0)), (300, None)]);
-        assert_eq!(t.launch_by_step, vec![(1, i64::MAX), (1, 5)]);
-        assert_eq!(t.launch_time, i64::MAX, "sums saturate");
-        assert_eq!(t.window, Some(Interval::new(0, 310)));
+        assert_eq!(
+            starts,
+            vec![(Ns(20), Some(0)), (Ns(150), Some(0)), (Ns(300), None)]
+        );
+        assert_eq!(t.launch_by_step, vec![(1, Ns::MAX), (1, Ns(5))]);
+        assert_eq!(t.launch_time, Ns(i64::MAX), "sums saturate");
+        assert_eq!(t.window, Some(Interval::new(Ns::ZERO, Ns(310))));
     }
 }

@@ -43,15 +43,15 @@ pub fn drift_ppm(samples: &[(Ns, Ns)]) -> Option<f64> {
         )
     };
     let ((ta, da), (tb, db)) = (mid(a), mid(b));
-    (tb > ta).then(|| (da - db) as f64 / (tb - ta) as f64 * 1e6)
+    (tb > ta).then(|| (da - db).as_f64() / (tb - ta).as_f64() * 1e6)
 }
 
 /// Drift below this many ns of offset change over the trace is noise.
-const DRIFT_FLOOR: Ns = 5_000;
+const DRIFT_FLOOR: Ns = Ns(5_000);
 
 /// Matched collectives whose end times scatter more than this around the
 /// offset are not a clock measurement.
-const SPREAD_LIMIT: Ns = 1_000_000;
+const SPREAD_LIMIT: Ns = Ns(1_000_000);
 
 /// What is wrong with the ranks' clocks, one line per finding; `offsets` are
 /// those alignment applied (`None`: not aligned).
@@ -72,7 +72,7 @@ pub fn check(trace: &Trace, samples: &[Vec<(Ns, Ns)>], offsets: Option<&[Offset]
             // Traces of one run overlap in time; a gap longer than both traces
             // (and than a second) means another epoch, not a late start.
             let gap = w.start - w0.start;
-            let longest = w.len().max(w0.len()).max(1_000_000_000);
+            let longest = w.len().max(w0.len()).max(Ns(1_000_000_000));
             if gap.abs() > longest {
                 let fix = match aligned_by {
                     Some(n) => format!("aligned on {n} shared collectives"),
@@ -85,7 +85,7 @@ pub fn check(trace: &Trace, samples: &[Vec<(Ns, Ns)>], offsets: Option<&[Offset]
                      (a different clock epoch); {fix}",
                     t.rank,
                     human(gap.abs()),
-                    if gap > 0 { "ahead of" } else { "behind" },
+                    if gap > Ns::ZERO { "ahead of" } else { "behind" },
                     first.rank
                 ));
             }
@@ -99,7 +99,7 @@ pub fn check(trace: &Trace, samples: &[Vec<(Ns, Ns)>], offsets: Option<&[Offset]
         // point-to-point traffic), and then no drift can be read either.
         let diffs: Vec<Ns> = s.iter().map(|x| x.1).collect();
         let mid = median(diffs.clone());
-        let spread = median(diffs.iter().map(|d| (d - mid).abs()).collect());
+        let spread = median(diffs.iter().map(|&d| (d - mid).abs()).collect());
         if spread > SPREAD_LIMIT {
             out.push(format!(
                 "rank {}: the collectives matched with rank {}'s end ±{} apart (median deviation \
@@ -113,11 +113,11 @@ pub fn check(trace: &Trace, samples: &[Vec<(Ns, Ns)>], offsets: Option<&[Offset]
             continue;
         }
         if let Some(ppm) = drift_ppm(s) {
-            let span =
-                s.iter().map(|x| x.0).max().unwrap_or(0) - s.iter().map(|x| x.0).min().unwrap_or(0);
-            let change = (ppm * 1e-6 * span as f64).round() as Ns;
+            let span = s.iter().map(|x| x.0).max().unwrap_or_default()
+                - s.iter().map(|x| x.0).min().unwrap_or_default();
+            let change = Ns::rounded(ppm * 1e-6 * span.as_f64());
             // A change within twice the scatter of the samples is not a rate.
-            if change.abs() > DRIFT_FLOOR.max(2 * spread) {
+            if change.abs() > DRIFT_FLOOR.max(spread * 2) {
                 let fix = match aligned_by {
                     Some(_) => format!(
                         "one offset is applied, so aligned times are off by up to {} at the ends",
@@ -239,7 +239,11 @@ mod tests {
         // Ends 5 ms apart on alternate collectives: not the same calls.
         let mut t = pair(20, 0.0, 0.0, true);
         for (k, op) in t.ranks[1].ops.iter_mut().enumerate() {
-            op.start += if k % 2 == 0 { 5_000_000 } else { -5_000_000 };
+            op.start += if k % 2 == 0 {
+                Ns(5_000_000)
+            } else {
+                Ns(-5_000_000)
+            };
         }
         let f = findings(&t, true);
         assert_eq!(f.len(), 1, "{f:?}");
@@ -257,9 +261,9 @@ mod tests {
         ));
         let injected: Vec<Ns> = (0..8)
             .map(|r| match r {
-                3 => 800_000,
-                6 => -3_000_000_000,
-                _ => 0,
+                3 => Ns(800_000),
+                6 => Ns(-3_000_000_000),
+                _ => Ns::ZERO,
             })
             .collect();
         let shift: Vec<Offset> = injected
@@ -268,7 +272,7 @@ mod tests {
             .map(|(r, &d)| Offset {
                 rank: r as u32,
                 offset: d,
-                spread: 0,
+                spread: Ns::ZERO,
                 samples: 0,
             })
             .collect();
@@ -278,11 +282,17 @@ mod tests {
         assert_eq!(inst.len(), 51);
         let est = estimate_offsets(&t, &inst);
         for (r, o) in est.iter().enumerate() {
-            assert!((o.offset + injected[r]).abs() <= 5_000, "rank {r}: {o:?}");
+            assert!(
+                (o.offset + injected[r]).abs() <= Ns(5_000),
+                "rank {r}: {o:?}"
+            );
             assert_eq!(o.samples, 51);
         }
         t.shift(&est);
         let again = estimate_offsets(&t, &instances(&t));
-        assert!(again.iter().all(|o| o.offset.abs() <= 1_000), "{again:?}");
+        assert!(
+            again.iter().all(|o| o.offset.abs() <= Ns(1_000)),
+            "{again:?}"
+        );
     }
 }

@@ -98,14 +98,14 @@ pub fn offsets_from(trace: &Trace, samples: &[Vec<(Ns, Ns)>]) -> Vec<Offset> {
             if s.is_empty() {
                 return Offset {
                     rank: t.rank,
-                    offset: 0,
-                    spread: 0,
+                    offset: Ns::ZERO,
+                    spread: Ns::ZERO,
                     samples: 0,
                 };
             }
             let d: Vec<Ns> = s.iter().map(|x| x.1).collect();
             let offset = median(d.clone());
-            let spread = median(d.iter().map(|x| (x - offset).abs()).collect());
+            let spread = median(d.iter().map(|&x| (x - offset).abs()).collect());
             Offset {
                 rank: t.rank,
                 offset,
@@ -147,7 +147,12 @@ pub fn wait_split(trace: &Trace, inst: &[Instance]) -> Vec<WaitSplit> {
     let mut out = vec![WaitSplit::default(); trace.ranks.len()];
     for i in inst {
         let op = |&(r, o): &(usize, usize)| &trace.ranks[r].ops[o];
-        let last_start = i.members.iter().map(|m| op(m).start).max().unwrap_or(0);
+        let last_start = i
+            .members
+            .iter()
+            .map(|m| op(m).start)
+            .max()
+            .unwrap_or(Ns::ZERO);
         if let Some((r, o, caused)) = i.latest(trace) {
             if trace.ranks[r].counts(trace.ranks[r].ops[o].step) {
                 out[r].caused += caused;
@@ -160,7 +165,7 @@ pub fn wait_split(trace: &Trace, inst: &[Instance]) -> Vec<WaitSplit> {
             if !trace.ranks[m.0].counts(o.step) {
                 continue;
             }
-            let wait = (last_start - o.start).clamp(0, o.dur);
+            let wait = (last_start - o.start).clamp(Ns::ZERO, o.dur);
             let s = &mut out[m.0];
             s.wait += wait;
             s.transfer += o.dur - wait;
@@ -176,7 +181,7 @@ pub fn wait_intervals(trace: &Trace, inst: &[Instance]) -> Vec<Vec<(u32, super::
     let mut waits = vec![Vec::new(); trace.ranks.len()];
     for i in inst {
         let start = |&(r, o): &(usize, usize)| trace.ranks[r].ops[o].start;
-        let last = i.members.iter().map(start).max().unwrap_or(0);
+        let last = i.members.iter().map(start).max().unwrap_or(Ns::ZERO);
         for &(r, o) in &i.members {
             let op = &trace.ranks[r].ops[o];
             let end = last.clamp(op.start, op.end());
@@ -230,9 +235,9 @@ pub fn arrivals(trace: &Trace, inst: &[Instance]) -> Arrivals {
             };
             let caused = match latest {
                 Some((lr, _, caused)) if lr == r => caused,
-                _ => 0,
+                _ => Ns::ZERO,
             };
-            *cell[r][col].get_or_insert(0) += caused;
+            *cell[r][col].get_or_insert(Ns::ZERO) += caused;
         }
         if let Some(&(r, start)) = starts.iter().max_by_key(|s| s.1) {
             let others: Vec<Ns> = starts.iter().filter(|s| s.0 != r).map(|s| s.1).collect();
@@ -246,10 +251,7 @@ pub fn arrivals(trace: &Trace, inst: &[Instance]) -> Arrivals {
         steps,
         late: cell,
         last,
-        last_by: by
-            .into_iter()
-            .map(|v| if v.is_empty() { 0 } else { median(v) })
-            .collect(),
+        last_by: by.into_iter().map(median).collect(),
         collectives: inst.len(),
     }
 }
@@ -259,7 +261,7 @@ impl Trace {
     pub fn shift(&mut self, offsets: &[Offset]) {
         for (t, o) in self.ranks.iter_mut().zip(offsets) {
             let d = o.offset;
-            if d == 0 {
+            if d == Ns::ZERO {
                 continue;
             }
             for op in &mut t.ops {
@@ -302,8 +304,8 @@ mod tests {
         let most = (0..8).max_by_key(|&r| a.last[r]).unwrap();
         assert_eq!(most, 5);
         assert!(a.last[5] >= 40, "{:?}", a.last);
-        assert!(a.late[5].iter().all(|l| l.unwrap() > 0));
-        assert!(a.last_by[5] > 0);
+        assert!(a.late[5].iter().all(|l| l.unwrap() > Ns::ZERO));
+        assert!(a.last_by[5] > Ns::ZERO);
     }
 
     #[test]
@@ -311,9 +313,9 @@ mod tests {
         // `late_pair`: rank 1 starts the all-reduce 30 µs after rank 0.
         let t = trace(&crate::synth::late_pair());
         let a = arrivals(&t, &instances(&t));
-        assert_eq!(a.late, vec![vec![Some(0)], vec![Some(30_000)]]);
+        assert_eq!(a.late, vec![vec![Some(Ns::ZERO)], vec![Some(Ns(30_000))]]);
         assert_eq!(a.last, vec![0, 1]);
-        assert_eq!(a.last_by, vec![0, 30_000]);
+        assert_eq!(a.last_by, vec![Ns::ZERO, Ns(30_000)]);
     }
 
     #[test]
@@ -328,10 +330,10 @@ mod tests {
         };
         // Rank 1 started 30 µs late: it caused rank 0's 30 µs wait.
         let late = WaitSplit {
-            caused: 30_000,
+            caused: Ns(30_000),
             last: 1,
-            ..split(0, 20_000)
+            ..split(Ns::ZERO, Ns(20_000))
         };
-        assert_eq!(w, vec![split(30_000, 20_000), late]);
+        assert_eq!(w, vec![split(Ns(30_000), Ns(20_000)), late]);
     }
 }

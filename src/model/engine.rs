@@ -108,20 +108,25 @@ mod tests {
         let anns = vec![
             range(
                 "execute_context_1(888_788544)_generation_0(0)",
-                100,
-                200,
+                Ns(100),
+                Ns(200),
                 false,
             ),
             // The GPU copy of the range and a nested SGLang step count once.
             range(
                 "execute_context_1(888_788544)_generation_0(0)",
-                110,
-                190,
+                Ns(110),
+                Ns(190),
                 true,
             ),
-            range("step[DECODE bs=32]", 210, 240, false),
-            range("execute_context_0(0)_generation_8(8)", 205, 250, false),
-            range("forward", 0, 300, false),
+            range("step[DECODE bs=32]", Ns(210), Ns(240), false),
+            range(
+                "execute_context_0(0)_generation_8(8)",
+                Ns(205),
+                Ns(250),
+                false,
+            ),
+            range("forward", Ns::ZERO, Ns(300), false),
         ];
         let steps = as_steps(&anns, &strings);
         assert_eq!(
@@ -129,13 +134,13 @@ mod tests {
             vec![
                 Step {
                     number: 0,
-                    start: 100,
-                    end: 200
+                    start: Ns(100),
+                    end: Ns(200)
                 },
                 Step {
                     number: 1,
-                    start: 205,
-                    end: 250
+                    start: Ns(205),
+                    end: Ns(250)
                 },
             ]
         );

@@ -148,15 +148,15 @@ impl Coverage {
     pub fn new(set: IntervalSet) -> Self {
         let v = &set.0;
         let mut prefix = Vec::with_capacity(v.len() + 1);
-        let mut acc = 0;
-        prefix.push(0);
+        let mut acc = Ns::ZERO;
+        prefix.push(acc);
         for i in v {
             acc += i.len();
             prefix.push(acc);
         }
         let (origin, shift, first) = match (v.first(), v.last()) {
             (Some(a), Some(z)) => {
-                let span = i128::from(z.end) - i128::from(a.start);
+                let span = i128::from(z.end.get()) - i128::from(a.start.get());
                 let n = v.len() as i128;
                 let mut shift = 0;
                 while span >> shift > n {
@@ -166,15 +166,15 @@ impl Coverage {
                 let mut first = Vec::with_capacity(buckets + 1);
                 let mut i = 0;
                 for j in 0..=buckets {
-                    let t = i128::from(a.start) + ((j as i128) << shift);
-                    while i < v.len() && i128::from(v[i].end) <= t {
+                    let t = i128::from(a.start.get()) + ((j as i128) << shift);
+                    while i < v.len() && i128::from(v[i].end.get()) <= t {
                         i += 1;
                     }
                     first.push(i as u32);
                 }
                 (a.start, shift, first)
             }
-            _ => (0, 0, Vec::new()),
+            _ => (Ns::ZERO, 0, Vec::new()),
         };
         Self {
             set,
@@ -189,26 +189,26 @@ impl Coverage {
     pub fn upto(&self, t: Ns) -> Ns {
         let v = &self.set.0;
         let Some(last) = v.last() else {
-            return 0;
+            return Ns::ZERO;
         };
         if t <= self.origin {
-            return 0;
+            return Ns::ZERO;
         }
         if t >= last.end {
             return self.prefix[v.len()];
         }
-        let j = ((t - self.origin) >> self.shift) as usize;
+        let j = ((t - self.origin).get() >> self.shift) as usize;
         let (a, b) = (self.first[j] as usize, self.first[j + 1] as usize);
         // Intervals before `a` end before bucket j starts; from `b` on they end
         // after it ends (so after t): the one holding or following t is in a..=b.
         let i = a + v[a..b].partition_point(|iv| iv.end <= t);
-        self.prefix[i] + (t - v[i].start).max(0)
+        self.prefix[i] + (t - v[i].start).max(Ns::ZERO)
     }
 
     /// Length of `[lo, hi)` covered by the set.
     pub fn covered(&self, lo: Ns, hi: Ns) -> Ns {
         if hi <= lo {
-            return 0;
+            return Ns::ZERO;
         }
         self.upto(hi) - self.upto(lo)
     }
@@ -221,7 +221,7 @@ impl Coverage {
             .iter()
             .map(|&(lo, hi)| {
                 if hi <= lo {
-                    return 0;
+                    return Ns::ZERO;
                 }
                 let from = match last {
                     Some((t, c)) if t == lo => c,
@@ -246,20 +246,32 @@ mod tests {
 
     #[test]
     fn union_merges_overlapping_and_touching() {
-        let s = set(&[(5, 8), (0, 2), (1, 3), (3, 4), (10, 10)]);
-        assert_eq!(s, set(&[(0, 4), (5, 8)]));
-        assert_eq!(s.total(), 7);
-        assert_eq!(s.hull(), Some(Interval::new(0, 8)));
+        let s = set(&[
+            (Ns(5), Ns(8)),
+            (Ns::ZERO, Ns(2)),
+            (Ns(1), Ns(3)),
+            (Ns(3), Ns(4)),
+            (Ns(10), Ns(10)),
+        ]);
+        assert_eq!(s, set(&[(Ns::ZERO, Ns(4)), (Ns(5), Ns(8))]));
+        assert_eq!(s.total(), Ns(7));
+        assert_eq!(s.hull(), Some(Interval::new(Ns::ZERO, Ns(8))));
     }
 
     #[test]
     fn intersect_and_subtract_by_hand() {
-        let comm = set(&[(0, 10), (20, 30)]);
-        let compute = set(&[(5, 25)]);
-        assert_eq!(comm.intersect(&compute), set(&[(5, 10), (20, 25)]));
-        assert_eq!(comm.subtract(&compute), set(&[(0, 5), (25, 30)]));
-        assert_eq!(compute.subtract(&comm), set(&[(10, 20)]));
-        assert_eq!(comm.overlap_len(&compute), 10);
+        let comm = set(&[(Ns::ZERO, Ns(10)), (Ns(20), Ns(30))]);
+        let compute = set(&[(Ns(5), Ns(25))]);
+        assert_eq!(
+            comm.intersect(&compute),
+            set(&[(Ns(5), Ns(10)), (Ns(20), Ns(25))])
+        );
+        assert_eq!(
+            comm.subtract(&compute),
+            set(&[(Ns::ZERO, Ns(5)), (Ns(25), Ns(30))])
+        );
+        assert_eq!(compute.subtract(&comm), set(&[(Ns(10), Ns(20))]));
+        assert_eq!(comm.overlap_len(&compute), Ns(10));
         assert!(set(&[]).subtract(&comm).is_empty());
         assert_eq!(comm.subtract(&set(&[])), comm);
     }
@@ -268,7 +280,7 @@ mod tests {
     fn bitmap(v: &[(Ns, Ns)]) -> Vec<bool> {
         let mut m = vec![false; 64];
         for &(s, e) in v {
-            for t in s.max(0)..e.min(64) {
+            for t in s.get().max(0)..e.get().min(64) {
                 m[t as usize] = true;
             }
         }
@@ -280,13 +292,13 @@ mod tests {
             .iter()
             .enumerate()
             .filter(|(_, &b)| b)
-            .map(|(t, _)| (t as Ns, t as Ns + 1))
+            .map(|(t, _)| (Ns(t as i64), Ns(t as i64 + 1)))
             .collect::<Vec<_>>())
     }
 
     fn intervals() -> impl Strategy<Value = Vec<(Ns, Ns)>> {
         prop::collection::vec(
-            (0i64..64, 0i64..20).prop_map(|(s, l)| (s, (s + l).min(64))),
+            (0i64..64, 0i64..20).prop_map(|(s, l)| (Ns(s), Ns((s + l).min(64)))),
             0..12,
         )
     }
@@ -302,40 +314,47 @@ mod tests {
             prop_assert_eq!(sa.intersect(&sb), from_bitmap(&and));
             prop_assert_eq!(sa.union(&sb), from_bitmap(&or));
             prop_assert_eq!(sa.subtract(&sb), from_bitmap(&minus));
-            prop_assert_eq!(sa.total(), ma.iter().filter(|x| **x).count() as Ns);
+            prop_assert_eq!(sa.total(), Ns(ma.iter().filter(|x| **x).count() as i64));
         }
     }
 
     #[test]
     fn coverage_of_a_window() {
-        let c = Coverage::new(set(&[(10, 20), (30, 50), (60, 61)]));
-        assert_eq!(c.covered(0, 100), 31);
-        assert_eq!(c.covered(15, 35), 10);
-        assert_eq!(c.covered(20, 30), 0);
-        assert_eq!(c.covered(12, 14), 2);
-        assert_eq!(c.covered(40, 40), 0);
-        assert_eq!(c.covered(55, 61), 1);
-        assert_eq!(c.upto(35), 15);
-        let slices = [(0, 15), (15, 35), (35, 100), (12, 14), (14, 14)];
-        assert_eq!(c.covered_slices(&slices), vec![5, 10, 16, 2, 0]);
+        let c = Coverage::new(set(&[(Ns(10), Ns(20)), (Ns(30), Ns(50)), (Ns(60), Ns(61))]));
+        assert_eq!(c.covered(Ns::ZERO, Ns(100)), Ns(31));
+        assert_eq!(c.covered(Ns(15), Ns(35)), Ns(10));
+        assert_eq!(c.covered(Ns(20), Ns(30)), Ns::ZERO);
+        assert_eq!(c.covered(Ns(12), Ns(14)), Ns(2));
+        assert_eq!(c.covered(Ns(40), Ns(40)), Ns::ZERO);
+        assert_eq!(c.covered(Ns(55), Ns(61)), Ns(1));
+        assert_eq!(c.upto(Ns(35)), Ns(15));
+        let slices =
+            [(0, 15), (15, 35), (35, 100), (12, 14), (14, 14)].map(|(a, b)| (Ns(a), Ns(b)));
+        assert_eq!(c.covered_slices(&slices), [5, 10, 16, 2, 0].map(Ns));
     }
 
     #[test]
     fn coverage_of_epoch_times_and_sparse_sets() {
         // Unix-epoch nanoseconds, intervals far apart: buckets of 2^k ns must
         // neither overflow nor lose an interval.
-        let t0: Ns = 1_700_000_000_000_000_000;
+        let t0: Ns = Ns(1_700_000_000_000_000_000);
         let c = Coverage::new(set(&[
-            (t0, t0 + 10),
-            (t0 + 1_000_000_000_000, t0 + 1_000_000_000_007),
+            (t0, t0 + Ns(10)),
+            (t0 + Ns(1_000_000_000_000), t0 + Ns(1_000_000_000_007)),
         ]));
-        assert_eq!(c.covered(t0 - 5, t0 + 5), 5);
-        assert_eq!(c.covered(t0 + 5, t0 + 1_000_000_000_003), 8);
-        assert_eq!(c.upto(Ns::MAX), 17);
-        assert_eq!(c.upto(Ns::MIN), 0);
-        let one = Coverage::new(set(&[(3, 4)]));
-        assert_eq!(one.covered_slices(&[(0, 3), (3, 4), (4, 9)]), vec![0, 1, 0]);
-        assert_eq!(Coverage::new(set(&[])).covered_slices(&[(0, 5)]), vec![0]);
+        assert_eq!(c.covered(t0 - Ns(5), t0 + Ns(5)), Ns(5));
+        assert_eq!(c.covered(t0 + Ns(5), t0 + Ns(1_000_000_000_003)), Ns(8));
+        assert_eq!(c.upto(Ns::MAX), Ns(17));
+        assert_eq!(c.upto(Ns::MIN), Ns::ZERO);
+        let one = Coverage::new(set(&[(Ns(3), Ns(4))]));
+        assert_eq!(
+            one.covered_slices(&[(Ns::ZERO, Ns(3)), (Ns(3), Ns(4)), (Ns(4), Ns(9))]),
+            [0, 1, 0].map(Ns)
+        );
+        assert_eq!(
+            Coverage::new(set(&[])).covered_slices(&[(Ns::ZERO, Ns(5))]),
+            [Ns::ZERO]
+        );
     }
 
     proptest! {
@@ -344,11 +363,11 @@ mod tests {
             v in proptest::collection::vec((0i64..200, 0i64..40), 0..30),
             lo in 0i64..250, len in 0i64..100,
         ) {
-            let s = IntervalSet::from_unsorted(v.iter().map(|&(a, l)| Interval::new(a, a + l)).collect());
-            let want = s.overlap_len(&IntervalSet::single(Interval::new(lo, lo + len)));
+            let s = IntervalSet::from_unsorted(v.iter().map(|&(a, l)| Interval::new(Ns(a), Ns(a + l))).collect());
+            let want = s.overlap_len(&IntervalSet::single(Interval::new(Ns(lo), Ns(lo + len))));
             let c = Coverage::new(s.clone());
-            prop_assert_eq!(c.covered(lo, lo + len), want);
-            prop_assert_eq!(c.upto(lo), s.overlap_len(&IntervalSet::single(Interval::new(-1, lo))));
+            prop_assert_eq!(c.covered(Ns(lo), Ns(lo + len)), want);
+            prop_assert_eq!(c.upto(Ns(lo)), s.overlap_len(&IntervalSet::single(Interval::new(Ns(-1), Ns(lo)))));
         }
 
         #[test]
@@ -357,8 +376,8 @@ mod tests {
             mut edges in proptest::collection::vec(-10i64..2100, 2..40),
         ) {
             edges.sort_unstable();
-            let s = IntervalSet::from_unsorted(v.iter().map(|&(a, l)| Interval::new(a, a + l)).collect());
-            let slices: Vec<(Ns, Ns)> = edges.windows(2).map(|w| (w[0], w[1])).collect();
+            let s = IntervalSet::from_unsorted(v.iter().map(|&(a, l)| Interval::new(Ns(a), Ns(a + l))).collect());
+            let slices: Vec<(Ns, Ns)> = edges.windows(2).map(|w| (Ns(w[0]), Ns(w[1]))).collect();
             let want: Vec<Ns> = slices
                 .iter()
                 .map(|&(lo, hi)| s.overlap_len(&IntervalSet::single(Interval::new(lo, hi))))

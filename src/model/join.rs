@@ -2,7 +2,7 @@
 //! timeline, in time order.
 
 use super::build::step_at;
-use super::{CpuThread, Interval, RankTimeline, StrId};
+use super::{CpuThread, Interval, Ns, RankTimeline, StrId};
 
 /// Joins one rank's windows, recorded in this order, into one timeline:
 /// names are re-interned, collective and step indexes moved past the earlier
@@ -21,7 +21,7 @@ pub fn join(windows: Vec<RankTimeline>) -> Option<(RankTimeline, Vec<String>)> {
         // Rare: keep the builder's invariants (sorted steps and ops); launch
         // counts per step cannot be redone without the calls.
         t.steps.sort_by_key(|s| (s.start, s.number));
-        t.launch_by_step = vec![(0, 0); t.steps.len()];
+        t.launch_by_step = vec![(0, Ns::ZERO); t.steps.len()];
         super::build::sort_ops(&mut t.ops);
         std::sync::Arc::make_mut(&mut t.annotations).sort_by_key(|a| a.start);
     }
@@ -126,16 +126,23 @@ mod tests {
     use super::join;
     use crate::model::build::TimelineBuilder;
     use crate::model::timeline::SourceFormat;
+    use crate::model::Ns;
     use crate::model::{Activity, DeviceOp, KernelClass, RankTimeline};
 
     fn window(source: &str, at: i64, kernel: &str, step: i64) -> RankTimeline {
         let mut b = TimelineBuilder::new(Path::new(source), SourceFormat::PyTorch);
-        b.span(at, 100).unwrap();
-        b.push_step(step, at, at + 100);
+        b.span(Ns(at), Ns(100)).unwrap();
+        b.push_step(step, Ns(at), Ns(at + 100));
         let name = b.intern(kernel);
         b.push_op(DeviceOp {
-            launch: at + 5,
-            ..DeviceOp::new(name, Activity::Kernel, KernelClass::Gemm, at + 10, 50)
+            launch: Ns(at + 5),
+            ..DeviceOp::new(
+                name,
+                Activity::Kernel,
+                KernelClass::Gemm,
+                Ns(at + 10),
+                Ns(50),
+            )
         })
         .unwrap();
         b.finish().0
@@ -160,7 +167,10 @@ mod tests {
             t.ops.iter().map(|o| o.step.get()).collect::<Vec<_>>(),
             [Some(0), Some(1)]
         );
-        assert_eq!(t.window.map(|w| (w.start, w.end)), Some((0, 1_100)));
+        assert_eq!(
+            t.window.map(|w| (w.start, w.end)),
+            Some((Ns::ZERO, Ns(1_100)))
+        );
     }
 
     #[test]

@@ -1,14 +1,183 @@
 //! Time is integer nanoseconds everywhere inside the model; microseconds and
 //! seconds appear only at the edges (readers and reports).
 
-/// A point in time or a duration, in nanoseconds.
-pub type Ns = i64;
+use serde::{Deserialize, Serialize};
+
+/// A point in time or a duration, in nanoseconds. A type of its own so that
+/// microseconds, counts and bytes cannot be taken for it silently: a raw
+/// integer enters as `Ns(n)`, and leaves as `.get()` or `.as_f64()`.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[serde(transparent)]
+#[repr(transparent)]
+pub struct Ns(pub i64);
+
+impl Ns {
+    pub const ZERO: Self = Self(0);
+    pub const MAX: Self = Self(i64::MAX);
+    pub const MIN: Self = Self(i64::MIN);
+
+    /// The nearest whole nanosecond to `ns` (saturating, as `as` casts do).
+    #[inline]
+    pub fn rounded(ns: f64) -> Self {
+        Self(ns.round() as i64)
+    }
+
+    /// The count of nanoseconds.
+    #[inline]
+    pub const fn get(self) -> i64 {
+        self.0
+    }
+
+    #[inline]
+    pub fn as_f64(self) -> f64 {
+        self.0 as f64
+    }
+
+    #[inline]
+    pub fn abs(self) -> Self {
+        Self(self.0.abs())
+    }
+
+    #[inline]
+    pub fn unsigned_abs(self) -> u64 {
+        self.0.unsigned_abs()
+    }
+
+    #[inline]
+    pub fn signum(self) -> i64 {
+        self.0.signum()
+    }
+
+    #[inline]
+    pub fn checked_add(self, o: Self) -> Option<Self> {
+        self.0.checked_add(o.0).map(Self)
+    }
+
+    #[inline]
+    pub fn checked_sub(self, o: Self) -> Option<Self> {
+        self.0.checked_sub(o.0).map(Self)
+    }
+
+    #[inline]
+    pub fn checked_mul(self, k: i64) -> Option<Self> {
+        self.0.checked_mul(k).map(Self)
+    }
+
+    /// How many whole `o` fit below `self`, rounding towards −∞.
+    #[inline]
+    pub fn div_euclid(self, o: Self) -> i64 {
+        self.0.div_euclid(o.0)
+    }
+
+    #[inline]
+    pub fn saturating_add(self, o: Self) -> Self {
+        Self(self.0.saturating_add(o.0))
+    }
+
+    #[inline]
+    pub fn saturating_sub(self, o: Self) -> Self {
+        Self(self.0.saturating_sub(o.0))
+    }
+}
+
+impl std::fmt::Display for Ns {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::ops::Add for Ns {
+    type Output = Self;
+    #[inline]
+    fn add(self, o: Self) -> Self {
+        Self(self.0 + o.0)
+    }
+}
+
+impl std::ops::Sub for Ns {
+    type Output = Self;
+    #[inline]
+    fn sub(self, o: Self) -> Self {
+        Self(self.0 - o.0)
+    }
+}
+
+impl std::ops::Neg for Ns {
+    type Output = Self;
+    #[inline]
+    fn neg(self) -> Self {
+        Self(-self.0)
+    }
+}
+
+impl std::ops::AddAssign for Ns {
+    #[inline]
+    fn add_assign(&mut self, o: Self) {
+        self.0 += o.0;
+    }
+}
+
+impl std::ops::SubAssign for Ns {
+    #[inline]
+    fn sub_assign(&mut self, o: Self) {
+        self.0 -= o.0;
+    }
+}
+
+/// A duration scaled by a count (`n` steps of `d` each).
+impl std::ops::Mul<i64> for Ns {
+    type Output = Self;
+    #[inline]
+    fn mul(self, k: i64) -> Self {
+        Self(self.0 * k)
+    }
+}
+
+/// A duration split `k` ways.
+impl std::ops::Div<i64> for Ns {
+    type Output = Self;
+    #[inline]
+    fn div(self, k: i64) -> Self {
+        Self(self.0 / k)
+    }
+}
+
+/// How many times one duration fits in another: a count, not a time.
+impl std::ops::Div for Ns {
+    type Output = i64;
+    #[inline]
+    fn div(self, o: Self) -> i64 {
+        self.0 / o.0
+    }
+}
+
+impl std::ops::Rem for Ns {
+    type Output = Self;
+    #[inline]
+    fn rem(self, o: Self) -> Self {
+        Self(self.0 % o.0)
+    }
+}
+
+impl std::iter::Sum for Ns {
+    fn sum<I: Iterator<Item = Self>>(it: I) -> Self {
+        Self(it.map(|n| n.0).sum())
+    }
+}
+
+impl<'a> std::iter::Sum<&'a Ns> for Ns {
+    fn sum<I: Iterator<Item = &'a Self>>(it: I) -> Self {
+        Self(it.map(|n| n.0).sum())
+    }
+}
 
 /// The bound on every time the model holds: ±2^61 ns (±73 years from the
 /// trace's epoch). Within it, the difference or sum of two times cannot
 /// overflow, so interval math needs no checks of its own; an event beyond
 /// it is damaged and skipped (and counted) by the timeline builder.
-pub const TIME_LIMIT: Ns = 1 << 61;
+pub const TIME_LIMIT: Ns = Ns(1 << 61);
 
 /// Whether `t` is within [`TIME_LIMIT`].
 pub fn in_range(t: Ns) -> bool {
@@ -30,8 +199,8 @@ impl Micros {
     /// In nanoseconds, when finite and within [`TIME_LIMIT`].
     pub fn ns(self) -> Option<Ns> {
         let ns = match self {
-            Self::Whole(us) => us.checked_mul(1_000)?,
-            Self::Frac(us) if us.is_finite() && us.abs() <= (TIME_LIMIT / 1_000) as f64 => {
+            Self::Whole(us) => Ns(us.checked_mul(1_000)?),
+            Self::Frac(us) if us.is_finite() && us.abs() <= (TIME_LIMIT.get() / 1_000) as f64 => {
                 us_to_ns(us)
             }
             Self::Frac(_) => return None,
@@ -46,18 +215,18 @@ impl Micros {
 /// values already bounded (see [`Micros::ns`]).
 fn us_to_ns(us: f64) -> Ns {
     let whole = us.trunc();
-    whole as Ns * 1_000 + ((us - whole) * 1_000.0).round() as Ns
+    Ns(whole as i64 * 1_000 + ((us - whole) * 1_000.0).round() as i64)
 }
 
 pub fn ns_to_s(ns: Ns) -> f64 {
-    ns as f64 / 1e9
+    ns.as_f64() / 1e9
 }
 
 /// Median of durations or times; for an even count the mean of the middle two;
 /// 0 for none.
 pub fn median(mut v: Vec<Ns>) -> Ns {
     if v.is_empty() {
-        return 0;
+        return Ns::ZERO;
     }
     v.sort_unstable();
     let m = v.len() / 2;
@@ -73,11 +242,11 @@ pub fn median(mut v: Vec<Ns>) -> Ns {
 pub fn human(ns: Ns) -> String {
     let a = ns.unsigned_abs() as f64;
     let (v, unit) = if a >= 1e9 {
-        (ns as f64 / 1e9, "s")
+        (ns.as_f64() / 1e9, "s")
     } else if a >= 1e6 {
-        (ns as f64 / 1e6, "ms")
+        (ns.as_f64() / 1e6, "ms")
     } else if a >= 1e3 {
-        (ns as f64 / 1e3, "µs")
+        (ns.as_f64() / 1e3, "µs")
     } else {
         return format!("{ns} ns");
     };
@@ -95,6 +264,7 @@ pub fn human(ns: Ns) -> String {
 /// in the unit `human` would pick for `ns`, with as many decimals as `step`
 /// needs (`4.820001 s` and `4.820002 s`, not `4.82 s` twice).
 pub fn human_tick(ns: Ns, step: Ns) -> String {
+    let (ns, step) = (ns.get(), step.get());
     let a = ns.unsigned_abs();
     let unit: (u64, &str) = if a >= 1_000_000_000 {
         (1_000_000_000, "s")
@@ -113,8 +283,8 @@ pub fn human_tick(ns: Ns, step: Ns) -> String {
         scale /= 10;
         decimals += 1;
     }
-    let whole = ns / unit.0 as Ns;
-    let frac = (ns % unit.0 as Ns).unsigned_abs();
+    let whole = ns / unit.0 as i64;
+    let frac = (ns % unit.0 as i64).unsigned_abs();
     if decimals == 0 {
         let v = ns as f64 / unit.0 as f64;
         return format!("{v:.0} {}", unit.1);
@@ -132,24 +302,24 @@ mod tests {
     fn tick_labels_stay_distinct_when_zoomed() {
         // 1 µs ticks 4.82 s into a trace.
         let t = 4_820_001_000;
-        assert_eq!(human_tick(t, 1_000), "4.820001 s");
-        assert_eq!(human_tick(t + 1_000, 1_000), "4.820002 s");
-        assert_eq!(human_tick(20_000_000, 10_000_000), "20 ms");
-        assert_eq!(human_tick(25_000_000, 5_000_000), "25 ms");
-        assert_eq!(human_tick(2_500_000, 500_000), "2.5 ms");
-        assert_eq!(human_tick(0, 1_000), "0 ns");
-        assert_eq!(human_tick(1_500, 100), "1.5 µs");
-        assert_eq!(human_tick(3_000_000_000, 1_000_000_000), "3 s");
+        assert_eq!(human_tick(Ns(t), Ns(1_000)), "4.820001 s");
+        assert_eq!(human_tick(Ns(t + 1_000), Ns(1_000)), "4.820002 s");
+        assert_eq!(human_tick(Ns(20_000_000), Ns(10_000_000)), "20 ms");
+        assert_eq!(human_tick(Ns(25_000_000), Ns(5_000_000)), "25 ms");
+        assert_eq!(human_tick(Ns(2_500_000), Ns(500_000)), "2.5 ms");
+        assert_eq!(human_tick(Ns::ZERO, Ns(1_000)), "0 ns");
+        assert_eq!(human_tick(Ns(1_500), Ns(100)), "1.5 µs");
+        assert_eq!(human_tick(Ns(3_000_000_000), Ns(1_000_000_000)), "3 s");
     }
 
     #[test]
     fn micros_enter_the_model_bounded() {
-        assert_eq!(Micros::Whole(3).ns(), Some(3_000));
-        assert_eq!(Micros::Frac(2.5).ns(), Some(2_500));
+        assert_eq!(Micros::Whole(3).ns(), Some(Ns(3_000)));
+        assert_eq!(Micros::Frac(2.5).ns(), Some(Ns(2_500)));
         // ±2^61 ns is the edge: 2,305,843,009,213,693.952 µs.
         assert_eq!(
             Micros::Whole(2_305_843_009_213_693).ns(),
-            Some(2_305_843_009_213_693_000)
+            Some(Ns(2_305_843_009_213_693_000))
         );
         assert_eq!(Micros::Whole(2_305_843_009_213_694).ns(), None);
         assert_eq!(Micros::Frac(8.9e15).ns(), None);
@@ -157,32 +327,32 @@ mod tests {
         assert_eq!(Micros::Whole(i64::MAX).ns(), None);
         assert_eq!(Micros::Frac(f64::NAN).ns(), None);
         assert_eq!(Micros::Frac(f64::INFINITY).ns(), None);
-        assert!(in_range(TIME_LIMIT) && !in_range(TIME_LIMIT + 1));
+        assert!(in_range(TIME_LIMIT) && !in_range(TIME_LIMIT + Ns(1)));
     }
 
     #[test]
     fn converts_fractional_microseconds() {
-        assert_eq!(us_to_ns(2636.669), 2_636_669);
-        assert_eq!(us_to_ns(4_458_677_009_853.422), 4_458_677_009_853_422);
-        assert_eq!(us_to_ns(4_458_677_052_057.143), 4_458_677_052_057_143);
-        assert_eq!(us_to_ns(-1.5), -1_500);
-        assert_eq!(ns_to_s(1_500_000_000), 1.5);
+        assert_eq!(us_to_ns(2636.669), Ns(2_636_669));
+        assert_eq!(us_to_ns(4_458_677_009_853.422), Ns(4_458_677_009_853_422));
+        assert_eq!(us_to_ns(4_458_677_052_057.143), Ns(4_458_677_052_057_143));
+        assert_eq!(us_to_ns(-1.5), Ns(-1_500));
+        assert_eq!(ns_to_s(Ns(1_500_000_000)), 1.5);
     }
 
     #[test]
     fn medians() {
-        assert_eq!(median(vec![3, 1, 2]), 2);
-        assert_eq!(median(vec![4, 1, 2, 3]), 2);
-        assert_eq!(median(vec![]), 0);
+        assert_eq!(median(vec![Ns(3), Ns(1), Ns(2)]), Ns(2));
+        assert_eq!(median(vec![Ns(4), Ns(1), Ns(2), Ns(3)]), Ns(2));
+        assert_eq!(median(vec![]), Ns::ZERO);
     }
 
     #[test]
     fn human_durations() {
-        assert_eq!(human(850), "850 ns");
-        assert_eq!(human(12_345), "12.3 µs");
-        assert_eq!(human(4_560_000), "4.56 ms");
-        assert_eq!(human(1_200_000_000), "1.20 s");
-        assert_eq!(human(250_000_000), "250 ms");
-        assert_eq!(human(-2_000), "-2.00 µs");
+        assert_eq!(human(Ns(850)), "850 ns");
+        assert_eq!(human(Ns(12_345)), "12.3 µs");
+        assert_eq!(human(Ns(4_560_000)), "4.56 ms");
+        assert_eq!(human(Ns(1_200_000_000)), "1.20 s");
+        assert_eq!(human(Ns(250_000_000)), "250 ms");
+        assert_eq!(human(Ns(-2_000)), "-2.00 µs");
     }
 }

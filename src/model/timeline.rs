@@ -566,17 +566,17 @@ mod tests {
         let step = |number, start| Step {
             number,
             start,
-            end: start + 10,
+            end: start + Ns(10),
         };
         let mut t = RankTimeline::default();
         assert_eq!((t.measured(), t.step_count()), (0..0, 1));
         assert!(t.counts(None), "without steps every op counts");
         assert_eq!(t.steps_used(), "no steps: the whole trace");
-        t.steps = vec![step(1, 0), step(2, 10)];
+        t.steps = vec![step(1, Ns::ZERO), step(2, Ns(10))];
         assert_eq!((t.measured(), t.step_count()), (0..2, 2));
         assert_eq!(t.steps_used(), "all steps 1-2");
-        t.steps.push(step(3, 20));
-        t.steps.push(step(4, 30));
+        t.steps.push(step(3, Ns(20)));
+        t.steps.push(step(4, Ns(30)));
         assert_eq!((t.measured(), t.step_count()), (1..3, 2));
         assert!(!t.counts(Some(0)) && t.counts(Some(1)) && t.counts(Some(2)));
         assert!(!t.counts(Some(3)) && !t.counts(None));
@@ -609,8 +609,8 @@ mod tests {
         assert_eq!((t.num_sms(1), t.num_sms(5)), (Some(108), None));
 
         let op = |work| DeviceOp {
-            start: 0,
-            dur: 1,
+            start: Ns::ZERO,
+            dur: Ns(1),
             name: StrId(0),
             activity: Activity::Kernel,
             class: KernelClass::Gemm,
@@ -620,7 +620,7 @@ mod tests {
             work,
             meta: Slot::NONE,
             step: Slot::NONE,
-            launch: 0,
+            launch: Ns::ZERO,
         };
         // 152 blocks on 304 SMs: half; 600 blocks: all of it.
         assert_eq!(

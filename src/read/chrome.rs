@@ -216,6 +216,7 @@ impl<'de, K> Visitor<'de> for KeyOf<K> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::Ns;
 
     fn value(json: &str) -> Scalar<'_> {
         serde_json::from_str(json).unwrap()
@@ -237,10 +238,10 @@ mod tests {
     #[test]
     fn micros_to_nanos() {
         let ns = |text: &str| value(text).micros().and_then(Micros::ns);
-        assert_eq!(ns("1694128201429795"), Some(1_694_128_201_429_795_000));
-        assert_eq!(ns("2636.669"), Some(2_636_669));
-        assert_eq!(ns("-3"), Some(-3_000));
-        assert_eq!(ns("\"12.5\""), Some(12_500));
+        assert_eq!(ns("1694128201429795"), Some(Ns(1_694_128_201_429_795_000)));
+        assert_eq!(ns("2636.669"), Some(Ns(2_636_669)));
+        assert_eq!(ns("-3"), Some(Ns(-3_000)));
+        assert_eq!(ns("\"12.5\""), Some(Ns(12_500)));
         assert_eq!(ns("null"), None);
         // Present but beyond the model's range: not "missing".
         assert_eq!(value("1e300").micros(), Some(Micros::Frac(1e300)));

@@ -1089,7 +1089,7 @@ mod tests {
         assert_eq!(depths, vec![0, 1, 2, 3]);
         // The stack where the kernel was launched.
         let launch = t.ops[0].launch;
-        assert_eq!(launch, 14_000);
+        assert_eq!(launch, Ns(14_000));
         let names: Vec<&str> = th.stack_at(launch).iter().map(|o| t.name(o.name)).collect();
         assert_eq!(
             names,
@@ -1100,11 +1100,15 @@ mod tests {
                 "cudaLaunchKernel"
             ]
         );
-        assert_eq!(th.stack_at(28_000).len(), 2, "after addmm, inside linear");
-        assert_eq!(th.stack_at(50_000).len(), 1);
-        assert!(th.stack_at(100_000).is_empty());
+        assert_eq!(
+            th.stack_at(Ns(28_000)).len(),
+            2,
+            "after addmm, inside linear"
+        );
+        assert_eq!(th.stack_at(Ns(50_000)).len(), 1);
+        assert!(th.stack_at(Ns(100_000)).is_empty());
         // Names at depth 1 over [11, 40) µs: linear, which started before it.
-        let d1 = th.at_depth(1, 11_000, 40_000, 10).unwrap();
+        let d1 = th.at_depth(1, Ns(11_000), Ns(40_000), 10).unwrap();
         assert_eq!(d1.len(), 1);
         assert_eq!(t.name(d1[0].name), "aten::linear");
     }
@@ -1149,7 +1153,10 @@ mod tests {
         // No launch record: the kernel's own start decides (step 8).
         let gemm = t.ops.iter().find(|o| !o.is_comm()).unwrap();
         assert_eq!(gemm.step.get(), Some(1));
-        assert_eq!((gemm.start, gemm.dur, gemm.stream), (150_500, 1_250, 7));
+        assert_eq!(
+            (gemm.start, gemm.dur, gemm.stream),
+            (Ns(150_500), Ns(1_250), 7)
+        );
     }
 
     #[test]
@@ -1180,7 +1187,7 @@ mod tests {
             let f = load(&text);
             assert_eq!(f.events, 3, "{flow}");
             let total: Ns = f.timeline.ops.iter().map(|o| o.dur).sum();
-            assert_eq!((f.timeline.ops.len(), total), (2, 10_000), "{flow}");
+            assert_eq!((f.timeline.ops.len(), total), (2, Ns(10_000)), "{flow}");
         }
     }
 
@@ -1192,7 +1199,10 @@ mod tests {
             "{\"traceEvents\": [\n{\"ph\": \"i\", \"name\": \"x\", \"ts\": 1, \"args\": {\"a\": 1}\n},\n{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"ts\": 10, \"dur\": 5}\n]}",
         );
         assert_eq!(f.events, 2);
-        assert_eq!((f.timeline.ops.len(), f.timeline.ops[0].dur), (1, 5_000));
+        assert_eq!(
+            (f.timeline.ops.len(), f.timeline.ops[0].dur),
+            (1, Ns(5_000))
+        );
     }
 
     /// Events as the profiler lays them out, over several lines each.
@@ -1229,7 +1239,7 @@ mod tests {
         assert_eq!(f.events, 8);
         let t = &f.timeline;
         let starts: Vec<Ns> = t.ops.iter().map(|o| o.start).collect();
-        assert_eq!(starts, [10_000, 20_000, 30_000, 35_000, 40_000]);
+        assert_eq!(starts, [10_000, 20_000, 30_000, 35_000, 40_000].map(Ns));
         let blocks: Vec<Option<f64>> = t.ops.iter().map(DeviceOp::blocks).collect();
         assert_eq!(
             blocks,
@@ -1260,7 +1270,7 @@ mod tests {
         assert_eq!(f.events, 7);
         let t = &f.timeline;
         let starts: Vec<Ns> = t.ops.iter().map(|o| o.start).collect();
-        assert_eq!(starts, [10_000, 20_000, 30_000, 40_000]);
+        assert_eq!(starts, [10_000, 20_000, 30_000, 40_000].map(Ns));
         assert_eq!(t.strings.get(t.ops[2].name), "x}, {y");
     }
 
@@ -1331,7 +1341,7 @@ mod tests {
         let t = &f.timeline;
         assert_eq!(f.events, 5);
         let k = &t.ops[0];
-        assert_eq!((k.stream, k.blocks(), k.launch), (9, Some(8.0), 2_000));
+        assert_eq!((k.stream, k.blocks(), k.launch), (9, Some(8.0), Ns(2_000)));
         // Both ops carry flops: the second's args came before its category.
         assert_eq!(t.flops, Some(1.5e9));
         assert_eq!(t.steps.len(), 1);
@@ -1357,13 +1367,19 @@ mod tests {
         let (fc, dma) = (&t.ops[0], &t.ops[1]);
         assert_eq!(
             (fc.activity, fc.class, fc.stream, fc.launch, fc.dur),
-            (Activity::Kernel, KernelClass::Gemm, 1, 10_000, 30_000)
+            (
+                Activity::Kernel,
+                KernelClass::Gemm,
+                1,
+                Ns(10_000),
+                Ns(30_000)
+            )
         );
         assert_eq!(
             (dma.activity, dma.bytes(), dma.stream),
             (Activity::Memcpy, Some(16), 801)
         );
-        assert_eq!((t.launch_calls, t.launch_time), (1, 5_000));
+        assert_eq!((t.launch_calls, t.launch_time), (1, Ns(5_000)));
         // Device-looking categories nobody reads are named, host ones are not.
         assert_eq!(f.warnings.len(), 1, "{:?}", f.warnings);
         assert!(
@@ -1452,6 +1468,6 @@ mod tests {
         );
         assert_eq!(f.timeline.ops.len(), 1);
         let k = &f.timeline.ops[0];
-        assert_eq!((k.start, k.work), (10_000, None));
+        assert_eq!((k.start, k.work), (Ns(10_000), None));
     }
 }

@@ -145,8 +145,8 @@ impl Raw {
             device: row.get(0)?,
             pid: pid(row.get::<_, Option<i64>>(1)?.unwrap_or(0)),
             correlation: row.get::<_, Option<i64>>(2)?.unwrap_or(-1),
-            start: row.get(3)?,
-            end: row.get(4)?,
+            start: Ns(row.get(3)?),
+            end: Ns(row.get(4)?),
             name: Arc::from(""),
             activity: Activity::Kernel,
             stream: 0,
@@ -309,8 +309,8 @@ pub fn read(path: &Path, name_rank: Option<u32>) -> Result<Vec<(Option<u32>, Ran
                 Ok((
                     Cpu {
                         pid: pid(row.get::<_, Option<i64>>(0)?.unwrap_or(0)),
-                        start: row.get(2)?,
-                        end: row.get(3)?,
+                        start: Ns(row.get(2)?),
+                        end: Ns(row.get(3)?),
                         name: r.text(row.get_ref(4)?).unwrap_or_default(),
                     },
                     row.get::<_, Option<i64>>(1)?.unwrap_or(-1),
@@ -332,8 +332,8 @@ pub fn read(path: &Path, name_rank: Option<u32>) -> Result<Vec<(Option<u32>, Ran
                     .unwrap_or_default();
                 Ok(Cpu {
                     pid: pid(row.get::<_, Option<i64>>(0)?.unwrap_or(0)),
-                    start: row.get(1)?,
-                    end: row.get(2)?,
+                    start: Ns(row.get(1)?),
+                    end: Ns(row.get(2)?),
                     name,
                 })
             },
@@ -456,7 +456,7 @@ pub(super) fn assemble(
             // Damaged times are skipped and counted by the builder.
             let _ = t.push_op(DeviceOp {
                 start: o.start,
-                dur: o.end.saturating_sub(o.start).max(0),
+                dur: o.end.saturating_sub(o.start).max(Ns::ZERO),
                 name,
                 activity: o.activity,
                 class,
@@ -509,7 +509,7 @@ mod tests {
         let cpu = |pid, start, name: &str| Cpu {
             pid,
             start,
-            end: start + 5,
+            end: start + Ns(5),
             name: name.into(),
         };
         let raw: Vec<Raw> = (0..201)
@@ -517,8 +517,8 @@ mod tests {
                 device: d,
                 pid: if d < 200 { 1 } else { 2 },
                 correlation: d,
-                start: 1_000 + d,
-                end: 1_100 + d,
+                start: Ns(1_000 + d),
+                end: Ns(1_100 + d),
                 name: "gemm_kernel".into(),
                 activity: Activity::Kernel,
                 stream: 7,
@@ -526,16 +526,16 @@ mod tests {
                 bytes: None,
             })
             .collect();
-        let mut nvtx: Vec<Cpu> = (0..2_000).map(|i| cpu(1, i * 10, "forward")).collect();
+        let mut nvtx: Vec<Cpu> = (0..2_000).map(|i| cpu(1, Ns(i * 10), "forward")).collect();
         nvtx.push(Cpu {
             pid: 1,
-            start: 0,
-            end: 50_000,
+            start: Ns::ZERO,
+            end: Ns(50_000),
             name: "ProfilerStep#4".into(),
         });
-        nvtx.push(cpu(2, 7, "backward"));
+        nvtx.push(cpu(2, Ns(7), "backward"));
         let runtime: Vec<(Cpu, i64)> = (0..200)
-            .map(|d| (cpu(1, 900, "cudaLaunchKernel"), d))
+            .map(|d| (cpu(1, Ns(900), "cudaLaunchKernel"), d))
             .collect();
         let files = assemble(Path::new("x.sqlite"), None, raw, &runtime, &nvtx, &[]);
         assert_eq!(files.len(), 201);
@@ -548,7 +548,7 @@ mod tests {
             assert_eq!(t.steps.len(), 1);
             assert_eq!(
                 (t.launch_calls, t.launch_by_step.as_slice()),
-                (200, &[(200, 1_000)][..])
+                (200, &[(200, Ns(1_000))][..])
             );
             assert_eq!(t.ops[0].step.get(), Some(0));
         }

@@ -196,8 +196,8 @@ fn ranges(bytes: Vec<u8>, path: &Path) -> Result<(Vec<Range>, u64, u64)> {
                     id,
                     parent: num(&["ParentId", "Parent ID"]),
                     name,
-                    start,
-                    end,
+                    start: Ns(start),
+                    end: Ns(end),
                     pid: num(&["PID"]).unwrap_or(0),
                     tid: num(&["TID"]).unwrap_or(0),
                 })
@@ -460,11 +460,18 @@ mod tests {
         f
     }
 
-    fn ops(f: &RankFile) -> Vec<(String, Ns, Ns, Option<crate::model::CollKind>)> {
+    fn ops(f: &RankFile) -> Vec<(String, i64, i64, Option<crate::model::CollKind>)> {
         let t = &f.timeline;
         t.ops
             .iter()
-            .map(|o| (t.name(o.name).to_owned(), o.start, o.dur, o.coll))
+            .map(|o| {
+                (
+                    t.name(o.name).to_owned(),
+                    o.start.get(),
+                    o.dur.get(),
+                    o.coll,
+                )
+            })
             .collect()
     }
 

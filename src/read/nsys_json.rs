@@ -244,8 +244,8 @@ pub fn read(
                 device: c.device_id.0.unwrap_or(0),
                 pid: pid(c.global_pid.0.unwrap_or(0)),
                 correlation: c.correlation_id.0.unwrap_or(-1),
-                start,
-                end,
+                start: Ns(start),
+                end: Ns(end),
                 name: Arc::from(""),
                 activity: Activity::Kernel,
                 stream: c.stream_id.0.unwrap_or(0),
@@ -283,8 +283,8 @@ pub fn read(
                 runtime.push((
                     Cpu {
                         pid: pid(p.global_tid.0.unwrap_or(0)),
-                        start,
-                        end,
+                        start: Ns(start),
+                        end: Ns(end),
                         name: name(p.name).unwrap_or_default(),
                     },
                     p.correlation_id.0.unwrap_or(-1),
@@ -298,8 +298,8 @@ pub fn read(
                     events += 1;
                     nvtx.push(Cpu {
                         pid: pid(n.global_tid.0.unwrap_or(0)),
-                        start: start as Ns,
-                        end: end as Ns,
+                        start: Ns(start),
+                        end: Ns(end),
                         name: n
                             .text
                             .map(Arc::from)

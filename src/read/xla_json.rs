@@ -160,7 +160,7 @@ pub fn read(reader: impl Read, path: &Path) -> Result<Vec<(Option<u32>, RankFile
         // Beyond the model's range: the builder skips and counts it.
         let start = Micros::Frac(ts).ns().unwrap_or(Ns::MAX);
         let dur = Micros::Frac(e.dur.unwrap_or(0.0)).ns().unwrap_or(Ns::MAX);
-        let end = start.saturating_add(dur.max(0));
+        let end = start.saturating_add(dur.max(Ns::ZERO));
         let full = e.args.long_name.as_deref().unwrap_or(&e.name);
         by_device
             .entry(device)
@@ -219,7 +219,14 @@ mod tests {
             let t = &files[i].1.timeline;
             t.ops
                 .iter()
-                .map(|o| (t.strings.get(o.name).to_owned(), o.start, o.dur, o.coll))
+                .map(|o| {
+                    (
+                        t.strings.get(o.name).to_owned(),
+                        o.start.get(),
+                        o.dur.get(),
+                        o.coll,
+                    )
+                })
                 .collect::<Vec<_>>()
         };
         assert_eq!(

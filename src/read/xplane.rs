@@ -130,7 +130,7 @@ fn vendor_ccl(name: &str) -> bool {
 }
 
 fn ps_to_ns(ps: i64) -> Ns {
-    ps.div_euclid(1000)
+    Ns(ps.div_euclid(1000))
 }
 
 /// Turns one device's XLA ops into a rank timeline: HLO names parsed,
@@ -261,11 +261,10 @@ pub fn read(bytes: &[u8], path: &Path) -> Result<Vec<(Option<u32>, RankFile)>, E
                     .get(&e.metadata_id)
                     .map_or("", |m| m.name.as_str());
                 // Out of i64 is out of range too: the builder skips and counts it.
-                let start = line
-                    .timestamp_ns
+                let start = Ns(line.timestamp_ns)
                     .checked_add(ps_to_ns(e.offset_ps))
                     .unwrap_or(Ns::MAX);
-                let end = start.saturating_add(ps_to_ns(e.duration_ps).max(0));
+                let end = start.saturating_add(ps_to_ns(e.duration_ps).max(Ns::ZERO));
                 ops.push(full, start, end, stream, memcpy);
             }
         }
@@ -359,8 +358,8 @@ mod tests {
             .map(|o| {
                 (
                     f.timeline.strings.get(o.name).to_owned(),
-                    o.start,
-                    o.dur,
+                    o.start.get(),
+                    o.dur.get(),
                     o.coll,
                 )
             })

@@ -8,7 +8,7 @@ use serde_json::json;
 use crate::cli::Format;
 use crate::derive::groups::{GroupInfo, Role};
 use crate::derive::instances::{FitRow, GroupRow, InstanceRow};
-use crate::model::time::human;
+use crate::model::time::{human, Ns};
 
 /// Columns the instance list can be sorted by (largest first, but `id` and
 /// `start`, which go in time order).
@@ -124,9 +124,9 @@ fn fits_table(fits: &[FitRow], out: &mut dyn Write) -> io::Result<()> {
             f.kind.name(),
             super::safe::text(&f.role),
             f.size,
-            human((f.line.alpha * 1e9).round() as i64),
+            human(Ns::rounded(f.line.alpha * 1e9)),
             inv,
-            human((f.line.residual * 1e9).round() as i64),
+            human(Ns::rounded(f.line.residual * 1e9)),
             f.line.points,
             f.sizes,
         )?;
@@ -179,7 +179,7 @@ fn table(
             "no collective is matched across ranks (it needs communication kernels on 2 or more ranks)"
         );
     }
-    let origin = rows.iter().map(|r| r.start).min().unwrap_or(0);
+    let origin = rows.iter().map(|r| r.start).min().unwrap_or(Ns::ZERO);
     if !grouped_only {
         writeln!(
             out,
@@ -201,7 +201,7 @@ fn table(
                 human(r.transfer),
                 gbps(r.algbw()),
                 gbps(r.busbw()),
-                if r.last_by > 0 {
+                if r.last_by > Ns::ZERO {
                     r.last_rank.to_string()
                 } else {
                     "-".to_owned()

@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 use crate::cli::Format;
 use crate::compare::{Comparison, MetricDiff, TimeDiff, Verdict};
 use crate::metrics::Better;
-use crate::model::time::human;
+use crate::model::time::{human, Ns};
 
 pub struct Sides<'a> {
     pub a: &'a str,
@@ -133,7 +133,7 @@ fn table(s: &Sides, c: &Comparison, out: &mut dyn Write) -> io::Result<()> {
 }
 
 fn secs(s: f64) -> String {
-    human((s * 1e9).round() as i64)
+    human(Ns::rounded(s * 1e9))
 }
 
 fn signed(s: f64) -> String {

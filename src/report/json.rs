@@ -109,8 +109,8 @@ pub fn write(about: &About, rows: &[Row], out: &mut dyn Write) -> io::Result<()>
             .iter()
             .map(|o| OffsetJson {
                 rank: o.rank,
-                offset_ns: o.offset,
-                spread_ns: o.spread,
+                offset_ns: o.offset.get(),
+                spread_ns: o.spread.get(),
                 collectives: o.samples,
             })
             .collect(),

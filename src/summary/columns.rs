@@ -100,8 +100,8 @@ pub fn to_tables(t: &RankTimeline) -> Res<Vec<RecordBatch>> {
             ("launch_ns", DataType::Int64, false),
         ],
         vec![
-            i64s(&|o| o.start),
-            i64s(&|o| o.dur),
+            i64s(&|o| o.start.get()),
+            i64s(&|o| o.dur.get()),
             text(ops.iter().map(|o| name(o.name))),
             text(ops.iter().map(|o| Some(o.activity.name()))),
             text(ops.iter().map(|o| Some(o.class.name()))),
@@ -119,7 +119,7 @@ pub fn to_tables(t: &RankTimeline) -> Res<Vec<RecordBatch>> {
             Arc::new(bytes.finish()),
             u32s(&|o| o.meta.get()),
             u32s(&|o| o.step.get()),
-            i64s(&|o| o.launch),
+            i64s(&|o| o.launch.get()),
         ],
     )?;
 
@@ -169,10 +169,10 @@ pub fn to_tables(t: &RankTimeline) -> Res<Vec<RecordBatch>> {
         vec![
             text(a.iter().map(|x| name(x.name))),
             Arc::new(arrow_array::Int64Array::from_iter_values(
-                a.iter().map(|x| x.start),
+                a.iter().map(|x| x.start.get()),
             )),
             Arc::new(arrow_array::Int64Array::from_iter_values(
-                a.iter().map(|x| x.end),
+                a.iter().map(|x| x.end.get()),
             )),
             Arc::new(on_gpu.finish()),
         ],
@@ -202,10 +202,10 @@ pub fn to_tables(t: &RankTimeline) -> Res<Vec<RecordBatch>> {
         vec![
             Arc::new(tid.finish()),
             Arc::new(arrow_array::Int64Array::from_iter_values(
-                cpu.iter().map(|(_, o)| o.start),
+                cpu.iter().map(|(_, o)| o.start.get()),
             )),
             Arc::new(arrow_array::Int64Array::from_iter_values(
-                cpu.iter().map(|(_, o)| o.dur),
+                cpu.iter().map(|(_, o)| o.dur.get()),
             )),
             text(cpu.iter().map(|(_, o)| name(o.name))),
             text(cpu.iter().map(|(_, o)| Some(cpu_kind_name(o.kind)))),
@@ -248,12 +248,12 @@ fn steps_table(t: &RankTimeline) -> Res<RecordBatch> {
         let comm = set(&|o| o.is_comm());
         let exposed = comm.subtract(&compute);
         for (b, v) in cols.iter_mut().zip([busy, compute, comm, exposed]) {
-            b.append_value(v.total());
+            b.append_value(v.total().get());
         }
         ops.append_value(step_ops.len() as u64);
         let l = t.launch_by_step.get(i);
         launches.append_option(l.map(|l| l.0));
-        launch_ns.append_option(l.map(|l| l.1));
+        launch_ns.append_option(l.map(|l| l.1).map(Ns::get));
     }
     let [busy, compute, comm, exposed] = cols.map(|mut b| Arc::new(b.finish()) as ArrayRef);
     let s = &t.steps;
@@ -277,10 +277,10 @@ fn steps_table(t: &RankTimeline) -> Res<RecordBatch> {
                 s.iter().map(|x| x.number),
             )),
             Arc::new(arrow_array::Int64Array::from_iter_values(
-                s.iter().map(|x| x.start),
+                s.iter().map(|x| x.start.get()),
             )),
             Arc::new(arrow_array::Int64Array::from_iter_values(
-                s.iter().map(|x| x.end),
+                s.iter().map(|x| x.end.get()),
             )),
             Arc::new(ops.finish()),
             busy,
@@ -447,8 +447,8 @@ pub fn fill(
                 _ => None,
             };
             t.ops.push(DeviceOp {
-                start: start[i],
-                dur: dur[i],
+                start: Ns(start[i]),
+                dur: Ns(dur[i]),
                 name: required(name[i], tb, "name")?,
                 activity: required(activity[i], tb, "activity")?,
                 class: required(class[i], tb, "class")?,
@@ -458,7 +458,7 @@ pub fn fill(
                 work,
                 meta: Slot::from(meta[i]),
                 step: Slot::from(step[i]),
-                launch: launch[i],
+                launch: Ns(launch[i]),
             });
         }
     }
@@ -495,8 +495,8 @@ pub fn fill(
         for i in 0..number.len() {
             t.steps.push(crate::model::Step {
                 number: number[i],
-                start: start[i],
-                end: end[i],
+                start: Ns(start[i]),
+                end: Ns(end[i]),
             });
         }
     }
@@ -513,8 +513,8 @@ pub fn fill(
         for i in 0..start.len() {
             annotations.push(Annotation {
                 name: required(name[i], tb, "name")?,
-                start: start[i],
-                end: end[i],
+                start: Ns(start[i]),
+                end: Ns(end[i]),
                 on_gpu: gpu.value(i),
             });
         }
@@ -536,8 +536,8 @@ pub fn fill(
                 ops.push((
                     tid[i],
                     CpuOp {
-                        start: start[i],
-                        dur: dur[i],
+                        start: Ns(start[i]),
+                        dur: Ns(dur[i]),
                         name: required(name[i], tb, "name")?,
                         kind: required(kind[i], tb, "kind")?,
                         depth: depth[i],
@@ -573,11 +573,11 @@ pub fn fill(
 fn check(t: &RankTimeline) -> Result<(), String> {
     use crate::model::build::MAX_OP_TIME;
     use crate::model::time::{in_range, TIME_LIMIT};
-    let mut total: Ns = 0;
+    let mut total: Ns = Ns::ZERO;
     for o in &t.ops {
         if !(in_range(o.start)
             && in_range(o.launch)
-            && (0..=TIME_LIMIT).contains(&o.dur)
+            && (Ns::ZERO..=TIME_LIMIT).contains(&o.dur)
             && in_range(o.start + o.dur))
         {
             return Err(format!("a time out of range ({} ns)", o.start));
@@ -616,7 +616,7 @@ fn check(t: &RankTimeline) -> Result<(), String> {
         }
         for (i, o) in th.ops.iter().enumerate() {
             // A parent comes before the ranges it holds: a loop would never end.
-            if !(in_range(o.start) && (0..=TIME_LIMIT).contains(&o.dur) && in_range(o.end()))
+            if !(in_range(o.start) && (Ns::ZERO..=TIME_LIMIT).contains(&o.dur) && in_range(o.end()))
                 || (o.parent != crate::model::timeline::NO_PARENT && o.parent as usize >= i)
             {
                 return Err("a CPU range out of range".into());
@@ -787,17 +787,17 @@ mod tests {
         // Compute [0, 10) and [30, 40); communication [5, 20): busy 30,
         // compute 20, communication 15, of which 10 not under compute.
         t.ops = vec![
-            op(gemm, KernelClass::Gemm, 0, 10),
-            op(nccl, KernelClass::Communication, 5, 15),
-            op(gemm, KernelClass::Gemm, 30, 10),
+            op(gemm, KernelClass::Gemm, Ns::ZERO, Ns(10)),
+            op(nccl, KernelClass::Communication, Ns(5), Ns(15)),
+            op(gemm, KernelClass::Gemm, Ns(30), Ns(10)),
         ];
         t.ops[2].work = Some(Work::Blocks(4.0));
         t.steps = vec![Step {
             number: 7,
-            start: 0,
-            end: 50,
+            start: Ns::ZERO,
+            end: Ns(50),
         }];
-        t.launch_by_step = vec![(3, 12)];
+        t.launch_by_step = vec![(3, Ns(12))];
         let steps = &to_tables(&t).unwrap()[3];
         let get = |name: &str| {
             steps
@@ -825,7 +825,13 @@ mod tests {
     fn damaged_tables_are_refused() {
         let mut t = RankTimeline::default();
         let n = t.strings.intern("k");
-        t.ops = vec![DeviceOp::new(n, Activity::Kernel, KernelClass::Gemm, 0, 5)];
+        t.ops = vec![DeviceOp::new(
+            n,
+            Activity::Kernel,
+            KernelClass::Gemm,
+            Ns::ZERO,
+            Ns(5),
+        )];
         t.ops[0].meta = Slot::from(Some(3));
         let tables = to_tables(&t).unwrap();
         let by_name: HashMap<&str, Vec<RecordBatch>> = TABLES

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::model::Ns;
 
 /// The manifest's file name: a folder holding it is a summary.
 pub const MANIFEST: &str = "ccl-bench-summary.json";
@@ -120,11 +121,11 @@ pub struct Part {
     pub world_size: Option<u32>,
     pub groups: Vec<Group>,
     pub devices: Vec<Device>,
-    pub window: Option<(i64, i64)>,
+    pub window: Option<(Ns, Ns)>,
     pub flops: Option<f64>,
     pub launch_calls: u64,
-    pub launch_time: i64,
-    pub launch_by_step: Vec<(u64, i64)>,
+    pub launch_time: Ns,
+    pub launch_by_step: Vec<(u64, Ns)>,
     pub engine_steps: bool,
     pub format: String,
     /// (thread id, kernel launches) of each CPU thread, in order.

@@ -237,7 +237,7 @@ impl Data {
                     .enumerate()
                     .map(|(k, th)| Lane::cpu_of(i, t.rank, k, th))
                     .collect();
-                let max_dur = t.ops.iter().map(|o| o.dur).max().unwrap_or(0);
+                let max_dur = t.ops.iter().map(|o| o.dur).max().unwrap_or(Ns::ZERO);
                 let hulls: Vec<((i64, u32), Interval)> = t
                     .step_keys()
                     .into_iter()
@@ -265,8 +265,8 @@ impl Data {
             .iter()
             .filter_map(|t| t.device_window())
             .reduce(|a, b| Interval::new(a.start.min(b.start), a.end.max(b.end)))
-            .map_or(Interval::new(0, 1), |s| {
-                Interval::new(s.start, s.end.max(s.start + 1))
+            .map_or(Interval::new(Ns::ZERO, Ns(1)), |s| {
+                Interval::new(s.start, s.end.max(s.start + Ns(1)))
             });
         // Enough points for a wide terminal's Braille chart (2 dots per cell).
         const CHART_POINTS: usize = 2048;
@@ -317,7 +317,7 @@ impl Data {
     /// The ops of rank `rank_index` running at `t` (on `stream` when given),
     /// the latest to start first: the one a cursor put on an op's start names.
     pub fn ops_at(&self, rank_index: usize, stream: Option<u32>, t: Ns) -> Vec<&DeviceOp> {
-        let at = Interval::new(t, t.saturating_add(1));
+        let at = Interval::new(t, t.saturating_add(Ns(1)));
         let mut ops = self
             .ops_in(rank_index, stream, at, usize::MAX)
             .unwrap_or_default();

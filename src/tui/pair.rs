@@ -57,7 +57,7 @@ pub fn step_window(d: &Data, i: usize) -> Option<(Option<i64>, Interval)> {
 mod tests {
     use super::*;
     use crate::load::LoadReport;
-    use crate::model::Interval;
+    use crate::model::{Interval, Ns};
     use crate::synth::{training_run, RankTrace, RunShape};
 
     fn data(t: crate::model::Trace) -> Data {
@@ -82,6 +82,6 @@ mod tests {
         // No step markers: the whole run is step 0, and there is no step 1.
         assert_eq!(step_window(&p.b, 0), Some((None, p.b.span)));
         assert_eq!(step_window(&p.b, 1), None);
-        assert_eq!(p.b.span, Interval::new(5_000, 25_000));
+        assert_eq!(p.b.span, Interval::new(Ns(5_000), Ns(25_000)));
     }
 }

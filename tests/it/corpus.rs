@@ -13,6 +13,7 @@
 use ccl_bench::headless::load;
 use ccl_bench::load::LoadOptions;
 use ccl_bench::metrics::{self, Ctx, Outcome};
+use ccl_bench::model::Ns;
 
 use crate::support::{assert_close, corpus, metrics_doc, run, stderr, stdout};
 
@@ -216,7 +217,7 @@ fn dlrm_straggler_is_the_rank_everyone_waits_for() {
     assert!(v.sentence().starts_with("rank 7:"), "{}", v.sentence());
     let late = &data.arrivals.late;
     let r7 = data.trace.ranks.iter().position(|t| t.rank == 7).unwrap();
-    let total = |r: usize| late[r].iter().flatten().sum::<i64>();
+    let total = |r: usize| late[r].iter().flatten().sum::<Ns>();
     assert!((0..late.len()).all(|r| total(r) <= total(r7)));
 }
 
@@ -256,7 +257,7 @@ fn collective_sizes_from_kernel_args() {
     // "dtype": "Float", "Group size": 2 (read with json.load).
     let k = r
         .kernels()
-        .find(|k| k.start == 4_458_677_009_853_422)
+        .find(|k| k.start == Ns(4_458_677_009_853_422))
         .expect("kernel at that ts");
     assert_eq!(k.coll, Some(ccl_bench::model::CollKind::AllReduce));
     let m = r.coll_meta(k).expect("args carry collective metadata");
@@ -532,7 +533,7 @@ fn nsys_json_export_equals_the_sqlite_one() {
         .filter(|o| o.activity == ccl_bench::model::Activity::Kernel)
         .collect();
     assert_eq!((kernels.len(), instances), (744, 744));
-    assert_eq!(kernels.iter().map(|o| o.dur).sum::<i64>(), total);
+    assert_eq!(kernels.iter().map(|o| o.dur).sum::<Ns>(), Ns(total));
     let (cj, cs) = (Ctx::new(&tj, None).unwrap(), Ctx::new(&ts, None).unwrap());
     let needs_sms = [
         "mean_sm_coverage",
@@ -660,12 +661,12 @@ fn dlrm_clock_offsets_and_wait_split() {
     let offsets = t.offsets.as_ref().expect("ranks share collectives");
     assert_eq!(offsets.len(), 8);
     for o in offsets {
-        assert!(o.offset.abs() < 5_000, "{o:?}");
+        assert!(o.offset.abs() < Ns(5_000), "{o:?}");
         assert_eq!(o.samples, 8, "{o:?}");
     }
     let ctx = Ctx::new(&t, None).unwrap();
     for (r, w) in t.ranks.iter().zip(ctx.waits()) {
-        let comm: i64 = r.ops.iter().filter(|o| o.is_comm()).map(|o| o.dur).sum();
+        let comm: Ns = r.ops.iter().filter(|o| o.is_comm()).map(|o| o.dur).sum();
         assert_eq!(w.wait + w.transfer, comm, "rank {}", r.rank);
     }
 }

@@ -11,7 +11,7 @@ use ccl_bench::load::{load_path, LoadOptions, Progress};
 use ccl_bench::metrics::{self, Ctx, Outcome};
 use ccl_bench::model::build::TimelineBuilder;
 use ccl_bench::model::timeline::SourceFormat;
-use ccl_bench::model::{Activity, DeviceOp};
+use ccl_bench::model::{Activity, DeviceOp, Ns};
 use ccl_bench::read::RankFile;
 use ccl_bench::source::FileIn;
 
@@ -31,7 +31,8 @@ fn read_toy(f: &FileIn) -> Result<Vec<Ranked>> {
         let [_, name, start, dur] = parts[..] else {
             continue;
         };
-        let (Ok(start), Ok(dur)) = (start.parse(), dur.parse()) else {
+        // The format writes nanoseconds; `Ns(..)` is where they enter the model.
+        let (Ok(start), Ok(dur)) = (start.parse().map(Ns), dur.parse().map(Ns)) else {
             continue;
         };
         events += 1;

@@ -4,6 +4,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use ccl_bench::model::Ns;
 use ccl_bench::synth::RankTrace;
 use ccl_bench::tui::action::Action;
 use ccl_bench::tui::app::App;
@@ -147,7 +148,7 @@ fn repeated_step_numbers_stay_separate_steps() {
     );
     // Each step is its own 50 µs kernel, not a merged 350 µs "step 3".
     for s in &d.steps {
-        assert_eq!(s.span.len(), 50_000, "{}", s.label());
+        assert_eq!(s.span.len(), Ns(50_000), "{}", s.label());
     }
     assert!(
         d.warnings.iter().any(|w| w.contains("6 steps but only 3")),
@@ -393,7 +394,7 @@ fn summary_opens_on_where_the_time_went() {
     }
     // Every rank's budget sums to its step.
     for r in &a.data.ranks {
-        assert_eq!(r.budget().iter().sum::<i64>(), r.span, "rank {}", r.rank);
+        assert_eq!(r.budget().iter().sum::<Ns>(), r.span, "rank {}", r.rank);
     }
     // The selected metric is explained in full at the bottom, at any width.
     a.update(Action::Down);

@@ -14,6 +14,7 @@ use ratatui::Terminal;
 use ccl_bench::load::LoadOptions;
 use ccl_bench::load::Progress;
 use ccl_bench::metrics::Options;
+use ccl_bench::model::Ns;
 use ccl_bench::synth::two_rank_example;
 use ccl_bench::tui::action::Action;
 use ccl_bench::tui::app::{tab_at, App};
@@ -250,7 +251,7 @@ fn kernels_filter_sort_group_and_rank() {
         .rows()
         .find(|r| r.name == "communication")
         .unwrap();
-    assert_eq!((comm.count, comm.total), (2, 60_000));
+    assert_eq!((comm.count, comm.total), (2, Ns(60_000)));
     a.update(Action::PrevRank);
     assert_eq!(a.state::<KernelsState>().unwrap().rank, None);
     insta::assert_snapshot!("two_ranks_kernel_classes", draw(&a));
@@ -262,13 +263,13 @@ fn timeline_zoom_pan_steps_cursor() {
     a.update(Action::SelectTab(Tab("Timeline")));
     let full = a.state::<TimelineState>().unwrap().view;
     // Device ops span [0, 200) µs over both ranks.
-    assert_eq!((full.start, full.end), (0, 200_000));
+    assert_eq!((full.start, full.end), (Ns::ZERO, Ns(200_000)));
     a.update(Action::ZoomIn);
-    assert_eq!(a.state::<TimelineState>().unwrap().view.len(), 100_000);
+    assert_eq!(a.state::<TimelineState>().unwrap().view.len(), Ns(100_000));
     // The cursor (at 0) stays on screen when zooming.
-    assert_eq!(a.state::<TimelineState>().unwrap().view.start, 0);
+    assert_eq!(a.state::<TimelineState>().unwrap().view.start, Ns::ZERO);
     a.update(Action::PanRight);
-    assert_eq!(a.state::<TimelineState>().unwrap().view.start, 12_500);
+    assert_eq!(a.state::<TimelineState>().unwrap().view.start, Ns(12_500));
     a.update(Action::ZoomOut);
     a.update(Action::ZoomOut);
     assert_eq!(
@@ -280,12 +281,12 @@ fn timeline_zoom_pan_steps_cursor() {
     a.update(Action::GoToStep);
     a.update(Action::Input('2'));
     a.update(Action::Submit);
-    assert_eq!(a.state::<TimelineState>().unwrap().cursor, 110_000);
+    assert_eq!(a.state::<TimelineState>().unwrap().cursor, Ns(110_000));
     assert!(
-        a.state::<TimelineState>().unwrap().view.start <= 110_000
-            && a.state::<TimelineState>().unwrap().view.end >= 180_000
+        a.state::<TimelineState>().unwrap().view.start <= Ns(110_000)
+            && a.state::<TimelineState>().unwrap().view.end >= Ns(180_000)
     );
-    assert!(a.state::<TimelineState>().unwrap().view.len() < 80_000);
+    assert!(a.state::<TimelineState>().unwrap().view.len() < Ns(80_000));
     a.update(Action::GoToStep);
     a.update(Action::Input('9'));
     a.update(Action::Submit);
@@ -781,7 +782,7 @@ fn enter_drills_down_to_the_timeline_and_backspace_returns() {
     let gemm = a.data.trace.ranks[1]
         .ops
         .iter()
-        .find(|o| o.dur == 100_000 && o.is_compute())
+        .find(|o| o.dur == Ns(100_000) && o.is_compute())
         .unwrap();
     assert_eq!((t.lane, t.cursor), (1, gemm.start));
     assert!(t.view.start <= gemm.start && gemm.end() <= t.view.end);
@@ -815,21 +816,27 @@ fn enter_drills_down_to_the_timeline_and_backspace_returns() {
 fn a_marked_range_has_totals_per_rank() {
     use ccl_bench::tui::tabs::timeline::RangeTotals;
     let data = two_ranks();
-    let t = RangeTotals::of(&data, ccl_bench::model::Interval::new(0, 100_000));
+    let t = RangeTotals::of(
+        &data,
+        ccl_bench::model::Interval::new(Ns::ZERO, Ns(100_000)),
+    );
     // Rank 0: gemm 10-45, all-reduce 30-60 (waiting all along: rank 1 starts
     // its own at 100), copy 60-70. Rank 1: gemm 0-100.
     assert_eq!(
         t.ranks,
         [
-            (0, [20_000, 15_000, 15_000, 15_000, 10_000, 40_000]),
-            (1, [100_000, 0, 0, 0, 0, 0])
+            (0, [20_000, 15_000, 15_000, 15_000, 10_000, 40_000].map(Ns)),
+            (1, [100_000, 0, 0, 0, 0, 0].map(Ns))
         ]
     );
     assert_eq!(
         t.top,
         [
-            ("sm90_xmma_gemm_bf16".to_owned(), 135_000),
-            ("ncclDevKernel_AllReduce_Sum_f32_RING_LL".to_owned(), 30_000)
+            ("sm90_xmma_gemm_bf16".to_owned(), Ns(135_000)),
+            (
+                "ncclDevKernel_AllReduce_Sum_f32_RING_LL".to_owned(),
+                Ns(30_000)
+            )
         ]
     );
     // Through the keys: mark, move, mark; Esc clears.
@@ -957,7 +964,7 @@ fn cpu_lanes_show_what_launched_each_kernel() {
     let launch = a.data.trace.ranks[0].cpu[0]
         .ops
         .iter()
-        .find(|o| o.start == s.cursor - 24_000)
+        .find(|o| o.start == s.cursor - Ns(24_000))
         .map(|o| o.start)
         .unwrap();
     a.state_mut::<TimelineState>().unwrap().cursor = launch;

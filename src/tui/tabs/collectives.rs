@@ -11,7 +11,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
 use crate::derive::instances::{grouped, GroupRow, InstanceRow};
-use crate::model::time::human;
+use crate::model::time::{human, Ns};
 use crate::tui::action::Action;
 use crate::tui::data::Data;
 use crate::tui::tabs::{Jump, Needs, TabCtx, TabSpec, TabView};
@@ -117,7 +117,7 @@ impl CollectivesState {
             .iter()
             .position(|t| t.rank == longest.rank)?;
         let stream = data.trace.ranks[rank_index].ops[longest.op].stream;
-        let pad = ((r.end - r.start) / 4).max(1);
+        let pad = ((r.end - r.start) / 4).max(Ns(1));
         let last_start = r.members.iter().map(|m| m.start).max().unwrap_or(r.start);
         Some(Jump {
             rank_index,
@@ -254,7 +254,7 @@ fn roles_line(data: &Data) -> Vec<(String, String)> {
         parts("busbw_by_role_gbps"),
     );
     let get = |ps: &[(String, f64)], label: &str| ps.iter().find(|p| p.0 == label).map(|p| p.1);
-    let secs = |v: f64| human((v * 1e9).round() as i64);
+    let secs = |v: f64| human(Ns::rounded(v * 1e9));
     comm.iter()
         .map(|(label, c)| {
             let mut text = format!("comm {}/step", secs(*c));
@@ -300,7 +300,7 @@ pub fn render(state: &CollectivesState, data: &Data, theme: Theme, area: Rect, b
         .render(area, buf);
         return;
     }
-    let wait: i64 = rows.iter().map(|r| r.wait).sum();
+    let wait: Ns = rows.iter().map(|r| r.wait).sum();
     let title = if state.grouped {
         format!(
             "Collectives by kind, size and group · {} groups",
@@ -326,7 +326,7 @@ pub fn render(state: &CollectivesState, data: &Data, theme: Theme, area: Rect, b
         by_role.push(Span::raw(format!(" {text}")));
     }
     Line::from(by_role).render(Rect::new(area.x, area.y + 1, area.width, 1), buf);
-    let origin = rows.iter().map(|r| r.start).min().unwrap_or(0);
+    let origin = rows.iter().map(|r| r.start).min().unwrap_or(Ns::ZERO);
     let kind = |k: Option<crate::model::CollKind>| k.map_or("?", |k| k.name());
     let lines: Vec<Row> =
         if state.grouped {
@@ -369,7 +369,7 @@ pub fn render(state: &CollectivesState, data: &Data, theme: Theme, area: Rect, b
                             Span::raw(size(r.bytes)),
                             Span::raw(human(r.wait)),
                             // Nobody is late when all started together.
-                            Span::raw(if r.last_by > 0 {
+                            Span::raw(if r.last_by > Ns::ZERO {
                                 r.last_rank.to_string()
                             } else {
                                 "-".to_owned()

@@ -188,7 +188,7 @@ fn verdict_style(v: Verdict, theme: Theme) -> Style {
 }
 
 fn secs(s: f64) -> String {
-    human((s * 1e9).round() as Ns)
+    human(Ns::rounded(s * 1e9))
 }
 
 pub fn render(state: &CompareState, pair: &Pair, theme: Theme, area: Rect, buf: &mut Buffer) {
@@ -289,8 +289,8 @@ fn render_steps(state: &CompareState, pair: &Pair, theme: Theme, area: Rect, buf
     }
     let wa = step_window(&pair.a, state.step);
     let wb = step_window(&pair.b, state.step);
-    let len = |w: Option<(Option<i64>, Interval)>| w.map_or(0, |(_, s)| s.len());
-    let axis = len(wa).max(len(wb)).max(1);
+    let len = |w: Option<(Option<i64>, Interval)>| w.map_or(Ns::ZERO, |(_, s)| s.len());
+    let axis = len(wa).max(len(wb)).max(Ns(1));
     let describe = |side: &str, w: Option<(Option<i64>, Interval)>| match w {
         Some((Some(n), s)) => format!("{side} step {n} {}", human(s.len())),
         Some((None, s)) => format!("{side} whole run {}", human(s.len())),
@@ -307,8 +307,8 @@ fn render_steps(state: &CompareState, pair: &Pair, theme: Theme, area: Rect, buf
         .render(Rect::new(area.x, area.y, area.width, 1), buf);
     let label_w = 10.min(area.width / 3);
     let ruler = Rect::new(area.x + label_w, area.y + 1, area.width - label_w, 2);
-    let view = Interval::new(0, axis);
-    render_ruler(view, 0, ruler, theme, buf);
+    let view = Interval::new(Ns::ZERO, axis);
+    render_ruler(view, Ns::ZERO, ruler, theme, buf);
     let rows = area.height - 3;
     // Half the rows to each run, the same ranks on both sides so they line up;
     // a run with fewer ranks leaves its rest to the other.

@@ -11,7 +11,7 @@ use ratatui::widgets::Widget;
 
 use crate::metrics::breakdown::{merged_table, Grouping, KernelRow};
 use crate::model::time::human;
-use crate::model::Activity;
+use crate::model::{Activity, Ns};
 use crate::tui::action::Action;
 use crate::tui::data::Data;
 use crate::tui::tabs::{Jump, Needs, TabCtx, TabSpec, TabView};
@@ -104,7 +104,7 @@ impl KernelsState {
             // The first of equals: the earliest on the lowest rank.
             .max_by_key(|(ri, o)| (o.dur, std::cmp::Reverse((o.start, *ri))))?;
         let (ri, op) = best;
-        let pad = (op.dur / 4).max(1);
+        let pad = (op.dur / 4).max(Ns(1));
         Some(Jump {
             rank_index: ri,
             stream: Some(op.stream),
@@ -265,7 +265,7 @@ pub fn render(state: &KernelsState, _data: &Data, theme: Theme, area: Rect, buf:
     let scope = state
         .rank
         .map_or("all ranks".to_owned(), |r| format!("rank {r}"));
-    let total: i64 = state.rows().map(|r| r.total).sum();
+    let total: Ns = state.rows().map(|r| r.total).sum();
     let mut title = vec![
         Span::styled(format!("{what} · {scope} · "), theme.title()),
         Span::raw(format!(

@@ -11,7 +11,7 @@ use ratatui::widgets::Widget;
 
 use crate::derive::RankRow;
 use crate::metrics::ranks::Verdict;
-use crate::model::time::human;
+use crate::model::time::{human, Ns};
 use crate::tui::action::Action;
 use crate::tui::data::Data;
 use crate::tui::tabs::{Jump, Needs, TabCtx, TabSpec, TabView};
@@ -144,7 +144,7 @@ fn step_jump(data: &Data, ri: usize, k: usize) -> Option<Jump> {
         .find(|s| s.number == number && s.occurrence == occurrence)?;
     let caused = data.arrivals.late.get(ri)?.get(k).copied().flatten();
     let why = match caused {
-        Some(w) if w > 0 => format!(
+        Some(w) if w > Ns::ZERO => format!(
             "rank {rank}, {}: the others waited {} for it here (Backspace: back)",
             s.label(),
             crate::model::time::human(w)
@@ -171,7 +171,7 @@ fn step_of(data: &Data, ri: usize) -> Option<Jump> {
         l.iter()
             .enumerate()
             .filter_map(|(k, w)| Some((k, (*w)?)))
-            .filter(|&(_, w)| w > 0)
+            .filter(|&(_, w)| w > Ns::ZERO)
             .max_by_key(|&(k, w)| (w, std::cmp::Reverse(k)))
     });
     if let Some(j) = worst.and_then(|(k, _)| step_jump(data, ri, k)) {
@@ -248,7 +248,7 @@ fn render_heatmap(data: &Data, theme: Theme, area: Rect, buf: &mut Buffer) {
         .flatten()
         .copied()
         .max()
-        .unwrap_or(0);
+        .unwrap_or(Ns::ZERO);
     let mut lines = vec![Line::raw("")];
     // The verdict's rank, so the heatmap and the headline name the same one.
     let who = match data.verdict {
@@ -294,7 +294,11 @@ fn render_heatmap(data: &Data, theme: Theme, area: Rect, buf: &mut Buffer) {
         let mut spans = vec![Span::raw(format!("r{:<4} ", data.trace.ranks[i].rank))];
         for c in row.iter().take(cols) {
             let g = match c {
-                Some(l) => heat(if max > 0 { *l as f64 / max as f64 } else { 0.0 }),
+                Some(l) => heat(if max > Ns::ZERO {
+                    l.as_f64() / max.as_f64()
+                } else {
+                    0.0
+                }),
                 None => " ",
             };
             let style = if Some(i) == who {
@@ -346,7 +350,7 @@ pub fn render(state: &StragglersState, data: &Data, theme: Theme, area: Rect, bu
         )
         .render(Rect::new(area.x, area.y + 1, area.width, 1), buf);
     }
-    let max_total = data.ranks.iter().map(|r| r.busy).max().unwrap_or(0);
+    let max_total = data.ranks.iter().map(|r| r.busy).max().unwrap_or(Ns::ZERO);
     let widths = table::widths(&COLUMNS, area.width);
     let bar_w = widths[COLUMNS.len() - 1];
     let rows = state
@@ -355,9 +359,9 @@ pub fn render(state: &StragglersState, data: &Data, theme: Theme, area: Rect, bu
         .map(|&i| {
             let r = &data.ranks[i];
             let is_slowest = straggler == Some(i);
-            let frac = |v: i64| {
-                if max_total > 0 {
-                    v as f64 / max_total as f64
+            let frac = |v: Ns| {
+                if max_total > Ns::ZERO {
+                    v.as_f64() / max_total.as_f64()
                 } else {
                     0.0
                 }

@@ -227,7 +227,7 @@ const BUDGET_SHADES: [Shade; 5] = [
 /// Where each rank's step went, summing to the step (device side).
 fn budget(data: &Data, theme: Theme, width: usize, out: &mut Vec<Line<'static>>) {
     let rows = &data.ranks;
-    if rows.is_empty() || rows.iter().all(|r| r.span == 0) {
+    if rows.is_empty() || rows.iter().all(|r| r.span == Ns::ZERO) {
         return;
     }
     out.push(Line::raw(""));
@@ -277,7 +277,7 @@ fn budget(data: &Data, theme: Theme, width: usize, out: &mut Vec<Line<'static>>)
 
 /// The ranks' mean row (rank field unused).
 fn mean_row(rows: &[RankRow]) -> RankRow {
-    let n = rows.len().max(1) as Ns;
+    let n = rows.len().max(1) as i64;
     let avg = |f: fn(&RankRow) -> Ns| rows.iter().map(f).sum::<Ns>() / n;
     RankRow {
         rank: 0,
@@ -306,8 +306,8 @@ fn budget_line(
 ) -> Line<'static> {
     let parts = r.budget();
     let pct = |v: Ns| {
-        if r.span > 0 {
-            v as f64 / r.span as f64 * 100.0
+        if r.span > Ns::ZERO {
+            v.as_f64() / r.span.as_f64() * 100.0
         } else {
             0.0
         }
@@ -435,12 +435,12 @@ fn unclassified(data: &Data) -> Option<String> {
 /// window (`aggregate_gpu_utilization`), which includes the time between steps.
 fn utilization(data: &Data, window: String) -> String {
     let mean = mean_row(&data.ranks);
-    if mean.span <= 0 {
+    if mean.span <= Ns::ZERO {
         return format!("GPU busy {window} of its window");
     }
     format!(
         "GPU busy {:.1} % of the step; {window} of the whole device window",
-        mean.busy as f64 / mean.span as f64 * 100.0
+        mean.busy.as_f64() / mean.span.as_f64() * 100.0
     )
 }
 

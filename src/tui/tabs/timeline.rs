@@ -83,8 +83,8 @@ pub fn areas(area: Rect, pane: u16) -> Areas {
 /// rank's alignment offset when raw clocks are shown, else nothing.
 fn clock_shift(state: &TimelineState, data: &Data, rank_index: usize) -> Ns {
     match (&data.trace.offsets, state.raw) {
-        (Some(o), true) => o.get(rank_index).map_or(0, |o| o.offset),
-        _ => 0,
+        (Some(o), true) => o.get(rank_index).map_or(Ns::ZERO, |o| o.offset),
+        _ => Ns::ZERO,
     }
 }
 
@@ -173,17 +173,19 @@ impl TimelineState {
     fn set_view(&mut self, data: &Data, start: Ns, len: Ns, width: u16) {
         let full = data.span;
         // Never narrower than a nanosecond per column, never wider than the trace.
-        let len = len.max(Ns::from(width.max(1))).min(full.len().max(1));
+        let len = (Ns(1) * i64::from(width.max(1)))
+            .max(len)
+            .min(full.len().max(Ns(1)));
         let start = start.clamp(full.start, full.end - len);
         self.view = Interval::new(start, start + len);
     }
 
     fn zoom(&mut self, data: &Data, factor: f64, at: Ns, width: u16) {
         let v = self.view;
-        let len = ((v.len() as f64) * factor).round() as Ns;
+        let len = Ns::rounded(v.len().as_f64() * factor);
         // Keep `at` on the same screen position.
-        let frac = (at - v.start) as f64 / v.len().max(1) as f64;
-        let start = at - (len as f64 * frac).round() as Ns;
+        let frac = (at - v.start).as_f64() / v.len().max(Ns(1)).as_f64();
+        let start = at - Ns::rounded(len.as_f64() * frac);
         self.set_view(data, start, len, width);
     }
 
@@ -213,7 +215,7 @@ impl TimelineState {
     fn show_step(&mut self, data: &Data, i: usize, width: u16) {
         let s = data.steps[i];
         let pad = s.span.len() / 50;
-        self.set_view(data, s.span.start - pad, s.span.len() + 2 * pad, width);
+        self.set_view(data, s.span.start - pad, s.span.len() + pad * 2, width);
         self.cursor = s.span.start;
         self.step = Some(i);
         self.message = Some(s.label());
@@ -222,7 +224,7 @@ impl TimelineState {
     pub fn update(&mut self, action: Action, data: &Data, area: Rect) {
         let a = areas(area, self.pane_rows(data));
         let width = a.lanes.width;
-        let ns_per_col = (self.view.len() / Ns::from(width.max(1))).max(1);
+        let ns_per_col = (self.view.len() / i64::from(width.max(1))).max(Ns(1));
         if let Some(q) = &mut self.query {
             match action {
                 Action::Input(c) => q.push(c),
@@ -276,7 +278,8 @@ impl TimelineState {
             Action::Mark => {
                 self.range = Some(match self.range.take() {
                     Some(Range { from, totals: None }) => {
-                        let span = Interval::new(from.min(self.cursor), from.max(self.cursor) + 1);
+                        let span =
+                            Interval::new(from.min(self.cursor), from.max(self.cursor) + Ns(1));
                         Range {
                             from,
                             totals: Some(RangeTotals::of(data, span)),
@@ -294,7 +297,7 @@ impl TimelineState {
                 self.step = None;
             }
             Action::PanLeft | Action::PanRight => {
-                let d = (self.view.len() / 8).max(1);
+                let d = (self.view.len() / 8).max(Ns(1));
                 let d = if action == Action::PanLeft { -d } else { d };
                 self.set_view(data, self.view.start + d, self.view.len(), width);
             }
@@ -304,7 +307,7 @@ impl TimelineState {
                 } else {
                     ns_per_col
                 };
-                self.cursor = (self.cursor + d).clamp(data.span.start, data.span.end - 1);
+                self.cursor = (self.cursor + d).clamp(data.span.start, data.span.end - Ns(1));
                 self.step = None;
                 if self.cursor < self.view.start || self.cursor >= self.view.end {
                     let start = self.cursor - self.view.len() / 2;
@@ -387,7 +390,7 @@ impl TimelineState {
             Action::Drag { col, .. } => {
                 if let Some((from, view)) = self.drag {
                     let d =
-                        (i64::from(from) - i64::from(col)) * (view.len() / Ns::from(width.max(1)));
+                        (view.len() / i64::from(width.max(1))) * (i64::from(from) - i64::from(col));
                     self.set_view(data, view.start + d, view.len(), width);
                 }
             }
@@ -681,7 +684,7 @@ impl RangeTotals {
             let ops = data.ops_in(ri, None, span, usize::MAX).unwrap_or_default();
             for o in ops.into_iter().filter(|o| o.is_kernel()) {
                 let inside = o.end().min(span.end) - o.start.max(span.start);
-                *by_name.entry(bare_name(t.name(o.name))).or_default() += inside.max(0);
+                *by_name.entry(bare_name(t.name(o.name))).or_default() += inside.max(Ns::ZERO);
             }
         }
         let mut top: Vec<(String, Ns)> = by_name.into_iter().collect();
@@ -726,7 +729,7 @@ fn range_lines(range: &Range, cursor: Ns, origin: Ns, theme: Theme) -> Vec<Line<
     for (rank, v) in &t.ranks {
         let mut row = format!("{rank:<6}");
         for x in v {
-            let share = *x as f64 / t.span.len().max(1) as f64 * 100.0;
+            let share = x.as_f64() / t.span.len().max(Ns(1)).as_f64() * 100.0;
             row += &format!(" {:>12}", format!("{} {share:.0}%", human(*x)));
         }
         out.push(Line::raw(row));
@@ -837,7 +840,7 @@ fn details(data: &Data, lane: &Lane, at: Ns, shift: Ns, width: u16) -> Vec<Line<
                     human(op.dur)
                 )
             } else {
-                let wait = (last - op.start).clamp(0, op.dur);
+                let wait = (last - op.start).clamp(Ns::ZERO, op.dur);
                 format!(
                     "matched on {} ranks: waited {} for rank {} (the last to arrive), transfer {}",
                     i.members.len(),
@@ -943,15 +946,15 @@ fn render_info(
         (None, _) => String::new(),
         (Some(_), false) => " · clocks aligned (a: raw)".to_owned(),
         (Some(o), true) => {
-            let shifted = o.iter().filter(|o| o.offset != 0).count();
+            let shifted = o.iter().filter(|o| o.offset != Ns::ZERO).count();
             format!(
                 " · raw clocks, {shifted} rank(s) off by up to {} (a: aligned)",
-                { human(o.iter().map(|o| o.offset.abs()).max().unwrap_or(0)) }
+                { human(o.iter().map(|o| o.offset.abs()).max().unwrap_or(Ns::ZERO)) }
             )
         }
     };
     // Times as precise as a column is wide, so zoomed views read distinctly.
-    let col = (state.view.len() / Ns::from(width.max(1))).max(1);
+    let col = (state.view.len() / i64::from(width.max(1))).max(Ns(1));
     lines.push(Line::from(vec![
         Span::styled("cursor ", theme.dim()),
         Span::styled(human_tick(state.cursor - origin, col), theme.cursor()),
@@ -969,7 +972,7 @@ fn render_info(
         let column = match time_col(state.view, width, state.cursor) {
             Some(c) => {
                 let lo = col_time(state.view, width, c) + shift;
-                let hi = (col_time(state.view, width, c + 1) + shift).max(lo + 1);
+                let hi = (col_time(state.view, width, c + 1) + shift).max(lo + Ns(1));
                 let cell = shades(lane, &[(lo, hi)])[0];
                 format!(" · column {:.0} % busy", cell.busy * 100.0)
             }

@@ -17,7 +17,8 @@ use crate::tui::widgets::fit;
 /// Time at the left edge of column `c` of a `width`-column view.
 pub fn col_time(view: Interval, width: u16, c: u16) -> Ns {
     let w = i128::from(width.max(1));
-    (i128::from(view.start) + i128::from(view.len()) * i128::from(c) / w) as Ns
+    let (start, len) = (i128::from(view.start.get()), i128::from(view.len().get()));
+    Ns((start + len * i128::from(c) / w) as i64)
 }
 
 /// The column showing time `t`, if visible.
@@ -25,7 +26,8 @@ pub fn time_col(view: Interval, width: u16, t: Ns) -> Option<u16> {
     if t < view.start || t >= view.end || width == 0 {
         return None;
     }
-    let c = i128::from(t - view.start) * i128::from(width) / i128::from(view.len().max(1));
+    let c = i128::from((t - view.start).get()) * i128::from(width)
+        / i128::from(view.len().max(Ns(1)).get());
     Some(c as u16)
 }
 
@@ -91,7 +93,7 @@ pub fn shades(lane: &Lane, slices: &[(Ns, Ns)]) -> Vec<Cell> {
                 (memory[k], Shade::Memory),
             ]
             .into_iter()
-            .filter(|(v, _)| *v > 0)
+            .filter(|(v, _)| *v > Ns::ZERO)
             // First of equals wins: the order above is the priority.
             .fold(None, |best: Option<(Ns, Shade)>, (v, s)| match best {
                 Some((b, _)) if b >= v => best,
@@ -99,7 +101,7 @@ pub fn shades(lane: &Lane, slices: &[(Ns, Ns)]) -> Vec<Cell> {
             })
             .map_or(Shade::Idle, |(_, s)| s);
             let (lo, hi) = slices[k];
-            let busy = (busy[k] as f64 / (hi - lo).max(1) as f64).clamp(0.0, 1.0);
+            let busy = (busy[k].as_f64() / (hi - lo).max(Ns(1)).as_f64()).clamp(0.0, 1.0);
             Cell { shade, busy }
         })
         .collect()
@@ -114,12 +116,12 @@ fn cpu_shades(lane: &Lane, slices: &[(Ns, Ns)]) -> Vec<Cell> {
     (0..slices.len())
         .map(|k| {
             let shade = match (runtime[k], ops[k]) {
-                (0, 0) => Shade::Idle,
+                (Ns::ZERO, Ns::ZERO) => Shade::Idle,
                 (r, _) if r * 2 >= busy[k] => Shade::Runtime,
                 _ => Shade::CpuOp,
             };
             let (lo, hi) = slices[k];
-            let busy = (busy[k] as f64 / (hi - lo).max(1) as f64).clamp(0.0, 1.0);
+            let busy = (busy[k].as_f64() / (hi - lo).max(Ns(1)).as_f64()).clamp(0.0, 1.0);
             Cell { shade, busy }
         })
         .collect()
@@ -127,7 +129,7 @@ fn cpu_shades(lane: &Lane, slices: &[(Ns, Ns)]) -> Vec<Cell> {
 
 /// A round tick interval (1, 2 or 5 × 10^k ns) at least `min` long.
 pub fn tick_step(min: Ns) -> Ns {
-    let mut step: Ns = 1;
+    let mut step: Ns = Ns(1);
     loop {
         for m in [1, 2, 5] {
             if step * m >= min {
@@ -155,7 +157,7 @@ pub fn draw_lane(
     let slices: Vec<(Ns, Ns)> = (0..r.width)
         .map(|c| {
             let lo = col_time(view, r.width, c);
-            (lo, col_time(view, r.width, c + 1).max(lo + 1))
+            (lo, col_time(view, r.width, c + 1).max(lo + Ns(1)))
         })
         .collect();
     for (c, cell) in (0..r.width).zip(shades(lane, &slices)) {
@@ -196,7 +198,7 @@ pub fn draw_names(
     ops.sort_by_key(|o| o.1 - o.0);
     for (start, end, name) in ops.iter() {
         let first = drawn_col(view, r.width, (*start).max(view.start));
-        let last = drawn_col(view, r.width, (*end - 1).min(view.end - 1));
+        let last = drawn_col(view, r.width, (*end - Ns(1)).min(view.end - Ns(1)));
         let (Some(first), Some(last)) = (first, last) else {
             continue;
         };
@@ -258,10 +260,10 @@ pub fn render_ruler(view: Interval, origin: Ns, r: Rect, theme: Theme, buf: &mut
     if r.height == 0 || r.width == 0 {
         return;
     }
-    let ns_per_col = (view.len() as f64 / f64::from(r.width)).max(1e-9);
-    let step = tick_step((ns_per_col * 14.0).ceil() as Ns);
+    let ns_per_col = (view.len().as_f64() / f64::from(r.width)).max(1e-9);
+    let step = tick_step(Ns((ns_per_col * 14.0).ceil() as i64));
     let rel_start = view.start - origin;
-    let mut t = rel_start.div_euclid(step) * step;
+    let mut t = step * rel_start.div_euclid(step);
     if t < rel_start {
         t += step;
     }
@@ -307,14 +309,22 @@ mod tests {
             rank: 0,
             stream: None,
             cpu: Some((1, 0)),
-            compute: cov(&[(0, 100)]),
-            comm: cov(&[(10, 20), (50, 100)]),
+            compute: cov(&[(Ns::ZERO, Ns(100))]),
+            comm: cov(&[(Ns(10), Ns(20)), (Ns(50), Ns(100))]),
             overlap: cov(&[]),
             memory: cov(&[]),
             wait: cov(&[]),
-            busy: cov(&[(0, 100)]),
+            busy: cov(&[(Ns::ZERO, Ns(100))]),
         };
-        let cells = shades(&lane, &[(0, 40), (40, 80), (80, 100), (100, 200)]);
+        let cells = shades(
+            &lane,
+            &[
+                (Ns::ZERO, Ns(40)),
+                (Ns(40), Ns(80)),
+                (Ns(80), Ns(100)),
+                (Ns(100), Ns(200)),
+            ],
+        );
         let got: Vec<Shade> = cells.iter().map(|c| c.shade).collect();
         // 10 of 40 in calls; 30 of 40; 20 of 20; nothing.
         assert_eq!(
@@ -331,12 +341,12 @@ mod tests {
             rank: 0,
             stream: None,
             cpu: None,
-            compute: cov(&[(0, 60)]),
-            comm: cov(&[(50, 100)]),
-            overlap: cov(&[(50, 60)]),
-            memory: cov(&[(200, 210)]),
-            wait: cov(&[(60, 75)]),
-            busy: cov(&[(0, 100), (200, 210)]),
+            compute: cov(&[(Ns::ZERO, Ns(60))]),
+            comm: cov(&[(Ns(50), Ns(100))]),
+            overlap: cov(&[(Ns(50), Ns(60))]),
+            memory: cov(&[(Ns(200), Ns(210))]),
+            wait: cov(&[(Ns(60), Ns(75))]),
+            busy: cov(&[(Ns::ZERO, Ns(100)), (Ns(200), Ns(210))]),
         };
         // [40, 100): compute-only 10, overlap 10, comm-only 40 of which 15 waiting.
         let slices = [
@@ -346,7 +356,8 @@ mod tests {
             (60, 75),
             (100, 200),
             (150, 250),
-        ];
+        ]
+        .map(|(a, b)| (Ns(a), Ns(b)));
         use Shade::*;
         let cells = shades(&lane, &slices);
         assert_eq!(
@@ -357,14 +368,14 @@ mod tests {
         let busy: Vec<f64> = cells.iter().map(|c| c.busy).collect();
         assert_eq!(busy, vec![1.0, 1.0, 1.0, 1.0, 0.0, 0.1]);
         // Adjacent columns, as drawn: [0, 50) compute, [50, 100) comm 40 vs overlap 10.
-        let two = shades(&lane, &[(0, 50), (50, 100)]);
+        let two = shades(&lane, &[(Ns::ZERO, Ns(50)), (Ns(50), Ns(100))]);
         assert_eq!((two[0].shade, two[1].shade), (Compute, Comm));
     }
 
     /// One lane, `busy` of every `period` ns running a compute kernel.
-    fn duty_lane(busy: Ns, period: Ns, periods: Ns) -> Lane {
+    fn duty_lane(busy: Ns, period: Ns, periods: i64) -> Lane {
         let k: Vec<(Ns, Ns)> = (0..periods)
-            .map(|i| (i * period, i * period + busy))
+            .map(|i| (period * i, period * i + busy))
             .collect();
         Lane {
             rank_index: 0,
@@ -392,8 +403,8 @@ mod tests {
     fn a_launch_bound_gpu_does_not_look_saturated() {
         // 26 % busy (24 µs kernels every 90 µs... as in a launch-bound MoE step):
         // each of 10 columns spans 10 periods, so each is 26 % busy.
-        let lane = duty_lane(26, 100, 100);
-        let view = Interval::new(0, 10_000);
+        let lane = duty_lane(Ns(26), Ns(100), 100);
+        let view = Interval::new(Ns::ZERO, Ns(10_000));
         for theme in [Theme::mono(), Theme::default()] {
             // One row: 0.26 × 8 = 2.08 → two eighths.
             assert_eq!(drawn(&lane, view, 10, 1, theme), vec!["▂".repeat(10)]);
@@ -404,10 +415,10 @@ mod tests {
             );
         }
         // Fully busy: the kind's glyph (without colour), a full block (with colour).
-        let full = duty_lane(100, 100, 100);
+        let full = duty_lane(Ns(100), Ns(100), 100);
         assert_eq!(drawn(&full, view, 4, 1, Theme::mono()), vec!["████"]);
         // A single 1 ns kernel in a 1 µs column stays visible.
-        let tiny = duty_lane(1, 1000, 10);
+        let tiny = duty_lane(Ns(1), Ns(1000), 10);
         assert_eq!(
             drawn(&tiny, view, 10, 1, Theme::mono())[0].chars().next(),
             Some('▁')
@@ -416,10 +427,10 @@ mod tests {
 
     #[test]
     fn without_colour_full_cells_name_their_kind() {
-        let mut lane = duty_lane(0, 100, 0);
-        lane.comm = cov(&[(0, 100), (200, 250)]);
-        lane.busy = cov(&[(0, 100), (200, 250)]);
-        let view = Interval::new(0, 400);
+        let mut lane = duty_lane(Ns::ZERO, Ns(100), 0);
+        lane.comm = cov(&[(Ns::ZERO, Ns(100)), (Ns(200), Ns(250))]);
+        lane.busy = cov(&[(Ns::ZERO, Ns(100)), (Ns(200), Ns(250))]);
+        let view = Interval::new(Ns::ZERO, Ns(400));
         // Columns of 100 ns: full comm, idle, half comm, idle.
         assert_eq!(drawn(&lane, view, 4, 1, Theme::mono()), vec!["░ ▄ "]);
         assert_eq!(drawn(&lane, view, 4, 1, Theme::default()), vec!["█ ▄ "]);
@@ -439,7 +450,7 @@ mod tests {
             let area = buf.area;
             draw_names(
                 &mut ops,
-                Interval::new(0, 200),
+                Interval::new(Ns::ZERO, Ns(200)),
                 area,
                 Theme::mono(),
                 &mut buf,
@@ -449,23 +460,26 @@ mod tests {
         // A 100 ns op (10 columns) gets its name, cut to 8 columns inside one
         // column of margin; a 30 ns op (3 columns) none.
         assert_eq!(
-            named(&[(0, 100, "all_reduce_kernel"), (120, 150, "gemm")]),
+            named(&[
+                (Ns::ZERO, Ns(100), "all_reduce_kernel"),
+                (Ns(120), Ns(150), "gemm")
+            ]),
             " all_red…           "
         );
         // An op running past the view is named within what is visible.
-        assert_eq!(named(&[(130, 900, "long")]), "              long  ");
+        assert_eq!(named(&[(Ns(130), Ns(900), "long")]), "              long  ");
     }
 
     #[test]
     fn step_starts_on_the_ruler() {
         let mut buf = Buffer::empty(Rect::new(0, 0, 20, 2));
         let steps = [
-            (-50, "step 1".to_owned()),
-            (20, "step 2".to_owned()),
-            (140, "step 3".to_owned()),
+            (Ns(-50), "step 1".to_owned()),
+            (Ns(20), "step 2".to_owned()),
+            (Ns(140), "step 3".to_owned()),
         ];
         render_step_marks(
-            Interval::new(0, 200),
+            Interval::new(Ns::ZERO, Ns(200)),
             &steps,
             buf.area,
             Theme::mono(),
@@ -478,15 +492,15 @@ mod tests {
 
     #[test]
     fn ticks_and_columns() {
-        assert_eq!(tick_step(1), 1);
+        assert_eq!(tick_step(Ns(1)), Ns(1));
         // A view wider than any trace the model keeps still gets a tick.
-        assert_eq!(tick_step(Ns::MAX), 5_000_000_000_000_000_000);
-        assert_eq!(tick_step(3), 5);
-        assert_eq!(tick_step(1_100), 2_000);
-        let v = Interval::new(1000, 2000);
-        assert_eq!(col_time(v, 10, 0), 1000);
-        assert_eq!(col_time(v, 10, 10), 2000);
-        assert_eq!(time_col(v, 10, 1550), Some(5));
-        assert_eq!(time_col(v, 10, 2000), None);
+        assert_eq!(tick_step(Ns::MAX), Ns(5_000_000_000_000_000_000));
+        assert_eq!(tick_step(Ns(3)), Ns(5));
+        assert_eq!(tick_step(Ns(1_100)), Ns(2_000));
+        let v = Interval::new(Ns(1000), Ns(2000));
+        assert_eq!(col_time(v, 10, 0), Ns(1000));
+        assert_eq!(col_time(v, 10, 10), Ns(2000));
+        assert_eq!(time_col(v, 10, Ns(1550)), Some(5));
+        assert_eq!(time_col(v, 10, Ns(2000)), None);
     }
 }
