@@ -6,6 +6,17 @@ use serde::{Deserialize, Serialize};
 /// A point in time or a duration, in nanoseconds. A type of its own so that
 /// microseconds, counts and bytes cannot be taken for it silently: a raw
 /// integer enters as `Ns(n)`, and leaves as `.get()` or `.as_f64()`.
+///
+/// ```compile_fail
+/// // A bare integer (microseconds? a count?) is not a time.
+/// let t: ccl_bench::model::Ns = 1_500;
+/// ```
+///
+/// ```compile_fail
+/// // Nor is a time a number of bytes.
+/// let bytes: u64 = 4096;
+/// let per_ns = bytes as f64 / ccl_bench::model::Ns(1_000) as f64;
+/// ```
 #[derive(
     Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
 )]
@@ -337,6 +348,26 @@ mod tests {
         assert_eq!(us_to_ns(4_458_677_052_057.143), Ns(4_458_677_052_057_143));
         assert_eq!(us_to_ns(-1.5), Ns(-1_500));
         assert_eq!(ns_to_s(Ns(1_500_000_000)), 1.5);
+    }
+
+    #[test]
+    fn ns_arithmetic() {
+        assert_eq!(Ns(3) + Ns(4), Ns(7));
+        assert_eq!(Ns(3) - Ns(4), Ns(-1));
+        // A time split k ways is a time; a time over a time is a count.
+        assert_eq!(Ns(10) / 2, Ns(5));
+        assert_eq!(Ns(10) / Ns(3), 3);
+        assert_eq!(Ns(10) * 3, Ns(30));
+        assert_eq!(Ns(-7).div_euclid(Ns(5)), -2);
+        assert_eq!(Ns::rounded(2.5), Ns(3));
+        assert_eq!(Ns::rounded(f64::INFINITY), Ns::MAX);
+        assert_eq!([Ns(1), Ns(2)].iter().sum::<Ns>(), Ns(3));
+        assert_eq!(Ns(i64::MAX).checked_add(Ns(1)), None);
+        assert_eq!(Ns(-5).abs(), Ns(5));
+        // Written and read as the bare integer, so JSON and summaries are unchanged.
+        assert_eq!(serde_json::to_string(&Ns(42)).unwrap(), "42");
+        assert_eq!(serde_json::from_str::<Ns>("-42").unwrap(), Ns(-42));
+        assert_eq!(Ns(1_500).to_string(), "1500");
     }
 
     #[test]
