@@ -10,6 +10,7 @@ use crate::metrics::{self, Ctx, Metric, Outcome, METRICS};
 use crate::model::classify::RULES;
 use crate::model::Trace;
 use crate::report::{self, About};
+use crate::summary::results;
 
 /// Exit status: the metric does not apply to this trace.
 pub const EXIT_NOT_APPLICABLE: u8 = 3;
@@ -88,23 +89,73 @@ pub fn run(cli: &Cli) -> Result<u8> {
         }
         return Ok(0);
     }
-    let trace = load(path, &cli.load_options())?;
+    let opts = cli.load_options();
+    let found =
+        load::inputs(path, &opts).with_context(|| format!("cannot load {}", path.display()))?;
+    // A summary keeps what a run of all metrics computed, for the next ask.
+    let metric_opts = cli.options();
+    let query = results::Query {
+        path,
+        opts: &opts,
+        rank: cli.rank,
+        metric_opts: &metric_opts,
+    };
+    let kept = found.summary.as_deref().zip(results::key(&found, &query));
+    if let Some(r) = kept.as_ref().and_then(|(sum, key)| results::get(sum, key)) {
+        for w in found.discovery.notes.iter().chain(&r.warnings) {
+            crate::say!("warning: {w}");
+        }
+        return print(metric, &r.about, &r.rows, cli, &mut out);
+    }
+    let (trace, warnings) = found_quiet(path, &found, &opts, &Progress::default())?;
+    for w in &warnings {
+        crate::say!("warning: {w}");
+    }
     let ctx = match Ctx::new(&trace, cli.rank) {
-        Ok(c) => c.with_options(cli.options()),
+        Ok(c) => c.with_options(metric_opts),
         Err(e) => {
             crate::say!("ccl-bench: {e}");
             return Ok(EXIT_USAGE);
         }
     };
-    match metric {
-        Some((m, part)) => print_one(m, part, &ctx, cli, &mut out),
-        None => {
-            let rows = report::rows(&ctx);
-            let about = About::of(&ctx);
-            report::write(cli.format, &about, &rows, &mut out)?;
-            Ok(0)
+    let about = About::of(&ctx);
+    match (metric, kept) {
+        (Some((m, part)), None) => {
+            let outcome = m.eval(&ctx);
+            print_one(m, part, outcome, &about.source, cli, &mut out)
+        }
+        (_, None) => print(metric, &about, &report::rows(&ctx), cli, &mut out),
+        (_, Some((sum, key))) => {
+            let r = results::Results {
+                // The discovery's notes lead; the next open says its own.
+                warnings: warnings[found.discovery.notes.len().min(warnings.len())..].to_vec(),
+                about,
+                rows: report::rows(&ctx),
+            };
+            results::put(sum, &key, &r);
+            print(metric, &r.about, &r.rows, cli, &mut out)
         }
     }
+}
+
+/// Prints `metric` of `rows` (all of them without one) as the command line asked.
+fn print(
+    metric: Option<(&Metric, Option<&str>)>,
+    about: &About,
+    rows: &[report::Row],
+    cli: &Cli,
+    out: &mut dyn Write,
+) -> Result<u8> {
+    let Some((m, part)) = metric else {
+        report::write(cli.format, about, rows, out)?;
+        return Ok(0);
+    };
+    let outcome = rows
+        .iter()
+        .find(|r| std::ptr::eq(r.metric, m))
+        .map(|r| r.outcome.clone())
+        .ok_or_else(|| anyhow!("metric {} not evaluated", m.name))?;
+    print_one(m, part, outcome, &about.source, cli, out)
 }
 
 /// Discovers and loads a trace (see `load::load_path`), printing load warnings
@@ -124,7 +175,19 @@ pub fn load_quiet(
     opts: &LoadOptions,
     progress: &Progress,
 ) -> Result<(Trace, Vec<String>)> {
-    let (trace, report) = load::load_path(path, opts, progress)
+    let found =
+        load::inputs(path, opts).with_context(|| format!("cannot load {}", path.display()))?;
+    found_quiet(path, &found, opts, progress)
+}
+
+/// `load_quiet` of inputs already found.
+fn found_quiet(
+    path: &std::path::Path,
+    found: &load::Found,
+    opts: &LoadOptions,
+    progress: &Progress,
+) -> Result<(Trace, Vec<String>)> {
+    let (trace, report) = load::load_found(path, found, opts, progress)
         .with_context(|| format!("cannot load {}", path.display()))?;
     if trace.is_empty() {
         // The warnings say why nothing was loaded: they belong to the error.
@@ -317,13 +380,14 @@ pub fn collectives(args: &crate::cli::CollectivesArgs) -> Result<u8> {
 fn print_one(
     m: &Metric,
     part: Option<&str>,
-    ctx: &Ctx,
+    outcome: Outcome,
+    source: &str,
     cli: &Cli,
     out: &mut dyn Write,
 ) -> Result<u8> {
     let outcome = match part {
-        Some(p) => metrics::part_of(m.eval(ctx), p),
-        None => m.eval(ctx),
+        Some(p) => metrics::part_of(outcome, p),
+        None => outcome,
     };
     match outcome {
         Outcome::Value(v) => {
@@ -334,7 +398,7 @@ fn print_one(
             crate::say!(
                 "ccl-bench: {} does not apply to {}: {why}",
                 cli.metric.as_deref().unwrap_or(m.name),
-                ctx.trace.source.display()
+                source
             );
             match &cli.missing {
                 Some(v) => {

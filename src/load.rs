@@ -91,19 +91,21 @@ pub fn load_path(
     opts: &LoadOptions,
     progress: &Progress,
 ) -> Result<(Trace, LoadReport)> {
-    let (discovery, traces) = inputs(path, opts)?;
-    let (mut trace, mut report) = load(path, &discovery, progress, opts.cpu_ranges)?;
+    load_found(path, &inputs(path, opts)?, opts, progress)
+}
+
+/// `load_path` on inputs already found by [`inputs`].
+pub fn load_found(
+    path: &Path,
+    found: &Found,
+    opts: &LoadOptions,
+    progress: &Progress,
+) -> Result<(Trace, LoadReport)> {
+    let (mut trace, mut report) = load(path, &found.discovery, progress, opts.cpu_ranges)?;
     if let Some(card) = &opts.card {
         trace.card = Some(crate::read::card::read(card)?);
     }
-    // A summary's rules are those beside its traces while they are there,
-    // else the copy it carries.
-    let beside = [traces.as_path(), path].into_iter().find_map(|p| {
-        let dir = if p.is_dir() { Some(p) } else { p.parent() };
-        dir.map(|d| d.join(CLASSES_FILE)).filter(|f| f.is_file())
-    });
-    let rules_path = opts.classes.clone().or(beside.filter(|p| p.is_file()));
-    if let Some(rp) = rules_path {
+    if let Some(rp) = rules_path(path, &found.traces, opts) {
         // A pipe or device would block or never end; a rules file is small.
         let meta = std::fs::metadata(&rp).map_err(|source| Error::Io {
             path: rp.clone(),
@@ -149,15 +151,38 @@ pub fn load_path(
     Ok((trace, report))
 }
 
+/// The rules file a load applies: `--classes`, else the one beside the
+/// traces (a summary's rules are those beside its traces while they are
+/// there, else the copy it carries).
+pub fn rules_path(path: &Path, traces: &Path, opts: &LoadOptions) -> Option<PathBuf> {
+    let beside = [traces, path].into_iter().find_map(|p| {
+        let dir = if p.is_dir() { Some(p) } else { p.parent() };
+        dir.map(|d| d.join(CLASSES_FILE)).filter(|f| f.is_file())
+    });
+    opts.classes.clone().or(beside)
+}
+
+/// What a load reads: the inputs, where the traces are, and the summary
+/// read in their place, if one is.
+#[derive(Debug)]
+pub struct Found {
+    pub discovery: Discovery,
+    pub traces: PathBuf,
+    pub summary: Option<PathBuf>,
+}
+
 /// The run's inputs, and where its traces are: a summary's inputs when
 /// `path` is one, or when a current one stands beside the traces
 /// (`DIR.sum`) or in the cache (written there first when missing or stale);
 /// else what discovery finds.
-fn inputs(path: &Path, opts: &LoadOptions) -> Result<(Discovery, PathBuf)> {
+pub fn inputs(path: &Path, opts: &LoadOptions) -> Result<Found> {
     use crate::summary;
     let open = |sum: &Path| {
-        summary::open::discover(sum, opts.pick, opts.formats)
-            .map(|(d, m)| (d, summary::open::traces(&m)))
+        summary::open::discover(sum, opts.pick, opts.formats).map(|(discovery, m)| Found {
+            discovery,
+            traces: summary::open::traces(&m),
+            summary: Some(sum.to_owned()),
+        })
     };
     if summary::is_summary(path) {
         return open(path);
@@ -165,12 +190,12 @@ fn inputs(path: &Path, opts: &LoadOptions) -> Result<(Discovery, PathBuf)> {
     let mut notes = Vec::new();
     if let Some(sum) = summary::beside(path).filter(|s| summary::is_summary(s)) {
         match open(&sum) {
-            Ok((mut d, traces)) => {
-                d.notes.push(format!(
+            Ok(mut found) => {
+                found.discovery.notes.push(format!(
                     "read the summary {} (its inputs are unchanged)",
                     sum.display()
                 ));
-                return Ok((d, traces));
+                return Ok(found);
             }
             Err(e) => notes.push(format!("the summary beside the traces was not used: {e}")),
         }
@@ -178,7 +203,7 @@ fn inputs(path: &Path, opts: &LoadOptions) -> Result<(Discovery, PathBuf)> {
     if let Some(cache) = &opts.cache {
         let sum = summary::cached(cache, path)?;
         let fresh = open(&sum);
-        let (mut d, traces) = match fresh {
+        let mut found = match fresh {
             Ok(found) => found,
             Err(_) => {
                 let built = summary::summarize(
@@ -199,12 +224,16 @@ fn inputs(path: &Path, opts: &LoadOptions) -> Result<(Discovery, PathBuf)> {
                 open(&sum)?
             }
         };
-        d.notes.extend(notes);
-        return Ok((d, traces));
+        found.discovery.notes.extend(notes);
+        return Ok(found);
     }
-    let mut d = crate::discover::discover_in(path, opts.pick, opts.formats)?;
-    d.notes.extend(notes);
-    Ok((d, path.to_owned()))
+    let mut discovery = crate::discover::discover_in(path, opts.pick, opts.formats)?;
+    discovery.notes.extend(notes);
+    Ok(Found {
+        discovery,
+        traces: path.to_owned(),
+        summary: None,
+    })
 }
 
 /// Checks the ranks' clocks (on the raw times) and, when `align`, puts them on

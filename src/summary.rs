@@ -13,6 +13,7 @@ pub mod columns;
 pub mod manifest;
 pub mod open;
 pub mod read;
+pub mod results;
 pub mod shard;
 pub mod write;
 

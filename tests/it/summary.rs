@@ -286,6 +286,90 @@ fn a_damaged_table_is_refused_with_its_name() {
     assert!(metric(&sum, "avg_step_time").status.success());
 }
 
+/// A summary keeps what a metrics run computed: the same question again is
+/// answered from it, warnings and all; another question (options, rules, a
+/// rebuilt summary) is computed afresh; a damaged results file is ignored.
+#[test]
+fn a_summary_keeps_its_results_for_the_same_question_only() {
+    let dir = write_ranks(&training_run(&shape()));
+    let out = tempfile::tempdir().unwrap();
+    let sum = out.path().join("s");
+    assert!(summarize(dir.path(), &sum, &[]).status.success());
+    let s = sum.to_str().unwrap();
+    let kept = || -> Vec<std::path::PathBuf> {
+        let mut v: Vec<_> = std::fs::read_dir(sum.join("results"))
+            .map(|l| l.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default();
+        v.sort();
+        v
+    };
+    let all = ["--trace", s, "--metrics", "--format", "json"];
+    let first = run(&all);
+    assert!(first.status.success(), "{}", stderr(&first));
+    assert_eq!(kept().len(), 1);
+    let again = run(&all);
+    assert_eq!(
+        (stdout(&again), stderr(&again)),
+        (stdout(&first), stderr(&first))
+    );
+    // It is the kept file that answers: what it says is printed.
+    let file = kept()[0].clone();
+    let text = std::fs::read_to_string(&file).unwrap();
+    let na = serde_json::from_str::<serde_json::Value>(&text).unwrap()["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find_map(|r| r[1]["NotApplicable"].as_str().map(str::to_owned))
+        .expect("some metric does not apply to a synthetic run");
+    std::fs::write(&file, text.replace(&na, "KEPT")).unwrap();
+    assert!(stdout(&run(&all)).contains("KEPT"));
+    // A single metric is served from it too, as the traces give it.
+    let raw_step = stdout(&metric(dir.path(), "avg_step_time"));
+    assert_eq!(stdout(&metric(&sum, "avg_step_time")), raw_step);
+    assert_eq!(kept().len(), 1);
+    // Other options are another question: computed, and kept beside.
+    let steps = ["--all-steps", "--metric", "avg_step_time"];
+    let o = run(&[&["--trace", s][..], &steps].concat());
+    let raw = run(&[&["--trace", dir.path().to_str().unwrap()][..], &steps].concat());
+    assert_eq!(stdout(&o), stdout(&raw));
+    assert_ne!(stdout(&o), raw_step);
+    assert_eq!(kept().len(), 2);
+    // A rules file beside the traces changes the answer, so the question.
+    std::fs::write(
+        dir.path().join("ccl-bench-classes.toml"),
+        "[[rule]]\nclass = \"gemm\"\npattern = \"nccl\"\n",
+    )
+    .unwrap();
+    let share = |p: &Path| stdout(&metric(p, "communication_fraction"));
+    assert_eq!(share(&sum), share(dir.path()));
+    assert!(!stdout(&run(&all)).contains("KEPT"));
+    std::fs::remove_file(dir.path().join("ccl-bench-classes.toml")).unwrap();
+    assert!(stdout(&run(&all)).contains("KEPT"));
+    // A damaged results file is a miss, computed again and rewritten.
+    std::fs::write(&file, b"{not json").unwrap();
+    let o = run(&all);
+    assert_eq!(stdout(&o), stdout(&first));
+    assert!(std::fs::read_to_string(&file).unwrap().starts_with('{'));
+    assert!(!stdout(&run(&all)).contains("KEPT"));
+    // A rebuilt summary asks afresh (its entries changed, so its key).
+    let mut slow = training_run(&RunShape {
+        straggler: Some(1),
+        straggler_factor: 2.0,
+        ..shape()
+    });
+    std::fs::write(
+        dir.path().join("rank1_trace.json"),
+        slow.remove(1).to_json(),
+    )
+    .unwrap();
+    assert!(summarize(dir.path(), &sum, &[]).status.success());
+    assert_eq!(
+        stdout(&metric(&sum, "avg_step_time")),
+        stdout(&metric(dir.path(), "avg_step_time"))
+    );
+    assert_ne!(stdout(&metric(&sum, "avg_step_time")), raw_step);
+}
+
 #[test]
 fn the_cache_builds_a_summary_once_then_uses_it() {
     let dir = write_ranks(&training_run(&shape()));

@@ -1,0 +1,309 @@
+//! Metric results kept in a summary: what `--metrics` and `--metric` print
+//! for it, under one set of options, so that a script asking for one metric
+//! after another reads a small file instead of the tables.
+//!
+//! Served only while everything they depend on is what it was: the key
+//! hashes the manifest and every input's entry (so every table's hash and,
+//! through them, every trace's fingerprint), the rules file and card
+//! applied, the load and metric options, the path as given, and this
+//! binary. Opening the summary checks it against its traces first, as
+//! always; a stale summary is not read, so neither are its results.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::manifest::{self, Manifest};
+use super::MANIFEST;
+use crate::load::{Found, LoadOptions};
+use crate::metrics::{Measured, Outcome, METRICS};
+use crate::model::trace::Offset;
+use crate::model::Ns;
+use crate::report::{About, Row};
+
+/// The folder inside a summary that holds results, one file per key.
+pub const RESULTS: &str = "results";
+
+/// Results of other keys kept beside the newest (other option sets).
+const KEEP: usize = 16;
+
+/// Layout of a results file; a different one is not read.
+const VERSION: u32 = 1;
+
+/// What a metrics run computed and printed, apart from the discovery notes
+/// (which the open that serves them says afresh).
+pub struct Results {
+    pub warnings: Vec<String>,
+    pub about: About,
+    pub rows: Vec<Row>,
+}
+
+/// Everything a metrics run on `found` depends on besides the summary's own
+/// files, as the command line gave it.
+#[derive(Debug)]
+pub struct Query<'a> {
+    pub path: &'a Path,
+    pub opts: &'a LoadOptions,
+    pub rank: Option<u32>,
+    pub metric_opts: &'a crate::metrics::Options,
+}
+
+/// The key of `q`'s results in the summary `found` reads; `None` when one
+/// of the files it depends on cannot be read (then nothing is served).
+pub fn key(found: &Found, q: &Query) -> Option<String> {
+    let sum = found.summary.as_deref()?;
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    let mut part = |label: &str, bytes: &[u8]| {
+        h.update(label.as_bytes());
+        h.update(&(bytes.len() as u64).to_le_bytes());
+        h.update(bytes);
+    };
+    part("tool", env!("CARGO_PKG_VERSION").as_bytes());
+    // A rebuilt binary may compute differently under the same version.
+    let exe = std::env::current_exe().ok()?;
+    let f = manifest::stat(&exe).ok()?;
+    part("exe", format!("{} {}", f.size, f.mtime_ns).as_bytes());
+    part("path", q.path.as_os_str().as_encoded_bytes());
+    let o = q.opts;
+    let formats: Vec<&str> = o.formats.iter().map(|f| f.name).collect();
+    part(
+        "options",
+        format!(
+            "{:?} {} {:?} {} {:?} {:?} {:?} {:?} {:?}",
+            o.pick,
+            o.align,
+            o.classes,
+            o.all_steps,
+            o.card,
+            o.cache,
+            formats,
+            q.rank,
+            q.metric_opts
+        )
+        .as_bytes(),
+    );
+    let rules = crate::load::rules_path(q.path, &found.traces, o);
+    for (label, file) in [("rules", rules), ("card", o.card.clone())] {
+        if let Some(file) = file {
+            part(label, &read_small(&file)?);
+        }
+    }
+    let m_bytes = read_small(&sum.join(MANIFEST))?;
+    part("manifest", &m_bytes);
+    let m: Manifest = serde_json::from_slice(&m_bytes).ok()?;
+    for name in m.inputs.iter().filter_map(|i| i.entry.as_deref()) {
+        if !manifest::safe_name(name) {
+            return None;
+        }
+        part(
+            "entry",
+            &read_small(&sum.join(manifest::ENTRIES).join(name))?,
+        );
+    }
+    Some(format!("{:016x}", h.digest()))
+}
+
+/// The results stored under `key` in `sum`, when there are any and they
+/// are whole; anything else is a miss, never an error.
+pub fn get(sum: &Path, key: &str) -> Option<Results> {
+    let bytes = read_small(&file(sum, key))?;
+    let s: Stored = serde_json::from_slice(&bytes).ok()?;
+    if s.version != VERSION || s.key != key || s.rows.len() != METRICS.len() {
+        return None;
+    }
+    let rows = METRICS
+        .iter()
+        .zip(s.rows)
+        .map(|(metric, (name, o))| {
+            (name == metric.name).then(|| Row {
+                metric,
+                outcome: o.into(),
+            })
+        })
+        .collect::<Option<Vec<_>>>()?;
+    Some(Results {
+        warnings: s.warnings,
+        about: s.about.into(),
+        rows,
+    })
+}
+
+/// Stores `r` under `key` (atomically), keeping the [`KEEP`] newest other
+/// keys. A summary that cannot be written to (a read-only tree) simply
+/// keeps none: the results are computed again next time.
+pub fn put(sum: &Path, key: &str, r: &Results) {
+    let s = Stored {
+        version: VERSION,
+        key: key.to_owned(),
+        warnings: r.warnings.clone(),
+        about: (&r.about).into(),
+        rows: r
+            .rows
+            .iter()
+            .map(|row| (row.metric.name.to_owned(), (&row.outcome).into()))
+            .collect(),
+    };
+    let Ok(bytes) = serde_json::to_vec(&s) else {
+        return;
+    };
+    let dir = sum.join(RESULTS);
+    if std::fs::create_dir_all(&dir).is_err()
+        || crate::atomic::write(&file(sum, key), &bytes).is_err()
+    {
+        return;
+    }
+    prune(&dir);
+}
+
+fn file(sum: &Path, key: &str) -> PathBuf {
+    sum.join(RESULTS).join(format!("{key}.json"))
+}
+
+/// Removes all but the newest [`KEEP`] + 1 results files.
+fn prune(dir: &Path) {
+    let Ok(list) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut files: Vec<(std::time::SystemTime, PathBuf)> = list
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
+        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+        .collect();
+    files.sort_by_key(|f| std::cmp::Reverse(f.0));
+    for (_, path) in files.into_iter().skip(KEEP + 1) {
+        let _ = std::fs::remove_file(path);
+    }
+}
+
+/// A results file is small: a few hundred bytes per metric.
+const MAX_FILE: u64 = 64 << 20;
+
+fn read_small(path: &Path) -> Option<Vec<u8>> {
+    let meta = std::fs::metadata(path).ok()?;
+    (meta.is_file() && meta.len() <= MAX_FILE)
+        .then(|| std::fs::read(path).ok())
+        .flatten()
+}
+
+// The stored form. Numbers are kept as their bits: a JSON decimal read back
+// may differ in the last place, and a result served must be the one computed.
+
+#[derive(Serialize, Deserialize)]
+struct Stored {
+    version: u32,
+    key: String,
+    warnings: Vec<String>,
+    about: AboutRec,
+    rows: Vec<(String, OutcomeRec)>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct AboutRec {
+    source: String,
+    ranks: Vec<u32>,
+    ops: usize,
+    memory: Vec<u32>,
+    et: Vec<u32>,
+    /// (rank, offset, spread, samples).
+    offsets: Vec<(u32, Ns, Ns, usize)>,
+    steps: String,
+}
+
+#[derive(Serialize, Deserialize)]
+enum OutcomeRec {
+    Value {
+        value: u64,
+        per_rank: Vec<(u32, u64)>,
+        parts: Vec<(String, u64)>,
+        note: Option<String>,
+        fraction: Option<String>,
+    },
+    NotApplicable(String),
+}
+
+impl From<&About> for AboutRec {
+    fn from(a: &About) -> Self {
+        Self {
+            source: a.source.clone(),
+            ranks: a.ranks.clone(),
+            ops: a.ops,
+            memory: a.memory.clone(),
+            et: a.et.clone(),
+            offsets: a
+                .offsets
+                .iter()
+                .map(|o| (o.rank, o.offset, o.spread, o.samples))
+                .collect(),
+            steps: a.steps.clone(),
+        }
+    }
+}
+
+impl From<AboutRec> for About {
+    fn from(a: AboutRec) -> Self {
+        Self {
+            source: a.source,
+            ranks: a.ranks,
+            ops: a.ops,
+            memory: a.memory,
+            et: a.et,
+            offsets: a
+                .offsets
+                .into_iter()
+                .map(|(rank, offset, spread, samples)| Offset {
+                    rank,
+                    offset,
+                    spread,
+                    samples,
+                })
+                .collect(),
+            steps: a.steps,
+        }
+    }
+}
+
+impl From<&Outcome> for OutcomeRec {
+    fn from(o: &Outcome) -> Self {
+        match o {
+            Outcome::Value(m) => Self::Value {
+                value: m.value.to_bits(),
+                per_rank: m.per_rank.iter().map(|&(r, v)| (r, v.to_bits())).collect(),
+                parts: m
+                    .parts
+                    .iter()
+                    .map(|(l, v)| (l.clone(), v.to_bits()))
+                    .collect(),
+                note: m.note.clone(),
+                fraction: m.fraction.clone(),
+            },
+            Outcome::NotApplicable(why) => Self::NotApplicable(why.clone()),
+        }
+    }
+}
+
+impl From<OutcomeRec> for Outcome {
+    fn from(o: OutcomeRec) -> Self {
+        match o {
+            OutcomeRec::Value {
+                value,
+                per_rank,
+                parts,
+                note,
+                fraction,
+            } => Outcome::Value(Measured {
+                value: f64::from_bits(value),
+                per_rank: per_rank
+                    .into_iter()
+                    .map(|(r, v)| (r, f64::from_bits(v)))
+                    .collect(),
+                parts: parts
+                    .into_iter()
+                    .map(|(l, v)| (l, f64::from_bits(v)))
+                    .collect(),
+                note,
+                fraction,
+            }),
+            OutcomeRec::NotApplicable(why) => Outcome::NotApplicable(why),
+        }
+    }
+}
