@@ -307,3 +307,80 @@ impl From<OutcomeRec> for Outcome {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outcomes_come_back_bit_for_bit() {
+        let m = Outcome::Value(Measured {
+            value: 0.1 + 0.2,
+            per_rank: vec![(0, f64::NAN), (3, -0.0), (7, f64::INFINITY)],
+            parts: vec![("all reduce".into(), 1e-300), ("p2p".into(), 5e-324)],
+            note: Some("rank 3: 4 µs".into()),
+            fraction: None,
+        });
+        let na = Outcome::NotApplicable("needs at least 2 ranks".into());
+        for o in [m, na] {
+            let text = serde_json::to_string(&OutcomeRec::from(&o)).unwrap();
+            let back: Outcome = serde_json::from_str::<OutcomeRec>(&text).unwrap().into();
+            // NaN != NaN: compare the bits through the stored form.
+            assert_eq!(
+                serde_json::to_string(&OutcomeRec::from(&back)).unwrap(),
+                text
+            );
+            if let (Outcome::Value(a), Outcome::Value(b)) = (&o, &back) {
+                assert_eq!(a.value.to_bits(), b.value.to_bits());
+                assert!(b.per_rank[0].1.is_nan() && b.per_rank[1].1.is_sign_negative());
+                assert_eq!(b.parts[1].1, 5e-324);
+            } else {
+                assert_eq!(o, back);
+            }
+        }
+    }
+
+    #[test]
+    fn a_file_of_another_key_or_layout_is_a_miss() {
+        let dir = tempfile::tempdir().unwrap();
+        let about = About {
+            source: "runs/x".into(),
+            ranks: vec![0, 1],
+            ops: 10,
+            memory: vec![],
+            et: vec![],
+            offsets: vec![Offset {
+                rank: 1,
+                offset: Ns(-250),
+                spread: Ns(3),
+                samples: 8,
+            }],
+            steps: "steps 2-3".into(),
+        };
+        let rows = METRICS
+            .iter()
+            .map(|metric| Row {
+                metric,
+                outcome: Outcome::value(1.5),
+            })
+            .collect();
+        let r = Results {
+            warnings: vec!["rank 1: late".into()],
+            about,
+            rows,
+        };
+        put(dir.path(), "00000000000000aa", &r);
+        let got = get(dir.path(), "00000000000000aa").expect("kept");
+        assert_eq!(got.warnings, r.warnings);
+        assert_eq!(got.about.offsets[0].offset, Ns(-250));
+        assert_eq!(got.rows.len(), METRICS.len());
+        assert!(get(dir.path(), "00000000000000bb").is_none());
+        // Renamed to another key: its own key inside disagrees.
+        std::fs::rename(
+            file(dir.path(), "00000000000000aa"),
+            file(dir.path(), "00000000000000bb"),
+        )
+        .unwrap();
+        assert!(get(dir.path(), "00000000000000bb").is_none());
+    }
+}
