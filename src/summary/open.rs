@@ -3,6 +3,7 @@
 //! its tables), after checking that it is complete, undamaged and, where the
 //! traces are reachable, current.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use super::manifest::{self, damaged, Entry, Manifest, ENTRIES, MANIFEST, VERSION};
@@ -158,10 +159,14 @@ fn check_current(
         if found.is_ok_and(|d| d.notes != m.notes) {
             changed.push("the files passed over beside them".into());
         }
-        for p in now.iter().filter(|p| !then.contains(p)) {
+        // Sets: comparing paths component by component is slow, n² of them
+        // slower still at 1,024 ranks.
+        let (now_set, then_set): (HashSet<&PathBuf>, HashSet<&PathBuf>) =
+            (now.iter().collect(), then.iter().collect());
+        for p in now.iter().filter(|p| !then_set.contains(p)) {
             changed.push(format!("{} (new)", p.display()));
         }
-        for p in then.iter().filter(|p| !now.contains(p)) {
+        for p in then.iter().filter(|p| !now_set.contains(p)) {
             changed.push(format!("{} (gone)", p.display()));
         }
     }
