@@ -52,6 +52,16 @@ fn metric(path: &Path, name: &str) -> Output {
     run(&["--trace", path.to_str().unwrap(), "--metric", name])
 }
 
+/// Rank 1's trace written again, now the straggler.
+fn reprofile_rank1_slow(dir: &Path) {
+    let mut slow = training_run(&RunShape {
+        straggler: Some(1),
+        straggler_factor: 2.0,
+        ..shape()
+    });
+    std::fs::write(dir.join("rank1_trace.json"), slow.remove(1).to_json()).unwrap();
+}
+
 fn shape() -> RunShape {
     RunShape {
         ranks: 6,
@@ -207,16 +217,7 @@ fn a_changed_input_makes_its_summary_stale_until_rebuilt() {
     let before = stdout(&o);
 
     // Rank 1 re-profiled, now the straggler.
-    let mut slow = training_run(&RunShape {
-        straggler: Some(1),
-        straggler_factor: 2.0,
-        ..shape()
-    });
-    std::fs::write(
-        dir.path().join("rank1_trace.json"),
-        slow.remove(1).to_json(),
-    )
-    .unwrap();
+    reprofile_rank1_slow(dir.path());
     let o = metric(&sum, "avg_step_time");
     assert_eq!(o.status.code(), Some(1));
     assert!(
@@ -352,16 +353,7 @@ fn a_summary_keeps_its_results_for_the_same_question_only() {
     assert!(std::fs::read_to_string(&file).unwrap().starts_with('{'));
     assert!(!stdout(&run(&all)).contains("KEPT"));
     // A rebuilt summary asks afresh (its entries changed, so its key).
-    let mut slow = training_run(&RunShape {
-        straggler: Some(1),
-        straggler_factor: 2.0,
-        ..shape()
-    });
-    std::fs::write(
-        dir.path().join("rank1_trace.json"),
-        slow.remove(1).to_json(),
-    )
-    .unwrap();
+    reprofile_rank1_slow(dir.path());
     assert!(summarize(dir.path(), &sum, &[]).status.success());
     assert_eq!(
         stdout(&metric(&sum, "avg_step_time")),
