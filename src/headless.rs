@@ -100,7 +100,11 @@ pub fn run(cli: &Cli) -> Result<u8> {
         rank: cli.rank,
         metric_opts: &metric_opts,
     };
-    let kept = found.summary.as_deref().zip(results::key(&found, &query));
+    let kept = found
+        .summary
+        .as_ref()
+        .map(|s| s.path.as_path())
+        .zip(results::key(&found, &query));
     if let Some(r) = kept.as_ref().and_then(|(sum, key)| results::get(sum, key)) {
         for w in found.discovery.notes.iter().chain(&r.warnings) {
             crate::say!("warning: {w}");

@@ -168,7 +168,15 @@ pub fn rules_path(path: &Path, traces: &Path, opts: &LoadOptions) -> Option<Path
 pub struct Found {
     pub discovery: Discovery,
     pub traces: PathBuf,
-    pub summary: Option<PathBuf>,
+    pub summary: Option<SummaryUsed>,
+}
+
+/// A summary read in place of the traces.
+#[derive(Debug)]
+pub struct SummaryUsed {
+    pub path: PathBuf,
+    /// Of its manifest and entries (see `summary::open::Opened`).
+    pub digest: u64,
 }
 
 /// The run's inputs, and where its traces are: a summary's inputs when
@@ -178,10 +186,13 @@ pub struct Found {
 pub fn inputs(path: &Path, opts: &LoadOptions) -> Result<Found> {
     use crate::summary;
     let open = |sum: &Path| {
-        summary::open::discover(sum, opts.pick, opts.formats).map(|(discovery, m)| Found {
-            discovery,
-            traces: summary::open::traces(&m),
-            summary: Some(sum.to_owned()),
+        summary::open::discover(sum, opts.pick, opts.formats).map(|o| Found {
+            traces: summary::open::traces(&o.manifest),
+            discovery: o.discovery,
+            summary: Some(SummaryUsed {
+                path: sum.to_owned(),
+                digest: o.digest,
+            }),
         })
     };
     if summary::is_summary(path) {

@@ -205,6 +205,11 @@ pub fn hash(path: &Path) -> Result<String> {
 
 /// Reads and parses a manifest or entry, bounded in size.
 pub fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
+    read_json_hashed(path).map(|(v, _)| v)
+}
+
+/// `read_json`, and the XXH3-64 of the bytes read.
+pub fn read_json_hashed<T: serde::de::DeserializeOwned>(path: &Path) -> Result<(T, u64)> {
     let f = std::fs::File::open(path).map_err(io(path))?;
     let mut text = Vec::new();
     f.take(MAX_JSON + 1)
@@ -213,7 +218,8 @@ pub fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
     if text.len() as u64 > MAX_JSON {
         return Err(damaged(path, "larger than any summary writes"));
     }
-    serde_json::from_slice(&text).map_err(|e| damaged(path, e))
+    let v = serde_json::from_slice(&text).map_err(|e| damaged(path, e))?;
+    Ok((v, xxhash_rust::xxh3::xxh3_64(&text)))
 }
 
 /// Serializes and writes atomically.

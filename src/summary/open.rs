@@ -11,6 +11,8 @@ use crate::discover::{Discovery, Input, Pick, Window};
 use crate::error::{Error, Result};
 use crate::formats::{Format, PerRank, Role};
 
+use rayon::prelude::*;
+
 /// How many inputs a stale or incomplete summary's error names.
 const NAMED: usize = 4;
 
@@ -19,9 +21,26 @@ pub fn is_summary(path: &Path) -> bool {
     path.join(MANIFEST).is_file()
 }
 
+/// An opened summary: its inputs as a discovery, its manifest, and a digest
+/// of the manifest and every entry (what results kept in it depend on).
+#[derive(Debug)]
+pub struct Opened {
+    pub discovery: Discovery,
+    pub manifest: Manifest,
+    pub digest: u64,
+}
+
+/// An input's entry as read: not read by loads, missing, or there and intact
+/// (with the XXH3-64 of its bytes).
+enum Got {
+    Unread,
+    Missing,
+    Entry(PathBuf, Box<Entry>, u64),
+}
+
 /// The summary's inputs as a discovery, with the folder the traces were in.
-pub fn discover(sum: &Path, pick: Pick, table: &'static [Format]) -> Result<(Discovery, Manifest)> {
-    let m: Manifest = manifest::read_json(&sum.join(MANIFEST))?;
+pub fn discover(sum: &Path, pick: Pick, table: &'static [Format]) -> Result<Opened> {
+    let (m, m_hash): (Manifest, u64) = manifest::read_json_hashed(&sum.join(MANIFEST))?;
     if m.ccl_bench_summary != VERSION {
         return Err(damaged(
             &sum.join(MANIFEST),
@@ -45,10 +64,39 @@ pub fn discover(sum: &Path, pick: Pick, table: &'static [Format]) -> Result<(Dis
             ),
         });
     }
+    // Entries read and their tables' sizes checked in parallel: on a
+    // cluster file system each look is a round trip, and there are
+    // thousands (an entry and six tables per rank).
+    let got: Vec<Result<Got>> = m
+        .inputs
+        .par_iter()
+        .map(|rec| {
+            let Some(name) = &rec.entry else {
+                return Ok(Got::Unread);
+            };
+            if !manifest::safe_name(name) {
+                return Err(damaged(&sum.join(MANIFEST), format!("entry name {name}")));
+            }
+            let entry_path = sum.join(ENTRIES).join(name);
+            if !entry_path.is_file() {
+                return Ok(Got::Missing);
+            }
+            let (entry, hash): (Entry, u64) = manifest::read_json_hashed(&entry_path)?;
+            if entry.path != rec.path || !super::write::intact(sum, &entry) {
+                return Err(damaged(
+                    &entry_path,
+                    format!("the tables of {} are missing or changed", rec.path),
+                ));
+            }
+            Ok(Got::Entry(entry_path, Box::new(entry), hash))
+        })
+        .collect();
+    let mut digest = xxhash_rust::xxh3::Xxh3::new();
+    digest.update(&m_hash.to_le_bytes());
     let mut inputs = Vec::with_capacity(m.inputs.len());
     let mut missing = Vec::new();
     let mut entries = Vec::new();
-    for rec in &m.inputs {
+    for (rec, got) in m.inputs.iter().zip(got) {
         let format = table.iter().find(|f| f.name == rec.format).ok_or_else(|| {
             damaged(
                 &sum.join(MANIFEST),
@@ -57,31 +105,26 @@ pub fn discover(sum: &Path, pick: Pick, table: &'static [Format]) -> Result<(Dis
         })?;
         let original = m.root.join(&rec.path);
         let window = rec.window.map(|(index, of)| Window { index, of });
-        let Some(name) = &rec.entry else {
-            // Not read by a load: listed so warnings name it as the traces do.
-            inputs.push(Input {
-                path: original,
-                format: *format,
-                rank: rec.rank,
-                window,
-            });
-            continue;
+        let (entry_path, entry) = match got? {
+            Got::Unread => {
+                // Not read by a load: listed so warnings name it as the traces do.
+                inputs.push(Input {
+                    path: original,
+                    format: *format,
+                    rank: rec.rank,
+                    window,
+                });
+                continue;
+            }
+            Got::Missing => {
+                missing.push(rec.path.clone());
+                continue;
+            }
+            Got::Entry(path, entry, hash) => {
+                digest.update(&hash.to_le_bytes());
+                (path, *entry)
+            }
         };
-        if !manifest::safe_name(name) {
-            return Err(damaged(&sum.join(MANIFEST), format!("entry name {name}")));
-        }
-        let entry_path = sum.join(ENTRIES).join(name);
-        if !entry_path.is_file() {
-            missing.push(rec.path.clone());
-            continue;
-        }
-        let entry: Entry = manifest::read_json(&entry_path)?;
-        if entry.path != rec.path || !super::write::intact(sum, &entry) {
-            return Err(damaged(
-                &entry_path,
-                format!("the tables of {} are missing or changed", rec.path),
-            ));
-        }
         let path = match format.role {
             // A card is read from its copy by its own reader.
             Role::Card { .. } => match entry.files.first() {
@@ -111,14 +154,15 @@ pub fn discover(sum: &Path, pick: Pick, table: &'static [Format]) -> Result<(Dis
         });
     }
     check_current(sum, &m, &entries, table)?;
-    Ok((
-        Discovery {
+    Ok(Opened {
+        discovery: Discovery {
             inputs,
             iteration: m.iteration,
             notes: m.notes.clone(),
         },
-        m,
-    ))
+        manifest: m,
+        digest: digest.digest(),
+    })
 }
 
 /// Where the traces are still there, the summary must describe them as
@@ -135,14 +179,14 @@ fn check_current(
     if !m.root.is_dir() {
         return Ok(());
     }
-    let mut changed = Vec::new();
-    for (original, e) in entries {
-        let now = manifest::stat(original);
-        if !now.is_ok_and(|f| f.size == e.fingerprint.size && f.mtime_ns == e.fingerprint.mtime_ns)
-        {
-            changed.push(e.path.clone());
-        }
-    }
+    let mut changed: Vec<String> = entries
+        .par_iter()
+        .filter(|(original, e)| {
+            !manifest::stat(original)
+                .is_ok_and(|f| f.size == e.fingerprint.size && f.mtime_ns == e.fingerprint.mtime_ns)
+        })
+        .map(|(_, e)| e.path.clone())
+        .collect();
     let pick = Pick {
         iteration: m.iteration,
         windows: crate::discover::rank_dirs::parse_windows(&m.windows).unwrap_or_default(),
