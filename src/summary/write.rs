@@ -537,12 +537,24 @@ fn remove_stale_partials(dir: &Path, depth: u32) {
 }
 
 /// Refuses an output folder that would hide or clobber something else: a
-/// non-empty folder that is not a summary.
+/// non-empty folder that is not a summary. A summary another task is
+/// starting (its folders made, its manifest not yet renamed into place:
+/// `srun` starts them all at once) holds only names of the layout.
 pub fn check_out(out: &Path) -> Result<()> {
-    let Ok(mut list) = std::fs::read_dir(out) else {
+    let Ok(list) = std::fs::read_dir(out) else {
         return Ok(());
     };
-    if list.next().is_none() || out.join(MANIFEST).is_file() {
+    let ours = |name: &str| {
+        name == MANIFEST
+            || (name.starts_with('.') && name.ends_with(".partial"))
+            || [ENTRIES, "memory", "et", "card", super::results::RESULTS].contains(&name)
+            || super::columns::TABLES.contains(&name)
+    };
+    if out.join(MANIFEST).is_file()
+        || list
+            .flatten()
+            .all(|e| ours(&e.file_name().to_string_lossy()))
+    {
         return Ok(());
     }
     Err(Error::Output {

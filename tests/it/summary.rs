@@ -401,6 +401,15 @@ fn summarize_refuses_a_folder_that_is_not_a_summary_and_bad_shards() {
         std::fs::read_to_string(out.path().join("notes.txt")).unwrap(),
         "mine"
     );
+    // A summary another task is starting (srun starts them all at once):
+    // its folders made, its manifest still a hidden temporary. Joined.
+    let starting = out.path().join("starting");
+    std::fs::create_dir_all(starting.join("inputs")).unwrap();
+    std::fs::create_dir_all(starting.join("ops/rank=0")).unwrap();
+    std::fs::write(starting.join(".ccl-bench-summary.json.77.partial"), "{").unwrap();
+    let o = summarize(dir.path(), &starting, &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    same_as_traces(dir.path(), &starting);
     let o = summarize(
         dir.path(),
         &out.path().join("s"),
