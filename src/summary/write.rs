@@ -550,15 +550,21 @@ pub fn check_out(out: &Path) -> Result<()> {
             || [ENTRIES, "memory", "et", "card", super::results::RESULTS].contains(&name)
             || super::columns::TABLES.contains(&name)
     };
-    if out.join(MANIFEST).is_file()
-        || list
-            .flatten()
-            .all(|e| ours(&e.file_name().to_string_lossy()))
-    {
+    if out.join(MANIFEST).is_file() {
         return Ok(());
     }
-    Err(Error::Output {
-        path: out.to_owned(),
-        why: "a folder with other files, not a summary: choose another --out".into(),
-    })
+    let other = list
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .find(|name| !ours(name));
+    match other {
+        None => Ok(()),
+        Some(name) => Err(Error::Output {
+            path: out.to_owned(),
+            why: format!(
+                "a folder with other files ({}), not a summary: choose another --out",
+                crate::report::safe::text(&name)
+            ),
+        }),
+    }
 }
