@@ -95,8 +95,7 @@ pub fn key(found: &Found, q: &Query) -> Option<String> {
 /// The results stored under `key` in `sum`, when there are any and they
 /// are whole; anything else is a miss, never an error.
 pub fn get(sum: &Path, key: &str) -> Option<Results> {
-    let bytes = read_small(&file(sum, key))?;
-    let s: Stored = serde_json::from_slice(&bytes).ok()?;
+    let s: Stored = manifest::read_json(&file(sum, key)).ok()?;
     if s.version != VERSION || s.key != key || s.rows.len() != METRICS.len() {
         return None;
     }
@@ -164,7 +163,7 @@ fn prune(dir: &Path) {
     }
 }
 
-/// A results file is small: a few hundred bytes per metric.
+/// The most of a rules file or card hashed into a key (a load reads less).
 const MAX_FILE: u64 = 64 << 20;
 
 fn read_small(path: &Path) -> Option<Vec<u8>> {
