@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use rayon::prelude::*;
 
 use crate::model::collectives::{self, Instance, WaitSplit};
-use crate::model::{Interval, IntervalSet, KernelClass, Ns, RankTimeline, StrId, Trace};
+use crate::model::{Activity, Interval, IntervalSet, KernelClass, Ns, RankTimeline, StrId, Trace};
 
 /// Everything derived for the ranks in scope.
 #[derive(Debug, Clone)]
@@ -68,10 +68,17 @@ impl Derived {
     }
 }
 
-/// Derived data of one rank.
+/// Derived data of one rank: every figure the metrics need of its device
+/// ops, so that once it is made the rank can keep only its communication ops
+/// (see [`RankStats::slim`]). Unions of ops are reduced here to their lengths
+/// (over the whole trace and within the measured steps' device windows),
+/// except the small sets cross-rank figures still need.
 #[derive(Debug, Clone)]
 pub struct RankStats {
     pub rank: u32,
+    /// Device ops (kernels, memory copies and sets), and of them kernels.
+    pub ops: usize,
+    pub kernels: usize,
     /// Summed duration of all kernels.
     pub kernel_sum: Ns,
     /// Summed duration of every device op (kernels, memory copies and sets).
@@ -80,52 +87,141 @@ pub struct RankStats {
     pub kernel_class_sum: [Ns; KernelClass::ALL.len()],
     /// Summed duration of every op (any activity) per class.
     pub op_class_sum: [Ns; KernelClass::ALL.len()],
+    /// Summed duration per class of the ops that count for per-step figures
+    /// (launched in a measured step; all of them without steps).
+    pub counted_class_sum: [Ns; KernelClass::ALL.len()],
     /// Summed kernel duration per kernel name.
     pub by_name: HashMap<StrId, Ns>,
-    /// Union of all device activity.
-    pub busy: IntervalSet,
-    /// Union of communication ops.
-    pub comm: IntervalSet,
-    /// Union of compute kernels (neither communication nor memory).
-    pub compute: IntervalSet,
-    /// Union of memory copies and sets (peer-to-peer copies count as communication).
-    pub memory: IntervalSet,
+    /// Summed duration per name of the ops no class rule recognises.
+    pub unclassified: HashMap<StrId, Ns>,
+    /// Bytes and time of the memory copies with a byte count and a duration.
+    pub copied: (u64, Ns),
+    /// First op start to last op end.
+    pub device_window: Option<Interval>,
+    /// The measured steps' device-side extents (see [`gpu_step_windows`]).
+    pub window: IntervalSet,
+    /// Lengths of unions of ops over the whole trace.
+    pub whole: Unions,
+    /// The same, within `window`.
+    pub in_window: Unions,
+    /// Communication not under compute (comm − compute): the wait parts of
+    /// matched collectives are cut from it once every rank is known.
+    pub exposed: IntervalSet,
     /// What the SM-coverage metrics need of the kernels with a known coverage.
     pub sm: sm::SmCoverage,
     /// Device time of each training phase, indexed like `Phase::ALL`.
     pub phases: [Option<Ns>; phases::Phase::ALL.len()],
 }
 
+/// Covered lengths of a rank's unions of ops.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Unions {
+    /// Any device activity.
+    pub busy: Ns,
+    /// Communication ops.
+    pub comm: Ns,
+    /// Compute kernels (neither communication nor memory).
+    pub compute: Ns,
+    /// Compute kernels or memory copies and sets (peer-to-peer copies count
+    /// as communication).
+    pub compute_or_memory: Ns,
+    /// Communication under compute: comm ∩ compute.
+    pub comm_under_compute: Ns,
+    /// Communication not under compute: comm − compute.
+    pub exposed_comm: Ns,
+    /// Memory copies and sets not under compute: memory − compute.
+    pub exposed_memory: Ns,
+}
+
+impl Unions {
+    fn of(sets: &Sets, exposed: &IntervalSet, within: impl Fn(&IntervalSet) -> Ns) -> Self {
+        Self {
+            busy: within(&sets.busy),
+            comm: within(&sets.comm),
+            compute: within(&sets.compute),
+            compute_or_memory: within(&sets.compute.union(&sets.memory)),
+            comm_under_compute: within(&sets.comm.intersect(&sets.compute)),
+            exposed_comm: within(exposed),
+            exposed_memory: within(&sets.memory.subtract(&sets.compute)),
+        }
+    }
+}
+
+/// A rank's unions of ops, while its stats are made.
+struct Sets {
+    busy: IntervalSet,
+    comm: IntervalSet,
+    compute: IntervalSet,
+    memory: IntervalSet,
+}
+
 impl RankStats {
     pub fn of(t: &RankTimeline) -> Self {
         let mut kernel_class_sum = [Ns::ZERO; KernelClass::ALL.len()];
-        let mut op_class_sum = [Ns::ZERO; KernelClass::ALL.len()];
-        let mut by_name = HashMap::new();
-        let (mut kernel_sum, mut op_sum) = (Ns::ZERO, Ns::ZERO);
+        let (mut op_class_sum, mut counted_class_sum) = (kernel_class_sum, kernel_class_sum);
+        let (mut by_name, mut unclassified) = (HashMap::new(), HashMap::new());
+        let (mut kernel_sum, mut op_sum, mut kernels) = (Ns::ZERO, Ns::ZERO, 0);
+        let mut copied = (0u64, Ns::ZERO);
         for op in &t.ops {
             let c = class_index(op.class);
             op_sum += op.dur;
             op_class_sum[c] += op.dur;
+            if t.counts(op.step) {
+                counted_class_sum[c] += op.dur;
+            }
+            if op.class == KernelClass::Other {
+                *unclassified.entry(op.name).or_insert(Ns::ZERO) += op.dur;
+            }
             if op.is_kernel() {
+                kernels += 1;
                 kernel_sum += op.dur;
                 kernel_class_sum[c] += op.dur;
                 *by_name.entry(op.name).or_insert(Ns::ZERO) += op.dur;
             }
+            if let (Activity::Memcpy, Some(b), true) = (op.activity, op.bytes(), op.dur > Ns::ZERO)
+            {
+                copied.0 += b;
+                copied.1 += op.dur;
+            }
         }
-        Self {
-            rank: t.rank,
-            kernel_sum,
-            op_sum,
-            kernel_class_sum,
-            op_class_sum,
-            by_name,
+        let sets = Sets {
             busy: t.busy(|_| true),
             comm: t.busy(|o| o.is_comm()),
             compute: t.busy(|o| o.is_compute()),
             memory: t.busy(|o| o.is_memory()),
+        };
+        let exposed = sets.comm.subtract(&sets.compute);
+        let window = gpu_step_windows(t);
+        Self {
+            rank: t.rank,
+            ops: t.ops.len(),
+            kernels,
+            kernel_sum,
+            op_sum,
+            kernel_class_sum: kernel_class_sum,
+            op_class_sum: op_class_sum,
+            counted_class_sum: counted_class_sum,
+            by_name,
+            unclassified,
+            copied,
+            device_window: t.device_window(),
+            whole: Unions::of(&sets, &exposed, IntervalSet::total),
+            in_window: Unions::of(&sets, &exposed, |s| s.overlap_len(&window)),
+            window,
+            exposed,
             sm: sm::SmCoverage::of(t),
             phases: phases::phase_times(t),
         }
+    }
+
+    /// Moves the rank's absolute times by `d`, as clock alignment moves its
+    /// timeline (every length is unchanged).
+    pub fn shift(&mut self, d: Ns) {
+        self.device_window = self
+            .device_window
+            .map(|w| Interval::new(w.start + d, w.end + d));
+        self.window = self.window.shifted(d);
+        self.exposed = self.exposed.shifted(d);
     }
 
     pub fn kernel_class(&self, c: KernelClass) -> Ns {
@@ -221,15 +317,10 @@ fn rank_rows(
                     .flatten()
                     .map(|(_, iv)| *iv),
             );
-            let window = gpu_step_windows(t);
             let n = t.step_count() as i64;
-            let within = |set: &IntervalSet| set.overlap_len(&window) / n;
-            let busy = within(&s.busy);
-            let comm = within(&s.comm);
-            let exposed = s.comm.subtract(&s.compute);
-            let exposed_comm = exposed.overlap_len(&window) / n;
-            let waiting = exposed.intersect(&wait_set).overlap_len(&window) / n;
-            let span = window.total() / n;
+            let u = s.in_window;
+            let waiting = s.exposed.intersect(&wait_set).overlap_len(&s.window) / n;
+            let (span, busy) = (s.window.total() / n, u.busy / n);
             RankRow {
                 rank: t.rank,
                 steps: t.measured().len(),
@@ -237,9 +328,9 @@ fn rank_rows(
                     .then(|| t.measured_steps().iter().map(|st| st.dur()).sum::<Ns>() / n),
                 span,
                 busy,
-                compute: within(&s.compute),
-                comm,
-                exposed_comm,
+                compute: u.compute / n,
+                comm: u.comm / n,
+                exposed_comm: u.exposed_comm / n,
                 idle: span - busy,
                 waiting,
                 caused: w.caused / n,

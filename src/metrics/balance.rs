@@ -1,6 +1,6 @@
 //! Utilization and balance across ranks.
 
-use super::ctx::{gpu_step_windows, Ctx};
+use super::ctx::Ctx;
 use super::outcome::{Outcome, Unit};
 use super::ranks::{verdict, Basis, Verdict};
 use crate::model::time::{ns_to_s, Ns};
@@ -9,9 +9,9 @@ use crate::model::time::{ns_to_s, Ns};
 /// last op end).
 pub fn aggregate_gpu_utilization(ctx: &Ctx) -> Outcome {
     Outcome::share_mean(
-        ctx.each().map(|(t, s)| {
-            let window = t.device_window().map_or(Ns::ZERO, |w| w.len());
-            (t.rank, s.busy.total(), window)
+        ctx.stats().iter().map(|s| {
+            let window = s.device_window.map_or(Ns::ZERO, |w| w.len());
+            (s.rank, s.whole.busy, window)
         }),
         ("busy", "device window"),
         Unit::Percent,
@@ -32,11 +32,7 @@ pub fn load_imbalance_ratio(ctx: &Ctx) -> Outcome {
             ctx.ranks.len()
         ));
     }
-    let busy: Vec<(u32, Ns)> = ctx
-        .stats()
-        .iter()
-        .map(|s| (s.rank, s.busy.total()))
-        .collect();
+    let busy: Vec<(u32, Ns)> = ctx.stats().iter().map(|s| (s.rank, s.whole.busy)).collect();
     let (min_rank, min) = *busy.iter().min_by_key(|b| b.1).expect("≥ 2 ranks");
     let (max_rank, max) = *busy.iter().max_by_key(|b| b.1).expect("≥ 2 ranks");
     if min == Ns::ZERO {
@@ -164,10 +160,7 @@ pub fn exposed_comm_time(ctx: &Ctx) -> Outcome {
     }
     Outcome::rank_mean(
         ctx.each().map(|(t, s)| {
-            let exposed = s
-                .comm
-                .subtract(&s.compute)
-                .overlap_len(&gpu_step_windows(t));
+            let exposed = s.in_window.exposed_comm;
             (t.rank, Some(ns_to_s(exposed) / t.step_count() as f64))
         }),
         "no ranks",

@@ -95,7 +95,7 @@ fn overlap(ctx: &Ctx, unit: Unit) -> Outcome {
     Outcome::share_mean(
         ctx.stats()
             .iter()
-            .map(|s| (s.rank, s.comm.overlap_len(&s.compute), s.comm.total())),
+            .map(|s| (s.rank, s.whole.comm_under_compute, s.whole.comm)),
         ("comm under compute", "comm"),
         unit,
         "the trace has no communication kernels",

@@ -72,9 +72,9 @@ pub fn unclassified_fraction(ctx: &Ctx) -> Outcome {
         "the trace has no GPU ops",
     );
     let mut pooled: std::collections::HashMap<&str, Ns> = Default::default();
-    for t in &ctx.ranks {
-        for op in t.ops.iter().filter(|o| o.class == KernelClass::Other) {
-            *pooled.entry(t.name(op.name)).or_default() += op.dur;
+    for (t, s) in ctx.each() {
+        for (&name, &ns) in &s.unclassified {
+            *pooled.entry(t.name(name)).or_default() += ns;
         }
     }
     match pooled
@@ -112,10 +112,10 @@ fn breakdown_bucket(c: KernelClass) -> usize {
 /// trace has no steps), as % of that time. Headline: the compute share.
 pub fn break_down_steps(ctx: &Ctx) -> Outcome {
     let mut shares: Vec<(u32, [f64; 6])> = Vec::new();
-    for t in &ctx.ranks {
+    for (t, s) in ctx.each() {
         let mut sums = [Ns::ZERO; 6];
-        for op in t.ops.iter().filter(|o| t.counts(o.step)) {
-            sums[breakdown_bucket(op.class)] += op.dur;
+        for (c, ns) in KernelClass::ALL.iter().zip(s.counted_class_sum) {
+            sums[breakdown_bucket(*c)] += ns;
         }
         let total: Ns = sums.iter().sum();
         if total > Ns::ZERO {

@@ -1,20 +1,18 @@
 //! Memory metrics: device copies (memcpy/memset activity) and, from CUDA
 //! memory snapshots, allocator peaks, fragmentation and allocation counts.
 
-use super::ctx::{gpu_step_windows, Ctx};
+use super::ctx::Ctx;
 use super::outcome::{Outcome, Unit};
 use crate::model::memory::MemoryTimeline;
-use crate::model::{Activity, Ns};
+use crate::model::Ns;
 
 /// Memcpy/memset time not hidden under compute kernels, as % of the device-side
 /// step time.
 pub fn memory_transfer_overhead(ctx: &Ctx) -> Outcome {
     Outcome::share_mean(
-        ctx.each().map(|(t, s)| {
-            let window = gpu_step_windows(t);
-            let exposed = s.memory.subtract(&s.compute).overlap_len(&window);
-            (t.rank, exposed, window.total())
-        }),
+        ctx.stats()
+            .iter()
+            .map(|s| (s.rank, s.in_window.exposed_memory, s.window.total())),
         ("copies not under compute", "device step time"),
         Unit::Percent,
         "the trace has no GPU activity",
@@ -25,21 +23,11 @@ pub fn memory_transfer_overhead(ctx: &Ctx) -> Outcome {
 pub fn average_memory_bandwidth(ctx: &Ctx) -> Outcome {
     let mut per_rank = Vec::new();
     let (mut bytes, mut ns): (u64, Ns) = (0, Ns::ZERO);
-    for t in &ctx.ranks {
-        let (mut b, mut d) = (0u64, Ns::ZERO);
-        for op in t
-            .ops
-            .iter()
-            .filter(|o| o.activity == Activity::Memcpy && o.dur > Ns::ZERO)
-        {
-            if let Some(x) = op.bytes() {
-                b += x;
-                d += op.dur;
-            }
-        }
+    for s in ctx.stats() {
+        let (b, d) = s.copied;
         if d > Ns::ZERO {
             // bytes per nanosecond is 1e9 bytes per second: GB/s.
-            per_rank.push((t.rank, b as f64 / d.as_f64()));
+            per_rank.push((s.rank, b as f64 / d.as_f64()));
         }
         bytes += b;
         ns += d;

@@ -5,7 +5,6 @@
 
 use super::ctx::Ctx;
 use super::outcome::{Outcome, Unit};
-use crate::derive::gpu_step_windows;
 use crate::derive::phases::Phase;
 use crate::model::engine::{engine_steps, EngineStep};
 use crate::model::time::ns_to_s;
@@ -31,7 +30,7 @@ fn per_step(ctx: &Ctx, phase: Phase) -> Outcome {
 fn share(ctx: &Ctx, phase: Phase) -> Outcome {
     Outcome::share_mean(
         ctx.each().filter_map(|(t, s)| {
-            let whole = match gpu_step_windows(t).total() {
+            let whole = match s.window.total() {
                 // CPU-only trace: the CPU steps, else the whole window.
                 Ns::ZERO if t.steps.is_empty() => t.window.map_or(Ns::ZERO, |w| w.len()),
                 Ns::ZERO => t.measured_steps().iter().map(|s| s.dur()).sum(),

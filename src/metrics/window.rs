@@ -24,8 +24,8 @@ pub fn wall_time_s(ctx: &Ctx) -> Outcome {
 pub fn total_compute_time_s(ctx: &Ctx) -> Outcome {
     Outcome::rank_mean(
         ctx.each().map(|(t, s)| {
-            let busy = s.compute.union(&s.memory).total();
-            (t.rank, (!t.ops.is_empty()).then(|| ns_to_s(busy)))
+            let busy = s.whole.compute_or_memory;
+            (t.rank, (s.ops > 0).then(|| ns_to_s(busy)))
         }),
         NO_OPS,
     )
@@ -48,7 +48,7 @@ pub fn total_comm_time_s(ctx: &Ctx) -> Outcome {
     let n = ctx.ranks.len().max(1) as f64;
     Outcome::rank_mean(
         ctx.each()
-            .map(|(t, s)| (t.rank, (!t.ops.is_empty()).then(|| ns_to_s(s.comm.total())))),
+            .map(|(t, s)| (t.rank, (s.ops > 0).then(|| ns_to_s(s.whole.comm)))),
         NO_OPS,
     )
     .with_parts(
@@ -78,10 +78,10 @@ pub fn compute_utilization_proxy(ctx: &Ctx) -> Outcome {
     Outcome::rank_mean(
         ctx.each().map(|(t, s)| {
             let w = t.window.map_or(Ns::ZERO, |w| w.len());
-            let busy = s.compute.union(&s.memory).total();
+            let busy = s.whole.compute_or_memory;
             (
                 t.rank,
-                (w > Ns::ZERO && !t.ops.is_empty()).then(|| busy.as_f64() / w.as_f64()),
+                (w > Ns::ZERO && s.ops > 0).then(|| busy.as_f64() / w.as_f64()),
             )
         }),
         NO_OPS,
@@ -90,7 +90,7 @@ pub fn compute_utilization_proxy(ctx: &Ctx) -> Outcome {
 
 /// Communication ops over all ranks in scope.
 pub fn num_comm_kernels(ctx: &Ctx) -> Outcome {
-    if ctx.ranks.iter().all(|t| t.ops.is_empty()) {
+    if ctx.stats().iter().all(|s| s.ops == 0) {
         return Outcome::na(NO_OPS);
     }
     let per_rank: Vec<(u32, f64)> = ctx

@@ -61,6 +61,17 @@ impl IntervalSet {
         self.0.is_empty()
     }
 
+    /// The set moved by `d` (a clock offset): order and gaps are unchanged.
+    #[must_use]
+    pub fn shifted(&self, d: Ns) -> Self {
+        Self(
+            self.0
+                .iter()
+                .map(|i| Interval::new(i.start + d, i.end + d))
+                .collect(),
+        )
+    }
+
     /// Total covered length.
     pub fn total(&self) -> Ns {
         self.0.iter().map(Interval::len).sum()
