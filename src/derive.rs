@@ -38,12 +38,25 @@ impl Derived {
     /// Derives the data of `ranks` (a subset of `trace.ranks`); the
     /// cross-rank parts always use every rank of the trace.
     pub fn of(trace: &Trace, ranks: &[&RankTimeline]) -> Self {
+        Self::with_stats(trace, ranks, None)
+    }
+
+    /// [`Derived::of`] with the ranks' stats made beforehand (same order as
+    /// `ranks`), as they must be for timelines kept slim.
+    pub fn with_stats(
+        trace: &Trace,
+        ranks: &[&RankTimeline],
+        stats: Option<Vec<RankStats>>,
+    ) -> Self {
         let (stats, (instances, groups)) = rayon::join(
             || {
-                ranks
-                    .par_iter()
-                    .map(|t| RankStats::of(t))
-                    .collect::<Vec<_>>()
+                stats.unwrap_or_else(|| {
+                    assert!(
+                        ranks.iter().all(|t| !t.comm_only),
+                        "a slim timeline's stats are made before it is slimmed"
+                    );
+                    ranks.par_iter().map(|t| RankStats::of(t)).collect()
+                })
             },
             || rayon::join(|| collectives::instances(trace), || groups::infer(trace)),
         );

@@ -111,11 +111,15 @@ pub fn run(cli: &Cli) -> Result<u8> {
         }
         return print(metric, &r.about, &r.rows, cli, &mut out);
     }
-    let (trace, warnings) = found_quiet(path, &found, &opts, &Progress::default())?;
+    // Metrics need each rank's ops only while it is read (see `load::Lean`).
+    let lean = load::load_lean(path, &found, &opts, &Progress::default())
+        .with_context(|| format!("cannot load {}", path.display()))?;
+    let warnings = loaded(path, &lean.trace, lean.report)?;
+    let trace = lean.trace;
     for w in &warnings {
         crate::say!("warning: {w}");
     }
-    let ctx = match Ctx::new(&trace, cli.rank) {
+    let ctx = match Ctx::with_stats(&trace, cli.rank, Some(lean.stats)) {
         Ok(c) => c.with_options(metric_opts),
         Err(e) => {
             crate::say!("ccl-bench: {e}");
@@ -193,6 +197,12 @@ fn found_quiet(
 ) -> Result<(Trace, Vec<String>)> {
     let (trace, report) = load::load_found(path, found, opts, progress)
         .with_context(|| format!("cannot load {}", path.display()))?;
+    let warnings = loaded(path, &trace, report)?;
+    Ok((trace, warnings))
+}
+
+/// The load's warnings, or, when nothing was loaded, the error they explain.
+fn loaded(path: &std::path::Path, trace: &Trace, report: load::LoadReport) -> Result<Vec<String>> {
     if trace.is_empty() {
         // The warnings say why nothing was loaded: they belong to the error.
         let why = match report.warnings.as_slice() {
@@ -201,7 +211,7 @@ fn found_quiet(
         };
         return Err(anyhow!("{}: no ranks loaded{why}", path.display()));
     }
-    Ok((trace, report.warnings))
+    Ok(report.warnings)
 }
 
 /// `ccl-bench compare A B`.

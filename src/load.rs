@@ -8,9 +8,11 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use rayon::prelude::*;
 
+use crate::derive::RankStats;
 use crate::discover::{Discovery, Input};
 use crate::error::{Error, Result};
 use crate::formats::{Format, PerRank, Ranked, Role, FORMATS};
+use crate::model::classify::UserRules;
 use crate::model::{RankTimeline, Trace};
 use crate::source::FileIn;
 
@@ -101,54 +103,140 @@ pub fn load_found(
     opts: &LoadOptions,
     progress: &Progress,
 ) -> Result<(Trace, LoadReport)> {
-    let (mut trace, mut report) = load(path, &found.discovery, progress, opts.cpu_ranges)?;
+    let (trace, report, _) = load_with(path, found, opts, progress, false)?;
+    Ok((trace, report))
+}
+
+/// A trace loaded for its metrics only: every rank's timeline keeps only its
+/// collectives (see `RankTimeline::slim`), its other figures made into
+/// `stats` as soon as it is read. Memory then grows with the collectives of
+/// the run, not its ops; views that draw or list ops need [`load_found`].
+pub struct Lean {
+    pub trace: Trace,
+    pub report: LoadReport,
+    /// Indexed like `trace.ranks`.
+    pub stats: Vec<RankStats>,
+}
+
+/// [`load_found`] for the metrics only: see [`Lean`].
+pub fn load_lean(
+    path: &Path,
+    found: &Found,
+    opts: &LoadOptions,
+    progress: &Progress,
+) -> Result<Lean> {
+    let (trace, report, stats) = load_with(path, found, opts, progress, true)?;
+    Ok(Lean {
+        trace,
+        report,
+        stats: stats.expect("a lean load makes every rank's stats"),
+    })
+}
+
+fn load_with(
+    path: &Path,
+    found: &Found,
+    opts: &LoadOptions,
+    progress: &Progress,
+    lean: bool,
+) -> Result<(Trace, LoadReport, Option<Vec<RankStats>>)> {
+    // Read first, reported after the traces: their errors come first.
+    let rules = read_rules(path, found, opts);
+    let prepare = Prepare {
+        rules: rules.as_ref().ok().and_then(|r| r.as_ref()).map(|r| &r.1),
+        all_steps: opts.all_steps,
+        lean,
+        reclassified: AtomicUsize::new(0),
+    };
+    let (mut trace, mut report, mut stats) =
+        load(path, &found.discovery, progress, opts.cpu_ranges, &prepare)?;
     if let Some(card) = &opts.card {
         trace.card = Some(crate::read::card::read(card)?);
     }
-    if let Some(rp) = rules_path(path, &found.traces, opts) {
-        // A pipe or device would block or never end; a rules file is small.
-        let meta = std::fs::metadata(&rp).map_err(|source| Error::Io {
-            path: rp.clone(),
-            source,
-        })?;
-        if !meta.is_file() || meta.len() > MAX_RULES_FILE {
-            return Err(Error::BadConfig {
-                path: rp.clone(),
-                why: format!(
-                    "not a rules file: {}",
-                    if meta.is_file() {
-                        format!("{} bytes (at most {MAX_RULES_FILE})", meta.len())
-                    } else {
-                        "not a regular file (a pipe, socket or device)".to_owned()
-                    }
-                ),
-            });
-        }
-        let text = std::fs::read_to_string(&rp).map_err(|source| Error::Io {
-            path: rp.clone(),
-            source,
-        })?;
-        let rules = crate::model::classify::UserRules::parse(&text, &rp).map_err(|why| {
-            Error::BadConfig {
-                path: rp.clone(),
-                why,
-            }
-        })?;
-        let n = rules.apply(&mut trace);
+    let reclassified = prepare.reclassified.load(Ordering::Relaxed);
+    if let Some((rp, rules)) = rules? {
         report.warnings.push(format!(
-            "{}: {} kernel class rule(s) applied first; {n} op(s) reclassified",
+            "{}: {} kernel class rule(s) applied first; {reclassified} op(s) reclassified",
             rp.display(),
-            rules.rules.len()
+            rules.rules.len(),
         ));
         trace.rules = Some(rules);
     }
-    for t in &mut trace.ranks {
-        t.all_steps = opts.all_steps;
-    }
     report
         .warnings
-        .extend(check_and_align_clocks(&mut trace, opts.align));
-    Ok((trace, report))
+        .extend(align_clocks(&mut trace, opts.align, stats.as_deref_mut()));
+    Ok((trace, report, stats))
+}
+
+/// The class rules a load applies (see [`rules_path`]), parsed.
+fn read_rules(
+    path: &Path,
+    found: &Found,
+    opts: &LoadOptions,
+) -> Result<Option<(PathBuf, UserRules)>> {
+    let Some(rp) = rules_path(path, &found.traces, opts) else {
+        return Ok(None);
+    };
+    // A pipe or device would block or never end; a rules file is small.
+    let meta = std::fs::metadata(&rp).map_err(|source| Error::Io {
+        path: rp.clone(),
+        source,
+    })?;
+    if !meta.is_file() || meta.len() > MAX_RULES_FILE {
+        return Err(Error::BadConfig {
+            path: rp.clone(),
+            why: format!(
+                "not a rules file: {}",
+                if meta.is_file() {
+                    format!("{} bytes (at most {MAX_RULES_FILE})", meta.len())
+                } else {
+                    "not a regular file (a pipe, socket or device)".to_owned()
+                }
+            ),
+        });
+    }
+    let text = std::fs::read_to_string(&rp).map_err(|source| Error::Io {
+        path: rp.clone(),
+        source,
+    })?;
+    let rules = UserRules::parse(&text, &rp).map_err(|why| Error::BadConfig {
+        path: rp.clone(),
+        why,
+    })?;
+    Ok(Some((rp, rules)))
+}
+
+/// A file's timeline, prepared, with its stats when the load is lean.
+type Prepared = (Ranked, Option<RankStats>);
+
+/// What is done to each rank's timeline as soon as it is read (in parallel):
+/// the class rules and the step choice, then, for a lean load, its stats,
+/// after which it keeps only its collectives.
+struct Prepare<'a> {
+    rules: Option<&'a UserRules>,
+    all_steps: bool,
+    lean: bool,
+    reclassified: AtomicUsize,
+}
+
+impl Prepare<'_> {
+    fn rank(&self, t: &mut RankTimeline) -> Option<RankStats> {
+        if let Some(rules) = self.rules {
+            let n = rules.apply_rank(t);
+            self.reclassified.fetch_add(n, Ordering::Relaxed);
+        }
+        t.all_steps = self.all_steps;
+        self.lean.then(|| {
+            let stats = RankStats::of(t);
+            t.slim();
+            stats
+        })
+    }
+
+    fn file(&self, mut f: Ranked) -> Prepared {
+        let stats = self.rank(&mut f.1.timeline);
+        (f, stats)
+    }
 }
 
 /// The rules file a load applies: `--classes`, else the one beside the
@@ -250,6 +338,12 @@ pub fn inputs(path: &Path, opts: &LoadOptions) -> Result<Found> {
 /// Checks the ranks' clocks (on the raw times) and, when `align`, puts them on
 /// the first rank's clock by shared collectives; returns what the check found.
 pub fn check_and_align_clocks(trace: &mut Trace, align: bool) -> Vec<String> {
+    align_clocks(trace, align, None)
+}
+
+/// [`check_and_align_clocks`], moving the ranks' `stats` (indexed like
+/// `trace.ranks`) with their timelines.
+fn align_clocks(trace: &mut Trace, align: bool, stats: Option<&mut [RankStats]>) -> Vec<String> {
     use crate::model::{clock, collectives};
     let inst = collectives::instances(trace);
     let samples = clock::samples(trace, &inst);
@@ -259,6 +353,9 @@ pub fn check_and_align_clocks(trace: &mut Trace, align: bool) -> Vec<String> {
         .filter(|o| o.iter().skip(1).any(|o| o.samples > 0));
     let findings = clock::check(trace, &samples, applied.map(|o| &o[..]));
     if let Some(offsets) = offsets {
+        for (s, o) in stats.into_iter().flatten().zip(&offsets) {
+            s.shift(o.offset);
+        }
         collectives::apply(trace, offsets);
     }
     findings
@@ -287,12 +384,13 @@ pub struct LoadReport {
 /// Reads the inputs in `discovery` into one [`Trace`]: the per-rank
 /// timelines of the formats of lowest precedence present, then the memory
 /// snapshots, execution traces and workload card beside them.
-pub fn load(
+fn load(
     source: &Path,
     discovery: &Discovery,
     progress: &Progress,
     cpu_ranges: bool,
-) -> Result<(Trace, LoadReport)> {
+    prepare: &Prepare,
+) -> Result<(Trace, LoadReport, Option<Vec<RankStats>>)> {
     let mut report = LoadReport {
         warnings: discovery.notes.clone(),
         inputs: discovery.inputs.clone(),
@@ -313,28 +411,34 @@ pub fn load(
     progress
         .files_total
         .fetch_add(inputs.len(), Ordering::Relaxed);
-    let results: Vec<Result<Vec<Ranked>>> = inputs
+    // Profiling windows chosen per rank folder (see `discover::rank_dirs`):
+    // several are joined into one timeline per rank, and prepared then.
+    let mut windows: BTreeMap<Option<u32>, usize> = BTreeMap::new();
+    for i in inputs.iter().filter(|i| i.window.is_some()) {
+        *windows.entry(i.rank).or_default() += 1;
+    }
+    let several_windows = |i: &Input| i.window.is_some() && windows[&i.rank] > 1;
+    let results: Vec<Result<Vec<Prepared>>> = inputs
         .par_iter()
         .map(|input| {
             let Role::Timeline { read, .. } = input.format.role else {
                 unreachable!("only timeline inputs are selected")
             };
             let files = read(&file_in(input, &progress.bytes, cpu_ranges))?;
+            let several = several_windows(input);
+            let files = files
+                .into_iter()
+                .map(|f| if several { (f, None) } else { prepare.file(f) })
+                .collect();
             progress.files_done.fetch_add(1, Ordering::Relaxed);
             Ok(files)
         })
         .collect();
-    let mut files: Vec<Ranked> = Vec::with_capacity(results.len());
+    let mut files: Vec<Prepared> = Vec::with_capacity(results.len());
     let mut next_device_rank = 0;
-    // Profiling windows chosen per rank folder (see `discover::rank_dirs`):
-    // several are joined into one timeline per rank.
-    let mut windows: BTreeMap<Option<u32>, usize> = BTreeMap::new();
-    for i in inputs.iter().filter(|i| i.window.is_some()) {
-        *windows.entry(i.rank).or_default() += 1;
-    }
     let mut group: Vec<Ranked> = Vec::new();
     for (input, r) in inputs.iter().zip(results) {
-        let several_windows = input.window.is_some() && windows[&input.rank] > 1;
+        let several_windows = several_windows(input);
         let mut ranked = match r {
             Ok(ranked) => ranked,
             // One damaged window of many does not stop the rank.
@@ -346,9 +450,10 @@ pub fn load(
         };
         if several_windows {
             if group.first().is_some_and(|g| g.0 != input.rank) {
-                files.extend(join_windows(std::mem::take(&mut group), &mut report));
+                let joined = join_windows(std::mem::take(&mut group), &mut report);
+                files.extend(joined.map(|f| prepare.file(f)));
             }
-            group.append(&mut ranked);
+            group.extend(ranked.into_iter().map(|(f, _)| f));
             continue;
         }
         if let Role::Timeline {
@@ -356,20 +461,31 @@ pub fn load(
             ..
         } = input.format.role
         {
-            for (rank, _) in &mut ranked {
+            for ((rank, _), _) in &mut ranked {
                 *rank = rank.map(|r| r + next_device_rank);
             }
             next_device_rank = ranked
                 .iter()
-                .filter_map(|r| r.0)
+                .filter_map(|r| r.0 .0)
                 .max()
                 .map_or(next_device_rank, |m| m + 1);
         }
         files.extend(ranked);
     }
-    files.extend(join_windows(group, &mut report));
+    files.extend(join_windows(group, &mut report).map(|f| prepare.file(f)));
     report.bytes = progress.bytes.load(Ordering::Relaxed);
-    let ranks = assign_ranks(files, &mut report)?;
+    let (ranks, stats): (Vec<RankTimeline>, Vec<Option<RankStats>>) =
+        assign_ranks_with(files, &mut report)?.into_iter().unzip();
+    let stats = prepare.lean.then(|| {
+        ranks
+            .iter()
+            .zip(stats)
+            .map(|(t, s)| RankStats {
+                rank: t.rank,
+                ..s.expect("a lean load prepares every rank")
+            })
+            .collect()
+    });
     let card = read_card(discovery, &mut report);
     let memory = read_per_rank(discovery, &ranks, &mut report, |role| match role {
         Role::Memory(how) => Some(*how),
@@ -397,6 +513,7 @@ pub fn load(
             et,
         },
         report,
+        stats,
     ))
 }
 /// One rank's profiling windows, in time order, as one file: the first
@@ -558,9 +675,19 @@ pub(crate) fn assign_ranks(
     files: Vec<Ranked>,
     report: &mut LoadReport,
 ) -> Result<Vec<crate::model::RankTimeline>> {
+    let files = files.into_iter().map(|f| (f, ())).collect();
+    let ranks = assign_ranks_with(files, report)?;
+    Ok(ranks.into_iter().map(|(t, ())| t).collect())
+}
+
+/// [`assign_ranks`] of files that each carry `P` along.
+fn assign_ranks_with<P>(
+    files: Vec<(Ranked, P)>,
+    report: &mut LoadReport,
+) -> Result<Vec<(RankTimeline, P)>> {
     let mut by_rank = BTreeMap::new();
     let mut unranked = Vec::new();
-    for (name_rank, f) in files {
+    for ((name_rank, f), p) in files {
         report.events += f.events;
         report.warnings.extend(f.warnings);
         // A file of several devices (an XSpace, an nsys-jax archive) is one file.
@@ -571,8 +698,8 @@ pub(crate) fn assign_ranks(
             Some(rank) => {
                 let mut t = f.timeline;
                 t.rank = rank;
-                if let Some(prev) = by_rank.insert(rank, t) {
-                    let second = by_rank[&rank].source.clone();
+                if let Some((prev, _)) = by_rank.insert(rank, (t, p)) {
+                    let second = by_rank[&rank].0.source.clone();
                     return Err(Error::MixedRuns {
                         rank,
                         first: prev.source,
@@ -580,11 +707,11 @@ pub(crate) fn assign_ranks(
                     });
                 }
             }
-            None => unranked.push(f.timeline),
+            None => unranked.push((f.timeline, p)),
         }
     }
     let several = by_rank.len() + unranked.len() > 1;
-    for mut t in unranked {
+    for (mut t, p) in unranked {
         let rank = (0..).find(|r| !by_rank.contains_key(r)).unwrap_or(0);
         if several {
             report.warnings.push(format!(
@@ -593,9 +720,9 @@ pub(crate) fn assign_ranks(
             ));
         }
         t.rank = rank;
-        by_rank.insert(rank, t);
+        by_rank.insert(rank, (t, p));
     }
-    let sizes: BTreeMap<u32, Vec<u32>> = by_rank.values().fold(BTreeMap::new(), |mut m, t| {
+    let sizes: BTreeMap<u32, Vec<u32>> = by_rank.values().fold(BTreeMap::new(), |mut m, (t, _)| {
         if let Some(w) = t.world_size {
             m.entry(w).or_insert_with(Vec::new).push(t.rank);
         }
@@ -635,7 +762,7 @@ pub(crate) fn assign_ranks(
                 if rest > 0 { format!(" and {rest} more") } else { String::new() }
             ));
         }
-        let beyond: Vec<&RankTimeline> = by_rank.range(world..).map(|(_, t)| t).collect();
+        let beyond: Vec<&RankTimeline> = by_rank.range(world..).map(|(_, (t, _))| t).collect();
         if let Some(t) = beyond.first() {
             report.warnings.push(format!(
                 "{}: rank {} is not below the world size {world} its distributedInfo gives{}; the file is read as that rank",

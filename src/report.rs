@@ -44,6 +44,7 @@ impl Row {
 }
 
 /// What was loaded, for report headers.
+#[derive(Debug)]
 pub struct About {
     pub source: String,
     pub ranks: Vec<u32>,
@@ -65,7 +66,7 @@ impl About {
         Self {
             source: trace.source.display().to_string(),
             ranks: ctx.ranks.iter().map(|r| r.rank).collect(),
-            ops: ctx.ranks.iter().map(|r| r.ops.len()).sum(),
+            ops: ctx.stats().iter().map(|s| s.ops).sum(),
             memory: trace.memory.iter().map(|m| m.rank).collect(),
             et: trace.et.iter().map(|e| e.rank).collect(),
             offsets: trace.offsets.clone().unwrap_or_default(),

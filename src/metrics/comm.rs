@@ -1,6 +1,6 @@
 //! Communication metrics: call counts, time, and shares of GPU time.
 
-use super::ctx::Ctx;
+use super::ctx::{Ctx, RankStats};
 use super::outcome::{Outcome, Unit};
 use crate::model::time::ns_to_s;
 use crate::model::{KernelClass, Ns, RankTimeline};
@@ -12,7 +12,8 @@ const NO_KERNELS: &str = "the trace has no GPU kernels";
 /// rank's execution trace (which records one iteration).
 pub fn coll_call_num(ctx: &Ctx) -> Outcome {
     let et = ctx.focus_et();
-    let Some(t) = ctx.focus.filter(|t| t.kernels().next().is_some()) else {
+    let has_kernels = ctx.stats().first().is_some_and(|s| s.kernels > 0);
+    let Some(t) = ctx.focus.filter(|_| has_kernels) else {
         return match et {
             Some(e) => Outcome::value(e.colls.len() as f64).with_note(format!(
                 "communication nodes in the execution trace of rank {} ({})",
@@ -48,8 +49,10 @@ pub fn coll_call_num(ctx: &Ctx) -> Outcome {
 
 /// Summed communication kernel time launched in steps, divided by the number of
 /// steps (a trace without steps is one step).
-fn comm_per_step(t: &RankTimeline) -> Option<f64> {
-    t.kernels().next()?;
+fn comm_per_step(t: &RankTimeline, s: &RankStats) -> Option<f64> {
+    if s.kernels == 0 {
+        return None;
+    }
     let sum: Ns = t
         .kernels()
         .filter(|k| k.is_comm() && t.counts(k.step))
@@ -60,7 +63,7 @@ fn comm_per_step(t: &RankTimeline) -> Option<f64> {
 
 pub fn total_communication_time(ctx: &Ctx) -> Outcome {
     Outcome::rank_mean(
-        ctx.ranks.iter().map(|t| (t.rank, comm_per_step(t))),
+        ctx.each().map(|(t, s)| (t.rank, comm_per_step(t, s))),
         NO_KERNELS,
     )
 }

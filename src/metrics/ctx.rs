@@ -28,6 +28,16 @@ pub struct Ctx<'a> {
 impl<'a> Ctx<'a> {
     /// A context over all ranks, or only `rank` when given.
     pub fn new(trace: &'a Trace, rank: Option<u32>) -> Result<Self, String> {
+        Self::with_stats(trace, rank, None)
+    }
+
+    /// [`Ctx::new`] with every rank's stats made while it was loaded (indexed
+    /// like `trace.ranks`), as a lean load keeps them (see `load::Lean`).
+    pub fn with_stats(
+        trace: &'a Trace,
+        rank: Option<u32>,
+        stats: Option<Vec<RankStats>>,
+    ) -> Result<Self, String> {
         let ranks: Vec<&RankTimeline> = match rank {
             None => trace.ranks.iter().collect(),
             Some(r) => vec![trace.rank(r).ok_or_else(|| {
@@ -36,7 +46,18 @@ impl<'a> Ctx<'a> {
             })?],
         };
         let focus = ranks.first().copied();
-        let derived = Derived::of(trace, &ranks);
+        let stats = stats.map(|all| {
+            let mut all: Vec<Option<RankStats>> = all.into_iter().map(Some).collect();
+            ranks
+                .iter()
+                .map(|t| {
+                    let i = trace.ranks.iter().position(|r| r.rank == t.rank);
+                    i.and_then(|i| all.get_mut(i)?.take())
+                        .expect("one stats per rank of the trace")
+                })
+                .collect()
+        });
+        let derived = Derived::with_stats(trace, &ranks, stats);
         Ok(Self {
             trace,
             opts: Options::default(),

@@ -109,10 +109,9 @@ pub fn comm_time_by_role(ctx: &Ctx) -> Outcome {
         return Outcome::na(NO_COMM);
     }
     let per_rank = ctx
-        .ranks
-        .iter()
-        .filter(|t| t.kernels().next().is_some())
-        .map(|t| {
+        .each()
+        .filter(|(_, s)| s.kernels > 0)
+        .map(|(t, _)| {
             let mut sums: Vec<Ns> = vec![Ns::ZERO; l.names.len()];
             // Label by the op's group id: one lookup per group, not per op.
             let mut index: HashMap<Option<StrId>, usize> = HashMap::new();

@@ -454,23 +454,26 @@ impl UserRules {
 
     /// Reclassifies every op a user rule matches; returns how many changed.
     pub fn apply(&self, trace: &mut super::Trace) -> usize {
+        trace.ranks.iter_mut().map(|t| self.apply_rank(t)).sum()
+    }
+
+    /// [`UserRules::apply`] to one rank; returns the ops reclassified.
+    pub fn apply_rank(&self, t: &mut super::RankTimeline) -> usize {
         let mut changed = 0;
-        for t in &mut trace.ranks {
-            let mut cache: std::collections::HashMap<super::StrId, Option<KernelClass>> =
-                std::collections::HashMap::new();
-            for i in 0..t.ops.len() {
-                let id = t.ops[i].name;
-                let class = *cache
-                    .entry(id)
-                    .or_insert_with(|| self.class_of(t.strings.get(id)));
-                let Some(class) = class else { continue };
-                let op = &mut t.ops[i];
-                if op.class != class {
-                    changed += 1;
-                    op.class = class;
-                    op.coll =
-                        (class == KernelClass::Communication).then(|| coll_kind(t.strings.get(id)));
-                }
+        let mut cache: std::collections::HashMap<super::StrId, Option<KernelClass>> =
+            std::collections::HashMap::new();
+        for i in 0..t.ops.len() {
+            let id = t.ops[i].name;
+            let class = *cache
+                .entry(id)
+                .or_insert_with(|| self.class_of(t.strings.get(id)));
+            let Some(class) = class else { continue };
+            let op = &mut t.ops[i];
+            if op.class != class {
+                changed += 1;
+                op.class = class;
+                op.coll =
+                    (class == KernelClass::Communication).then(|| coll_kind(t.strings.get(id)));
             }
         }
         changed

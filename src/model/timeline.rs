@@ -391,6 +391,8 @@ pub struct RankTimeline {
     pub strings: Interner,
     /// Device ops sorted by start time.
     pub ops: Vec<DeviceOp>,
+    /// Whether `ops` holds only the collectives (see [`RankTimeline::slim`]).
+    pub comm_only: bool,
     pub colls: Vec<CollMeta>,
     /// Steps sorted by start time.
     pub steps: Vec<Step>,
@@ -529,6 +531,18 @@ impl RankTimeline {
         let start = self.ops.first()?.start;
         let end = self.ops.iter().map(DeviceOp::end).max()?;
         Some(Interval::new(start, end))
+    }
+
+    /// Keeps only what figures across ranks read once the rank's own figures
+    /// are made (`derive::RankStats`): its collectives (communication ops,
+    /// the only ones naming a collective kind), steps, annotations and
+    /// metadata. The other ops and the CPU ranges, nearly all of a rank's
+    /// memory, go.
+    pub fn slim(&mut self) {
+        self.ops.retain(|o| o.is_comm() || o.coll.is_some());
+        self.ops.shrink_to_fit();
+        self.cpu = Vec::new();
+        self.comm_only = true;
     }
 }
 

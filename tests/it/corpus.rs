@@ -14,6 +14,7 @@ use ccl_bench::headless::load;
 use ccl_bench::load::LoadOptions;
 use ccl_bench::metrics::{self, Ctx, Outcome};
 use ccl_bench::model::Ns;
+use std::path::Path;
 
 use crate::support::{assert_close, corpus, metrics_doc, run, stderr, stdout};
 
@@ -973,4 +974,94 @@ fn what_if_steps_lie_between_full_overlap_and_the_measured_step() {
         checked >= 3,
         "only {checked} corpus runs had steps and communication"
     );
+}
+
+/// Every metric of a lean load (each rank reduced to its stats and its
+/// collectives as soon as it is read) and of a full load, as text: exact.
+fn lean_and_full(
+    path: &Path,
+    opts: &LoadOptions,
+    rank: Option<u32>,
+) -> [Result<Vec<String>, String>; 2] {
+    use ccl_bench::load::{self as l, Progress};
+    use ccl_bench::report::rows;
+    let found = l::inputs(path, opts).unwrap();
+    let text = |ctx: Result<Ctx, String>| -> Result<Vec<String>, String> {
+        let ctx = ctx?;
+        let about = ccl_bench::report::About::of(&ctx);
+        let mut out: Vec<String> = rows(&ctx)
+            .iter()
+            .map(|r| format!("{} {:?}", r.metric.name, r.outcome))
+            .collect();
+        out.push(format!("{about:?}"));
+        Ok(out)
+    };
+    let (full, _) = l::load_found(path, &found, opts, &Progress::default()).unwrap();
+    let lean = l::load_lean(path, &found, opts, &Progress::default()).unwrap();
+    assert!(lean
+        .trace
+        .ranks
+        .iter()
+        .all(|t| t.comm_only && t.ops.iter().all(|o| o.is_comm())));
+    [
+        text(Ctx::with_stats(&lean.trace, rank, Some(lean.stats))),
+        text(Ctx::new(&full, rank)),
+    ]
+}
+
+#[test]
+fn a_lean_load_gives_every_metric_of_a_full_one() {
+    let rules = tempfile::NamedTempFile::new().unwrap();
+    // Moves compute kernels into communication and NCCL kernels out of it.
+    std::fs::write(
+        rules.path(),
+        "[[rule]]\nclass = \"communication\"\npattern = \"(?i)gemm\"\n\n[[rule]]\nclass = \"gemm\"\npattern = \"AllReduce\"\n",
+    )
+    .unwrap();
+    let variants = |rank: Option<u32>| {
+        [
+            (LoadOptions::default(), None),
+            (
+                LoadOptions {
+                    all_steps: true,
+                    align: false,
+                    ..LoadOptions::default()
+                },
+                rank,
+            ),
+            (
+                LoadOptions {
+                    classes: Some(rules.path().to_owned()),
+                    ..LoadOptions::default()
+                },
+                rank,
+            ),
+        ]
+    };
+    for (rel, rank) in [
+        ("kineto/dlrm_8rank_v100", Some(3)),
+        ("kineto/h100_gpt_eager", Some(1)),
+        ("kineto/h100_tiny_transformer", None),
+        ("kineto/hta/critical_path/alexnet", None),
+        ("kineto/hta/with_gpu_user_annotation", None),
+        ("kineto/hta/cpu_only", None),
+        ("kineto/tracelens/mi300", None),
+        ("kineto/tracelens/inference/vllm_decode_full", None),
+        ("nsys/h100_tiny_transformer", None),
+        ("nsys/saxpy-mpi-cuda_nsys_perlmutter0.sqlite", None),
+        ("xla/xprof_tpu", None),
+        ("xla/tf_profiler_gpu_multi_worker", Some(1)),
+    ] {
+        let Some(path) = corpus(rel) else { return };
+        for (opts, rank) in variants(rank) {
+            let [lean, full] = lean_and_full(&path, &opts, rank);
+            assert_eq!(lean, full, "{rel} with {opts:?}, rank {rank:?}");
+        }
+    }
+    // A synthetic run with a straggler, steps and copies, on every rank.
+    let dir = crate::support::write_ranks(&ccl_bench::synth::training_run(&Default::default()));
+    for (opts, rank) in variants(Some(5)) {
+        let [lean, full] = lean_and_full(dir.path(), &opts, rank);
+        assert_eq!(lean, full, "synthetic run with {opts:?}, rank {rank:?}");
+    }
 }
