@@ -384,3 +384,129 @@ pub fn gpu_step_hulls(t: &RankTimeline) -> Vec<Option<Interval>> {
     }
     hulls
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::testing::trace;
+    use crate::synth::RankTrace;
+
+    /// Steps of 100 µs; the middle one is the only one measured. Step 1:
+    /// gemm [10, 30). Step 2: gemm [110, 150), an all-reduce [140, 170), a
+    /// 1,000-byte copy [160, 180), an unrecognised kernel [185, 190). Step 3:
+    /// gemm [210, 220).
+    fn rank() -> RankTimeline {
+        let mut r = RankTrace::new(Some(0), 1, 10);
+        for (n, at) in [(1, 0.0), (2, 100.0), (3, 200.0)] {
+            r.step(n, at, 100.0);
+        }
+        r.kernel("sm90_gemm_bf16", 10.0, 20.0, 7, 1);
+        r.kernel("sm90_gemm_bf16", 110.0, 40.0, 7, 1);
+        r.kernel(
+            "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+            140.0,
+            30.0,
+            20,
+            1,
+        );
+        r.memcpy("Memcpy DtoD (Device -> Device)", 160.0, 20.0, 9, 1000);
+        r.kernel("mystery", 185.0, 5.0, 7, 1);
+        r.kernel("sm90_gemm_bf16", 210.0, 10.0, 7, 1);
+        trace(&[r]).ranks.remove(0)
+    }
+
+    const US: i64 = 1000;
+
+    #[test]
+    fn rank_stats_by_hand() {
+        let t = rank();
+        let s = RankStats::of(&t);
+        assert_eq!((s.ops, s.kernels), (6, 5));
+        // Whole trace: busy [10, 30) + [110, 180) + [185, 190) + [210, 220).
+        assert_eq!(
+            s.whole,
+            Unions {
+                busy: Ns(105 * US),
+                comm: Ns(30 * US),
+                // Gemms and the unrecognised kernel; the copy is memory.
+                compute: Ns(75 * US),
+                compute_or_memory: Ns(95 * US),
+                comm_under_compute: Ns(10 * US),
+                exposed_comm: Ns(20 * US),
+                exposed_memory: Ns(20 * US),
+            }
+        );
+        // Within step 2's device window [110, 190).
+        assert_eq!(
+            s.window.intervals(),
+            &[Interval::new(Ns(110 * US), Ns(190 * US))]
+        );
+        assert_eq!(
+            s.in_window,
+            Unions {
+                busy: Ns(75 * US),
+                comm: Ns(30 * US),
+                compute: Ns(45 * US),
+                compute_or_memory: Ns(65 * US),
+                comm_under_compute: Ns(10 * US),
+                exposed_comm: Ns(20 * US),
+                exposed_memory: Ns(20 * US),
+            }
+        );
+        let class = |c| s.counted_class_sum[class_index(c)];
+        assert_eq!(class(KernelClass::Gemm), Ns(40 * US));
+        assert_eq!(class(KernelClass::Communication), Ns(30 * US));
+        assert_eq!(class(KernelClass::Memory), Ns(20 * US));
+        assert_eq!(class(KernelClass::Other), Ns(5 * US));
+        let unclassified: Vec<(&str, Ns)> = s
+            .unclassified
+            .iter()
+            .map(|(n, d)| (t.name(*n), *d))
+            .collect();
+        assert_eq!(unclassified, [("mystery", Ns(5 * US))]);
+        assert_eq!(s.copied, (1000, Ns(20 * US)));
+        assert_eq!(
+            s.device_window,
+            Some(Interval::new(Ns(10 * US), Ns(220 * US)))
+        );
+        assert_eq!(
+            s.exposed.intervals(),
+            &[Interval::new(Ns(150 * US), Ns(170 * US))]
+        );
+    }
+
+    #[test]
+    fn a_slim_rank_keeps_its_collectives_and_its_stats_move_with_its_clock() {
+        let mut t = rank();
+        let mut s = RankStats::of(&t);
+        t.slim();
+        assert!(t.comm_only && t.cpu.is_empty());
+        assert_eq!(t.ops.len(), 1);
+        assert!(t.ops[0].is_comm());
+        assert_eq!(t.steps.len(), 3);
+        let whole = s.whole;
+        s.shift(Ns(US));
+        assert_eq!(s.whole, whole);
+        assert_eq!(
+            s.window.intervals(),
+            &[Interval::new(Ns(111 * US), Ns(191 * US))]
+        );
+        assert_eq!(
+            s.exposed.intervals(),
+            &[Interval::new(Ns(151 * US), Ns(171 * US))]
+        );
+        assert_eq!(
+            s.device_window,
+            Some(Interval::new(Ns(11 * US), Ns(221 * US)))
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "made before it is slimmed")]
+    fn stats_are_never_made_of_a_slim_rank() {
+        let mut trace = trace(&[RankTrace::new(Some(0), 1, 10)]);
+        trace.ranks[0].slim();
+        let ranks: Vec<&RankTimeline> = trace.ranks.iter().collect();
+        Derived::of(&trace, &ranks);
+    }
+}
