@@ -417,42 +417,35 @@ mod tests {
 
     const US: i64 = 1000;
 
+    /// Lengths in µs, in the order `Unions` declares them.
+    fn unions(us: [i64; 7]) -> Unions {
+        let [busy, comm, compute, compute_or_memory, comm_under_compute, exposed_comm, exposed_memory] =
+            us.map(|v| Ns(v * US));
+        Unions {
+            busy,
+            comm,
+            compute,
+            compute_or_memory,
+            comm_under_compute,
+            exposed_comm,
+            exposed_memory,
+        }
+    }
+
     #[test]
     fn rank_stats_by_hand() {
         let t = rank();
         let s = RankStats::of(&t);
         assert_eq!((s.ops, s.kernels), (6, 5));
-        // Whole trace: busy [10, 30) + [110, 180) + [185, 190) + [210, 220).
-        assert_eq!(
-            s.whole,
-            Unions {
-                busy: Ns(105 * US),
-                comm: Ns(30 * US),
-                // Gemms and the unrecognised kernel; the copy is memory.
-                compute: Ns(75 * US),
-                compute_or_memory: Ns(95 * US),
-                comm_under_compute: Ns(10 * US),
-                exposed_comm: Ns(20 * US),
-                exposed_memory: Ns(20 * US),
-            }
-        );
+        // Whole trace: busy [10, 30) + [110, 180) + [185, 190) + [210, 220);
+        // compute is the gemms and the unrecognised kernel, the copy memory.
+        assert_eq!(s.whole, unions([105, 30, 75, 95, 10, 20, 20]));
         // Within step 2's device window [110, 190).
         assert_eq!(
             s.window.intervals(),
             &[Interval::new(Ns(110 * US), Ns(190 * US))]
         );
-        assert_eq!(
-            s.in_window,
-            Unions {
-                busy: Ns(75 * US),
-                comm: Ns(30 * US),
-                compute: Ns(45 * US),
-                compute_or_memory: Ns(65 * US),
-                comm_under_compute: Ns(10 * US),
-                exposed_comm: Ns(20 * US),
-                exposed_memory: Ns(20 * US),
-            }
-        );
+        assert_eq!(s.in_window, unions([75, 30, 45, 65, 10, 20, 20]));
         let class = |c| s.counted_class_sum[class_index(c)];
         assert_eq!(class(KernelClass::Gemm), Ns(40 * US));
         assert_eq!(class(KernelClass::Communication), Ns(30 * US));
