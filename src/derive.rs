@@ -147,25 +147,42 @@ pub struct Unions {
 }
 
 impl Unions {
-    fn of(sets: &Sets, exposed: &IntervalSet, within: impl Fn(&IntervalSet) -> Ns) -> Self {
+    /// The lengths of `sets` (see [`union_sets`]) as `len` measures them.
+    fn of(sets: &[IntervalSet; 7], len: impl Fn(&IntervalSet) -> Ns) -> Self {
+        let [busy, comm, compute, compute_or_memory, comm_under_compute, exposed_comm, exposed_memory] =
+            sets.each_ref().map(len);
         Self {
-            busy: within(&sets.busy),
-            comm: within(&sets.comm),
-            compute: within(&sets.compute),
-            compute_or_memory: within(&sets.compute.union(&sets.memory)),
-            comm_under_compute: within(&sets.comm.intersect(&sets.compute)),
-            exposed_comm: within(exposed),
-            exposed_memory: within(&sets.memory.subtract(&sets.compute)),
+            busy,
+            comm,
+            compute,
+            compute_or_memory,
+            comm_under_compute,
+            exposed_comm,
+            exposed_memory,
         }
     }
 }
 
-/// A rank's unions of ops, while its stats are made.
-struct Sets {
-    busy: IntervalSet,
-    comm: IntervalSet,
-    compute: IntervalSet,
-    memory: IntervalSet,
+/// A rank's unions of ops, in the order `Unions` declares their lengths:
+/// built once, measured over the whole trace and within the step windows.
+fn union_sets(t: &RankTimeline) -> [IntervalSet; 7] {
+    let busy = t.busy(|_| true);
+    let comm = t.busy(|o| o.is_comm());
+    let compute = t.busy(|o| o.is_compute());
+    let memory = t.busy(|o| o.is_memory());
+    let compute_or_memory = compute.union(&memory);
+    let comm_under_compute = comm.intersect(&compute);
+    let exposed_comm = comm.subtract(&compute);
+    let exposed_memory = memory.subtract(&compute);
+    [
+        busy,
+        comm,
+        compute,
+        compute_or_memory,
+        comm_under_compute,
+        exposed_comm,
+        exposed_memory,
+    ]
 }
 
 impl RankStats {
@@ -197,14 +214,13 @@ impl RankStats {
                 copied.1 += op.dur;
             }
         }
-        let sets = Sets {
-            busy: t.busy(|_| true),
-            comm: t.busy(|o| o.is_comm()),
-            compute: t.busy(|o| o.is_compute()),
-            memory: t.busy(|o| o.is_memory()),
-        };
-        let exposed = sets.comm.subtract(&sets.compute);
+        let sets = union_sets(t);
         let window = gpu_step_windows(t);
+        let (whole, in_window) = (
+            Unions::of(&sets, IntervalSet::total),
+            Unions::of(&sets, |s| s.overlap_len(&window)),
+        );
+        let [.., exposed, _] = sets;
         Self {
             rank: t.rank,
             ops: t.ops.len(),
@@ -218,8 +234,8 @@ impl RankStats {
             unclassified,
             copied,
             device_window: t.device_window(),
-            whole: Unions::of(&sets, &exposed, IntervalSet::total),
-            in_window: Unions::of(&sets, &exposed, |s| s.overlap_len(&window)),
+            whole,
+            in_window,
             window,
             exposed,
             sm: sm::SmCoverage::of(t),
