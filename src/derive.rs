@@ -126,63 +126,57 @@ pub struct RankStats {
     pub phases: [Option<Ns>; phases::Phase::ALL.len()],
 }
 
-/// Covered lengths of a rank's unions of ops.
+/// A rank's unions of ops: their covered lengths, or (while stats are made)
+/// the sets themselves.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Unions {
+pub struct Unions<T = Ns> {
     /// Any device activity.
-    pub busy: Ns,
+    pub busy: T,
     /// Communication ops.
-    pub comm: Ns,
+    pub comm: T,
     /// Compute kernels (neither communication nor memory).
-    pub compute: Ns,
+    pub compute: T,
     /// Compute kernels or memory copies and sets (peer-to-peer copies count
     /// as communication).
-    pub compute_or_memory: Ns,
+    pub compute_or_memory: T,
     /// Communication under compute: comm ∩ compute.
-    pub comm_under_compute: Ns,
+    pub comm_under_compute: T,
     /// Communication not under compute: comm − compute.
-    pub exposed_comm: Ns,
+    pub exposed_comm: T,
     /// Memory copies and sets not under compute: memory − compute.
-    pub exposed_memory: Ns,
+    pub exposed_memory: T,
 }
 
-impl Unions {
-    /// The lengths of `sets` (see [`union_sets`]) as `len` measures them.
-    fn of(sets: &[IntervalSet; 7], len: impl Fn(&IntervalSet) -> Ns) -> Self {
-        let [busy, comm, compute, compute_or_memory, comm_under_compute, exposed_comm, exposed_memory] =
-            sets.each_ref().map(len);
-        Self {
-            busy,
-            comm,
-            compute,
-            compute_or_memory,
-            comm_under_compute,
-            exposed_comm,
-            exposed_memory,
+impl<T> Unions<T> {
+    fn map<U>(&self, f: impl Fn(&T) -> U) -> Unions<U> {
+        Unions {
+            busy: f(&self.busy),
+            comm: f(&self.comm),
+            compute: f(&self.compute),
+            compute_or_memory: f(&self.compute_or_memory),
+            comm_under_compute: f(&self.comm_under_compute),
+            exposed_comm: f(&self.exposed_comm),
+            exposed_memory: f(&self.exposed_memory),
         }
     }
 }
 
-/// A rank's unions of ops, in the order `Unions` declares their lengths:
-/// built once, measured over the whole trace and within the step windows.
-fn union_sets(t: &RankTimeline) -> [IntervalSet; 7] {
+/// A rank's unions of ops: built once, measured over the whole trace and
+/// within the step windows.
+fn union_sets(t: &RankTimeline) -> Unions<IntervalSet> {
     let busy = t.busy(|_| true);
     let comm = t.busy(|o| o.is_comm());
     let compute = t.busy(|o| o.is_compute());
     let memory = t.busy(|o| o.is_memory());
-    let compute_or_memory = compute.union(&memory);
-    let comm_under_compute = comm.intersect(&compute);
-    let exposed_comm = comm.subtract(&compute);
-    let exposed_memory = memory.subtract(&compute);
-    [
+    Unions {
+        compute_or_memory: compute.union(&memory),
+        comm_under_compute: comm.intersect(&compute),
+        exposed_comm: comm.subtract(&compute),
+        exposed_memory: memory.subtract(&compute),
         busy,
         comm,
         compute,
-        compute_or_memory,
-        comm_under_compute,
-        exposed_comm,
-        exposed_memory,
-    ]
+    }
 }
 
 impl RankStats {
@@ -217,10 +211,10 @@ impl RankStats {
         let sets = union_sets(t);
         let window = gpu_step_windows(t);
         let (whole, in_window) = (
-            Unions::of(&sets, IntervalSet::total),
-            Unions::of(&sets, |s| s.overlap_len(&window)),
+            sets.map(IntervalSet::total),
+            sets.map(|s| s.overlap_len(&window)),
         );
-        let [.., exposed, _] = sets;
+        let exposed = sets.exposed_comm;
         Self {
             rank: t.rank,
             ops: t.ops.len(),
