@@ -220,6 +220,12 @@ struct Prepare<'a> {
 }
 
 impl Prepare<'_> {
+    /// A lean load that changes nothing of what was read: a summary's
+    /// stats, made so in the map step, stand for its ranks' ops.
+    fn default_lean(&self) -> bool {
+        self.lean && self.rules.is_none() && !self.all_steps
+    }
+
     fn rank(&self, t: &mut RankTimeline) -> Option<RankStats> {
         if let Some(rules) = self.rules {
             let n = rules.apply_rank(t);
@@ -424,11 +430,17 @@ fn load(
             let Role::Timeline { read, .. } = input.format.role else {
                 unreachable!("only timeline inputs are selected")
             };
-            let files = read(&file_in(input, &progress.bytes, cpu_ranges))?;
             let several = several_windows(input);
+            let stats = prepare.default_lean() && !several;
+            let files = read(&file_in(input, &progress.bytes, cpu_ranges, stats))?;
             let files = files
                 .into_iter()
-                .map(|f| if several { (f, None) } else { prepare.file(f) })
+                .map(|mut f| match f.1.stats.take() {
+                    // Made in the map step; the timeline is already slim.
+                    Some(stats) => (f, Some(*stats)),
+                    None if several => (f, None),
+                    None => prepare.file(f),
+                })
                 .collect();
             progress.files_done.fetch_add(1, Ordering::Relaxed);
             Ok(files)
@@ -540,16 +552,23 @@ fn join_windows(group: Vec<Ranked>, report: &mut LoadReport) -> Option<Ranked> {
             dist_rank,
             events,
             warnings,
+            stats: None,
         },
     ))
 }
 
-fn file_in<'a>(input: &'a Input, counter: &'a AtomicU64, cpu_ranges: bool) -> FileIn<'a> {
+fn file_in<'a>(
+    input: &'a Input,
+    counter: &'a AtomicU64,
+    cpu_ranges: bool,
+    stats: bool,
+) -> FileIn<'a> {
     FileIn {
         path: &input.path,
         rank: input.rank,
         counter,
         cpu_ranges,
+        stats,
     }
 }
 
@@ -599,7 +618,7 @@ fn read_per_rank<T: Send>(
     let counter = AtomicU64::new(0);
     let results: Vec<_> = inputs
         .par_iter()
-        .map(|(i, how)| (how.read)(&file_in(i, &counter, false)))
+        .map(|(i, how)| (how.read)(&file_in(i, &counter, false, false)))
         .collect();
     let only = (ranks.len() <= 1 && inputs.len() == 1).then(|| ranks.first().map_or(0, |r| r.rank));
     let mut out: Vec<(u32, &Path, T)> = Vec::new();

@@ -24,4 +24,8 @@ pub struct RankFile {
     pub dist_rank: Option<u32>,
     pub events: u64,
     pub warnings: Vec<String>,
+    /// The rank's figures as the map step made them, when a summary is read
+    /// for a lean load (see `FileIn::stats`); the timeline then holds only
+    /// the rank's collectives.
+    pub stats: Option<Box<crate::derive::RankStats>>,
 }

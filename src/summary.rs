@@ -6,7 +6,9 @@
 //! `ccl-bench-summary.json` (the manifest), `inputs/<key>.json` (one entry
 //! per input), and one folder per table, hive-partitioned by rank:
 //! `ops/rank=3/<key>-0.parquet`, `steps/...`, `colls/...`, `names/...`,
-//! `annotations/...`, `cpu/...`, plus `memory/`, `et/` and `card/`.
+//! `annotations/...`, `cpu/...`, plus `memory/`, `et/` and `card/`; and for
+//! the reduce, each rank's collectives (`comm/...`) and figures
+//! (`stats/rank=3/<key>-0.json`).
 
 pub mod annex;
 pub mod columns;
@@ -15,6 +17,7 @@ pub mod open;
 pub mod read;
 pub mod results;
 pub mod shard;
+pub mod stats;
 pub mod write;
 
 pub use manifest::MANIFEST;

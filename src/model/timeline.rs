@@ -208,6 +208,12 @@ impl DeviceOp {
         self.class == KernelClass::Communication
     }
 
+    /// What figures across ranks read: communication ops, and any op naming
+    /// a collective kind (see [`RankTimeline::slim`]).
+    pub fn crosses_ranks(&self) -> bool {
+        self.is_comm() || self.coll.is_some()
+    }
+
     /// A compute kernel: a kernel that is not communication (and not a memory kernel).
     pub fn is_compute(&self) -> bool {
         self.is_kernel() && self.class.is_compute()
@@ -539,7 +545,7 @@ impl RankTimeline {
     /// metadata. The other ops and the CPU ranges, nearly all of a rank's
     /// memory, go.
     pub fn slim(&mut self) {
-        self.ops.retain(|o| o.is_comm() || o.coll.is_some());
+        self.ops.retain(DeviceOp::crosses_ranks);
         self.ops.shrink_to_fit();
         self.cpu = Vec::new();
         self.comm_only = true;

@@ -491,6 +491,7 @@ pub(super) fn assemble(
                 dist_rank: None,
                 events,
                 warnings,
+                stats: None,
             },
         ));
     }

@@ -404,6 +404,7 @@ fn assemble(
                     dist_rank: None,
                     events,
                     warnings,
+                    stats: None,
                 },
             )
         })

@@ -218,6 +218,7 @@ impl DeviceOps {
                 dist_rank: None,
                 events,
                 warnings,
+                stats: None,
             },
         ))
     }

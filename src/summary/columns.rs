@@ -53,6 +53,7 @@ fn text<'a>(values: impl Iterator<Item = Option<&'a str>>) -> ArrayRef {
 /// The timeline as its tables, in [`TABLES`] order.
 pub fn to_tables(t: &RankTimeline) -> Res<Vec<RecordBatch>> {
     let name = |id: StrId| Some(t.name(id));
+    let ops_batch = ops_table(t, &t.ops)?;
     let names = batch(
         vec![
             ("id", DataType::UInt32, false),
@@ -61,65 +62,6 @@ pub fn to_tables(t: &RankTimeline) -> Res<Vec<RecordBatch>> {
         vec![
             Arc::new(UInt32Array::from_iter_values(0..t.strings.len() as u32)),
             Arc::new(StringArray::from_iter_values(t.strings.iter())),
-        ],
-    )?;
-
-    let ops = &t.ops;
-    let i64s = |f: &dyn Fn(&DeviceOp) -> i64| -> ArrayRef {
-        Arc::new(arrow_array::Int64Array::from_iter_values(ops.iter().map(f)))
-    };
-    let u32s = |f: &dyn Fn(&DeviceOp) -> Option<u32>| -> ArrayRef {
-        Arc::new(ops.iter().map(f).collect::<UInt32Array>())
-    };
-    let work = |f: &dyn Fn(Work) -> Option<f64>| -> ArrayRef {
-        let mut b = Float64Builder::with_capacity(ops.len());
-        for o in ops {
-            b.append_option(o.work.and_then(f));
-        }
-        Arc::new(b.finish())
-    };
-    let mut bytes = UInt64Builder::with_capacity(ops.len());
-    for o in ops {
-        bytes.append_option(o.bytes());
-    }
-    let ops_batch = batch(
-        vec![
-            ("start_ns", DataType::Int64, false),
-            ("dur_ns", DataType::Int64, false),
-            ("name", dict(), false),
-            ("activity", dict(), false),
-            ("class", dict(), false),
-            ("coll", dict(), true),
-            ("stream", DataType::UInt32, false),
-            ("device", DataType::UInt32, false),
-            ("blocks", DataType::Float64, true),
-            ("blocks_per_sm", DataType::Float64, true),
-            ("bytes", DataType::UInt64, true),
-            ("coll_index", DataType::UInt32, true),
-            ("step_index", DataType::UInt32, true),
-            ("launch_ns", DataType::Int64, false),
-        ],
-        vec![
-            i64s(&|o| o.start.get()),
-            i64s(&|o| o.dur.get()),
-            text(ops.iter().map(|o| name(o.name))),
-            text(ops.iter().map(|o| Some(o.activity.name()))),
-            text(ops.iter().map(|o| Some(o.class.name()))),
-            text(ops.iter().map(|o| o.coll.map(CollKind::name))),
-            u32s(&|o| Some(o.stream)),
-            u32s(&|o| Some(o.device)),
-            work(&|w| match w {
-                Work::Blocks(b) => Some(b),
-                _ => None,
-            }),
-            work(&|w| match w {
-                Work::BlocksPerSm(b) => Some(b),
-                _ => None,
-            }),
-            Arc::new(bytes.finish()),
-            u32s(&|o| o.meta.get()),
-            u32s(&|o| o.step.get()),
-            i64s(&|o| o.launch.get()),
         ],
     )?;
 
@@ -220,6 +162,81 @@ pub fn to_tables(t: &RankTimeline) -> Res<Vec<RecordBatch>> {
         ],
     )?;
     Ok(vec![names, ops_batch, colls, steps, annotations, cpu_batch])
+}
+
+/// The table of the rank's ops `ops` (all of them, or the collectives).
+fn ops_table(t: &RankTimeline, ops: &[DeviceOp]) -> Res<RecordBatch> {
+    let name = |id: StrId| Some(t.name(id));
+    let i64s = |f: &dyn Fn(&DeviceOp) -> i64| -> ArrayRef {
+        Arc::new(arrow_array::Int64Array::from_iter_values(ops.iter().map(f)))
+    };
+    let u32s = |f: &dyn Fn(&DeviceOp) -> Option<u32>| -> ArrayRef {
+        Arc::new(ops.iter().map(f).collect::<UInt32Array>())
+    };
+    let work = |f: &dyn Fn(Work) -> Option<f64>| -> ArrayRef {
+        let mut b = Float64Builder::with_capacity(ops.len());
+        for o in ops {
+            b.append_option(o.work.and_then(f));
+        }
+        Arc::new(b.finish())
+    };
+    let mut bytes = UInt64Builder::with_capacity(ops.len());
+    for o in ops {
+        bytes.append_option(o.bytes());
+    }
+    batch(
+        vec![
+            ("start_ns", DataType::Int64, false),
+            ("dur_ns", DataType::Int64, false),
+            ("name", dict(), false),
+            ("activity", dict(), false),
+            ("class", dict(), false),
+            ("coll", dict(), true),
+            ("stream", DataType::UInt32, false),
+            ("device", DataType::UInt32, false),
+            ("blocks", DataType::Float64, true),
+            ("blocks_per_sm", DataType::Float64, true),
+            ("bytes", DataType::UInt64, true),
+            ("coll_index", DataType::UInt32, true),
+            ("step_index", DataType::UInt32, true),
+            ("launch_ns", DataType::Int64, false),
+        ],
+        vec![
+            i64s(&|o| o.start.get()),
+            i64s(&|o| o.dur.get()),
+            text(ops.iter().map(|o| name(o.name))),
+            text(ops.iter().map(|o| Some(o.activity.name()))),
+            text(ops.iter().map(|o| Some(o.class.name()))),
+            text(ops.iter().map(|o| o.coll.map(CollKind::name))),
+            u32s(&|o| Some(o.stream)),
+            u32s(&|o| Some(o.device)),
+            work(&|w| match w {
+                Work::Blocks(b) => Some(b),
+                _ => None,
+            }),
+            work(&|w| match w {
+                Work::BlocksPerSm(b) => Some(b),
+                _ => None,
+            }),
+            Arc::new(bytes.finish()),
+            u32s(&|o| o.meta.get()),
+            u32s(&|o| o.step.get()),
+            i64s(&|o| o.launch.get()),
+        ],
+    )
+}
+
+/// The ops a lean load keeps of a rank (`RankTimeline::slim`), with the
+/// ops table's columns: what the reduce reads in place of every op when
+/// the rank's figures were made in the map step (`summary::stats`).
+pub fn comm_table(t: &RankTimeline) -> Res<RecordBatch> {
+    let kept: Vec<DeviceOp> = t
+        .ops
+        .iter()
+        .filter(|o| o.crosses_ranks())
+        .cloned()
+        .collect();
+    ops_table(t, &kept)
 }
 
 /// Steps with partial sums a reduce (or a query) can add up without the ops:
@@ -643,6 +660,7 @@ pub fn schema_of(table: &str) -> Option<arrow_schema::SchemaRef> {
                 .collect();
             let memory = super::annex::memory_table(&Default::default());
             let et = super::annex::et_table(&Default::default());
+            m.insert(super::stats::COMM, m["ops"].clone());
             m.insert("memory", memory.expect("an empty table builds").schema());
             m.insert("et", et.expect("an empty table builds").schema());
             m

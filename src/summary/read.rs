@@ -42,9 +42,16 @@ pub fn source_of(path: &Path) -> Option<PathBuf> {
     e.parts.first().map(|p| PathBuf::from(&p.source))
 }
 
-/// One table file's batches, after checking its hash against the one
-/// written; its bytes are counted as read.
+/// One table file's batches, after checking its hash.
 fn table(f: &FileIn, path: &Path, name: &str, xxh3: &str) -> Result<Vec<RecordBatch>> {
+    let bytes = checked(f, path, xxh3)?;
+    let size = bytes.len() as u64;
+    super::columns::decode(bytes::Bytes::from(bytes), size, name).map_err(|e| damaged(path, e))
+}
+
+/// One file's bytes, after checking its hash against the one written; its
+/// bytes are counted as read.
+fn checked(f: &FileIn, path: &Path, xxh3: &str) -> Result<Vec<u8>> {
     let bytes = std::fs::read(path).map_err(|source| Error::Io {
         path: path.to_owned(),
         source,
@@ -52,11 +59,8 @@ fn table(f: &FileIn, path: &Path, name: &str, xxh3: &str) -> Result<Vec<RecordBa
     if format!("{:016x}", xxhash_rust::xxh3::xxh3_64(&bytes)) != xxh3 {
         return Err(damaged(path, "its content changed since it was written"));
     }
-    let size = bytes.len() as u64;
-    let batches = super::columns::decode(bytes::Bytes::from(bytes), size, name)
-        .map_err(|e| damaged(path, e))?;
-    f.counter.fetch_add(size, Ordering::Relaxed);
-    Ok(batches)
+    f.counter.fetch_add(bytes.len() as u64, Ordering::Relaxed);
+    Ok(bytes)
 }
 
 /// The hash an entry records for `rel`.
@@ -74,21 +78,11 @@ pub fn timelines(f: &FileIn) -> Result<Vec<Ranked>> {
     let (e, sum) = entry(f)?;
     let mut out = Vec::with_capacity(e.parts.len());
     for p in &e.parts {
-        let mut tables = HashMap::new();
-        for name in super::columns::TABLES {
-            if name == "cpu" && !f.cpu_ranges {
-                continue;
-            }
-            let rel = format!("{name}/{}/{}.parquet", p.partition, p.stem);
-            if !manifest::safe_rel(&rel) {
-                return Err(damaged(f.path, format!("table path {rel}")));
-            }
-            let hash = hash_of(f, &e, &rel)?;
-            tables.insert(name, table(f, &sum.join(&rel), name, hash)?);
-        }
-        let mut t = scalars(p).map_err(|why| damaged(f.path, why))?;
-        super::columns::fill(&mut t, &tables, &p.threads)
-            .map_err(|why| damaged(f.path, format!("{}: {why}", p.stem)))?;
+        let lean = if f.stats { lean(f, &e, &sum, p)? } else { None };
+        let (t, stats) = match lean {
+            Some((t, stats)) => (t, Some(Box::new(stats))),
+            None => (whole(f, &e, &sum, p)?, None),
+        };
         out.push((
             p.name_rank,
             RankFile {
@@ -96,10 +90,83 @@ pub fn timelines(f: &FileIn) -> Result<Vec<Ranked>> {
                 dist_rank: p.dist_rank,
                 events: p.events,
                 warnings: p.warnings.clone(),
+                stats,
             },
         ));
     }
     Ok(out)
+}
+
+/// The path of a part's file in folder `table`, checked to stay inside
+/// the summary.
+fn rel_of(f: &FileIn, p: &Part, table: &str, ext: &str) -> Result<String> {
+    let rel = format!("{table}/{}/{}.{ext}", p.partition, p.stem);
+    if manifest::safe_rel(&rel) {
+        Ok(rel)
+    } else {
+        Err(damaged(f.path, format!("table path {rel}")))
+    }
+}
+
+/// A part's timeline from the tables `names` lists (`ops` read from the
+/// table `ops_from`).
+fn read_part(
+    f: &FileIn,
+    e: &Entry,
+    sum: &Path,
+    p: &Part,
+    names: &[&'static str],
+    ops_from: &str,
+) -> Result<RankTimeline> {
+    let mut tables = HashMap::new();
+    for &name in names {
+        let from = if name == "ops" { ops_from } else { name };
+        let rel = rel_of(f, p, from, "parquet")?;
+        let hash = hash_of(f, e, &rel)?;
+        tables.insert(name, table(f, &sum.join(&rel), from, hash)?);
+    }
+    let mut t = scalars(p).map_err(|why| damaged(f.path, why))?;
+    super::columns::fill(&mut t, &tables, &p.threads)
+        .map_err(|why| damaged(f.path, format!("{}: {why}", p.stem)))?;
+    Ok(t)
+}
+
+/// A part's whole timeline: every op (and the CPU ranges when asked for).
+fn whole(f: &FileIn, e: &Entry, sum: &Path, p: &Part) -> Result<RankTimeline> {
+    let names: Vec<&'static str> = super::columns::TABLES
+        .into_iter()
+        .filter(|&n| n != "cpu" || f.cpu_ranges)
+        .collect();
+    read_part(f, e, sum, p, &names, "ops")
+}
+
+/// A part's collectives and the figures the map step made of its ops, when
+/// it wrote them (a summary by an older version did not): the reduce then
+/// reads neither its ops nor its CPU ranges.
+fn lean(
+    f: &FileIn,
+    e: &Entry,
+    sum: &Path,
+    p: &Part,
+) -> Result<Option<(RankTimeline, crate::derive::RankStats)>> {
+    use super::stats::{COMM, STATS};
+    let (comm_rel, stats_rel) = (rel_of(f, p, COMM, "parquet")?, rel_of(f, p, STATS, "json")?);
+    let listed = |rel: &str| e.files.iter().find(|x| x.0 == rel);
+    let (Some(_), Some((_, _, hash))) = (listed(&comm_rel), listed(&stats_rel)) else {
+        return Ok(None);
+    };
+    let path = sum.join(&stats_rel);
+    let stored: super::stats::Stored =
+        serde_json::from_slice(&checked(f, &path, hash)?).map_err(|e| damaged(&path, e))?;
+    let names = ["names", "ops", "colls", "steps", "annotations"];
+    let mut t = read_part(f, e, sum, p, &names, COMM)?;
+    let Some(stats) = super::stats::from_stored(stored, t.rank, t.strings.len())
+        .map_err(|why| damaged(&path, why))?
+    else {
+        return Ok(None);
+    };
+    t.comm_only = true;
+    Ok(Some((t, stats)))
 }
 
 fn scalars(p: &Part) -> std::result::Result<RankTimeline, String> {

@@ -287,6 +287,7 @@ fn one(out: &Path, root: &Path, input: &Input, rec: &InputRec, fresh_start: bool
         rank: input.rank,
         counter: &counter,
         cpu_ranges: true,
+        stats: false,
     };
     let key = entry_name.trim_end_matches(".json");
     let mut entry = Entry {
@@ -317,6 +318,15 @@ fn one(out: &Path, root: &Path, input: &Input, rec: &InputRec, fresh_start: bool
                         write_parquet(&out.join(&rel), b, &rec.path)?;
                         entry.files.push(written(out, rel)?);
                     }
+                    // What the reduce reads in place of every op.
+                    let comm = super::columns::comm_table(&f.timeline)
+                        .map_err(|e| output_error(out, &rec.path, e))?;
+                    let rel = format!("{}/{partition}/{stem}.parquet", super::stats::COMM);
+                    write_parquet(&out.join(&rel), &comm, &rec.path)?;
+                    entry.files.push(written(out, rel)?);
+                    let rel = format!("{}/{partition}/{stem}.json", super::stats::STATS);
+                    write_stats(&out.join(&rel), &f.timeline)?;
+                    entry.files.push(written(out, rel)?);
                     entry.parts.push(part(
                         &f.timeline,
                         root,
@@ -444,6 +454,17 @@ fn output_error(out: &Path, input: &str, e: impl std::fmt::Display) -> Error {
     }
 }
 
+/// The rank's figures as a load with the default preparation makes them.
+fn write_stats(path: &Path, t: &RankTimeline) -> Result<()> {
+    let stored = super::stats::to_stored(&crate::derive::RankStats::of(t));
+    let text = serde_json::to_vec(&stored).map_err(|e| Error::Output {
+        path: path.to_owned(),
+        why: e.to_string(),
+    })?;
+    make_parent(path)?;
+    crate::atomic::write(path, &text)
+}
+
 fn make_parent(path: &Path) -> Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(|source| Error::Io {
@@ -547,7 +568,16 @@ pub fn check_out(out: &Path) -> Result<()> {
     let ours = |name: &str| {
         name == MANIFEST
             || (name.starts_with('.') && name.ends_with(".partial"))
-            || [ENTRIES, "memory", "et", "card", super::results::RESULTS].contains(&name)
+            || [
+                ENTRIES,
+                "memory",
+                "et",
+                "card",
+                super::results::RESULTS,
+                super::stats::COMM,
+                super::stats::STATS,
+            ]
+            .contains(&name)
             || super::columns::TABLES.contains(&name)
     };
     if out.join(MANIFEST).is_file() {

@@ -1065,3 +1065,93 @@ fn a_lean_load_gives_every_metric_of_a_full_one() {
         assert_eq!(lean, full, "synthetic run with {opts:?}, rank {rank:?}");
     }
 }
+
+/// A summary's ranks as the reduce reads them (their collectives and the
+/// figures the map step made) give every metric a full read of its tables
+/// gives; a rules file or `--all-steps` reads every op instead, with the
+/// same outcome as the traces.
+#[test]
+fn a_summarys_stored_stats_give_every_metric_of_a_full_load() {
+    use ccl_bench::derive::RankStats;
+    use ccl_bench::summary::{self, stats::to_stored};
+    let stored = |s: &RankStats| serde_json::to_string(&to_stored(s)).unwrap();
+    let check = |name: &str, traces: &Path, rank: Option<u32>| {
+        let out = tempfile::tempdir().unwrap();
+        let sum = out.path().join("run.sum");
+        summary::summarize(
+            traces,
+            &summary::Options {
+                out: sum.clone(),
+                shard: Default::default(),
+                only: Vec::new(),
+                pick: Default::default(),
+                formats: ccl_bench::formats::FORMATS,
+            },
+        )
+        .unwrap();
+        // Every timeline entry holds stats equal to those of its whole
+        // timeline, made as a lean load makes them.
+        let entries = sum.join(summary::manifest::ENTRIES);
+        let mut parts = 0;
+        for e in std::fs::read_dir(&entries).unwrap().flatten() {
+            let counter = Default::default();
+            let read = |stats| {
+                summary::read::timelines(&ccl_bench::source::FileIn {
+                    path: &e.path(),
+                    rank: None,
+                    counter: &counter,
+                    cpu_ranges: false,
+                    stats,
+                })
+            };
+            let (Ok(lean), Ok(whole)) = (read(true), read(false)) else {
+                continue;
+            };
+            for ((_, l), (_, w)) in lean.iter().zip(&whole) {
+                let s = l.stats.as_ref().expect("stats stored for the reduce");
+                assert_eq!(stored(s), stored(&RankStats::of(&w.timeline)), "{name}");
+                assert!(l.timeline.comm_only && w.stats.is_none());
+                let kept = w.timeline.ops.iter().filter(|o| o.crosses_ranks());
+                assert!(l.timeline.ops.iter().eq(kept), "{name}: its collectives");
+                parts += 1;
+            }
+        }
+        assert!(parts > 0, "{name}: no timeline read");
+        let rules = out.path().join("rules.toml");
+        std::fs::write(
+            &rules,
+            "[[rule]]\nclass = \"communication\"\npattern = \"(?i)gemm\"\n",
+        )
+        .unwrap();
+        for opts in [
+            LoadOptions::default(),
+            LoadOptions {
+                all_steps: true,
+                align: false,
+                ..LoadOptions::default()
+            },
+            LoadOptions {
+                classes: Some(rules.clone()),
+                ..LoadOptions::default()
+            },
+        ] {
+            for rank in [None, rank] {
+                let [lean, full] = lean_and_full(&sum, &opts, rank);
+                assert_eq!(lean, full, "{name} with {opts:?}, rank {rank:?}");
+            }
+        }
+    };
+    for (rel, rank) in [
+        ("kineto/dlrm_8rank_v100", Some(3)),
+        ("kineto/h100_gpt_eager", Some(1)),
+        ("kineto/hta/with_gpu_user_annotation", None),
+        ("nsys/h100_tiny_transformer", None),
+        ("xla/xprof_tpu", None),
+        ("xla/tf_profiler_gpu_multi_worker", Some(1)),
+    ] {
+        let Some(path) = corpus(rel) else { return };
+        check(rel, &path, rank);
+    }
+    let dir = crate::support::write_ranks(&ccl_bench::synth::training_run(&Default::default()));
+    check("synthetic run", dir.path(), Some(5));
+}

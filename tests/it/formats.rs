@@ -48,6 +48,7 @@ fn read_toy(f: &FileIn) -> Result<Vec<Ranked>> {
             dist_rank: None,
             events,
             warnings,
+            stats: None,
         },
     )])
 }

@@ -260,19 +260,42 @@ fn a_damaged_table_is_refused_with_its_name() {
     let out = tempfile::tempdir().unwrap();
     let sum = out.path().join("s");
     assert!(summarize(dir.path(), &sum, &[]).status.success());
-    let table = std::fs::read_dir(sum.join("ops/rank=0"))
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
-    let size = std::fs::metadata(&table).unwrap().len() as usize;
-    std::fs::write(&table, vec![0x5a; size]).unwrap();
-    let o = metric(&sum, "avg_step_time");
-    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    let e = stderr(&o);
-    assert!(e.contains("damaged summary") && e.contains("rank=0"), "{e}");
-    assert!(!e.contains("panicked"), "{e}");
+    let first = |table: &str| {
+        std::fs::read_dir(sum.join(table).join("rank=0"))
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path()
+    };
+    let spoil = |table: &Path| {
+        let size = std::fs::metadata(table).unwrap().len() as usize;
+        std::fs::write(table, vec![0x5a; size]).unwrap();
+    };
+    let refused = |o: Output| {
+        assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+        let e = stderr(&o);
+        assert!(e.contains("damaged summary") && e.contains("rank=0"), "{e}");
+        assert!(!e.contains("panicked"), "{e}");
+    };
+    // The reduce reads each rank's collectives and figures, not its ops:
+    // a damaged ops table is refused by what reads every op.
+    let table = first("ops");
+    spoil(&table);
+    let all_steps = |sum: &Path| {
+        run(&[
+            "--trace",
+            sum.to_str().unwrap(),
+            "--metric",
+            "avg_step_time",
+            "--all-steps",
+        ])
+    };
+    refused(all_steps(&sum));
+    spoil(&first("comm"));
+    refused(metric(&sum, "avg_step_time"));
+    spoil(&first("stats"));
+    refused(metric(&sum, "avg_step_time"));
     // Another size is caught before any table is read.
     std::fs::write(&table, b"x").unwrap();
     let e = stderr(&metric(&sum, "avg_step_time"));

@@ -1,0 +1,315 @@
+//! A rank's figures made in the map step (`derive::RankStats`), stored
+//! beside its tables as `stats/rank=R/<stem>.json`, so that the reduce
+//! reads them and the rank's collectives (the `comm` table) instead of
+//! every op.
+//!
+//! They are made as a load with the default preparation makes them (no
+//! class rules, the measured steps only, clocks as read): a load with a
+//! rules file or `--all-steps` reads every op and makes its own. What is
+//! read back is checked like any table: a value out of range or a name
+//! not in the rank's names is a damaged summary, never a figure.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::derive::{sm::SmCoverage, RankStats, Unions};
+use crate::model::time::in_range;
+use crate::model::{Interval, IntervalSet, Ns, StrId};
+
+/// The table of each rank's collectives (the ops table's columns).
+pub const COMM: &str = "comm";
+/// The folder of the stats files.
+pub const STATS: &str = "stats";
+
+/// Layout of a stats file; another one is not used (every op is read).
+const VERSION: u32 = 1;
+
+/// `RankStats` as stored: maps as sorted pairs (a file the same run writes
+/// is the same bytes), the SM figure's float as its bits (exact).
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Stored {
+    version: u32,
+    ops: usize,
+    kernels: usize,
+    kernel_sum: Ns,
+    op_sum: Ns,
+    kernel_class_sum: Vec<Ns>,
+    op_class_sum: Vec<Ns>,
+    counted_class_sum: Vec<Ns>,
+    by_name: Vec<(u32, Ns)>,
+    unclassified: Vec<(u32, Ns)>,
+    copied: (u64, Ns),
+    device_window: Option<(Ns, Ns)>,
+    window: Vec<(Ns, Ns)>,
+    /// busy, comm, compute, compute or memory, comm under compute, exposed
+    /// comm, exposed memory.
+    whole: [Ns; 7],
+    in_window: [Ns; 7],
+    exposed: Vec<(Ns, Ns)>,
+    sm: (Ns, u64, Ns, Ns),
+    phases: Vec<Option<Ns>>,
+}
+
+fn pairs(m: &HashMap<StrId, Ns>) -> Vec<(u32, Ns)> {
+    let mut v: Vec<(u32, Ns)> = m.iter().map(|(k, v)| (k.0, *v)).collect();
+    v.sort_unstable();
+    v
+}
+
+fn spans(s: &IntervalSet) -> Vec<(Ns, Ns)> {
+    s.intervals().iter().map(|i| (i.start, i.end)).collect()
+}
+
+fn unions(u: &Unions) -> [Ns; 7] {
+    [
+        u.busy,
+        u.comm,
+        u.compute,
+        u.compute_or_memory,
+        u.comm_under_compute,
+        u.exposed_comm,
+        u.exposed_memory,
+    ]
+}
+
+pub fn to_stored(s: &RankStats) -> Stored {
+    Stored {
+        version: VERSION,
+        ops: s.ops,
+        kernels: s.kernels,
+        kernel_sum: s.kernel_sum,
+        op_sum: s.op_sum,
+        kernel_class_sum: s.kernel_class_sum.to_vec(),
+        op_class_sum: s.op_class_sum.to_vec(),
+        counted_class_sum: s.counted_class_sum.to_vec(),
+        by_name: pairs(&s.by_name),
+        unclassified: pairs(&s.unclassified),
+        copied: s.copied,
+        device_window: s.device_window.map(|w| (w.start, w.end)),
+        window: spans(&s.window),
+        whole: unions(&s.whole),
+        in_window: unions(&s.in_window),
+        exposed: spans(&s.exposed),
+        sm: (
+            s.sm.total,
+            s.sm.weighted.to_bits(),
+            s.sm.compute_bound,
+            s.sm.memory_bound,
+        ),
+        phases: s.phases.to_vec(),
+    }
+}
+
+/// A length or sum as stored: within the model's time range, not negative.
+fn length(x: Ns, what: &str) -> Result<Ns, String> {
+    if x >= Ns::ZERO && in_range(x) {
+        Ok(x)
+    } else {
+        Err(format!("{what} {} out of range", x.get()))
+    }
+}
+
+fn interval((start, end): (Ns, Ns), what: &str) -> Result<Interval, String> {
+    if in_range(start) && in_range(end) && start <= end {
+        Ok(Interval::new(start, end))
+    } else {
+        Err(format!(
+            "{what} [{}, {}) out of range",
+            start.get(),
+            end.get()
+        ))
+    }
+}
+
+/// A set as stored: each span checked, then normalized (a stored set is
+/// already; one that is not is made one, never trusted to be).
+fn set(v: Vec<(Ns, Ns)>, what: &str) -> Result<IntervalSet, String> {
+    let v = v
+        .into_iter()
+        .map(|i| interval(i, what))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(IntervalSet::from_unsorted(v))
+}
+
+fn array<const N: usize>(v: Vec<Ns>, what: &str) -> Result<[Ns; N], String> {
+    let n = v.len();
+    let v = v
+        .into_iter()
+        .map(|x| length(x, what))
+        .collect::<Result<Vec<_>, _>>()?;
+    v.try_into()
+        .map_err(|_| format!("{what}: {n} values where there are {N}"))
+}
+
+fn by_id(v: Vec<(u32, Ns)>, names: usize, what: &str) -> Result<HashMap<StrId, Ns>, String> {
+    let n = v.len();
+    let m: HashMap<StrId, Ns> = v
+        .into_iter()
+        .map(|(id, x)| {
+            if (id as usize) < names {
+                Ok((StrId(id), length(x, what)?))
+            } else {
+                Err(format!("{what}: name {id} not among the rank's {names}"))
+            }
+        })
+        .collect::<Result<_, _>>()?;
+    if m.len() != n {
+        return Err(format!("{what}: a name twice"));
+    }
+    Ok(m)
+}
+
+fn read_unions(u: [Ns; 7], what: &str) -> Result<Unions, String> {
+    let [busy, comm, compute, compute_or_memory, comm_under_compute, exposed_comm, exposed_memory] =
+        array(u.to_vec(), what)?;
+    Ok(Unions {
+        busy,
+        comm,
+        compute,
+        compute_or_memory,
+        comm_under_compute,
+        exposed_comm,
+        exposed_memory,
+    })
+}
+
+/// The stats as stored, checked; `names` is how many names the rank's
+/// names table holds. `None` for another layout (then every op is read).
+pub fn from_stored(s: Stored, rank: u32, names: usize) -> Result<Option<RankStats>, String> {
+    if s.version != VERSION {
+        return Ok(None);
+    }
+    if s.kernels > s.ops {
+        return Err(format!("{} kernels of {} ops", s.kernels, s.ops));
+    }
+    let weighted = f64::from_bits(s.sm.1);
+    if !(weighted.is_finite() && weighted >= 0.0) {
+        return Err("SM coverage not a finite figure".into());
+    }
+    let phases = s
+        .phases
+        .into_iter()
+        .map(|p| p.map(|x| length(x, "phase time")).transpose())
+        .collect::<Result<Vec<_>, _>>()?;
+    let phase_count = phases.len();
+    Ok(Some(RankStats {
+        rank,
+        ops: s.ops,
+        kernels: s.kernels,
+        kernel_sum: length(s.kernel_sum, "kernel time")?,
+        op_sum: length(s.op_sum, "op time")?,
+        kernel_class_sum: array(s.kernel_class_sum, "kernel time by class")?,
+        op_class_sum: array(s.op_class_sum, "op time by class")?,
+        counted_class_sum: array(s.counted_class_sum, "step time by class")?,
+        by_name: by_id(s.by_name, names, "kernel time by name")?,
+        unclassified: by_id(s.unclassified, names, "unclassified time")?,
+        copied: (s.copied.0, length(s.copied.1, "copy time")?),
+        device_window: s
+            .device_window
+            .map(|w| interval(w, "device window"))
+            .transpose()?,
+        window: set(s.window, "step window")?,
+        whole: read_unions(s.whole, "unions")?,
+        in_window: read_unions(s.in_window, "unions in steps")?,
+        exposed: set(s.exposed, "exposed communication")?,
+        sm: SmCoverage {
+            total: length(s.sm.0, "SM-covered time")?,
+            weighted,
+            compute_bound: length(s.sm.2, "compute-bound time")?,
+            memory_bound: length(s.sm.3, "memory-bound time")?,
+        },
+        phases: phases
+            .try_into()
+            .map_err(|_| format!("{phase_count} phase times"))?,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::RankTimeline;
+
+    /// Rank 2 of the synthetic run: steps, copies, collectives, named kernels.
+    fn rank() -> RankTimeline {
+        let run = crate::synth::training_run(&Default::default());
+        let json = run[2].to_json();
+        crate::read::kineto::read(json.as_bytes(), std::path::Path::new("r2.json"))
+            .expect("the synthetic run reads")
+            .timeline
+    }
+
+    fn json(s: &RankStats) -> String {
+        serde_json::to_string(&to_stored(s)).unwrap()
+    }
+
+    fn back(text: &str, names: usize) -> Result<Option<RankStats>, String> {
+        from_stored(serde_json::from_str(text).unwrap(), 2, names)
+    }
+
+    #[test]
+    fn stored_stats_read_back_to_the_same_figures() {
+        let t = rank();
+        let s = RankStats::of(&t);
+        let text = json(&s);
+        let r = back(&text, t.strings.len()).unwrap().expect("this layout");
+        assert_eq!(json(&r), text);
+        assert_eq!(r.sm.weighted.to_bits(), s.sm.weighted.to_bits());
+        assert_eq!((r.by_name.len(), r.exposed), (s.by_name.len(), s.exposed));
+        // Sorted pairs: the same rank writes the same bytes.
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let ids: Vec<u64> = v["by_name"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p[0].as_u64().unwrap())
+            .collect();
+        assert!(ids.len() > 1 && ids.is_sorted());
+    }
+
+    #[test]
+    fn damaged_stats_are_refused_and_another_layout_is_not_used() {
+        let t = rank();
+        let good: serde_json::Value = serde_json::from_str(&json(&RankStats::of(&t))).unwrap();
+        let names = t.strings.len();
+        let with = |key: &str, value: serde_json::Value| {
+            let mut v = good.clone();
+            v[key] = value;
+            back(&v.to_string(), names)
+        };
+        let refused = |r: Result<Option<RankStats>, String>, why: &str| {
+            let e = r.err().unwrap_or_else(|| panic!("accepted: {why}"));
+            assert!(e.contains(why), "{e} (expected {why})");
+        };
+        refused(
+            with("kernel_sum", (-5).into()),
+            "kernel time -5 out of range",
+        );
+        refused(with("op_sum", (1i64 << 62).into()), "out of range");
+        refused(with("kernels", (1u64 << 40).into()), "kernels of");
+        refused(
+            with("by_name", serde_json::json!([[names, 10]])),
+            "not among the rank's",
+        );
+        refused(
+            with("unclassified", serde_json::json!([[0, 1], [0, 2]])),
+            "a name twice",
+        );
+        refused(
+            with("kernel_class_sum", serde_json::json!([1, 2])),
+            "2 values",
+        );
+        refused(with("window", serde_json::json!([[30, 10]])), "step window");
+        refused(
+            with("sm", serde_json::json!([0, f64::NAN.to_bits(), 0, 0])),
+            "not a finite",
+        );
+        refused(with("phases", serde_json::json!([null])), "1 phase times");
+        // Overlapping stored spans are made a set, not trusted to be one.
+        let r = with("exposed", serde_json::json!([[20, 40], [10, 30]]))
+            .unwrap()
+            .unwrap();
+        assert_eq!(r.exposed.intervals(), &[Interval::new(Ns(10), Ns(40))]);
+        assert!(with("version", 2.into()).unwrap().is_none());
+    }
+}
