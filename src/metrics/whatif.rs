@@ -19,10 +19,12 @@ const NO_MATCHED: &str = "needs collectives matched across ≥ 2 ranks";
 
 /// Per rank in scope: (row, saving per step) for ranks with a step time,
 /// the saving summed by `per_member` over the rank's matched collectives in
-/// measured steps.
-fn per_step_saving<'c>(
+/// measured steps. What `per_member` needs of the whole collective is made
+/// once by `per_collective` (not once per member: 1,000 members each).
+fn per_step_saving<'c, P>(
     ctx: &'c Ctx,
-    per_member: impl Fn(&InstanceRow, &Member) -> Option<Ns>,
+    per_collective: impl Fn(&InstanceRow) -> P,
+    per_member: impl Fn(&InstanceRow, &P, &Member) -> Option<Ns>,
 ) -> Vec<(&'c RankRow, Ns)> {
     // One pass over every member of every collective (a rank's members
     // looked up, not scanned for: 1,000 ranks x 100,000 collectives).
@@ -34,13 +36,14 @@ fn per_step_saving<'c>(
         .collect();
     let mut saved: Vec<Ns> = vec![Ns::ZERO; ctx.ranks.len()];
     for c in ctx.collective_rows() {
+        let whole = per_collective(c);
         for m in &c.members {
             let Some(&i) = index.get(&m.rank) else {
                 continue;
             };
             let t = ctx.ranks[i];
             if t.counts(t.ops[m.op].step) {
-                saved[i] += per_member(c, m).unwrap_or(Ns::ZERO).max(Ns::ZERO);
+                saved[i] += per_member(c, &whole, m).unwrap_or(Ns::ZERO).max(Ns::ZERO);
             }
         }
     }
@@ -89,7 +92,7 @@ pub fn no_straggler_step(ctx: &Ctx) -> Outcome {
         return Outcome::na(NO_MATCHED);
     }
     step_minus(
-        per_step_saving(ctx, |c, _| Some(c.caused())),
+        per_step_saving(ctx, InstanceRow::caused, |_, caused, _| Some(*caused)),
         "late arrivals",
     )
 }
@@ -124,11 +127,15 @@ pub fn link_bandwidth_step(ctx: &Ctx) -> Outcome {
         return Outcome::na("no matched collective has a known size and kind");
     }
     step_minus(
-        per_step_saving(ctx, |c, m| {
-            let n = u32::try_from(c.members.len()).ok()?;
-            let ideal = c.data_bytes? as f64 * c.kind?.bus_factor(n)? / link * 1e9;
-            Some(m.transfer - Ns::rounded(ideal))
-        }),
+        per_step_saving(
+            ctx,
+            |c| {
+                let n = u32::try_from(c.members.len()).ok()?;
+                let ideal = c.data_bytes? as f64 * c.kind?.bus_factor(n)? / link * 1e9;
+                Some(Ns::rounded(ideal))
+            },
+            |_, ideal, m| Some(m.transfer - (*ideal)?),
+        ),
         "transfer beyond the link's bandwidth",
     )
 }

@@ -178,7 +178,13 @@ pub fn wait_split(trace: &Trace, inst: &[Instance]) -> Vec<WaitSplit> {
 /// Per rank (like `Trace::ranks`): the part of each matched collective spent
 /// waiting for the last member to start, as (stream, interval).
 pub fn wait_intervals(trace: &Trace, inst: &[Instance]) -> Vec<Vec<(u32, super::Interval)>> {
-    let mut waits = vec![Vec::new(); trace.ranks.len()];
+    // Sized first: grown by doubling, these lists would take up to twice
+    // the memory at a peak of the reduce.
+    let mut count = vec![0usize; trace.ranks.len()];
+    for &(r, _) in inst.iter().flat_map(|i| &i.members) {
+        count[r] += 1;
+    }
+    let mut waits: Vec<Vec<_>> = count.into_iter().map(Vec::with_capacity).collect();
     for i in inst {
         let start = |&(r, o): &(usize, usize)| trace.ranks[r].ops[o].start;
         let last = i.members.iter().map(start).max().unwrap_or(Ns::ZERO);
