@@ -101,20 +101,31 @@ pub fn infer(trace: &Trace) -> Vec<GroupInfo> {
     }
     let mut seen: BTreeMap<String, Seen> = BTreeMap::new();
     for t in &trace.ranks {
+        // Each rank's rank lists parsed once, not once per op.
+        let mut parsed = std::collections::HashMap::new();
         for op in t.ops.iter().filter(|o| o.is_comm() && o.is_kernel()) {
-            let s = seen.entry(group_of(t, op)).or_insert_with(|| Seen {
-                desc: None,
-                listed: None,
-                issuers: BTreeSet::new(),
-                kinds: BTreeSet::new(),
-            });
+            let g = group_of(t, op);
+            if !seen.contains_key(g) {
+                seen.insert(
+                    g.to_owned(),
+                    Seen {
+                        desc: None,
+                        listed: None,
+                        issuers: BTreeSet::new(),
+                        kinds: BTreeSet::new(),
+                    },
+                );
+            }
+            let s = seen.get_mut(g).expect("inserted above");
             s.issuers.insert(t.rank);
             s.kinds.extend(op.coll);
             if s.listed.is_none() {
-                s.listed = t
-                    .coll_meta(op)
-                    .and_then(|m| m.pg_ranks)
-                    .and_then(|id| parse_ranks(t.name(id)));
+                s.listed = t.coll_meta(op).and_then(|m| m.pg_ranks).and_then(|id| {
+                    parsed
+                        .entry(id)
+                        .or_insert_with(|| parse_ranks(t.name(id)))
+                        .clone()
+                });
             }
         }
     }

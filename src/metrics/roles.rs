@@ -119,7 +119,7 @@ pub fn comm_time_by_role(ctx: &Ctx) -> Outcome {
                 let key = t.coll_meta(op).and_then(|m| m.pg_name);
                 let i = *index
                     .entry(key)
-                    .or_insert_with(|| l.of_group.get(&group_of(t, op)).copied().unwrap_or(0));
+                    .or_insert_with(|| l.of_group.get(group_of(t, op)).copied().unwrap_or(0));
                 sums[i] += op.dur;
             }
             let steps = t.step_count() as f64;

@@ -41,10 +41,10 @@ pub const DEFAULT: &str = "default";
 
 /// The group a communication op belongs to: its process group name when the
 /// trace records one, else one sequence per rank (the default group).
-pub fn group_of(t: &super::RankTimeline, op: &super::DeviceOp) -> String {
+pub fn group_of<'t>(t: &'t super::RankTimeline, op: &super::DeviceOp) -> &'t str {
     t.coll_meta(op)
         .and_then(|m| m.pg_name)
-        .map_or_else(|| DEFAULT.to_owned(), |id| t.name(id).to_owned())
+        .map_or(DEFAULT, |id| t.name(id))
 }
 
 /// Collective instances seen on at least two ranks, in issue order per group.
@@ -52,14 +52,14 @@ pub fn instances(trace: &Trace) -> Vec<Instance> {
     // group -> per rank index: op indices in start order.
     let mut seqs: BTreeMap<String, Vec<(usize, Vec<usize>)>> = BTreeMap::new();
     for (ri, t) in trace.ranks.iter().enumerate() {
-        let mut mine: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+        let mut mine: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
         for (oi, op) in t.ops.iter().enumerate() {
             if op.is_comm() && op.is_kernel() {
                 mine.entry(group_of(t, op)).or_default().push(oi);
             }
         }
         for (g, ops) in mine {
-            seqs.entry(g).or_default().push((ri, ops));
+            seqs.entry(g.to_owned()).or_default().push((ri, ops));
         }
     }
     let mut out = Vec::new();
