@@ -7,6 +7,7 @@
 pub mod fit;
 pub mod groups;
 pub mod instances;
+pub mod kernels;
 pub mod phases;
 pub mod sm;
 
@@ -124,6 +125,8 @@ pub struct RankStats {
     pub sm: sm::SmCoverage,
     /// Device time of each training phase, indexed like `Phase::ALL`.
     pub phases: [Option<Ns>; phases::Phase::ALL.len()],
+    /// Device time per (name, activity) and per class: the kernel table's.
+    pub kernel_table: kernels::RankKernels,
 }
 
 /// A rank's unions of ops: their covered lengths, or (while stats are made)
@@ -234,6 +237,7 @@ impl RankStats {
             exposed,
             sm: sm::SmCoverage::of(t),
             phases: phases::phase_times(t),
+            kernel_table: kernels::RankKernels::of(t),
         }
     }
 

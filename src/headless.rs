@@ -176,6 +176,22 @@ pub fn load(path: &std::path::Path, opts: &LoadOptions) -> Result<Trace> {
     Ok(trace)
 }
 
+/// The run at `path` loaded lean (see `load::load_lean`): each rank's stats
+/// and collectives, its load warnings printed.
+fn lean(
+    path: &std::path::Path,
+    opts: &LoadOptions,
+) -> Result<(Trace, Vec<crate::derive::RankStats>)> {
+    let found =
+        load::inputs(path, opts).with_context(|| format!("cannot load {}", path.display()))?;
+    let l = load::load_lean(path, &found, opts, &Progress::default())
+        .with_context(|| format!("cannot load {}", path.display()))?;
+    for w in loaded(path, &l.trace, l.report)? {
+        crate::say!("warning: {w}");
+    }
+    Ok((l.trace, l.stats))
+}
+
 /// `load` without printing: the trace and its load warnings, or the error
 /// the command line prints (for the Python package).
 pub fn load_quiet(
@@ -230,10 +246,12 @@ pub fn compare(args: &crate::cli::CompareArgs) -> Result<u8> {
         None => None,
     };
     let opts = LoadOptions::default();
-    let (ta, tb) = (load(&args.a, &opts)?, load(&args.b, &opts)?);
+    // Lean: what compare reads of a rank's ops (metrics, the kernel table,
+    // collectives) is in its stats and collectives.
+    let ((ta, sa), (tb, sb)) = (lean(&args.a, &opts)?, lean(&args.b, &opts)?);
     let (ca, cb) = (
-        Ctx::new(&ta, None).map_err(|e| anyhow!(e))?,
-        Ctx::new(&tb, None).map_err(|e| anyhow!(e))?,
+        Ctx::with_stats(&ta, None, Some(sa)).map_err(|e| anyhow!(e))?,
+        Ctx::with_stats(&tb, None, Some(sb)).map_err(|e| anyhow!(e))?,
     );
     let mut out = crate::report::safe::Safe(io::stdout().lock());
     if let Some(m) = metric {

@@ -3,10 +3,10 @@
 
 use std::collections::HashMap;
 
-use rayon::prelude::*;
-
-use super::ctx::{class_index, Ctx};
-use crate::model::{Activity, KernelClass, Ns, RankTimeline, StrId};
+use super::ctx::Ctx;
+use crate::derive::kernels::Acc;
+pub use crate::derive::kernels::RankKernels;
+use crate::model::{Activity, KernelClass, Ns, RankTimeline};
 
 /// How rows are keyed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -35,65 +35,9 @@ impl KernelRow {
     }
 }
 
-#[derive(Debug, Clone, Copy, Default)]
-struct Acc {
-    count: u64,
-    total: Ns,
-    max: Ns,
-}
-
-impl Acc {
-    fn add(&mut self, other: Acc) {
-        self.count += other.count;
-        self.total += other.total;
-        self.max = self.max.max(other.max);
-    }
-
-    fn one(dur: Ns) -> Self {
-        Self {
-            count: 1,
-            total: dur,
-            max: dur,
-        }
-    }
-}
-
-const ACTIVITIES: usize = 3;
-
-/// One rank's device time per (name, activity) and per class: the kernel table is
-/// merged from these, so that changing the table's rank or grouping in the UI
-/// merges a few hundred sums per rank rather than rescanning every op.
-#[derive(Debug, Clone, Default)]
-pub struct RankKernels {
-    /// (name, activity, class of its first op, sums), in order of first op.
-    names: Vec<(StrId, Activity, KernelClass, Acc)>,
-    classes: [Acc; KernelClass::ALL.len()],
-}
-
-impl RankKernels {
-    pub fn of(t: &RankTimeline) -> Self {
-        // Names are interned per rank into dense ids: a slot per (id, activity)
-        // instead of hashing every op.
-        let mut slot = vec![u32::MAX; t.strings.len() * ACTIVITIES];
-        let mut names = Vec::new();
-        let mut classes = [Acc::default(); KernelClass::ALL.len()];
-        for op in &t.ops {
-            let k = op.name.0 as usize * ACTIVITIES + op.activity as usize;
-            if slot[k] == u32::MAX {
-                slot[k] = names.len() as u32;
-                names.push((op.name, op.activity, op.class, Acc::default()));
-            }
-            names[slot[k] as usize].3.add(Acc::one(op.dur));
-            classes[class_index(op.class)].add(Acc::one(op.dur));
-        }
-        Self { names, classes }
-    }
-}
-
 /// Rows over the ranks in scope, largest total first (ties by name).
 pub fn kernel_table(ctx: &Ctx, grouping: Grouping) -> Vec<KernelRow> {
-    let sums: Vec<RankKernels> = ctx.ranks.par_iter().map(|t| RankKernels::of(t)).collect();
-    merged_table(ctx.ranks.iter().copied().zip(&sums), grouping)
+    merged_table(ctx.each().map(|(t, s)| (t, &s.kernel_table)), grouping)
 }
 
 /// [`kernel_table`] from sums computed beforehand, one per rank in scope.

@@ -13,9 +13,10 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::derive::kernels::{Acc, RankKernels};
 use crate::derive::{sm::SmCoverage, RankStats, Unions};
 use crate::model::time::in_range;
-use crate::model::{Interval, IntervalSet, Ns, StrId};
+use crate::model::{Activity, Interval, IntervalSet, KernelClass, Ns, StrId};
 
 /// The table of each rank's collectives (the ops table's columns).
 pub const COMM: &str = "comm";
@@ -49,6 +50,10 @@ pub struct Stored {
     exposed: Vec<(Ns, Ns)>,
     sm: (Ns, u64, Ns, Ns),
     phases: Vec<Option<Ns>>,
+    /// The kernel table: (name id, activity, class, count, total, longest)
+    /// in order of first op, then (count, total, longest) per class.
+    kernel_names: Vec<(u32, String, String, u64, Ns, Ns)>,
+    kernel_classes: Vec<(u64, Ns, Ns)>,
 }
 
 fn pairs(m: &HashMap<StrId, Ns>) -> Vec<(u32, Ns)> {
@@ -98,6 +103,21 @@ pub fn to_stored(s: &RankStats) -> Stored {
             s.sm.memory_bound,
         ),
         phases: s.phases.to_vec(),
+        kernel_names: s
+            .kernel_table
+            .names
+            .iter()
+            .map(|(id, activity, class, a)| {
+                let (name, class) = (activity.name().to_owned(), class.name().to_owned());
+                (id.0, name, class, a.count, a.total, a.max)
+            })
+            .collect(),
+        kernel_classes: s
+            .kernel_table
+            .classes
+            .iter()
+            .map(|a| (a.count, a.total, a.max))
+            .collect(),
     }
 }
 
@@ -160,6 +180,50 @@ fn by_id(v: Vec<(u32, Ns)>, names: usize, what: &str) -> Result<HashMap<StrId, N
     Ok(m)
 }
 
+fn acc(count: u64, total: Ns, max: Ns, what: &str) -> Result<Acc, String> {
+    let (total, max) = (length(total, what)?, length(max, what)?);
+    if max > total {
+        return Err(format!("{what}: longest op past the total"));
+    }
+    Ok(Acc { count, total, max })
+}
+
+fn kernel_table(
+    rows: Vec<(u32, String, String, u64, Ns, Ns)>,
+    classes: Vec<(u64, Ns, Ns)>,
+    names: usize,
+) -> Result<RankKernels, String> {
+    let what = "kernel table";
+    let mut seen = std::collections::HashSet::new();
+    let rows = rows
+        .into_iter()
+        .map(|(id, activity, class, count, total, max)| {
+            let activity = Activity::from_name(&activity)
+                .ok_or_else(|| format!("{what}: activity {activity}"))?;
+            let class =
+                KernelClass::from_name(&class).ok_or_else(|| format!("{what}: class {class}"))?;
+            if id as usize >= names {
+                return Err(format!("{what}: name {id} not among the rank's {names}"));
+            }
+            if !seen.insert((id, activity as usize)) {
+                return Err(format!("{what}: a name twice"));
+            }
+            Ok((StrId(id), activity, class, acc(count, total, max, what)?))
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    let n = classes.len();
+    let classes = classes
+        .into_iter()
+        .map(|(c, t, m)| acc(c, t, m, what))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(RankKernels {
+        names: rows,
+        classes: classes
+            .try_into()
+            .map_err(|_| format!("{what}: {n} classes"))?,
+    })
+}
+
 fn read_unions(u: [Ns; 7], what: &str) -> Result<Unions, String> {
     let [busy, comm, compute, compute_or_memory, comm_under_compute, exposed_comm, exposed_memory] =
         array(u.to_vec(), what)?;
@@ -193,6 +257,7 @@ pub fn from_stored(s: Stored, rank: u32, names: usize) -> Result<Option<RankStat
         .map(|p| p.map(|x| length(x, "phase time")).transpose())
         .collect::<Result<Vec<_>, _>>()?;
     let phase_count = phases.len();
+    let table = kernel_table(s.kernel_names, s.kernel_classes, names)?;
     Ok(Some(RankStats {
         rank,
         ops: s.ops,
@@ -222,6 +287,7 @@ pub fn from_stored(s: Stored, rank: u32, names: usize) -> Result<Option<RankStat
         phases: phases
             .try_into()
             .map_err(|_| format!("{phase_count} phase times"))?,
+        kernel_table: table,
     }))
 }
 
@@ -256,6 +322,8 @@ mod tests {
         assert_eq!(json(&r), text);
         assert_eq!(r.sm.weighted.to_bits(), s.sm.weighted.to_bits());
         assert_eq!((r.by_name.len(), r.exposed), (s.by_name.len(), s.exposed));
+        assert_eq!(r.kernel_table, s.kernel_table);
+        assert!(r.kernel_table.names.len() > 3);
         // Sorted pairs: the same rank writes the same bytes.
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
         let ids: Vec<u64> = v["by_name"]
@@ -305,6 +373,25 @@ mod tests {
             "not a finite",
         );
         refused(with("phases", serde_json::json!([null])), "1 phase times");
+        let row = |activity: &str, total: i64, max: i64| {
+            serde_json::json!([0, activity, "gemm", 2, total, max])
+        };
+        refused(
+            with("kernel_names", serde_json::json!([row("warp", 5, 1)])),
+            "activity warp",
+        );
+        refused(
+            with("kernel_names", serde_json::json!([row("kernel", 5, 9)])),
+            "longest op past the total",
+        );
+        refused(
+            with(
+                "kernel_names",
+                serde_json::json!([row("kernel", 5, 1), row("kernel", 6, 1)]),
+            ),
+            "a name twice",
+        );
+        refused(with("kernel_classes", serde_json::json!([])), "0 classes");
         // Overlapping stored spans are made a set, not trusted to be one.
         let r = with("exposed", serde_json::json!([[20, 40], [10, 30]]))
             .unwrap()

@@ -984,6 +984,7 @@ fn lean_and_full(
     rank: Option<u32>,
 ) -> [Result<Vec<String>, String>; 2] {
     use ccl_bench::load::{self as l, Progress};
+    use ccl_bench::metrics::breakdown::{kernel_table, Grouping};
     use ccl_bench::report::rows;
     let found = l::inputs(path, opts).unwrap();
     let text = |ctx: Result<Ctx, String>| -> Result<Vec<String>, String> {
@@ -994,6 +995,9 @@ fn lean_and_full(
             .map(|r| format!("{} {:?}", r.metric.name, r.outcome))
             .collect();
         out.push(format!("{about:?}"));
+        for g in [Grouping::Kernel, Grouping::Class] {
+            out.push(format!("{:?}", kernel_table(&ctx, g)));
+        }
         Ok(out)
     };
     let (full, _) = l::load_found(path, &found, opts, &Progress::default()).unwrap();
@@ -1154,4 +1158,51 @@ fn a_summarys_stored_stats_give_every_metric_of_a_full_load() {
     }
     let dir = crate::support::write_ranks(&ccl_bench::synth::training_run(&Default::default()));
     check("synthetic run", dir.path(), Some(5));
+}
+
+/// `compare` loads both runs lean: every metric, kernel, class, collective
+/// and rank row is what full loads give.
+#[test]
+fn compare_of_lean_loads_is_compare_of_full_ones() {
+    use ccl_bench::load::{self as l, Progress};
+    let pairs = [
+        ("kineto/h100_tiny_transformer", "nsys/h100_tiny_transformer"),
+        ("kineto/dlrm_8rank_v100", "kineto/dlrm_8rank_v100"),
+        ("kineto/h100_gpt_eager", "kineto/h100_tiny_transformer"),
+    ];
+    for (a, b) in pairs {
+        let (Some(a), Some(b)) = (corpus(a), corpus(b)) else {
+            return;
+        };
+        let opts = LoadOptions::default();
+        let lean = |p: &Path| {
+            let found = l::inputs(p, &opts).unwrap();
+            let x = l::load_lean(p, &found, &opts, &Progress::default()).unwrap();
+            (x.trace, x.stats)
+        };
+        let ((ta, sa), (tb, sb)) = (lean(&a), lean(&b));
+        let (fa, fb) = (load(&a, &opts).unwrap(), load(&b, &opts).unwrap());
+        let text = |x: &Ctx, y: &Ctx| {
+            let c = ccl_bench::compare::compare(x, y, 0.05);
+            let m: Vec<String> = c
+                .metrics
+                .iter()
+                .map(|d| format!("{} {:?} {:?} {:?}", d.metric.name, d.a, d.b, d.verdict))
+                .collect();
+            format!(
+                "{m:?} {:?} {:?} {:?} {:?}",
+                c.kernels, c.classes, c.collectives, c.ranks
+            )
+        };
+        assert_eq!(
+            text(
+                &Ctx::with_stats(&ta, None, Some(sa)).unwrap(),
+                &Ctx::with_stats(&tb, None, Some(sb)).unwrap()
+            ),
+            text(&Ctx::new(&fa, None).unwrap(), &Ctx::new(&fb, None).unwrap()),
+            "{} vs {}",
+            a.display(),
+            b.display()
+        );
+    }
 }
