@@ -150,6 +150,36 @@ pub struct Unions<T = Ns> {
     pub exposed_memory: T,
 }
 
+impl<T: Copy> Unions<T> {
+    /// The figures in the order the fields are declared.
+    pub fn to_array(&self) -> [T; 7] {
+        [
+            self.busy,
+            self.comm,
+            self.compute,
+            self.compute_or_memory,
+            self.comm_under_compute,
+            self.exposed_comm,
+            self.exposed_memory,
+        ]
+    }
+
+    /// [`Unions::to_array`] read back.
+    pub fn from_array(a: [T; 7]) -> Self {
+        let [busy, comm, compute, compute_or_memory, comm_under_compute, exposed_comm, exposed_memory] =
+            a;
+        Self {
+            busy,
+            comm,
+            compute,
+            compute_or_memory,
+            comm_under_compute,
+            exposed_comm,
+            exposed_memory,
+        }
+    }
+}
+
 impl<T> Unions<T> {
     fn map<U>(&self, f: impl Fn(&T) -> U) -> Unions<U> {
         Unions {
@@ -433,17 +463,7 @@ mod tests {
 
     /// Lengths in µs, in the order `Unions` declares them.
     fn unions(us: [i64; 7]) -> Unions {
-        let [busy, comm, compute, compute_or_memory, comm_under_compute, exposed_comm, exposed_memory] =
-            us.map(|v| Ns(v * US));
-        Unions {
-            busy,
-            comm,
-            compute,
-            compute_or_memory,
-            comm_under_compute,
-            exposed_comm,
-            exposed_memory,
-        }
+        Unions::from_array(us.map(|v| Ns(v * US)))
     }
 
     #[test]

@@ -66,18 +66,6 @@ fn spans(s: &IntervalSet) -> Vec<(Ns, Ns)> {
     s.intervals().iter().map(|i| (i.start, i.end)).collect()
 }
 
-fn unions(u: &Unions) -> [Ns; 7] {
-    [
-        u.busy,
-        u.comm,
-        u.compute,
-        u.compute_or_memory,
-        u.comm_under_compute,
-        u.exposed_comm,
-        u.exposed_memory,
-    ]
-}
-
 pub fn to_stored(s: &RankStats) -> Stored {
     Stored {
         version: VERSION,
@@ -93,8 +81,8 @@ pub fn to_stored(s: &RankStats) -> Stored {
         copied: s.copied,
         device_window: s.device_window.map(|w| (w.start, w.end)),
         window: spans(&s.window),
-        whole: unions(&s.whole),
-        in_window: unions(&s.in_window),
+        whole: s.whole.to_array(),
+        in_window: s.in_window.to_array(),
         exposed: spans(&s.exposed),
         sm: (
             s.sm.total,
@@ -225,17 +213,7 @@ fn kernel_table(
 }
 
 fn read_unions(u: [Ns; 7], what: &str) -> Result<Unions, String> {
-    let [busy, comm, compute, compute_or_memory, comm_under_compute, exposed_comm, exposed_memory] =
-        array(u.to_vec(), what)?;
-    Ok(Unions {
-        busy,
-        comm,
-        compute,
-        compute_or_memory,
-        comm_under_compute,
-        exposed_comm,
-        exposed_memory,
-    })
+    Ok(Unions::from_array(array(u.to_vec(), what)?))
 }
 
 /// The stats as stored, checked; `names` is how many names the rank's
