@@ -10,7 +10,7 @@ use super::strings::{Interner, StrId};
 use super::time::Ns;
 
 /// Collective metadata recorded by PyTorch (`record_param_comms` args).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct CollMeta {
     pub kind: CollKind,
     /// The `Collective name` argument as written, e.g. `_allgather_base`.
@@ -542,13 +542,37 @@ impl RankTimeline {
     /// Keeps only what figures across ranks read once the rank's own figures
     /// are made (`derive::RankStats`): its collectives (communication ops,
     /// the only ones naming a collective kind), steps, annotations and
-    /// metadata. The other ops and the CPU ranges, nearly all of a rank's
-    /// memory, go.
+    /// metadata (one record per distinct one). The other ops and the CPU
+    /// ranges, nearly all of a rank's memory, go.
     pub fn slim(&mut self) {
         self.ops.retain(DeviceOp::crosses_ranks);
         self.ops.shrink_to_fit();
         self.cpu = Vec::new();
         self.comm_only = true;
+        self.share_coll_meta();
+    }
+
+    /// One metadata record per distinct one, the ops that named equal
+    /// records naming the one kept: a run repeats a handful of collectives
+    /// thousands of times, each with its own record.
+    pub fn share_coll_meta(&mut self) {
+        let mut at: std::collections::HashMap<&CollMeta, u32> = Default::default();
+        let mut kept = Vec::new();
+        for op in &mut self.ops {
+            let Some(i) = op.meta.get() else { continue };
+            op.meta = match self.colls.get(i as usize) {
+                Some(m) => {
+                    let next = kept.len() as u32;
+                    Slot::from(Some(*at.entry(m).or_insert_with(|| {
+                        kept.push(m.clone());
+                        next
+                    })))
+                }
+                None => Slot::NONE,
+            };
+        }
+        drop(at);
+        self.colls = kept;
     }
 }
 
@@ -580,6 +604,45 @@ fn numbers(first: i64, last: i64, count: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn equal_collective_metadata_is_kept_once() {
+        let meta = |n: u64| CollMeta {
+            kind: CollKind::AllReduce,
+            name: StrId(0),
+            in_nelems: Some(n),
+            out_nelems: Some(n),
+            dtype_size: Some(4),
+            group_size: Some(8),
+            pg_name: Some(StrId(1)),
+            pg_ranks: None,
+        };
+        let op = |i: Option<u32>| DeviceOp {
+            meta: Slot::from(i),
+            coll: Some(CollKind::AllReduce),
+            ..DeviceOp::new(
+                StrId(0),
+                Activity::Kernel,
+                KernelClass::Communication,
+                Ns::ZERO,
+                Ns(1),
+            )
+        };
+        let mut t = RankTimeline {
+            colls: vec![meta(10), meta(20), meta(10), meta(30), meta(20)],
+            ops: [Some(0), Some(1), None, Some(2), Some(4), Some(9)]
+                .into_iter()
+                .map(op)
+                .collect(),
+            ..Default::default()
+        };
+        t.share_coll_meta();
+        // Records 0 and 2 are one, 1 and 4 are one; 3 is named by no op; an
+        // index past the table names none.
+        assert_eq!(t.colls, [meta(10), meta(20)]);
+        let metas: Vec<Option<u32>> = t.ops.iter().map(|o| o.meta.get()).collect();
+        assert_eq!(metas, [Some(0), Some(1), None, Some(0), Some(1), None]);
+    }
 
     #[test]
     fn measured_steps_leave_out_warm_up_and_profiler_stop() {

@@ -166,6 +166,7 @@ fn lean(
         return Ok(None);
     };
     t.comm_only = true;
+    t.share_coll_meta();
     Ok(Some((t, stats)))
 }
 
