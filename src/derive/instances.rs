@@ -8,24 +8,36 @@ use std::collections::BTreeMap;
 
 use super::groups::GroupInfo;
 use crate::model::collectives::Instance;
-use crate::model::{CollKind, Ns, Trace};
+use crate::model::{CollKind, DeviceOp, Ns, Trace};
 
-/// One member of a matched collective.
+/// One member of a matched collective (one per rank and collective: kept
+/// small, a run holds millions).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Member {
     pub rank: u32,
     /// Index of its rank in `Trace::ranks`.
-    pub index: usize,
+    pub index: u32,
     /// Index of the op in its rank's `ops`.
-    pub op: usize,
+    pub op: u32,
     pub start: Ns,
-    pub end: Ns,
     /// From its start until the last member started, clamped to the op.
     pub wait: Ns,
     /// The rest of the op: duration − wait.
     pub transfer: Ns,
     /// Its step's number, when launched in one.
     pub step: Option<i64>,
+}
+
+impl Member {
+    pub fn end(&self) -> Ns {
+        self.start + self.wait + self.transfer
+    }
+
+    /// Its rank's timeline and op.
+    pub fn of<'t>(&self, trace: &'t Trace) -> (&'t crate::model::RankTimeline, &'t DeviceOp) {
+        let t = &trace.ranks[self.index as usize];
+        (t, &t.ops[self.op as usize])
+    }
 }
 
 /// One collective instance, over its members.
@@ -105,10 +117,10 @@ pub fn rows(trace: &Trace, inst: &[Instance], groups: &[GroupInfo]) -> Vec<Insta
                     let wait = (last_start - op.start).clamp(Ns::ZERO, op.dur);
                     Member {
                         rank: t.rank,
-                        index: r,
-                        op: o,
+                        // Indices fit: ranks and ops are numbered in u32 slots.
+                        index: r as u32,
+                        op: o as u32,
                         start: op.start,
-                        end: op.end(),
                         wait,
                         transfer: op.dur - wait,
                         step: op.step.get().map(|s| t.steps[s as usize].number),
@@ -145,7 +157,7 @@ pub fn rows(trace: &Trace, inst: &[Instance], groups: &[GroupInfo]) -> Vec<Insta
                 wait: members.iter().map(|m| m.wait).sum(),
                 transfer: trace.ranks[lr].ops[lo].dur,
                 start: members.iter().map(|m| m.start).min().unwrap_or(Ns::ZERO),
-                end: members.iter().map(|m| m.end).max().unwrap_or(Ns::ZERO),
+                end: members.iter().map(Member::end).max().unwrap_or(Ns::ZERO),
                 members,
             })
         })

@@ -301,8 +301,8 @@ pub fn collectives(ctx: &Ctx) -> Result<Table, ArrowError> {
         Arc::new(
             each()
                 .map(|(_, m)| {
-                    let t = &ctx.trace.ranks[m.index];
-                    Some(t.name(t.ops[m.op].name))
+                    let (t, op) = m.of(ctx.trace);
+                    Some(t.name(op.name))
                 })
                 .collect::<StringArray>(),
         ),
@@ -319,7 +319,7 @@ pub fn collectives(ctx: &Ctx) -> Result<Table, ArrowError> {
             each().map(|(_, m)| m.start.get()),
         )),
         Arc::new(Int64Array::from_iter_values(
-            each().map(|(_, m)| m.end.get()),
+            each().map(|(_, m)| m.end().get()),
         )),
         Arc::new(Int64Array::from_iter_values(
             each().map(|(_, m)| m.wait.get()),

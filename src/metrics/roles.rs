@@ -139,10 +139,10 @@ pub fn comm_wait_by_role(ctx: &Ctx) -> Outcome {
     for c in ctx.collective_rows() {
         let i = l.of_group.get(&c.group).copied().unwrap_or(0);
         for m in &c.members {
-            let t = &ctx.trace.ranks[m.index];
-            if t.counts(t.ops[m.op].step) {
-                sums[m.index][i] += m.wait;
-                matched[m.index] = true;
+            let (t, op) = m.of(ctx.trace);
+            if t.counts(op.step) {
+                sums[m.index as usize][i] += m.wait;
+                matched[m.index as usize] = true;
             }
         }
     }

@@ -42,7 +42,7 @@ fn per_step_saving<'c, P>(
                 continue;
             };
             let t = ctx.ranks[i];
-            if t.counts(t.ops[m.op].step) {
+            if t.counts(t.ops[m.op as usize].step) {
                 saved[i] += per_member(c, &whole, m).unwrap_or(Ns::ZERO).max(Ns::ZERO);
             }
         }

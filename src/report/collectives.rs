@@ -367,7 +367,7 @@ fn to_json(rows: &[InstanceRow], groups: &[GroupRow], grouped_only: bool) -> ser
                 "members": r.members.iter().map(|m| json!({
                     "rank": m.rank,
                     "start_ns": m.start,
-                    "end_ns": m.end,
+                    "end_ns": m.end(),
                     "wait_ns": m.wait,
                     "transfer_ns": m.transfer,
                     "step": m.step,

@@ -111,12 +111,8 @@ impl CollectivesState {
         }
         let r = &data.collectives[*self.shown.get(self.selected)?];
         let longest = r.members.iter().max_by_key(|m| m.wait)?;
-        let rank_index = data
-            .trace
-            .ranks
-            .iter()
-            .position(|t| t.rank == longest.rank)?;
-        let stream = data.trace.ranks[rank_index].ops[longest.op].stream;
+        let rank_index = longest.index as usize;
+        let stream = longest.of(&data.trace).1.stream;
         let pad = ((r.end - r.start) / 4).max(Ns(1));
         let last_start = r.members.iter().map(|m| m.start).max().unwrap_or(r.start);
         Some(Jump {
