@@ -6,7 +6,8 @@
 //! readers accept: synthetic PyTorch profiler traces, a hand-written
 //! `nsys export --type json` file, a pickled CUDA memory snapshot, an XLA
 //! trace JSON, an XSpace, an Nsight Systems SQLite export, an nsys-jax archive, an execution
-//! trace, a workload card and a class rules file.
+//! trace, a workload card, a class rules file, and a summary's ops table and
+//! stats file.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -193,6 +194,7 @@ fn main() -> std::io::Result<()> {
         ),
         ("class_rules", vec![CLASS_RULES.as_bytes().to_vec()]),
         ("summary_ops", vec![ccl_bench::fuzz::summary_ops_seed()]),
+        ("summary_stats", vec![ccl_bench::fuzz::summary_stats_seed()]),
         (
             "memory_snapshot",
             vec![

@@ -175,6 +175,32 @@ pub fn summary_ops(data: &[u8]) {
     }
 }
 
+/// Bytes as a summary's stats file of the synthetic two-rank run's rank 0,
+/// read by a reduce that holds only its collectives: what decodes and
+/// passes the checks goes through every metric.
+pub fn summary_stats(data: &[u8]) {
+    use crate::summary::stats;
+    let Ok(stored) = serde_json::from_slice::<stats::Stored>(data) else {
+        return;
+    };
+    let mut trace = base().clone();
+    let names = trace.ranks[0].strings.len();
+    let Ok(Some(s0)) = stats::from_stored(stored, trace.ranks[0].rank, names) else {
+        return;
+    };
+    let s1 = crate::derive::RankStats::of(&trace.ranks[1]);
+    for t in &mut trace.ranks {
+        t.slim();
+    }
+    check_metrics_with(&trace, Some(vec![s0, s1]));
+}
+
+/// The seed of [`summary_stats`]: rank 0's stats as `summarize` stores them.
+pub fn summary_stats_seed() -> Vec<u8> {
+    let s = crate::derive::RankStats::of(&base().ranks[0]);
+    serde_json::to_vec(&crate::summary::stats::to_stored(&s)).expect("the stats serialize")
+}
+
 /// The seed of [`summary_ops`]: the ops table a summary of that rank holds.
 pub fn summary_ops_seed() -> Vec<u8> {
     let ops = crate::summary::columns::to_tables(&base().ranks[0])
@@ -218,8 +244,13 @@ fn check_metrics(mut trace: Trace) {
     for finding in load::check_and_align_clocks(&mut trace, true) {
         assert!(finding.starts_with("rank "), "{finding}");
     }
+    check_metrics_with(&trace, None);
+}
+
+/// [`check_metrics`] with the ranks' stats made beforehand (a lean load).
+fn check_metrics_with(trace: &Trace, stats: Option<Vec<crate::derive::RankStats>>) {
     for rank in std::iter::once(None).chain(trace.ranks.iter().map(|r| Some(r.rank))) {
-        let Ok(ctx) = Ctx::new(&trace, rank) else {
+        let Ok(ctx) = Ctx::with_stats(trace, rank, stats.clone()) else {
             continue;
         };
         for m in METRICS {

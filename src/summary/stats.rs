@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::derive::kernels::{Acc, RankKernels};
 use crate::derive::{sm::SmCoverage, RankStats, Unions};
+use crate::model::build::MAX_OP_TIME;
 use crate::model::time::in_range;
 use crate::model::{Activity, Interval, IntervalSet, KernelClass, Ns, StrId};
 
@@ -22,6 +23,11 @@ use crate::model::{Activity, Interval, IntervalSet, KernelClass, Ns, StrId};
 pub const COMM: &str = "comm";
 /// The folder of the stats files.
 pub const STATS: &str = "stats";
+
+/// The most ops (or ops of one name) a rank is taken to hold: 2^40.
+const MAX_COUNT: u64 = 1 << 40;
+/// The most bytes a rank's copies are taken to move: 2^52 (4 PiB).
+const MAX_BYTES: u64 = 1 << 52;
 
 /// Layout of a stats file; another one is not used (every op is read).
 const VERSION: u32 = 1;
@@ -109,9 +115,11 @@ pub fn to_stored(s: &RankStats) -> Stored {
     }
 }
 
-/// A length or sum as stored: within the model's time range, not negative.
+/// A length or sum as stored: not negative, and at most what a rank's ops
+/// may sum to (every figure is a sum or union of its ops' durations), so
+/// that summed over any number of ranks it cannot overflow.
 fn length(x: Ns, what: &str) -> Result<Ns, String> {
-    if x >= Ns::ZERO && in_range(x) {
+    if (Ns::ZERO..=MAX_OP_TIME).contains(&x) {
         Ok(x)
     } else {
         Err(format!("{what} {} out of range", x.get()))
@@ -170,6 +178,9 @@ fn by_id(v: Vec<(u32, Ns)>, names: usize, what: &str) -> Result<HashMap<StrId, N
 
 fn acc(count: u64, total: Ns, max: Ns, what: &str) -> Result<Acc, String> {
     let (total, max) = (length(total, what)?, length(max, what)?);
+    if count > MAX_COUNT {
+        return Err(format!("{what}: {count} ops"));
+    }
     if max > total {
         return Err(format!("{what}: longest op past the total"));
     }
@@ -222,8 +233,11 @@ pub fn from_stored(s: Stored, rank: u32, names: usize) -> Result<Option<RankStat
     if s.version != VERSION {
         return Ok(None);
     }
-    if s.kernels > s.ops {
+    if s.kernels > s.ops || s.ops as u64 > MAX_COUNT {
         return Err(format!("{} kernels of {} ops", s.kernels, s.ops));
+    }
+    if s.copied.0 > MAX_BYTES {
+        return Err(format!("{} bytes copied", s.copied.0));
     }
     let weighted = f64::from_bits(s.sm.1);
     if !(weighted.is_finite() && weighted >= 0.0) {
@@ -331,7 +345,11 @@ mod tests {
             with("kernel_sum", (-5).into()),
             "kernel time -5 out of range",
         );
-        refused(with("op_sum", (1i64 << 62).into()), "out of range");
+        refused(with("op_sum", ((1i64 << 52) + 1).into()), "out of range");
+        refused(
+            with("copied", serde_json::json!([1u64 << 60, 5])),
+            "bytes copied",
+        );
         refused(with("kernels", (1u64 << 40).into()), "kernels of");
         refused(
             with("by_name", serde_json::json!([[names, 10]])),

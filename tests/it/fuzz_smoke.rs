@@ -129,6 +129,11 @@ fn summary_ops_reader() {
 }
 
 #[test]
+fn summary_stats_reader() {
+    smoke("summary_stats", fuzz::summary_stats);
+}
+
+#[test]
 fn kineto_reader() {
     smoke("kineto", fuzz::kineto);
 }
