@@ -104,8 +104,6 @@ pub struct RankStats {
     /// Summed duration per class of the ops that count for per-step figures
     /// (launched in a measured step; all of them without steps).
     pub counted_class_sum: [Ns; KernelClass::ALL.len()],
-    /// Summed kernel duration per kernel name.
-    pub by_name: HashMap<StrId, Ns>,
     /// Summed duration per name of the ops no class rule recognises.
     pub unclassified: HashMap<StrId, Ns>,
     /// Bytes and time of the memory copies with a byte count and a duration.
@@ -216,7 +214,7 @@ impl RankStats {
     pub fn of(t: &RankTimeline) -> Self {
         let mut kernel_class_sum = [Ns::ZERO; KernelClass::ALL.len()];
         let (mut op_class_sum, mut counted_class_sum) = (kernel_class_sum, kernel_class_sum);
-        let (mut by_name, mut unclassified) = (HashMap::new(), HashMap::new());
+        let mut unclassified = HashMap::new();
         let (mut kernel_sum, mut op_sum, mut kernels) = (Ns::ZERO, Ns::ZERO, 0);
         let mut copied = (0u64, Ns::ZERO);
         for op in &t.ops {
@@ -233,7 +231,6 @@ impl RankStats {
                 kernels += 1;
                 kernel_sum += op.dur;
                 kernel_class_sum[c] += op.dur;
-                *by_name.entry(op.name).or_insert(Ns::ZERO) += op.dur;
             }
             if let (Activity::Memcpy, Some(b), true) = (op.activity, op.bytes(), op.dur > Ns::ZERO)
             {
@@ -257,7 +254,6 @@ impl RankStats {
             kernel_class_sum,
             op_class_sum,
             counted_class_sum,
-            by_name,
             unclassified,
             copied,
             device_window: t.device_window(),

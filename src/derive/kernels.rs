@@ -58,4 +58,12 @@ impl RankKernels {
         }
         Self { names, classes }
     }
+
+    /// Summed duration per kernel name (kernels only, not copies or sets).
+    pub fn kernel_times(&self) -> impl Iterator<Item = (StrId, Ns)> + '_ {
+        self.names
+            .iter()
+            .filter(|n| n.1 == Activity::Kernel)
+            .map(|n| (n.0, n.3.total))
+    }
 }

@@ -24,7 +24,8 @@ pub fn total_kernel_time(ctx: &Ctx) -> Outcome {
 pub fn dominant_kernel_concentration(ctx: &Ctx) -> Outcome {
     let out = Outcome::share_mean(
         ctx.stats().iter().map(|s| {
-            let top = s.by_name.values().copied().max().unwrap_or(Ns::ZERO);
+            let top = s.kernel_table.kernel_times().map(|k| k.1).max();
+            let top = top.unwrap_or(Ns::ZERO);
             (s.rank, top, s.kernel_sum)
         }),
         ("top kernel", "all kernels"),
@@ -34,8 +35,8 @@ pub fn dominant_kernel_concentration(ctx: &Ctx) -> Outcome {
     // Name the kernel that dominates on the most ranks' pooled time.
     let mut pooled: std::collections::HashMap<&str, Ns> = Default::default();
     for (t, s) in ctx.each() {
-        for (id, ns) in &s.by_name {
-            *pooled.entry(t.name(*id)).or_default() += *ns;
+        for (id, ns) in s.kernel_table.kernel_times() {
+            *pooled.entry(t.name(id)).or_default() += ns;
         }
     }
     match pooled

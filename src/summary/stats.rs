@@ -44,7 +44,6 @@ pub struct Stored {
     kernel_class_sum: Vec<Ns>,
     op_class_sum: Vec<Ns>,
     counted_class_sum: Vec<Ns>,
-    by_name: Vec<(u32, Ns)>,
     unclassified: Vec<(u32, Ns)>,
     copied: (u64, Ns),
     device_window: Option<(Ns, Ns)>,
@@ -82,7 +81,6 @@ pub fn to_stored(s: &RankStats) -> Stored {
         kernel_class_sum: s.kernel_class_sum.to_vec(),
         op_class_sum: s.op_class_sum.to_vec(),
         counted_class_sum: s.counted_class_sum.to_vec(),
-        by_name: pairs(&s.by_name),
         unclassified: pairs(&s.unclassified),
         copied: s.copied,
         device_window: s.device_window.map(|w| (w.start, w.end)),
@@ -259,7 +257,6 @@ pub fn from_stored(s: Stored, rank: u32, names: usize) -> Result<Option<RankStat
         kernel_class_sum: array(s.kernel_class_sum, "kernel time by class")?,
         op_class_sum: array(s.op_class_sum, "op time by class")?,
         counted_class_sum: array(s.counted_class_sum, "step time by class")?,
-        by_name: by_id(s.by_name, names, "kernel time by name")?,
         unclassified: by_id(s.unclassified, names, "unclassified time")?,
         copied: (s.copied.0, length(s.copied.1, "copy time")?),
         device_window: s
@@ -313,18 +310,16 @@ mod tests {
         let r = back(&text, t.strings.len()).unwrap().expect("this layout");
         assert_eq!(json(&r), text);
         assert_eq!(r.sm.weighted.to_bits(), s.sm.weighted.to_bits());
-        assert_eq!((r.by_name.len(), r.exposed), (s.by_name.len(), s.exposed));
+        assert_eq!(
+            (r.unclassified.len(), r.exposed),
+            (s.unclassified.len(), s.exposed)
+        );
         assert_eq!(r.kernel_table, s.kernel_table);
         assert!(r.kernel_table.names.len() > 3);
-        // Sorted pairs: the same rank writes the same bytes.
-        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
-        let ids: Vec<u64> = v["by_name"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|p| p[0].as_u64().unwrap())
-            .collect();
-        assert!(ids.len() > 1 && ids.is_sorted());
+        // Maps as sorted pairs: the same rank writes the same bytes.
+        let m: HashMap<StrId, Ns> = (0..50).map(|i| (StrId(i * 7 % 50), Ns(i.into()))).collect();
+        let ids: Vec<u32> = pairs(&m).iter().map(|p| p.0).collect();
+        assert_eq!(ids, (0..50).collect::<Vec<u32>>());
     }
 
     #[test]
@@ -352,7 +347,7 @@ mod tests {
         );
         refused(with("kernels", (1u64 << 40).into()), "kernels of");
         refused(
-            with("by_name", serde_json::json!([[names, 10]])),
+            with("unclassified", serde_json::json!([[names, 10]])),
             "not among the rank's",
         );
         refused(
