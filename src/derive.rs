@@ -8,6 +8,7 @@ pub mod fit;
 pub mod groups;
 pub mod instances;
 pub mod kernels;
+pub mod lanes;
 pub mod phases;
 pub mod sm;
 

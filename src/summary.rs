@@ -8,7 +8,8 @@
 //! `ops/rank=3/<key>-0.parquet`, `steps/...`, `colls/...`, `names/...`,
 //! `annotations/...`, `cpu/...`, plus `memory/`, `et/` and `card/`; and for
 //! the reduce, each rank's collectives (`comm/...`) and figures
-//! (`stats/rank=3/<key>-0.json`).
+//! (`stats/rank=3/<key>-0.json`); for wide views, each lane's time per
+//! time bin (`coverage/...`).
 
 pub mod annex;
 pub mod columns;

@@ -72,6 +72,27 @@ impl IntervalSet {
         )
     }
 
+    /// Covered length per bin `[origin + b·width, origin + (b+1)·width)`, in
+    /// bin order, bins the set misses left out: what a view too wide to draw
+    /// each interval shows of it. Work: intervals plus bins touched.
+    pub fn per_bin(&self, origin: Ns, width: Ns) -> Vec<(i64, Ns)> {
+        assert!(width > Ns::ZERO, "bins have a width");
+        let mut out: Vec<(i64, Ns)> = Vec::new();
+        for iv in &self.0 {
+            let mut s = iv.start;
+            while s < iv.end {
+                let b = (s - origin).0.div_euclid(width.0);
+                let e = iv.end.min(origin + width * (b + 1));
+                match out.last_mut() {
+                    Some((last, c)) if *last == b => *c += e - s,
+                    _ => out.push((b, e - s)),
+                }
+                s = e;
+            }
+        }
+        out
+    }
+
     /// Total covered length.
     pub fn total(&self) -> Ns {
         self.0.iter().map(Interval::len).sum()
@@ -270,6 +291,29 @@ mod tests {
     }
 
     #[test]
+    fn per_bin_splits_at_bin_edges() {
+        // Bins of 10 from 5: [5,15) [15,25) [25,35) ...; [7,18) gives 8 and 3,
+        // [20,22) 2 more in the second bin, [50,51) 1 in bin 4, and [-5,0)
+        // falls in bin -1 ([-5,5)).
+        let s = set(&[
+            (Ns(7), Ns(18)),
+            (Ns(20), Ns(22)),
+            (Ns(50), Ns(51)),
+            (Ns(-5), Ns::ZERO),
+        ]);
+        assert_eq!(
+            s.per_bin(Ns(5), Ns(10)),
+            vec![(-1, Ns(5)), (0, Ns(8)), (1, Ns(5)), (4, Ns(1))]
+        );
+        // One long interval over three bins.
+        assert_eq!(
+            set(&[(Ns::ZERO, Ns(25))]).per_bin(Ns::ZERO, Ns(10)),
+            vec![(0, Ns(10)), (1, Ns(10)), (2, Ns(5))]
+        );
+        assert!(IntervalSet::default().per_bin(Ns::ZERO, Ns(1)).is_empty());
+    }
+
+    #[test]
     fn intersect_and_subtract_by_hand() {
         let comm = set(&[(Ns::ZERO, Ns(10)), (Ns(20), Ns(30))]);
         let compute = set(&[(Ns(5), Ns(25))]);
@@ -366,6 +410,25 @@ mod tests {
             Coverage::new(set(&[])).covered_slices(&[(Ns::ZERO, Ns(5))]),
             [Ns::ZERO]
         );
+    }
+
+    proptest! {
+        #[test]
+        fn per_bin_matches_intersection(
+            v in proptest::collection::vec((-100i64..200, 0i64..60), 0..30),
+            origin in -50i64..50, width in 1i64..40,
+        ) {
+            let s = IntervalSet::from_unsorted(v.iter().map(|&(a, l)| Interval::new(Ns(a), Ns(a + l))).collect());
+            let bins = s.per_bin(Ns(origin), Ns(width));
+            prop_assert!(bins.windows(2).all(|w| w[0].0 < w[1].0));
+            for &(b, c) in &bins {
+                let lo = origin + b * width;
+                let bin = IntervalSet::single(Interval::new(Ns(lo), Ns(lo + width)));
+                prop_assert!(c > Ns::ZERO);
+                prop_assert_eq!(c, s.overlap_len(&bin));
+            }
+            prop_assert_eq!(bins.iter().map(|b| b.1).sum::<Ns>(), s.total());
+        }
     }
 
     proptest! {

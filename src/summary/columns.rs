@@ -239,6 +239,58 @@ pub fn comm_table(t: &RankTimeline) -> Res<RecordBatch> {
     ops_table(t, &kept)
 }
 
+/// The folder of the binned lanes (`derive::lanes::bins`).
+pub const COVERAGE: &str = "coverage";
+
+/// A rank's lanes binned in time (`derive::lanes::bins`): per level,
+/// lane (a null stream for the rank's lane) and bin, the ops starting in it
+/// and the time it is covered by compute, communication, their overlap,
+/// copies and any of them. Times in ns on the rank's own clock.
+pub fn coverage_table(t: &RankTimeline) -> Res<RecordBatch> {
+    let bins = crate::derive::lanes::bins(t);
+    let n = bins.len();
+    let level: UInt32Array = bins.iter().map(|b| b.level).collect();
+    let stream: UInt32Array = bins.iter().map(|b| b.stream).collect();
+    let mut times: [Int64Builder; 7] = std::array::from_fn(|_| Int64Builder::with_capacity(n));
+    let mut ops = UInt64Builder::with_capacity(n);
+    for b in &bins {
+        ops.append_value(b.ops);
+        for (col, v) in times
+            .iter_mut()
+            .zip([b.start, b.len].iter().chain(&b.cover))
+        {
+            col.append_value(v.0);
+        }
+    }
+    let [start, len, compute, comm, overlap, memory, busy] = times.map(|mut b| b.finish());
+    batch(
+        vec![
+            ("level", DataType::UInt32, false),
+            ("stream", DataType::UInt32, true),
+            ("start", DataType::Int64, false),
+            ("len", DataType::Int64, false),
+            ("ops", DataType::UInt64, false),
+            ("compute", DataType::Int64, false),
+            ("comm", DataType::Int64, false),
+            ("overlap", DataType::Int64, false),
+            ("memory", DataType::Int64, false),
+            ("busy", DataType::Int64, false),
+        ],
+        vec![
+            Arc::new(level),
+            Arc::new(stream),
+            Arc::new(start),
+            Arc::new(len),
+            Arc::new(ops.finish()),
+            Arc::new(compute),
+            Arc::new(comm),
+            Arc::new(overlap),
+            Arc::new(memory),
+            Arc::new(busy),
+        ],
+    )
+}
+
 /// Steps with partial sums a reduce (or a query) can add up without the ops:
 /// per step, the device time of the ops launched in it, split as the
 /// breakdown metrics split it. Times in ns.
@@ -661,6 +713,8 @@ pub fn schema_of(table: &str) -> Option<arrow_schema::SchemaRef> {
             let memory = super::annex::memory_table(&Default::default());
             let et = super::annex::et_table(&Default::default());
             m.insert(super::stats::COMM, m["ops"].clone());
+            let coverage = coverage_table(&RankTimeline::default());
+            m.insert(COVERAGE, coverage.expect("an empty table builds").schema());
             m.insert("memory", memory.expect("an empty table builds").schema());
             m.insert("et", et.expect("an empty table builds").schema());
             m

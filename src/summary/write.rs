@@ -324,6 +324,12 @@ fn one(out: &Path, root: &Path, input: &Input, rec: &InputRec, fresh_start: bool
                     let rel = format!("{}/{partition}/{stem}.parquet", super::stats::COMM);
                     write_parquet(&out.join(&rel), &comm, &rec.path)?;
                     entry.files.push(written(out, rel)?);
+                    // What a view too wide to draw each op shows.
+                    let coverage = super::columns::coverage_table(&f.timeline)
+                        .map_err(|e| output_error(out, &rec.path, e))?;
+                    let rel = format!("{}/{partition}/{stem}.parquet", super::columns::COVERAGE);
+                    write_parquet(&out.join(&rel), &coverage, &rec.path)?;
+                    entry.files.push(written(out, rel)?);
                     let rel = format!("{}/{partition}/{stem}.json", super::stats::STATS);
                     write_stats(&out.join(&rel), &f.timeline)?;
                     entry.files.push(written(out, rel)?);

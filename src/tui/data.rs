@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use rayon::prelude::*;
 
+use crate::derive::lanes::LaneSets;
 use crate::derive::RankRow;
 use crate::load::LoadReport;
 use crate::metrics::breakdown::RankKernels;
@@ -84,23 +85,17 @@ impl Lane {
         ops: impl Iterator<Item = &'a DeviceOp> + Clone,
         wait: IntervalSet,
     ) -> Self {
-        let set = |keep: fn(&DeviceOp) -> bool| {
-            IntervalSet::from_iter_unsorted(ops.clone().filter(|o| keep(o)).map(|o| o.interval()))
-        };
-        let compute = set(DeviceOp::is_compute);
-        let comm = set(DeviceOp::is_comm);
-        let overlap = compute.intersect(&comm);
-        let memory = set(DeviceOp::is_memory);
+        let sets = LaneSets::of(ops);
         Self {
             rank_index,
             rank,
             stream,
             cpu: None,
-            busy: Coverage::new(compute.union(&comm).union(&memory)),
-            memory: Coverage::new(memory),
-            compute: Coverage::new(compute),
-            comm: Coverage::new(comm),
-            overlap: Coverage::new(overlap),
+            busy: Coverage::new(sets.busy),
+            memory: Coverage::new(sets.memory),
+            compute: Coverage::new(sets.compute),
+            comm: Coverage::new(sets.comm),
+            overlap: Coverage::new(sets.overlap),
             wait: Coverage::new(wait),
         }
     }

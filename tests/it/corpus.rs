@@ -1163,6 +1163,127 @@ fn a_summarys_stored_stats_give_every_metric_of_a_full_load() {
     check("synthetic run", dir.path(), Some(5));
 }
 
+/// A summary's `coverage` table: on every level, each lane's bins add up
+/// to its ops and to the time its ops cover by kind (the Timeline's lane
+/// sets); bins tile the rank's window without overlapping, each at most its
+/// length covered.
+#[test]
+fn a_summarys_coverage_bins_add_up_to_each_lanes_ops() {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{Int64Type, UInt32Type, UInt64Type};
+    use arrow_array::Array;
+    use ccl_bench::derive::lanes::{LaneSets, FACTOR, TOP_BINS};
+    use ccl_bench::summary::{self, columns};
+    use std::collections::BTreeMap;
+    for rel in [
+        "kineto/dlrm_8rank_v100",
+        "nsys/h100_tiny_transformer",
+        "xla/tf_profiler_gpu_multi_worker",
+    ] {
+        let Some(traces) = corpus(rel) else { return };
+        let out = tempfile::tempdir().unwrap();
+        let sum = out.path().join("run.sum");
+        summary::summarize(
+            &traces,
+            &summary::Options {
+                out: sum.clone(),
+                shard: Default::default(),
+                only: Vec::new(),
+                pick: Default::default(),
+                formats: ccl_bench::formats::FORMATS,
+            },
+        )
+        .unwrap();
+        let mut parts = 0;
+        for e in std::fs::read_dir(sum.join(summary::manifest::ENTRIES))
+            .unwrap()
+            .flatten()
+        {
+            let counter = Default::default();
+            let Ok(read) = summary::read::timelines(&ccl_bench::source::FileIn {
+                path: &e.path(),
+                rank: None,
+                counter: &counter,
+                cpu_ranges: false,
+                stats: false,
+            }) else {
+                continue;
+            };
+            let entry: summary::manifest::Entry =
+                serde_json::from_slice(&std::fs::read(e.path()).unwrap()).unwrap();
+            for (p, (_, f)) in entry.parts.iter().zip(&read) {
+                let t = &f.timeline;
+                let path = sum
+                    .join(columns::COVERAGE)
+                    .join(&p.partition)
+                    .join(format!("{}.parquet", p.stem));
+                let file = std::fs::File::open(&path).unwrap();
+                let size = file.metadata().unwrap().len();
+                let batches = columns::decode(file, size, columns::COVERAGE).unwrap();
+                // (level, stream) -> [(start, len, ops, cover)]
+                type Row = (i64, i64, u64, [i64; 5]);
+                let mut lanes: BTreeMap<(u32, Option<u32>), Vec<Row>> = BTreeMap::new();
+                for b in &batches {
+                    let u32s = |k: usize| b.column(k).as_primitive::<UInt32Type>().clone();
+                    let i64s = |k: usize| b.column(k).as_primitive::<Int64Type>().values().to_vec();
+                    let (level, stream) = (u32s(0), u32s(1));
+                    let ops = b.column(4).as_primitive::<UInt64Type>().values().to_vec();
+                    let (start, len) = (i64s(2), i64s(3));
+                    let cover: Vec<Vec<i64>> = (5..10).map(i64s).collect();
+                    for i in 0..b.num_rows() {
+                        let key = (level.value(i), stream.is_valid(i).then(|| stream.value(i)));
+                        let c = std::array::from_fn(|k| cover[k][i]);
+                        lanes
+                            .entry(key)
+                            .or_default()
+                            .push((start[i], len[i], ops[i], c));
+                    }
+                }
+                let Some(window) = t.device_window() else {
+                    assert!(lanes.is_empty(), "{rel}: bins without ops");
+                    continue;
+                };
+                let levels = lanes.keys().map(|k| k.0).max().unwrap() + 1;
+                let fine = lanes[&(0, None)][0].1;
+                let top = fine * FACTOR.pow(levels - 1);
+                assert!(
+                    (window.len().0 as u64).div_ceil(top as u64) <= TOP_BINS as u64,
+                    "{rel}"
+                );
+                let mut streams: BTreeMap<Option<u32>, Vec<&ccl_bench::model::DeviceOp>> =
+                    BTreeMap::new();
+                for o in &t.ops {
+                    streams.entry(None).or_default().push(o);
+                    streams.entry(Some(o.stream)).or_default().push(o);
+                }
+                for level in 0..levels {
+                    for (stream, ops) in &streams {
+                        let bins = &lanes[&(level, *stream)];
+                        let s = LaneSets::of(ops.iter().copied());
+                        let want = [&s.compute, &s.comm, &s.overlap, &s.memory, &s.busy]
+                            .map(|x| x.total().0);
+                        let mut got = [0i64; 5];
+                        for (i, (start, len, _, c)) in bins.iter().enumerate() {
+                            assert_eq!(*len, fine * FACTOR.pow(level), "{rel}");
+                            assert_eq!((start - window.start.0) % len, 0, "{rel}: on the grid");
+                            assert!(i == 0 || bins[i - 1].0 < *start, "{rel}: in order");
+                            assert!(c.iter().all(|x| (0..=*len).contains(x)), "{rel}");
+                            for k in 0..5 {
+                                got[k] += c[k];
+                            }
+                        }
+                        assert_eq!(got, want, "{rel} level {level} stream {stream:?}");
+                        let n: u64 = bins.iter().map(|b| b.2).sum();
+                        assert_eq!(n, ops.len() as u64, "{rel}");
+                    }
+                }
+                parts += 1;
+            }
+        }
+        assert!(parts > 0, "{rel}: no timeline read");
+    }
+}
+
 /// `compare` loads both runs lean: every metric, kernel, class, collective
 /// and rank row is what full loads give.
 #[test]
