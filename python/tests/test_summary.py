@@ -115,3 +115,22 @@ def test_duckdb_and_polars_read_the_tables_partitioned_by_rank(traces, tmp_path)
         "where class = 'communication' group by name order by t desc limit 1"
     ).fetchall()[0]
     assert names is not None and "nccl" in names[0].lower()
+
+
+def test_duckdb_maps_utilization_from_the_coverage_table(traces, tmp_path):
+    out = tmp_path / "c.sum"
+    ccl_bench.summarize(traces, out)
+    want = ccl_bench.load(traces).ops().to_pandas().groupby("rank").size().to_dict()
+    table = f"read_parquet('{out}/coverage/*/*.parquet', hive_partitioning = true)"
+    # Each level's bins of a rank's lane count every op once.
+    counts = duckdb.sql(
+        f"select rank, level, sum(ops) from {table} where stream is null group by 1, 2"
+    ).fetchall()
+    assert counts and all(want[int(r)] == n for r, _, n in counts)
+    # The documented query: busy share per bin at the coarsest level.
+    shares = duckdb.sql(
+        f"select rank, start, busy / len as busy_share from {table} "
+        f"where stream is null and level = (select max(level) from {table}) order by rank, start"
+    ).fetchall()
+    assert {int(r) for r, _, _ in shares} == set(want)
+    assert all(0 < s <= 1 for _, _, s in shares)
