@@ -1082,17 +1082,7 @@ fn a_summarys_stored_stats_give_every_metric_of_a_full_load() {
     let check = |name: &str, traces: &Path, rank: Option<u32>| {
         let out = tempfile::tempdir().unwrap();
         let sum = out.path().join("run.sum");
-        summary::summarize(
-            traces,
-            &summary::Options {
-                out: sum.clone(),
-                shard: Default::default(),
-                only: Vec::new(),
-                pick: Default::default(),
-                formats: ccl_bench::formats::FORMATS,
-            },
-        )
-        .unwrap();
+        summarize_into(traces, &sum);
         // Every timeline entry holds stats equal to those of its whole
         // timeline, made as a lean load makes them.
         let entries = sum.join(summary::manifest::ENTRIES);
@@ -1163,6 +1153,22 @@ fn a_summarys_stored_stats_give_every_metric_of_a_full_load() {
     check("synthetic run", dir.path(), Some(5));
 }
 
+/// `summarize traces --out sum`, every input in one task.
+fn summarize_into(traces: &Path, sum: &Path) {
+    use ccl_bench::summary;
+    summary::summarize(
+        traces,
+        &summary::Options {
+            out: sum.to_owned(),
+            shard: Default::default(),
+            only: Vec::new(),
+            pick: Default::default(),
+            formats: ccl_bench::formats::FORMATS,
+        },
+    )
+    .unwrap();
+}
+
 /// A summary's `coverage` table: on every level, each lane's bins add up
 /// to its ops and to the time its ops cover by kind (the Timeline's lane
 /// sets); bins tile the rank's window without overlapping, each at most its
@@ -1183,17 +1189,7 @@ fn a_summarys_coverage_bins_add_up_to_each_lanes_ops() {
         let Some(traces) = corpus(rel) else { return };
         let out = tempfile::tempdir().unwrap();
         let sum = out.path().join("run.sum");
-        summary::summarize(
-            &traces,
-            &summary::Options {
-                out: sum.clone(),
-                shard: Default::default(),
-                only: Vec::new(),
-                pick: Default::default(),
-                formats: ccl_bench::formats::FORMATS,
-            },
-        )
-        .unwrap();
+        summarize_into(&traces, &sum);
         let mut parts = 0;
         for e in std::fs::read_dir(sum.join(summary::manifest::ENTRIES))
             .unwrap()
