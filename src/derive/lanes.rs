@@ -48,6 +48,16 @@ impl LaneSets {
     }
 }
 
+/// Ops grouped by stream once (each lane's, in start order), rather than
+/// filtered again per stream.
+pub fn by_stream(ops: &[DeviceOp]) -> BTreeMap<u32, Vec<&DeviceOp>> {
+    let mut streams: BTreeMap<u32, Vec<&DeviceOp>> = BTreeMap::new();
+    for o in ops {
+        streams.entry(o.stream).or_default().push(o);
+    }
+    streams
+}
+
 /// Ops per finest bin, on average: fine enough that a view showing a few
 /// hundred ops per column is drawn from bins, coarse enough that the bins
 /// are a small fraction of the ops.
@@ -95,13 +105,9 @@ fn bins_of(t: &RankTimeline, width: Ns, top: i64) -> Vec<Bin> {
         return Vec::new();
     };
     let origin = window.start;
-    let mut streams: BTreeMap<u32, Vec<&DeviceOp>> = BTreeMap::new();
-    for o in &t.ops {
-        streams.entry(o.stream).or_default().push(o);
-    }
     let mut lanes = vec![(None, fine(t.ops.iter(), origin, width))];
-    for (s, ops) in &streams {
-        lanes.push((Some(*s), fine(ops.iter().copied(), origin, width)));
+    for (s, ops) in by_stream(&t.ops) {
+        lanes.push((Some(s), fine(ops.iter().copied(), origin, width)));
     }
     let mut levels = 1;
     let mut w = width;

@@ -215,12 +215,7 @@ impl Data {
                     )
                 };
                 let lane = Lane::of(i, t.rank, None, t.ops.iter(), wait_of(None));
-                // Ops grouped by stream once, rather than filtered again per stream.
-                let mut streams: BTreeMap<u32, Vec<&DeviceOp>> = BTreeMap::new();
-                for o in &t.ops {
-                    streams.entry(o.stream).or_default().push(o);
-                }
-                let by_stream: Vec<Lane> = streams
+                let by_stream: Vec<Lane> = crate::derive::lanes::by_stream(&t.ops)
                     .into_iter()
                     .map(|(s, ops)| {
                         Lane::of(i, t.rank, Some(s), ops.iter().copied(), wait_of(Some(s)))
