@@ -126,6 +126,10 @@ pub struct RankStats {
     pub phases: [Option<Ns>; phases::Phase::ALL.len()],
     /// Device time per (name, activity) and per class: the kernel table's.
     pub kernel_table: kernels::RankKernels,
+    /// Per step (indexed like the rank's steps), the hull of the device ops
+    /// launched in it (see [`gpu_step_hulls`]): the Timeline's step marks
+    /// without the ops. `None` when a summary made before they were stored.
+    pub step_hulls: Option<Vec<Option<Interval>>>,
 }
 
 /// A rank's unions of ops: their covered lengths, or (while stats are made)
@@ -265,6 +269,7 @@ impl RankStats {
             sm: sm::SmCoverage::of(t),
             phases: phases::phase_times(t),
             kernel_table: kernels::RankKernels::of(t),
+            step_hulls: Some(gpu_step_hulls(t)),
         }
     }
 
@@ -276,6 +281,9 @@ impl RankStats {
             .map(|w| Interval::new(w.start + d, w.end + d));
         self.window = self.window.shifted(d);
         self.exposed = self.exposed.shifted(d);
+        for h in self.step_hulls.iter_mut().flatten().flatten() {
+            *h = Interval::new(h.start + d, h.end + d);
+        }
     }
 
     pub fn kernel_class(&self, c: KernelClass) -> Ns {

@@ -162,8 +162,22 @@ impl IntervalSet {
 /// An [`IntervalSet`] indexed to answer "how much of `[lo, hi)` is covered" with
 /// a few memory reads, whatever the number of intervals inside: what a timeline
 /// needs to draw each screen column of a million-event lane within a frame.
+#[derive(Debug, Clone)]
+pub enum Coverage {
+    Exact(Exact),
+    /// Known per time bin only (a summary's binned lanes).
+    Binned(Binned),
+}
+
+impl Default for Coverage {
+    fn default() -> Self {
+        Self::Exact(Exact::default())
+    }
+}
+
+/// Each interval, with prefix sums and a bucket index.
 #[derive(Debug, Clone, Default)]
-pub struct Coverage {
+pub struct Exact {
     set: IntervalSet,
     /// `prefix[i]` = total length of the first `i` intervals.
     prefix: Vec<Ns>,
@@ -176,8 +190,97 @@ pub struct Coverage {
     first: Vec<u32>,
 }
 
+/// Covered time per bin, taken as spread evenly over its bin: exact at bin
+/// edges, a proportional share inside one.
+#[derive(Debug, Clone, Default)]
+pub struct Binned {
+    /// (start, end) of each bin with any cover, in order, not overlapping.
+    bins: Vec<Interval>,
+    /// `prefix[i]` = time covered in the first `i` bins.
+    prefix: Vec<Ns>,
+}
+
+impl Binned {
+    fn upto(&self, t: Ns) -> Ns {
+        let i = self.bins.partition_point(|b| b.end <= t);
+        let before = self.prefix[i];
+        match self.bins.get(i) {
+            Some(b) if t > b.start => {
+                let covered = self.prefix[i + 1] - before;
+                let share = i128::from((t - b.start).get()) * i128::from(covered.get())
+                    / i128::from(b.len().max(Ns(1)).get());
+                before + Ns(share as i64)
+            }
+            _ => before,
+        }
+    }
+}
+
 impl Coverage {
     pub fn new(set: IntervalSet) -> Self {
+        Self::Exact(Exact::new(set))
+    }
+
+    /// Coverage from `(bin, time covered in it)` pairs: bins in order, not
+    /// overlapping, each covered at most its length (more is capped).
+    pub fn binned(bins: impl IntoIterator<Item = (Interval, Ns)>) -> Self {
+        let mut b = Binned {
+            bins: Vec::new(),
+            prefix: vec![Ns::ZERO],
+        };
+        let mut acc = Ns::ZERO;
+        for (bin, covered) in bins {
+            let covered = covered.clamp(Ns::ZERO, bin.len());
+            if covered == Ns::ZERO || b.bins.last().is_some_and(|l| l.end > bin.start) {
+                continue;
+            }
+            acc += covered;
+            b.bins.push(bin);
+            b.prefix.push(acc);
+        }
+        Self::Binned(b)
+    }
+
+    /// Length covered before `t`, i.e. of `(-inf, t)`.
+    pub fn upto(&self, t: Ns) -> Ns {
+        match self {
+            Self::Exact(e) => e.upto(t),
+            Self::Binned(b) => b.upto(t),
+        }
+    }
+
+    /// Length of `[lo, hi)` covered by the set.
+    pub fn covered(&self, lo: Ns, hi: Ns) -> Ns {
+        if hi <= lo {
+            return Ns::ZERO;
+        }
+        self.upto(hi) - self.upto(lo)
+    }
+
+    /// Covered length of each `[lo, hi)` of `slices`. Where a slice starts at the
+    /// previous one's end, as screen columns do, that edge is looked up once.
+    pub fn covered_slices(&self, slices: &[(Ns, Ns)]) -> Vec<Ns> {
+        let mut last: Option<(Ns, Ns)> = None;
+        slices
+            .iter()
+            .map(|&(lo, hi)| {
+                if hi <= lo {
+                    return Ns::ZERO;
+                }
+                let from = match last {
+                    Some((t, c)) if t == lo => c,
+                    _ => self.upto(lo),
+                };
+                let to = self.upto(hi);
+                last = Some((hi, to));
+                to - from
+            })
+            .collect()
+    }
+}
+
+impl Exact {
+    fn new(set: IntervalSet) -> Self {
         let v = &set.0;
         let mut prefix = Vec::with_capacity(v.len() + 1);
         let mut acc = Ns::ZERO;
@@ -217,8 +320,7 @@ impl Coverage {
         }
     }
 
-    /// Length covered before `t`, i.e. of `(-inf, t)`.
-    pub fn upto(&self, t: Ns) -> Ns {
+    fn upto(&self, t: Ns) -> Ns {
         let v = &self.set.0;
         let Some(last) = v.last() else {
             return Ns::ZERO;
@@ -235,35 +337,6 @@ impl Coverage {
         // after it ends (so after t): the one holding or following t is in a..=b.
         let i = a + v[a..b].partition_point(|iv| iv.end <= t);
         self.prefix[i] + (t - v[i].start).max(Ns::ZERO)
-    }
-
-    /// Length of `[lo, hi)` covered by the set.
-    pub fn covered(&self, lo: Ns, hi: Ns) -> Ns {
-        if hi <= lo {
-            return Ns::ZERO;
-        }
-        self.upto(hi) - self.upto(lo)
-    }
-
-    /// Covered length of each `[lo, hi)` of `slices`. Where a slice starts at the
-    /// previous one's end, as screen columns do, that edge is looked up once.
-    pub fn covered_slices(&self, slices: &[(Ns, Ns)]) -> Vec<Ns> {
-        let mut last: Option<(Ns, Ns)> = None;
-        slices
-            .iter()
-            .map(|&(lo, hi)| {
-                if hi <= lo {
-                    return Ns::ZERO;
-                }
-                let from = match last {
-                    Some((t, c)) if t == lo => c,
-                    _ => self.upto(lo),
-                };
-                let to = self.upto(hi);
-                last = Some((hi, to));
-                to - from
-            })
-            .collect()
     }
 }
 
@@ -371,6 +444,29 @@ mod tests {
             prop_assert_eq!(sa.subtract(&sb), from_bitmap(&minus));
             prop_assert_eq!(sa.total(), Ns(ma.iter().filter(|x| **x).count() as i64));
         }
+    }
+
+    #[test]
+    fn binned_coverage_spreads_each_bin_evenly() {
+        // Bins [0,10) covered 4, [10,20) empty, [20,30) covered 10, [30,40)
+        // claiming 15 (capped at 10), and [35,45) overlapping it (dropped).
+        let iv = |a, b| Interval::new(Ns(a), Ns(b));
+        let c = Coverage::binned([
+            (iv(0, 10), Ns(4)),
+            (iv(10, 20), Ns::ZERO),
+            (iv(20, 30), Ns(10)),
+            (iv(30, 40), Ns(15)),
+            (iv(35, 45), Ns(5)),
+        ]);
+        assert_eq!(c.covered(Ns(-5), Ns(100)), Ns(24));
+        // Half of the first bin: half its 4; a quarter: 1.
+        assert_eq!(c.covered(Ns::ZERO, Ns(5)), Ns(2));
+        assert_eq!(c.covered(Ns(5), Ns(25)), Ns(2 + 5));
+        assert_eq!(c.covered(Ns(10), Ns(20)), Ns::ZERO);
+        assert_eq!(c.upto(Ns(35)), Ns(4 + 10 + 5));
+        let slices = [(0, 10), (10, 30), (30, 45)].map(|(a, b)| (Ns(a), Ns(b)));
+        assert_eq!(c.covered_slices(&slices), [4, 10, 10].map(Ns));
+        assert_eq!(Coverage::binned([]).covered(Ns::ZERO, Ns(9)), Ns::ZERO);
     }
 
     #[test]

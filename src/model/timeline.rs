@@ -427,6 +427,17 @@ pub struct RankTimeline {
     /// having no `ProfilerStep`.
     pub engine_steps: bool,
     pub format: SourceFormat,
+    /// Where the ops a lean read of a summary left unread are stored.
+    pub stored: Option<StoredTables>,
+}
+
+/// A summarized rank's table files (with the sizes its entry records), read
+/// a window at a time by views that draw ops (`summary::pages`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredTables {
+    pub ops: (PathBuf, u64),
+    /// The binned lanes (`derive::lanes::bins`).
+    pub coverage: (PathBuf, u64),
 }
 
 impl RankTimeline {

@@ -492,44 +492,7 @@ pub fn fill(
         .collect();
 
     for b in get("ops") {
-        let tb = "ops";
-        let start = values::<Int64Type>(b, tb, "start_ns")?;
-        let dur = values::<Int64Type>(b, tb, "dur_ns")?;
-        let launch = values::<Int64Type>(b, tb, "launch_ns")?;
-        let name = name_ids(b, tb, "name", &map)?;
-        let activity = enums(b, tb, "activity", Activity::from_name)?;
-        let class = enums(b, tb, "class", KernelClass::from_name)?;
-        let coll = enums(b, tb, "coll", CollKind::from_name)?;
-        let stream = values::<UInt32Type>(b, tb, "stream")?;
-        let device = values::<UInt32Type>(b, tb, "device")?;
-        let blocks = options::<Float64Type>(b, tb, "blocks")?;
-        let per_sm = options::<Float64Type>(b, tb, "blocks_per_sm")?;
-        let bytes = options::<UInt64Type>(b, tb, "bytes")?;
-        let meta = options::<UInt32Type>(b, tb, "coll_index")?;
-        let step = options::<UInt32Type>(b, tb, "step_index")?;
-        t.ops.reserve(start.len());
-        for i in 0..start.len() {
-            let work = match (blocks[i], per_sm[i], bytes[i]) {
-                (Some(b), _, _) => Some(Work::Blocks(b)),
-                (_, Some(b), _) => Some(Work::BlocksPerSm(b)),
-                (_, _, Some(b)) => Some(Work::Bytes(b)),
-                _ => None,
-            };
-            t.ops.push(DeviceOp {
-                start: Ns(start[i]),
-                dur: Ns(dur[i]),
-                name: required(name[i], tb, "name")?,
-                activity: required(activity[i], tb, "activity")?,
-                class: required(class[i], tb, "class")?,
-                coll: coll[i],
-                stream: stream[i],
-                device: device[i],
-                work,
-                meta: Slot::from(meta[i]),
-                step: Slot::from(step[i]),
-                launch: Ns(launch[i]),
-            });
-        }
+        ops_of(b, &map, &mut t.ops)?;
     }
 
     for b in get("colls") {
@@ -636,14 +599,61 @@ pub fn fill(
     check(t).map_err(|e| bad("ops", e))
 }
 
-/// The invariants the timeline builder guarantees every reader's output,
-/// checked again on what was read back: a damaged or crafted summary is
-/// refused, never trusted (metrics rely on these to stay finite).
-fn check(t: &RankTimeline) -> Result<(), String> {
+/// Appends the ops of one batch of an ops table (names looked up in `map`)
+/// to `out`.
+pub fn ops_of(
+    b: &RecordBatch,
+    map: &HashMap<&str, StrId>,
+    out: &mut Vec<DeviceOp>,
+) -> Result<(), String> {
+    let tb = "ops";
+    let start = values::<Int64Type>(b, tb, "start_ns")?;
+    let dur = values::<Int64Type>(b, tb, "dur_ns")?;
+    let launch = values::<Int64Type>(b, tb, "launch_ns")?;
+    let name = name_ids(b, tb, "name", map)?;
+    let activity = enums(b, tb, "activity", Activity::from_name)?;
+    let class = enums(b, tb, "class", KernelClass::from_name)?;
+    let coll = enums(b, tb, "coll", CollKind::from_name)?;
+    let stream = values::<UInt32Type>(b, tb, "stream")?;
+    let device = values::<UInt32Type>(b, tb, "device")?;
+    let blocks = options::<Float64Type>(b, tb, "blocks")?;
+    let per_sm = options::<Float64Type>(b, tb, "blocks_per_sm")?;
+    let bytes = options::<UInt64Type>(b, tb, "bytes")?;
+    let meta = options::<UInt32Type>(b, tb, "coll_index")?;
+    let step = options::<UInt32Type>(b, tb, "step_index")?;
+    out.reserve(start.len());
+    for i in 0..start.len() {
+        let work = match (blocks[i], per_sm[i], bytes[i]) {
+            (Some(b), _, _) => Some(Work::Blocks(b)),
+            (_, Some(b), _) => Some(Work::BlocksPerSm(b)),
+            (_, _, Some(b)) => Some(Work::Bytes(b)),
+            _ => None,
+        };
+        out.push(DeviceOp {
+            start: Ns(start[i]),
+            dur: Ns(dur[i]),
+            name: required(name[i], tb, "name")?,
+            activity: required(activity[i], tb, "activity")?,
+            class: required(class[i], tb, "class")?,
+            coll: coll[i],
+            stream: stream[i],
+            device: device[i],
+            work,
+            meta: Slot::from(meta[i]),
+            step: Slot::from(step[i]),
+            launch: Ns(launch[i]),
+        });
+    }
+    Ok(())
+}
+
+/// What [`check`] asks of ops (`colls` and `steps`: the lengths of the
+/// tables their indexes point into), for ops read on their own.
+pub fn check_ops(ops: &[DeviceOp], colls: usize, steps: usize) -> Result<(), String> {
     use crate::model::build::MAX_OP_TIME;
     use crate::model::time::{in_range, TIME_LIMIT};
     let mut total: Ns = Ns::ZERO;
-    for o in &t.ops {
+    for o in ops {
         if !(in_range(o.start)
             && in_range(o.launch)
             && (Ns::ZERO..=TIME_LIMIT).contains(&o.dur)
@@ -652,10 +662,10 @@ fn check(t: &RankTimeline) -> Result<(), String> {
             return Err(format!("a time out of range ({} ns)", o.start));
         }
         total = total.saturating_add(o.dur);
-        if o.meta.get().is_some_and(|m| m as usize >= t.colls.len()) {
+        if o.meta.get().is_some_and(|m| m as usize >= colls) {
             return Err("a collective index past the collectives table".into());
         }
-        if o.step.get().is_some_and(|s| s as usize >= t.steps.len()) {
+        if o.step.get().is_some_and(|s| s as usize >= steps) {
             return Err("a step index past the steps table".into());
         }
         if let Some(Work::Blocks(b) | Work::BlocksPerSm(b)) = o.work {
@@ -667,9 +677,18 @@ fn check(t: &RankTimeline) -> Result<(), String> {
     if total > MAX_OP_TIME {
         return Err("ops summing past 2^52 ns".into());
     }
-    if !t.ops.is_sorted_by_key(|o| o.start) {
+    if !ops.is_sorted_by_key(|o| o.start) {
         return Err("ops not sorted by start".into());
     }
+    Ok(())
+}
+
+/// The invariants the timeline builder guarantees every reader's output,
+/// checked again on what was read back: a damaged or crafted summary is
+/// refused, never trusted (metrics rely on these to stay finite).
+fn check(t: &RankTimeline) -> Result<(), String> {
+    use crate::model::time::{in_range, TIME_LIMIT};
+    check_ops(&t.ops, t.colls.len(), t.steps.len())?;
     let bad_range = |s: Ns, e: Ns| !(in_range(s) && in_range(e) && s <= e);
     if t.steps.iter().any(|s| bad_range(s.start, s.end))
         || t.annotations.iter().any(|a| bad_range(a.start, a.end))

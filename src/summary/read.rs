@@ -165,9 +165,37 @@ fn lean(
     else {
         return Ok(None);
     };
+    if stats
+        .step_hulls
+        .as_ref()
+        .is_some_and(|h| h.len() != t.steps.len())
+    {
+        return Err(damaged(&path, "step hulls not one per step"));
+    }
     t.comm_only = true;
     t.share_coll_meta();
+    t.stored = stored_tables(f, e, sum, p)?;
     Ok(Some((t, stats)))
+}
+
+/// A part's ops and coverage tables, when its entry lists both.
+fn stored_tables(
+    f: &FileIn,
+    e: &Entry,
+    sum: &Path,
+    p: &Part,
+) -> Result<Option<crate::model::timeline::StoredTables>> {
+    let file = |table: &str| -> Result<Option<(PathBuf, u64)>> {
+        let rel = rel_of(f, p, table, "parquet")?;
+        Ok(e.files
+            .iter()
+            .find(|x| x.0 == rel)
+            .map(|x| (sum.join(&rel), x.1)))
+    };
+    Ok(match (file("ops")?, file(super::columns::COVERAGE)?) {
+        (Some(ops), Some(coverage)) => Some(crate::model::timeline::StoredTables { ops, coverage }),
+        _ => None,
+    })
 }
 
 fn scalars(p: &Part) -> std::result::Result<RankTimeline, String> {

@@ -59,6 +59,9 @@ pub struct Stored {
     /// in order of first op, then (count, total, longest) per class.
     kernel_names: Vec<(u32, String, String, u64, Ns, Ns)>,
     kernel_classes: Vec<(u64, Ns, Ns)>,
+    /// Per step, the device hull of its ops (absent from older files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    step_hulls: Option<Vec<Option<(Ns, Ns)>>>,
 }
 
 fn pairs(m: &HashMap<StrId, Ns>) -> Vec<(u32, Ns)> {
@@ -110,6 +113,10 @@ pub fn to_stored(s: &RankStats) -> Stored {
             .iter()
             .map(|a| (a.count, a.total, a.max))
             .collect(),
+        step_hulls: s
+            .step_hulls
+            .as_ref()
+            .map(|v| v.iter().map(|h| h.map(|h| (h.start, h.end))).collect()),
     }
 }
 
@@ -277,6 +284,14 @@ pub fn from_stored(s: Stored, rank: u32, names: usize) -> Result<Option<RankStat
             .try_into()
             .map_err(|_| format!("{phase_count} phase times"))?,
         kernel_table: table,
+        step_hulls: s
+            .step_hulls
+            .map(|v| {
+                v.into_iter()
+                    .map(|h| h.map(|h| interval(h, "step hull")).transpose())
+                    .collect::<Result<Vec<_>, _>>()
+            })
+            .transpose()?,
     }))
 }
 
