@@ -97,6 +97,13 @@ pub struct Cli {
     #[arg(long)]
     pub inputs: bool,
 
+    /// How the UI opens a summary: `auto` reads its ops a window at a time
+    /// (memory bounded whatever the run) when it holds more than 8 Mi ops,
+    /// `always` does so for any summary, `never` reads every op (CPU lanes
+    /// need that)
+    #[arg(long, value_enum, default_value_t = crate::load::Pages::Auto)]
+    pub pages: crate::load::Pages,
+
     /// Write the UI as an SVG image instead of opening it (for screenshots)
     #[arg(long, value_name = "FILE", hide = true)]
     pub screenshot: Option<PathBuf>,
@@ -342,7 +349,10 @@ fn parse_params(s: &str) -> Result<f64, String> {
 impl Cli {
     /// How to load the trace.
     pub fn load_options(&self) -> crate::load::LoadOptions {
-        self.load.options()
+        crate::load::LoadOptions {
+            pages: self.pages,
+            ..self.load.options()
+        }
     }
 
     /// The metric options given on the command line.

@@ -38,7 +38,24 @@ pub struct LoadOptions {
     /// A folder for summaries: a trace's summary there is used when current,
     /// and written (then used) when missing or stale.
     pub cache: Option<PathBuf>,
+    /// Whether the UI reads a summary's ops a window at a time.
+    pub pages: Pages,
 }
+
+/// Whether the UI opens a summary lean and reads its ops a window at a
+/// time (bounded memory) or reads every op.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Pages {
+    /// In pages when a summary holds more than `PAGED_OPS` ops.
+    #[default]
+    Auto,
+    Always,
+    Never,
+}
+
+/// Ops past which `Pages::Auto` opens a summary in pages: read whole, a
+/// run takes about 150 bytes an op (ops and lanes), so about 1.2 GB.
+pub const PAGED_OPS: usize = 8 << 20;
 
 impl LoadReport {
     /// One line per input found: what it is, its rank, whether it was read.
@@ -76,6 +93,7 @@ impl Default for LoadOptions {
             formats: FORMATS,
             cpu_ranges: false,
             cache: None,
+            pages: Pages::Auto,
         }
     }
 }

@@ -15,6 +15,7 @@ pub mod annex;
 pub mod columns;
 pub mod manifest;
 pub mod open;
+pub mod pages;
 pub mod read;
 pub mod results;
 pub mod shard;

@@ -7,6 +7,7 @@ pub mod app;
 pub mod data;
 pub mod keymap;
 pub mod loading;
+pub mod paged;
 pub mod pair;
 pub mod registry;
 pub mod screenshot;
@@ -26,7 +27,7 @@ use ratatui::crossterm::event::{self, DisableMouseCapture, EnableMouseCapture};
 use ratatui::crossterm::execute;
 use ratatui::DefaultTerminal;
 
-use crate::load::{self, LoadOptions, Progress};
+use crate::load::{self, LoadOptions, Pages, Progress};
 use crate::metrics::Options;
 use app::App;
 use data::Data;
@@ -45,8 +46,35 @@ pub fn load_data(
         cpu_ranges: true,
         ..load.clone()
     };
-    let (trace, report) = load::load_path(path, &load, progress)
-        .with_context(|| format!("cannot load {}", path.display()))?;
+    let cannot = || format!("cannot load {}", path.display());
+    let found = load::inputs(path, &load).with_context(cannot)?;
+    if load.pages != Pages::Never && found.summary.is_some() {
+        let lean = load::load_lean(path, &found, &load, progress).with_context(cannot)?;
+        if lean.trace.is_empty() {
+            anyhow::bail!("{}: no ranks loaded", path.display());
+        }
+        let ops: usize = lean.stats.iter().map(|s| s.ops).sum();
+        if load.pages == Pages::Always || ops > load::PAGED_OPS {
+            match Data::paged(lean, opts) {
+                Ok(mut d) => {
+                    d.inputs.push(format!(
+                        "the Timeline reads the summary's {ops} ops a window at a time (--pages never reads them all)"
+                    ));
+                    return Ok(d);
+                }
+                Err(why) if load.pages == Pages::Always => {
+                    anyhow::bail!("{}: cannot open in pages: {why}", path.display())
+                }
+                Err(_) => {}
+            }
+        }
+    } else if load.pages == Pages::Always {
+        anyhow::bail!(
+            "{}: --pages always needs a summary (ccl-bench summarize, or --cache DIR)",
+            path.display()
+        );
+    }
+    let (trace, report) = load::load_found(path, &found, &load, progress).with_context(cannot)?;
     if trace.is_empty() {
         anyhow::bail!("{}: no ranks loaded", path.display());
     }

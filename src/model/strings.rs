@@ -28,6 +28,11 @@ impl Interner {
         &self.strings[id.0 as usize]
     }
 
+    /// The id of `s`, if interned.
+    pub fn id(&self, s: &str) -> Option<StrId> {
+        self.ids.get(s).copied()
+    }
+
     pub fn len(&self) -> usize {
         self.strings.len()
     }

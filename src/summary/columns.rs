@@ -291,6 +291,42 @@ pub fn coverage_table(t: &RankTimeline) -> Res<RecordBatch> {
     )
 }
 
+/// The bins of one batch of a coverage table, checked: on the time range,
+/// a level below 64, each bin covered at most its length.
+pub fn bins_of(b: &RecordBatch) -> Result<Vec<crate::derive::lanes::Bin>, String> {
+    use crate::model::time::in_range;
+    let tb = COVERAGE;
+    let level = values::<UInt32Type>(b, tb, "level")?;
+    let stream = options::<UInt32Type>(b, tb, "stream")?;
+    let ops = values::<UInt64Type>(b, tb, "ops")?;
+    let [start, len, compute, comm, overlap, memory, busy] = [
+        "start", "len", "compute", "comm", "overlap", "memory", "busy",
+    ]
+    .map(|c| values::<Int64Type>(b, tb, c));
+    let (start, len) = (start?, len?);
+    let cover = [compute?, comm?, overlap?, memory?, busy?];
+    (0..level.len())
+        .map(|i| {
+            let (s, l) = (Ns(start[i]), Ns(len[i]));
+            let c: [Ns; 5] = std::array::from_fn(|k| Ns(cover[k][i]));
+            if level[i] >= 64
+                || !(in_range(s) && l > Ns::ZERO && in_range(s.saturating_add(l)))
+                || c.iter().any(|&x| !(Ns::ZERO..=l).contains(&x))
+            {
+                return Err(bad(tb, "a bin out of range"));
+            }
+            Ok(crate::derive::lanes::Bin {
+                level: level[i],
+                stream: stream[i],
+                start: s,
+                len: l,
+                ops: ops[i],
+                cover: c,
+            })
+        })
+        .collect()
+}
+
 /// Steps with partial sums a reduce (or a query) can add up without the ops:
 /// per step, the device time of the ops launched in it, split as the
 /// breakdown metrics split it. Times in ns.
@@ -492,7 +528,7 @@ pub fn fill(
         .collect();
 
     for b in get("ops") {
-        ops_of(b, &map, &mut t.ops)?;
+        ops_of(b, &|s| map.get(s).copied(), &mut t.ops)?;
     }
 
     for b in get("colls") {
@@ -599,18 +635,18 @@ pub fn fill(
     check(t).map_err(|e| bad("ops", e))
 }
 
-/// Appends the ops of one batch of an ops table (names looked up in `map`)
+/// Appends the ops of one batch of an ops table (names' ids from `id`)
 /// to `out`.
 pub fn ops_of(
     b: &RecordBatch,
-    map: &HashMap<&str, StrId>,
+    id: &dyn Fn(&str) -> Option<StrId>,
     out: &mut Vec<DeviceOp>,
 ) -> Result<(), String> {
     let tb = "ops";
     let start = values::<Int64Type>(b, tb, "start_ns")?;
     let dur = values::<Int64Type>(b, tb, "dur_ns")?;
     let launch = values::<Int64Type>(b, tb, "launch_ns")?;
-    let name = name_ids(b, tb, "name", map)?;
+    let name = enums(b, tb, "name", id)?;
     let activity = enums(b, tb, "activity", Activity::from_name)?;
     let class = enums(b, tb, "class", KernelClass::from_name)?;
     let coll = enums(b, tb, "coll", CollKind::from_name)?;
@@ -751,14 +787,70 @@ pub fn decode<R: parquet::file::reader::ChunkReader + 'static>(
     size: u64,
     table: &str,
 ) -> Result<Vec<RecordBatch>, String> {
-    // The Parquet decoder panics on some malformed pages (arrow-rs #2855
-    // and others): on a file whose hash matched, that is a crafted file,
-    // refused like any other damage, quietly.
+    guarded(|| decode_unguarded(reader, size, table, None))
+}
+
+/// [`decode`] of the row groups `groups` only.
+pub fn decode_groups<R: parquet::file::reader::ChunkReader + 'static>(
+    reader: R,
+    size: u64,
+    table: &str,
+    groups: Vec<usize>,
+) -> Result<Vec<RecordBatch>, String> {
+    guarded(|| decode_unguarded(reader, size, table, Some(groups)))
+}
+
+/// A table's row groups: rows, and the least and greatest value of its
+/// integer column `column` (from the footer's statistics).
+pub fn group_ranges<R: parquet::file::reader::ChunkReader + 'static>(
+    reader: R,
+    column: &str,
+) -> Result<Vec<GroupRange>, String> {
+    use parquet::file::statistics::Statistics;
+    let meta = guarded(|| {
+        parquet::file::metadata::ParquetMetaDataReader::new()
+            .parse_and_finish(&reader)
+            .map_err(|e| e.to_string())
+    })?;
+    meta.row_groups()
+        .iter()
+        .map(|g| {
+            let c = g
+                .columns()
+                .iter()
+                .find(|c| c.column_path().string() == column)
+                .ok_or_else(|| format!("no column {column}"))?;
+            let (min, max) = match c.statistics() {
+                Some(Statistics::Int64(s)) => (s.min_opt().copied(), s.max_opt().copied()),
+                Some(Statistics::Int32(s)) => (
+                    s.min_opt().map(|&v| i64::from(v)),
+                    s.max_opt().map(|&v| i64::from(v)),
+                ),
+                _ => (None, None),
+            };
+            match (min, max, usize::try_from(g.num_rows())) {
+                (Some(min), Some(max), Ok(rows)) if min <= max => Ok(GroupRange { rows, min, max }),
+                _ => Err(format!("no range of {column} in a row group")),
+            }
+        })
+        .collect()
+}
+
+/// One row group of a table file: its rows and a column's range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GroupRange {
+    pub rows: usize,
+    pub min: i64,
+    pub max: i64,
+}
+
+/// Runs a Parquet decode, its panic a damage like any other. The decoder
+/// panics on some malformed pages (arrow-rs #2855 and others): on a file
+/// whose hash matched, that is a crafted file, refused quietly.
+fn guarded<T>(f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
     quiet_hook();
     DECODING.set(true);
-    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        decode_unguarded(reader, size, table)
-    }));
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
     DECODING.set(false);
     r.unwrap_or_else(|_| Err("the Parquet decoder failed on it".into()))
 }
@@ -785,6 +877,7 @@ fn decode_unguarded<R: parquet::file::reader::ChunkReader + 'static>(
     reader: R,
     size: u64,
     table: &str,
+    groups: Option<Vec<usize>>,
 ) -> Result<Vec<RecordBatch>, String> {
     use parquet::arrow::arrow_reader::{ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
     let schema = schema_of(table).ok_or_else(|| format!("no table {table}"))?;
@@ -795,6 +888,13 @@ fn decode_unguarded<R: parquet::file::reader::ChunkReader + 'static>(
     if rows < 0 || rows as u64 > size.max(4096) {
         return Err(format!("{rows} rows claimed in {size} bytes"));
     }
+    let builder = match groups {
+        Some(g) if g.iter().all(|&i| i < builder.metadata().num_row_groups()) => {
+            builder.with_row_groups(g)
+        }
+        Some(_) => return Err("a row group past the file's".into()),
+        None => builder,
+    };
     builder
         .with_batch_size(64 * 1024)
         .build()

@@ -3,17 +3,20 @@
 //! indexes, step spans.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use rayon::prelude::*;
 
-use crate::derive::lanes::LaneSets;
+use crate::derive::lanes::{Bin, LaneSets};
 use crate::derive::RankRow;
 use crate::load::LoadReport;
 use crate::metrics::breakdown::RankKernels;
 use crate::metrics::ranks::{verdict, Verdict};
 use crate::metrics::{eval_all, Ctx, Metric, Options, Outcome, METRICS};
 use crate::model::collectives::{arrivals, wait_intervals, Arrivals, Instance};
-use crate::model::{Coverage, CpuKind, CpuThread, DeviceOp, Interval, IntervalSet, Ns, Trace};
+use crate::model::{
+    Coverage, CpuKind, CpuThread, DeviceOp, Interval, IntervalSet, Ns, RankTimeline, Trace,
+};
 
 pub struct Data {
     pub trace: Trace,
@@ -55,6 +58,8 @@ pub struct Data {
     /// Per memory snapshot (same order as `trace.memory`): allocated and
     /// reserved GB over ms, thinned once for the Memory tab's chart.
     pub memory: Vec<[Vec<(f64, f64)>; 2]>,
+    /// A summary opened lean: lanes and ops read a window at a time.
+    pub paged: Option<crate::tui::paged::Paged>,
 }
 
 /// A timeline row: what a rank (or one of its streams) was doing, as coverage
@@ -71,19 +76,20 @@ pub struct Lane {
     /// compute ∩ comm.
     pub overlap: Coverage,
     pub memory: Coverage,
-    /// The part of collectives spent waiting for the last rank to arrive.
-    pub wait: Coverage,
+    /// The part of collectives spent waiting for the last rank to arrive
+    /// (shared with a paged view's finer lanes).
+    pub wait: Arc<Coverage>,
     /// compute ∪ comm ∪ memory: how much of a column the device was busy.
     pub busy: Coverage,
 }
 
 impl Lane {
-    fn of<'a>(
+    pub fn of<'a>(
         rank_index: usize,
         rank: u32,
         stream: Option<u32>,
         ops: impl Iterator<Item = &'a DeviceOp> + Clone,
-        wait: IntervalSet,
+        wait: Arc<Coverage>,
     ) -> Self {
         let sets = LaneSets::of(ops);
         Self {
@@ -96,7 +102,36 @@ impl Lane {
             compute: Coverage::new(sets.compute),
             comm: Coverage::new(sets.comm),
             overlap: Coverage::new(sets.overlap),
-            wait: Coverage::new(wait),
+            wait,
+        }
+    }
+
+    /// A lane drawn from a summary's bins (`derive::lanes::Bin`) of one
+    /// level, in time order.
+    pub fn of_bins(
+        rank_index: usize,
+        rank: u32,
+        stream: Option<u32>,
+        bins: &[&Bin],
+        wait: Arc<Coverage>,
+    ) -> Self {
+        let cov = |k: usize| {
+            Coverage::binned(
+                bins.iter()
+                    .map(|b| (Interval::new(b.start, b.start + b.len), b.cover[k])),
+            )
+        };
+        Self {
+            rank_index,
+            rank,
+            stream,
+            cpu: None,
+            compute: cov(0),
+            comm: cov(1),
+            overlap: cov(2),
+            memory: cov(3),
+            busy: cov(4),
+            wait,
         }
     }
 
@@ -124,7 +159,7 @@ impl Lane {
             comm: Coverage::new(runtime),
             overlap: Coverage::default(),
             memory: Coverage::default(),
-            wait: Coverage::default(),
+            wait: Arc::default(),
         }
     }
 
@@ -173,52 +208,109 @@ fn ordinal(n: u32) -> String {
     format!("{n}{suffix}")
 }
 
-impl Data {
-    pub fn new(trace: Trace, report: LoadReport, opts: Options) -> Self {
-        let ctx = Ctx::new(&trace, None)
-            .expect("no rank filter")
-            .with_options(opts);
-        let summary = METRICS.iter().zip(eval_all(&ctx)).collect();
-        let ranks = ctx.rank_rows().to_vec();
-        let verdict = verdict(&ctx);
-        let kernels = trace.ranks.par_iter().map(RankKernels::of).collect();
-        let mut lanes = Vec::new();
-        let mut stream_lanes = Vec::new();
-        let mut steps: BTreeMap<(i64, u32), Interval> = BTreeMap::new();
-        let mut max_dur = Vec::new();
-        // Wait intervals of matched collectives, per rank: (stream, interval).
+/// What every view of a run shows whatever holds its ops: the figures and
+/// the collectives matched across ranks.
+struct Common {
+    summary: Vec<(&'static Metric, Outcome)>,
+    ranks: Vec<RankRow>,
+    verdict: Verdict,
+    arrivals: Arrivals,
+    instances: Vec<Instance>,
+    collectives: Vec<crate::derive::instances::InstanceRow>,
+    instance_of: std::collections::HashMap<(usize, usize), usize>,
+    /// Per rank: (stream, interval) of each wait in a matched collective.
+    waits: Vec<Vec<(u32, Interval)>>,
+}
+
+impl Common {
+    fn of(ctx: &Ctx, trace: &Trace) -> Self {
+        let summary = METRICS.iter().zip(eval_all(ctx)).collect();
         let matched = ctx.instances();
-        let arrivals = arrivals(&trace, matched);
-        let waits = wait_intervals(&trace, matched);
         let instances = matched.to_vec();
-        let collectives = ctx.collective_rows().to_vec();
         let instance_of = instances
             .iter()
             .enumerate()
             .flat_map(|(k, i)| i.members.iter().map(move |&m| (m, k)))
             .collect();
+        Self {
+            summary,
+            ranks: ctx.rank_rows().to_vec(),
+            verdict: verdict(ctx),
+            arrivals: arrivals(trace, matched),
+            waits: wait_intervals(trace, matched),
+            collectives: ctx.collective_rows().to_vec(),
+            instances,
+            instance_of,
+        }
+    }
+}
+
+/// The wait coverage of rank lane `stream` (`None`: all streams).
+fn wait_of(waits: &[(u32, Interval)], stream: Option<u32>) -> Arc<Coverage> {
+    Arc::new(Coverage::new(IntervalSet::from_iter_unsorted(
+        waits
+            .iter()
+            .filter(|(s, _)| stream.is_none_or(|x| x == *s))
+            .map(|(_, iv)| *iv),
+    )))
+}
+
+/// Step instances over all ranks from each rank's (key, hull) pairs.
+fn step_spans(per_rank: impl IntoIterator<Item = Vec<((i64, u32), Interval)>>) -> Vec<StepSpan> {
+    let mut steps: BTreeMap<(i64, u32), Interval> = BTreeMap::new();
+    for (key, h) in per_rank.into_iter().flatten() {
+        steps
+            .entry(key)
+            .and_modify(|s| *s = Interval::new(s.start.min(h.start), s.end.max(h.end)))
+            .or_insert(h);
+    }
+    let mut steps: Vec<StepSpan> = steps
+        .into_iter()
+        .map(|((number, occurrence), span)| StepSpan {
+            number,
+            occurrence,
+            span,
+        })
+        .collect();
+    steps.sort_by_key(|s| (s.span.start, s.number, s.occurrence));
+    steps
+}
+
+/// A rank's step keys paired with their hulls (steps with none left out).
+fn keyed_hulls(t: &RankTimeline, hulls: &[Option<Interval>]) -> Vec<((i64, u32), Interval)> {
+    t.step_keys()
+        .into_iter()
+        .zip(hulls)
+        .filter_map(|(key, hull)| Some((key, (*hull)?)))
+        .collect()
+}
+
+/// The lanes of every rank: (rank lane, stream lanes, CPU lanes, longest
+/// op, step hulls).
+type RankLanes = (Lane, Vec<Lane>, Vec<Lane>, Ns, Vec<((i64, u32), Interval)>);
+
+impl Data {
+    pub fn new(trace: Trace, report: LoadReport, opts: Options) -> Self {
+        let ctx = Ctx::new(&trace, None)
+            .expect("no rank filter")
+            .with_options(opts);
+        let common = Common::of(&ctx, &trace);
+        let kernels = trace.ranks.par_iter().map(RankKernels::of).collect();
         // The metrics' per-rank unions are not needed past here.
         drop(ctx);
         // Lanes of each rank, built in parallel: unions of up to millions of ops.
-        let per_rank: Vec<_> = trace
+        let per_rank: Vec<RankLanes> = trace
             .ranks
             .par_iter()
-            .zip(&waits)
+            .zip(&common.waits)
             .enumerate()
             .map(|(i, (t, waits))| {
-                let wait_of = |stream: Option<u32>| {
-                    IntervalSet::from_iter_unsorted(
-                        waits
-                            .iter()
-                            .filter(|(s, _)| stream.is_none_or(|x| x == *s))
-                            .map(|(_, iv)| *iv),
-                    )
-                };
-                let lane = Lane::of(i, t.rank, None, t.ops.iter(), wait_of(None));
+                let lane = Lane::of(i, t.rank, None, t.ops.iter(), wait_of(waits, None));
                 let by_stream: Vec<Lane> = crate::derive::lanes::by_stream(&t.ops)
                     .into_iter()
                     .map(|(s, ops)| {
-                        Lane::of(i, t.rank, Some(s), ops.iter().copied(), wait_of(Some(s)))
+                        let wait = wait_of(waits, Some(s));
+                        Lane::of(i, t.rank, Some(s), ops.iter().copied(), wait)
                     })
                     .collect();
                 let cpu: Vec<Lane> = t
@@ -228,36 +320,96 @@ impl Data {
                     .map(|(k, th)| Lane::cpu_of(i, t.rank, k, th))
                     .collect();
                 let max_dur = t.ops.iter().map(|o| o.dur).max().unwrap_or(Ns::ZERO);
-                let hulls: Vec<((i64, u32), Interval)> = t
-                    .step_keys()
-                    .into_iter()
-                    .zip(crate::metrics::ctx::gpu_step_hulls(t))
-                    .filter_map(|(key, hull)| Some((key, hull?)))
-                    .collect();
+                let hulls = keyed_hulls(t, &crate::metrics::ctx::gpu_step_hulls(t));
                 (lane, by_stream, cpu, max_dur, hulls)
             })
             .collect();
-        let mut cpu_lanes = Vec::new();
-        for (lane, by_stream, cpu, dur, hulls) in per_rank {
+        let span = trace.ranks.iter().filter_map(|t| t.device_window());
+        let span = hull_of(span);
+        Self::assemble(trace, report, common, kernels, per_rank, span, None)
+    }
+
+    /// A run read lean from a summary (see `load::load_lean`): its figures
+    /// from the ranks' stats, its lanes from the summary's coarsest bins,
+    /// finer bins and ops read a window at a time as the Timeline zooms.
+    /// `Err` when the summary does not hold what that needs (one written
+    /// before it did, or not a summary): the run is then loaded whole.
+    pub fn paged(lean: crate::load::Lean, opts: Options) -> Result<Self, String> {
+        use crate::tui::paged::Paged;
+        let crate::load::Lean {
+            trace,
+            report,
+            stats,
+        } = lean;
+        let pages = crate::summary::pages::Pages::of(&trace, &stats)
+            .ok_or("the summary lists no ops and coverage tables for some rank")?;
+        let hulls: Vec<Vec<((i64, u32), Interval)>> = trace
+            .ranks
+            .iter()
+            .zip(&stats)
+            .map(|(t, s)| {
+                let h = s
+                    .step_hulls
+                    .as_ref()
+                    .ok_or("the summary stores no step hulls")?;
+                Ok(keyed_hulls(t, h))
+            })
+            .collect::<Result<_, &str>>()?;
+        let kernels: Vec<RankKernels> = stats.iter().map(|s| s.kernel_table.clone()).collect();
+        let span = hull_of(stats.iter().filter_map(|s| s.device_window));
+        let longest: Vec<Ns> = stats
+            .iter()
+            .map(|s| s.kernel_table.names.iter().map(|n| n.3.max).max())
+            .map(|m| m.unwrap_or(Ns::ZERO))
+            .collect();
+        let top: Vec<Vec<Bin>> = (0..trace.ranks.len())
+            .into_par_iter()
+            .map(|i| pages.rank(i).expect("a page per rank").top_bins())
+            .collect::<Result<_, String>>()?;
+        let ctx = Ctx::with_stats(&trace, None, Some(stats))?.with_options(opts);
+        let common = Common::of(&ctx, &trace);
+        drop(ctx);
+        let per_rank: Vec<RankLanes> = trace
+            .ranks
+            .iter()
+            .zip(&common.waits)
+            .zip(top.iter().zip(hulls).zip(longest))
+            .enumerate()
+            .map(|(i, ((t, waits), ((bins, hulls), longest)))| {
+                let (lane, streams) = bin_lanes(i, t.rank, bins, waits);
+                (lane, streams, Vec::new(), longest, hulls)
+            })
+            .collect();
+        let paged = Paged::new(pages, &top);
+        Ok(Self::assemble(
+            trace,
+            report,
+            common,
+            kernels,
+            per_rank,
+            span,
+            Some(paged),
+        ))
+    }
+
+    fn assemble(
+        trace: Trace,
+        report: LoadReport,
+        common: Common,
+        kernels: Vec<RankKernels>,
+        per_rank: Vec<RankLanes>,
+        span: Interval,
+        paged: Option<crate::tui::paged::Paged>,
+    ) -> Self {
+        let (mut lanes, mut stream_lanes, mut cpu_lanes) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut max_dur, mut hulls) = (Vec::new(), Vec::new());
+        for (lane, by_stream, cpu, dur, h) in per_rank {
             lanes.push(lane);
             stream_lanes.extend(by_stream);
             cpu_lanes.extend(cpu);
             max_dur.push(dur);
-            for (key, h) in hulls {
-                steps
-                    .entry(key)
-                    .and_modify(|s| *s = Interval::new(s.start.min(h.start), s.end.max(h.end)))
-                    .or_insert(h);
-            }
+            hulls.push(h);
         }
-        let span = trace
-            .ranks
-            .iter()
-            .filter_map(|t| t.device_window())
-            .reduce(|a, b| Interval::new(a.start.min(b.start), a.end.max(b.end)))
-            .map_or(Interval::new(Ns::ZERO, Ns(1)), |s| {
-                Interval::new(s.start, s.end.max(s.start + Ns(1)))
-            });
         // Enough points for a wide terminal's Braille chart (2 dots per cell).
         const CHART_POINTS: usize = 2048;
         let memory = trace
@@ -270,15 +422,6 @@ impl Data {
                 ]
             })
             .collect();
-        let mut steps: Vec<StepSpan> = steps
-            .into_iter()
-            .map(|((number, occurrence), span)| StepSpan {
-                number,
-                occurrence,
-                span,
-            })
-            .collect();
-        steps.sort_by_key(|s| (s.span.start, s.number, s.occurrence));
         Self {
             memory,
             inputs: report.input_lines(),
@@ -286,27 +429,28 @@ impl Data {
             files: report.files.len(),
             events: report.events,
             bytes: report.bytes,
-            summary,
-            ranks,
+            summary: common.summary,
+            ranks: common.ranks,
             kernels,
             lanes,
             stream_lanes,
             cpu_lanes,
-            steps,
+            steps: step_spans(hulls),
             span,
             max_dur,
-            instances,
-            instance_of,
-            collectives,
-            arrivals,
-            verdict,
+            instances: common.instances,
+            instance_of: common.instance_of,
+            collectives: common.collectives,
+            arrivals: common.arrivals,
+            verdict: common.verdict,
             trace,
+            paged,
         }
     }
 
     /// The ops of rank `rank_index` running at `t` (on `stream` when given),
     /// the latest to start first: the one a cursor put on an op's start names.
-    pub fn ops_at(&self, rank_index: usize, stream: Option<u32>, t: Ns) -> Vec<&DeviceOp> {
+    pub fn ops_at(&self, rank_index: usize, stream: Option<u32>, t: Ns) -> Vec<DeviceOp> {
         let at = Interval::new(t, t.saturating_add(Ns(1)));
         let mut ops = self
             .ops_in(rank_index, stream, at, usize::MAX)
@@ -314,9 +458,7 @@ impl Data {
         ops.reverse();
         ops
     }
-}
 
-impl Data {
     /// The ops of rank `rank_index` overlapping `view` (on `stream` when
     /// given), or `None` when there are more than `max` candidates (a view too
     /// wide to show names in anyway).
@@ -326,7 +468,10 @@ impl Data {
         stream: Option<u32>,
         view: Interval,
         max: usize,
-    ) -> Option<Vec<&DeviceOp>> {
+    ) -> Option<Vec<DeviceOp>> {
+        if let Some(p) = &self.paged {
+            return p.ops_in(self, rank_index, stream, view, max);
+        }
         let r = self.trace.ranks.get(rank_index)?;
         let earliest = view.start.saturating_sub(self.max_dur[rank_index]);
         let end = r.ops.partition_point(|o| o.start < view.end);
@@ -338,9 +483,123 @@ impl Data {
             r.ops[begin..end]
                 .iter()
                 .filter(|o| o.end() > view.start && stream.is_none_or(|s| o.stream == s))
+                .cloned()
                 .collect(),
         )
     }
+
+    /// Each op of rank `rank_index` overlapping `view` to `f`, in start
+    /// order; in pages, a row group at a time, whatever the view's width.
+    pub fn visit_ops(
+        &self,
+        rank_index: usize,
+        view: Interval,
+        f: &mut dyn FnMut(&DeviceOp),
+    ) -> Result<(), String> {
+        if let Some(p) = &self.paged {
+            return p.visit(self, rank_index, view, f);
+        }
+        let Some(r) = self.trace.ranks.get(rank_index) else {
+            return Ok(());
+        };
+        let earliest = view.start.saturating_sub(self.max_dur[rank_index]);
+        let end = r.ops.partition_point(|o| o.start < view.end);
+        let begin = r.ops[..end].partition_point(|o| o.start < earliest);
+        r.ops[begin..end]
+            .iter()
+            .filter(|o| o.end() > view.start)
+            .for_each(f);
+        Ok(())
+    }
+
+    /// Where `op` (one of rank `rank_index`'s, read from anywhere) sits in
+    /// the rank's resident ops: every op, or in pages its collectives.
+    pub fn op_index(&self, rank_index: usize, op: &DeviceOp) -> Option<usize> {
+        let ops = &self.trace.ranks.get(rank_index)?.ops;
+        let from = ops.partition_point(|o| o.start < op.start);
+        ops[from..]
+            .iter()
+            .take_while(|o| o.start == op.start)
+            .position(|o| o.stream == op.stream && o.name == op.name && o.dur == op.dur)
+            .map(|k| from + k)
+    }
+
+    /// The lane as drawn over `view` at `width` columns: itself, or in
+    /// pages one from bins fine enough for the zoom or from the window's
+    /// ops.
+    pub fn shown<'a>(&'a self, lane: &'a Lane, view: Interval, width: u16) -> Shown<'a> {
+        match &self.paged {
+            Some(p) if lane.cpu.is_none() => p.shown(self, lane, view, width),
+            _ => Shown::Resident(lane),
+        }
+    }
+
+    /// Reads what [`Data::shown`] will need for each (rank index, view),
+    /// ranks in parallel.
+    pub fn prefetch(&self, views: &[(usize, Interval)], width: u16) {
+        if let Some(p) = &self.paged {
+            p.prefetch(self, views, width);
+        }
+    }
+
+    /// Keeps an error reading pages for the Timeline to show.
+    pub fn page_failed(&self, e: String) {
+        if let Some(p) = &self.paged {
+            p.fail(e);
+        }
+    }
+
+    /// The last error reading pages, once.
+    pub fn page_error(&self) -> Option<String> {
+        self.paged.as_ref().and_then(|p| p.take_error())
+    }
+}
+
+/// A lane as drawn: the resident one, or a finer one read for the view.
+pub enum Shown<'a> {
+    Resident(&'a Lane),
+    Detail(Arc<Lane>),
+}
+
+impl std::ops::Deref for Shown<'_> {
+    type Target = Lane;
+
+    fn deref(&self) -> &Lane {
+        match self {
+            Self::Resident(l) => l,
+            Self::Detail(l) => l,
+        }
+    }
+}
+
+/// The hull of `spans`, at least 1 ns long (a run with no op: [0, 1)).
+fn hull_of(spans: impl Iterator<Item = Interval>) -> Interval {
+    spans
+        .reduce(|a, b| Interval::new(a.start.min(b.start), a.end.max(b.end)))
+        .map_or(Interval::new(Ns::ZERO, Ns(1)), |s| {
+            Interval::new(s.start, s.end.max(s.start + Ns(1)))
+        })
+}
+
+/// A rank's lane and stream lanes from its bins of one level (the rank's
+/// lane's first, as stored).
+pub fn bin_lanes(
+    rank_index: usize,
+    rank: u32,
+    bins: &[Bin],
+    waits: &[(u32, Interval)],
+) -> (Lane, Vec<Lane>) {
+    let mut by_lane: BTreeMap<Option<u32>, Vec<&Bin>> = BTreeMap::new();
+    for b in bins {
+        by_lane.entry(b.stream).or_default().push(b);
+    }
+    let rank_bins = by_lane.remove(&None).unwrap_or_default();
+    let lane = Lane::of_bins(rank_index, rank, None, &rank_bins, wait_of(waits, None));
+    let streams = by_lane
+        .into_iter()
+        .map(|(s, b)| Lane::of_bins(rank_index, rank, s, &b, wait_of(waits, s)))
+        .collect();
+    (lane, streams)
 }
 
 /// At most `max` points keeping each bucket's highest value, so a peak narrower

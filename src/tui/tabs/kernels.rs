@@ -84,25 +84,16 @@ impl KernelsState {
     /// The selected row's longest op (of the rank shown, or of any rank).
     fn longest(&self, data: &Data) -> Option<Jump> {
         let row = &self.rows[*self.shown.get(self.selected)?];
-        let best = data
-            .trace
-            .ranks
-            .iter()
-            .enumerate()
-            .filter(|(_, t)| self.rank.is_none_or(|r| r == t.rank))
-            .flat_map(|(ri, t)| {
-                t.ops
-                    .iter()
-                    .filter(move |o| match self.grouping {
-                        Grouping::Kernel => {
-                            o.activity == row.activity && t.name(o.name) == row.name
-                        }
-                        Grouping::Class => o.class == row.class,
-                    })
-                    .map(move |o| (ri, o))
-            })
-            // The first of equals: the earliest on the lowest rank.
-            .max_by_key(|(ri, o)| (o.dur, std::cmp::Reverse((o.start, *ri))))?;
+        let matches =
+            |t: &crate::model::RankTimeline, o: &crate::model::DeviceOp| match self.grouping {
+                Grouping::Kernel => o.activity == row.activity && t.name(o.name) == row.name,
+                Grouping::Class => o.class == row.class,
+            };
+        let best = if data.paged.is_some() {
+            self.longest_paged(data, &matches)?
+        } else {
+            self.longest_resident(data, &matches)?
+        };
         let (ri, op) = best;
         let pad = (op.dur / 4).max(Ns(1));
         Some(Jump {
@@ -117,6 +108,73 @@ impl KernelsState {
                 data.trace.ranks[ri].rank
             ),
         })
+    }
+
+    /// The longest matching op over the ranks in scope, every op at hand.
+    fn longest_resident(
+        &self,
+        data: &Data,
+        matches: &dyn Fn(&crate::model::RankTimeline, &crate::model::DeviceOp) -> bool,
+    ) -> Option<(usize, crate::model::DeviceOp)> {
+        let best = data
+            .trace
+            .ranks
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| self.rank.is_none_or(|r| r == t.rank))
+            .flat_map(|(ri, t)| {
+                t.ops
+                    .iter()
+                    .filter(move |o| matches(t, o))
+                    .map(move |o| (ri, o))
+            })
+            // The first of equals: the earliest on the lowest rank.
+            .max_by_key(|(ri, o)| (o.dur, std::cmp::Reverse((o.start, *ri))))?;
+        Some((best.0, best.1.clone()))
+    }
+
+    /// [`Self::longest_resident`] in pages: the ranks' kernel tables say
+    /// how long it is and on which rank; that rank alone is read, a row
+    /// group at a time, for the first op that long.
+    fn longest_paged(
+        &self,
+        data: &Data,
+        matches: &dyn Fn(&crate::model::RankTimeline, &crate::model::DeviceOp) -> bool,
+    ) -> Option<(usize, crate::model::DeviceOp)> {
+        let row = &self.rows[*self.shown.get(self.selected)?];
+        let (longest, ri) = data
+            .trace
+            .ranks
+            .iter()
+            .zip(&data.kernels)
+            .enumerate()
+            .filter(|(_, (t, _))| self.rank.is_none_or(|r| r == t.rank))
+            .filter_map(|(ri, (t, k))| {
+                let max = match self.grouping {
+                    Grouping::Kernel => k
+                        .names
+                        .iter()
+                        .filter(|n| n.1 == row.activity && t.name(n.0) == row.name)
+                        .map(|n| n.3.max)
+                        .max()?,
+                    Grouping::Class => k.classes[crate::derive::class_index(row.class)].max,
+                };
+                Some((max, std::cmp::Reverse(ri)))
+            })
+            .max()
+            .map(|(m, r)| (m, r.0))?;
+        let t = &data.trace.ranks[ri];
+        let mut found = None;
+        let all = crate::model::Interval::new(Ns::MIN / 4, Ns::MAX / 4);
+        let r = data.visit_ops(ri, all, &mut |o| {
+            if found.is_none() && o.dur == longest && matches(t, o) {
+                found = Some(o.clone());
+            }
+        });
+        if let Err(e) = r {
+            data.page_failed(e);
+        }
+        found.map(|o| (ri, o))
     }
 
     fn refilter(&mut self) {

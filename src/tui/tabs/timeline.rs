@@ -151,15 +151,15 @@ impl TimelineState {
     /// start, the view around it at the same zoom (wider when the op is).
     fn show_hit(&mut self, data: &Data, k: usize, width: u16) {
         let Some(h) = &mut self.hits else { return };
-        let Some(&(ri, oi)) = h.list.get(k) else {
+        let Some(&hit) = h.list.get(k) else {
             return;
         };
         h.at = k;
         let said = h.say();
-        let op = &data.trace.ranks[ri as usize].ops[oi as usize];
-        let shift = clock_shift(self, data, ri as usize);
-        let (start, end) = (op.start - shift, op.end() - shift);
-        self.select_lane(data, ri as usize, Some(op.stream));
+        let ri = hit.rank_index as usize;
+        let shift = clock_shift(self, data, ri);
+        let (start, end) = (hit.start - shift, hit.start + hit.dur - shift);
+        self.select_lane(data, ri, Some(hit.stream));
         let len = self.view.len().max((end - start) * 5 / 4);
         if start < self.view.start || end > self.view.end || len > self.view.len() {
             let mid = start + (end - start) / 2;
@@ -236,7 +236,7 @@ impl TimelineState {
                     let text = self.query.take().unwrap_or_default();
                     match Hits::find(data, &text) {
                         Some(h) => {
-                            let first = h.first_from(data, self.cursor);
+                            let first = h.first_from(self.cursor);
                             self.hits = Some(h);
                             self.show_hit(data, first, width);
                         }
@@ -358,6 +358,12 @@ impl TimelineState {
             Action::ToggleStreams | Action::ToggleCpu => {
                 let rank = self.lanes(data).get(self.lane).map(|l| l.rank);
                 if action == Action::ToggleCpu {
+                    if data.cpu_lanes.is_empty() && data.paged.is_some() {
+                        self.message = Some(
+                            "no CPU lanes: a summary opened in pages reads no CPU ranges (--pages never reads every op)".into(),
+                        );
+                        return;
+                    }
                     if data.cpu_lanes.is_empty() {
                         self.message = Some(
                             "no CPU lanes: they come from PyTorch profiler traces, from the threads making kernel-launch calls, and this trace has none".into(),
@@ -414,17 +420,26 @@ impl TimelineState {
 #[derive(Debug, Clone)]
 pub struct Hits {
     pub pattern: String,
-    /// (rank index, op index).
-    pub list: Vec<(u32, u32)>,
+    pub list: Vec<Hit>,
     /// Hits per rank, for ranks with any.
     pub per_rank: Vec<(u32, usize)>,
     /// The hit shown.
     pub at: usize,
 }
 
+/// One op a search found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Hit {
+    pub rank_index: u32,
+    pub start: Ns,
+    pub dur: Ns,
+    pub stream: u32,
+}
+
 impl Hits {
     /// Ops whose name contains `pattern` as a case-insensitive regex (as
-    /// plain text when it is not a valid one); `None` without a hit.
+    /// plain text when it is not a valid one); `None` without a hit. In
+    /// pages, ranks with a matching name are read a row group at a time.
     pub fn find(data: &Data, pattern: &str) -> Option<Self> {
         let build = |p: &str| {
             regex::RegexBuilder::new(p)
@@ -440,14 +455,24 @@ impl Hits {
         for (ri, t) in data.trace.ranks.iter().enumerate() {
             // Each distinct name is matched once, not each op.
             let names: Vec<bool> = t.strings.iter().map(|n| re.is_match(n)).collect();
+            if !names.contains(&true) {
+                continue;
+            }
             let before = list.len();
-            list.extend(
-                t.ops
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, o)| names[o.name.0 as usize])
-                    .map(|(oi, _)| (ri as u32, oi as u32)),
-            );
+            let mut add = |o: &crate::model::DeviceOp| {
+                if names[o.name.0 as usize] {
+                    list.push(Hit {
+                        rank_index: ri as u32,
+                        start: o.start,
+                        dur: o.dur,
+                        stream: o.stream,
+                    });
+                }
+            };
+            let all = Interval::new(Ns::MIN / 4, Ns::MAX / 4);
+            if let Err(e) = data.visit_ops(ri, all, &mut add) {
+                data.page_failed(e);
+            }
             if list.len() > before {
                 per_rank.push((t.rank, list.len() - before));
             }
@@ -455,8 +480,7 @@ impl Hits {
         if list.is_empty() {
             return None;
         }
-        let start = |&(ri, oi): &(u32, u32)| data.trace.ranks[ri as usize].ops[oi as usize].start;
-        list.sort_by_key(|h| (start(h), h.0));
+        list.sort_by_key(|h| (h.start, h.rank_index));
         Some(Self {
             pattern: pattern.to_owned(),
             list,
@@ -466,10 +490,8 @@ impl Hits {
     }
 
     /// The first hit starting at or after `t` (the first of all past the end).
-    fn first_from(&self, data: &Data, t: Ns) -> usize {
-        let i = self
-            .list
-            .partition_point(|&(ri, oi)| data.trace.ranks[ri as usize].ops[oi as usize].start < t);
+    fn first_from(&self, t: Ns) -> usize {
+        let i = self.list.partition_point(|h| h.start < t);
         if i < self.list.len() {
             i
         } else {
@@ -573,12 +595,24 @@ pub fn render(state: &TimelineState, data: &Data, theme: Theme, area: Rect, buf:
     let h = lane_height(a.lanes.height, lanes.len());
     let first = lane_offset(state.lane, a.lanes.height / h);
     let cursor_col = time_col(view, width, state.cursor);
-    for (k, lane) in lanes
-        .iter()
-        .skip(first)
-        .take(usize::from(a.lanes.height / h))
-        .enumerate()
-    {
+    let visible = || {
+        lanes
+            .iter()
+            .skip(first)
+            .take(usize::from(a.lanes.height / h))
+    };
+    // Paged: the visible ranks' windows are read together.
+    let views: Vec<(usize, Interval)> = visible()
+        .map(|l| {
+            let shift = clock_shift(state, data, l.rank_index);
+            (
+                l.rank_index,
+                Interval::new(view.start + shift, view.end + shift),
+            )
+        })
+        .collect();
+    data.prefetch(&views, width);
+    for (k, lane) in visible().enumerate() {
         let y = a.lanes.y + k as u16 * h;
         let selected = first + k == state.lane;
         let label_style = if selected {
@@ -591,7 +625,14 @@ pub fn render(state: &TimelineState, data: &Data, theme: Theme, area: Rect, buf:
         let shift = clock_shift(state, data, lane.rank_index);
         let shown = Interval::new(view.start + shift, view.end + shift);
         let r = Rect::new(a.lanes.x, y, width, h);
-        draw_lane(lane, shown, r, cursor_col, theme, buf);
+        draw_lane(
+            &data.shown(lane, shown, width),
+            shown,
+            r,
+            cursor_col,
+            theme,
+            buf,
+        );
         // Zoomed in far enough, ops show their names (a few per column at most
         // are looked at; wider views have no room for names anyway).
         let max = usize::from(width) * 4;
@@ -645,6 +686,10 @@ pub struct RangeTotals {
     pub top: Vec<(String, Ns)>,
 }
 
+/// Columns a range's totals are drawn at: paged, its lanes are read at
+/// this resolution.
+const RANGE_COLUMNS: u16 = 1024;
+
 impl RangeTotals {
     pub const TERMS: [&'static str; 6] = [
         "compute",
@@ -661,6 +706,8 @@ impl RangeTotals {
             .lanes
             .iter()
             .map(|l| {
+                // Paged, bins at most 1/4096 of the range wide (or its ops).
+                let l = data.shown(l, span, RANGE_COLUMNS);
                 let c = |cov: &crate::model::Coverage| cov.covered_slices(&slice)[0];
                 let (compute, comm, overlap) = (c(&l.compute), c(&l.comm), c(&l.overlap));
                 let exposed = comm - overlap;
@@ -681,10 +728,18 @@ impl RangeTotals {
             .collect();
         let mut by_name: std::collections::HashMap<String, Ns> = Default::default();
         for (ri, t) in data.trace.ranks.iter().enumerate() {
-            let ops = data.ops_in(ri, None, span, usize::MAX).unwrap_or_default();
-            for o in ops.into_iter().filter(|o| o.is_kernel()) {
-                let inside = o.end().min(span.end) - o.start.max(span.start);
-                *by_name.entry(bare_name(t.name(o.name))).or_default() += inside.max(Ns::ZERO);
+            let mut by_id: std::collections::HashMap<crate::model::StrId, Ns> = Default::default();
+            let r = data.visit_ops(ri, span, &mut |o| {
+                if o.is_kernel() {
+                    let inside = o.end().min(span.end) - o.start.max(span.start);
+                    *by_id.entry(o.name).or_default() += inside.max(Ns::ZERO);
+                }
+            });
+            if let Err(e) = r {
+                data.page_failed(e);
+            }
+            for (id, d) in by_id {
+                *by_name.entry(bare_name(t.name(id))).or_default() += d;
             }
         }
         let mut top: Vec<(String, Ns)> = by_name.into_iter().collect();
@@ -753,13 +808,8 @@ fn details(data: &Data, lane: &Lane, at: Ns, shift: Ns, width: u16) -> Vec<Line<
     let Some(op) = ops.first() else {
         return vec![Line::raw("details: no op under the cursor on this lane")];
     };
-    // Its index, by a search on start (ops are in start order), not a scan per frame.
-    let from = t.ops.partition_point(|o| o.start < op.start);
-    let oi = t.ops[from..]
-        .iter()
-        .take_while(|o| o.start == op.start)
-        .position(|o| std::ptr::eq(o, *op))
-        .map(|k| from + k);
+    // Its index among the rank's resident ops, where matched collectives are.
+    let oi = data.op_index(ri, op);
     let origin = data.span.start;
     let w = usize::from(width) + 10;
     let mut out = Vec::new();
@@ -973,7 +1023,8 @@ fn render_info(
             Some(c) => {
                 let lo = col_time(state.view, width, c) + shift;
                 let hi = (col_time(state.view, width, c + 1) + shift).max(lo + Ns(1));
-                let cell = shades(lane, &[(lo, hi)])[0];
+                let shown = Interval::new(state.view.start + shift, state.view.end + shift);
+                let cell = shades(&data.shown(lane, shown, width), &[(lo, hi)])[0];
                 format!(" · column {:.0} % busy", cell.busy * 100.0)
             }
             None => String::new(),
@@ -1065,6 +1116,8 @@ fn render_info(
             format!("go to step: {p}▏ (Enter jumps, Esc cancels)"),
             theme.key(),
         )
+    } else if let Some(e) = data.page_error() {
+        Line::styled(format!("cannot read the summary: {e}"), theme.error())
     } else if let Some(m) = &state.message {
         Line::styled(m.clone(), theme.key())
     } else {

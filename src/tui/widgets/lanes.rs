@@ -313,7 +313,7 @@ mod tests {
             comm: cov(&[(Ns(10), Ns(20)), (Ns(50), Ns(100))]),
             overlap: cov(&[]),
             memory: cov(&[]),
-            wait: cov(&[]),
+            wait: cov(&[]).into(),
             busy: cov(&[(Ns::ZERO, Ns(100))]),
         };
         let cells = shades(
@@ -345,7 +345,7 @@ mod tests {
             comm: cov(&[(Ns(50), Ns(100))]),
             overlap: cov(&[(Ns(50), Ns(60))]),
             memory: cov(&[(Ns(200), Ns(210))]),
-            wait: cov(&[(Ns(60), Ns(75))]),
+            wait: cov(&[(Ns(60), Ns(75))]).into(),
             busy: cov(&[(Ns::ZERO, Ns(100)), (Ns(200), Ns(210))]),
         };
         // [40, 100): compute-only 10, overlap 10, comm-only 40 of which 15 waiting.
@@ -386,7 +386,7 @@ mod tests {
             comm: cov(&[]),
             overlap: cov(&[]),
             memory: cov(&[]),
-            wait: cov(&[]),
+            wait: cov(&[]).into(),
             busy: cov(&k),
         }
     }

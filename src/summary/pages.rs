@@ -1,0 +1,240 @@
+//! A summarized rank's ops and binned lanes read a window at a time, for
+//! views of runs too large to hold every op (the Timeline of a summary
+//! opened lean): row groups are picked by their footer statistics, so a
+//! window costs the row groups it touches, not the file.
+//!
+//! What is read is checked as a whole load checks it (times in range,
+//! names among the rank's, indexes inside their tables), and each file's
+//! size against its entry; a file's hash is not checked, which would read
+//! it whole: that is what paging avoids.
+
+use std::fs::File;
+use std::path::Path;
+use std::sync::OnceLock;
+
+use super::columns::{self, GroupRange};
+use crate::derive::lanes::Bin;
+use crate::derive::RankStats;
+use crate::model::timeline::StoredTables;
+use crate::model::{DeviceOp, Interval, Ns, RankTimeline, Slot, Trace};
+
+/// Every rank's pages, indexed like the trace's ranks.
+pub struct Pages {
+    ranks: Vec<RankPages>,
+}
+
+impl Pages {
+    /// The pages of a trace read lean from a summary (see
+    /// `load::load_lean`), with its ranks' stats; `None` unless every rank
+    /// was read from a summary listing its ops and coverage tables.
+    pub fn of(trace: &Trace, stats: &[RankStats]) -> Option<Self> {
+        let ranks = trace
+            .ranks
+            .iter()
+            .zip(stats)
+            .enumerate()
+            .map(|(i, (t, s))| {
+                let shift = trace
+                    .offsets
+                    .as_ref()
+                    .and_then(|o| o.get(i))
+                    .map_or(Ns::ZERO, |o| o.offset);
+                let longest = s
+                    .kernel_table
+                    .names
+                    .iter()
+                    .map(|n| n.3.max)
+                    .max()
+                    .unwrap_or(Ns::ZERO);
+                Some(RankPages {
+                    tables: t.stored.clone()?,
+                    shift,
+                    longest,
+                    footer: OnceLock::new(),
+                })
+            })
+            .collect::<Option<Vec<_>>>()?;
+        (ranks.len() == trace.ranks.len() && !ranks.is_empty()).then_some(Self { ranks })
+    }
+
+    pub fn rank(&self, rank_index: usize) -> Option<&RankPages> {
+        self.ranks.get(rank_index)
+    }
+}
+
+/// One rank's stored tables and where their row groups lie.
+pub struct RankPages {
+    tables: StoredTables,
+    /// Added to stored times: the rank's clock alignment.
+    shift: Ns,
+    /// The rank's longest op: a window's ops start at most this much
+    /// before it.
+    longest: Ns,
+    footer: OnceLock<Result<Footer, String>>,
+}
+
+/// The row groups' ranges: of the ops' starts; of the bins' levels and
+/// starts.
+struct Footer {
+    ops: Vec<GroupRange>,
+    levels: Vec<GroupRange>,
+    starts: Vec<GroupRange>,
+}
+
+/// A table file opened after checking its size against the entry's.
+fn open((path, size): &(std::path::PathBuf, u64)) -> Result<File, String> {
+    let why = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
+    let f = File::open(path).map_err(|e| why(&e))?;
+    let len = f.metadata().map_err(|e| why(&e))?.len();
+    if len != *size {
+        return Err(why(&"its size changed since the summary was written"));
+    }
+    Ok(f)
+}
+
+fn damaged(path: &Path, why: impl std::fmt::Display) -> String {
+    format!("{}: a damaged summary table: {why}", path.display())
+}
+
+impl RankPages {
+    fn footer(&self) -> Result<&Footer, String> {
+        self.footer
+            .get_or_init(|| {
+                let (ops, cov) = (&self.tables.ops, &self.tables.coverage);
+                let ops_ranges = columns::group_ranges(open(ops)?, "start_ns")
+                    .map_err(|e| damaged(&ops.0, e))?;
+                let levels =
+                    columns::group_ranges(open(cov)?, "level").map_err(|e| damaged(&cov.0, e))?;
+                let starts =
+                    columns::group_ranges(open(cov)?, "start").map_err(|e| damaged(&cov.0, e))?;
+                Ok(Footer {
+                    ops: ops_ranges,
+                    levels,
+                    starts,
+                })
+            })
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    /// The row groups of the ops table holding ops that may overlap
+    /// `view` (on the stored clock).
+    fn op_groups(&self, view: Interval) -> Result<Vec<usize>, String> {
+        let lo = view.start.saturating_sub(self.longest).get();
+        Ok(self
+            .footer()?
+            .ops
+            .iter()
+            .enumerate()
+            .filter(|(_, g)| g.max >= lo && g.min < view.end.get())
+            .map(|(i, _)| i)
+            .collect())
+    }
+
+    fn stored(&self, view: Interval) -> Interval {
+        Interval::new(view.start - self.shift, view.end - self.shift)
+    }
+
+    /// Rows the ops table holds in the groups `groups`.
+    fn rows(&self, groups: &[usize]) -> Result<usize, String> {
+        let f = self.footer()?;
+        Ok(groups.iter().map(|&g| f.ops[g].rows).sum())
+    }
+
+    /// Decodes row groups `groups` of the ops table into ops on the
+    /// trace's clock, checked against the rank `t` they belong to. Their
+    /// collective metadata is not kept (the lean rank holds it, shared).
+    fn decode(&self, t: &RankTimeline, groups: Vec<usize>) -> Result<Vec<DeviceOp>, String> {
+        let (path, size) = &self.tables.ops;
+        let batches = columns::decode_groups(open(&self.tables.ops)?, *size, "ops", groups)
+            .map_err(|e| damaged(path, e))?;
+        let mut ops = Vec::new();
+        for b in &batches {
+            columns::ops_of(b, &|s| t.strings.id(s), &mut ops).map_err(|e| damaged(path, e))?;
+        }
+        for o in &mut ops {
+            o.meta = Slot::NONE;
+        }
+        columns::check_ops(&ops, 0, t.steps.len()).map_err(|e| damaged(path, e))?;
+        for o in &mut ops {
+            o.start += self.shift;
+            o.launch += self.shift;
+        }
+        Ok(ops)
+    }
+
+    /// The ops overlapping `view` in start order, or `None` when the row
+    /// groups holding them have more than `max` rows.
+    pub fn ops(
+        &self,
+        t: &RankTimeline,
+        view: Interval,
+        max: usize,
+    ) -> Result<Option<Vec<DeviceOp>>, String> {
+        let groups = self.op_groups(self.stored(view))?;
+        if self.rows(&groups)? > max {
+            return Ok(None);
+        }
+        let mut ops = self.decode(t, groups)?;
+        ops.retain(|o| o.start < view.end && o.end() > view.start);
+        Ok(Some(ops))
+    }
+
+    /// The ops of the row groups that may hold ops overlapping `view`, a
+    /// row group at a time, to `f`: memory stays at one group whatever
+    /// the view.
+    pub fn visit(
+        &self,
+        t: &RankTimeline,
+        view: Interval,
+        f: &mut dyn FnMut(&[DeviceOp]),
+    ) -> Result<(), String> {
+        for g in self.op_groups(self.stored(view))? {
+            f(&self.decode(t, vec![g])?);
+        }
+        Ok(())
+    }
+
+    /// The bins of level `level` (every lane's) overlapping `view`, on
+    /// the trace's clock, in stored order (lane, then time).
+    pub fn bins(&self, level: u32, view: Interval) -> Result<Vec<Bin>, String> {
+        let f = self.footer()?;
+        let v = self.stored(view);
+        let level_i = i64::from(level);
+        let groups: Vec<usize> = f
+            .levels
+            .iter()
+            .zip(&f.starts)
+            .enumerate()
+            // Bins are in time order within a lane only: a group's least
+            // start is all that bounds it.
+            .filter(|(_, (l, s))| (l.min..=l.max).contains(&level_i) && s.min < v.end.get())
+            .map(|(i, _)| i)
+            .collect();
+        let (path, size) = &self.tables.coverage;
+        let batches =
+            columns::decode_groups(open(&self.tables.coverage)?, *size, "coverage", groups)
+                .map_err(|e| damaged(path, e))?;
+        let mut out = Vec::new();
+        for b in &batches {
+            for bin in columns::bins_of(b).map_err(|e| damaged(path, e))? {
+                if bin.level == level && bin.start < v.end && bin.start + bin.len > v.start {
+                    out.push(Bin {
+                        start: bin.start + self.shift,
+                        ..bin
+                    });
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The coarsest level's bins over the whole rank.
+    pub fn top_bins(&self) -> Result<Vec<Bin>, String> {
+        let f = self.footer()?;
+        let top = f.levels.iter().map(|l| l.max).max().unwrap_or(0);
+        let top = u32::try_from(top).map_err(|_| damaged(&self.tables.coverage.0, "a level"))?;
+        use crate::model::time::TIME_LIMIT;
+        self.bins(top, Interval::new(Ns::ZERO - TIME_LIMIT, TIME_LIMIT))
+    }
+}
