@@ -549,9 +549,10 @@ impl Data {
         }
     }
 
-    /// The last error reading pages, once.
+    /// The last error reading pages (a summary changed or damaged since
+    /// it was opened): it stays on screen, the view being incomplete.
     pub fn page_error(&self) -> Option<String> {
-        self.paged.as_ref().and_then(|p| p.take_error())
+        self.paged.as_ref().and_then(|p| p.error())
     }
 }
 

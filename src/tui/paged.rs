@@ -97,8 +97,8 @@ impl Paged {
         }
     }
 
-    pub fn take_error(&self) -> Option<String> {
-        self.error.lock().ok()?.take()
+    pub fn error(&self) -> Option<String> {
+        self.error.lock().ok()?.clone()
     }
 
     fn cached(&self, rank_index: usize, view: Interval, want: Want) -> Option<Arc<Detail>> {

@@ -1154,7 +1154,7 @@ fn a_summarys_stored_stats_give_every_metric_of_a_full_load() {
 }
 
 /// `summarize traces --out sum`, every input in one task.
-fn summarize_into(traces: &Path, sum: &Path) {
+pub fn summarize_into(traces: &Path, sum: &Path) {
     use ccl_bench::summary;
     summary::summarize(
         traces,

@@ -11,6 +11,7 @@ mod formats;
 mod fuzz_smoke;
 mod glance;
 mod hostile;
+mod paged;
 mod readme;
 mod real_world;
 mod summary;

@@ -128,8 +128,9 @@ impl KernelsState {
                     .filter(move |o| matches(t, o))
                     .map(move |o| (ri, o))
             })
-            // The first of equals: the earliest on the lowest rank.
-            .max_by_key(|(ri, o)| (o.dur, std::cmp::Reverse((o.start, *ri))))?;
+            // The first of equals: on the lowest rank, the earliest (what
+            // the ranks' kernel tables find without reading every rank).
+            .max_by_key(|(ri, o)| (o.dur, std::cmp::Reverse((*ri, o.start))))?;
         Some((best.0, best.1.clone()))
     }
 
