@@ -5,7 +5,10 @@
 # again (served from the kept results), and a fan-out of N shard processes
 # started as `srun` would start them (SLURM_PROCID/SLURM_NTASKS) followed by
 # the reduce.
-# Prints a Markdown table and writes it to target/bench/summary.md.
+# Then the UI on each summary (open, Timeline, zoom in eight times, drawn
+# headless with --screenshot): every op read (--pages never) against the
+# Timeline reading a window at a time (--pages always).
+# Prints Markdown tables and writes them to target/bench/summary.md.
 #
 #   scripts/bench_summary.sh             # 500 MB/16 ranks, 2 GB/64 ranks, 1,024 ranks
 #   ONLY=1024r scripts/bench_summary.sh  # one set
@@ -61,6 +64,21 @@ for s in "${sets[@]}"; do
         -v sb="$sbytes" -v rt="$rt" -v rrss="$rrss" -v kt="$kt" -v krss="$krss" -v ft="$ft" 'BEGIN {
         printf "| %s | %d | %.0f MB | %.3f s (%.0f MB) | %.3f s (%.0f MB) | %.1f MB (%.1f %%) | %.3f s (%.0f MB), %.1fx | %.3f s (%.0f MB), %.0fx | %.3f s |\n",
             n, r, b / 1e6, t, rss / 1024, st, srss / 1024, sb / 1e6, 100 * sb / b, rt, rrss / 1024, t / rt, kt, krss / 1024, t / kt, ft
+    }' | tee -a "$out/summary.md"
+done
+{
+    echo
+    echo "| set | UI, every op read (RSS) | UI in pages (RSS) | memory |"
+    echo "|---|---|---|---|"
+} | tee -a "$out/summary.md"
+for s in "${sets[@]}"; do
+    read -r name _ <<<"$s"
+    sum="$out/data/$name.summary"
+    ui() { best_of_3 "$bin" --trace "$sum" --pages "$1" --screenshot "$out/ui.svg" --tab timeline --keys "++++++++"; }
+    read -r wt wrss < <(ui never)
+    read -r pt prss < <(ui always)
+    awk -v n="$name" -v wt="$wt" -v wrss="$wrss" -v pt="$pt" -v prss="$prss" 'BEGIN {
+        printf "| %s | %.3f s (%.0f MB) | %.3f s (%.0f MB) | %.1fx less |\n", n, wt, wrss / 1024, pt, prss / 1024, wrss / prss
     }' | tee -a "$out/summary.md"
 done
 echo "written to $out/summary.md"
