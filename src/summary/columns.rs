@@ -800,40 +800,49 @@ pub fn decode_groups<R: parquet::file::reader::ChunkReader + 'static>(
     guarded(|| decode_unguarded(reader, size, table, Some(groups)))
 }
 
-/// A table's row groups: rows, and the least and greatest value of its
-/// integer column `column` (from the footer's statistics).
-pub fn group_ranges<R: parquet::file::reader::ChunkReader + 'static>(
+/// A table's row groups, for each integer column of `columns`: rows, and
+/// the column's least and greatest value (from the footer's statistics).
+pub fn group_ranges<R: parquet::file::reader::ChunkReader + 'static, const N: usize>(
     reader: R,
-    column: &str,
-) -> Result<Vec<GroupRange>, String> {
+    columns: [&str; N],
+) -> Result<[Vec<GroupRange>; N], String> {
     use parquet::file::statistics::Statistics;
     let meta = guarded(|| {
         parquet::file::metadata::ParquetMetaDataReader::new()
             .parse_and_finish(&reader)
             .map_err(|e| e.to_string())
     })?;
-    meta.row_groups()
-        .iter()
-        .map(|g| {
-            let c = g
-                .columns()
-                .iter()
-                .find(|c| c.column_path().string() == column)
-                .ok_or_else(|| format!("no column {column}"))?;
-            let (min, max) = match c.statistics() {
-                Some(Statistics::Int64(s)) => (s.min_opt().copied(), s.max_opt().copied()),
-                Some(Statistics::Int32(s)) => (
-                    s.min_opt().map(|&v| i64::from(v)),
-                    s.max_opt().map(|&v| i64::from(v)),
-                ),
-                _ => (None, None),
-            };
-            match (min, max, usize::try_from(g.num_rows())) {
-                (Some(min), Some(max), Ok(rows)) if min <= max => Ok(GroupRange { rows, min, max }),
-                _ => Err(format!("no range of {column} in a row group")),
-            }
-        })
-        .collect()
+    let ranges = |column: &str| -> Result<Vec<GroupRange>, String> {
+        meta.row_groups()
+            .iter()
+            .map(|g| {
+                let c = g
+                    .columns()
+                    .iter()
+                    .find(|c| c.column_path().string() == column)
+                    .ok_or_else(|| format!("no column {column}"))?;
+                let (min, max) = match c.statistics() {
+                    Some(Statistics::Int64(s)) => (s.min_opt().copied(), s.max_opt().copied()),
+                    Some(Statistics::Int32(s)) => (
+                        s.min_opt().map(|&v| i64::from(v)),
+                        s.max_opt().map(|&v| i64::from(v)),
+                    ),
+                    _ => (None, None),
+                };
+                match (min, max, usize::try_from(g.num_rows())) {
+                    (Some(min), Some(max), Ok(rows)) if min <= max => {
+                        Ok(GroupRange { rows, min, max })
+                    }
+                    _ => Err(format!("no range of {column} in a row group")),
+                }
+            })
+            .collect()
+    };
+    let mut out: [Vec<GroupRange>; N] = std::array::from_fn(|_| Vec::new());
+    for (o, c) in out.iter_mut().zip(columns) {
+        *o = ranges(c)?;
+    }
+    Ok(out)
 }
 
 /// One row group of a table file: its rows and a column's range.

@@ -101,12 +101,10 @@ impl RankPages {
         self.footer
             .get_or_init(|| {
                 let (ops, cov) = (&self.tables.ops, &self.tables.coverage);
-                let ops_ranges = columns::group_ranges(open(ops)?, "start_ns")
+                let [ops_ranges] = columns::group_ranges(open(ops)?, ["start_ns"])
                     .map_err(|e| damaged(&ops.0, e))?;
-                let levels =
-                    columns::group_ranges(open(cov)?, "level").map_err(|e| damaged(&cov.0, e))?;
-                let starts =
-                    columns::group_ranges(open(cov)?, "start").map_err(|e| damaged(&cov.0, e))?;
+                let [levels, starts] = columns::group_ranges(open(cov)?, ["level", "start"])
+                    .map_err(|e| damaged(&cov.0, e))?;
                 Ok(Footer {
                     ops: ops_ranges,
                     levels,

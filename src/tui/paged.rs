@@ -251,6 +251,9 @@ impl Paged {
         let kept = self.cached(ri, view, Want::Ops).filter(|d| d.ops.is_some());
         let ops: Vec<DeviceOp> = match kept {
             Some(d) => d.ops.iter().flatten().filter(keep).cloned().collect(),
+            // A bounded ask (names for a lane) is served from what the view
+            // read: had it read no ops, the view holds too many to name.
+            None if max != usize::MAX => return None,
             None => {
                 let pages = self.pages.rank(ri)?;
                 match pages.ops(&data.trace.ranks[ri], view, MAX_ROWS) {
