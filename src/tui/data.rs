@@ -472,16 +472,12 @@ impl Data {
         if let Some(p) = &self.paged {
             return p.ops_in(self, rank_index, stream, view, max);
         }
-        let r = self.trace.ranks.get(rank_index)?;
-        let earliest = view.start.saturating_sub(self.max_dur[rank_index]);
-        let end = r.ops.partition_point(|o| o.start < view.end);
-        let begin = r.ops[..end].partition_point(|o| o.start < earliest);
-        if end - begin > max {
+        let ops = self.resident_candidates(rank_index, view)?;
+        if ops.len() > max {
             return None;
         }
         Some(
-            r.ops[begin..end]
-                .iter()
+            ops.iter()
                 .filter(|o| o.end() > view.start && stream.is_none_or(|s| o.stream == s))
                 .cloned()
                 .collect(),
@@ -499,17 +495,20 @@ impl Data {
         if let Some(p) = &self.paged {
             return p.visit(self, rank_index, view, f);
         }
-        let Some(r) = self.trace.ranks.get(rank_index) else {
-            return Ok(());
-        };
+        if let Some(ops) = self.resident_candidates(rank_index, view) {
+            ops.iter().filter(|o| o.end() > view.start).for_each(f);
+        }
+        Ok(())
+    }
+
+    /// The resident ops of rank `rank_index` that may overlap `view`: those
+    /// starting before its end and at most the rank's longest op before it.
+    fn resident_candidates(&self, rank_index: usize, view: Interval) -> Option<&[DeviceOp]> {
+        let r = self.trace.ranks.get(rank_index)?;
         let earliest = view.start.saturating_sub(self.max_dur[rank_index]);
         let end = r.ops.partition_point(|o| o.start < view.end);
         let begin = r.ops[..end].partition_point(|o| o.start < earliest);
-        r.ops[begin..end]
-            .iter()
-            .filter(|o| o.end() > view.start)
-            .for_each(f);
-        Ok(())
+        Some(&r.ops[begin..end])
     }
 
     /// Where `op` (one of rank `rank_index`'s, read from anywhere) sits in
