@@ -3,6 +3,7 @@
 //! `rank-{N}.*.json.gz`, `profile_traces/iteration_{K}/…`, plus the workload card,
 //! execution traces, memory snapshots and Nsight Systems files beside them.
 
+use std::collections::HashMap;
 use std::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -62,20 +63,85 @@ pub fn discover(path: &Path, pick: Pick) -> Result<Discovery> {
 
 /// [`discover`] with the formats of `table`.
 pub fn discover_in(path: &Path, pick: Pick, table: &[Format]) -> Result<Discovery> {
+    discover_known(path, pick, table, None)
+}
+
+/// Files recognised before, by path, with the size and modification time
+/// they had then and the format found: a summary's inputs. A file still of
+/// that size and time is taken as that format without reading its head
+/// again (at 1,024 ranks, 64 MiB of heads on every look).
+pub type Known = HashMap<PathBuf, (Stamp, Format)>;
+
+/// A file's size and modification time (nanoseconds since the Unix epoch,
+/// 0 where the file system keeps none).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stamp {
+    pub size: u64,
+    pub mtime_ns: u64,
+}
+
+impl Stamp {
+    pub fn of(m: &fs::Metadata) -> Self {
+        let mtime_ns = m
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+        Stamp {
+            size: m.len(),
+            mtime_ns,
+        }
+    }
+}
+
+/// The formats a scan recognises, and the files it already knows.
+#[derive(Clone, Copy)]
+struct Sniffer<'a> {
+    table: &'a [Format],
+    known: Option<&'a Known>,
+}
+
+impl Sniffer<'_> {
+    /// The format of the file at `path` (whose metadata `meta` is, when
+    /// the caller has it).
+    fn sniff(&self, path: &Path, meta: Option<&fs::Metadata>) -> Result<Option<Format>> {
+        if let Some((stamp, format)) = self.known.and_then(|k| k.get(path)) {
+            let now = match meta {
+                Some(m) => Some(Stamp::of(m)),
+                None => fs::metadata(path).ok().map(|m| Stamp::of(&m)),
+            };
+            if now == Some(*stamp) {
+                return Ok(Some(*format));
+            }
+        }
+        sniff(path, self.table)
+    }
+}
+
+/// [`discover_in`], taking the files of `known` as they were recognised.
+pub fn discover_known(
+    path: &Path,
+    pick: Pick,
+    table: &[Format],
+    known: Option<&Known>,
+) -> Result<Discovery> {
+    let sniffer = Sniffer { table, known };
     let iteration = pick.iteration;
     let meta = fs::metadata(path).map_err(|source| Error::Io {
         path: path.to_owned(),
         source,
     })?;
     if meta.is_file() {
-        let format = sniff(path, table)?.ok_or_else(|| Error::NotATrace {
-            path: path.to_owned(),
-            why: format!(
-                "{} (this tool reads {})",
-                not_a_trace_why(path),
-                formats::summary(table)
-            ),
-        })?;
+        let format = sniffer
+            .sniff(path, Some(&meta))?
+            .ok_or_else(|| Error::NotATrace {
+                path: path.to_owned(),
+                why: format!(
+                    "{} (this tool reads {})",
+                    not_a_trace_why(path),
+                    formats::summary(table)
+                ),
+            })?;
         return Ok(Discovery {
             inputs: vec![Input {
                 path: path.to_owned(),
@@ -118,14 +184,14 @@ pub fn discover_in(path: &Path, pick: Pick, table: &[Format]) -> Result<Discover
             available: "none (no iteration_K folders)".into(),
         });
     }
-    let windows = rank_dirs::scan(&dir, pick.windows, table, &mut d)?;
+    let windows = rank_dirs::scan(&dir, pick.windows, sniffer, &mut d)?;
     // The card may sit at the top of the run folder, above profile_traces/.
     for folder in [path, dir.as_path()] {
         // A rank's own folder holds its windows, read above.
         if folder == dir && windows == rank_dirs::Found::Itself {
             break;
         }
-        scan_folder(folder, table, &mut d)?;
+        scan_folder(folder, sniffer, &mut d)?;
         if folder == dir {
             break;
         }
@@ -135,8 +201,8 @@ pub fn discover_in(path: &Path, pick: Pick, table: &[Format]) -> Result<Discover
     if snapshots.is_dir() {
         let k = d.iteration;
         match pick_iteration(&snapshots, k) {
-            Ok(Some((_, folder))) => scan_folder(&folder, table, &mut d)?,
-            Ok(None) => scan_folder(&snapshots, table, &mut d)?,
+            Ok(Some((_, folder))) => scan_folder(&folder, sniffer, &mut d)?,
+            Ok(None) => scan_folder(&snapshots, sniffer, &mut d)?,
             Err(e) => d.notes.push(format!("memory snapshots not read: {e}")),
         }
     }
@@ -216,14 +282,15 @@ static ITERATION: LazyLock<Regex> =
 
 /// Picks `iteration_K` under `dir`: the requested one, else the newest (largest K).
 fn pick_iteration(dir: &Path, wanted: Option<u32>) -> Result<Option<(u32, PathBuf)>> {
+    // Names first: a look at each of 1,024 rank files is 1,024 round trips.
     let mut found: Vec<(u32, PathBuf)> = read_dir(dir)?
         .into_iter()
-        .filter(|p| p.is_dir())
         .filter_map(|p| {
             let name = p.file_name()?.to_str()?;
             let k = ITERATION.captures(name)?[1].parse().ok()?;
             Some((k, p))
         })
+        .filter(|(_, p)| p.is_dir())
         .collect();
     if found.is_empty() {
         return Ok(None);
@@ -269,11 +336,11 @@ fn read_dir(dir: &Path) -> Result<Vec<PathBuf>> {
     Ok(v)
 }
 
-fn scan_folder(dir: &Path, table: &[Format], d: &mut Discovery) -> Result<()> {
+fn scan_folder(dir: &Path, sniffer: Sniffer, d: &mut Discovery) -> Result<()> {
     let mut skipped = Skipped::default();
     for path in read_dir(dir)? {
-        match fs::metadata(&path) {
-            Ok(m) if m.is_file() => {}
+        let meta = match fs::metadata(&path) {
+            Ok(m) if m.is_file() => m,
             Ok(_) => continue,
             // A dangling link or a link loop: say so only where a trace was likely meant.
             Err(e) => {
@@ -282,7 +349,7 @@ fn scan_folder(dir: &Path, table: &[Format], d: &mut Discovery) -> Result<()> {
                 }
                 continue;
             }
-        }
+        };
         // Matching a name needs text: a name that is not UTF-8 would
         // otherwise be passed over without a word.
         if path.file_name().is_some_and(|n| n.to_str().is_none()) {
@@ -292,7 +359,7 @@ fn scan_folder(dir: &Path, table: &[Format], d: &mut Discovery) -> Result<()> {
             );
             continue;
         }
-        match sniff(&path, table) {
+        match sniffer.sniff(&path, Some(&meta)) {
             Ok(Some(format)) => d.inputs.push(Input {
                 rank: rank_from_name(&path),
                 path,
@@ -409,4 +476,38 @@ pub fn sniff(path: &Path, table: &[Format]) -> Result<Option<Format>> {
     }
     let head = Head { name, bytes };
     Ok(formats::recognise(table, Some(&head), &head.name).copied())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kineto() -> Format {
+        *FORMATS
+            .iter()
+            .find(|f| f.name == "PyTorch profiler trace")
+            .expect("a Kineto format")
+    }
+
+    /// A file known by its stamp is taken as it was recognised, its head
+    /// unread; a file of another size or time is read again.
+    #[test]
+    fn a_known_file_is_not_read_again_until_it_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("rank0_trace.json");
+        // Not a trace by its bytes: only the stamp can make it one.
+        fs::write(&path, b"{\"not\": \"a trace\"}").unwrap();
+        let stamp = Stamp::of(&fs::metadata(&path).unwrap());
+        let known: Known = [(path.clone(), (stamp, kineto()))].into();
+        let found = discover_known(dir.path(), Pick::default(), FORMATS, Some(&known)).unwrap();
+        assert_eq!(found.inputs.len(), 1);
+        assert_eq!(found.inputs[0].format, kineto());
+        assert_eq!(found.inputs[0].rank, Some(0));
+        // Another size: its head is read, and it is no trace.
+        fs::write(&path, b"{\"not\": \"a trace, still\"}").unwrap();
+        let e = discover_known(dir.path(), Pick::default(), FORMATS, Some(&known)).unwrap_err();
+        assert!(e.to_string().contains("rank0_trace.json"), "{e}");
+        // Without what is known, the same.
+        assert!(discover_in(dir.path(), Pick::default(), FORMATS).is_err());
+    }
 }

@@ -12,9 +12,8 @@ use std::time::SystemTime;
 
 use regex::Regex;
 
-use super::{read_dir, sniff, Discovery, Input, Skipped};
+use super::{read_dir, Discovery, Input, Skipped, Sniffer};
 use crate::error::Result;
-use crate::formats::Format;
 
 /// Which profiling windows of each rank to read.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -55,8 +54,8 @@ pub fn rank_of_dir(path: &Path) -> Option<u32> {
 pub fn rank_dirs(dir: &Path) -> Result<Vec<(u32, PathBuf)>> {
     let mut found: Vec<(u32, PathBuf)> = read_dir(dir)?
         .into_iter()
-        .filter(|p| p.is_dir())
         .filter_map(|p| Some((rank_of_dir(&p)?, p)))
+        .filter(|(_, p)| p.is_dir())
         .collect();
     found.sort();
     Ok(found)
@@ -106,7 +105,12 @@ pub enum Found {
 
 /// Adds the asked-for windows of every rank folder under `dir` (or of `dir`
 /// itself, when it is one) to `d`.
-pub fn scan(dir: &Path, windows: Windows, table: &[Format], d: &mut Discovery) -> Result<Found> {
+pub(super) fn scan(
+    dir: &Path,
+    windows: Windows,
+    sniffer: Sniffer,
+    d: &mut Discovery,
+) -> Result<Found> {
     let mut ranks = rank_dirs(dir)?;
     let mut found = Found::Below;
     if ranks.is_empty() {
@@ -144,7 +148,7 @@ pub fn scan(dir: &Path, windows: Windows, table: &[Format], d: &mut Discovery) -
             ));
         }
         for (index, path) in chosen {
-            match sniff(&path, table) {
+            match sniffer.sniff(&path, None) {
                 Ok(Some(format)) if format.is_timeline() => d.inputs.push(Input {
                     path,
                     format,

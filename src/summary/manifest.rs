@@ -176,13 +176,9 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
 /// Size and modification time (the hash left empty: see [`hash`]).
 pub fn stat(path: &Path) -> Result<Fingerprint> {
     let m = std::fs::metadata(path).map_err(io(path))?;
-    let mtime_ns = m
-        .modified()
-        .ok()
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+    let crate::discover::Stamp { size, mtime_ns } = crate::discover::Stamp::of(&m);
     Ok(Fingerprint {
-        size: m.len(),
+        size,
         mtime_ns,
         xxh3: String::new(),
     })
@@ -211,7 +207,9 @@ pub fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
 /// `read_json`, and the XXH3-64 of the bytes read.
 pub fn read_json_hashed<T: serde::de::DeserializeOwned>(path: &Path) -> Result<(T, u64)> {
     let f = std::fs::File::open(path).map_err(io(path))?;
-    let mut text = Vec::new();
+    // Sized up front: one read, not a dozen doubling ones.
+    let size = f.metadata().map_or(0, |m| m.len()).min(MAX_JSON + 1);
+    let mut text = Vec::with_capacity(usize::try_from(size + 1).unwrap_or(0));
     f.take(MAX_JSON + 1)
         .read_to_end(&mut text)
         .map_err(io(path))?;

@@ -42,33 +42,55 @@ pub fn source_of(path: &Path) -> Option<PathBuf> {
     e.parts.first().map(|p| PathBuf::from(&p.source))
 }
 
-/// One table file's batches, after checking its hash.
-fn table(f: &FileIn, path: &Path, name: &str, xxh3: &str) -> Result<Vec<RecordBatch>> {
-    let bytes = checked(f, path, xxh3)?;
+/// A file an entry lists: its path in the summary, size and XXH3-64.
+type Listed = (String, u64, String);
+
+/// One table file's batches, after checking its size and hash.
+fn table(f: &FileIn, sum: &Path, file: &Listed, name: &str) -> Result<Vec<RecordBatch>> {
+    let path = &sum.join(&file.0);
+    let bytes = checked(f, path, file)?;
     let size = bytes.len() as u64;
     super::columns::decode(bytes::Bytes::from(bytes), size, name).map_err(|e| damaged(path, e))
 }
 
-/// One file's bytes, after checking its hash against the one written; its
-/// bytes are counted as read.
-fn checked(f: &FileIn, path: &Path, xxh3: &str) -> Result<Vec<u8>> {
-    let bytes = std::fs::read(path).map_err(|source| Error::Io {
-        path: path.to_owned(),
-        source,
-    })?;
-    if format!("{:016x}", xxhash_rust::xxh3::xxh3_64(&bytes)) != xxh3 {
+/// One file's bytes, after checking its size and hash against those
+/// written; its bytes are counted as read. (Opening a summary looks at no
+/// table: on a cluster file system, a look at each of a run's thousands of
+/// tables would cost more than the answer kept for it.)
+fn checked(f: &FileIn, path: &Path, (_, size, xxh3): &Listed) -> Result<Vec<u8>> {
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(damaged(path, "missing or changed: the file is gone"));
+        }
+        Err(source) => {
+            return Err(Error::Io {
+                path: path.to_owned(),
+                source,
+            })
+        }
+    };
+    if bytes.len() as u64 != *size {
+        return Err(damaged(
+            path,
+            format!(
+                "missing or changed: {} bytes where {size} were written",
+                bytes.len()
+            ),
+        ));
+    }
+    if format!("{:016x}", xxhash_rust::xxh3::xxh3_64(&bytes)) != *xxh3 {
         return Err(damaged(path, "its content changed since it was written"));
     }
     f.counter.fetch_add(bytes.len() as u64, Ordering::Relaxed);
     Ok(bytes)
 }
 
-/// The hash an entry records for `rel`.
-fn hash_of<'e>(f: &FileIn, e: &'e Entry, rel: &str) -> Result<&'e str> {
+/// The file an entry lists as `rel`.
+fn listed<'e>(f: &FileIn, e: &'e Entry, rel: &str) -> Result<&'e Listed> {
     e.files
         .iter()
         .find(|x| x.0 == rel)
-        .map(|x| x.2.as_str())
         .ok_or_else(|| damaged(f.path, format!("{rel} not among its files")))
 }
 
@@ -122,8 +144,7 @@ fn read_part(
     for &name in names {
         let from = if name == "ops" { ops_from } else { name };
         let rel = rel_of(f, p, from, "parquet")?;
-        let hash = hash_of(f, e, &rel)?;
-        tables.insert(name, table(f, &sum.join(&rel), from, hash)?);
+        tables.insert(name, table(f, sum, listed(f, e, &rel)?, from)?);
     }
     let mut t = scalars(p).map_err(|why| damaged(f.path, why))?;
     super::columns::fill(&mut t, &tables, &p.threads)
@@ -151,13 +172,13 @@ fn lean(
 ) -> Result<Option<(RankTimeline, crate::derive::RankStats)>> {
     use super::stats::{COMM, STATS};
     let (comm_rel, stats_rel) = (rel_of(f, p, COMM, "parquet")?, rel_of(f, p, STATS, "json")?);
-    let listed = |rel: &str| e.files.iter().find(|x| x.0 == rel);
-    let (Some(_), Some((_, _, hash))) = (listed(&comm_rel), listed(&stats_rel)) else {
+    let find = |rel: &str| e.files.iter().find(|x| x.0 == rel);
+    let (Some(_), Some(stats_file)) = (find(&comm_rel), find(&stats_rel)) else {
         return Ok(None);
     };
     let path = sum.join(&stats_rel);
     let stored: super::stats::Stored =
-        serde_json::from_slice(&checked(f, &path, hash)?).map_err(|e| damaged(&path, e))?;
+        serde_json::from_slice(&checked(f, &path, stats_file)?).map_err(|e| damaged(&path, e))?;
     let names = ["names", "ops", "colls", "steps", "annotations"];
     let mut t = read_part(f, e, sum, p, &names, COMM)?;
     let Some(stats) = super::stats::from_stored(stored, t.rank, t.strings.len())
@@ -248,7 +269,7 @@ fn scalars(p: &Part) -> std::result::Result<RankTimeline, String> {
 /// The one table file an annotating input's entry lists.
 fn only_table(f: &FileIn, e: &Entry, sum: &Path, name: &str) -> Result<Vec<RecordBatch>> {
     match e.files.as_slice() {
-        [(rel, _, hash)] if manifest::safe_rel(rel) => table(f, &sum.join(rel), name, hash),
+        [file] if manifest::safe_rel(&file.0) => table(f, sum, file, name),
         _ => Err(damaged(f.path, "not one table file")),
     }
 }
