@@ -111,6 +111,12 @@ impl<'a> Ctx<'a> {
     }
 
     /// Per-step time breakdown of every rank in scope, same order as `ranks`.
+    /// The derived data, the context given up: a view keeping rows and
+    /// collectives takes them rather than holding a second copy.
+    pub fn into_derived(self) -> crate::derive::Derived {
+        self.derived
+    }
+
     pub fn rank_rows(&self) -> &[RankRow] {
         &self.derived.rows
     }

@@ -49,7 +49,7 @@ pub struct Data {
     pub instances: Vec<Instance>,
     /// Each matched collective as a row (the Collectives tab).
     pub collectives: Vec<crate::derive::instances::InstanceRow>,
-    pub instance_of: std::collections::HashMap<(usize, usize), usize>,
+    pub instance_of: InstanceOf,
     /// The straggler verdict every tab shows (see `metrics::ranks::verdict`).
     pub verdict: Verdict,
     /// Longest op of each rank (by rank index), to bound the search for the op
@@ -217,31 +217,64 @@ struct Common {
     arrivals: Arrivals,
     instances: Vec<Instance>,
     collectives: Vec<crate::derive::instances::InstanceRow>,
-    instance_of: std::collections::HashMap<(usize, usize), usize>,
+    instance_of: InstanceOf,
     /// Per rank: (stream, interval) of each wait in a matched collective.
     waits: Vec<Vec<(u32, Interval)>>,
 }
 
 impl Common {
-    fn of(ctx: &Ctx, trace: &Trace) -> Self {
-        let summary = METRICS.iter().zip(eval_all(ctx)).collect();
-        let matched = ctx.instances();
-        let instances = matched.to_vec();
-        let instance_of = instances
-            .iter()
-            .enumerate()
-            .flat_map(|(k, i)| i.members.iter().map(move |&m| (m, k)))
-            .collect();
+    /// What the tabs keep of `ctx`, which is given up: its rows and
+    /// collectives are moved, not copied (a copy doubled the peak).
+    fn of(ctx: Ctx, trace: &Trace) -> Self {
+        let summary = METRICS.iter().zip(eval_all(&ctx)).collect();
+        let verdict = verdict(&ctx);
+        let arrivals = arrivals(trace, ctx.instances());
+        let waits = wait_intervals(trace, ctx.instances());
+        let derived = ctx.into_derived();
         Self {
             summary,
-            ranks: ctx.rank_rows().to_vec(),
-            verdict: verdict(ctx),
-            arrivals: arrivals(trace, matched),
-            waits: wait_intervals(trace, matched),
-            collectives: ctx.collective_rows().to_vec(),
-            instances,
-            instance_of,
+            instance_of: InstanceOf::of(&derived.instances),
+            ranks: derived.rows,
+            verdict,
+            arrivals,
+            waits,
+            collectives: derived.collectives,
+            instances: derived.instances,
         }
+    }
+}
+
+/// For each member op of a matched collective, the collective's index:
+/// (rank index, op index, instance index) in order, found by binary search
+/// (12 bytes a member; a hash map held 13 MB for a 2 GB run's 300,000
+/// communication ops).
+#[derive(Debug, Default)]
+pub struct InstanceOf(Vec<(u32, u32, u32)>);
+
+impl InstanceOf {
+    fn of(instances: &[Instance]) -> Self {
+        let n = instances.iter().map(|i| i.members.len()).sum();
+        let mut v = Vec::with_capacity(n);
+        for (k, i) in instances.iter().enumerate() {
+            for &(r, o) in &i.members {
+                // Past 2^32 (never in practice) an op is shown unmatched.
+                if let (Ok(r), Ok(o), Ok(k)) = (r.try_into(), o.try_into(), k.try_into()) {
+                    v.push((r, o, k));
+                }
+            }
+        }
+        v.sort_unstable();
+        Self(v)
+    }
+
+    /// The instance op `oi` of rank index `ri` is a member of.
+    pub fn get(&self, ri: usize, oi: usize) -> Option<usize> {
+        let key = (u32::try_from(ri).ok()?, u32::try_from(oi).ok()?);
+        let i = self.0.partition_point(|&(r, o, _)| (r, o) < key);
+        self.0
+            .get(i)
+            .filter(|&&(r, o, _)| (r, o) == key)
+            .map(|&(.., k)| k as usize)
     }
 }
 
@@ -294,10 +327,9 @@ impl Data {
         let ctx = Ctx::new(&trace, None)
             .expect("no rank filter")
             .with_options(opts);
-        let common = Common::of(&ctx, &trace);
         let kernels = trace.ranks.par_iter().map(RankKernels::of).collect();
         // The metrics' per-rank unions are not needed past here.
-        drop(ctx);
+        let common = Common::of(ctx, &trace);
         // Lanes of each rank, built in parallel: unions of up to millions of ops.
         let per_rank: Vec<RankLanes> = trace
             .ranks
@@ -367,8 +399,7 @@ impl Data {
             .map(|i| pages.rank(i).expect("a page per rank").top_bins())
             .collect::<Result<_, String>>()?;
         let ctx = Ctx::with_stats(&trace, None, Some(stats))?.with_options(opts);
-        let common = Common::of(&ctx, &trace);
-        drop(ctx);
+        let common = Common::of(ctx, &trace);
         let per_rank: Vec<RankLanes> = trace
             .ranks
             .iter()
@@ -629,6 +660,24 @@ pub fn series(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each member op finds its collective; any other op, none.
+    #[test]
+    fn instance_of_finds_each_member() {
+        let inst = |members: Vec<(usize, usize)>| Instance {
+            group: "default".into(),
+            seq: 0,
+            members,
+        };
+        let of = InstanceOf::of(&[inst(vec![(1, 7), (0, 3)]), inst(vec![(0, 9), (1, 2)])]);
+        assert_eq!(of.get(0, 3), Some(0));
+        assert_eq!(of.get(1, 7), Some(0));
+        assert_eq!(of.get(0, 9), Some(1));
+        assert_eq!(of.get(1, 2), Some(1));
+        assert_eq!(of.get(0, 4), None);
+        assert_eq!(of.get(2, 0), None);
+        assert_eq!(of.get(usize::MAX, 3), None);
+    }
     use crate::model::memory::MemSample;
 
     #[test]
