@@ -399,6 +399,7 @@ pub fn collectives(args: &crate::cli::CollectivesArgs) -> Result<u8> {
     report::collectives::sort(&mut rows, &args.sort);
     let mut out = crate::report::safe::Safe(io::stdout().lock());
     let view = report::collectives::View {
+        trace: &trace,
         rows: &rows,
         groups: &groups,
         fits: &fits,

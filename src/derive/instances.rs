@@ -24,13 +24,18 @@ pub struct Member {
     pub wait: Ns,
     /// The rest of the op: duration − wait.
     pub transfer: Ns,
-    /// Its step's number, when launched in one.
-    pub step: Option<i64>,
 }
 
 impl Member {
     pub fn end(&self) -> Ns {
         self.start + self.wait + self.transfer
+    }
+
+    /// Its step's number, when launched in one (read from its op: a run's
+    /// hundreds of thousands of members need not each hold it).
+    pub fn step(&self, trace: &Trace) -> Option<i64> {
+        let (t, op) = self.of(trace);
+        op.step.get().map(|s| t.steps[s as usize].number)
     }
 
     /// Its rank's timeline and op.
@@ -123,7 +128,6 @@ pub fn rows(trace: &Trace, inst: &[Instance], groups: &[GroupInfo]) -> Vec<Insta
                         start: op.start,
                         wait,
                         transfer: op.dur - wait,
-                        step: op.step.get().map(|s| t.steps[s as usize].number),
                     }
                 })
                 .collect();
@@ -292,6 +296,36 @@ mod tests {
     use super::*;
     use crate::metrics::testing::trace;
     use crate::model::collectives::instances;
+
+    /// A member is held for every communication op of a run: its step is
+    /// read from its op, not kept (56 bytes with it).
+    #[test]
+    fn a_member_is_40_bytes() {
+        assert_eq!(std::mem::size_of::<Member>(), 40);
+    }
+
+    /// A member's step is its op's: ProfilerStep#7 here on both ranks, none
+    /// for a second collective after the step.
+    #[test]
+    fn a_members_step_is_its_ops() {
+        let c = crate::synth::Coll::all_reduce_f32(1, 2);
+        let ranks: Vec<_> = (0..2)
+            .map(|rank| {
+                let mut r = crate::synth::RankTrace::new(Some(rank), 2, 10);
+                r.step(7, 0.0, 100.0);
+                let name = "ncclDevKernel_AllReduce_Sum_f32_RING_LL";
+                r.collective(name, 10.0, 50.0, 20, &c);
+                r.collective(name, 200.0, 5.0, 20, &c);
+                r
+            })
+            .collect();
+        let t = trace(&ranks);
+        let rows = rows(&t, &instances(&t), &[]);
+        assert_eq!(rows.len(), 2);
+        let steps = |r: &InstanceRow| r.members.iter().map(|m| m.step(&t)).collect::<Vec<_>>();
+        assert_eq!(steps(&rows[0]), [Some(7), Some(7)]);
+        assert_eq!(steps(&rows[1]), [None, None]);
+    }
 
     #[test]
     fn late_pair_row() {

@@ -314,7 +314,11 @@ pub fn collectives(ctx: &Ctx) -> Result<Table, ArrowError> {
         Arc::new(UInt32Array::from_iter_values(
             each().map(|(r, _)| u32_of(r.members.len())),
         )),
-        Arc::new(each().map(|(_, m)| m.step).collect::<Int64Array>()),
+        Arc::new(
+            each()
+                .map(|(_, m)| m.step(ctx.trace))
+                .collect::<Int64Array>(),
+        ),
         Arc::new(Int64Array::from_iter_values(
             each().map(|(_, m)| m.start.get()),
         )),

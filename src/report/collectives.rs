@@ -46,6 +46,8 @@ fn bytes(v: Option<u64>) -> String {
 
 /// What the command shows: the instances, their groups and the fits.
 pub struct View<'a> {
+    /// The run the rows are of (their members' ops).
+    pub trace: &'a crate::model::Trace,
     pub rows: &'a [InstanceRow],
     pub groups: &'a [GroupRow],
     pub fits: &'a [FitRow],
@@ -63,7 +65,7 @@ pub fn write(format: Format, v: &View, out: &mut dyn Write) -> io::Result<()> {
         }
         Format::Csv => csv(v.rows, v.groups, v.grouped_only, out),
         Format::Json => {
-            let mut doc = to_json(v.rows, v.groups, v.grouped_only);
+            let mut doc = to_json(v.trace, v.rows, v.groups, v.grouped_only);
             doc["fits"] = v
                 .fits
                 .iter()
@@ -323,7 +325,12 @@ fn csv(
     w.flush()
 }
 
-fn to_json(rows: &[InstanceRow], groups: &[GroupRow], grouped_only: bool) -> serde_json::Value {
+fn to_json(
+    trace: &crate::model::Trace,
+    rows: &[InstanceRow],
+    groups: &[GroupRow],
+    grouped_only: bool,
+) -> serde_json::Value {
     let groups: Vec<_> = groups
         .iter()
         .map(|g| {
@@ -370,7 +377,7 @@ fn to_json(rows: &[InstanceRow], groups: &[GroupRow], grouped_only: bool) -> ser
                     "end_ns": m.end(),
                     "wait_ns": m.wait,
                     "transfer_ns": m.transfer,
-                    "step": m.step,
+                    "step": m.step(trace),
                 })).collect::<Vec<_>>(),
             })
         })
