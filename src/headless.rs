@@ -400,6 +400,7 @@ pub fn collectives(args: &crate::cli::CollectivesArgs) -> Result<u8> {
     let mut out = crate::report::safe::Safe(io::stdout().lock());
     let view = report::collectives::View {
         trace: &trace,
+        instances: ctx.instances(),
         rows: &rows,
         groups: &groups,
         fits: &fits,

@@ -4,7 +4,8 @@
 //! by (kind, size, group). Barrier model: a collective's transfer starts when
 //! its last member starts.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use super::groups::GroupInfo;
 use crate::model::collectives::Instance;
@@ -45,28 +46,37 @@ impl Member {
     }
 }
 
-/// One collective instance, over its members.
+/// One collective instance, over its members. Its members are not held
+/// (a run has one per communication op): [`InstanceRow::members`] makes them
+/// from its [`Instance`] and the ops.
 #[derive(Debug, Clone, PartialEq)]
 pub struct InstanceRow {
     /// Index in the trace's matched instances.
     pub id: usize,
-    pub group: String,
+    pub group: Arc<str>,
     /// The group's role (tp, dp, ...), where it could be inferred.
     pub role: Option<super::groups::Role>,
     pub seq: usize,
     pub kind: Option<CollKind>,
-    /// The kernel name of the first member.
-    pub name: String,
+    /// The kernel name of the first member (shared by the rows of a name).
+    pub name: Arc<str>,
     /// Message bytes (`In msg nelems` × element size) of the first member
     /// that records them.
     pub bytes: Option<u64>,
     /// nccl-tests' S, from which algorithm bandwidth is computed: the
     /// gathered output for all-gather, the message otherwise.
     pub data_bytes: Option<u64>,
-    pub members: Vec<Member>,
+    /// How many members it has.
+    pub size: u32,
     /// The member that started last, and how long after the next-latest.
     pub last_rank: u32,
     pub last_by: Ns,
+    /// When the last member started: the others wait until then.
+    pub last_start: Ns,
+    /// The wait the last member caused: the next-latest member's wait
+    /// inside this collective (how late the last one was, up to the time the
+    /// next-latest actually spent waiting in its op).
+    pub caused: Ns,
     /// Summed wait of all members.
     pub wait: Ns,
     /// Transfer once every member is there: the last starter's duration.
@@ -90,82 +100,104 @@ impl InstanceRow {
 
     /// Bus bandwidth, bytes/s: algbw × nccl-tests' factor for the kind and group size.
     pub fn busbw(&self) -> Option<f64> {
-        let n = u32::try_from(self.members.len()).ok()?;
-        Some(self.algbw()? * self.kind?.bus_factor(n)?)
+        Some(self.algbw()? * self.kind?.bus_factor(self.size)?)
     }
 
-    /// The wait the last member caused: the next-latest member's wait inside
-    /// this collective (how late the last one was, up to the time the
-    /// next-latest actually spent waiting in its op).
-    pub fn caused(&self) -> Ns {
-        self.members
-            .iter()
-            .filter(|m| m.rank != self.last_rank)
-            .max_by_key(|m| m.start)
-            .map_or(Ns::ZERO, |m| m.wait.min(self.last_by))
+    /// Its members, in the order of its instance (`inst` is the trace's
+    /// matched instances, which this row is `id` of).
+    pub fn members<'a>(
+        &self,
+        trace: &'a Trace,
+        inst: &'a [Instance],
+    ) -> impl ExactSizeIterator<Item = Member> + 'a {
+        let last_start = self.last_start;
+        inst[self.id]
+            .pairs()
+            .map(move |(r, o)| Member::new(trace, r, o, last_start))
+    }
+}
+
+impl Member {
+    /// The member op `o` of rank index `r`, in a collective whose last
+    /// member started at `last_start`.
+    fn new(trace: &Trace, r: usize, o: usize, last_start: Ns) -> Self {
+        let t = &trace.ranks[r];
+        let op = &t.ops[o];
+        let wait = (last_start - op.start).clamp(Ns::ZERO, op.dur);
+        Member {
+            rank: t.rank,
+            // Indices fit: ranks and ops are numbered in u32 slots.
+            index: r as u32,
+            op: o as u32,
+            start: op.start,
+            wait,
+            transfer: op.dur - wait,
+        }
     }
 }
 
 /// Rows for `inst` (the instances of `trace`, in `groups`), in instance order.
 pub fn rows(trace: &Trace, inst: &[Instance], groups: &[GroupInfo]) -> Vec<InstanceRow> {
-    inst.iter()
-        .enumerate()
-        .filter_map(|(id, i)| {
-            let (lr, lo, last_by) = i.latest(trace)?;
-            let last_start = trace.ranks[lr].ops[lo].start;
-            let members: Vec<Member> = i
-                .members
+    // One copy of each kernel name for all the rows that show it.
+    let mut names: HashMap<&str, Arc<str>> = HashMap::new();
+    let mut out = Vec::with_capacity(inst.len());
+    for (id, i) in inst.iter().enumerate() {
+        let Some((lr, lo, last_by)) = i.latest(trace) else {
+            continue;
+        };
+        let last_start = trace.ranks[lr].ops[lo].start;
+        let (mut wait, mut start, mut end) = (Ns::ZERO, Ns::MAX, Ns::MIN);
+        // The next-latest starter: the latest among the others, the last
+        // in member order among equals.
+        let mut next: Option<(Ns, usize, Ns)> = None;
+        for (r, o) in i.pairs() {
+            let m = Member::new(trace, r, o, last_start);
+            wait += m.wait;
+            start = start.min(m.start);
+            end = end.max(m.end());
+            if r != lr {
+                next = next.max(Some((m.start, r, m.wait)));
+            }
+        }
+        let (r0, o0) = (i.members[0].0 as usize, i.members[0].1 as usize);
+        let first = &trace.ranks[r0];
+        let sized = i.pairs().find_map(|(r, o)| {
+            let t = &trace.ranks[r];
+            let m = t.coll_meta(&t.ops[o])?;
+            Some((m.in_bytes()?, m.out_bytes()))
+        });
+        let kind = first.ops[o0].coll;
+        let data_bytes = sized.and_then(|(inb, out)| match kind {
+            Some(CollKind::AllGather) => out,
+            _ => Some(inb),
+        });
+        let name = first.name(first.ops[o0].name);
+        let name = names.entry(name).or_insert_with(|| name.into()).clone();
+        out.push(InstanceRow {
+            id,
+            group: i.group.clone(),
+            role: groups
                 .iter()
-                .map(|&(r, o)| {
-                    let t = &trace.ranks[r];
-                    let op = &t.ops[o];
-                    let wait = (last_start - op.start).clamp(Ns::ZERO, op.dur);
-                    Member {
-                        rank: t.rank,
-                        // Indices fit: ranks and ops are numbered in u32 slots.
-                        index: r as u32,
-                        op: o as u32,
-                        start: op.start,
-                        wait,
-                        transfer: op.dur - wait,
-                    }
-                })
-                .collect();
-            let (r0, o0) = i.members[0];
-            let first = &trace.ranks[r0];
-            let sized = i.members.iter().find_map(|&(r, o)| {
-                let t = &trace.ranks[r];
-                let m = t.coll_meta(&t.ops[o])?;
-                Some((m.in_bytes()?, m.out_bytes()))
-            });
-            let kind = first.ops[o0].coll;
-            let data_bytes = sized.and_then(|(inb, out)| match kind {
-                Some(CollKind::AllGather) => out,
-                _ => Some(inb),
-            });
-            Some(InstanceRow {
-                id,
-                group: i.group.clone(),
-                role: groups
-                    .iter()
-                    .find(|g| g.name == i.group)
-                    .and_then(|g| g.role)
-                    .map(|r| r.0),
-                seq: i.seq,
-                kind,
-                name: first.name(first.ops[o0].name).to_owned(),
-                bytes: sized.map(|s| s.0),
-                data_bytes,
-                last_rank: trace.ranks[lr].rank,
-                last_by,
-                wait: members.iter().map(|m| m.wait).sum(),
-                transfer: trace.ranks[lr].ops[lo].dur,
-                start: members.iter().map(|m| m.start).min().unwrap_or(Ns::ZERO),
-                end: members.iter().map(Member::end).max().unwrap_or(Ns::ZERO),
-                members,
-            })
-        })
-        .collect()
+                .find(|g| *g.name == *i.group)
+                .and_then(|g| g.role)
+                .map(|r| r.0),
+            seq: i.seq,
+            kind,
+            name,
+            bytes: sized.map(|s| s.0),
+            data_bytes,
+            size: u32::try_from(i.members.len()).unwrap_or(u32::MAX),
+            last_rank: trace.ranks[lr].rank,
+            last_by,
+            last_start,
+            caused: next.map_or(Ns::ZERO, |(.., w)| w.min(last_by)),
+            wait,
+            transfer: trace.ranks[lr].ops[lo].dur,
+            start,
+            end,
+        });
+    }
+    out
 }
 
 /// Instances of one (kind, message size, group, group size).
@@ -198,15 +230,10 @@ fn percentile(sorted: &[Ns], p: f64) -> Ns {
 
 /// `rows` grouped by (kind, size, group, group size), most wait first.
 pub fn grouped(rows: &[InstanceRow]) -> Vec<GroupRow> {
-    type Key = (Option<&'static str>, Option<u64>, String, usize);
+    type Key = (Option<&'static str>, Option<u64>, Arc<str>, u32);
     let mut by: BTreeMap<Key, Vec<&InstanceRow>> = BTreeMap::new();
     for r in rows {
-        let key = (
-            r.kind.map(|k| k.name()),
-            r.bytes,
-            r.group.clone(),
-            r.members.len(),
-        );
+        let key = (r.kind.map(|k| k.name()), r.bytes, r.group.clone(), r.size);
         by.entry(key).or_default().push(r);
     }
     let mut out: Vec<GroupRow> = by
@@ -224,7 +251,7 @@ pub fn grouped(rows: &[InstanceRow]) -> Vec<GroupRow> {
             }
             let mut blame: BTreeMap<u32, Ns> = BTreeMap::new();
             for r in &rs {
-                *blame.entry(r.last_rank).or_default() += r.caused();
+                *blame.entry(r.last_rank).or_default() += r.caused;
             }
             let culprit = blame
                 .into_iter()
@@ -233,9 +260,9 @@ pub fn grouped(rows: &[InstanceRow]) -> Vec<GroupRow> {
             GroupRow {
                 kind: rs[0].kind,
                 bytes: rs[0].bytes,
-                group: rs[0].group.clone(),
+                group: rs[0].group.to_string(),
                 role: rs[0].role,
-                size: rs[0].members.len(),
+                size: rs[0].size as usize,
                 count: rs.len(),
                 transfer_p50: percentile(&transfers, 50.0),
                 transfer_p95: percentile(&transfers, 95.0),
@@ -270,7 +297,7 @@ pub fn fits(rows: &[InstanceRow]) -> Vec<FitRow> {
     let mut by: BTreeMap<Key, Vec<(f64, f64)>> = BTreeMap::new();
     for r in rows {
         if let (Some(kind), Some(s), true) = (r.kind, r.data_bytes, r.transfer > Ns::ZERO) {
-            by.entry((kind, r.label(), r.members.len()))
+            by.entry((kind, r.label(), r.size as usize))
                 .or_default()
                 .push((s as f64, r.transfer.as_f64() / 1e9));
         }
@@ -297,11 +324,17 @@ mod tests {
     use crate::metrics::testing::trace;
     use crate::model::collectives::instances;
 
-    /// A member is held for every communication op of a run: its step is
-    /// read from its op, not kept (56 bytes with it).
+    /// A run has one matched member per communication op: an instance holds
+    /// each as 8 bytes (rank and op index), a row none.
     #[test]
-    fn a_member_is_40_bytes() {
-        assert_eq!(std::mem::size_of::<Member>(), 40);
+    fn a_member_is_8_bytes_of_its_instance() {
+        assert_eq!(std::mem::size_of::<(u32, u32)>(), 8);
+        let t = trace(&crate::synth::late_pair());
+        let inst = instances(&t);
+        assert_eq!(
+            inst[0].members,
+            [(0, inst[0].members[0].1), (1, inst[0].members[1].1)]
+        );
     }
 
     /// A member's step is its op's: ProfilerStep#7 here on both ranks, none
@@ -322,7 +355,8 @@ mod tests {
         let t = trace(&ranks);
         let rows = rows(&t, &instances(&t), &[]);
         assert_eq!(rows.len(), 2);
-        let steps = |r: &InstanceRow| r.members.iter().map(|m| m.step(&t)).collect::<Vec<_>>();
+        let inst = instances(&t);
+        let steps = |r: &InstanceRow| r.members(&t, &inst).map(|m| m.step(&t)).collect::<Vec<_>>();
         assert_eq!(steps(&rows[0]), [Some(7), Some(7)]);
         assert_eq!(steps(&rows[1]), [None, None]);
     }
@@ -331,15 +365,27 @@ mod tests {
     fn late_pair_row() {
         // Rank 0 starts at 10 µs, rank 1 at 40 µs, both end at 60 µs; one f32.
         let t = trace(&crate::synth::late_pair());
-        let rows = rows(&t, &instances(&t), &[]);
+        let inst = instances(&t);
+        let rows = rows(&t, &inst, &[]);
         assert_eq!(rows.len(), 1);
         let r = &rows[0];
         assert_eq!((r.last_rank, r.last_by), (1, Ns(30_000)));
+        assert_eq!((r.size, r.last_start), (2, Ns(40_000)));
         assert_eq!(r.wait, Ns(30_000));
+        // Rank 0 waited 30 µs for rank 1, which was that much late.
+        assert_eq!(r.caused, Ns(30_000));
         assert_eq!(r.transfer, Ns(20_000));
         assert_eq!((r.start, r.end), (Ns(10_000), Ns(60_000)));
-        assert_eq!(r.members[0].wait, Ns(30_000));
-        assert_eq!(r.members[1].transfer, Ns(20_000));
+        let m: Vec<Member> = r.members(&t, &inst).collect();
+        assert_eq!(
+            (m[0].rank, m[0].start, m[0].wait),
+            (0, Ns(10_000), Ns(30_000))
+        );
+        assert_eq!((m[0].transfer, m[0].end()), (Ns(20_000), Ns(60_000)));
+        assert_eq!(
+            (m[1].rank, m[1].wait, m[1].transfer),
+            (1, Ns::ZERO, Ns(20_000))
+        );
         // 4 B in 20 µs = 200,000 B/s; all-reduce of 2: factor 2(2-1)/2 = 1.
         assert_eq!(r.algbw(), Some(200_000.0));
         assert_eq!(r.busbw(), Some(200_000.0));
@@ -355,6 +401,7 @@ mod tests {
         second.last_rank = 0;
         second.last_by = Ns(5_000);
         second.wait = Ns(5_000);
+        second.caused = Ns(5_000);
         second.transfer = Ns(40_000);
         rows.push(second);
         let g = grouped(&rows);

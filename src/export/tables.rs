@@ -283,7 +283,7 @@ pub fn collectives(ctx: &Ctx) -> Result<Table, ArrowError> {
     let rows = ctx.collective_rows();
     let each = || {
         rows.iter()
-            .flat_map(|r| r.members.iter().map(move |m| (r, m)))
+            .flat_map(|r| ctx.members(r).map(move |m| (r, m)))
     };
     let u32_of = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
     let columns: Vec<ArrayRef> = vec![
@@ -291,7 +291,11 @@ pub fn collectives(ctx: &Ctx) -> Result<Table, ArrowError> {
             each().map(|(r, _)| u32_of(r.id)),
         )),
         // Byte arrays need an iterator of known length; `each` is a flat map.
-        Arc::new(each().map(|(r, _)| Some(&r.group)).collect::<StringArray>()),
+        Arc::new(
+            each()
+                .map(|(r, _)| Some(&*r.group))
+                .collect::<StringArray>(),
+        ),
         labels(each().map(|(r, _)| r.role.map(|k| k.name()))),
         Arc::new(UInt32Array::from_iter_values(
             each().map(|(r, _)| u32_of(r.seq)),
@@ -311,9 +315,7 @@ pub fn collectives(ctx: &Ctx) -> Result<Table, ArrowError> {
                 .map(|(r, _)| r.bytes)
                 .collect::<arrow_array::UInt64Array>(),
         ),
-        Arc::new(UInt32Array::from_iter_values(
-            each().map(|(r, _)| u32_of(r.members.len())),
-        )),
+        Arc::new(UInt32Array::from_iter_values(each().map(|(r, _)| r.size))),
         Arc::new(
             each()
                 .map(|(_, m)| m.step(ctx.trace))

@@ -138,6 +138,14 @@ impl<'a> Ctx<'a> {
         &self.derived.collectives
     }
 
+    /// The members of a row of [`Ctx::collective_rows`].
+    pub fn members(
+        &self,
+        row: &crate::derive::instances::InstanceRow,
+    ) -> impl ExactSizeIterator<Item = crate::derive::instances::Member> + '_ {
+        row.members(self.trace, self.instances())
+    }
+
     /// The process groups collectives were issued in, with their roles.
     pub fn groups(&self) -> &[crate::derive::groups::GroupInfo] {
         &self.derived.groups

@@ -137,8 +137,8 @@ pub fn comm_wait_by_role(ctx: &Ctx) -> Outcome {
     let mut sums: Vec<Vec<Ns>> = vec![vec![Ns::ZERO; l.names.len()]; n];
     let mut matched = vec![false; n];
     for c in ctx.collective_rows() {
-        let i = l.of_group.get(&c.group).copied().unwrap_or(0);
-        for m in &c.members {
+        let i = l.of_group.get(&*c.group).copied().unwrap_or(0);
+        for m in ctx.members(c) {
             let (t, op) = m.of(ctx.trace);
             if t.counts(op.step) {
                 sums[m.index as usize][i] += m.wait;
@@ -173,15 +173,14 @@ pub fn busbw_by_role(ctx: &Ctx) -> Outcome {
     let mut time = vec![0.0; l.names.len()];
     for c in ctx.collective_rows() {
         if !whole
-            && !c
-                .members
-                .iter()
+            && !ctx
+                .members(c)
                 .any(|m| ctx.ranks.iter().any(|r| r.rank == m.rank))
         {
             continue;
         }
         if let Some(bw) = c.busbw().filter(|_| c.transfer > Ns::ZERO) {
-            let i = l.of_group.get(&c.group).copied().unwrap_or(0);
+            let i = l.of_group.get(&*c.group).copied().unwrap_or(0);
             let secs = ns_to_s(c.transfer);
             moved[i] += bw * secs;
             time[i] += secs;

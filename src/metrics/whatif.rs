@@ -37,13 +37,13 @@ fn per_step_saving<'c, P>(
     let mut saved: Vec<Ns> = vec![Ns::ZERO; ctx.ranks.len()];
     for c in ctx.collective_rows() {
         let whole = per_collective(c);
-        for m in &c.members {
+        for m in ctx.members(c) {
             let Some(&i) = index.get(&m.rank) else {
                 continue;
             };
             let t = ctx.ranks[i];
             if t.counts(t.ops[m.op as usize].step) {
-                saved[i] += per_member(c, &whole, m).unwrap_or(Ns::ZERO).max(Ns::ZERO);
+                saved[i] += per_member(c, &whole, &m).unwrap_or(Ns::ZERO).max(Ns::ZERO);
             }
         }
     }
@@ -92,7 +92,7 @@ pub fn no_straggler_step(ctx: &Ctx) -> Outcome {
         return Outcome::na(NO_MATCHED);
     }
     step_minus(
-        per_step_saving(ctx, InstanceRow::caused, |_, caused, _| Some(*caused)),
+        per_step_saving(ctx, |c| c.caused, |_, caused, _| Some(*caused)),
         "late arrivals",
     )
 }
@@ -130,8 +130,7 @@ pub fn link_bandwidth_step(ctx: &Ctx) -> Outcome {
         per_step_saving(
             ctx,
             |c| {
-                let n = u32::try_from(c.members.len()).ok()?;
-                let ideal = c.data_bytes? as f64 * c.kind?.bus_factor(n)? / link * 1e9;
+                let ideal = c.data_bytes? as f64 * c.kind?.bus_factor(c.size)? / link * 1e9;
                 Some(Ns::rounded(ideal))
             },
             |_, ideal, m| Some(m.transfer - (*ideal)?),

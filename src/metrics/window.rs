@@ -110,43 +110,41 @@ pub fn num_comm_kernels(ctx: &Ctx) -> Outcome {
 }
 
 /// (bytes, duration) of communication ops with a known message size and a
-/// positive duration, pooled over ranks.
-fn sized(ctx: &Ctx) -> Vec<(u64, Ns)> {
-    ctx.ranks
-        .iter()
-        .flat_map(|t| {
-            t.ops
-                .iter()
-                .filter(|o| o.is_comm() && o.dur > Ns::ZERO)
-                .filter_map(|o| {
-                    let bytes = t.coll_meta(o).and_then(|m| m.in_bytes()).or(o.bytes())?;
-                    Some((bytes, o.dur))
-                })
-        })
-        .collect()
+/// positive duration, pooled over ranks (walked, not collected: a run has
+/// millions).
+fn sized<'a>(ctx: &'a Ctx) -> impl Iterator<Item = (u64, Ns)> + 'a {
+    ctx.ranks.iter().flat_map(|t| {
+        t.ops
+            .iter()
+            .filter(|o| o.is_comm() && o.dur > Ns::ZERO)
+            .filter_map(|o| {
+                let bytes = t.coll_meta(o).and_then(|m| m.in_bytes()).or(o.bytes())?;
+                Some((bytes, o.dur))
+            })
+    })
 }
 
 pub fn num_comm_kernels_w_size_and_time(ctx: &Ctx) -> Outcome {
     if ctx.ranks.iter().all(|t| !t.ops.iter().any(|o| o.is_comm())) {
         return Outcome::na(NO_COMM);
     }
-    Outcome::value(sized(ctx).len() as f64)
+    Outcome::value(sized(ctx).count() as f64)
 }
 
 /// Mean over sized communication ops of message bytes / duration.
 pub fn avg_comm_bandwidth_gbps(ctx: &Ctx) -> Outcome {
-    let s = sized(ctx);
-    if s.is_empty() {
+    // In the order the ops come, so the sum is the same to the bit.
+    let (n, sum) = sized(ctx).fold((0usize, 0.0f64), |(n, sum), (b, d)| {
+        (n + 1, sum + b as f64 / d.as_f64())
+    });
+    if n == 0 {
         return Outcome::na(
             "no communication op has a message size (record_param_comms / collective args)",
         );
     }
     // bytes per ns = GB/s.
-    let mean = s.iter().map(|&(b, d)| b as f64 / d.as_f64()).sum::<f64>() / s.len() as f64;
-    Outcome::value(mean).with_note(format!(
-        "mean over {} ops of message bytes / duration",
-        s.len()
-    ))
+    Outcome::value(sum / n as f64)
+        .with_note(format!("mean over {n} ops of message bytes / duration"))
 }
 
 /// Summed all-reduce time per rank, averaged.

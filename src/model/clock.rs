@@ -12,13 +12,20 @@ use super::trace::Trace;
 /// Per rank (like `Trace::ranks`): for each collective it shares with the first
 /// rank, (the first rank's end time, first rank's end − this rank's end).
 pub fn samples(trace: &Trace, inst: &[Instance]) -> Vec<Vec<(Ns, Ns)>> {
-    let mut out = vec![Vec::new(); trace.ranks.len()];
+    // Sized first (one per member op): grown by doubling, they would hold
+    // up to twice the memory at the peak of a load.
+    let with_first = || inst.iter().filter(|i| i.pairs().any(|(r, _)| r == 0));
+    let mut count = vec![0usize; trace.ranks.len()];
+    for (r, _) in with_first().flat_map(Instance::pairs) {
+        count[r] += 1;
+    }
+    let mut out: Vec<Vec<(Ns, Ns)>> = count.into_iter().map(Vec::with_capacity).collect();
     for i in inst {
-        let Some(&(_, ref_op)) = i.members.iter().find(|(r, _)| *r == 0) else {
+        let Some((_, ref_op)) = i.pairs().find(|&(r, _)| r == 0) else {
             continue;
         };
         let ref_end = trace.ranks[0].ops[ref_op].end();
-        for &(r, o) in &i.members {
+        for (r, o) in i.pairs() {
             out[r].push((ref_end, ref_end - trace.ranks[r].ops[o].end()));
         }
     }

@@ -4,29 +4,43 @@
 //! and a collective ends on all members at nearly the same moment.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use super::time::{median, Ns};
 use super::trace::{Offset, Trace};
 
 /// One collective call seen on several ranks: (rank index in `Trace::ranks`,
-/// op index in that rank's `ops`).
+/// op index in that rank's `ops`), each in 32 bits (ranks and ops are
+/// numbered in u32 slots) as a run holds one per communication op.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Instance {
-    pub group: String,
+    /// Shared by the group's instances.
+    pub group: Arc<str>,
     pub seq: usize,
-    pub members: Vec<(usize, usize)>,
+    pub members: Vec<(u32, u32)>,
 }
 
 impl Instance {
+    /// Its members as (rank index, op index), to index `Trace::ranks` and `ops`.
+    pub fn pairs(&self) -> impl ExactSizeIterator<Item = (usize, usize)> + '_ {
+        self.members.iter().map(|&(r, o)| (r as usize, o as usize))
+    }
+
+    /// When its last member started (the transfer's start, barrier model).
+    pub fn last_start(&self, trace: &Trace) -> Ns {
+        self.pairs()
+            .map(|(r, o)| trace.ranks[r].ops[o].start)
+            .max()
+            .unwrap_or(Ns::ZERO)
+    }
+
     /// The member that started last (the lowest rank index among equals) as
     /// (rank index, op index), and the wait it caused: how long after the
     /// next-latest member it started. `None` with fewer than two members.
     pub fn latest(&self, trace: &Trace) -> Option<(usize, usize, Ns)> {
-        let start = |r: usize, o: usize| trace.ranks[r].ops[o].start;
         let mut by_start: Vec<(Ns, usize, usize)> = self
-            .members
-            .iter()
-            .map(|&(r, o)| (start(r, o), r, o))
+            .pairs()
+            .map(|(r, o)| (trace.ranks[r].ops[o].start, r, o))
             .collect();
         by_start.sort_unstable_by_key(|&(start, r, _)| (start, std::cmp::Reverse(r)));
         match by_start[..] {
@@ -50,10 +64,11 @@ pub fn group_of<'t>(t: &'t super::RankTimeline, op: &super::DeviceOp) -> &'t str
 /// Collective instances seen on at least two ranks, in issue order per group.
 pub fn instances(trace: &Trace) -> Vec<Instance> {
     // group -> per rank index: op indices in start order.
-    let mut seqs: BTreeMap<String, Vec<(usize, Vec<usize>)>> = BTreeMap::new();
-    for (ri, t) in trace.ranks.iter().enumerate() {
-        let mut mine: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
-        for (oi, op) in t.ops.iter().enumerate() {
+    let mut seqs: BTreeMap<String, Vec<(u32, Vec<u32>)>> = BTreeMap::new();
+    // Indices fit: ranks and ops are numbered in u32 slots.
+    for (ri, t) in (0u32..).zip(&trace.ranks) {
+        let mut mine: BTreeMap<&str, Vec<u32>> = BTreeMap::new();
+        for (oi, op) in (0u32..).zip(&t.ops) {
             if op.is_comm() && op.is_kernel() {
                 mine.entry(group_of(t, op)).or_default().push(oi);
             }
@@ -67,14 +82,14 @@ pub fn instances(trace: &Trace) -> Vec<Instance> {
         if ranks.len() < 2 {
             continue;
         }
+        let group: Arc<str> = group.into();
         // Up to the shortest sequence: a cut-off trace misses the last calls.
         let n = ranks.iter().map(|(_, ops)| ops.len()).min().unwrap_or(0);
         for seq in 0..n {
-            let members: Vec<(usize, usize)> =
-                ranks.iter().map(|(ri, ops)| (*ri, ops[seq])).collect();
+            let members: Vec<(u32, u32)> = ranks.iter().map(|(ri, ops)| (*ri, ops[seq])).collect();
             // Different kinds at one position: the sequences are out of step
             // (a rank's trace starts or ends mid-iteration); do not pair them.
-            let kind = |&(r, o): &(usize, usize)| trace.ranks[r].ops[o].coll;
+            let kind = |&(r, o): &(u32, u32)| trace.ranks[r as usize].ops[o as usize].coll;
             if members.iter().any(|m| kind(m) != kind(&members[0])) {
                 continue;
             }
@@ -146,27 +161,21 @@ pub struct WaitSplit {
 pub fn wait_split(trace: &Trace, inst: &[Instance]) -> Vec<WaitSplit> {
     let mut out = vec![WaitSplit::default(); trace.ranks.len()];
     for i in inst {
-        let op = |&(r, o): &(usize, usize)| &trace.ranks[r].ops[o];
-        let last_start = i
-            .members
-            .iter()
-            .map(|m| op(m).start)
-            .max()
-            .unwrap_or(Ns::ZERO);
+        let last_start = i.last_start(trace);
         if let Some((r, o, caused)) = i.latest(trace) {
             if trace.ranks[r].counts(trace.ranks[r].ops[o].step) {
                 out[r].caused += caused;
                 out[r].last += 1;
             }
         }
-        for m in &i.members {
-            let o = op(m);
+        for (r, o) in i.pairs() {
+            let o = &trace.ranks[r].ops[o];
             // Per-step metrics divide by the measured steps: count only their ops.
-            if !trace.ranks[m.0].counts(o.step) {
+            if !trace.ranks[r].counts(o.step) {
                 continue;
             }
             let wait = (last_start - o.start).clamp(Ns::ZERO, o.dur);
-            let s = &mut out[m.0];
+            let s = &mut out[r];
             s.wait += wait;
             s.transfer += o.dur - wait;
             s.ops += 1;
@@ -181,14 +190,13 @@ pub fn wait_intervals(trace: &Trace, inst: &[Instance]) -> Vec<Vec<(u32, super::
     // Sized first: grown by doubling, these lists would take up to twice
     // the memory at a peak of the reduce.
     let mut count = vec![0usize; trace.ranks.len()];
-    for &(r, _) in inst.iter().flat_map(|i| &i.members) {
+    for (r, _) in inst.iter().flat_map(Instance::pairs) {
         count[r] += 1;
     }
     let mut waits: Vec<Vec<_>> = count.into_iter().map(Vec::with_capacity).collect();
     for i in inst {
-        let start = |&(r, o): &(usize, usize)| trace.ranks[r].ops[o].start;
-        let last = i.members.iter().map(start).max().unwrap_or(Ns::ZERO);
-        for &(r, o) in &i.members {
+        let last = i.last_start(trace);
+        for (r, o) in i.pairs() {
             let op = &trace.ranks[r].ops[o];
             let end = last.clamp(op.start, op.end());
             waits[r].push((op.stream, super::Interval::new(op.start, end)));
@@ -226,12 +234,11 @@ pub fn arrivals(trace: &Trace, inst: &[Instance]) -> Arrivals {
     let mut by: Vec<Vec<Ns>> = vec![Vec::new(); n];
     for i in inst {
         let starts: Vec<(usize, Ns)> = i
-            .members
-            .iter()
-            .map(|&(r, o)| (r, trace.ranks[r].ops[o].start))
+            .pairs()
+            .map(|(r, o)| (r, trace.ranks[r].ops[o].start))
             .collect();
         let latest = i.latest(trace);
-        for &(r, o) in &i.members {
+        for (r, o) in i.pairs() {
             let t = &trace.ranks[r];
             let Some(key) = t.ops[o].step.get().and_then(|s| keys[r].get(s as usize)) else {
                 continue;

@@ -48,6 +48,8 @@ fn bytes(v: Option<u64>) -> String {
 pub struct View<'a> {
     /// The run the rows are of (their members' ops).
     pub trace: &'a crate::model::Trace,
+    /// The run's matched instances (the rows' members).
+    pub instances: &'a [crate::model::collectives::Instance],
     pub rows: &'a [InstanceRow],
     pub groups: &'a [GroupRow],
     pub fits: &'a [FitRow],
@@ -65,7 +67,7 @@ pub fn write(format: Format, v: &View, out: &mut dyn Write) -> io::Result<()> {
         }
         Format::Csv => csv(v.rows, v.groups, v.grouped_only, out),
         Format::Json => {
-            let mut doc = to_json(v.trace, v.rows, v.groups, v.grouped_only);
+            let mut doc = to_json(v, v.rows, v.groups, v.grouped_only);
             doc["fits"] = v
                 .fits
                 .iter()
@@ -196,7 +198,7 @@ fn table(
                 kind(r.kind),
                 super::safe::text(&r.group),
                 role(r.role),
-                r.members.len(),
+                r.size,
                 bytes(r.bytes),
                 human(r.start - origin),
                 human(r.wait),
@@ -307,10 +309,10 @@ fn csv(
         w.write_record([
             r.id.to_string(),
             kind(r.kind).to_owned(),
-            r.group.clone(),
+            r.group.to_string(),
             r.role.map_or("", Role::name).to_owned(),
             r.seq.to_string(),
-            r.members.len().to_string(),
+            r.size.to_string(),
             optu(r.bytes),
             r.start.to_string(),
             r.end.to_string(),
@@ -326,7 +328,7 @@ fn csv(
 }
 
 fn to_json(
-    trace: &crate::model::Trace,
+    v: &View,
     rows: &[InstanceRow],
     groups: &[GroupRow],
     grouped_only: bool,
@@ -358,10 +360,10 @@ fn to_json(
             json!({
                 "id": r.id,
                 "kind": r.kind.map(|k| k.name()),
-                "group": r.group,
+                "group": &*r.group,
                 "role": r.role.map(Role::name),
                 "seq": r.seq,
-                "name": r.name,
+                "name": &*r.name,
                 "bytes": r.bytes,
                 "start_ns": r.start,
                 "end_ns": r.end,
@@ -371,13 +373,13 @@ fn to_json(
                 "busbw_Bps": r.busbw(),
                 "last_rank": r.last_rank,
                 "last_by_ns": r.last_by,
-                "members": r.members.iter().map(|m| json!({
+                "members": r.members(v.trace, v.instances).map(|m| json!({
                     "rank": m.rank,
                     "start_ns": m.start,
                     "end_ns": m.end(),
                     "wait_ns": m.wait,
                     "transfer_ns": m.transfer,
-                    "step": m.step(trace),
+                    "step": m.step(v.trace),
                 })).collect::<Vec<_>>(),
             })
         })

@@ -256,7 +256,7 @@ impl InstanceOf {
         let n = instances.iter().map(|i| i.members.len()).sum();
         let mut v = Vec::with_capacity(n);
         for (k, i) in instances.iter().enumerate() {
-            for &(r, o) in &i.members {
+            for (r, o) in i.pairs() {
                 // Past 2^32 (never in practice) an op is shown unmatched.
                 if let (Ok(r), Ok(o), Ok(k)) = (r.try_into(), o.try_into(), k.try_into()) {
                     v.push((r, o, k));
@@ -664,7 +664,7 @@ mod tests {
     /// Each member op finds its collective; any other op, none.
     #[test]
     fn instance_of_finds_each_member() {
-        let inst = |members: Vec<(usize, usize)>| Instance {
+        let inst = |members: Vec<(u32, u32)>| Instance {
             group: "default".into(),
             seq: 0,
             members,

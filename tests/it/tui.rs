@@ -913,7 +913,11 @@ fn collectives_tab_opens_an_instance_on_the_timeline() {
     assert_eq!(a.tab, Tab("Timeline"));
     let t = a.state::<TimelineState>().unwrap();
     let first = &rows[0];
-    let last_start = first.members.iter().map(|m| m.start).max().unwrap();
+    let last_start = first
+        .members(&a.data.trace, &a.data.instances)
+        .map(|m| m.start)
+        .max()
+        .unwrap();
     assert_eq!(t.cursor, last_start);
     assert!(t.view.start <= first.start && first.end <= t.view.end);
     assert!(

@@ -110,11 +110,13 @@ impl CollectivesState {
             return None;
         }
         let r = &data.collectives[*self.shown.get(self.selected)?];
-        let longest = r.members.iter().max_by_key(|m| m.wait)?;
+        let longest = r
+            .members(&data.trace, &data.instances)
+            .max_by_key(|m| m.wait)?;
         let rank_index = longest.index as usize;
         let stream = longest.of(&data.trace).1.stream;
         let pad = ((r.end - r.start) / 4).max(Ns(1));
-        let last_start = r.members.iter().map(|m| m.start).max().unwrap_or(r.start);
+        let last_start = r.last_start;
         Some(Jump {
             rank_index,
             stream: Some(stream),
@@ -125,7 +127,7 @@ impl CollectivesState {
                 r.kind.map_or("collective", |k| k.name()),
                 r.seq,
                 group_text(r.role, &r.group),
-                r.members.len(),
+                r.size,
                 r.last_rank,
                 human(r.last_by)
             ),
@@ -193,7 +195,7 @@ fn compare_instances(a: &InstanceRow, b: &InstanceRow, c: usize) -> Ordering {
     match c {
         1 => a.kind.map(|k| k.name()).cmp(&b.kind.map(|k| k.name())),
         2 => a.group.cmp(&b.group),
-        3 => a.members.len().cmp(&b.members.len()),
+        3 => a.size.cmp(&b.size),
         4 => a.bytes.cmp(&b.bytes),
         5 => a.wait.cmp(&b.wait),
         6 => a.last_rank.cmp(&b.last_rank),
@@ -361,7 +363,7 @@ pub fn render(state: &CollectivesState, data: &Data, theme: Theme, area: Rect, b
                             Span::raw(r.id.to_string()),
                             Span::raw(kind(r.kind)),
                             Span::raw(group_text(r.role, &r.group)),
-                            Span::raw(r.members.len().to_string()),
+                            Span::raw(r.size.to_string()),
                             Span::raw(size(r.bytes)),
                             Span::raw(human(r.wait)),
                             // Nobody is late when all started together.

@@ -878,9 +878,8 @@ fn details(data: &Data, lane: &Lane, at: Ns, shift: Ns, width: u16) -> Vec<Line<
         let i = &data.instances[k];
         let ranks = &data.trace.ranks;
         let last = i
-            .members
-            .iter()
-            .map(|&(r, o)| (ranks[r].ops[o].start, r))
+            .pairs()
+            .map(|(r, o)| (ranks[r].ops[o].start, r))
             .max_by_key(|&(s, r)| (s, std::cmp::Reverse(r)));
         if let Some((last, lr)) = last {
             let s = if lr == ri {
