@@ -62,16 +62,16 @@ impl Derived {
             },
             || rayon::join(|| collectives::instances(trace), || groups::infer(trace)),
         );
-        let ((waits, wait_sets), collectives) = rayon::join(
+        let ((waits, last_starts), collectives) = rayon::join(
             || {
                 rayon::join(
                     || collectives::wait_split(trace, &instances),
-                    || collectives::wait_intervals(trace, &instances),
+                    || collectives::LastStarts::last_starts(trace, &instances),
                 )
             },
             || instances::rows(trace, &instances, &groups),
         );
-        let rows = rank_rows(trace, ranks, &stats, &waits, &wait_sets);
+        let rows = rank_rows(trace, ranks, &stats, &waits, &last_starts);
         Self {
             stats,
             rows,
@@ -355,13 +355,14 @@ impl RankRow {
 }
 
 /// Where each rank in `ranks` (with its `stats`, same order) spent its
-/// steps; `waits` and `wait_sets` are indexed like `trace.ranks`.
+/// steps; `waits` is indexed like `trace.ranks`; a rank's waits inside
+/// collectives are made from `last_starts` as its row is.
 fn rank_rows(
     trace: &Trace,
     ranks: &[&RankTimeline],
     stats: &[RankStats],
     waits: &[WaitSplit],
-    wait_sets: &[Vec<(u32, Interval)>],
+    last_starts: &collectives::LastStarts,
 ) -> Vec<RankRow> {
     ranks
         .par_iter()
@@ -373,11 +374,7 @@ fn rank_rows(
                 .copied()
                 .unwrap_or_default();
             let wait_set = IntervalSet::from_iter_unsorted(
-                index
-                    .and_then(|i| wait_sets.get(i))
-                    .into_iter()
-                    .flatten()
-                    .map(|(_, iv)| *iv),
+                last_starts.waits_of(t).into_iter().map(|(_, iv)| iv),
             );
             let n = t.step_count() as i64;
             let u = s.in_window;

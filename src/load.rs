@@ -369,13 +369,19 @@ pub fn check_and_align_clocks(trace: &mut Trace, align: bool) -> Vec<String> {
 /// `trace.ranks`) with their timelines.
 fn align_clocks(trace: &mut Trace, align: bool, stats: Option<&mut [RankStats]>) -> Vec<String> {
     use crate::model::{clock, collectives};
-    let inst = collectives::instances(trace);
-    let samples = clock::samples(trace, &inst);
-    let offsets = align.then(|| collectives::offsets_from(trace, &samples));
+    // Each rank's samples are made when used, from one value per collective,
+    // rather than held for every rank (one per communication op).
+    let ends = clock::ref_ends(trace, &collectives::instances(trace));
+    let samples = |i: usize| clock::samples_of(&trace.ranks[i], &ends);
+    let offsets: Option<Vec<_>> = align.then(|| {
+        (0..trace.ranks.len())
+            .map(|i| collectives::offset_of(trace.ranks[i].rank, &samples(i)))
+            .collect()
+    });
     let applied = offsets
         .as_ref()
         .filter(|o| o.iter().skip(1).any(|o| o.samples > 0));
-    let findings = clock::check(trace, &samples, applied.map(|o| &o[..]));
+    let findings = clock::check(trace, samples, applied.map(|o| &o[..]));
     if let Some(offsets) = offsets {
         for (s, o) in stats.into_iter().flatten().zip(&offsets) {
             s.shift(o.offset);

@@ -61,16 +61,16 @@ pub fn total_comm_time_s(ctx: &Ctx) -> Outcome {
 
 /// Mean duration of one communication op, pooled over ranks.
 pub fn avg_comm_kernel_time_s(ctx: &Ctx) -> Outcome {
-    let durs: Vec<Ns> = ctx
+    // Counted and summed in one walk: a run has millions.
+    let (n, sum) = ctx
         .ranks
         .iter()
-        .flat_map(|t| t.ops.iter().filter(|o| o.is_comm()).map(|o| o.dur))
-        .collect();
-    if durs.is_empty() {
+        .flat_map(|t| t.ops.iter().filter(|o| o.is_comm()))
+        .fold((0usize, Ns::ZERO), |(n, sum), o| (n + 1, sum + o.dur));
+    if n == 0 {
         return Outcome::na(NO_COMM);
     }
-    Outcome::value(ns_to_s(durs.iter().sum::<Ns>()) / durs.len() as f64)
-        .with_note(format!("{} communication ops", durs.len()))
+    Outcome::value(ns_to_s(sum) / n as f64).with_note(format!("{n} communication ops"))
 }
 
 /// Non-communication busy time / wall time, per rank, averaged.

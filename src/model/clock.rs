@@ -4,32 +4,34 @@
 //! timeline) wrong. This finds both, from the raw clocks, and says what the
 //! alignment on shared collectives did about it.
 
-use super::collectives::{offsets_from, Instance};
+use super::collectives::{offsets_from, BySeq, Instance};
 use super::time::{human, median, Ns};
 use super::trace::Offset;
 use super::trace::Trace;
+use super::RankTimeline;
 
-/// Per rank (like `Trace::ranks`): for each collective it shares with the first
-/// rank, (the first rank's end time, first rank's end − this rank's end).
-pub fn samples(trace: &Trace, inst: &[Instance]) -> Vec<Vec<(Ns, Ns)>> {
-    // Sized first (one per member op): grown by doubling, they would hold
-    // up to twice the memory at the peak of a load.
-    let with_first = || inst.iter().filter(|i| i.pairs().any(|(r, _)| r == 0));
-    let mut count = vec![0usize; trace.ranks.len()];
-    for (r, _) in with_first().flat_map(Instance::pairs) {
-        count[r] += 1;
-    }
-    let mut out: Vec<Vec<(Ns, Ns)>> = count.into_iter().map(Vec::with_capacity).collect();
-    for i in inst {
-        let Some((_, ref_op)) = i.pairs().find(|&(r, _)| r == 0) else {
-            continue;
-        };
-        let ref_end = trace.ranks[0].ops[ref_op].end();
-        for (r, o) in i.pairs() {
-            out[r].push((ref_end, ref_end - trace.ranks[r].ops[o].end()));
-        }
-    }
+/// The first rank's end of each matched collective it took part in.
+pub type RefEnds = BySeq<Ns>;
+
+pub fn ref_ends(trace: &Trace, inst: &[Instance]) -> RefEnds {
+    BySeq::of(inst, |i| {
+        let (_, o) = i.pairs().find(|&(r, _)| r == 0)?;
+        Some(trace.ranks[0].ops[o].end())
+    })
+}
+
+/// For each collective `t` shares with the first rank, (the first rank's
+/// end time, first rank's end − this rank's end), in op order.
+pub fn samples_of(t: &RankTimeline, ends: &RefEnds) -> Vec<(Ns, Ns)> {
+    let mut out = Vec::new();
+    ends.walk(t, |op, ref_end| out.push((ref_end, ref_end - op.end())));
     out
+}
+
+/// Per rank (like `Trace::ranks`): [`samples_of`] each.
+pub fn samples(trace: &Trace, inst: &[Instance]) -> Vec<Vec<(Ns, Ns)>> {
+    let ends = ref_ends(trace, inst);
+    trace.ranks.iter().map(|t| samples_of(t, &ends)).collect()
 }
 
 /// How much faster this rank's clock runs than the first rank's, in parts per
@@ -60,9 +62,14 @@ const DRIFT_FLOOR: Ns = Ns(5_000);
 /// offset are not a clock measurement.
 const SPREAD_LIMIT: Ns = Ns(1_000_000);
 
-/// What is wrong with the ranks' clocks, one line per finding; `offsets` are
-/// those alignment applied (`None`: not aligned).
-pub fn check(trace: &Trace, samples: &[Vec<(Ns, Ns)>], offsets: Option<&[Offset]>) -> Vec<String> {
+/// What is wrong with the ranks' clocks, one line per finding; `samples`
+/// gives a rank's (by its index in `trace.ranks`, see [`samples_of`]),
+/// `offsets` are those alignment applied (`None`: not aligned).
+pub fn check(
+    trace: &Trace,
+    samples: impl Fn(usize) -> Vec<(Ns, Ns)>,
+    offsets: Option<&[Offset]>,
+) -> Vec<String> {
     let mut out = Vec::new();
     let Some(first) = trace.ranks.first() else {
         return out;
@@ -97,7 +104,7 @@ pub fn check(trace: &Trace, samples: &[Vec<(Ns, Ns)>], offsets: Option<&[Offset]
                 ));
             }
         }
-        let s = &samples[i];
+        let s = &samples(i);
         if s.is_empty() {
             continue;
         }
@@ -201,7 +208,7 @@ mod tests {
         let inst = instances(t);
         let s = samples(t, &inst);
         let offsets = estimate_offsets(t, &inst);
-        check(t, &s, align.then_some(&offsets[..]))
+        check(t, |i| s[i].clone(), align.then_some(&offsets[..]))
     }
 
     #[test]

@@ -3,11 +3,12 @@
 //! group is the n-th every other member issues in it (NCCL requires this order),
 //! and a collective ends on all members at nearly the same moment.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use super::time::{median, Ns};
 use super::trace::{Offset, Trace};
+use super::DeviceOp;
 
 /// One collective call seen on several ranks: (rank index in `Trace::ranks`,
 /// op index in that rank's `ops`), each in 32 bits (ranks and ops are
@@ -109,26 +110,30 @@ pub fn offsets_from(trace: &Trace, samples: &[Vec<(Ns, Ns)>]) -> Vec<Offset> {
         .ranks
         .iter()
         .zip(samples)
-        .map(|(t, s)| {
-            if s.is_empty() {
-                return Offset {
-                    rank: t.rank,
-                    offset: Ns::ZERO,
-                    spread: Ns::ZERO,
-                    samples: 0,
-                };
-            }
-            let d: Vec<Ns> = s.iter().map(|x| x.1).collect();
-            let offset = median(d.clone());
-            let spread = median(d.iter().map(|&x| (x - offset).abs()).collect());
-            Offset {
-                rank: t.rank,
-                offset,
-                spread,
-                samples: d.len(),
-            }
-        })
+        .map(|(t, s)| offset_of(t.rank, s))
         .collect()
+}
+
+/// The offset of `rank` from its samples: their median, and the median
+/// deviation from it.
+pub fn offset_of(rank: u32, s: &[(Ns, Ns)]) -> Offset {
+    if s.is_empty() {
+        return Offset {
+            rank,
+            offset: Ns::ZERO,
+            spread: Ns::ZERO,
+            samples: 0,
+        };
+    }
+    let d: Vec<Ns> = s.iter().map(|x| x.1).collect();
+    let offset = median(d.clone());
+    let spread = median(d.iter().map(|&x| (x - offset).abs()).collect());
+    Offset {
+        rank,
+        offset,
+        spread,
+        samples: d.len(),
+    }
 }
 
 /// Puts every rank on the first rank's clock by `offsets` when any rests on
@@ -184,25 +189,74 @@ pub fn wait_split(trace: &Trace, inst: &[Instance]) -> Vec<WaitSplit> {
     out
 }
 
+/// One value per matched collective, by group and sequence number, and the
+/// walk that finds a rank's member ops in it: what per-rank figures are made
+/// of, held once per collective rather than once per member. Every rank
+/// issuing in a group is a member of each of its collectives: the n-th op a
+/// rank issues in a group is in its n-th collective.
+#[derive(Debug, Clone, Default)]
+pub struct BySeq<T> {
+    by_group: HashMap<Arc<str>, Vec<Option<T>>>,
+}
+
+impl<T: Copy> BySeq<T> {
+    /// `value` of each instance (`None`: none for it).
+    pub fn of(inst: &[Instance], value: impl Fn(&Instance) -> Option<T>) -> Self {
+        let mut by_group: HashMap<Arc<str>, Vec<Option<T>>> = HashMap::new();
+        for i in inst {
+            let seqs = by_group.entry(i.group.clone()).or_default();
+            if seqs.len() <= i.seq {
+                seqs.resize(i.seq + 1, None);
+            }
+            seqs[i.seq] = value(i);
+        }
+        Self { by_group }
+    }
+
+    /// Calls `f` with each of `t`'s matched collective ops that has a value,
+    /// in op order.
+    pub fn walk<'t>(&self, t: &'t super::RankTimeline, mut f: impl FnMut(&'t DeviceOp, T)) {
+        let mut next: HashMap<&str, usize> = HashMap::new();
+        for op in t.ops.iter().filter(|op| op.is_comm() && op.is_kernel()) {
+            let g = group_of(t, op);
+            let seq = next.entry(g).or_default();
+            let value = self
+                .by_group
+                .get(g)
+                .and_then(|s| s.get(*seq).copied().flatten());
+            *seq += 1;
+            if let Some(v) = value {
+                f(op, v);
+            }
+        }
+    }
+}
+
+/// When the last member of each matched collective started.
+pub type LastStarts = BySeq<Ns>;
+
+impl LastStarts {
+    pub fn last_starts(trace: &Trace, inst: &[Instance]) -> Self {
+        Self::of(inst, |i| Some(i.last_start(trace)))
+    }
+
+    /// The part of each of `t`'s matched collective ops spent waiting for
+    /// the last member to start, as (stream, interval), in op order.
+    pub fn waits_of(&self, t: &super::RankTimeline) -> Vec<(u32, super::Interval)> {
+        let mut out = Vec::new();
+        self.walk(t, |op, last| {
+            let end = last.clamp(op.start, op.end());
+            out.push((op.stream, super::Interval::new(op.start, end)));
+        });
+        out
+    }
+}
+
 /// Per rank (like `Trace::ranks`): the part of each matched collective spent
 /// waiting for the last member to start, as (stream, interval).
 pub fn wait_intervals(trace: &Trace, inst: &[Instance]) -> Vec<Vec<(u32, super::Interval)>> {
-    // Sized first: grown by doubling, these lists would take up to twice
-    // the memory at a peak of the reduce.
-    let mut count = vec![0usize; trace.ranks.len()];
-    for (r, _) in inst.iter().flat_map(Instance::pairs) {
-        count[r] += 1;
-    }
-    let mut waits: Vec<Vec<_>> = count.into_iter().map(Vec::with_capacity).collect();
-    for i in inst {
-        let last = i.last_start(trace);
-        for (r, o) in i.pairs() {
-            let op = &trace.ranks[r].ops[o];
-            let end = last.clamp(op.start, op.end());
-            waits[r].push((op.stream, super::Interval::new(op.start, end)));
-        }
-    }
-    waits
+    let last = LastStarts::last_starts(trace, inst);
+    trace.ranks.iter().map(|t| last.waits_of(t)).collect()
 }
 
 /// Who arrives late at collectives.
@@ -348,5 +402,50 @@ mod tests {
             ..split(Ns::ZERO, Ns(20_000))
         };
         assert_eq!(w, vec![split(Ns(30_000), Ns(20_000)), late]);
+    }
+
+    /// A rank's waits, found by walking its ops, are those of its members
+    /// of each matched collective: here 8 ranks and 51 collectives.
+    #[test]
+    fn waits_by_walk_are_the_members_waits() {
+        let t = trace(&training_run(&RunShape::default()));
+        let inst = instances(&t);
+        let mut by_member = vec![Vec::new(); t.ranks.len()];
+        for i in &inst {
+            let last = i.last_start(&t);
+            for (r, o) in i.pairs() {
+                let op = &t.ranks[r].ops[o];
+                let end = last.clamp(op.start, op.end());
+                by_member[r].push((op.stream, crate::model::Interval::new(op.start, end)));
+            }
+        }
+        for w in &mut by_member {
+            w.sort_by_key(|x| x.1.start);
+        }
+        assert_eq!(by_member[0].len(), 51);
+        assert_eq!(wait_intervals(&t, &inst), by_member);
+    }
+
+    /// The n-th op of a group is in its n-th collective: a third all-reduce
+    /// on rank 0 alone (rank 1's trace cut off) waits for nothing.
+    #[test]
+    fn an_unmatched_op_has_no_wait() {
+        let mut ranks = crate::synth::late_pair();
+        let c = crate::synth::Coll::all_reduce_f32(1, 2);
+        ranks[0].collective("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 70.0, 5.0, 20, &c);
+        let t = trace(&ranks);
+        let inst = instances(&t);
+        assert_eq!(inst.len(), 1);
+        let w = wait_intervals(&t, &inst);
+        // Rank 0 waited from 10 µs until rank 1 started at 40 µs; rank 1 none.
+        let iv = |a, b| crate::model::Interval::new(Ns(a), Ns(b));
+        assert_eq!(
+            w[0].iter().map(|x| x.1).collect::<Vec<_>>(),
+            [iv(10_000, 40_000)]
+        );
+        assert_eq!(
+            w[1].iter().map(|x| x.1).collect::<Vec<_>>(),
+            [iv(40_000, 40_000)]
+        );
     }
 }
