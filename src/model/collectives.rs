@@ -253,7 +253,9 @@ impl LastStarts {
 }
 
 /// Per rank (like `Trace::ranks`): the part of each matched collective spent
-/// waiting for the last member to start, as (stream, interval).
+/// waiting for the last member to start, as (stream, interval). (Views make
+/// a rank's with [`LastStarts::waits_of`] when they need it.)
+#[cfg(test)]
 pub fn wait_intervals(trace: &Trace, inst: &[Instance]) -> Vec<Vec<(u32, super::Interval)>> {
     let last = LastStarts::last_starts(trace, inst);
     trace.ranks.iter().map(|t| last.waits_of(t)).collect()

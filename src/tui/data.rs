@@ -13,7 +13,7 @@ use crate::load::LoadReport;
 use crate::metrics::breakdown::RankKernels;
 use crate::metrics::ranks::{verdict, Verdict};
 use crate::metrics::{eval_all, Ctx, Metric, Options, Outcome, METRICS};
-use crate::model::collectives::{arrivals, wait_intervals, Arrivals, Instance};
+use crate::model::collectives::{arrivals, Arrivals, Instance, LastStarts};
 use crate::model::{
     Coverage, CpuKind, CpuThread, DeviceOp, Interval, IntervalSet, Ns, RankTimeline, Trace,
 };
@@ -218,8 +218,9 @@ struct Common {
     instances: Vec<Instance>,
     collectives: Vec<crate::derive::instances::InstanceRow>,
     instance_of: InstanceOf,
-    /// Per rank: (stream, interval) of each wait in a matched collective.
-    waits: Vec<Vec<(u32, Interval)>>,
+    /// When each matched collective's last member started: a rank's waits
+    /// in them, made as its lanes are (not held for every rank at once).
+    last_starts: LastStarts,
 }
 
 impl Common {
@@ -229,7 +230,7 @@ impl Common {
         let summary = METRICS.iter().zip(eval_all(&ctx)).collect();
         let verdict = verdict(&ctx);
         let arrivals = arrivals(trace, ctx.instances());
-        let waits = wait_intervals(trace, ctx.instances());
+        let last_starts = LastStarts::last_starts(trace, ctx.instances());
         let derived = ctx.into_derived();
         Self {
             summary,
@@ -237,7 +238,7 @@ impl Common {
             ranks: derived.rows,
             verdict,
             arrivals,
-            waits,
+            last_starts,
             collectives: derived.collectives,
             instances: derived.instances,
         }
@@ -334,9 +335,9 @@ impl Data {
         let per_rank: Vec<RankLanes> = trace
             .ranks
             .par_iter()
-            .zip(&common.waits)
             .enumerate()
-            .map(|(i, (t, waits))| {
+            .map(|(i, t)| {
+                let waits = &common.last_starts.waits_of(t);
                 let lane = Lane::of(i, t.rank, None, t.ops.iter(), wait_of(waits, None));
                 let by_stream: Vec<Lane> = crate::derive::lanes::by_stream(&t.ops)
                     .into_iter()
@@ -403,11 +404,11 @@ impl Data {
         let per_rank: Vec<RankLanes> = trace
             .ranks
             .iter()
-            .zip(&common.waits)
             .zip(top.iter().zip(hulls).zip(longest))
             .enumerate()
-            .map(|(i, ((t, waits), ((bins, hulls), longest)))| {
-                let (lane, streams) = bin_lanes(i, t.rank, bins, waits);
+            .map(|(i, (t, ((bins, hulls), longest)))| {
+                let waits = common.last_starts.waits_of(t);
+                let (lane, streams) = bin_lanes(i, t.rank, bins, &waits);
                 (lane, streams, Vec::new(), longest, hulls)
             })
             .collect();
