@@ -201,7 +201,7 @@ pub struct BySeq<T> {
 
 impl<T: Copy> BySeq<T> {
     /// `value` of each instance (`None`: none for it).
-    pub fn of(inst: &[Instance], value: impl Fn(&Instance) -> Option<T>) -> Self {
+    pub fn of(inst: &[Instance], mut value: impl FnMut(&Instance) -> Option<T>) -> Self {
         let mut by_group: HashMap<Arc<str>, Vec<Option<T>>> = HashMap::new();
         for i in inst {
             let seqs = by_group.entry(i.group.clone()).or_default();
@@ -211,6 +211,19 @@ impl<T: Copy> BySeq<T> {
             seqs[i.seq] = value(i);
         }
         Self { by_group }
+    }
+
+    /// The value of the collective `t`'s op `oi` is a member of (`None`:
+    /// not a matched collective op); walks the rank's ops before it.
+    pub fn value_of(&self, t: &super::RankTimeline, oi: usize) -> Option<T> {
+        let op = t.ops.get(oi).filter(|op| op.is_comm() && op.is_kernel())?;
+        let g = group_of(t, op);
+        let seqs = self.by_group.get(g)?;
+        let seq = t.ops[..oi]
+            .iter()
+            .filter(|o| o.is_comm() && o.is_kernel() && group_of(t, o) == g)
+            .count();
+        seqs.get(seq).copied().flatten()
     }
 
     /// Calls `f` with each of `t`'s matched collective ops that has a value,

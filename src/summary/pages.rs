@@ -175,6 +175,8 @@ impl RankPages {
         }
         let mut ops = self.decode(t, groups)?;
         ops.retain(|o| o.start < view.end && o.end() > view.start);
+        // Whole row groups were decoded; the view keeps its window's ops.
+        ops.shrink_to_fit();
         Ok(Some(ops))
     }
 

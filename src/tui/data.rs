@@ -50,6 +50,9 @@ pub struct Data {
     /// Each matched collective as a row (the Collectives tab).
     pub collectives: Vec<crate::derive::instances::InstanceRow>,
     pub instance_of: InstanceOf,
+    /// When each matched collective's last member started: a rank's waits
+    /// in them are made from it as its lanes are (not held for every rank).
+    pub last_starts: LastStarts,
     /// The straggler verdict every tab shows (see `metrics::ranks::verdict`).
     pub verdict: Verdict,
     /// Longest op of each rank (by rank index), to bound the search for the op
@@ -77,7 +80,7 @@ pub struct Lane {
     pub overlap: Coverage,
     pub memory: Coverage,
     /// The part of collectives spent waiting for the last rank to arrive
-    /// (shared with a paged view's finer lanes).
+    /// (in pages, time per bin like the lane's other coverage).
     pub wait: Arc<Coverage>,
     /// compute ∪ comm ∪ memory: how much of a column the device was busy.
     pub busy: Coverage,
@@ -245,42 +248,30 @@ impl Common {
     }
 }
 
-/// For each member op of a matched collective, the collective's index:
-/// (rank index, op index, instance index) in order, found by binary search
-/// (12 bytes a member; a hash map held 13 MB for a 2 GB run's 300,000
-/// communication ops).
+/// Each matched collective's index by its group and place in it: a member
+/// op finds its collective from its place among its rank's collectives in
+/// that group (a value per collective; a table per member op held 12 bytes
+/// a member).
 #[derive(Debug, Default)]
-pub struct InstanceOf(Vec<(u32, u32, u32)>);
+pub struct InstanceOf(crate::model::collectives::BySeq<u32>);
 
 impl InstanceOf {
     fn of(instances: &[Instance]) -> Self {
-        let n = instances.iter().map(|i| i.members.len()).sum();
-        let mut v = Vec::with_capacity(n);
-        for (k, i) in instances.iter().enumerate() {
-            for (r, o) in i.pairs() {
-                // Past 2^32 (never in practice) an op is shown unmatched.
-                if let (Ok(r), Ok(o), Ok(k)) = (r.try_into(), o.try_into(), k.try_into()) {
-                    v.push((r, o, k));
-                }
-            }
-        }
-        v.sort_unstable();
-        Self(v)
+        // Past 2^32 collectives (never in practice) an op is shown unmatched.
+        let mut k = 0u32..;
+        Self(crate::model::collectives::BySeq::of(instances, |_| {
+            k.next()
+        }))
     }
 
-    /// The instance op `oi` of rank index `ri` is a member of.
-    pub fn get(&self, ri: usize, oi: usize) -> Option<usize> {
-        let key = (u32::try_from(ri).ok()?, u32::try_from(oi).ok()?);
-        let i = self.0.partition_point(|&(r, o, _)| (r, o) < key);
-        self.0
-            .get(i)
-            .filter(|&&(r, o, _)| (r, o) == key)
-            .map(|&(.., k)| k as usize)
+    /// The instance op `oi` of rank timeline `t` is a member of.
+    pub fn get(&self, t: &RankTimeline, oi: usize) -> Option<usize> {
+        self.0.value_of(t, oi).map(|k| k as usize)
     }
 }
 
 /// The wait coverage of rank lane `stream` (`None`: all streams).
-fn wait_of(waits: &[(u32, Interval)], stream: Option<u32>) -> Arc<Coverage> {
+pub fn wait_of(waits: &[(u32, Interval)], stream: Option<u32>) -> Arc<Coverage> {
     Arc::new(Coverage::new(IntervalSet::from_iter_unsorted(
         waits
             .iter()
@@ -395,24 +386,25 @@ impl Data {
             .map(|s| s.kernel_table.names.iter().map(|n| n.3.max).max())
             .map(|m| m.unwrap_or(Ns::ZERO))
             .collect();
-        let top: Vec<Vec<Bin>> = (0..trace.ranks.len())
-            .into_par_iter()
-            .map(|i| pages.rank(i).expect("a page per rank").top_bins())
-            .collect::<Result<_, String>>()?;
         let ctx = Ctx::with_stats(&trace, None, Some(stats))?.with_options(opts);
         let common = Common::of(ctx, &trace);
-        let per_rank: Vec<RankLanes> = trace
+        // A rank's coarsest bins are read, made into its lanes and given
+        // up, ranks in parallel: only the lanes stay.
+        let built: Vec<(RankLanes, Option<(u32, Ns)>)> = trace
             .ranks
-            .iter()
-            .zip(top.iter().zip(hulls).zip(longest))
+            .par_iter()
+            .zip(hulls.into_par_iter().zip(longest))
             .enumerate()
-            .map(|(i, (t, ((bins, hulls), longest)))| {
+            .map(|(i, (t, (hulls, longest)))| {
+                let bins = pages.rank(i).expect("a page per rank").top_bins()?;
                 let waits = common.last_starts.waits_of(t);
-                let (lane, streams) = bin_lanes(i, t.rank, bins, &waits);
-                (lane, streams, Vec::new(), longest, hulls)
+                let (lane, streams) = bin_lanes(i, t.rank, &bins, &waits);
+                let top = bins.first().map(|b| (b.level, b.len));
+                Ok(((lane, streams, Vec::new(), longest, hulls), top))
             })
-            .collect();
-        let paged = Paged::new(pages, &top);
+            .collect::<Result<_, String>>()?;
+        let (per_rank, top): (Vec<RankLanes>, Vec<_>) = built.into_iter().unzip();
+        let paged = Paged::new(pages, top);
         Ok(Self::assemble(
             trace,
             report,
@@ -472,6 +464,7 @@ impl Data {
             max_dur,
             instances: common.instances,
             instance_of: common.instance_of,
+            last_starts: common.last_starts,
             collectives: common.collectives,
             arrivals: common.arrivals,
             verdict: common.verdict,
@@ -626,12 +619,22 @@ pub fn bin_lanes(
         by_lane.entry(b.stream).or_default().push(b);
     }
     let rank_bins = by_lane.remove(&None).unwrap_or_default();
-    let lane = Lane::of_bins(rank_index, rank, None, &rank_bins, wait_of(waits, None));
-    let streams = by_lane
-        .into_iter()
-        .map(|(s, b)| Lane::of_bins(rank_index, rank, s, &b, wait_of(waits, s)))
-        .collect();
-    (lane, streams)
+    let lane = |s: Option<u32>, b: &[&Bin]| {
+        Lane::of_bins(rank_index, rank, s, b, binned_wait(b, waits, s))
+    };
+    let streams = by_lane.iter().map(|(&s, b)| lane(s, b)).collect();
+    (lane(None, &rank_bins), streams)
+}
+
+/// The wait coverage of lane `stream` as time per bin of `bins`: held per
+/// bin, not per collective, so a lane's resident cost does not grow with a
+/// rank's collectives. Waits lie inside communication, so inside bins.
+fn binned_wait(bins: &[&Bin], waits: &[(u32, Interval)], stream: Option<u32>) -> Arc<Coverage> {
+    let exact = wait_of(waits, stream);
+    Arc::new(Coverage::binned(bins.iter().map(|b| {
+        let bin = Interval::new(b.start, b.start + b.len);
+        (bin, exact.covered(bin.start, bin.end))
+    })))
 }
 
 /// At most `max` points keeping each bucket's highest value, so a peak narrower
@@ -662,24 +665,78 @@ pub fn series(
 mod tests {
     use super::*;
 
-    /// Each member op finds its collective; any other op, none.
+    /// Each member op finds its collective; any other op, none: the sample
+    /// run's 8 ranks and 51 collectives, and a third all-reduce on one rank
+    /// of a pair (the other's trace cut off).
     #[test]
     fn instance_of_finds_each_member() {
-        let inst = |members: Vec<(u32, u32)>| Instance {
-            group: "default".into(),
-            seq: 0,
-            members,
+        use crate::metrics::testing::trace;
+        use crate::model::collectives::instances;
+        let t = trace(&crate::synth::training_run(&Default::default()));
+        let inst = instances(&t);
+        let of = InstanceOf::of(&inst);
+        let mut members = 0;
+        for (k, i) in inst.iter().enumerate() {
+            for (r, o) in i.pairs() {
+                assert_eq!(of.get(&t.ranks[r], o), Some(k));
+                members += 1;
+            }
+        }
+        let ops: usize = t.ranks.iter().map(|r| r.ops.len()).sum();
+        let found = t
+            .ranks
+            .iter()
+            .map(|r| (0..r.ops.len()).filter(|&o| of.get(r, o).is_some()).count())
+            .sum::<usize>();
+        assert_eq!((members, found), (8 * 51, 8 * 51));
+        assert!(ops > found);
+        assert_eq!(of.get(&t.ranks[0], usize::MAX), None);
+
+        let mut ranks = crate::synth::late_pair();
+        let c = crate::synth::Coll::all_reduce_f32(1, 2);
+        ranks[0].collective("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 70.0, 5.0, 20, &c);
+        let t = trace(&ranks);
+        let of = InstanceOf::of(&instances(&t));
+        let matched = |r: usize| {
+            let t = &t.ranks[r];
+            (0..t.ops.len())
+                .filter_map(|o| of.get(t, o))
+                .collect::<Vec<_>>()
         };
-        let of = InstanceOf::of(&[inst(vec![(1, 7), (0, 3)]), inst(vec![(0, 9), (1, 2)])]);
-        assert_eq!(of.get(0, 3), Some(0));
-        assert_eq!(of.get(1, 7), Some(0));
-        assert_eq!(of.get(0, 9), Some(1));
-        assert_eq!(of.get(1, 2), Some(1));
-        assert_eq!(of.get(0, 4), None);
-        assert_eq!(of.get(2, 0), None);
-        assert_eq!(of.get(usize::MAX, 3), None);
+        assert_eq!((matched(0), matched(1)), (vec![0], vec![0]));
     }
     use crate::model::memory::MemSample;
+
+    /// A lane's resident wait is its waits' time per bin: [5, 25) on
+    /// stream 7 over bins of 10 from 0 is 5, 10 and 5; stream 8's [12, 14)
+    /// counts on the rank's lane only.
+    #[test]
+    fn resident_waits_are_binned_like_the_lane() {
+        let bin = |stream, start| Bin {
+            level: 1,
+            stream,
+            start: Ns(start),
+            len: Ns(10),
+            ops: 1,
+            cover: [Ns(10); 5],
+        };
+        let bins: Vec<Bin> = [None, Some(7), Some(8)]
+            .into_iter()
+            .flat_map(|s| [0, 10, 20].map(|t| bin(s, t)))
+            .collect();
+        let waits = [
+            (7, Interval::new(Ns(5), Ns(25))),
+            (8, Interval::new(Ns(12), Ns(14))),
+        ];
+        let (rank, streams) = bin_lanes(0, 3, &bins, &waits);
+        let per_bin = |l: &Lane| [0, 10, 20].map(|t| l.wait.covered(Ns(t), Ns(t + 10)).get());
+        assert_eq!(per_bin(&rank), [5, 10, 5]);
+        assert_eq!(per_bin(&streams[0]), [5, 10, 5]);
+        assert_eq!(per_bin(&streams[1]), [0, 2, 0]);
+        // Within a bin, taken as spread evenly.
+        assert_eq!(streams[1].wait.covered(Ns(10), Ns(15)).get(), 1);
+        assert_eq!(rank.wait.covered(Ns(0), Ns(30)).get(), 20);
+    }
 
     #[test]
     fn series_keeps_peaks_when_thinning() {

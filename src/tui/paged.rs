@@ -4,17 +4,23 @@
 //! and kept while the view stays inside what was read.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rayon::prelude::*;
 
-use crate::derive::lanes::{Bin, FACTOR};
+use crate::derive::lanes::FACTOR;
 use crate::model::{DeviceOp, Interval, Ns};
 use crate::summary::pages::Pages;
-use crate::tui::data::{bin_lanes, Data, Lane, Shown};
+use crate::tui::data::{bin_lanes, wait_of, Data, Lane, Shown};
 
 /// Most rows a window read decodes (4 row groups): past it, bins are drawn.
 const MAX_ROWS: usize = 1 << 18;
+/// Most ops and bins kept over all ranks read for views (4 Mi: 256 MB of
+/// ops, plus their lanes' coverage). Ranks on screen share it: with many,
+/// each reads fewer ops and draws bins sooner, so browsing holds this much
+/// whatever the run's size.
+const KEPT_ROWS: usize = 1 << 22;
 /// Bins drawn are at most this fraction of a column wide: a column's share
 /// is exact but for the bins at its two edges, each taken as covered
 /// evenly, so it is off by at most 2/16 of the column.
@@ -22,13 +28,56 @@ const BINS_PER_COLUMN: i64 = 16;
 /// Ranks whose finer lanes are kept (the screen shows fewer).
 const KEPT: usize = 256;
 
+/// Most rows one rank's window may read with `on_screen` ranks shown.
+fn max_rows(on_screen: usize) -> usize {
+    MAX_ROWS.min(KEPT_ROWS / on_screen.max(1))
+}
+
 pub struct Paged {
     pages: Pages,
     /// Per rank, the coarsest level stored and its bins' width (`None`: a
     /// rank with no op).
     top: Vec<Option<(u32, Ns)>>,
-    cache: Mutex<HashMap<usize, Arc<Detail>>>,
+    cache: Mutex<Kept>,
+    /// Ranks the last frame showed.
+    on_screen: AtomicUsize,
     error: Mutex<Option<String>>,
+}
+
+/// The ranks' details read for views, each with when it was last used.
+#[derive(Default)]
+struct Kept {
+    by_rank: HashMap<usize, (u64, Arc<Detail>)>,
+    clock: u64,
+    rows: usize,
+}
+
+impl Kept {
+    fn get(&mut self, rank_index: usize) -> Option<&Arc<Detail>> {
+        self.clock += 1;
+        let e = self.by_rank.get_mut(&rank_index)?;
+        e.0 = self.clock;
+        Some(&e.1)
+    }
+
+    /// Keeps `d`, giving up the least recently used details past
+    /// `KEPT` ranks or `KEPT_ROWS` rows.
+    fn insert(&mut self, rank_index: usize, d: Arc<Detail>) {
+        self.clock += 1;
+        self.rows += d.rows;
+        if let Some((_, old)) = self.by_rank.insert(rank_index, (self.clock, d)) {
+            self.rows -= old.rows;
+        }
+        while self.by_rank.len() > KEPT || (self.rows > KEPT_ROWS && self.by_rank.len() > 1) {
+            let oldest = self.by_rank.iter().min_by_key(|(_, (used, _))| *used);
+            let Some(&oldest) = oldest.map(|(r, _)| r) else {
+                break;
+            };
+            if let Some((_, d)) = self.by_rank.remove(&oldest) {
+                self.rows -= d.rows;
+            }
+        }
+    }
 }
 
 /// What the view needs of a rank.
@@ -70,18 +119,18 @@ struct Detail {
     /// The rank's lane first, then its streams'.
     lanes: Vec<Arc<Lane>>,
     ops: Option<Vec<DeviceOp>>,
+    /// Ops or bins read: what it costs to keep.
+    rows: usize,
 }
 
 impl Paged {
-    pub fn new(pages: Pages, top: &[Vec<Bin>]) -> Self {
-        let top = top
-            .iter()
-            .map(|bins| bins.first().map(|b| (b.level, b.len)))
-            .collect();
+    /// `top`: per rank, its coarsest bins' level and width.
+    pub fn new(pages: Pages, top: Vec<Option<(u32, Ns)>>) -> Self {
         Self {
             pages,
             top,
             cache: Mutex::default(),
+            on_screen: AtomicUsize::new(1),
             error: Mutex::default(),
         }
     }
@@ -102,8 +151,8 @@ impl Paged {
     }
 
     fn cached(&self, rank_index: usize, view: Interval, want: Want) -> Option<Arc<Detail>> {
-        let cache = self.cache.lock().ok()?;
-        let d = cache.get(&rank_index)?;
+        let mut cache = self.cache.lock().ok()?;
+        let d = cache.get(rank_index)?;
         let inside = d.span.start <= view.start && view.end <= d.span.end;
         // Ops read for a wider view draw any narrower one exactly.
         let fits = d.want == want || (d.want == Want::Ops && want != Want::Top);
@@ -133,9 +182,6 @@ impl Paged {
             Ok(d) => {
                 let d = Arc::new(d);
                 if let Ok(mut cache) = self.cache.lock() {
-                    if cache.len() >= KEPT {
-                        cache.clear();
-                    }
                     cache.insert(rank_index, d.clone());
                 }
                 Some(d)
@@ -150,32 +196,31 @@ impl Paged {
     fn read(&self, data: &Data, ri: usize, span: Interval, want: Want) -> Result<Detail, String> {
         let t = &data.trace.ranks[ri];
         let pages = self.pages.rank(ri).ok_or("no pages for the rank")?;
-        let waits = |stream: Option<u32>| {
-            let lanes = std::iter::once(&data.lanes[ri]).chain(&data.stream_lanes);
-            lanes
-                .filter(|l| l.rank_index == ri && l.stream == stream)
-                .map(|l| l.wait.clone())
-                .next()
-                .unwrap_or_default()
-        };
+        // The rank's waits in the window, drawn as exactly as its lanes.
+        let mut waits = data.last_starts.waits_of(t);
+        waits.retain(|(_, w)| w.start < span.end && w.end > span.start);
+        let waits = &waits;
         if want == Want::Ops {
-            if let Some(mut ops) = pages.ops(t, span, MAX_ROWS)? {
+            let max = max_rows(self.on_screen.load(Ordering::Relaxed));
+            if let Some(mut ops) = pages.ops(t, span, max)? {
                 share_meta(data, ri, &mut ops);
                 let mut lanes = vec![Arc::new(Lane::of(
                     ri,
                     t.rank,
                     None,
                     ops.iter(),
-                    waits(None),
+                    wait_of(waits, None),
                 ))];
                 for (s, o) in crate::derive::lanes::by_stream(&ops) {
-                    let lane = Lane::of(ri, t.rank, Some(s), o.iter().copied(), waits(Some(s)));
+                    let wait = wait_of(waits, Some(s));
+                    let lane = Lane::of(ri, t.rank, Some(s), o.iter().copied(), wait);
                     lanes.push(Arc::new(lane));
                 }
                 return Ok(Detail {
                     span,
                     want,
                     lanes,
+                    rows: ops.len(),
                     ops: Some(ops),
                 });
             }
@@ -186,20 +231,13 @@ impl Paged {
             _ => 0,
         };
         let bins = pages.bins(level, span)?;
-        let (lane, streams) = bin_lanes(ri, t.rank, &bins, &[]);
-        let mut lanes = vec![lane];
-        lanes.extend(streams);
-        let lanes = lanes
-            .into_iter()
-            .map(|mut l| {
-                l.wait = waits(l.stream);
-                Arc::new(l)
-            })
-            .collect();
+        let (lane, streams) = bin_lanes(ri, t.rank, &bins, waits);
+        let lanes = std::iter::once(lane).chain(streams).map(Arc::new).collect();
         Ok(Detail {
             span,
             want: Want::Level(level),
             lanes,
+            rows: bins.len(),
             ops: None,
         })
     }
@@ -218,7 +256,7 @@ impl Paged {
                 overlap: Default::default(),
                 memory: Default::default(),
                 busy: Default::default(),
-                wait: lane.wait.clone(),
+                wait: Default::default(),
                 ..*lane
             })),
         }
@@ -230,6 +268,10 @@ impl Paged {
             .map(|&(ri, v)| (ri, v, self.want(ri, v, width)))
             .filter(|&(ri, v, w)| w != Want::Top && self.cached(ri, v, w).is_none())
             .collect();
+        let mut ranks: Vec<usize> = views.iter().map(|v| v.0).collect();
+        ranks.sort_unstable();
+        ranks.dedup();
+        self.on_screen.store(ranks.len(), Ordering::Relaxed);
         todo.sort_by_key(|x| x.0);
         todo.dedup_by_key(|x| x.0);
         todo.par_iter().for_each(|&(ri, v, w)| {
@@ -306,6 +348,42 @@ fn share_meta(data: &Data, ri: usize, ops: &mut [DeviceOp]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn detail(rows: usize) -> Arc<Detail> {
+        Arc::new(Detail {
+            span: Interval::new(Ns(0), Ns(1)),
+            want: Want::Ops,
+            lanes: Vec::new(),
+            ops: None,
+            rows,
+        })
+    }
+
+    /// Past the row budget the least recently used ranks go first; a rank
+    /// read again replaces its old detail.
+    #[test]
+    fn kept_details_stay_within_the_row_budget_least_recently_used_first() {
+        let mut k = Kept::default();
+        let quarter = KEPT_ROWS / 4;
+        for r in 0..4 {
+            k.insert(r, detail(quarter));
+        }
+        assert_eq!(k.rows, KEPT_ROWS);
+        assert!(k.get(0).is_some()); // 1 is now the least recently used
+        k.insert(4, detail(quarter));
+        assert!(k.by_rank.contains_key(&0) && !k.by_rank.contains_key(&1));
+        assert_eq!(k.rows, KEPT_ROWS);
+        k.insert(4, detail(1));
+        assert_eq!(k.rows, 3 * quarter + 1);
+        // One detail over the budget alone is kept (the screen needs it).
+        k.insert(7, detail(2 * KEPT_ROWS));
+        assert_eq!(k.by_rank.len(), 1);
+        assert_eq!(k.rows, 2 * KEPT_ROWS);
+        // Ranks on screen share the budget.
+        assert_eq!(max_rows(1), MAX_ROWS);
+        assert_eq!(max_rows(64), KEPT_ROWS / 64);
+        assert_eq!(max_rows(0), MAX_ROWS);
+    }
 
     #[test]
     fn a_view_wants_bins_a_sixteenth_of_a_column_wide_or_the_ops() {
