@@ -65,7 +65,7 @@ fn rank(r: u32, ops: usize) -> RankTimeline {
             coll: None,
             stream,
             device: 0,
-            work: None,
+            work: ccl_bench::model::PackedWork::NONE,
             meta: Slot::NONE,
             step: Some((i / per_step) as u32).into(),
             launch: start,

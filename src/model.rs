@@ -23,7 +23,7 @@ pub use intervals::{Coverage, Interval, IntervalSet};
 pub use strings::{Interner, StrId};
 pub use time::Ns;
 pub use timeline::{
-    Activity, Annotation, CollMeta, CpuKind, CpuOp, CpuThread, DeviceInfo, DeviceOp, ProcessGroup,
-    RankTimeline, Slot, Step, Work,
+    Activity, Annotation, CollMeta, CpuKind, CpuOp, CpuThread, DeviceInfo, DeviceOp, PackedWork,
+    ProcessGroup, RankTimeline, Slot, Step, Work,
 };
 pub use trace::Trace;

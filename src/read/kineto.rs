@@ -510,7 +510,7 @@ impl Builder {
                 coll: None,
                 stream: e.args.stream.or(e.tid).unwrap_or(0) as u32,
                 device: e.args.device.unwrap_or(0) as u32,
-                work: Work::of(activity, e.args.blocks, e.args.bytes.or(e.args.size)),
+                work: Work::of(activity, e.args.blocks, e.args.bytes.or(e.args.size)).into(),
                 meta: meta.into(),
                 step: Slot::NONE,
                 launch: ts,
@@ -622,7 +622,7 @@ impl Builder {
             // (as CCL-Bench does), with or without device properties.
             let bps = p.map_or(f64::NAN, |p| p.blocks_per_sm);
             if !bps.is_nan() && op.is_kernel() {
-                op.work = Some(Work::BlocksPerSm(bps));
+                op.work = Some(Work::BlocksPerSm(bps)).into();
             }
             // A kernel belongs to the step during which it was launched.
             op.launch = p
@@ -1469,6 +1469,6 @@ mod tests {
         );
         assert_eq!(f.timeline.ops.len(), 1);
         let k = &f.timeline.ops[0];
-        assert_eq!((k.start, k.work), (Ns(10_000), None));
+        assert_eq!((k.start, k.work.get()), (Ns(10_000), None));
     }
 }

@@ -463,7 +463,7 @@ pub(super) fn assemble(
                 coll: (class == KernelClass::Communication).then(|| coll_kind(&o.name)),
                 stream: u32::try_from(o.stream).unwrap_or(0),
                 device: u32::try_from(device).unwrap_or(0),
-                work: Work::of(o.activity, o.blocks, o.bytes),
+                work: Work::of(o.activity, o.blocks, o.bytes).into(),
                 meta: Slot::NONE,
                 step: Slot::NONE,
                 launch,

@@ -21,7 +21,7 @@ use crate::model::build::TimelineBuilder;
 use crate::model::classify::{classify, coll_kind};
 use crate::model::timeline::SourceFormat;
 use crate::model::Slot;
-use crate::model::{Activity, DeviceOp, KernelClass, Ns};
+use crate::model::{Activity, DeviceOp, KernelClass, Ns, PackedWork};
 
 #[derive(Clone, PartialEq, Message)]
 pub struct XSpace {
@@ -197,7 +197,7 @@ impl DeviceOps {
             coll: kind,
             stream,
             device,
-            work: None,
+            work: PackedWork::NONE,
             meta: Slot::NONE,
             step: Slot::NONE,
             launch: start,

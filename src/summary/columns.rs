@@ -176,7 +176,7 @@ fn ops_table(t: &RankTimeline, ops: &[DeviceOp]) -> Res<RecordBatch> {
     let work = |f: &dyn Fn(Work) -> Option<f64>| -> ArrayRef {
         let mut b = Float64Builder::with_capacity(ops.len());
         for o in ops {
-            b.append_option(o.work.and_then(f));
+            b.append_option(o.work.get().and_then(f));
         }
         Arc::new(b.finish())
     };
@@ -674,7 +674,7 @@ pub fn ops_of(
             coll: coll[i],
             stream: stream[i],
             device: device[i],
-            work,
+            work: work.into(),
             meta: Slot::from(meta[i]),
             step: Slot::from(step[i]),
             launch: Ns(launch[i]),
@@ -704,7 +704,7 @@ pub fn check_ops(ops: &[DeviceOp], colls: usize, steps: usize) -> Result<(), Str
         if o.step.get().is_some_and(|s| s as usize >= steps) {
             return Err("a step index past the steps table".into());
         }
-        if let Some(Work::Blocks(b) | Work::BlocksPerSm(b)) = o.work {
+        if let Some(Work::Blocks(b) | Work::BlocksPerSm(b)) = o.work.get() {
             if !(b.is_finite() && b >= 0.0) {
                 return Err(format!("a grid of {b} blocks"));
             }
@@ -991,7 +991,7 @@ mod tests {
             op(nccl, KernelClass::Communication, Ns(5), Ns(15)),
             op(gemm, KernelClass::Gemm, Ns(30), Ns(10)),
         ];
-        t.ops[2].work = Some(Work::Blocks(4.0));
+        t.ops[2].work = Some(Work::Blocks(4.0)).into();
         t.steps = vec![Step {
             number: 7,
             start: Ns::ZERO,
