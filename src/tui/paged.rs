@@ -16,11 +16,11 @@ use crate::tui::data::{bin_lanes, wait_of, Data, Lane, Shown};
 
 /// Most rows a window read decodes (4 row groups): past it, bins are drawn.
 const MAX_ROWS: usize = 1 << 18;
-/// Most ops and bins kept over all ranks read for views (4 Mi: 256 MB of
-/// ops, plus their lanes' coverage). Ranks on screen share it: with many,
-/// each reads fewer ops and draws bins sooner, so browsing holds this much
-/// whatever the run's size.
-const KEPT_ROWS: usize = 1 << 22;
+/// Most ops and bins kept over all ranks read for views (2 Mi: with their
+/// lanes' coverage about 180 bytes an op, 380 MB). Ranks on screen share
+/// it: with many, each reads fewer ops and draws bins sooner, so browsing
+/// holds this much whatever the run's size.
+const KEPT_ROWS: usize = 1 << 21;
 /// Bins drawn are at most this fraction of a column wide: a column's share
 /// is exact but for the bins at its two edges, each taken as covered
 /// evenly, so it is off by at most 2/16 of the column.
