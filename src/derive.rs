@@ -16,7 +16,7 @@ use std::collections::HashMap;
 
 use rayon::prelude::*;
 
-use crate::model::collectives::{self, Instance, WaitSplit};
+use crate::model::collectives::{self, Instances, WaitSplit};
 use crate::model::{Activity, Interval, IntervalSet, KernelClass, Ns, RankTimeline, StrId, Trace};
 
 /// Everything derived for the ranks in scope.
@@ -27,7 +27,7 @@ pub struct Derived {
     /// Per rank in scope: where its steps went.
     pub rows: Vec<RankRow>,
     /// The collectives matched across every rank of the trace.
-    pub instances: Vec<Instance>,
+    pub instances: Instances,
     /// Wait/transfer split per rank of the trace (indexed like `trace.ranks`).
     pub waits: Vec<WaitSplit>,
     /// Each matched collective as a row (same order as `instances`).

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use super::groups::GroupInfo;
-use crate::model::collectives::Instance;
+use crate::model::collectives::Instances;
 use crate::model::{CollKind, DeviceOp, Ns, Trace};
 
 /// One member of a matched collective (one per rank and collective: kept
@@ -108,10 +108,10 @@ impl InstanceRow {
     pub fn members<'a>(
         &self,
         trace: &'a Trace,
-        inst: &'a [Instance],
+        inst: &'a Instances,
     ) -> impl ExactSizeIterator<Item = Member> + 'a {
         let last_start = self.last_start;
-        inst[self.id]
+        inst.get(self.id)
             .pairs()
             .map(move |(r, o)| Member::new(trace, r, o, last_start))
     }
@@ -137,7 +137,7 @@ impl Member {
 }
 
 /// Rows for `inst` (the instances of `trace`, in `groups`), in instance order.
-pub fn rows(trace: &Trace, inst: &[Instance], groups: &[GroupInfo]) -> Vec<InstanceRow> {
+pub fn rows(trace: &Trace, inst: &Instances, groups: &[GroupInfo]) -> Vec<InstanceRow> {
     // One copy of each kernel name for all the rows that show it.
     let mut names: HashMap<&str, Arc<str>> = HashMap::new();
     let mut out = Vec::with_capacity(inst.len());
@@ -159,7 +159,9 @@ pub fn rows(trace: &Trace, inst: &[Instance], groups: &[GroupInfo]) -> Vec<Insta
                 next = next.max(Some((m.start, r, m.wait)));
             }
         }
-        let (r0, o0) = (i.members[0].0 as usize, i.members[0].1 as usize);
+        let Some((r0, o0)) = i.pairs().next() else {
+            continue;
+        };
         let first = &trace.ranks[r0];
         let sized = i.pairs().find_map(|(r, o)| {
             let t = &trace.ranks[r];
@@ -178,7 +180,7 @@ pub fn rows(trace: &Trace, inst: &[Instance], groups: &[GroupInfo]) -> Vec<Insta
             group: i.group.clone(),
             role: groups
                 .iter()
-                .find(|g| *g.name == *i.group)
+                .find(|g| *g.name == **i.group)
                 .and_then(|g| g.role)
                 .map(|r| r.0),
             seq: i.seq,
@@ -186,7 +188,7 @@ pub fn rows(trace: &Trace, inst: &[Instance], groups: &[GroupInfo]) -> Vec<Insta
             name,
             bytes: sized.map(|s| s.0),
             data_bytes,
-            size: u32::try_from(i.members.len()).unwrap_or(u32::MAX),
+            size: u32::try_from(i.len()).unwrap_or(u32::MAX),
             last_rank: trace.ranks[lr].rank,
             last_by,
             last_start,
@@ -324,17 +326,16 @@ mod tests {
     use crate::metrics::testing::trace;
     use crate::model::collectives::instances;
 
-    /// A run has one matched member per communication op: an instance holds
-    /// each as 8 bytes (rank and op index), a row none.
+    /// A member is found from its group's sequences: rank index and the
+    /// rank's op, the collective op of each rank of the pair.
     #[test]
-    fn a_member_is_8_bytes_of_its_instance() {
-        assert_eq!(std::mem::size_of::<(u32, u32)>(), 8);
+    fn members_are_each_ranks_op_at_the_seq() {
         let t = trace(&crate::synth::late_pair());
         let inst = instances(&t);
-        assert_eq!(
-            inst[0].members,
-            [(0, inst[0].members[0].1), (1, inst[0].members[1].1)]
-        );
+        let comm = |r: usize| t.ranks[r].ops.iter().position(|o| o.is_comm()).unwrap();
+        let i = inst.get(0);
+        assert_eq!((i.len(), i.seq), (2, 0));
+        assert_eq!(i.pairs().collect::<Vec<_>>(), [(0, comm(0)), (1, comm(1))]);
     }
 
     /// A member's step is its op's: ProfilerStep#7 here on both ranks, none

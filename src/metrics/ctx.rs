@@ -129,7 +129,7 @@ impl<'a> Ctx<'a> {
 
     /// The collectives matched across every rank of the trace (see
     /// `model::collectives::instances`).
-    pub fn instances(&self) -> &[crate::model::collectives::Instance] {
+    pub fn instances(&self) -> &crate::model::collectives::Instances {
         &self.derived.instances
     }
 

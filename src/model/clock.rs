@@ -4,7 +4,7 @@
 //! timeline) wrong. This finds both, from the raw clocks, and says what the
 //! alignment on shared collectives did about it.
 
-use super::collectives::{offsets_from, BySeq, Instance};
+use super::collectives::{offsets_from, BySeq, Instances};
 use super::time::{human, median, Ns};
 use super::trace::Offset;
 use super::trace::Trace;
@@ -13,7 +13,7 @@ use super::RankTimeline;
 /// The first rank's end of each matched collective it took part in.
 pub type RefEnds = BySeq<Ns>;
 
-pub fn ref_ends(trace: &Trace, inst: &[Instance]) -> RefEnds {
+pub fn ref_ends(trace: &Trace, inst: &Instances) -> RefEnds {
     BySeq::of(inst, |i| {
         let (_, o) = i.pairs().find(|&(r, _)| r == 0)?;
         Some(trace.ranks[0].ops[o].end())
@@ -29,7 +29,7 @@ pub fn samples_of(t: &RankTimeline, ends: &RefEnds) -> Vec<(Ns, Ns)> {
 }
 
 /// Per rank (like `Trace::ranks`): [`samples_of`] each.
-pub fn samples(trace: &Trace, inst: &[Instance]) -> Vec<Vec<(Ns, Ns)>> {
+pub fn samples(trace: &Trace, inst: &Instances) -> Vec<Vec<(Ns, Ns)>> {
     let ends = ref_ends(trace, inst);
     trace.ranks.iter().map(|t| samples_of(t, &ends)).collect()
 }
@@ -159,7 +159,7 @@ pub fn check(
 /// collectives each rank shares with it: the median of (reference end − rank
 /// end), robust to the few collectives that end late on one rank. Ranks that
 /// share no collective with the reference get offset 0 and no samples.
-pub fn estimate_offsets(trace: &Trace, inst: &[Instance]) -> Vec<Offset> {
+pub fn estimate_offsets(trace: &Trace, inst: &Instances) -> Vec<Offset> {
     offsets_from(trace, &samples(trace, inst))
 }
 

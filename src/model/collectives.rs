@@ -10,21 +10,80 @@ use super::time::{median, Ns};
 use super::trace::{Offset, Trace};
 use super::DeviceOp;
 
-/// One collective call seen on several ranks: (rank index in `Trace::ranks`,
-/// op index in that rank's `ops`), each in 32 bits (ranks and ops are
-/// numbered in u32 slots) as a run holds one per communication op.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Instance {
-    /// Shared by the group's instances.
-    pub group: Arc<str>,
-    pub seq: usize,
-    pub members: Vec<(u32, u32)>,
+/// The collectives matched across ranks: per process group, the ranks that
+/// issue in it and each one's communication ops in issue order, from which an
+/// instance's members are found by its (group, seq) rather than held (4 bytes
+/// per communication op, where a list of members per instance took 8 and a
+/// vector).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Instances {
+    groups: Vec<Seqs>,
+    /// Each instance as (index in `groups`, seq), in order: groups by name,
+    /// then seq.
+    ids: Vec<(u32, u32)>,
 }
 
-impl Instance {
+/// One group's sequences: `ops[k]` are the op indices of rank index
+/// `ranks[k]`, cut to the shortest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Seqs {
+    name: Arc<str>,
+    ranks: Vec<u32>,
+    ops: Vec<Vec<u32>>,
+}
+
+impl Instances {
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+
+    /// Instance `id` (panics past the end, as indexing does).
+    pub fn get(&self, id: usize) -> Instance<'_> {
+        let (g, seq) = self.ids[id];
+        Instance {
+            group: &self.groups[g as usize].name,
+            seq: seq as usize,
+            seqs: &self.groups[g as usize],
+        }
+    }
+
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = Instance<'_>> + '_ {
+        (0..self.len()).map(|id| self.get(id))
+    }
+}
+
+/// One collective call seen on several ranks (a view into [`Instances`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Instance<'a> {
+    /// Shared by the group's instances.
+    pub group: &'a Arc<str>,
+    pub seq: usize,
+    seqs: &'a Seqs,
+}
+
+impl<'a> Instance<'a> {
     /// Its members as (rank index, op index), to index `Trace::ranks` and `ops`.
-    pub fn pairs(&self) -> impl ExactSizeIterator<Item = (usize, usize)> + '_ {
-        self.members.iter().map(|&(r, o)| (r as usize, o as usize))
+    pub fn pairs(self) -> impl ExactSizeIterator<Item = (usize, usize)> + 'a {
+        let seq = self.seq;
+        let s = self.seqs;
+        s.ranks
+            .iter()
+            .zip(&s.ops)
+            .map(move |(&r, ops)| (r as usize, ops[seq] as usize))
+    }
+
+    /// How many members it has.
+    pub fn len(&self) -> usize {
+        self.seqs.ranks.len()
+    }
+
+    /// Never: an instance has two members or more.
+    pub fn is_empty(&self) -> bool {
+        self.seqs.ranks.is_empty()
     }
 
     /// When its last member started (the transfer's start, barrier model).
@@ -39,15 +98,24 @@ impl Instance {
     /// (rank index, op index), and the wait it caused: how long after the
     /// next-latest member it started. `None` with fewer than two members.
     pub fn latest(&self, trace: &Trace) -> Option<(usize, usize, Ns)> {
-        let mut by_start: Vec<(Ns, usize, usize)> = self
-            .pairs()
-            .map(|(r, o)| (trace.ranks[r].ops[o].start, r, o))
-            .collect();
-        by_start.sort_unstable_by_key(|&(start, r, _)| (start, std::cmp::Reverse(r)));
-        match by_start[..] {
-            [.., (next, ..), (latest, r, o)] => Some((r, o, latest - next)),
-            _ => None,
+        // The latest and next-latest in one pass, ordered as a sort by
+        // (start, reversed rank index) would order them.
+        let key = |s: Ns, r: usize| (s, std::cmp::Reverse(r));
+        let (mut top, mut next): (Option<(Ns, usize, usize)>, Option<Ns>) = (None, None);
+        for (r, o) in self.pairs() {
+            let s = trace.ranks[r].ops[o].start;
+            match top {
+                Some((ts, tr, _)) if key(s, r) <= key(ts, tr) => {
+                    next = next.max(Some(s));
+                }
+                _ => {
+                    next = top.map(|t| t.0).max(next);
+                    top = Some((s, r, o));
+                }
+            }
         }
+        let ((latest, r, o), next) = (top?, next?);
+        Some((r, o, latest - next))
     }
 }
 
@@ -63,43 +131,61 @@ pub fn group_of<'t>(t: &'t super::RankTimeline, op: &super::DeviceOp) -> &'t str
 }
 
 /// Collective instances seen on at least two ranks, in issue order per group.
-pub fn instances(trace: &Trace) -> Vec<Instance> {
-    // group -> per rank index: op indices in start order.
-    let mut seqs: BTreeMap<String, Vec<(u32, Vec<u32>)>> = BTreeMap::new();
+pub fn instances(trace: &Trace) -> Instances {
+    // group -> (rank index, its op indices in start order).
+    let mut seqs: BTreeMap<&str, Vec<(u32, Vec<u32>)>> = BTreeMap::new();
     // Indices fit: ranks and ops are numbered in u32 slots.
     for (ri, t) in (0u32..).zip(&trace.ranks) {
-        let mut mine: BTreeMap<&str, Vec<u32>> = BTreeMap::new();
+        // The rank's groups by their name's id: a lookup of 4 bytes per op,
+        // the names compared once per group.
+        let mut mine: foldhash::HashMap<Option<super::StrId>, Vec<u32>> = Default::default();
         for (oi, op) in (0u32..).zip(&t.ops) {
             if op.is_comm() && op.is_kernel() {
-                mine.entry(group_of(t, op)).or_default().push(oi);
+                let pg = t.coll_meta(op).and_then(|m| m.pg_name);
+                mine.entry(pg).or_default().push(oi);
             }
         }
-        for (g, ops) in mine {
-            seqs.entry(g.to_owned()).or_default().push((ri, ops));
+        let mut named: BTreeMap<&str, Vec<u32>> = BTreeMap::new();
+        for (pg, ops) in mine {
+            let g = pg.map_or(DEFAULT, |id| t.name(id));
+            // Two ids of one name (never from one interner) join in op order.
+            let all = named.entry(g).or_default();
+            all.extend(ops);
+            all.sort_unstable();
+        }
+        for (g, ops) in named {
+            seqs.entry(g).or_default().push((ri, ops));
         }
     }
-    let mut out = Vec::new();
-    for (group, ranks) in seqs {
+    let mut out = Instances::default();
+    for (name, ranks) in seqs {
         if ranks.len() < 2 {
             continue;
         }
-        let group: Arc<str> = group.into();
         // Up to the shortest sequence: a cut-off trace misses the last calls.
         let n = ranks.iter().map(|(_, ops)| ops.len()).min().unwrap_or(0);
+        let (ranks, mut ops): (Vec<u32>, Vec<Vec<u32>>) = ranks.into_iter().unzip();
+        for o in &mut ops {
+            o.truncate(n);
+            o.shrink_to_fit();
+        }
+        let g = u32::try_from(out.groups.len()).expect("groups fit in u32");
+        let kind =
+            |k: usize, seq: usize| trace.ranks[ranks[k] as usize].ops[ops[k][seq] as usize].coll;
         for seq in 0..n {
-            let members: Vec<(u32, u32)> = ranks.iter().map(|(ri, ops)| (*ri, ops[seq])).collect();
             // Different kinds at one position: the sequences are out of step
             // (a rank's trace starts or ends mid-iteration); do not pair them.
-            let kind = |&(r, o): &(u32, u32)| trace.ranks[r as usize].ops[o as usize].coll;
-            if members.iter().any(|m| kind(m) != kind(&members[0])) {
+            if (1..ranks.len()).any(|k| kind(k, seq) != kind(0, seq)) {
                 continue;
             }
-            out.push(Instance {
-                group: group.clone(),
-                seq,
-                members,
-            });
+            out.ids
+                .push((g, u32::try_from(seq).expect("ops fit in u32")));
         }
+        out.groups.push(Seqs {
+            name: name.into(),
+            ranks,
+            ops,
+        });
     }
     out
 }
@@ -163,9 +249,9 @@ pub struct WaitSplit {
     pub last: usize,
 }
 
-pub fn wait_split(trace: &Trace, inst: &[Instance]) -> Vec<WaitSplit> {
+pub fn wait_split(trace: &Trace, inst: &Instances) -> Vec<WaitSplit> {
     let mut out = vec![WaitSplit::default(); trace.ranks.len()];
-    for i in inst {
+    for i in inst.iter() {
         let last_start = i.last_start(trace);
         if let Some((r, o, caused)) = i.latest(trace) {
             if trace.ranks[r].counts(trace.ranks[r].ops[o].step) {
@@ -201,9 +287,9 @@ pub struct BySeq<T> {
 
 impl<T: Copy> BySeq<T> {
     /// `value` of each instance (`None`: none for it).
-    pub fn of(inst: &[Instance], mut value: impl FnMut(&Instance) -> Option<T>) -> Self {
+    pub fn of(inst: &Instances, mut value: impl FnMut(Instance<'_>) -> Option<T>) -> Self {
         let mut by_group: HashMap<Arc<str>, Vec<Option<T>>> = HashMap::new();
-        for i in inst {
+        for i in inst.iter() {
             let seqs = by_group.entry(i.group.clone()).or_default();
             if seqs.len() <= i.seq {
                 seqs.resize(i.seq + 1, None);
@@ -249,7 +335,7 @@ impl<T: Copy> BySeq<T> {
 pub type LastStarts = BySeq<Ns>;
 
 impl LastStarts {
-    pub fn last_starts(trace: &Trace, inst: &[Instance]) -> Self {
+    pub fn last_starts(trace: &Trace, inst: &Instances) -> Self {
         Self::of(inst, |i| Some(i.last_start(trace)))
     }
 
@@ -269,7 +355,7 @@ impl LastStarts {
 /// waiting for the last member to start, as (stream, interval). (Views make
 /// a rank's with [`LastStarts::waits_of`] when they need it.)
 #[cfg(test)]
-pub fn wait_intervals(trace: &Trace, inst: &[Instance]) -> Vec<Vec<(u32, super::Interval)>> {
+pub fn wait_intervals(trace: &Trace, inst: &Instances) -> Vec<Vec<(u32, super::Interval)>> {
     let last = LastStarts::last_starts(trace, inst);
     trace.ranks.iter().map(|t| last.waits_of(t)).collect()
 }
@@ -292,7 +378,7 @@ pub struct Arrivals {
     pub collectives: usize,
 }
 
-pub fn arrivals(trace: &Trace, inst: &[Instance]) -> Arrivals {
+pub fn arrivals(trace: &Trace, inst: &Instances) -> Arrivals {
     let n = trace.ranks.len();
     let keys: Vec<Vec<(i64, u32)>> = trace.ranks.iter().map(|t| t.step_keys()).collect();
     let mut steps: Vec<(i64, u32)> = keys.iter().flatten().copied().collect();
@@ -301,7 +387,7 @@ pub fn arrivals(trace: &Trace, inst: &[Instance]) -> Arrivals {
     let mut cell: Vec<Vec<Option<Ns>>> = vec![vec![None; steps.len()]; n];
     let mut last = vec![0; n];
     let mut by: Vec<Vec<Ns>> = vec![Vec::new(); n];
-    for i in inst {
+    for i in inst.iter() {
         let starts: Vec<(usize, Ns)> = i
             .pairs()
             .map(|(r, o)| (r, trace.ranks[r].ops[o].start))
@@ -390,6 +476,36 @@ mod tests {
         assert!(a.last_by[5] > Ns::ZERO);
     }
 
+    /// Four ranks starting one all-reduce at 10, 40, 40 and 25 µs: the
+    /// latest is rank index 1 (the lowest of the two at 40), the next-latest
+    /// started at 40 too, so it caused no wait; with rank 2 at 35 instead it
+    /// caused 5 µs. Two ranks take part in every one, from their sequences.
+    #[test]
+    fn the_latest_member_by_hand() {
+        let c = crate::synth::Coll::all_reduce_f32(1, 4);
+        let run = |starts: [f64; 4]| {
+            let mut ranks: Vec<_> = (0..4)
+                .map(|r| crate::synth::RankTrace::new(Some(r), 4, 10))
+                .collect();
+            for (r, s) in ranks.iter_mut().zip(starts) {
+                r.step(1, 0.0, 100.0);
+                r.collective("ncclDevKernel_AllReduce_Sum_f32_RING_LL", s, 50.0, 20, &c);
+            }
+            trace(&ranks)
+        };
+        let t = run([10.0, 40.0, 40.0, 25.0]);
+        let inst = instances(&t);
+        assert_eq!(inst.len(), 1);
+        let i = inst.get(0);
+        assert_eq!(i.len(), 4);
+        let (r, _, caused) = i.latest(&t).unwrap();
+        assert_eq!((r, caused), (1, Ns::ZERO));
+        assert_eq!(i.last_start(&t), Ns(40_000));
+        let t = run([10.0, 40.0, 35.0, 25.0]);
+        let (r, _, caused) = instances(&t).get(0).latest(&t).unwrap();
+        assert_eq!((r, caused), (1, Ns(5_000)));
+    }
+
     #[test]
     fn lateness_by_hand() {
         // `late_pair`: rank 1 starts the all-reduce 30 µs after rank 0.
@@ -426,7 +542,7 @@ mod tests {
         let t = trace(&training_run(&RunShape::default()));
         let inst = instances(&t);
         let mut by_member = vec![Vec::new(); t.ranks.len()];
-        for i in &inst {
+        for i in inst.iter() {
             let last = i.last_start(&t);
             for (r, o) in i.pairs() {
                 let op = &t.ranks[r].ops[o];

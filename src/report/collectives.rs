@@ -49,7 +49,7 @@ pub struct View<'a> {
     /// The run the rows are of (their members' ops).
     pub trace: &'a crate::model::Trace,
     /// The run's matched instances (the rows' members).
-    pub instances: &'a [crate::model::collectives::Instance],
+    pub instances: &'a crate::model::collectives::Instances,
     pub rows: &'a [InstanceRow],
     pub groups: &'a [GroupRow],
     pub fits: &'a [FitRow],

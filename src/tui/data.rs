@@ -13,7 +13,7 @@ use crate::load::LoadReport;
 use crate::metrics::breakdown::RankKernels;
 use crate::metrics::ranks::{verdict, Verdict};
 use crate::metrics::{eval_all, Ctx, Metric, Options, Outcome, METRICS};
-use crate::model::collectives::{arrivals, Arrivals, Instance, LastStarts};
+use crate::model::collectives::{arrivals, Arrivals, Instances, LastStarts};
 use crate::model::{
     Coverage, CpuKind, CpuThread, DeviceOp, Interval, IntervalSet, Ns, RankTimeline, Trace,
 };
@@ -46,7 +46,7 @@ pub struct Data {
     pub arrivals: Arrivals,
     /// The collectives matched across ranks, and for each member op (rank
     /// index, op index) its instance, for the Timeline's details.
-    pub instances: Vec<Instance>,
+    pub instances: Instances,
     /// Each matched collective as a row (the Collectives tab).
     pub collectives: Vec<crate::derive::instances::InstanceRow>,
     pub instance_of: InstanceOf,
@@ -218,7 +218,7 @@ struct Common {
     ranks: Vec<RankRow>,
     verdict: Verdict,
     arrivals: Arrivals,
-    instances: Vec<Instance>,
+    instances: Instances,
     collectives: Vec<crate::derive::instances::InstanceRow>,
     instance_of: InstanceOf,
     /// When each matched collective's last member started: a rank's waits
@@ -256,7 +256,7 @@ impl Common {
 pub struct InstanceOf(crate::model::collectives::BySeq<u32>);
 
 impl InstanceOf {
-    fn of(instances: &[Instance]) -> Self {
+    fn of(instances: &Instances) -> Self {
         // Past 2^32 collectives (never in practice) an op is shown unmatched.
         let mut k = 0u32..;
         Self(crate::model::collectives::BySeq::of(instances, |_| {

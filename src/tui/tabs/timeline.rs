@@ -875,7 +875,7 @@ fn details(data: &Data, lane: &Lane, at: Ns, shift: Ns, width: u16) -> Vec<Line<
     }
     let inst = oi.and_then(|oi| data.instance_of.get(t, oi));
     if let Some(k) = inst {
-        let i = &data.instances[k];
+        let i = data.instances.get(k);
         let ranks = &data.trace.ranks;
         let last = i
             .pairs()
@@ -885,14 +885,14 @@ fn details(data: &Data, lane: &Lane, at: Ns, shift: Ns, width: u16) -> Vec<Line<
             let s = if lr == ri {
                 format!(
                     "matched on {} ranks: this rank arrived last; transfer {}",
-                    i.members.len(),
+                    i.len(),
                     human(op.dur)
                 )
             } else {
                 let wait = (last - op.start).clamp(Ns::ZERO, op.dur);
                 format!(
                     "matched on {} ranks: waited {} for rank {} (the last to arrive), transfer {}",
-                    i.members.len(),
+                    i.len(),
                     human(wait),
                     ranks[lr].rank,
                     human(op.dur - wait)
