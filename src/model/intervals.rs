@@ -192,17 +192,96 @@ pub struct Exact {
 
 /// Covered time per bin, taken as spread evenly over its bin: exact at bin
 /// edges, a proportional share inside one.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Binned {
-    /// (start, end) of each bin with any cover, in order, not overlapping.
-    bins: Vec<Interval>,
+    /// Each bin with any cover, in order, not overlapping.
+    bins: Bins,
     /// `prefix[i]` = time covered in the first `i` bins.
     prefix: Vec<Ns>,
 }
 
+impl Default for Binned {
+    fn default() -> Self {
+        Self {
+            bins: Bins::Free(Vec::new()),
+            prefix: vec![Ns::ZERO],
+        }
+    }
+}
+
+/// Where the bins are: cells of one grid (a summary's bins of one level),
+/// 4 bytes each where (start, end) took 16, or any intervals.
+#[derive(Debug, Clone)]
+enum Bins {
+    Grid {
+        origin: Ns,
+        width: Ns,
+        cells: Vec<u32>,
+    },
+    Free(Vec<Interval>),
+}
+
+impl Bins {
+    /// The grid `bins` lie on (`origin` the first's start, every one
+    /// `width` long and a whole number of widths from it, within u32
+    /// cells), or `None`.
+    fn grid(bins: &[Interval]) -> Option<Self> {
+        let first = bins.first()?;
+        let (origin, width) = (first.start, first.len());
+        if width <= Ns::ZERO {
+            return None;
+        }
+        let cells = bins
+            .iter()
+            .map(|b| {
+                let off = b.start.get().checked_sub(origin.get())?;
+                (b.len() == width && off % width.get() == 0)
+                    .then(|| u32::try_from(off / width.get()).ok())
+                    .flatten()
+            })
+            .collect::<Option<Vec<u32>>>()?;
+        Some(Self::Grid {
+            origin,
+            width,
+            cells,
+        })
+    }
+
+    fn get(&self, i: usize) -> Option<Interval> {
+        match self {
+            Self::Grid {
+                origin,
+                width,
+                cells,
+            } => cells.get(i).map(|&c| {
+                // No overflow: `grid` took the cells from real bins.
+                let start = *origin + Ns(i64::from(c) * width.get());
+                Interval::new(start, start + *width)
+            }),
+            Self::Free(bins) => bins.get(i).copied(),
+        }
+    }
+
+    /// How many bins end at or before `t`.
+    fn ended_by(&self, t: Ns) -> usize {
+        match self {
+            Self::Grid {
+                origin,
+                width,
+                cells,
+            } => {
+                // Cell c ends at origin + (c + 1) × width <= t.
+                let whole = t.get().saturating_sub(origin.get()).div_euclid(width.get());
+                cells.partition_point(|&c| i64::from(c) < whole)
+            }
+            Self::Free(bins) => bins.partition_point(|b| b.end <= t),
+        }
+    }
+}
+
 impl Binned {
     fn upto(&self, t: Ns) -> Ns {
-        let i = self.bins.partition_point(|b| b.end <= t);
+        let i = self.bins.ended_by(t);
         let before = self.prefix[i];
         match self.bins.get(i) {
             Some(b) if t > b.start => {
@@ -214,6 +293,12 @@ impl Binned {
             _ => before,
         }
     }
+
+    /// Whether its bins are held as cells of one grid.
+    #[cfg(test)]
+    fn on_grid(&self) -> bool {
+        matches!(self.bins, Bins::Grid { .. })
+    }
 }
 
 impl Coverage {
@@ -224,21 +309,21 @@ impl Coverage {
     /// Coverage from `(bin, time covered in it)` pairs: bins in order, not
     /// overlapping, each covered at most its length (more is capped).
     pub fn binned(bins: impl IntoIterator<Item = (Interval, Ns)>) -> Self {
-        let mut b = Binned {
-            bins: Vec::new(),
-            prefix: vec![Ns::ZERO],
-        };
+        let mut kept: Vec<Interval> = Vec::new();
+        let mut prefix = vec![Ns::ZERO];
         let mut acc = Ns::ZERO;
         for (bin, covered) in bins {
             let covered = covered.clamp(Ns::ZERO, bin.len());
-            if covered == Ns::ZERO || b.bins.last().is_some_and(|l| l.end > bin.start) {
+            if covered == Ns::ZERO || kept.last().is_some_and(|l| l.end > bin.start) {
                 continue;
             }
             acc += covered;
-            b.bins.push(bin);
-            b.prefix.push(acc);
+            kept.push(bin);
+            prefix.push(acc);
         }
-        Self::Binned(b)
+        prefix.shrink_to_fit();
+        let bins = Bins::grid(&kept).unwrap_or(Bins::Free(kept));
+        Self::Binned(Binned { bins, prefix })
     }
 
     /// Length covered before `t`, i.e. of `(-inf, t)`.
@@ -467,6 +552,30 @@ mod tests {
         let slices = [(0, 10), (10, 30), (30, 45)].map(|(a, b)| (Ns(a), Ns(b)));
         assert_eq!(c.covered_slices(&slices), [4, 10, 10].map(Ns));
         assert_eq!(Coverage::binned([]).covered(Ns::ZERO, Ns(9)), Ns::ZERO);
+        // Every kept bin is 10 long and on the grid from 0: held as cells.
+        assert!(matches!(&c, Coverage::Binned(b) if b.on_grid()));
+    }
+
+    /// Bins off one grid (of two lengths here, then one shifted off the
+    /// cells) are held as they are and answer alike: [0,10) covered 4,
+    /// [20,40) covered 10, then [45,55) covered 5.
+    #[test]
+    fn binned_coverage_off_a_grid() {
+        let iv = |a, b| Interval::new(Ns(a), Ns(b));
+        let c = Coverage::binned([
+            (iv(0, 10), Ns(4)),
+            (iv(20, 40), Ns(10)),
+            (iv(45, 55), Ns(5)),
+        ]);
+        assert!(matches!(&c, Coverage::Binned(b) if !b.on_grid()));
+        assert_eq!(c.covered(Ns(-5), Ns(100)), Ns(19));
+        assert_eq!(c.covered(Ns(5), Ns(30)), Ns(2 + 5));
+        assert_eq!(c.upto(Ns(50)), Ns(4 + 10 + 2));
+        let g = Coverage::binned([(iv(0, 10), Ns(4)), (iv(40, 50), Ns(6))]);
+        assert!(matches!(&g, Coverage::Binned(b) if b.on_grid()));
+        assert_eq!(g.covered(Ns(5), Ns(45)), Ns(2 + 3));
+        assert_eq!(g.upto(Ns(-1)), Ns::ZERO);
+        assert_eq!(g.upto(Ns(50)), Ns(10));
     }
 
     #[test]
