@@ -148,7 +148,8 @@ pub fn instances(trace: &Trace) -> Instances {
         let mut named: BTreeMap<&str, Vec<u32>> = BTreeMap::new();
         for (pg, ops) in mine {
             let g = pg.map_or(DEFAULT, |id| t.name(id));
-            // Two ids of one name (never from one interner) join in op order.
+            // Ops naming no group and ops of a group named `default` are one
+            // sequence, joined in op order.
             let all = named.entry(g).or_default();
             all.extend(ops);
             all.sort_unstable();

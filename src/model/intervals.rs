@@ -235,9 +235,10 @@ impl Bins {
             .iter()
             .map(|b| {
                 let off = b.start.get().checked_sub(origin.get())?;
-                (b.len() == width && off % width.get() == 0)
-                    .then(|| u32::try_from(off / width.get()).ok())
-                    .flatten()
+                if b.len() != width || off % width.get() != 0 {
+                    return None;
+                }
+                u32::try_from(off / width.get()).ok()
             })
             .collect::<Option<Vec<u32>>>()?;
         Some(Self::Grid {
