@@ -7,3 +7,106 @@ pub mod perfetto;
 pub mod tables;
 
 pub use tables::{Table, SCHEMA_VERSION, TABLES};
+
+use rayon::prelude::*;
+
+use crate::metrics::Ctx;
+use crate::model::RankTimeline;
+use crate::summary::pages::Pages;
+
+/// Where an export finds each rank's every op.
+#[derive(Clone, Copy)]
+pub enum Ops<'a> {
+    /// In the loaded timelines.
+    Loaded,
+    /// In a summary opened lean (its ranks hold their collectives only):
+    /// read from each rank's ops table when its turn comes.
+    Paged(&'a Pages),
+}
+
+impl Ops<'_> {
+    /// Gives `f` each rank in scope as a whole timeline, in scope order.
+    /// Paged, as many ranks as there are threads are read at once (in
+    /// parallel), so memory holds their ops, not the run's.
+    pub fn each_rank(
+        self,
+        ctx: &Ctx,
+        f: &mut dyn FnMut(&RankTimeline) -> Result<(), String>,
+    ) -> Result<(), String> {
+        let Ops::Paged(pages) = self else {
+            return ctx.ranks.iter().try_for_each(|t| f(t));
+        };
+        for chunk in ctx.ranks.chunks(rayon::current_num_threads().max(1)) {
+            let whole: Vec<Result<RankTimeline, String>> = chunk
+                .par_iter()
+                .map(|t| pages.whole(ctx.trace, t))
+                .collect();
+            for t in whole {
+                f(&t?)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::load::{self, LoadOptions, Progress};
+    use crate::synth::{training_run, RunShape};
+
+    /// A rank read from its summary's ops table holds what the rank loaded
+    /// whole holds: every op, on the aligned clock, its collectives with
+    /// their metadata.
+    #[test]
+    fn a_paged_rank_is_the_rank_loaded_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let traces = dir.path().join("run");
+        std::fs::create_dir(&traces).unwrap();
+        let shape = RunShape {
+            ranks: 4,
+            straggler: Some(2),
+            ..RunShape::default()
+        };
+        for (i, r) in training_run(&shape).iter().enumerate() {
+            std::fs::write(traces.join(format!("rank{i}_trace.json")), r.to_json()).unwrap();
+        }
+        let sum = dir.path().join("run.sum");
+        crate::summary::summarize(
+            &traces,
+            &crate::summary::Options {
+                out: sum.clone(),
+                shard: Default::default(),
+                only: Vec::new(),
+                pick: Default::default(),
+                formats: crate::formats::FORMATS,
+            },
+        )
+        .unwrap();
+        let opts = LoadOptions::default();
+        let found = load::inputs(&sum, &opts).unwrap();
+        let lean = load::load_lean(&sum, &found, &opts, &Progress::default()).unwrap();
+        let pages = Pages::of(&lean.trace, &lean.stats).expect("a summary with pages");
+        let (whole, _) = load::load_found(&sum, &found, &opts, &Progress::default()).unwrap();
+        // Aligned: rank 2 computes slower, the others wait in collectives.
+        assert!(whole.offsets.is_some());
+        let ctx = Ctx::with_stats(&lean.trace, None, Some(lean.stats.clone())).unwrap();
+        let mut seen = Vec::new();
+        Ops::Paged(&pages)
+            .each_rank(&ctx, &mut |t| {
+                let w = whole.rank(t.rank).unwrap();
+                assert_eq!(t.ops.len(), w.ops.len(), "rank {}", t.rank);
+                assert!(!t.comm_only);
+                for (a, b) in t.ops.iter().zip(&w.ops) {
+                    assert_eq!((a.start, a.dur, a.launch), (b.start, b.dur, b.launch));
+                    assert_eq!(t.name(a.name), w.name(b.name));
+                    assert_eq!(t.coll_meta(a), w.coll_meta(b));
+                }
+                assert!(t.ops.iter().any(|o| t.coll_meta(o).is_some()));
+                seen.push(t.rank);
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(seen, [0, 1, 2, 3]);
+    }
+}

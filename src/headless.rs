@@ -307,11 +307,42 @@ pub fn compare(args: &crate::cli::CompareArgs) -> Result<u8> {
 /// `ccl-bench export DIR --to parquet|perfetto OUT`.
 pub fn export(args: &crate::cli::ExportArgs) -> Result<u8> {
     use crate::cli::ExportFormat;
-    let trace = load(&args.dir, &args.load.options())?;
-    let ctx = Ctx::new(&trace, None).map_err(|e| anyhow!(e))?;
+    let opts = args.load.options();
+    let found = load::inputs(&args.dir, &opts)
+        .with_context(|| format!("cannot load {}", args.dir.display()))?;
+    // A summary is exported a rank at a time where it can be (its ranks
+    // opened lean, their ops read from their tables in turn): memory then
+    // holds the run's collectives and a few ranks' ops, not every op.
+    let lean = match found.summary {
+        Some(_) => {
+            let l = load::load_lean(&args.dir, &found, &opts, &Progress::default())
+                .with_context(|| format!("cannot load {}", args.dir.display()))?;
+            let pages = crate::summary::pages::Pages::of(&l.trace, &l.stats);
+            pages.map(|p| (l, p))
+        }
+        None => None,
+    };
+    let (trace, stats, warnings, pages) = match lean {
+        Some((l, pages)) => {
+            let warnings = loaded(&args.dir, &l.trace, l.report)?;
+            (l.trace, Some(l.stats), warnings, Some(pages))
+        }
+        None => {
+            let (trace, warnings) = found_quiet(&args.dir, &found, &opts, &Progress::default())?;
+            (trace, None, warnings, None)
+        }
+    };
+    for w in &warnings {
+        crate::say!("warning: {w}");
+    }
+    let ops = pages
+        .as_ref()
+        .map_or(crate::export::Ops::Loaded, crate::export::Ops::Paged);
+    let ctx = Ctx::with_stats(&trace, None, stats);
+    let ctx = ctx.map_err(|e| anyhow!(e))?;
     match args.to {
         ExportFormat::Parquet => {
-            for w in crate::export::parquet::write_all(&ctx, &args.out)? {
+            for w in crate::export::parquet::write_all(&ctx, ops, &args.out)? {
                 crate::say!(
                     "ccl-bench: wrote {} ({} rows)",
                     w.path.display(),
@@ -320,7 +351,7 @@ pub fn export(args: &crate::cli::ExportArgs) -> Result<u8> {
             }
         }
         ExportFormat::Perfetto => {
-            let n = crate::export::perfetto::write(&ctx, &args.out)?;
+            let n = crate::export::perfetto::write(&ctx, ops, &args.out)?;
             crate::say!(
                 "ccl-bench: wrote {} ({} events); open it in https://ui.perfetto.dev",
                 args.out.display(),

@@ -180,7 +180,7 @@ impl Run {
         let trace = self.trace.clone();
         py.detach(move || {
             let c = ctx(&trace, None)?;
-            ccl_bench::export::parquet::write_all(&c, &dir)
+            ccl_bench::export::parquet::write_all(&c, ccl_bench::export::Ops::Loaded, &dir)
                 .map(|w| w.into_iter().map(|w| w.path).collect())
                 .map_err(|e| TraceError::new_err(e.to_string()))
         })
@@ -191,7 +191,7 @@ impl Run {
         let trace = self.trace.clone();
         py.detach(move || {
             let c = ctx(&trace, None)?;
-            ccl_bench::export::perfetto::write(&c, &path)
+            ccl_bench::export::perfetto::write(&c, ccl_bench::export::Ops::Loaded, &path)
                 .map_err(|e| TraceError::new_err(e.to_string()))
         })
     }

@@ -2,6 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
+use arrow_array::RecordBatch;
 use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;
 use parquet::file::metadata::KeyValue;
@@ -18,10 +19,11 @@ pub struct Written {
     pub rows: usize,
 }
 
-/// Writes every table into `dir` (created if missing). Each file is written
+/// Writes every table into `dir` (created if missing), each rank's ops
+/// read from `ops` (see [`super::tables::stream`]). Each file is written
 /// beside its final name and renamed into place, so a reader never sees a
 /// half-written table.
-pub fn write_all(ctx: &Ctx, dir: &Path) -> Result<Vec<Written>> {
+pub fn write_all(ctx: &Ctx, ops: super::Ops, dir: &Path) -> Result<Vec<Written>> {
     let io = |path: &Path| {
         let path = path.to_path_buf();
         move |source| Error::Io { path, source }
@@ -29,9 +31,7 @@ pub fn write_all(ctx: &Ctx, dir: &Path) -> Result<Vec<Written>> {
     std::fs::create_dir_all(dir).map_err(io(dir))?;
     let mut out = Vec::new();
     for name in super::TABLES {
-        let table = super::tables::table(ctx, name)
-            .expect("a known table")
-            .map_err(|e| arrow_error(dir, e))?;
+        let schema = super::tables::schema_of(name).expect("a known table");
         let path = dir.join(format!("{name}.parquet"));
         let props = WriterProperties::builder()
             .set_compression(Compression::SNAPPY)
@@ -47,11 +47,17 @@ pub fn write_all(ctx: &Ctx, dir: &Path) -> Result<Vec<Written>> {
                 ),
             ]))
             .build();
-        write_file(&path, &table.schema, &table.batches, props)?;
+        let mut rows = 0;
+        write_with(&path, &schema, props, &mut |put| {
+            super::tables::stream(ctx, ops, name, &mut |b| {
+                rows += b.num_rows();
+                put(b)
+            })
+        })?;
         out.push(Written {
             table: name,
             path,
-            rows: table.rows(),
+            rows,
         });
     }
     Ok(out)
@@ -61,26 +67,36 @@ pub fn write_all(ctx: &Ctx, dir: &Path) -> Result<Vec<Written>> {
 pub fn write_file(
     path: &Path,
     schema: &arrow_schema::SchemaRef,
-    batches: &[arrow_array::RecordBatch],
+    batches: &[RecordBatch],
     props: WriterProperties,
 ) -> Result<()> {
-    crate::atomic::with(path, |tmp| {
-        let write = || -> std::result::Result<(), Box<dyn std::error::Error>> {
-            let file = std::fs::File::create(tmp)?;
-            let mut w = ArrowWriter::try_new(file, schema.clone(), Some(props))?;
-            for b in batches {
-                w.write(b)?;
-            }
-            w.close()?;
-            Ok(())
-        };
-        write().map_err(|e| format!("cannot write Parquet: {e}"))
+    write_with(path, schema, props, &mut |put| {
+        batches.iter().try_for_each(|b| put(b.clone()))
     })
 }
 
-fn arrow_error(dir: &Path, e: arrow_schema::ArrowError) -> Error {
-    Error::Output {
-        path: dir.to_path_buf(),
-        why: format!("cannot build the export tables: {e}"),
-    }
+/// What a batch is handed to while a file is written.
+type Put<'a> = dyn FnMut(RecordBatch) -> std::result::Result<(), String> + 'a;
+
+/// Writes the batches `fill` hands to its argument as one Parquet file,
+/// atomically (see [`crate::atomic`]): a batch at a time, so that they need
+/// not all be held.
+pub fn write_with(
+    path: &Path,
+    schema: &arrow_schema::SchemaRef,
+    props: WriterProperties,
+    fill: &mut dyn FnMut(&mut Put<'_>) -> std::result::Result<(), String>,
+) -> Result<()> {
+    crate::atomic::with(path, |tmp| {
+        let file = std::fs::File::create(tmp).map_err(|e| format!("cannot write Parquet: {e}"))?;
+        let mut w = ArrowWriter::try_new(file, schema.clone(), Some(props))
+            .map_err(|e| format!("cannot write Parquet: {e}"))?;
+        fill(&mut |b| {
+            w.write(&b)
+                .map_err(|e| format!("cannot write Parquet: {e}"))
+        })?;
+        w.close()
+            .map_err(|e| format!("cannot write Parquet: {e}"))?;
+        Ok(())
+    })
 }

@@ -20,8 +20,9 @@ const STEPS_TID: u64 = 1;
 const WAIT_TID: u64 = 2;
 const STREAM_TID0: u64 = 10;
 
-/// Writes the run to `path`; returns the number of events written.
-pub fn write(ctx: &Ctx, path: &Path) -> Result<usize> {
+/// Writes the run to `path`, each rank's ops read from `ops` when its turn
+/// comes; returns the number of events written.
+pub fn write(ctx: &Ctx, ops: super::Ops, path: &Path) -> Result<usize> {
     let fail = |why: String| Error::Output {
         path: path.to_path_buf(),
         why,
@@ -36,7 +37,7 @@ pub fn write(ctx: &Ctx, path: &Path) -> Result<usize> {
     let result = if gz {
         let enc = flate2::write::GzEncoder::new(file, flate2::Compression::fast());
         let mut w = BufWriter::with_capacity(1 << 20, enc);
-        write_to(ctx, &mut w).and_then(|n| {
+        write_to(ctx, ops, &mut w).and_then(|n| {
             w.into_inner()
                 .map_err(|e| e.into_error())?
                 .finish()
@@ -44,7 +45,7 @@ pub fn write(ctx: &Ctx, path: &Path) -> Result<usize> {
         })
     } else {
         let mut w = BufWriter::with_capacity(1 << 20, file);
-        write_to(ctx, &mut w).and_then(|n| w.flush().map(|_| n))
+        write_to(ctx, ops, &mut w).and_then(|n| w.flush().map(|_| n))
     };
     match result {
         Ok(n) => {
@@ -120,12 +121,14 @@ fn json(v: impl serde::Serialize) -> String {
     serde_json::to_string(&v).unwrap_or_else(|_| "null".to_owned())
 }
 
-fn write_to<W: Write>(ctx: &Ctx, w: &mut W) -> std::io::Result<usize> {
+fn write_to<W: Write>(ctx: &Ctx, ops: super::Ops, w: &mut W) -> std::io::Result<usize> {
     let trace = ctx.trace;
+    // The first op's start, from the stats: a rank opened lean holds only
+    // its collectives.
     let origin = ctx
-        .ranks
+        .stats()
         .iter()
-        .flat_map(|t| t.ops.first().map(|o| o.start))
+        .flat_map(|s| s.device_window.map(|w| w.start))
         .chain(
             ctx.ranks
                 .iter()
@@ -156,9 +159,10 @@ fn write_to<W: Write>(ctx: &Ctx, w: &mut W) -> std::io::Result<usize> {
         "{{\"displayTimeUnit\":\"ns\",\"otherData\":{other},\"traceEvents\":["
     )?;
     let mut ev = Events { w, n: 0, origin };
-    for t in &ctx.ranks {
-        rank_events(t, straggler, &mut ev)?;
-    }
+    ops.each_rank(ctx, &mut |t| {
+        rank_events(t, straggler, &mut ev).map_err(|e| e.to_string())
+    })
+    .map_err(std::io::Error::other)?;
     waits(ctx, &mut ev)?;
     let n = ev.n;
     w.write_all(b"\n]}\n")?;
@@ -293,7 +297,7 @@ mod tests {
         let t = trace(&crate::synth::late_pair());
         let ctx = Ctx::new(&t, None).unwrap();
         let mut out = Vec::new();
-        let n = write_to(&ctx, &mut out).unwrap();
+        let n = write_to(&ctx, crate::export::Ops::Loaded, &mut out).unwrap();
         let doc: serde_json::Value = serde_json::from_slice(&out).unwrap();
         let events = doc["traceEvents"].as_array().unwrap();
         assert_eq!(events.len(), n);

@@ -37,15 +37,71 @@ impl Table {
     }
 }
 
-/// Builds the table called `name` (one of [`TABLES`]); `None` for other names.
+/// Builds the table called `name` (one of [`TABLES`]) from the loaded
+/// timelines; `None` for other names.
 pub fn table(ctx: &Ctx, name: &str) -> Option<Result<Table, ArrowError>> {
     Some(match name {
-        "ops" => ops(ctx),
-        "kernels" => kernels(ctx),
         "collectives" => collectives(ctx),
-        "steps" => steps(ctx),
         "ranks" => ranks(ctx),
+        _ => {
+            use rayon::prelude::*;
+            let (schema, make) = per_rank(name)?;
+            ctx.ranks
+                .par_iter()
+                .map(|t| make(t, &schema))
+                .collect::<Result<Vec<_>, _>>()
+                .map(|batches| Table { schema, batches })
+        }
+    })
+}
+
+/// The schema of the table called `name`; `None` for other names.
+pub fn schema_of(name: &str) -> Option<SchemaRef> {
+    match name {
+        "collectives" => Some(collectives_schema()),
+        "ranks" => Some(ranks_schema()),
+        _ => per_rank(name).map(|(s, _)| s),
+    }
+}
+
+/// A rank's batch of a table made from a rank's every op.
+type RankBatch = fn(&RankTimeline, &SchemaRef) -> Result<RecordBatch, ArrowError>;
+
+/// The tables made a rank at a time from its every op: their schema and
+/// how a rank's batch is made.
+fn per_rank(name: &str) -> Option<(SchemaRef, RankBatch)> {
+    Some(match name {
+        "ops" => (ops_schema(), rank_ops as RankBatch),
+        "kernels" => (kernels_schema(), rank_kernels),
+        "steps" => (steps_schema(), rank_steps),
         _ => return None,
+    })
+}
+
+/// The table called `name` (one of [`TABLES`]) a batch at a time to `take`,
+/// in the order [`table`] holds them: the tables of every op read each
+/// rank's ops from `ops` when its turn comes, so memory holds a few ranks'
+/// ops (and the batch being written), not the run's.
+pub fn stream(
+    ctx: &Ctx,
+    ops: super::Ops,
+    name: &str,
+    take: &mut dyn FnMut(RecordBatch) -> Result<(), String>,
+) -> Result<(), String> {
+    let (schema, make) = match per_rank(name) {
+        Some(p) => p,
+        None if name == "collectives" => {
+            return collective_batches(ctx, &collectives_schema(), take)
+        }
+        None => {
+            let t = table(ctx, name)
+                .ok_or_else(|| format!("no table {name}"))?
+                .map_err(|e| e.to_string())?;
+            return t.batches.into_iter().try_for_each(take);
+        }
+    };
+    ops.each_rank(ctx, &mut |t| {
+        take(make(t, &schema).map_err(|e| e.to_string())?)
     })
 }
 
@@ -110,19 +166,8 @@ fn ops_schema() -> SchemaRef {
     ])
 }
 
-/// Every device op (kernel, memory copy or set), a batch per rank, on the
-/// aligned clock.
-pub fn ops(ctx: &Ctx) -> Result<Table, ArrowError> {
-    use rayon::prelude::*;
-    let schema = ops_schema();
-    let batches = ctx
-        .ranks
-        .par_iter()
-        .map(|t| rank_ops(t, &schema))
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(Table { schema, batches })
-}
-
+/// Every device op (kernel, memory copy or set) of a rank, on the aligned
+/// clock: a batch of the `ops` table.
 fn rank_ops(t: &RankTimeline, schema: &SchemaRef) -> Result<RecordBatch, ArrowError> {
     let n = t.ops.len();
     let meta = |o: &crate::model::DeviceOp| t.coll_meta(o);
@@ -178,9 +223,8 @@ fn rank_ops(t: &RankTimeline, schema: &SchemaRef) -> Result<RecordBatch, ArrowEr
     RecordBatch::try_new(schema.clone(), columns)
 }
 
-/// Per rank and op name: how often it ran and for how long.
-pub fn kernels(ctx: &Ctx) -> Result<Table, ArrowError> {
-    let schema = schema(vec![
+fn kernels_schema() -> SchemaRef {
+    schema(vec![
         Field::new("rank", DataType::UInt32, false),
         Field::new("name", DataType::Utf8, false),
         Field::new("activity", dict8(), false),
@@ -191,7 +235,12 @@ pub fn kernels(ctx: &Ctx) -> Result<Table, ArrowError> {
         Field::new("min_ns", DataType::Int64, false),
         Field::new("max_ns", DataType::Int64, false),
         Field::new("share_pct", DataType::Float64, false),
-    ]);
+    ])
+}
+
+/// Per op name of a rank: how often it ran and for how long (a batch of
+/// the `kernels` table).
+fn rank_kernels(t: &RankTimeline, schema: &SchemaRef) -> Result<RecordBatch, ArrowError> {
     struct Agg {
         first: usize,
         count: u64,
@@ -199,70 +248,63 @@ pub fn kernels(ctx: &Ctx) -> Result<Table, ArrowError> {
         min: Ns,
         max: Ns,
     }
-    let mut batches = Vec::with_capacity(ctx.ranks.len());
-    for t in &ctx.ranks {
-        let mut by: HashMap<(StrId, crate::model::Activity), Agg> = HashMap::new();
-        for (i, o) in t.ops.iter().enumerate() {
-            let a = by.entry((o.name, o.activity)).or_insert(Agg {
-                first: i,
-                count: 0,
-                total: Ns::ZERO,
-                min: Ns::MAX,
-                max: Ns::ZERO,
-            });
-            a.count += 1;
-            a.total += o.dur;
-            a.min = a.min.min(o.dur);
-            a.max = a.max.max(o.dur);
-        }
-        let all: Ns = by.values().map(|a| a.total).sum();
-        let mut rows: Vec<_> = by.into_values().collect();
-        // Most time first; ties in order of appearance, so the table is stable.
-        rows.sort_by_key(|a| (std::cmp::Reverse(a.total), a.first));
-        let op = |a: &Agg| &t.ops[a.first];
-        let share = |a: &Agg| {
-            if all > Ns::ZERO {
-                a.total.as_f64() / all.as_f64() * 100.0
-            } else {
-                0.0
-            }
-        };
-        let columns: Vec<ArrayRef> = vec![
-            Arc::new(UInt32Array::from(vec![t.rank; rows.len()])),
-            Arc::new(StringArray::from_iter_values(
-                rows.iter().map(|a| t.name(op(a).name)),
-            )),
-            labels(rows.iter().map(|a| Some(op(a).activity.name()))),
-            labels(rows.iter().map(|a| Some(op(a).class.name()))),
-            Arc::new(arrow_array::UInt64Array::from_iter_values(
-                rows.iter().map(|a| a.count),
-            )),
-            Arc::new(Int64Array::from_iter_values(
-                rows.iter().map(|a| a.total.get()),
-            )),
-            Arc::new(Int64Array::from_iter_values(
-                rows.iter().map(|a| (a.total / a.count.max(1) as i64).get()),
-            )),
-            Arc::new(Int64Array::from_iter_values(
-                rows.iter().map(|a| a.min.get()),
-            )),
-            Arc::new(Int64Array::from_iter_values(
-                rows.iter().map(|a| a.max.get()),
-            )),
-            Arc::new(arrow_array::Float64Array::from_iter_values(
-                rows.iter().map(share),
-            )),
-        ];
-        batches.push(RecordBatch::try_new(schema.clone(), columns)?);
+    let mut by: HashMap<(StrId, crate::model::Activity), Agg> = HashMap::new();
+    for (i, o) in t.ops.iter().enumerate() {
+        let a = by.entry((o.name, o.activity)).or_insert(Agg {
+            first: i,
+            count: 0,
+            total: Ns::ZERO,
+            min: Ns::MAX,
+            max: Ns::ZERO,
+        });
+        a.count += 1;
+        a.total += o.dur;
+        a.min = a.min.min(o.dur);
+        a.max = a.max.max(o.dur);
     }
-    Ok(Table { schema, batches })
+    let all: Ns = by.values().map(|a| a.total).sum();
+    let mut rows: Vec<_> = by.into_values().collect();
+    // Most time first; ties in order of appearance, so the table is stable.
+    rows.sort_by_key(|a| (std::cmp::Reverse(a.total), a.first));
+    let op = |a: &Agg| &t.ops[a.first];
+    let share = |a: &Agg| {
+        if all > Ns::ZERO {
+            a.total.as_f64() / all.as_f64() * 100.0
+        } else {
+            0.0
+        }
+    };
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(UInt32Array::from(vec![t.rank; rows.len()])),
+        Arc::new(StringArray::from_iter_values(
+            rows.iter().map(|a| t.name(op(a).name)),
+        )),
+        labels(rows.iter().map(|a| Some(op(a).activity.name()))),
+        labels(rows.iter().map(|a| Some(op(a).class.name()))),
+        Arc::new(arrow_array::UInt64Array::from_iter_values(
+            rows.iter().map(|a| a.count),
+        )),
+        Arc::new(Int64Array::from_iter_values(
+            rows.iter().map(|a| a.total.get()),
+        )),
+        Arc::new(Int64Array::from_iter_values(
+            rows.iter().map(|a| (a.total / a.count.max(1) as i64).get()),
+        )),
+        Arc::new(Int64Array::from_iter_values(
+            rows.iter().map(|a| a.min.get()),
+        )),
+        Arc::new(Int64Array::from_iter_values(
+            rows.iter().map(|a| a.max.get()),
+        )),
+        Arc::new(arrow_array::Float64Array::from_iter_values(
+            rows.iter().map(share),
+        )),
+    ];
+    RecordBatch::try_new(schema.clone(), columns)
 }
 
-/// One row per member of each collective matched across ranks: when it
-/// started and ended on the aligned clock, how long it waited for the last
-/// member, and who that was.
-pub fn collectives(ctx: &Ctx) -> Result<Table, ArrowError> {
-    let schema = schema(vec![
+fn collectives_schema() -> SchemaRef {
+    schema(vec![
         Field::new("collective_id", DataType::UInt32, false),
         Field::new("group", DataType::Utf8, false),
         Field::new("role", dict8(), true),
@@ -279,8 +321,57 @@ pub fn collectives(ctx: &Ctx) -> Result<Table, ArrowError> {
         Field::new("transfer_ns", DataType::Int64, false),
         Field::new("last_rank", DataType::UInt32, false),
         Field::new("last_by_ns", DataType::Int64, false),
-    ]);
-    let rows = ctx.collective_rows();
+    ])
+}
+
+/// One row per member of each collective matched across ranks: when it
+/// started and ended on the aligned clock, how long it waited for the last
+/// member, and who that was.
+pub fn collectives(ctx: &Ctx) -> Result<Table, ArrowError> {
+    let schema = collectives_schema();
+    let mut batches = Vec::new();
+    collective_batches(ctx, &schema, &mut |b| {
+        batches.push(b);
+        Ok(())
+    })
+    .map_err(ArrowError::ComputeError)?;
+    Ok(Table { schema, batches })
+}
+
+/// Members a batch of the `collectives` table holds at most: it has a row
+/// per communication op of the run, too many to hold at once.
+const MEMBERS_PER_BATCH: usize = 1 << 16;
+
+/// The `collectives` table's batches, in order, to `take`: each of whole
+/// collectives, about [`MEMBERS_PER_BATCH`] members.
+fn collective_batches(
+    ctx: &Ctx,
+    schema: &SchemaRef,
+    take: &mut dyn FnMut(RecordBatch) -> Result<(), String>,
+) -> Result<(), String> {
+    let all = ctx.collective_rows();
+    let mut from = 0;
+    loop {
+        let (mut to, mut members) = (from, 0);
+        while to < all.len() && (to == from || members + all[to].size as usize <= MEMBERS_PER_BATCH)
+        {
+            members += all[to].size as usize;
+            to += 1;
+        }
+        take(collectives_of(ctx, schema, &all[from..to]).map_err(|e| e.to_string())?)?;
+        if to == all.len() {
+            return Ok(());
+        }
+        from = to;
+    }
+}
+
+/// The `collectives` table's rows of the collectives `rows`.
+fn collectives_of(
+    ctx: &Ctx,
+    schema: &SchemaRef,
+    rows: &[crate::derive::instances::InstanceRow],
+) -> Result<RecordBatch, ArrowError> {
     let each = || {
         rows.iter()
             .flat_map(|r| ctx.members(r).map(move |m| (r, m)))
@@ -340,16 +431,11 @@ pub fn collectives(ctx: &Ctx) -> Result<Table, ArrowError> {
             each().map(|(r, _)| r.last_by.get()),
         )),
     ];
-    let batch = RecordBatch::try_new(schema.clone(), columns)?;
-    Ok(Table {
-        schema,
-        batches: vec![batch],
-    })
+    RecordBatch::try_new(schema.clone(), columns)
 }
 
-/// Every step of every rank, with whether per-step metrics use it.
-pub fn steps(ctx: &Ctx) -> Result<Table, ArrowError> {
-    let schema = schema(vec![
+fn steps_schema() -> SchemaRef {
+    schema(vec![
         Field::new("rank", DataType::UInt32, false),
         Field::new("step", DataType::Int64, false),
         Field::new("start_ns", DataType::Int64, false),
@@ -357,44 +443,43 @@ pub fn steps(ctx: &Ctx) -> Result<Table, ArrowError> {
         Field::new("dur_ns", DataType::Int64, false),
         Field::new("measured", DataType::Boolean, false),
         Field::new("ops", DataType::UInt64, false),
-    ]);
-    let mut batches = Vec::new();
-    for t in &ctx.ranks {
-        let mut ops = vec![0u64; t.steps.len()];
-        for o in &t.ops {
-            if let Some(s) = o.step.get() {
-                ops[s as usize] += 1;
-            }
-        }
-        let measured = t.measured();
-        let columns: Vec<ArrayRef> = vec![
-            Arc::new(UInt32Array::from(vec![t.rank; t.steps.len()])),
-            Arc::new(Int64Array::from_iter_values(
-                t.steps.iter().map(|s| s.number),
-            )),
-            Arc::new(Int64Array::from_iter_values(
-                t.steps.iter().map(|s| s.start.get()),
-            )),
-            Arc::new(Int64Array::from_iter_values(
-                t.steps.iter().map(|s| s.end.get()),
-            )),
-            Arc::new(Int64Array::from_iter_values(
-                t.steps.iter().map(|s| s.dur().get()),
-            )),
-            Arc::new(arrow_array::BooleanArray::from_iter(
-                (0..t.steps.len()).map(|i| Some(measured.contains(&i))),
-            )),
-            Arc::new(arrow_array::UInt64Array::from(ops)),
-        ];
-        batches.push(RecordBatch::try_new(schema.clone(), columns)?);
-    }
-    Ok(Table { schema, batches })
+    ])
 }
 
-/// One row per rank: where it came from, its clock offset, and where its
-/// measured steps went (means per step, as the Summary's budget).
-pub fn ranks(ctx: &Ctx) -> Result<Table, ArrowError> {
-    let schema = schema(vec![
+/// Every step of a rank, with whether per-step metrics use it (a batch of
+/// the `steps` table).
+fn rank_steps(t: &RankTimeline, schema: &SchemaRef) -> Result<RecordBatch, ArrowError> {
+    let mut ops = vec![0u64; t.steps.len()];
+    for o in &t.ops {
+        if let Some(s) = o.step.get() {
+            ops[s as usize] += 1;
+        }
+    }
+    let measured = t.measured();
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(UInt32Array::from(vec![t.rank; t.steps.len()])),
+        Arc::new(Int64Array::from_iter_values(
+            t.steps.iter().map(|s| s.number),
+        )),
+        Arc::new(Int64Array::from_iter_values(
+            t.steps.iter().map(|s| s.start.get()),
+        )),
+        Arc::new(Int64Array::from_iter_values(
+            t.steps.iter().map(|s| s.end.get()),
+        )),
+        Arc::new(Int64Array::from_iter_values(
+            t.steps.iter().map(|s| s.dur().get()),
+        )),
+        Arc::new(arrow_array::BooleanArray::from_iter(
+            (0..t.steps.len()).map(|i| Some(measured.contains(&i))),
+        )),
+        Arc::new(arrow_array::UInt64Array::from(ops)),
+    ];
+    RecordBatch::try_new(schema.clone(), columns)
+}
+
+fn ranks_schema() -> SchemaRef {
+    schema(vec![
         Field::new("rank", DataType::UInt32, false),
         Field::new("source", DataType::Utf8, false),
         Field::new("format", DataType::Utf8, false),
@@ -412,7 +497,13 @@ pub fn ranks(ctx: &Ctx) -> Result<Table, ArrowError> {
         Field::new("caused_wait_ns", DataType::Int64, false),
         Field::new("last_arrivals", DataType::UInt64, false),
         Field::new("matched_collectives", DataType::UInt64, false),
-    ]);
+    ])
+}
+
+/// One row per rank: where it came from, its clock offset, and where its
+/// measured steps went (means per step, as the Summary's budget).
+pub fn ranks(ctx: &Ctx) -> Result<Table, ArrowError> {
+    let schema = ranks_schema();
     let rows = ctx.rank_rows();
     let offset = |rank: u32| {
         ctx.trace
@@ -433,8 +524,9 @@ pub fn ranks(ctx: &Ctx) -> Result<Table, ArrowError> {
         Arc::new(StringArray::from_iter_values(
             ts.iter().map(|t| t.format.name()),
         )),
+        // From the stats: a rank opened lean holds only its collectives.
         Arc::new(arrow_array::UInt64Array::from_iter_values(
-            ts.iter().map(|t| t.ops.len() as u64),
+            ctx.stats().iter().map(|s| s.ops as u64),
         )),
         Arc::new(arrow_array::UInt64Array::from_iter_values(
             ts.iter().map(|t| t.steps.len() as u64),
@@ -521,7 +613,7 @@ mod tests {
     fn ops_are_one_batch_per_rank_with_names_as_a_dictionary() {
         let t = trace(&late_pair());
         let ctx = Ctx::new(&t, None).unwrap();
-        let ops = ops(&ctx).unwrap();
+        let ops = table(&ctx, "ops").unwrap().unwrap();
         assert_eq!((ops.batches.len(), ops.rows()), (2, 2));
         let b = &ops.batches[0];
         assert_eq!(i64s(b, "start_ns"), [Some(10_000)]);
@@ -547,7 +639,7 @@ mod tests {
     fn kernels_steps_and_ranks() {
         let t = trace(&late_pair());
         let ctx = Ctx::new(&t, None).unwrap();
-        let k = kernels(&ctx).unwrap();
+        let k = table(&ctx, "kernels").unwrap().unwrap();
         assert_eq!(k.rows(), 2);
         assert_eq!(i64s(&k.batches[1], "total_ns"), [Some(20_000)]);
         let share = k.batches[1].column_by_name("share_pct").unwrap();
@@ -557,7 +649,7 @@ mod tests {
                 .value(0),
             100.0
         );
-        let s = steps(&ctx).unwrap();
+        let s = table(&ctx, "steps").unwrap().unwrap();
         assert_eq!(i64s(&s.batches[0], "dur_ns"), [Some(100_000)]);
         let r = ranks(&ctx).unwrap();
         let b = &r.batches[0];

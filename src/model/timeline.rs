@@ -594,6 +594,18 @@ impl RankTimeline {
     }
 
     /// First device op start to last device op end.
+    /// Where `op` (an op of this rank read anywhere: a page of its ops
+    /// table) sits in `ops`: the op with its start, stream, name and
+    /// duration.
+    pub fn find_op(&self, op: &DeviceOp) -> Option<usize> {
+        let from = self.ops.partition_point(|o| o.start < op.start);
+        self.ops[from..]
+            .iter()
+            .take_while(|o| o.start == op.start)
+            .position(|o| o.stream == op.stream && o.name == op.name && o.dur == op.dur)
+            .map(|k| from + k)
+    }
+
     pub fn device_window(&self) -> Option<Interval> {
         let start = self.ops.first()?.start;
         let end = self.ops.iter().map(DeviceOp::end).max()?;

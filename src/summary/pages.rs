@@ -60,6 +60,38 @@ impl Pages {
     pub fn rank(&self, rank_index: usize) -> Option<&RankPages> {
         self.ranks.get(rank_index)
     }
+
+    /// The whole timeline of `lean`, a rank of `trace` (the lean trace
+    /// these pages are of): its every op read from its table, the rest as
+    /// the lean rank holds it. One rank's ops, without the rest of the
+    /// run's, for views that list every op (exports).
+    pub fn whole(&self, trace: &Trace, lean: &RankTimeline) -> Result<RankTimeline, String> {
+        let pages = trace
+            .ranks
+            .iter()
+            .position(|t| std::ptr::eq(t, lean))
+            .and_then(|i| self.rank(i))
+            .ok_or_else(|| format!("rank {} is not of the paged trace", lean.rank))?;
+        let ops = pages.all_ops(lean)?;
+        let mut t = lean.clone();
+        t.ops = ops;
+        t.comm_only = false;
+        Ok(t)
+    }
+}
+
+/// Gives collectives read from a rank's ops table the metadata their lean
+/// copies in `lean` hold (the run's records shared, as the matching across
+/// ranks saw them); returns how many had no lean copy.
+pub fn share_meta(lean: &RankTimeline, ops: &mut [DeviceOp]) -> usize {
+    let mut lost = 0;
+    for o in ops.iter_mut().filter(|o| o.crosses_ranks()) {
+        match lean.find_op(o) {
+            Some(i) => o.meta = lean.ops[i].meta,
+            None => lost += 1,
+        }
+    }
+    lost
 }
 
 /// One rank's stored tables and where their row groups lie.
@@ -178,6 +210,21 @@ impl RankPages {
         // Whole row groups were decoded; the view keeps its window's ops.
         ops.shrink_to_fit();
         Ok(Some(ops))
+    }
+
+    /// Every op of the rank, in stored order, on the trace's clock, its
+    /// collectives with their metadata from the lean rank `t`: what the
+    /// rank's whole timeline holds.
+    pub fn all_ops(&self, t: &RankTimeline) -> Result<Vec<DeviceOp>, String> {
+        let groups = (0..self.footer()?.ops.len()).collect();
+        let mut ops = self.decode(t, groups)?;
+        match share_meta(t, &mut ops) {
+            0 => Ok(ops),
+            lost => Err(damaged(
+                &self.tables.ops.0,
+                format!("{lost} collective(s) not in the rank's comm table"),
+            )),
+        }
     }
 
     /// The ops of the row groups that may hold ops overlapping `view`, a

@@ -539,13 +539,7 @@ impl Data {
     /// Where `op` (one of rank `rank_index`'s, read from anywhere) sits in
     /// the rank's resident ops: every op, or in pages its collectives.
     pub fn op_index(&self, rank_index: usize, op: &DeviceOp) -> Option<usize> {
-        let ops = &self.trace.ranks.get(rank_index)?.ops;
-        let from = ops.partition_point(|o| o.start < op.start);
-        ops[from..]
-            .iter()
-            .take_while(|o| o.start == op.start)
-            .position(|o| o.stream == op.stream && o.name == op.name && o.dur == op.dur)
-            .map(|k| from + k)
+        self.trace.ranks.get(rank_index)?.find_op(op)
     }
 
     /// The lane as drawn over `view` at `width` columns: itself, or in

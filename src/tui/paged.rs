@@ -334,15 +334,9 @@ impl Paged {
     }
 }
 
-/// Gives a window's collectives the metadata their lean copies hold (the
-/// run's records shared, as the matching across ranks saw them).
+/// Gives a window's collectives the metadata their lean copies hold.
 fn share_meta(data: &Data, ri: usize, ops: &mut [DeviceOp]) {
-    let lean = &data.trace.ranks[ri].ops;
-    for o in ops.iter_mut().filter(|o| o.crosses_ranks()) {
-        if let Some(i) = data.op_index(ri, o) {
-            o.meta = lean[i].meta;
-        }
-    }
+    crate::summary::pages::share_meta(&data.trace.ranks[ri], ops);
 }
 
 #[cfg(test)]

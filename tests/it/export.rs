@@ -102,3 +102,64 @@ fn unwritable_output_is_an_error_naming_it() {
     assert!(stderr(&o).contains("taken"), "{}", stderr(&o));
     assert!(!stderr(&o).contains("panicked"));
 }
+
+/// A Parquet file's rows as text, in order (batch and page boundaries,
+/// and how each dictionary is laid out, left out).
+fn parquet_text(path: &std::path::Path) -> Vec<String> {
+    let r = SerializedFileReader::new(std::fs::File::open(path).unwrap()).unwrap();
+    r.get_row_iter(None)
+        .unwrap()
+        .map(|row| row.unwrap().to_string())
+        .collect()
+}
+
+fn export(from: &std::path::Path, to: &str, out: &std::path::Path) {
+    let o = run(&[
+        "export",
+        from.to_str().unwrap(),
+        "--to",
+        to,
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}: {}", from.display(), stderr(&o));
+}
+
+/// A summary is exported a rank at a time (its ranks opened lean, each
+/// one's ops read from its table in turn) with the traces' tables and
+/// Perfetto file.
+#[test]
+fn a_summary_exports_what_its_traces_export() {
+    for rel in [
+        "kineto/dlrm_8rank_v100",
+        "nsys/h100_tiny_transformer",
+        "xla/tf_profiler_gpu_multi_worker",
+    ] {
+        let Some(traces) = corpus(rel) else {
+            return;
+        };
+        let tmp = tempfile::tempdir().unwrap();
+        let sum = tmp.path().join("run.sum");
+        crate::corpus::summarize_into(&traces, &sum);
+        let (raw, summed) = (tmp.path().join("raw"), tmp.path().join("sum"));
+        export(&traces, "parquet", &raw);
+        export(&sum, "parquet", &summed);
+        for table in ccl_bench::export::TABLES {
+            let file = format!("{table}.parquet");
+            let (a, b) = (
+                parquet_text(&raw.join(&file)),
+                parquet_text(&summed.join(&file)),
+            );
+            assert!(table != "ops" || !a.is_empty(), "{rel}: no ops");
+            assert!(a == b, "{rel}: {table} differs");
+        }
+        let (a, b) = (tmp.path().join("raw.json"), tmp.path().join("sum.json"));
+        export(&traces, "perfetto", &a);
+        export(&sum, "perfetto", &b);
+        let events = |p: &std::path::Path| {
+            let doc: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap();
+            doc["traceEvents"].clone()
+        };
+        assert_eq!(events(&a), events(&b), "{rel}: Perfetto events differ");
+    }
+}
