@@ -7,7 +7,9 @@
 # the reduce.
 # Then the UI on each summary (open, Timeline, zoom in eight times, drawn
 # headless with --screenshot): every op read (--pages never) against the
-# Timeline reading a window at a time (--pages always).
+# Timeline reading a window at a time (--pages always); and `export --to
+# parquet` of the traces (every op held) against that of the summary (a
+# rank's ops at a time).
 # Prints Markdown tables and writes them to target/bench/summary.md.
 #
 #   scripts/bench_summary.sh             # 500 MB/16 ranks, 2 GB/64 ranks, 1,024 ranks
@@ -81,4 +83,23 @@ for s in "${sets[@]}"; do
         printf "| %s | %.3f s (%.0f MB) | %.3f s (%.0f MB) | %.1fx less |\n", n, wt, wrss / 1024, pt, prss / 1024, wrss / prss
     }' | tee -a "$out/summary.md"
 done
+{
+    echo
+    echo "| set | export --to parquet, traces (RSS) | export of the summary (RSS) | memory |"
+    echo "|---|---|---|---|"
+} | tee -a "$out/summary.md"
+for s in "${sets[@]}"; do
+    read -r name _ <<<"$s"
+    dir="$out/data/$name"
+    sum="$out/data/$name.summary"
+    ex() { rm -rf "$out/export" && "$bin" export "$1" "$out/export" --to parquet; }
+    export -f ex
+    export bin out
+    read -r rt rrss < <(best_of_3 bash -c 'ex "$0"' "$dir")
+    read -r st srss < <(best_of_3 bash -c 'ex "$0"' "$sum")
+    awk -v n="$name" -v rt="$rt" -v rrss="$rrss" -v st="$st" -v srss="$srss" 'BEGIN {
+        printf "| %s | %.3f s (%.0f MB) | %.3f s (%.0f MB) | %.1fx less |\n", n, rt, rrss / 1024, st, srss / 1024, rrss / srss
+    }' | tee -a "$out/summary.md"
+done
+rm -rf "$out/export"
 echo "written to $out/summary.md"

@@ -304,42 +304,65 @@ pub fn compare(args: &crate::cli::CompareArgs) -> Result<u8> {
     Ok(0)
 }
 
+/// A run as the views that list every op hold it (exports, the Python
+/// package): a summary's ranks lean, each one's ops read from its table
+/// when a view comes to it, so that memory holds the run's collectives
+/// and a few ranks' ops; any other run with every op loaded.
+pub struct Held {
+    pub trace: Trace,
+    /// The ranks' stats, indexed like `trace.ranks`, when held lean.
+    pub stats: Option<Vec<crate::derive::RankStats>>,
+    pub pages: Option<crate::summary::pages::Pages>,
+    pub warnings: Vec<String>,
+}
+
+impl Held {
+    /// Loads the run at `path` (see [`Held`]).
+    pub fn load(path: &std::path::Path, opts: &LoadOptions, progress: &Progress) -> Result<Self> {
+        let cannot = || format!("cannot load {}", path.display());
+        let found = load::inputs(path, opts).with_context(cannot)?;
+        if found.summary.is_some() {
+            let l = load::load_lean(path, &found, opts, progress).with_context(cannot)?;
+            if let Some(pages) = crate::summary::pages::Pages::of(&l.trace, &l.stats) {
+                let warnings = loaded(path, &l.trace, l.report)?;
+                return Ok(Self {
+                    trace: l.trace,
+                    stats: Some(l.stats),
+                    pages: Some(pages),
+                    warnings,
+                });
+            }
+        }
+        let (trace, warnings) = found_quiet(path, &found, opts, progress)?;
+        Ok(Self {
+            trace,
+            stats: None,
+            pages: None,
+            warnings,
+        })
+    }
+
+    /// Where each rank's every op is.
+    pub fn ops(&self) -> crate::export::Ops<'_> {
+        self.pages
+            .as_ref()
+            .map_or(crate::export::Ops::Loaded, crate::export::Ops::Paged)
+    }
+
+    /// The metrics' context over every rank, or `rank` alone.
+    pub fn ctx(&self, rank: Option<u32>) -> std::result::Result<Ctx<'_>, String> {
+        Ctx::with_stats(&self.trace, rank, self.stats.clone())
+    }
+}
+
 /// `ccl-bench export DIR --to parquet|perfetto OUT`.
 pub fn export(args: &crate::cli::ExportArgs) -> Result<u8> {
     use crate::cli::ExportFormat;
-    let opts = args.load.options();
-    let found = load::inputs(&args.dir, &opts)
-        .with_context(|| format!("cannot load {}", args.dir.display()))?;
-    // A summary is exported a rank at a time where it can be (its ranks
-    // opened lean, their ops read from their tables in turn): memory then
-    // holds the run's collectives and a few ranks' ops, not every op.
-    let lean = match found.summary {
-        Some(_) => {
-            let l = load::load_lean(&args.dir, &found, &opts, &Progress::default())
-                .with_context(|| format!("cannot load {}", args.dir.display()))?;
-            let pages = crate::summary::pages::Pages::of(&l.trace, &l.stats);
-            pages.map(|p| (l, p))
-        }
-        None => None,
-    };
-    let (trace, stats, warnings, pages) = match lean {
-        Some((l, pages)) => {
-            let warnings = loaded(&args.dir, &l.trace, l.report)?;
-            (l.trace, Some(l.stats), warnings, Some(pages))
-        }
-        None => {
-            let (trace, warnings) = found_quiet(&args.dir, &found, &opts, &Progress::default())?;
-            (trace, None, warnings, None)
-        }
-    };
-    for w in &warnings {
+    let held = Held::load(&args.dir, &args.load.options(), &Progress::default())?;
+    for w in &held.warnings {
         crate::say!("warning: {w}");
     }
-    let ops = pages
-        .as_ref()
-        .map_or(crate::export::Ops::Loaded, crate::export::Ops::Paged);
-    let ctx = Ctx::with_stats(&trace, None, stats);
-    let ctx = ctx.map_err(|e| anyhow!(e))?;
+    let (ctx, ops) = (held.ctx(None).map_err(|e| anyhow!(e))?, held.ops());
     match args.to {
         ExportFormat::Parquet => {
             for w in crate::export::parquet::write_all(&ctx, ops, &args.out)? {

@@ -181,22 +181,27 @@ class Run:
             }
         return out
 
-    def ops(self) -> Table:
-        """Every device op (kernel, memory copy or set) of every rank, aligned clock."""
-        return Table(self._r.ops(), "ops")
+    def ops(self, rank: Optional[int] = None) -> Table:
+        """Every device op (kernel, memory copy or set) of every rank, or of
+        ``rank`` alone, on the aligned clock. A summary's ranks are read
+        from their tables a few at a time, so a run too large to hold whole
+        can be walked rank by rank."""
+        return Table(self._r.ops(rank), "ops")
 
-    def kernels(self) -> Table:
-        """Per rank and op name: count, total, mean, min and max time, share."""
-        return Table(self._r.kernels(), "kernels")
+    def kernels(self, rank: Optional[int] = None) -> Table:
+        """Per rank (or ``rank`` alone) and op name: count, total, mean, min
+        and max time, share."""
+        return Table(self._r.kernels(rank), "kernels")
 
     def collectives(self) -> Table:
         """One row per member of each collective matched across ranks: start,
         end, wait for the last member, transfer, who arrived last."""
         return Table(self._r.collectives(), "collectives")
 
-    def steps(self) -> Table:
-        """Every step of every rank, and whether per-step metrics use it."""
-        return Table(self._r.steps(), "steps")
+    def steps(self, rank: Optional[int] = None) -> Table:
+        """Every step of every rank (or of ``rank``), and whether per-step
+        metrics use it."""
+        return Table(self._r.steps(rank), "steps")
 
     def ranks(self) -> Table:
         """One row per rank: source, clock offset, where its steps went."""

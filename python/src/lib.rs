@@ -8,9 +8,9 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
 
 use ccl_bench::discover::{Pick, Windows};
+use ccl_bench::headless::Held;
 use ccl_bench::load::{LoadOptions, Progress};
 use ccl_bench::metrics::{self, Ctx, Outcome};
-use ccl_bench::model::Trace;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
@@ -27,18 +27,18 @@ fn trace_error(e: anyhow::Error) -> PyErr {
     TraceError::new_err(ccl_bench::error::one_line(&e))
 }
 
-/// A loaded run: the timelines of every rank, the metrics (evaluated once,
+/// A loaded run: the timelines of every rank (a summary's lean, each
+/// rank's ops read when a table needs them), the metrics (evaluated once,
 /// on first use) and the warnings of loading.
 #[pyclass(frozen, module = "ccl_bench._native")]
 struct Run {
-    trace: Arc<Trace>,
-    warnings: Vec<String>,
+    held: Arc<Held>,
     all: OnceLock<Vec<Outcome>>,
     json: OnceLock<String>,
 }
 
-fn ctx(trace: &Trace, rank: Option<u32>) -> PyResult<Ctx<'_>> {
-    Ctx::new(trace, rank).map_err(PyValueError::new_err)
+fn ctx(held: &Held, rank: Option<u32>) -> PyResult<Ctx<'_>> {
+    held.ctx(rank).map_err(PyValueError::new_err)
 }
 
 /// A metric, or a part of one's breakdown (`comm_time_by_role_s.tp`).
@@ -59,9 +59,9 @@ impl Run {
         if let Some(all) = self.all.get() {
             return Ok(all);
         }
-        let trace = self.trace.clone();
+        let held = self.held.clone();
         let all = py
-            .detach(move || Ctx::new(&trace, None).map(|c| metrics::eval_all(&c)))
+            .detach(move || held.ctx(None).map(|c| metrics::eval_all(&c)))
             .map_err(PyValueError::new_err)?;
         Ok(self.all.get_or_init(|| all))
     }
@@ -75,8 +75,8 @@ impl Run {
                 .expect("a registered metric");
             self.outcomes(py)?[i].clone()
         } else {
-            let trace = self.trace.clone();
-            py.detach(move || ctx(&trace, rank).map(|c| m.eval(&c)))?
+            let held = self.held.clone();
+            py.detach(move || ctx(&held, rank).map(|c| m.eval(&c)))?
         };
         Ok(match part {
             Some(p) => metrics::part_of(whole, p),
@@ -84,16 +84,23 @@ impl Run {
         })
     }
 
-    fn table(&self, py: Python<'_>, name: &str) -> PyResult<PyTable> {
-        let trace = self.trace.clone();
+    /// The table `name` over every rank, or `rank` alone (a summary's ops
+    /// read a rank at a time, whichever).
+    fn table(&self, py: Python<'_>, name: &str, rank: Option<u32>) -> PyResult<PyTable> {
+        let held = self.held.clone();
         let name = name.to_owned();
-        let table = py.detach(move || -> PyResult<_> {
-            let c = ctx(&trace, None)?;
-            ccl_bench::export::tables::table(&c, &name)
-                .expect("a known table")
-                .map_err(|e| PyValueError::new_err(e.to_string()))
+        let (schema, batches) = py.detach(move || -> PyResult<_> {
+            let c = ctx(&held, rank)?;
+            let schema = ccl_bench::export::tables::schema_of(&name).expect("a known table");
+            let mut batches = Vec::new();
+            ccl_bench::export::tables::stream(&c, held.ops(), &name, &mut |b| {
+                batches.push(b);
+                Ok(())
+            })
+            .map_err(TraceError::new_err)?;
+            Ok((schema, batches))
         })?;
-        PyTable::try_new(table.batches, table.schema)
+        PyTable::try_new(batches, schema)
     }
 }
 
@@ -102,19 +109,19 @@ impl Run {
     /// The file or directory loaded.
     #[getter]
     fn path(&self) -> PathBuf {
-        self.trace.source.clone()
+        self.held.trace.source.clone()
     }
 
     /// Rank numbers, in order.
     #[getter]
     fn rank_ids(&self) -> Vec<u32> {
-        self.trace.ranks.iter().map(|t| t.rank).collect()
+        self.held.trace.ranks.iter().map(|t| t.rank).collect()
     }
 
     /// What loading noticed (damaged events, skipped files, clock checks).
     #[getter]
     fn warnings(&self) -> Vec<String> {
-        self.warnings.clone()
+        self.held.warnings.clone()
     }
 
     /// The metric's value (`None` when it does not apply), over all ranks or one.
@@ -138,9 +145,9 @@ impl Run {
             return Ok(j.clone());
         }
         let outcomes = self.outcomes(py)?.to_vec();
-        let trace = self.trace.clone();
+        let held = self.held.clone();
         let text = py.detach(move || -> PyResult<String> {
-            let c = ctx(&trace, None)?;
+            let c = ctx(&held, None)?;
             let rows: Vec<_> = metrics::METRICS
                 .iter()
                 .zip(outcomes)
@@ -155,32 +162,35 @@ impl Run {
         Ok(self.json.get_or_init(|| text).clone())
     }
 
-    fn ops(&self, py: Python<'_>) -> PyResult<PyTable> {
-        self.table(py, "ops")
+    #[pyo3(signature = (rank=None))]
+    fn ops(&self, py: Python<'_>, rank: Option<u32>) -> PyResult<PyTable> {
+        self.table(py, "ops", rank)
     }
 
-    fn kernels(&self, py: Python<'_>) -> PyResult<PyTable> {
-        self.table(py, "kernels")
+    #[pyo3(signature = (rank=None))]
+    fn kernels(&self, py: Python<'_>, rank: Option<u32>) -> PyResult<PyTable> {
+        self.table(py, "kernels", rank)
     }
 
     fn collectives(&self, py: Python<'_>) -> PyResult<PyTable> {
-        self.table(py, "collectives")
+        self.table(py, "collectives", None)
     }
 
-    fn steps(&self, py: Python<'_>) -> PyResult<PyTable> {
-        self.table(py, "steps")
+    #[pyo3(signature = (rank=None))]
+    fn steps(&self, py: Python<'_>, rank: Option<u32>) -> PyResult<PyTable> {
+        self.table(py, "steps", rank)
     }
 
     fn ranks(&self, py: Python<'_>) -> PyResult<PyTable> {
-        self.table(py, "ranks")
+        self.table(py, "ranks", None)
     }
 
     /// Writes the Parquet tables into `dir`; returns the files written.
     fn export_parquet(&self, py: Python<'_>, dir: PathBuf) -> PyResult<Vec<PathBuf>> {
-        let trace = self.trace.clone();
+        let held = self.held.clone();
         py.detach(move || {
-            let c = ctx(&trace, None)?;
-            ccl_bench::export::parquet::write_all(&c, ccl_bench::export::Ops::Loaded, &dir)
+            let c = ctx(&held, None)?;
+            ccl_bench::export::parquet::write_all(&c, held.ops(), &dir)
                 .map(|w| w.into_iter().map(|w| w.path).collect())
                 .map_err(|e| TraceError::new_err(e.to_string()))
         })
@@ -188,17 +198,22 @@ impl Run {
 
     /// Writes the Perfetto trace to `path`; returns the number of events.
     fn export_perfetto(&self, py: Python<'_>, path: PathBuf) -> PyResult<usize> {
-        let trace = self.trace.clone();
+        let held = self.held.clone();
         py.detach(move || {
-            let c = ctx(&trace, None)?;
-            ccl_bench::export::perfetto::write(&c, ccl_bench::export::Ops::Loaded, &path)
+            let c = ctx(&held, None)?;
+            ccl_bench::export::perfetto::write(&c, held.ops(), &path)
                 .map_err(|e| TraceError::new_err(e.to_string()))
         })
     }
 
     /// The source format of each rank ("pytorch", "nsys", "xla").
     fn formats(&self) -> Vec<&'static str> {
-        self.trace.ranks.iter().map(|t| t.format.name()).collect()
+        self.held
+            .trace
+            .ranks
+            .iter()
+            .map(|t| t.format.name())
+            .collect()
     }
 }
 
@@ -228,11 +243,11 @@ fn load(
         cache,
         ..Default::default()
     };
-    let (trace, warnings) = py
+    let held = py
         .detach(move || {
             let p = Progress::default();
             std::thread::scope(|s| {
-                let job = s.spawn(|| ccl_bench::headless::load_quiet(&path, &opts, &p));
+                let job = s.spawn(|| Held::load(&path, &opts, &p));
                 if progress {
                     bar(&p, &job);
                 }
@@ -241,8 +256,7 @@ fn load(
         })
         .map_err(trace_error)?;
     Ok(Run {
-        trace: Arc::new(trace),
-        warnings,
+        held: Arc::new(held),
         all: OnceLock::new(),
         json: OnceLock::new(),
     })
@@ -338,13 +352,13 @@ fn compare_json(py: Python<'_>, a: &Run, b: &Run, threshold: f64, top: usize) ->
             "threshold {threshold} is not a fraction (e.g. 0.05 for 5 %)"
         )));
     }
-    let (ta, tb) = (a.trace.clone(), b.trace.clone());
+    let (ta, tb) = (a.held.clone(), b.held.clone());
     py.detach(move || {
         let (ca, cb) = (ctx(&ta, None)?, ctx(&tb, None)?);
         let cmp = ccl_bench::compare::compare(&ca, &cb, threshold);
         let (sa, sb) = (
-            ta.source.display().to_string(),
-            tb.source.display().to_string(),
+            ta.trace.source.display().to_string(),
+            tb.trace.source.display().to_string(),
         );
         let sides = ccl_bench::report::compare::Sides {
             a: &sa,

@@ -134,3 +134,27 @@ def test_duckdb_maps_utilization_from_the_coverage_table(traces, tmp_path):
     ).fetchall()
     assert {int(r) for r, _, _ in shares} == set(want)
     assert all(0 < s <= 1 for _, _, s in shares)
+
+
+def test_a_summary_gives_the_traces_tables_a_rank_at_a_time(tmp_path):
+    """A summary loads lean (each rank's ops read from its table when a
+    table needs them) with the traces' tables, whole or one rank's."""
+    d = corpus("kineto/dlrm_8rank_v100")
+    out = tmp_path / "dlrm.sum"
+    ccl_bench.summarize(d, out)
+    raw, summed = ccl_bench.load(d), ccl_bench.load(out)
+    for name in ("ops", "kernels", "collectives", "steps", "ranks"):
+        a = getattr(raw, name)().to_pyarrow().to_pylist()
+        b = getattr(summed, name)().to_pyarrow().to_pylist()
+        if name == "ranks":  # where each rank was read from
+            for row in a + b:
+                row.pop("source")
+        assert a == b, name
+    one = summed.ops(rank=3).to_pyarrow()
+    assert one.num_rows > 0 and set(one.column("rank").to_pylist()) == {3}
+    assert one.to_pylist() == raw.ops(rank=3).to_pyarrow().to_pylist()
+    assert summed.kernels(rank=3).to_pyarrow().to_pylist() == [
+        r for r in raw.kernels().to_pyarrow().to_pylist() if r["rank"] == 3
+    ]
+    with pytest.raises(ValueError, match="rank 99"):
+        summed.ops(rank=99)
