@@ -68,38 +68,34 @@ for s in "${sets[@]}"; do
             n, r, b / 1e6, t, rss / 1024, st, srss / 1024, sb / 1e6, 100 * sb / b, rt, rrss / 1024, t / rt, kt, krss / 1024, t / kt, ft
     }' | tee -a "$out/summary.md"
 done
-{
-    echo
-    echo "| set | UI, every op read (RSS) | UI in pages (RSS) | memory |"
-    echo "|---|---|---|---|"
-} | tee -a "$out/summary.md"
+# A table setting two ways of doing one thing side by side: its head, then
+# a row per set ("NAME T1 RSS1 T2 RSS2").
+pair_head() {
+    printf '\n| set | %s (RSS) | %s (RSS) | memory |\n|---|---|---|---|\n' "$1" "$2" | tee -a "$out/summary.md"
+}
+pair_row() {
+    awk -v n="$1" -v a="$2" -v am="$3" -v b="$4" -v bm="$5" 'BEGIN {
+        printf "| %s | %.3f s (%.0f MB) | %.3f s (%.0f MB) | %.1fx less |\n", n, a, am / 1024, b, bm / 1024, am / bm
+    }' | tee -a "$out/summary.md"
+}
+pair_head "UI, every op read" "UI in pages"
 for s in "${sets[@]}"; do
     read -r name _ <<<"$s"
     sum="$out/data/$name.summary"
     ui() { best_of_3 "$bin" --trace "$sum" --pages "$1" --screenshot "$out/ui.svg" --tab timeline --keys "++++++++"; }
     read -r wt wrss < <(ui never)
     read -r pt prss < <(ui always)
-    awk -v n="$name" -v wt="$wt" -v wrss="$wrss" -v pt="$pt" -v prss="$prss" 'BEGIN {
-        printf "| %s | %.3f s (%.0f MB) | %.3f s (%.0f MB) | %.1fx less |\n", n, wt, wrss / 1024, pt, prss / 1024, wrss / prss
-    }' | tee -a "$out/summary.md"
+    pair_row "$name" "$wt" "$wrss" "$pt" "$prss"
 done
-{
-    echo
-    echo "| set | export --to parquet, traces (RSS) | export of the summary (RSS) | memory |"
-    echo "|---|---|---|---|"
-} | tee -a "$out/summary.md"
+pair_head "export --to parquet, traces" "export of the summary"
+ex() { rm -rf "$out/export" && "$bin" export "$1" "$out/export" --to parquet; }
+export -f ex
+export bin out
 for s in "${sets[@]}"; do
     read -r name _ <<<"$s"
-    dir="$out/data/$name"
-    sum="$out/data/$name.summary"
-    ex() { rm -rf "$out/export" && "$bin" export "$1" "$out/export" --to parquet; }
-    export -f ex
-    export bin out
-    read -r rt rrss < <(best_of_3 bash -c 'ex "$0"' "$dir")
-    read -r st srss < <(best_of_3 bash -c 'ex "$0"' "$sum")
-    awk -v n="$name" -v rt="$rt" -v rrss="$rrss" -v st="$st" -v srss="$srss" 'BEGIN {
-        printf "| %s | %.3f s (%.0f MB) | %.3f s (%.0f MB) | %.1fx less |\n", n, rt, rrss / 1024, st, srss / 1024, rrss / srss
-    }' | tee -a "$out/summary.md"
+    read -r rt rrss < <(best_of_3 bash -c 'ex "$0"' "$out/data/$name")
+    read -r st srss < <(best_of_3 bash -c 'ex "$0"' "$out/data/$name.summary")
+    pair_row "$name" "$rt" "$rrss" "$st" "$srss"
 done
 rm -rf "$out/export"
 echo "written to $out/summary.md"
