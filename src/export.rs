@@ -26,8 +26,6 @@ pub enum Ops<'a> {
 
 impl Ops<'_> {
     /// Gives `f` each rank in scope as a whole timeline, in scope order.
-    /// Paged, as many ranks as there are threads are read at once (in
-    /// parallel), so memory holds their ops, not the run's.
     pub fn each_rank(
         self,
         ctx: &Ctx,
@@ -36,6 +34,7 @@ impl Ops<'_> {
         let Ops::Paged(pages) = self else {
             return ctx.ranks.iter().try_for_each(|t| f(t));
         };
+        // Read as `map_ranks` makes, without a copy of each rank.
         for chunk in ctx.ranks.chunks(rayon::current_num_threads().max(1)) {
             let whole: Vec<Result<RankTimeline, String>> = chunk
                 .par_iter()
@@ -43,6 +42,30 @@ impl Ops<'_> {
                 .collect();
             for t in whole {
                 f(&t?)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `make` of each rank in scope (given as a whole timeline) to `take`,
+    /// in scope order: as many ranks at once as there are threads, made in
+    /// parallel, so that paged, memory holds their ops, not the run's.
+    pub fn map_ranks<T: Send>(
+        self,
+        ctx: &Ctx,
+        make: &(dyn Fn(&RankTimeline) -> Result<T, String> + Sync),
+        take: &mut dyn FnMut(T) -> Result<(), String>,
+    ) -> Result<(), String> {
+        for chunk in ctx.ranks.chunks(rayon::current_num_threads().max(1)) {
+            let made: Vec<Result<T, String>> = chunk
+                .par_iter()
+                .map(|t| match self {
+                    Ops::Loaded => make(t),
+                    Ops::Paged(pages) => make(&pages.whole(ctx.trace, t)?),
+                })
+                .collect();
+            for m in made {
+                take(m?)?;
             }
         }
         Ok(())
@@ -88,7 +111,7 @@ mod tests {
         let lean = load::load_lean(&sum, &found, &opts, &Progress::default()).unwrap();
         let pages = Pages::of(&lean.trace, &lean.stats).expect("a summary with pages");
         let (whole, _) = load::load_found(&sum, &found, &opts, &Progress::default()).unwrap();
-        // Aligned: rank 2 computes slower, the others wait in collectives.
+        // Clocks aligned: the pages' ops are moved as the whole load's.
         assert!(whole.offsets.is_some());
         let ctx = Ctx::with_stats(&lean.trace, None, Some(lean.stats.clone())).unwrap();
         let mut seen = Vec::new();

@@ -44,13 +44,19 @@ pub fn table(ctx: &Ctx, name: &str) -> Option<Result<Table, ArrowError>> {
         "collectives" => collectives(ctx),
         "ranks" => ranks(ctx),
         _ => {
-            use rayon::prelude::*;
             let (schema, make) = per_rank(name)?;
-            ctx.ranks
-                .par_iter()
-                .map(|t| make(t, &schema))
-                .collect::<Result<Vec<_>, _>>()
-                .map(|batches| Table { schema, batches })
+            let mut batches = Vec::with_capacity(ctx.ranks.len());
+            super::Ops::Loaded
+                .map_ranks(
+                    ctx,
+                    &|t| make(t, &schema).map_err(|e| e.to_string()),
+                    &mut |b| {
+                        batches.push(b);
+                        Ok(())
+                    },
+                )
+                .map_err(ArrowError::ComputeError)
+                .map(|()| Table { schema, batches })
         }
     })
 }
@@ -100,9 +106,7 @@ pub fn stream(
             return t.batches.into_iter().try_for_each(take);
         }
     };
-    ops.each_rank(ctx, &mut |t| {
-        take(make(t, &schema).map_err(|e| e.to_string())?)
-    })
+    ops.map_ranks(ctx, &|t| make(t, &schema).map_err(|e| e.to_string()), take)
 }
 
 fn schema(fields: Vec<Field>) -> SchemaRef {
