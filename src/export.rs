@@ -8,6 +8,8 @@ pub mod tables;
 
 pub use tables::{Table, SCHEMA_VERSION, TABLES};
 
+use std::borrow::Cow;
+
 use rayon::prelude::*;
 
 use crate::metrics::Ctx;
@@ -31,37 +33,29 @@ impl Ops<'_> {
         ctx: &Ctx,
         f: &mut dyn FnMut(&RankTimeline) -> Result<(), String>,
     ) -> Result<(), String> {
-        let Ops::Paged(pages) = self else {
-            return ctx.ranks.iter().try_for_each(|t| f(t));
-        };
-        // Read as `map_ranks` makes, without a copy of each rank.
-        for chunk in ctx.ranks.chunks(rayon::current_num_threads().max(1)) {
-            let whole: Vec<Result<RankTimeline, String>> = chunk
-                .par_iter()
-                .map(|t| pages.whole(ctx.trace, t))
-                .collect();
-            for t in whole {
-                f(&t?)?;
-            }
+        match self {
+            Ops::Loaded => ctx.ranks.iter().try_for_each(|t| f(t)),
+            // A paged rank is read once and handed over, not copied.
+            Ops::Paged(_) => self.map_ranks(ctx, &|t| Ok(t), &mut |t| f(&t)),
         }
-        Ok(())
     }
 
-    /// `make` of each rank in scope (given as a whole timeline) to `take`,
-    /// in scope order: as many ranks at once as there are threads, made in
+    /// `make` of each rank in scope (given as a whole timeline: borrowed
+    /// when loaded, read from its table when paged) to `take`, in scope
+    /// order: as many ranks at once as there are threads, made in
     /// parallel, so that paged, memory holds their ops, not the run's.
-    pub fn map_ranks<T: Send>(
+    pub fn map_ranks<'t, T: Send>(
         self,
-        ctx: &Ctx,
-        make: &(dyn Fn(&RankTimeline) -> Result<T, String> + Sync),
+        ctx: &'t Ctx,
+        make: &(dyn Fn(Cow<'t, RankTimeline>) -> Result<T, String> + Sync),
         take: &mut dyn FnMut(T) -> Result<(), String>,
     ) -> Result<(), String> {
         for chunk in ctx.ranks.chunks(rayon::current_num_threads().max(1)) {
             let made: Vec<Result<T, String>> = chunk
                 .par_iter()
-                .map(|t| match self {
-                    Ops::Loaded => make(t),
-                    Ops::Paged(pages) => make(&pages.whole(ctx.trace, t)?),
+                .map(|&t| match self {
+                    Ops::Loaded => make(Cow::Borrowed(t)),
+                    Ops::Paged(pages) => make(Cow::Owned(pages.whole(ctx.trace, t)?)),
                 })
                 .collect();
             for m in made {

@@ -49,7 +49,7 @@ pub fn table(ctx: &Ctx, name: &str) -> Option<Result<Table, ArrowError>> {
             super::Ops::Loaded
                 .map_ranks(
                     ctx,
-                    &|t| make(t, &schema).map_err(|e| e.to_string()),
+                    &|t| make(&t, &schema).map_err(|e| e.to_string()),
                     &mut |b| {
                         batches.push(b);
                         Ok(())
@@ -106,7 +106,7 @@ pub fn stream(
             return t.batches.into_iter().try_for_each(take);
         }
     };
-    ops.map_ranks(ctx, &|t| make(t, &schema).map_err(|e| e.to_string()), take)
+    ops.map_ranks(ctx, &|t| make(&t, &schema).map_err(|e| e.to_string()), take)
 }
 
 fn schema(fields: Vec<Field>) -> SchemaRef {
