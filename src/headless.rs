@@ -321,13 +321,7 @@ impl Held {
     pub fn load(path: &std::path::Path, opts: &LoadOptions, progress: &Progress) -> Result<Self> {
         let cannot = || format!("cannot load {}", path.display());
         let found = load::inputs(path, opts).with_context(cannot)?;
-        // Class rules or every step change what the map step made of the
-        // ops: the lean load would read every op and hold no pages, then
-        // the run would be read again.
-        let pages_possible = found.summary.is_some()
-            && !opts.all_steps
-            && load::rules_path(path, &found.traces, opts).is_none();
-        if pages_possible {
+        if found.summary.is_some() {
             let l = load::load_lean(path, &found, opts, progress).with_context(cannot)?;
             if let Some(pages) = crate::summary::pages::Pages::of(&l.trace, &l.stats) {
                 let warnings = loaded(path, &l.trace, l.report)?;

@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::OnceLock;
 
 use rayon::prelude::*;
 
@@ -13,6 +14,7 @@ use crate::discover::{Discovery, Input};
 use crate::error::{Error, Result};
 use crate::formats::{Format, PerRank, Ranked, Role, FORMATS};
 use crate::model::classify::UserRules;
+use crate::model::timeline::Scratch;
 use crate::model::{RankTimeline, Trace};
 use crate::source::FileIn;
 
@@ -121,7 +123,7 @@ pub fn load_found(
     opts: &LoadOptions,
     progress: &Progress,
 ) -> Result<(Trace, LoadReport)> {
-    let (trace, report, _) = load_with(path, found, opts, progress, false)?;
+    let (trace, report, _) = load_with(path, found, opts, progress, Keep::Whole)?;
     Ok((trace, report))
 }
 
@@ -143,7 +145,31 @@ pub fn load_lean(
     opts: &LoadOptions,
     progress: &Progress,
 ) -> Result<Lean> {
-    let (trace, report, stats) = load_with(path, found, opts, progress, true)?;
+    lean_with(path, found, opts, progress, false)
+}
+
+/// [`load_lean`] for a view that draws a summary's lanes from its stored
+/// bins (the Timeline in pages): a rank whose ops class rules changed has
+/// its lanes binned afresh, into a temporary folder, as the map step bins
+/// them.
+pub fn load_lean_drawn(
+    path: &Path,
+    found: &Found,
+    opts: &LoadOptions,
+    progress: &Progress,
+) -> Result<Lean> {
+    lean_with(path, found, opts, progress, true)
+}
+
+fn lean_with(
+    path: &Path,
+    found: &Found,
+    opts: &LoadOptions,
+    progress: &Progress,
+    rebin: bool,
+) -> Result<Lean> {
+    let keep = if rebin { Keep::Drawn } else { Keep::Lean };
+    let (trace, report, stats) = load_with(path, found, opts, progress, keep)?;
     Ok(Lean {
         trace,
         report,
@@ -151,23 +177,41 @@ pub fn load_lean(
     })
 }
 
+/// What a load keeps of each rank.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Keep {
+    Whole,
+    Lean,
+    /// Lean, with lanes to draw (see [`load_lean_drawn`]).
+    Drawn,
+}
+
 fn load_with(
     path: &Path,
     found: &Found,
     opts: &LoadOptions,
     progress: &Progress,
-    lean: bool,
+    keep: Keep,
 ) -> Result<(Trace, LoadReport, Option<Vec<RankStats>>)> {
     // Read first, reported after the traces: their errors come first.
     let rules = read_rules(path, found, opts);
     let prepare = Prepare {
         rules: rules.as_ref().ok().and_then(|r| r.as_ref()).map(|r| &r.1),
         all_steps: opts.all_steps,
-        lean,
+        lean: keep != Keep::Whole,
         reclassified: AtomicUsize::new(0),
+        rebin: (keep == Keep::Drawn).then(Default::default),
     };
     let (mut trace, mut report, mut stats) =
         load(path, &found.discovery, progress, opts.cpu_ranges, &prepare)?;
+    let failed = prepare
+        .rebin
+        .and_then(|r| r.failed.into_inner().ok().flatten());
+    if let Some(why) = failed {
+        report.warnings.push(format!(
+            "lanes not binned afresh under the class rules (the Timeline reads every op): {why}"
+        ));
+    }
     if let Some(card) = &opts.card {
         trace.card = Some(crate::read::card::read(card)?);
     }
@@ -235,6 +279,18 @@ struct Prepare<'a> {
     all_steps: bool,
     lean: bool,
     reclassified: AtomicUsize,
+    /// Lanes binned afresh (see [`load_lean_drawn`]); `None`: a load that
+    /// draws no stored lanes.
+    rebin: Option<Rebin>,
+}
+
+/// Where lanes binned afresh go: a folder made on first use, its files
+/// numbered, and why one could not be written, if one could not.
+#[derive(Default)]
+struct Rebin {
+    dir: OnceLock<std::result::Result<Scratch, String>>,
+    next: AtomicUsize,
+    failed: std::sync::Mutex<Option<String>>,
 }
 
 impl Prepare<'_> {
@@ -248,6 +304,9 @@ impl Prepare<'_> {
         if let Some(rules) = self.rules {
             let n = rules.apply_rank(t);
             self.reclassified.fetch_add(n, Ordering::Relaxed);
+            if n > 0 {
+                self.rebin(t);
+            }
         }
         t.all_steps = self.all_steps;
         self.lean.then(|| {
@@ -255,6 +314,42 @@ impl Prepare<'_> {
             t.slim();
             stats
         })
+    }
+
+    /// The summary's lanes of `t` were binned from ops of other classes:
+    /// binned afresh when the load draws them, else marked as not held.
+    fn rebin(&self, t: &mut RankTimeline) {
+        let Some(stored) = &mut t.stored else {
+            return;
+        };
+        stored.coverage = None;
+        let Some(rebin) = &self.rebin else {
+            return;
+        };
+        let dir = rebin.dir.get_or_init(|| {
+            tempfile::Builder::new()
+                .prefix("ccl-bench-lanes")
+                .tempdir()
+                .map(|d| Scratch(std::sync::Arc::new(d)))
+                .map_err(|e| format!("a temporary folder: {e}"))
+        });
+        let n = rebin.next.fetch_add(1, Ordering::Relaxed);
+        let made = dir.as_ref().map_err(Clone::clone).and_then(|scratch| {
+            let name = format!("coverage-rank{}-{n}", t.rank);
+            let file = crate::summary::pages::rebin(t, scratch.0.path(), &name)?;
+            Ok((file, scratch.clone()))
+        });
+        match made {
+            Ok((file, scratch)) => {
+                let stored = t.stored.as_mut().expect("checked above");
+                stored.coverage = Some(file);
+                stored.scratch = Some(scratch);
+            }
+            Err(why) => {
+                let mut failed = rebin.failed.lock().unwrap_or_else(|e| e.into_inner());
+                failed.get_or_insert(why);
+            }
+        }
     }
 
     fn file(&self, mut f: Ranked) -> Prepared {

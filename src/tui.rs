@@ -49,7 +49,7 @@ pub fn load_data(
     let cannot = || format!("cannot load {}", path.display());
     let found = load::inputs(path, &load).with_context(cannot)?;
     if load.pages != Pages::Never && found.summary.is_some() {
-        let lean = load::load_lean(path, &found, &load, progress).with_context(cannot)?;
+        let lean = load::load_lean_drawn(path, &found, &load, progress).with_context(cannot)?;
         if lean.trace.is_empty() {
             anyhow::bail!("{}: no ranks loaded", path.display());
         }

@@ -459,21 +459,25 @@ impl UserRules {
 
     /// [`UserRules::apply`] to one rank; returns the ops reclassified.
     pub fn apply_rank(&self, t: &mut super::RankTimeline) -> usize {
+        self.apply_ops(&t.strings, &mut t.ops)
+    }
+
+    /// [`UserRules::apply`] to some of a rank's ops (`strings`: the rank's
+    /// names); returns the ops reclassified.
+    pub fn apply_ops(&self, strings: &super::Interner, ops: &mut [super::DeviceOp]) -> usize {
         let mut changed = 0;
         let mut cache: std::collections::HashMap<super::StrId, Option<KernelClass>> =
             std::collections::HashMap::new();
-        for i in 0..t.ops.len() {
-            let id = t.ops[i].name;
+        for op in ops {
+            let id = op.name;
             let class = *cache
                 .entry(id)
-                .or_insert_with(|| self.class_of(t.strings.get(id)));
+                .or_insert_with(|| self.class_of(strings.get(id)));
             let Some(class) = class else { continue };
-            let op = &mut t.ops[i];
             if op.class != class {
                 changed += 1;
                 op.class = class;
-                op.coll =
-                    (class == KernelClass::Communication).then(|| coll_kind(t.strings.get(id)));
+                op.coll = (class == KernelClass::Communication).then(|| coll_kind(strings.get(id)));
             }
         }
         changed

@@ -486,9 +486,26 @@ pub struct RankTimeline {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredTables {
     pub ops: (PathBuf, u64),
-    /// The binned lanes (`derive::lanes::bins`).
-    pub coverage: (PathBuf, u64),
+    /// The binned lanes (`derive::lanes::bins`); `None` where they are not
+    /// of the load's classes (class rules changed the rank's ops and no view
+    /// had them made afresh).
+    pub coverage: Option<(PathBuf, u64)>,
+    /// The folder of tables made while loading (lanes binned afresh), kept
+    /// while a timeline points into it.
+    pub scratch: Option<Scratch>,
 }
+
+/// A temporary folder, removed when the last timeline holding it goes.
+#[derive(Debug, Clone)]
+pub struct Scratch(pub std::sync::Arc<tempfile::TempDir>);
+
+impl PartialEq for Scratch {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.path() == other.0.path()
+    }
+}
+
+impl Eq for Scratch {}
 
 impl RankTimeline {
     pub fn name(&self, id: StrId) -> &str {

@@ -9,12 +9,13 @@
 //! it whole: that is what paging avoids.
 
 use std::fs::File;
-use std::path::Path;
-use std::sync::OnceLock;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
 
 use super::columns::{self, GroupRange};
 use crate::derive::lanes::Bin;
 use crate::derive::RankStats;
+use crate::model::classify::UserRules;
 use crate::model::timeline::StoredTables;
 use crate::model::{DeviceOp, Interval, Ns, RankTimeline, Slot, Trace};
 
@@ -23,11 +24,16 @@ pub struct Pages {
     ranks: Vec<RankPages>,
 }
 
+/// The class rules the lean load applied, applied again to every op read
+/// (the tables hold the ops as the map step classified them).
+type Rules = Option<Arc<UserRules>>;
+
 impl Pages {
     /// The pages of a trace read lean from a summary (see
     /// `load::load_lean`), with its ranks' stats; `None` unless every rank
     /// was read from a summary listing its ops and coverage tables.
     pub fn of(trace: &Trace, stats: &[RankStats]) -> Option<Self> {
+        let rules: Rules = trace.rules.clone().map(Arc::new);
         let ranks = trace
             .ranks
             .iter()
@@ -48,6 +54,7 @@ impl Pages {
                     .unwrap_or(Ns::ZERO);
                 Some(RankPages {
                     tables: t.stored.clone()?,
+                    rules: rules.clone(),
                     shift,
                     longest,
                     footer: OnceLock::new(),
@@ -80,6 +87,18 @@ impl Pages {
     }
 }
 
+/// Bins the lanes of `t` (a whole rank, its ops of the load's classes) as
+/// the map step bins them, into table `name` in `dir`: the lanes a summary
+/// opened under class rules draws. Returns the file and its size.
+pub fn rebin(t: &RankTimeline, dir: &Path, name: &str) -> Result<(PathBuf, u64), String> {
+    let path = dir.join(format!("{name}.parquet"));
+    let why = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
+    let table = columns::coverage_table(t).map_err(|e| why(&e))?;
+    super::write::write_parquet(&path, &table, name).map_err(|e| why(&e))?;
+    let size = std::fs::metadata(&path).map_err(|e| why(&e))?.len();
+    Ok((path, size))
+}
+
 /// Gives collectives read from a rank's ops table the metadata their lean
 /// copies in `lean` hold (the run's records shared, as the matching across
 /// ranks saw them); returns how many had no lean copy.
@@ -97,6 +116,7 @@ pub fn share_meta(lean: &RankTimeline, ops: &mut [DeviceOp]) -> usize {
 /// One rank's stored tables and where their row groups lie.
 pub struct RankPages {
     tables: StoredTables,
+    rules: Rules,
     /// Added to stored times: the rank's clock alignment.
     shift: Ns,
     /// The rank's longest op: a window's ops start at most this much
@@ -129,14 +149,27 @@ fn damaged(path: &Path, why: impl std::fmt::Display) -> String {
 }
 
 impl RankPages {
+    /// The coverage table, when its bins are of the load's classes.
+    fn coverage(&self) -> Result<&(std::path::PathBuf, u64), String> {
+        self.tables.coverage.as_ref().ok_or_else(|| {
+            format!(
+                "{}: the stored lanes are of other classes than the rules applied",
+                self.tables.ops.0.display()
+            )
+        })
+    }
+
     fn footer(&self) -> Result<&Footer, String> {
         self.footer
             .get_or_init(|| {
-                let (ops, cov) = (&self.tables.ops, &self.tables.coverage);
+                let ops = &self.tables.ops;
                 let [ops_ranges] = columns::group_ranges(open(ops)?, ["start_ns"])
                     .map_err(|e| damaged(&ops.0, e))?;
-                let [levels, starts] = columns::group_ranges(open(cov)?, ["level", "start"])
-                    .map_err(|e| damaged(&cov.0, e))?;
+                let [levels, starts] = match &self.tables.coverage {
+                    Some(cov) => columns::group_ranges(open(cov)?, ["level", "start"])
+                        .map_err(|e| damaged(&cov.0, e))?,
+                    None => Default::default(),
+                };
                 Ok(Footer {
                     ops: ops_ranges,
                     levels,
@@ -184,6 +217,9 @@ impl RankPages {
         }
         for o in &mut ops {
             o.meta = Slot::NONE;
+        }
+        if let Some(rules) = &self.rules {
+            rules.apply_ops(&t.strings, &mut ops);
         }
         columns::check_ops(&ops, 0, t.steps.len()).map_err(|e| damaged(path, e))?;
         for o in &mut ops {
@@ -245,6 +281,7 @@ impl RankPages {
     /// The bins of level `level` (every lane's) overlapping `view`, on
     /// the trace's clock, in stored order (lane, then time).
     pub fn bins(&self, level: u32, view: Interval) -> Result<Vec<Bin>, String> {
+        let cov = self.coverage()?;
         let f = self.footer()?;
         let v = self.stored(view);
         let level_i = i64::from(level);
@@ -258,10 +295,9 @@ impl RankPages {
             .filter(|(_, (l, s))| (l.min..=l.max).contains(&level_i) && s.min < v.end.get())
             .map(|(i, _)| i)
             .collect();
-        let (path, size) = &self.tables.coverage;
-        let batches =
-            columns::decode_groups(open(&self.tables.coverage)?, *size, "coverage", groups)
-                .map_err(|e| damaged(path, e))?;
+        let (path, size) = cov;
+        let batches = columns::decode_groups(open(cov)?, *size, "coverage", groups)
+            .map_err(|e| damaged(path, e))?;
         let mut out = Vec::new();
         for b in &batches {
             for bin in columns::bins_of(b).map_err(|e| damaged(path, e))? {
@@ -278,9 +314,10 @@ impl RankPages {
 
     /// The coarsest level's bins over the whole rank.
     pub fn top_bins(&self) -> Result<Vec<Bin>, String> {
+        let cov = self.coverage()?;
         let f = self.footer()?;
         let top = f.levels.iter().map(|l| l.max).max().unwrap_or(0);
-        let top = u32::try_from(top).map_err(|_| damaged(&self.tables.coverage.0, "a level"))?;
+        let top = u32::try_from(top).map_err(|_| damaged(&cov.0, "a level"))?;
         use crate::model::time::TIME_LIMIT;
         self.bins(top, Interval::new(Ns::ZERO - TIME_LIMIT, TIME_LIMIT))
     }

@@ -152,13 +152,17 @@ fn read_part(
     Ok(t)
 }
 
-/// A part's whole timeline: every op (and the CPU ranges when asked for).
+/// A part's whole timeline: every op (and the CPU ranges when asked for),
+/// with its table files, so that a load that makes its own figures (class
+/// rules, every step) can still be kept lean and read in pages.
 fn whole(f: &FileIn, e: &Entry, sum: &Path, p: &Part) -> Result<RankTimeline> {
     let names: Vec<&'static str> = super::columns::TABLES
         .into_iter()
         .filter(|&n| n != "cpu" || f.cpu_ranges)
         .collect();
-    read_part(f, e, sum, p, &names, "ops")
+    let mut t = read_part(f, e, sum, p, &names, "ops")?;
+    t.stored = stored_tables(f, e, sum, p)?;
+    Ok(t)
 }
 
 /// A part's collectives and the figures the map step made of its ops, when
@@ -214,7 +218,11 @@ fn stored_tables(
             .map(|x| (sum.join(&rel), x.1)))
     };
     Ok(match (file("ops")?, file(super::columns::COVERAGE)?) {
-        (Some(ops), Some(coverage)) => Some(crate::model::timeline::StoredTables { ops, coverage }),
+        (Some(ops), Some(coverage)) => Some(crate::model::timeline::StoredTables {
+            ops,
+            coverage: Some(coverage),
+            scratch: None,
+        }),
         _ => None,
     })
 }

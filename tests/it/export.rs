@@ -114,14 +114,91 @@ fn parquet_text(path: &std::path::Path) -> Vec<String> {
 }
 
 fn export(from: &std::path::Path, to: &str, out: &std::path::Path) {
-    let o = run(&[
+    export_with(from, to, out, &[]);
+}
+
+fn perfetto_events(p: &std::path::Path) -> serde_json::Value {
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap();
+    doc["traceEvents"].clone()
+}
+
+fn export_with(from: &std::path::Path, to: &str, out: &std::path::Path, extra: &[&str]) {
+    let mut args = vec![
         "export",
         from.to_str().unwrap(),
         "--to",
         to,
         out.to_str().unwrap(),
-    ]);
+    ];
+    args.extend(extra);
+    let o = run(&args);
     assert!(o.status.success(), "{}: {}", from.display(), stderr(&o));
+}
+
+/// Class rules and every step change what the map step made of the ops: a
+/// summary opened so is still held lean and exported a rank at a time, its
+/// ops reclassified as they are read, with the tables its traces give.
+#[test]
+fn a_summary_under_class_rules_exports_what_its_traces_export() {
+    let Some(traces) = corpus("kineto/dlrm_8rank_v100") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let sum = tmp.path().join("run.sum");
+    crate::corpus::summarize_into(&traces, &sum);
+    let rules = tmp.path().join("rules.toml");
+    std::fs::write(
+        &rules,
+        "[[rule]]\nclass = \"communication\"\npattern = \"elementwise\"\n\
+         [[rule]]\nclass = \"memory\"\npattern = \"SendRecv\"\n",
+    )
+    .unwrap();
+    let held = ccl_bench::headless::Held::load(
+        &sum,
+        &ccl_bench::load::LoadOptions {
+            classes: Some(rules.clone()),
+            all_steps: true,
+            ..Default::default()
+        },
+        &ccl_bench::load::Progress::default(),
+    )
+    .unwrap();
+    assert!(held.pages.is_some(), "held lean, its ops in pages");
+    let rules = rules.to_str().unwrap();
+    let plain = tmp.path().join("plain");
+    export_with(&sum, "parquet", &plain, &[]);
+    for extra in [
+        &["--classes", rules][..],
+        &["--classes", rules, "--all-steps"],
+    ] {
+        let (raw, summed) = (tmp.path().join("raw"), tmp.path().join("sum"));
+        export_with(&traces, "parquet", &raw, extra);
+        export_with(&sum, "parquet", &summed, extra);
+        for table in ccl_bench::export::TABLES {
+            let file = format!("{table}.parquet");
+            let a = parquet_text(&raw.join(&file));
+            assert!(
+                a == parquet_text(&summed.join(&file)),
+                "{extra:?}: {table} differs"
+            );
+            if table == "ops" {
+                assert!(
+                    a != parquet_text(&plain.join(&file)),
+                    "the rules change the ops"
+                );
+            }
+        }
+        let (a, b) = (tmp.path().join("raw.json"), tmp.path().join("sum.json"));
+        export_with(&traces, "perfetto", &a, extra);
+        export_with(&sum, "perfetto", &b, extra);
+        assert!(
+            perfetto_events(&a) == perfetto_events(&b),
+            "{extra:?}: Perfetto events differ"
+        );
+        for d in [raw, summed] {
+            std::fs::remove_dir_all(d).unwrap();
+        }
+    }
 }
 
 /// A summary is exported a rank at a time (its ranks opened lean, each
@@ -155,11 +232,10 @@ fn a_summary_exports_what_its_traces_export() {
         let (a, b) = (tmp.path().join("raw.json"), tmp.path().join("sum.json"));
         export(&traces, "perfetto", &a);
         export(&sum, "perfetto", &b);
-        let events = |p: &std::path::Path| {
-            let doc: serde_json::Value =
-                serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap();
-            doc["traceEvents"].clone()
-        };
-        assert_eq!(events(&a), events(&b), "{rel}: Perfetto events differ");
+        assert_eq!(
+            perfetto_events(&a),
+            perfetto_events(&b),
+            "{rel}: Perfetto events differ"
+        );
     }
 }

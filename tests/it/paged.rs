@@ -139,6 +139,66 @@ fn paged_lanes_agree_with_whole_ones_at_every_zoom() {
     }
 }
 
+/// Under class rules the summary's stored lanes, binned from the map
+/// step's classes, are binned afresh: the Timeline in pages draws the
+/// rules' classes as the run read whole does, at a view wide enough to be
+/// drawn from bins.
+#[test]
+fn class_rules_bin_the_paged_lanes_afresh() {
+    let (traces, before, _) = large_run();
+    let rules = traces.path().join("rules.toml");
+    std::fs::write(
+        &rules,
+        "[[rule]]\nclass = \"communication\"\npattern = \"gemm\"\n",
+    )
+    .unwrap();
+    let open_ruled = |pages| {
+        let opts = LoadOptions {
+            pages,
+            classes: Some(rules.clone()),
+            ..LoadOptions::default()
+        };
+        let sum = traces.path().join("run.sum");
+        ccl_bench::tui::load_data(&sum, &opts, Options::default(), &Progress::default()).unwrap()
+    };
+    let (paged, whole) = (open_ruled(Pages::Always), open_ruled(Pages::Never));
+    assert!(paged.paged.is_some(), "opened in pages under rules");
+    assert!(
+        paged.warnings.iter().all(|w| !w.contains("not binned")),
+        "{:?}",
+        paged.warnings
+    );
+    let (view, width) = (whole.span, 130);
+    lanes_agree(&paged, &whole, view, width, "under rules");
+    let slices: Vec<(Ns, Ns)> = (0..width)
+        .map(|c| (col_time(view, width, c), col_time(view, width, c + 1)))
+        .collect();
+    let drawn = |d: &Data| -> Vec<_> {
+        d.lanes
+            .iter()
+            .chain(&d.stream_lanes)
+            .flat_map(|l| shades(&d.shown(l, view, width), &slices))
+            .map(|c| c.shade)
+            .collect()
+    };
+    let (a, b, old) = (drawn(&paged), drawn(&whole), drawn(&before));
+    let differ = |x: &[_], y: &[_]| x.iter().zip(y).filter(|(p, q)| p != q).count();
+    assert!(a.len() > 500, "{} cells", a.len());
+    assert!(
+        differ(&a, &old) > a.len() / 4,
+        "the rules change what is drawn: {} of {} cells",
+        differ(&a, &old),
+        a.len()
+    );
+    // Cells drawn from bins may tip at the bins' edges; nowhere else.
+    assert!(
+        differ(&a, &b) <= a.len() / 50,
+        "{} of {} cells drawn otherwise than whole",
+        differ(&a, &b),
+        a.len()
+    );
+}
+
 /// The screen after `keys` on tab `tab`, both ways. The CPU call stack of
 /// a launch is read with the CPU ranges, which pages leave out.
 fn screens(paged: Data, whole: Data, tab: &'static str, keys: &[Action]) -> (String, String) {
