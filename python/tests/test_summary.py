@@ -158,3 +158,31 @@ def test_a_summary_gives_the_traces_tables_a_rank_at_a_time(tmp_path):
     ]
     with pytest.raises(ValueError, match="rank 99"):
         summed.ops(rank=99)
+
+
+def plain_metric(path, name):
+    return ccl_bench.load(path).metric(name)
+
+
+@pytest.mark.filterwarnings("ignore:rank .*clock")
+def test_a_summary_under_class_rules_gives_the_traces_tables(tmp_path):
+    """Class rules and every step change what the map step made of the ops:
+    the summary still loads lean, its ops reclassified as they are read,
+    with the tables and metrics the traces give under the same options."""
+    d = corpus("kineto/dlrm_8rank_v100")
+    out = tmp_path / "dlrm.sum"
+    ccl_bench.summarize(d, out)
+    rules = tmp_path / "rules.toml"
+    rules.write_text('[[rule]]\nclass = "communication"\npattern = "elementwise"\n')
+    opts = dict(classes=rules, all_steps=True)
+    with pytest.warns(ccl_bench.TraceWarning, match="reclassified"):
+        raw, summed = ccl_bench.load(d, **opts), ccl_bench.load(out, **opts)
+    plain = ccl_bench.load(out).ops().to_pyarrow().to_pylist()
+    ops = summed.ops().to_pyarrow().to_pylist()
+    assert ops == raw.ops().to_pyarrow().to_pylist()
+    assert ops != plain, "the rules change the ops"
+    for name in ("kernels", "collectives", "steps"):
+        a = getattr(raw, name)().to_pyarrow().to_pylist()
+        assert a == getattr(summed, name)().to_pyarrow().to_pylist(), name
+    for m in ("num_comm_kernels", "coll_call_num"):
+        assert raw.metric(m) == summed.metric(m) != plain_metric(out, m), m
