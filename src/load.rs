@@ -202,8 +202,10 @@ fn load_with(
         reclassified: AtomicUsize::new(0),
         rebin: (keep == Keep::Drawn).then(Default::default),
     };
+    // A lean rank keeps no CPU ranges: reading them would be for nothing.
+    let cpu_ranges = opts.cpu_ranges && keep == Keep::Whole;
     let (mut trace, mut report, mut stats) =
-        load(path, &found.discovery, progress, opts.cpu_ranges, &prepare)?;
+        load(path, &found.discovery, progress, cpu_ranges, &prepare)?;
     let failed = prepare
         .rebin
         .and_then(|r| r.failed.into_inner().ok().flatten());
