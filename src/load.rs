@@ -177,6 +177,9 @@ fn lean_with(
     })
 }
 
+/// How the warning that lanes could not be binned afresh begins.
+pub const NOT_REBINNED: &str = "lanes not binned afresh";
+
 /// What a load keeps of each rank.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Keep {
@@ -211,7 +214,7 @@ fn load_with(
         .and_then(|r| r.failed.into_inner().ok().flatten());
     if let Some(why) = failed {
         report.warnings.push(format!(
-            "lanes not binned afresh under the class rules (the Timeline reads every op): {why}"
+            "{NOT_REBINNED} under the class rules, so they are not read in pages: {why}"
         ));
     }
     if let Some(card) = &opts.card {

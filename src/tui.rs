@@ -54,6 +54,11 @@ pub fn load_data(
             anyhow::bail!("{}: no ranks loaded", path.display());
         }
         let ops: usize = lean.stats.iter().map(|s| s.ops).sum();
+        // Why pages may be missing lanes, said with the refusal.
+        let unbinned = (lean.report.warnings.iter())
+            .find(|w| w.starts_with(load::NOT_REBINNED))
+            .map(|w| format!(" ({w})"))
+            .unwrap_or_default();
         if load.pages == Pages::Always || ops > load::PAGED_OPS {
             match Data::paged(lean, opts) {
                 Ok(mut d) => {
@@ -63,7 +68,7 @@ pub fn load_data(
                     return Ok(d);
                 }
                 Err(why) if load.pages == Pages::Always => {
-                    anyhow::bail!("{}: cannot open in pages: {why}", path.display())
+                    anyhow::bail!("{}: cannot open in pages: {why}{unbinned}", path.display())
                 }
                 Err(_) => {}
             }

@@ -197,6 +197,23 @@ fn class_rules_bin_the_paged_lanes_afresh() {
         differ(&a, &b),
         a.len()
     );
+    // With nowhere to bin them, the stored lanes are not drawn: pages are
+    // refused, saying why.
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_ccl-bench"))
+        .env("TMPDIR", traces.path().join("missing"))
+        .args(["--pages", "always", "--screenshot"])
+        .arg(traces.path().join("shot.svg"))
+        .arg("--classes")
+        .arg(&rules)
+        .arg(traces.path().join("run.sum"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{err}");
+    assert!(
+        err.contains("cannot open in pages") && err.contains("lanes not binned afresh"),
+        "{err}"
+    );
 }
 
 /// The screen after `keys` on tab `tab`, both ways. The CPU call stack of
