@@ -31,7 +31,9 @@ type Rules = Option<Arc<UserRules>>;
 impl Pages {
     /// The pages of a trace read lean from a summary (see
     /// `load::load_lean`), with its ranks' stats; `None` unless every rank
-    /// was read from a summary listing its ops and coverage tables.
+    /// was read from a summary listing its ops and coverage tables. Under
+    /// class rules a rank's stored lanes may be left out (see
+    /// `StoredTables::coverage`): its ops are still read, its bins not.
     pub fn of(trace: &Trace, stats: &[RankStats]) -> Option<Self> {
         let rules: Rules = trace.rules.clone().map(Arc::new);
         let ranks = trace
