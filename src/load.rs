@@ -145,7 +145,7 @@ pub fn load_lean(
     opts: &LoadOptions,
     progress: &Progress,
 ) -> Result<Lean> {
-    lean_with(path, found, opts, progress, false)
+    lean_with(path, found, opts, progress, Keep::Lean)
 }
 
 /// [`load_lean`] for a view that draws a summary's lanes from its stored
@@ -158,7 +158,7 @@ pub fn load_lean_drawn(
     opts: &LoadOptions,
     progress: &Progress,
 ) -> Result<Lean> {
-    lean_with(path, found, opts, progress, true)
+    lean_with(path, found, opts, progress, Keep::Drawn)
 }
 
 fn lean_with(
@@ -166,9 +166,8 @@ fn lean_with(
     found: &Found,
     opts: &LoadOptions,
     progress: &Progress,
-    rebin: bool,
+    keep: Keep,
 ) -> Result<Lean> {
-    let keep = if rebin { Keep::Drawn } else { Keep::Lean };
     let (trace, report, stats) = load_with(path, found, opts, progress, keep)?;
     Ok(Lean {
         trace,
