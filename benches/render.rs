@@ -56,7 +56,7 @@ fn rank(r: u32, ops: usize) -> RankTimeline {
         let k = i % 4;
         let dur = Ns(5_000 + (i as i64 * 37 % 3_000));
         let (stream, start) = if k == 3 { (20, at - dur / 2) } else { (7, at) };
-        t.ops.push(DeviceOp {
+        t.ops.vec_mut().push(DeviceOp {
             start,
             dur,
             name: ids[k],

@@ -153,7 +153,7 @@ pub fn summary_ops(data: &[u8]) {
     };
     by_name.insert("ops", ops);
     let mut back = crate::model::RankTimeline {
-        ops: Vec::new(),
+        ops: Default::default(),
         colls: Vec::new(),
         steps: Vec::new(),
         cpu: Vec::new(),

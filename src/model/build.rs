@@ -218,7 +218,7 @@ impl TimelineBuilder {
         }
         self.span(op.start, op.dur)?;
         self.op_time = total;
-        self.t.ops.push(op);
+        self.t.ops.vec_mut().push(op);
         Ok(())
     }
 
@@ -275,7 +275,7 @@ impl TimelineBuilder {
     /// names interned (a second event array replaces the first).
     pub fn drop_events(&mut self) {
         let t = &mut self.t;
-        t.ops.clear();
+        t.ops.vec_mut().clear();
         t.colls.clear();
         t.steps.clear();
         t.annotations = Arc::default();
@@ -358,7 +358,7 @@ impl TimelineBuilder {
             self.launch_spans.iter().chain(self.shared_launches.iter()),
         );
         // The timeline is kept for the whole run; growth slack is not.
-        t.ops.shrink_to_fit();
+        t.ops.vec_mut().shrink_to_fit();
         sort_ops(&mut t.ops);
         // Shared annotations come sorted: sorting them would copy them.
         if !t.annotations.is_sorted_by_key(|a| a.start) {

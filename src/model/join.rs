@@ -84,7 +84,7 @@ impl RankTimeline {
             c.pg_ranks = c.pg_ranks.map(id);
             c
         }));
-        self.ops.extend(later.ops.into_iter().map(|mut o| {
+        self.ops.vec_mut().extend(later.ops.into_vec().into_iter().map(|mut o| {
             o.name = id(o.name);
             o.meta = o.meta.get().map(|m| m.saturating_add(colls)).into();
             o

@@ -446,7 +446,7 @@ pub struct RankTimeline {
     pub source: PathBuf,
     pub strings: Interner,
     /// Device ops sorted by start time.
-    pub ops: Vec<DeviceOp>,
+    pub ops: super::ops::Ops,
     /// Whether `ops` holds only the collectives (see [`RankTimeline::slim`]).
     pub comm_only: bool,
     pub colls: Vec<CollMeta>,
@@ -635,8 +635,9 @@ impl RankTimeline {
     /// metadata (one record per distinct one). The other ops and the CPU
     /// ranges, nearly all of a rank's memory, go.
     pub fn slim(&mut self) {
-        self.ops.retain(DeviceOp::crosses_ranks);
-        self.ops.shrink_to_fit();
+        let ops = self.ops.vec_mut();
+        ops.retain(DeviceOp::crosses_ranks);
+        ops.shrink_to_fit();
         self.cpu = Vec::new();
         self.comm_only = true;
         self.share_coll_meta();

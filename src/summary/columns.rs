@@ -528,7 +528,7 @@ pub fn fill(
         .collect();
 
     for b in get("ops") {
-        ops_of(b, &|s| map.get(s).copied(), &mut t.ops)?;
+        ops_of(b, &|s| map.get(s).copied(), t.ops.vec_mut())?;
     }
 
     for b in get("colls") {
@@ -990,7 +990,8 @@ mod tests {
             op(gemm, KernelClass::Gemm, Ns::ZERO, Ns(10)),
             op(nccl, KernelClass::Communication, Ns(5), Ns(15)),
             op(gemm, KernelClass::Gemm, Ns(30), Ns(10)),
-        ];
+        ]
+        .into();
         t.ops[2].work = Some(Work::Blocks(4.0)).into();
         t.steps = vec![Step {
             number: 7,
@@ -1031,7 +1032,8 @@ mod tests {
             KernelClass::Gemm,
             Ns::ZERO,
             Ns(5),
-        )];
+        )]
+        .into();
         t.ops[0].meta = Slot::from(Some(3));
         let tables = to_tables(&t).unwrap();
         let by_name: HashMap<&str, Vec<RecordBatch>> = TABLES

@@ -83,7 +83,7 @@ impl Pages {
             .ok_or_else(|| format!("rank {} is not of the paged trace", lean.rank))?;
         let ops = pages.all_ops(lean)?;
         let mut t = lean.clone();
-        t.ops = ops;
+        t.ops = ops.into();
         t.comm_only = false;
         Ok(t)
     }
