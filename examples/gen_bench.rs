@@ -1,21 +1,22 @@
 //! Writes a large synthetic multi-rank Kineto trace set for benchmarks (see
 //! `ccl_bench::synth::stream`).
 //!
-//!     cargo run --release --example gen_bench -- OUT_DIR RANKS TOTAL_MB [--gzip] [--one-line]
+//!     cargo run --release --example gen_bench -- OUT_DIR RANKS TOTAL_MB [--gzip] [--one-line] [--collectives]
 //!
 //! Events are laid out as the PyTorch profiler writes them, or with
-//! `--one-line` one per line.
+//! `--one-line` one per line; with `--collectives` only the collectives are
+//! written (see `Mix`).
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
-use ccl_bench::synth::stream::{write_rank, Layout};
+use ccl_bench::synth::stream::{write_rank, Layout, Mix};
 
 fn main() -> std::io::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.len() < 3 {
-        eprintln!("usage: gen_bench OUT_DIR RANKS TOTAL_MB [--gzip] [--one-line]");
+        eprintln!("usage: gen_bench OUT_DIR RANKS TOTAL_MB [--gzip] [--one-line] [--collectives]");
         std::process::exit(2);
     }
     let out = Path::new(&args[0]);
@@ -27,6 +28,11 @@ fn main() -> std::io::Result<()> {
     } else {
         Layout::Kineto
     };
+    let mix = if args.iter().any(|a| a == "--collectives") {
+        Mix::Collectives
+    } else {
+        Mix::Training
+    };
     std::fs::create_dir_all(out)?;
     let per_rank = (total_mb * 1e6 / f64::from(ranks)) as u64;
     for r in 0..ranks {
@@ -34,11 +40,11 @@ fn main() -> std::io::Result<()> {
         let file = BufWriter::with_capacity(1 << 20, File::create(out.join(name))?);
         if gzip {
             let mut w = flate2::write::GzEncoder::new(file, flate2::Compression::fast());
-            write_rank(&mut w, layout, r, ranks, per_rank)?;
+            write_rank(&mut w, layout, r, ranks, per_rank, mix)?;
             w.finish()?.flush()?;
         } else {
             let mut w = file;
-            write_rank(&mut w, layout, r, ranks, per_rank)?;
+            write_rank(&mut w, layout, r, ranks, per_rank, mix)?;
             w.flush()?;
         }
     }

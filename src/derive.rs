@@ -279,8 +279,8 @@ impl RankStats {
         self.device_window = self
             .device_window
             .map(|w| Interval::new(w.start + d, w.end + d));
-        self.window = self.window.shifted(d);
-        self.exposed = self.exposed.shifted(d);
+        self.window.shift(d);
+        self.exposed.shift(d);
         for h in self.step_hulls.iter_mut().flatten().flatten() {
             *h = Interval::new(h.start + d, h.end + d);
         }

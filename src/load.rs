@@ -59,6 +59,26 @@ pub enum Pages {
 /// run takes about 150 bytes an op (ops and lanes), so about 1.2 GB.
 pub const PAGED_OPS: usize = 8 << 20;
 
+/// Collectives a lean load holds in memory under `Pages::Auto`, over all
+/// ranks (about 235 MB at 56 bytes an op): each further rank's are spilled
+/// to a temporary file (see `model::ops`).
+pub const HELD_COMM_OPS: usize = 4 << 20;
+
+impl Pages {
+    /// How many collectives a lean load holds before it spills them:
+    /// `always` spills every rank's, `never` none.
+    fn held_comm_ops(self) -> usize {
+        match self {
+            Self::Auto => HELD_COMM_OPS,
+            Self::Always => 0,
+            Self::Never => usize::MAX,
+        }
+    }
+}
+
+/// How the warning that collectives could not be spilled begins.
+pub const NOT_SPILLED: &str = "collectives held in memory, not spilled to a temporary file";
+
 impl LoadReport {
     /// One line per input found: what it is, its rank, whether it was read.
     pub fn input_lines(&self) -> Vec<String> {
@@ -203,6 +223,10 @@ fn load_with(
         lean: keep != Keep::Whole,
         reclassified: AtomicUsize::new(0),
         rebin: (keep == Keep::Drawn).then(Default::default),
+        spill: Spill {
+            hold: opts.pages.held_comm_ops(),
+            ..Default::default()
+        },
     };
     // A lean rank keeps no CPU ranges: reading them would be for nothing.
     let cpu_ranges = opts.cpu_ranges && keep == Keep::Whole;
@@ -215,6 +239,9 @@ fn load_with(
         report.warnings.push(format!(
             "{NOT_REBINNED} under the class rules, so they are not read in pages: {why}"
         ));
+    }
+    if let Some(why) = prepare.spill.failed.into_inner().ok().flatten() {
+        report.warnings.push(format!("{NOT_SPILLED}: {why}"));
     }
     if let Some(card) = &opts.card {
         trace.card = Some(crate::read::card::read(card)?);
@@ -286,6 +313,17 @@ struct Prepare<'a> {
     /// Lanes binned afresh (see [`load_lean_drawn`]); `None`: a load that
     /// draws no stored lanes.
     rebin: Option<Rebin>,
+    spill: Spill,
+}
+
+/// Which lean ranks' collectives go to a temporary file: those read once
+/// `hold` were held (counted in `held`), in whatever order the ranks are
+/// read; why one could not be spilled, if one could not.
+#[derive(Default)]
+struct Spill {
+    hold: usize,
+    held: AtomicUsize,
+    failed: std::sync::Mutex<Option<String>>,
 }
 
 /// Where lanes binned afresh go: a folder made on first use, its files
@@ -358,7 +396,24 @@ impl Prepare<'_> {
 
     fn file(&self, mut f: Ranked) -> Prepared {
         let stats = self.rank(&mut f.1.timeline);
+        self.keep(&mut f.1.timeline);
         (f, stats)
+    }
+
+    /// Spills a lean rank's collectives past the ones the load holds.
+    fn keep(&self, t: &mut RankTimeline) {
+        if !t.comm_only {
+            return;
+        }
+        let n = t.ops.len();
+        let before = self.spill.held.fetch_add(n, Ordering::Relaxed);
+        if before.saturating_add(n) <= self.spill.hold {
+            return;
+        }
+        if let Err(e) = t.ops.spill() {
+            let mut failed = self.spill.failed.lock().unwrap_or_else(|e| e.into_inner());
+            failed.get_or_insert(e.to_string());
+        }
     }
 }
 
@@ -560,7 +615,10 @@ fn load(
                 .into_iter()
                 .map(|mut f| match f.1.stats.take() {
                     // Made in the map step; the timeline is already slim.
-                    Some(stats) => (f, Some(*stats)),
+                    Some(stats) => {
+                        prepare.keep(&mut f.1.timeline);
+                        (f, Some(*stats))
+                    }
                     None if several => (f, None),
                     None => prepare.file(f),
                 })

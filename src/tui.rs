@@ -60,11 +60,20 @@ pub fn load_data(
             .map(|w| format!(" ({w})"))
             .unwrap_or_default();
         if load.pages == Pages::Always || ops > load::PAGED_OPS {
+            let ranks = lean.trace.ranks.len();
+            let spilled = (lean.trace.ranks.iter())
+                .filter(|t| t.ops.is_spilled())
+                .count();
             match Data::paged(lean, opts) {
                 Ok(mut d) => {
                     d.inputs.push(format!(
                         "the Timeline reads the summary's {ops} ops a window at a time (--pages never reads them all)"
                     ));
+                    if spilled > 0 {
+                        d.inputs.push(format!(
+                            "the collectives of {spilled} of {ranks} ranks are kept in a temporary file (in TMPDIR), not in memory"
+                        ));
+                    }
                     return Ok(d);
                 }
                 Err(why) if load.pages == Pages::Always => {

@@ -61,15 +61,13 @@ impl IntervalSet {
         self.0.is_empty()
     }
 
-    /// The set moved by `d` (a clock offset): order and gaps are unchanged.
-    #[must_use]
-    pub fn shifted(&self, d: Ns) -> Self {
-        Self(
-            self.0
-                .iter()
-                .map(|i| Interval::new(i.start + d, i.end + d))
-                .collect(),
-        )
+    /// Moves the set by `d` (a clock offset), in place (a rank's exposed
+    /// communication is an interval per collective): order and gaps are
+    /// unchanged.
+    pub fn shift(&mut self, d: Ns) {
+        for i in &mut self.0 {
+            *i = Interval::new(i.start + d, i.end + d);
+        }
     }
 
     /// Covered length per bin `[origin + b·width, origin + (b+1)·width)`, in
@@ -433,6 +431,15 @@ mod tests {
 
     fn set(v: &[(Ns, Ns)]) -> IntervalSet {
         IntervalSet::from_unsorted(v.iter().map(|&(s, e)| Interval::new(s, e)).collect())
+    }
+
+    /// [0, 4) and [5, 8) moved back 3: [-3, 1) and [2, 5), same length.
+    #[test]
+    fn a_shift_moves_every_interval() {
+        let mut s = set(&[(Ns::ZERO, Ns(4)), (Ns(5), Ns(8))]);
+        s.shift(Ns(-3));
+        assert_eq!(s, set(&[(Ns(-3), Ns(1)), (Ns(2), Ns(5))]));
+        assert_eq!(s.total(), Ns(7));
     }
 
     #[test]

@@ -1300,12 +1300,12 @@ mod tests {
 
     #[test]
     fn the_profilers_layout_and_one_event_per_line_read_the_same() {
-        use crate::synth::stream::{write_rank, Layout};
+        use crate::synth::stream::{write_rank, Layout, Mix};
         // One step (the generator stops at the first step past 1 kB): 32
         // layers of 5 kernels and 1 collective each.
         let rank = |layout| {
             let mut out = Vec::new();
-            write_rank(&mut out, layout, 0, 2, 1000).unwrap();
+            write_rank(&mut out, layout, 0, 2, 1000, Mix::Training).unwrap();
             out
         };
         let (kineto, lines) = (rank(Layout::Kineto), rank(Layout::Lines));

@@ -61,6 +61,17 @@ fn event<W: Write>(
     }
 }
 
+/// What a rank's layers launch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mix {
+    /// Five compute kernels and a collective per layer.
+    Training,
+    /// The collectives alone, timed as in `Training` (the compute they wait
+    /// for left out): a run as the cross-rank figures see it, their memory
+    /// at its largest for the file's size.
+    Collectives,
+}
+
 /// Writes rank `rank` of `ranks` with about `bytes` bytes of events. Kernel
 /// times differ a little between ranks, but every layer starts at the same time
 /// on all of them (the collectives synchronize them), so the ranks' clocks agree.
@@ -70,6 +81,7 @@ pub fn write_rank<W: Write>(
     rank: u32,
     ranks: u32,
     bytes: u64,
+    mix: Mix,
 ) -> io::Result<()> {
     let mut w = Counted { w, n: 0 };
     write!(
@@ -97,6 +109,13 @@ pub fn write_rank<W: Write>(
             let mut slowest = layer_start;
             for (i, (name, dur)) in KERNELS.iter().enumerate() {
                 let d = dur * (1.0 + 0.001 * f64::from((rank * 7 + layer * 3 + i as u32) % 11));
+                // Where this kernel runs (written or not).
+                let at = gpu;
+                gpu += d + 2.0;
+                slowest += dur * 1.01 + 2.0;
+                if mix == Mix::Collectives {
+                    continue;
+                }
                 sep(&mut w)?;
                 event(
                     &mut w,
@@ -118,7 +137,7 @@ pub fn write_rank<W: Write>(
                     &mut w,
                     layout,
                     format_args!("\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"{name}\", \"pid\": 0, \"tid\": 7"),
-                    format_args!("\"ts\": {gpu:.3}, \"dur\": {d:.3}"),
+                    format_args!("\"ts\": {at:.3}, \"dur\": {d:.3}"),
                     Some(format_args!("\"External id\": {corr}, \"queued\": 0, \"device\": 0, \"context\": 1, \"stream\": 7, \"correlation\": {corr}, \"registers per thread\": 168, \"shared memory\": 232448, \"blocks per SM\": 1.0, \"warps per SM\": 12.0, \"grid\": [132, 1, 1], \"block\": [384, 1, 1], \"est. achieved occupancy %\": 0")),
                 )?;
                 sep(&mut w)?;
@@ -126,14 +145,12 @@ pub fn write_rank<W: Write>(
                     &mut w,
                     layout,
                     format_args!(
-                        "\"ph\": \"f\", \"id\": {corr}, \"pid\": 0, \"tid\": 7, \"ts\": {gpu:.3}"
+                        "\"ph\": \"f\", \"id\": {corr}, \"pid\": 0, \"tid\": 7, \"ts\": {at:.3}"
                     ),
                     format_args!("\"cat\": \"ac2g\", \"name\": \"ac2g\", \"bp\": \"e\""),
                     None,
                 )?;
                 cpu += 12.0;
-                gpu += d + 2.0;
-                slowest += dur * 1.01 + 2.0;
                 corr += 1;
             }
             let (coll, kernel, d) = if layer % 2 == 0 {
