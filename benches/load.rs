@@ -29,13 +29,29 @@ fn bench(c: &mut Criterion) {
         b.iter(|| kineto::read(black_box(text.as_bytes()), "rank0.json".as_ref()).unwrap())
     });
     let mut kineto = Vec::new();
-    stream::write_rank(&mut kineto, Layout::Kineto, 0, 8, 8_000_000, stream::Mix::Training).unwrap();
+    stream::write_rank(
+        &mut kineto,
+        Layout::Kineto,
+        0,
+        8,
+        8_000_000,
+        stream::Mix::Training,
+    )
+    .unwrap();
     g.throughput(Throughput::Bytes(kineto.len() as u64));
     g.bench_function(format!("read_kineto_rank_{}kB", kineto.len() / 1000), |b| {
         b.iter(|| kineto::read(black_box(&kineto[..]), "rank0.json".as_ref()).unwrap())
     });
     let mut lines = Vec::new();
-    stream::write_rank(&mut lines, Layout::Lines, 0, 8, 8_000_000, stream::Mix::Training).unwrap();
+    stream::write_rank(
+        &mut lines,
+        Layout::Lines,
+        0,
+        8,
+        8_000_000,
+        stream::Mix::Training,
+    )
+    .unwrap();
     g.throughput(Throughput::Bytes(lines.len() as u64));
     g.bench_function(format!("read_lines_rank_{}kB", lines.len() / 1000), |b| {
         b.iter(|| kineto::read(black_box(&lines[..]), "rank0.json".as_ref()).unwrap())

@@ -135,8 +135,14 @@ pub fn run(cli: &Cli) -> Result<u8> {
         (_, None) => print(metric, &about, &report::rows(&ctx), cli, &mut out),
         (_, Some((sum, key))) => {
             let r = results::Results {
-                // The discovery's notes lead; the next open says its own.
-                warnings: warnings[found.discovery.notes.len().min(warnings.len())..].to_vec(),
+                // The discovery's notes lead; the next open says its own. Not
+                // kept either: that this process could not spill (its memory,
+                // not its results).
+                warnings: warnings[found.discovery.notes.len().min(warnings.len())..]
+                    .iter()
+                    .filter(|w| !w.starts_with(load::NOT_SPILLED))
+                    .cloned()
+                    .collect(),
                 about,
                 rows: report::rows(&ctx),
             };

@@ -84,11 +84,13 @@ impl RankTimeline {
             c.pg_ranks = c.pg_ranks.map(id);
             c
         }));
-        self.ops.vec_mut().extend(later.ops.into_vec().into_iter().map(|mut o| {
-            o.name = id(o.name);
-            o.meta = o.meta.get().map(|m| m.saturating_add(colls)).into();
-            o
-        }));
+        self.ops
+            .vec_mut()
+            .extend(later.ops.into_vec().into_iter().map(|mut o| {
+                o.name = id(o.name);
+                o.meta = o.meta.get().map(|m| m.saturating_add(colls)).into();
+                o
+            }));
         std::sync::Arc::make_mut(&mut self.annotations).extend(
             std::sync::Arc::unwrap_or_clone(later.annotations)
                 .into_iter()

@@ -339,3 +339,37 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
     }
     out
 }
+
+/// Under `--pages always` every rank's collectives are kept in a temporary
+/// file, not in memory (`model::ops`): the Summary says so, and the
+/// Collectives and Stragglers tabs, which read every member of every
+/// collective, show what they show with the collectives held.
+#[test]
+fn spilled_collectives_read_as_held_ones() {
+    let Some((_dir, paged, whole)) = both("kineto/dlrm_8rank_v100") else {
+        return;
+    };
+    let ranks = &paged.trace.ranks;
+    assert!(
+        ranks.iter().all(|t| t.ops.is_spilled()),
+        "every rank spilled"
+    );
+    assert!(whole.trace.ranks.iter().all(|t| !t.ops.is_spilled()));
+    assert!(
+        paged
+            .inputs
+            .iter()
+            .any(|l| l.contains("the collectives of 8 of 8 ranks are kept in a temporary file")),
+        "{:?}",
+        paged.inputs
+    );
+    let both_again = || both("kineto/dlrm_8rank_v100").unwrap();
+    for (tab, keys) in [
+        ("Collectives", vec![Action::Down; 5]),
+        ("Stragglers", vec![]),
+    ] {
+        let (_dir, paged, whole) = both_again();
+        let (a, b) = screens(paged, whole, tab, &keys);
+        assert_eq!(a, b, "{tab}");
+    }
+}

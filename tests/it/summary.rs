@@ -494,3 +494,48 @@ impl Drop for Removes {
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
+
+/// `--pages always` keeps every rank's collectives in a temporary file
+/// (`model::ops`): the metrics are those of the traces. With no temporary
+/// folder they stay in memory, with a warning that is not kept with the
+/// results (the next run, elsewhere, may spill).
+#[test]
+fn spilled_collectives_give_the_traces_metrics() {
+    let dir = write_ranks(&training_run(&shape()));
+    let sum = dir.path().join("run.sum");
+    assert!(summarize(dir.path(), &sum, &[]).status.success());
+    let json = |tmp: Option<&Path>| {
+        std::fs::remove_dir_all(sum.join("results")).ok();
+        let mut c = Command::new(env!("CARGO_BIN_EXE_ccl-bench"));
+        c.args([
+            "--pages",
+            "always",
+            "--metrics",
+            "--format",
+            "json",
+            "--trace",
+        ])
+        .arg(&sum);
+        if let Some(t) = tmp {
+            c.env("TMPDIR", t);
+        }
+        let o = c.output().unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        (comparable(doc, dir.path()), stderr(&o))
+    };
+    let raw = comparable(metrics_doc(dir.path(), "raw"), dir.path());
+    let (spilled, said) = json(None);
+    assert_eq!(raw, spilled);
+    assert!(!said.contains("not spilled"), "{said}");
+    let (held, said) = json(Some(&dir.path().join("missing")));
+    assert_eq!(raw, held);
+    assert!(
+        said.contains("collectives held in memory, not spilled to a temporary file"),
+        "{said}"
+    );
+    // Kept without that warning: served again, it is not said.
+    let o = run(&["--trace", sum.to_str().unwrap(), "--metrics"]);
+    assert!(o.status.success());
+    assert!(!stderr(&o).contains("not spilled"), "{}", stderr(&o));
+}
