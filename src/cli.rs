@@ -100,7 +100,10 @@ pub struct Cli {
     /// How the UI opens a summary: `auto` reads its ops a window at a time
     /// (memory bounded whatever the run) when it holds more than 8 Mi ops,
     /// `always` does so for any summary, `never` reads every op (CPU lanes
-    /// need that)
+    /// need that). Also where the collectives that metrics and views match
+    /// across ranks are kept: past 4 Mi of them (`auto`) or all (`always`)
+    /// in a temporary file in TMPDIR rather than in memory; `never` keeps
+    /// them in memory
     #[arg(long, value_enum, default_value_t = crate::load::Pages::Auto)]
     pub pages: crate::load::Pages,
 
