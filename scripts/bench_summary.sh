@@ -12,7 +12,8 @@
 # rank's ops at a time).
 # Prints Markdown tables and writes them to target/bench/summary.md.
 #
-#   scripts/bench_summary.sh             # 500 MB/16 ranks, 2 GB/64 ranks, 1,024 ranks
+#   scripts/bench_summary.sh             # 500 MB/16 ranks, 2 GB/64 ranks, 1,024 ranks, collectives
+#                                        # alone (3 GB/64 ranks)
 #   ONLY=1024r scripts/bench_summary.sh  # one set
 #   SHARDS=8 scripts/bench_summary.sh    # shard processes in the fan-out (default 4)
 set -euo pipefail
@@ -23,7 +24,9 @@ mkdir -p "$out"
 build
 bin=target/release/ccl-bench
 shards=${SHARDS:-4}
-sets=("500mb_16r 16 500" "2gb_64r 64 2000" "1024r 1024 300")
+# The last set is the collectives alone (the cross-rank pass's memory at its
+# largest for the JSON's size: 4.4 million communication ops, kept on disk).
+sets=("500mb_16r 16 500" "2gb_64r 64 2000" "1024r 1024 300" "coll_64r 64 3000 --one-line --collectives")
 if [ -n "${ONLY:-}" ]; then
     for s in "${sets[@]}"; do [[ "$s" == "$ONLY "* ]] && sets=("$s"); done
 fi
@@ -45,9 +48,9 @@ fanout() { # DIR SUM: $shards summarize processes at once, as srun starts them
     echo "|---|---|---|---|---|---|---|---|---|"
 } | tee "$out/summary.md"
 for s in "${sets[@]}"; do
-    read -r name ranks mb <<<"$s"
+    read -r name ranks mb flags <<<"$s"
     dir="$out/data/$name"
-    generate "$dir" "$ranks" "$mb"
+    generate "$dir" "$ranks" "$mb" $flags
     sum="$out/data/$name.summary"
     bytes=$(filebytes "$dir")
     read -r t rss < <(best_of_3 "$bin" --trace "$dir" --metrics)
