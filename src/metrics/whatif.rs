@@ -57,8 +57,24 @@ fn per_step_saving<'c, P>(
 }
 
 /// The what-if step per rank: measured step − min(saving, exposed comm),
-/// with the derivation of the first rank as a note.
+/// with the derivation of the first rank as a note. Not applicable when a
+/// rank's exposed communication per step exceeds its step: the device then
+/// runs behind the step ranges the CPU records (work launched in a step
+/// ends after it), and a step less its communication would be negative.
 fn step_minus(savings: Vec<(&RankRow, Ns)>, what: &str) -> Outcome {
+    let behind = savings
+        .iter()
+        .map(|&(r, _)| r)
+        .find(|r| r.step_time.is_some_and(|st| r.exposed_comm > st));
+    if let Some(r) = behind {
+        return Outcome::na(format!(
+            "rank {}'s exposed communication per step ({}) exceeds its step ({}): the device \
+             runs behind the CPU's step ranges (work launched in a step ends after it)",
+            r.rank,
+            human(r.exposed_comm),
+            human(r.step_time.unwrap_or(Ns::ZERO)),
+        ));
+    }
     let mut note = None;
     let out = Outcome::rank_mean(
         savings.iter().map(|&(r, saved)| {
@@ -156,6 +172,40 @@ mod tests {
         // All communication hidden: 100 − 50 and 100 − 20 µs.
         let v = value(&t, "whatif_full_overlap_step_s", None);
         assert!((v - 65e-6).abs() < 1e-12, "{v}");
+    }
+
+    /// One 100 µs step on the CPU; rank 0's all-reduce, launched in it,
+    /// runs 10-160 µs with nothing under it: 150 µs exposed, more than the
+    /// step. A step less its communication would be -50 µs: not a value.
+    #[test]
+    fn a_device_behind_its_steps_has_no_what_if() {
+        let c = crate::synth::Coll::all_reduce_f32(1, 2);
+        let mut ranks = vec![
+            crate::synth::RankTrace::new(Some(0), 2, 10),
+            crate::synth::RankTrace::new(Some(1), 2, 10),
+        ];
+        for (r, (start, dur)) in ranks.iter_mut().zip([(10.0, 150.0), (40.0, 120.0)]) {
+            r.step(1, 0.0, 100.0);
+            r.collective(
+                "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+                start,
+                dur,
+                20,
+                &c,
+            );
+        }
+        let t = trace(&ranks);
+        for m in ["whatif_full_overlap_step_s", "whatif_no_straggler_step_s"] {
+            let out = eval(&t, m, None);
+            assert!(out.as_value().is_none(), "{m}: {out:?}");
+            let why = format!("{out:?}");
+            assert!(
+                why.contains(
+                    "rank 0's exposed communication per step (150 µs) exceeds its step (100 µs)"
+                ),
+                "{m}: {why}"
+            );
+        }
     }
 
     #[test]

@@ -184,12 +184,21 @@ pub fn write_rank<W: Write>(
             corr += 1;
             layer_start = slowest;
         }
+        // With collectives alone the step ends when the device is done (a
+        // sync, as an optimizer step waits): the launches alone take a few
+        // µs, against the device's milliseconds, and exposed communication
+        // per step would exceed the step. (`Training` keeps the layout its
+        // measured sets were made with.)
+        let step_end = match mix {
+            Mix::Training => cpu,
+            Mix::Collectives => cpu.max(layer_start),
+        };
         sep(&mut w)?;
         event(
             &mut w,
             layout,
             format_args!("\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#{step}\", \"pid\": 1, \"tid\": 1"),
-            format_args!("\"ts\": {step_start:.3}, \"dur\": {:.3}", cpu - step_start),
+            format_args!("\"ts\": {step_start:.3}, \"dur\": {:.3}", step_end - step_start),
             Some(format_args!("\"External id\": {corr}")),
         )?;
         corr += 1;
