@@ -2,9 +2,11 @@
 //! temporary file that the kernel pages in and out. A load spills the
 //! collectives it keeps of a rank when the run's would not fit comfortably
 //! in memory (see `load::HELD_COMM_OPS`): the cross-rank figures read every
-//! rank's collectives, but in issue order, a few pages of each rank at a
-//! time, so a file-backed map serves them from disk as fast as memory
-//! where memory is short, and the heap stays bounded by what else is held.
+//! rank's collectives in issue order, a few pages of each rank at a time,
+//! so the kernel keeps in memory what it can spare and reads the rest back
+//! from the file. The heap no longer grows with them; where memory is
+//! shorter than they are, each pass over them reads the file again (slow,
+//! but it completes).
 //!
 //! The crate's only unsafe code: a map read as a slice of ops. Each block
 //! says why it is sound.
@@ -148,15 +150,10 @@ impl DerefMut for Ops {
 }
 
 impl Clone for Ops {
-    /// Spilled ops are spilled again (held when that fails): a copy of a
-    /// spilled rank is made to stay small.
+    /// A held copy, wherever the ops are: a rank is copied only to be given
+    /// other ops (an export reads one rank's whole) or in tests.
     fn clone(&self) -> Self {
-        let mut ops = Self(Store::Held(self.to_vec()));
-        if self.is_spilled() {
-            // Held on failure, as `spill` leaves them.
-            let _ = ops.spill();
-        }
-        ops
+        Self(Store::Held(self.to_vec()))
     }
 }
 
@@ -228,7 +225,7 @@ mod tests {
     }
 
     /// Spilled ops read as they were held, take changes (clock alignment
-    /// shifts them) and keep them when cloned or read back.
+    /// shifts them) and keep them when copied or read back.
     #[test]
     fn spilled_ops_are_the_held_ones() {
         let held = ops(1000);
@@ -248,7 +245,7 @@ mod tests {
             .collect();
         assert_eq!(&o[..], &shifted[..]);
         let copy = o.clone();
-        assert!(copy.is_spilled());
+        assert!(!copy.is_spilled());
         assert_eq!(&copy[..], &shifted[..]);
         assert_eq!(o.partition_point(|op| op.start < Ns(507)), 5);
         o.vec_mut().push(held[0].clone());
