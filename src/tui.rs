@@ -66,11 +66,11 @@ pub fn load_data(
                 .count();
             match Data::paged(lean, opts) {
                 Ok(mut d) => {
-                    d.inputs.push(format!(
+                    d.notes.push(format!(
                         "the Timeline reads the summary's {ops} ops a window at a time (--pages never reads them all)"
                     ));
                     if spilled > 0 {
-                        d.inputs.push(format!(
+                        d.notes.push(format!(
                             "the collectives of {spilled} of {ranks} ranks are kept in a temporary file (in TMPDIR), not in memory"
                         ));
                     }

@@ -23,6 +23,8 @@ pub struct Data {
     pub warnings: Vec<String>,
     /// What was found beside the traces and whether it was read.
     pub inputs: Vec<String>,
+    /// How the run is held (in pages, collectives on disk): a line each.
+    pub notes: Vec<String>,
     pub files: usize,
     pub events: u64,
     pub bytes: u64,
@@ -449,6 +451,7 @@ impl Data {
         Self {
             memory,
             inputs: report.input_lines(),
+            notes: Vec::new(),
             warnings: report.warnings,
             files: report.files.len(),
             events: report.events,

@@ -357,11 +357,11 @@ fn spilled_collectives_read_as_held_ones() {
     assert!(whole.trace.ranks.iter().all(|t| !t.ops.is_spilled()));
     assert!(
         paged
-            .inputs
+            .notes
             .iter()
             .any(|l| l.contains("the collectives of 8 of 8 ranks are kept in a temporary file")),
         "{:?}",
-        paged.inputs
+        paged.notes
     );
     let both_again = || both("kineto/dlrm_8rank_v100").unwrap();
     for (tab, keys) in [

@@ -535,6 +535,9 @@ fn metric_rows(
         ),
         theme.dim(),
     ));
+    for n in &data.notes {
+        out.push(Line::styled(fit(&format!("  {n}"), width), theme.dim()));
+    }
     rows
 }
 
