@@ -61,7 +61,7 @@ pub const PAGED_OPS: usize = 8 << 20;
 
 /// Collectives a lean load holds in memory under `Pages::Auto`, over all
 /// ranks (about 235 MB at 56 bytes an op): each further rank's are spilled
-/// to a temporary file (see `model::ops`).
+/// to a temporary file (see `model::slab`).
 pub const HELD_COMM_OPS: usize = 4 << 20;
 
 impl Pages {
@@ -395,13 +395,15 @@ impl Prepare<'_> {
     }
 
     fn file(&self, mut f: Ranked) -> Prepared {
-        let stats = self.rank(&mut f.1.timeline);
-        self.keep(&mut f.1.timeline);
+        let mut stats = self.rank(&mut f.1.timeline);
+        self.keep(&mut f.1.timeline, stats.as_mut());
         (f, stats)
     }
 
-    /// Spills a lean rank's collectives past the ones the load holds.
-    fn keep(&self, t: &mut RankTimeline) {
+    /// Spills a lean rank's collectives past the ones the load holds, and
+    /// with them its exposed communication (up to an interval each, kept
+    /// until the waits across ranks are known).
+    fn keep(&self, t: &mut RankTimeline, stats: Option<&mut RankStats>) {
         if !t.comm_only {
             return;
         }
@@ -410,7 +412,11 @@ impl Prepare<'_> {
         if before.saturating_add(n) <= self.spill.hold {
             return;
         }
-        if let Err(e) = t.ops.spill() {
+        let spilled = t
+            .ops
+            .spill()
+            .and_then(|()| stats.map_or(Ok(()), |s| s.exposed.spill()));
+        if let Err(e) = spilled {
             let mut failed = self.spill.failed.lock().unwrap_or_else(|e| e.into_inner());
             failed.get_or_insert(e.to_string());
         }
@@ -615,8 +621,8 @@ fn load(
                 .into_iter()
                 .map(|mut f| match f.1.stats.take() {
                     // Made in the map step; the timeline is already slim.
-                    Some(stats) => {
-                        prepare.keep(&mut f.1.timeline);
+                    Some(mut stats) => {
+                        prepare.keep(&mut f.1.timeline, Some(&mut stats));
                         (f, Some(*stats))
                     }
                     None if several => (f, None),

@@ -12,7 +12,7 @@ pub mod hardware;
 pub mod intervals;
 pub mod join;
 pub mod memory;
-pub mod ops;
+pub mod slab;
 pub mod strings;
 pub mod time;
 pub mod timeline;

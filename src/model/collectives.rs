@@ -6,6 +6,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
+use super::slab::Slab;
 use super::time::{median, Ns};
 use super::trace::{Offset, Trace};
 use super::DeviceOp;
@@ -24,12 +25,13 @@ pub struct Instances {
 }
 
 /// One group's sequences: `ops[k]` are the op indices of rank index
-/// `ranks[k]`, cut to the shortest.
+/// `ranks[k]`, cut to the shortest; spilled to a temporary file with the
+/// ranks' collectives (see `slab`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Seqs {
     name: Arc<str>,
     ranks: Vec<u32>,
-    ops: Vec<Vec<u32>>,
+    ops: Vec<Slab<u32>>,
 }
 
 impl Instances {
@@ -53,6 +55,19 @@ impl Instances {
 
     pub fn iter(&self) -> impl ExactSizeIterator<Item = Instance<'_>> + '_ {
         (0..self.len()).map(|id| self.get(id))
+    }
+
+    /// Op indices held in memory, and spilled to a file.
+    pub fn held_spilled(&self) -> (usize, usize) {
+        let mut n = (0, 0);
+        for o in self.groups.iter().flat_map(|g| &g.ops) {
+            if o.is_spilled() {
+                n.1 += o.len();
+            } else {
+                n.0 += o.len();
+            }
+        }
+        n
     }
 }
 
@@ -130,8 +145,15 @@ pub fn group_of<'t>(t: &'t super::RankTimeline, op: &super::DeviceOp) -> &'t str
         .map_or(DEFAULT, |id| t.name(id))
 }
 
+/// The shortest sequence spilled: a page of op indices.
+const SPILLED_SEQ: usize = 1024;
+
 /// Collective instances seen on at least two ranks, in issue order per group.
+/// When any rank's collectives were spilled to a temporary file, the
+/// sequences go to one too (4 bytes a communication op); where one cannot
+/// be made they stay held.
 pub fn instances(trace: &Trace) -> Instances {
+    let spill = trace.ranks.iter().any(|t| t.ops.is_spilled());
     // group -> (rank index, its op indices in start order).
     let mut seqs: BTreeMap<&str, Vec<(u32, Vec<u32>)>> = BTreeMap::new();
     // Indices fit: ranks and ops are numbered in u32 slots.
@@ -181,6 +203,15 @@ pub fn instances(trace: &Trace) -> Instances {
             }
             out.ids
                 .push((g, u32::try_from(seq).expect("ops fit in u32")));
+        }
+        let mut ops: Vec<Slab<u32>> = ops.into_iter().map(Slab::from).collect();
+        if spill {
+            // A map costs a file and a page: shorter sequences stay held.
+            // So does one whose file cannot be made: it is a fourteenth of
+            // the collectives' size, and what is computed from it the same.
+            for o in ops.iter_mut().filter(|o| o.len() >= SPILLED_SEQ) {
+                let _ = o.spill();
+            }
         }
         out.groups.push(Seqs {
             name: name.into(),

@@ -2,6 +2,7 @@
 //! intersection, subtraction and clipping. Every busy-time, overlap and exposed-time
 //! number in the crate goes through this module and nowhere else.
 
+use super::slab::Slab;
 use super::time::Ns;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -26,9 +27,11 @@ impl Interval {
 
 /// A normalized set of intervals: sorted, non-empty, pairwise disjoint and not
 /// touching. Constructing one is the only way to get the invariant, so every
-/// operation below can rely on it.
+/// operation below can rely on it. Held in memory, or spilled to a temporary
+/// file (a lean rank's exposed communication, an interval per collective,
+/// when the run's collectives are).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct IntervalSet(Vec<Interval>);
+pub struct IntervalSet(Slab<Interval>);
 
 impl IntervalSet {
     /// Union of arbitrary (unsorted, overlapping, possibly empty) intervals.
@@ -42,7 +45,7 @@ impl IntervalSet {
                 _ => out.push(i),
             }
         }
-        Self(out)
+        Self(out.into())
     }
 
     pub fn from_iter_unsorted(it: impl IntoIterator<Item = Interval>) -> Self {
@@ -59,6 +62,16 @@ impl IntervalSet {
 
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
+    }
+
+    /// Moves the intervals to a temporary file (see `slab`); on an error
+    /// they stay held.
+    pub fn spill(&mut self) -> std::io::Result<()> {
+        self.0.spill()
+    }
+
+    pub fn is_spilled(&self) -> bool {
+        self.0.is_spilled()
     }
 
     /// Moves the set by `d` (a clock offset), in place (a rank's exposed
@@ -107,7 +120,7 @@ impl IntervalSet {
 
     /// Time covered by both sets (a linear merge of two sorted lists).
     pub fn intersect(&self, other: &Self) -> Self {
-        let (a, b) = (&self.0, &other.0);
+        let (a, b) = (&self.0[..], &other.0[..]);
         let (mut i, mut j) = (0, 0);
         let mut out = Vec::new();
         while i < a.len() && j < b.len() {
@@ -122,15 +135,15 @@ impl IntervalSet {
                 j += 1;
             }
         }
-        Self(out)
+        Self(out.into())
     }
 
     /// Time covered by `self` and not by `other`.
     pub fn subtract(&self, other: &Self) -> Self {
-        let b = &other.0;
+        let b = &other.0[..];
         let mut out = Vec::new();
         let mut j = 0;
-        for &iv in &self.0 {
+        for &iv in &self.0[..] {
             let mut start = iv.start;
             // Skip subtrahends that end before this interval starts.
             while j < b.len() && b[j].end <= start {
@@ -148,7 +161,7 @@ impl IntervalSet {
                 out.push(Interval::new(start, iv.end));
             }
         }
-        Self(out)
+        Self(out.into())
     }
 
     /// Length of the intersection, without building it.
@@ -431,6 +444,34 @@ mod tests {
 
     fn set(v: &[(Ns, Ns)]) -> IntervalSet {
         IntervalSet::from_unsorted(v.iter().map(|&(s, e)| Interval::new(s, e)).collect())
+    }
+
+    /// A set spilled to a file is the held one: [0, 4) and [5, 8) against
+    /// [3, 6): intersection [3, 4) + [5, 6), difference [0, 3) + [6, 8);
+    /// shifted in place through the map; copied as a held set.
+    #[test]
+    fn a_spilled_set_is_the_held_one() {
+        let held = set(&[(Ns::ZERO, Ns(4)), (Ns(5), Ns(8))]);
+        let mut s = held.clone();
+        s.spill().unwrap();
+        assert!(s.is_spilled() && !held.is_spilled());
+        assert_eq!(s, held);
+        let other = set(&[(Ns(3), Ns(6))]);
+        assert_eq!(s.intersect(&other), set(&[(Ns(3), Ns(4)), (Ns(5), Ns(6))]));
+        assert_eq!(other.intersect(&s), s.intersect(&other));
+        assert_eq!(
+            s.subtract(&other),
+            set(&[(Ns::ZERO, Ns(3)), (Ns(6), Ns(8))])
+        );
+        assert_eq!(s.overlap_len(&other), Ns(2));
+        s.shift(Ns(10));
+        assert!(s.is_spilled());
+        assert_eq!(s, set(&[(Ns(10), Ns(14)), (Ns(15), Ns(18))]));
+        assert!(!s.clone().is_spilled());
+        // An empty set has nothing to spill.
+        let mut e = IntervalSet::default();
+        e.spill().unwrap();
+        assert!(!e.is_spilled());
     }
 
     /// [0, 4) and [5, 8) moved back 3: [-3, 1) and [2, 5), same length.

@@ -446,7 +446,7 @@ pub struct RankTimeline {
     pub source: PathBuf,
     pub strings: Interner,
     /// Device ops sorted by start time.
-    pub ops: super::ops::Ops,
+    pub ops: super::slab::Ops,
     /// Whether `ops` holds only the collectives (see [`RankTimeline::slim`]).
     pub comm_only: bool,
     pub colls: Vec<CollMeta>,

@@ -1070,6 +1070,61 @@ fn a_lean_load_gives_every_metric_of_a_full_one() {
     }
 }
 
+/// A lean load that spills its collectives (`--pages always`) spills with
+/// them what else it keeps per communication op: each rank's exposed
+/// communication (an interval per exposed collective, kept until the waits
+/// across ranks are known) and the run's collective sequences (an op index
+/// each, in sequences of a page or more). Every metric is the full load's.
+#[test]
+fn a_spilled_load_keeps_its_exposed_communication_and_sequences_on_disk() {
+    use ccl_bench::load::{self as l, Pages, Progress};
+    use ccl_bench::model::collectives::instances;
+    // 4 ranks, 4 steps of 128 layers: 2 collectives a layer and one a step
+    // (257 a step, 1,028 a rank), in one group.
+    let shape = ccl_bench::synth::RunShape {
+        ranks: 4,
+        steps: 4,
+        layers: 128,
+        ..Default::default()
+    };
+    let dir = crate::support::write_ranks(&ccl_bench::synth::training_run(&shape));
+    let lean = |pages| {
+        let opts = LoadOptions {
+            pages,
+            ..LoadOptions::default()
+        };
+        let found = l::inputs(dir.path(), &opts).unwrap();
+        l::load_lean(dir.path(), &found, &opts, &Progress::default()).unwrap()
+    };
+    let (held, spilled) = (lean(Pages::Never), lean(Pages::Always));
+    assert!(spilled.trace.ranks.iter().all(|t| t.ops.is_spilled()));
+    let exposed = |x: &l::Lean| -> Vec<(bool, Vec<ccl_bench::model::Interval>)> {
+        x.stats
+            .iter()
+            .map(|s| (s.exposed.is_spilled(), s.exposed.intervals().to_vec()))
+            .collect()
+    };
+    let (e_held, e_spilled) = (exposed(&held), exposed(&spilled));
+    assert!(e_held.iter().all(|(s, iv)| !s && !iv.is_empty()));
+    assert!(e_spilled.iter().all(|(s, _)| *s));
+    let intervals = |e: &[(bool, Vec<_>)]| e.iter().map(|x| x.1.clone()).collect::<Vec<_>>();
+    assert_eq!(intervals(&e_held), intervals(&e_spilled));
+    // Every rank's 1,028 all-reduces matched: one sequence of each per rank.
+    assert_eq!(instances(&held.trace).held_spilled(), (4 * 1028, 0));
+    assert_eq!(instances(&spilled.trace).held_spilled(), (0, 4 * 1028));
+    assert_eq!(instances(&held.trace), instances(&spilled.trace));
+    for pages in [Pages::Always, Pages::Never] {
+        let opts = LoadOptions {
+            pages,
+            ..LoadOptions::default()
+        };
+        for rank in [None, Some(2)] {
+            let [lean, full] = lean_and_full(dir.path(), &opts, rank);
+            assert_eq!(lean, full, "{pages:?}, rank {rank:?}");
+        }
+    }
+}
+
 /// A summary's ranks as the reduce reads them (their collectives and the
 /// figures the map step made) give every metric a full read of its tables
 /// gives; a rules file or `--all-steps` reads every op instead, with the
