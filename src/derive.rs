@@ -31,7 +31,7 @@ pub struct Derived {
     /// Wait/transfer split per rank of the trace (indexed like `trace.ranks`).
     pub waits: Vec<WaitSplit>,
     /// Each matched collective as a row (same order as `instances`).
-    pub collectives: Vec<instances::InstanceRow>,
+    pub collectives: instances::Rows,
     /// The process groups collectives were issued in, by name, with their roles.
     pub groups: Vec<groups::GroupInfo>,
 }

@@ -454,8 +454,8 @@ pub fn collectives(args: &crate::cli::CollectivesArgs) -> Result<u8> {
     let trace = load(&args.dir, &args.load.options())?;
     let ctx = Ctx::new(&trace, None).map_err(|e| anyhow!(e))?;
     let mut rows = ctx.collective_rows().to_vec();
-    let groups = crate::derive::instances::grouped(&rows);
-    let fits = crate::derive::instances::fits(&rows);
+    let groups = crate::derive::instances::grouped(rows.iter().cloned());
+    let fits = crate::derive::instances::fits(rows.iter().cloned());
     report::collectives::sort(&mut rows, &args.sort);
     let mut out = crate::report::safe::Safe(io::stdout().lock());
     let view = report::collectives::View {

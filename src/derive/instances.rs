@@ -8,7 +8,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use super::groups::GroupInfo;
-use crate::model::collectives::Instances;
+use crate::model::collectives::{Figures, Instances};
+use crate::model::slab::Slab;
 use crate::model::{CollKind, DeviceOp, Ns, Trace};
 
 /// One member of a matched collective (one per rank and collective: kept
@@ -48,18 +49,19 @@ impl Member {
 
 /// One collective instance, over its members. Its members are not held
 /// (a run has one per communication op): [`InstanceRow::members`] makes them
-/// from its [`Instance`] and the ops.
+/// from its [`Instance`] and the ops. Rows are held as plain figures in
+/// [`Rows`], which makes this view of one when it is read.
 #[derive(Debug, Clone, PartialEq)]
-pub struct InstanceRow {
+pub struct InstanceRow<'a> {
     /// Index in the trace's matched instances.
     pub id: usize,
-    pub group: Arc<str>,
+    pub group: &'a str,
     /// The group's role (tp, dp, ...), where it could be inferred.
     pub role: Option<super::groups::Role>,
     pub seq: usize,
     pub kind: Option<CollKind>,
-    /// The kernel name of the first member (shared by the rows of a name).
-    pub name: Arc<str>,
+    /// The kernel name of the first member.
+    pub name: &'a str,
     /// Message bytes (`In msg nelems` × element size) of the first member
     /// that records them.
     pub bytes: Option<u64>,
@@ -86,10 +88,10 @@ pub struct InstanceRow {
     pub end: Ns,
 }
 
-impl InstanceRow {
+impl<'a> InstanceRow<'a> {
     /// Its group's role, or `group NAME` (see [`super::groups::label`]).
     pub fn label(&self) -> String {
-        super::groups::label(self.role, &self.group)
+        super::groups::label(self.role, self.group)
     }
 
     /// Algorithm bandwidth, bytes/s: S / transfer.
@@ -105,11 +107,11 @@ impl InstanceRow {
 
     /// Its members, in the order of its instance (`inst` is the trace's
     /// matched instances, which this row is `id` of).
-    pub fn members<'a>(
+    pub fn members<'t>(
         &self,
-        trace: &'a Trace,
-        inst: &'a Instances,
-    ) -> impl ExactSizeIterator<Item = Member> + 'a {
+        trace: &'t Trace,
+        inst: &'t Instances,
+    ) -> impl ExactSizeIterator<Item = Member> + 't {
         let last_start = self.last_start;
         inst.get(self.id)
             .pairs()
@@ -136,11 +138,116 @@ impl Member {
     }
 }
 
-/// Rows for `inst` (the instances of `trace`, in `groups`), in instance order.
-pub fn rows(trace: &Trace, inst: &Instances, groups: &[GroupInfo]) -> Vec<InstanceRow> {
-    // One copy of each kernel name for all the rows that show it.
-    let mut names: HashMap<&str, Arc<str>> = HashMap::new();
-    let mut out = Vec::with_capacity(inst.len());
+/// Every matched collective's row, in instance order: plain figures (104
+/// bytes each) held in memory or, when the run's collectives are, spilled
+/// to a temporary file with them (see `model::slab`), plus the group and
+/// kernel names they index (a handful).
+#[derive(Debug, Clone, Default)]
+pub struct Rows {
+    /// In chunks of [`ROWS_PER_CHUNK`], each spilled as it is made, so that
+    /// a run's are never all held at once.
+    chunks: Vec<Slab<Figures>>,
+    per_chunk: usize,
+    len: usize,
+    /// By `Figures::group`: the group's name and role.
+    groups: Vec<(Arc<str>, Option<super::groups::Role>)>,
+    /// By `Figures::name`.
+    names: Vec<Arc<str>>,
+}
+
+/// Rows a chunk of [`Rows`] holds: 6.8 MB of figures.
+const ROWS_PER_CHUNK: usize = 1 << 16;
+
+impl Rows {
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Row `i` (panics past the end, as indexing does).
+    pub fn get(&self, i: usize) -> InstanceRow<'_> {
+        let f = &self.chunks[i / self.per_chunk][i % self.per_chunk];
+        let (group, role) = &self.groups[f.group as usize];
+        let known = |bit: u8, v: u64| (f.sized & bit != 0).then_some(v);
+        InstanceRow {
+            id: f.id as usize,
+            group,
+            role: *role,
+            seq: f.seq as usize,
+            kind: f.kind,
+            name: &self.names[f.name as usize],
+            bytes: known(1, f.bytes),
+            data_bytes: known(2, f.data_bytes),
+            size: f.size,
+            last_rank: f.last_rank,
+            last_by: f.last_by,
+            last_start: f.last_start,
+            caused: f.caused,
+            wait: f.wait,
+            transfer: f.transfer,
+            start: f.start,
+            end: f.end,
+        }
+    }
+
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = InstanceRow<'_>> + '_ {
+        (0..self.len()).map(|i| self.get(i))
+    }
+
+    pub fn to_vec(&self) -> Vec<InstanceRow<'_>> {
+        self.iter().collect()
+    }
+
+    /// Whether every row is in a temporary file (none: not spilled).
+    pub fn is_spilled(&self) -> bool {
+        !self.chunks.is_empty() && self.chunks.iter().all(Slab::is_spilled)
+    }
+
+    /// Adds `chunk` (a full one, or the last), spilled when `spill` says
+    /// so; held where its file cannot be made (the rows read the same).
+    fn push_chunk(&mut self, chunk: Vec<Figures>, spill: bool) {
+        self.len += chunk.len();
+        let mut chunk = Slab::from(chunk);
+        chunk.vec_mut().shrink_to_fit();
+        if spill {
+            let _ = chunk.spill();
+        }
+        self.chunks.push(chunk);
+    }
+}
+
+impl<'a> IntoIterator for &'a Rows {
+    type Item = InstanceRow<'a>;
+    type IntoIter = Box<dyn ExactSizeIterator<Item = InstanceRow<'a>> + 'a>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        Box::new(self.iter())
+    }
+}
+
+/// Rows for `inst` (the instances of `trace`, in `groups`), in instance
+/// order; spilled to a temporary file when any rank's collectives are
+/// (held where one cannot be made: the results are the same).
+pub fn rows(trace: &Trace, inst: &Instances, groups: &[GroupInfo]) -> Rows {
+    rows_in_chunks(trace, inst, groups, ROWS_PER_CHUNK)
+}
+
+/// [`rows`] in chunks of `per_chunk` (for tests: a few rows a chunk).
+fn rows_in_chunks(trace: &Trace, inst: &Instances, groups: &[GroupInfo], per_chunk: usize) -> Rows {
+    // Each group and kernel name once, for all the rows that show it.
+    let mut group_ids: HashMap<&str, u32> = HashMap::new();
+    let mut name_ids: HashMap<&str, u32> = HashMap::new();
+    let spill = trace.ranks.iter().any(|t| t.ops.is_spilled());
+    let mut out = Rows {
+        per_chunk,
+        ..Rows::default()
+    };
+    let mut figures: Vec<Figures> = Vec::with_capacity(inst.len().min(per_chunk));
+    // Ids and counts fit: instances, ranks and ops are numbered in u32 slots.
+    let id_of = |n: usize| u32::try_from(n).expect("fits in u32");
     for (id, i) in inst.iter().enumerate() {
         let Some((lr, lo, last_by)) = i.latest(trace) else {
             continue;
@@ -173,23 +280,22 @@ pub fn rows(trace: &Trace, inst: &Instances, groups: &[GroupInfo]) -> Vec<Instan
             Some(CollKind::AllGather) => out,
             _ => Some(inb),
         });
-        let name = first.name(first.ops[o0].name);
-        let name = names.entry(name).or_insert_with(|| name.into()).clone();
-        out.push(InstanceRow {
-            id,
-            group: i.group.clone(),
-            role: groups
+        let group = *group_ids.entry(&**i.group).or_insert_with(|| {
+            let role = groups
                 .iter()
                 .find(|g| *g.name == **i.group)
                 .and_then(|g| g.role)
-                .map(|r| r.0),
-            seq: i.seq,
-            kind,
-            name,
-            bytes: sized.map(|s| s.0),
-            data_bytes,
-            size: u32::try_from(i.len()).unwrap_or(u32::MAX),
-            last_rank: trace.ranks[lr].rank,
+                .map(|r| r.0);
+            out.groups.push((i.group.clone(), role));
+            id_of(out.groups.len() - 1)
+        });
+        let name = first.name(first.ops[o0].name);
+        let name = *name_ids.entry(name).or_insert_with(|| {
+            out.names.push(name.into());
+            id_of(out.names.len() - 1)
+        });
+        let bytes = sized.map(|s| s.0);
+        figures.push(Figures {
             last_by,
             last_start,
             caused: next.map_or(Ns::ZERO, |(.., w)| w.min(last_by)),
@@ -197,7 +303,25 @@ pub fn rows(trace: &Trace, inst: &Instances, groups: &[GroupInfo]) -> Vec<Instan
             transfer: trace.ranks[lr].ops[lo].dur,
             start,
             end,
+            bytes: bytes.unwrap_or(0),
+            data_bytes: data_bytes.unwrap_or(0),
+            id: id_of(id),
+            group,
+            seq: id_of(i.seq),
+            name,
+            size: u32::try_from(i.len()).unwrap_or(u32::MAX),
+            last_rank: trace.ranks[lr].rank,
+            kind,
+            sized: u8::from(bytes.is_some()) | u8::from(data_bytes.is_some()) << 1,
+            pad: [0; 6],
         });
+        if figures.len() == per_chunk {
+            out.push_chunk(std::mem::take(&mut figures), spill);
+            figures.reserve(per_chunk);
+        }
+    }
+    if !figures.is_empty() {
+        out.push_chunk(figures, spill);
     }
     out
 }
@@ -231,45 +355,58 @@ fn percentile(sorted: &[Ns], p: f64) -> Ns {
 }
 
 /// `rows` grouped by (kind, size, group, group size), most wait first.
-pub fn grouped(rows: &[InstanceRow]) -> Vec<GroupRow> {
-    type Key = (Option<&'static str>, Option<u64>, Arc<str>, u32);
-    let mut by: BTreeMap<Key, Vec<&InstanceRow>> = BTreeMap::new();
+pub fn grouped<'a>(rows: impl IntoIterator<Item = InstanceRow<'a>>) -> Vec<GroupRow> {
+    type Key<'a> = (Option<&'static str>, Option<u64>, &'a str, u32);
+    /// What a group's rows add up to (a transfer time per row, for the
+    /// percentiles; the rows themselves are not kept).
+    struct Sums {
+        first: (Option<CollKind>, Option<super::groups::Role>),
+        transfers: Vec<Ns>,
+        moved: f64,
+        time: f64,
+        blame: BTreeMap<u32, Ns>,
+        wait: Ns,
+    }
+    let mut by: BTreeMap<Key<'a>, Sums> = BTreeMap::new();
     for r in rows {
-        let key = (r.kind.map(|k| k.name()), r.bytes, r.group.clone(), r.size);
-        by.entry(key).or_default().push(r);
+        let key = (r.kind.map(|k| k.name()), r.bytes, r.group, r.size);
+        let s = by.entry(key).or_insert_with(|| Sums {
+            first: (r.kind, r.role),
+            transfers: Vec::new(),
+            moved: 0.0,
+            time: 0.0,
+            blame: BTreeMap::new(),
+            wait: Ns::ZERO,
+        });
+        s.transfers.push(r.transfer);
+        if let (Some(bw), true) = (r.busbw(), r.transfer > Ns::ZERO) {
+            let secs = r.transfer.as_f64() / 1e9;
+            s.moved += bw * secs;
+            s.time += secs;
+        }
+        *s.blame.entry(r.last_rank).or_default() += r.caused;
+        s.wait += r.wait;
     }
     let mut out: Vec<GroupRow> = by
-        .into_values()
-        .map(|rs| {
-            let mut transfers: Vec<Ns> = rs.iter().map(|r| r.transfer).collect();
-            transfers.sort_unstable();
-            let (mut moved, mut time) = (0.0, 0.0);
-            for r in &rs {
-                if let (Some(bw), true) = (r.busbw(), r.transfer > Ns::ZERO) {
-                    let secs = r.transfer.as_f64() / 1e9;
-                    moved += bw * secs;
-                    time += secs;
-                }
-            }
-            let mut blame: BTreeMap<u32, Ns> = BTreeMap::new();
-            for r in &rs {
-                *blame.entry(r.last_rank).or_default() += r.caused;
-            }
-            let culprit = blame
+        .into_iter()
+        .map(|((_, bytes, group, size), mut s)| {
+            s.transfers.sort_unstable();
+            let culprit = s
+                .blame
                 .into_iter()
                 .filter(|&(_, c)| c > Ns::ZERO)
                 .max_by_key(|&(rank, c)| (c, std::cmp::Reverse(rank)));
             GroupRow {
-                kind: rs[0].kind,
-                bytes: rs[0].bytes,
-                group: rs[0].group.to_string(),
-                role: rs[0].role,
-                size: rs[0].size as usize,
-                count: rs.len(),
-                transfer_p50: percentile(&transfers, 50.0),
-                transfer_p95: percentile(&transfers, 95.0),
-                busbw: (time > 0.0).then(|| moved / time),
-                wait: rs.iter().map(|r| r.wait).sum(),
+                kind: s.first.0,
+                bytes,
+                group: group.to_owned(),
+                role: s.first.1,
+                size: size as usize,
+                count: s.transfers.len(),
+                transfer_p50: percentile(&s.transfers, 50.0),
+                transfer_p95: percentile(&s.transfers, 95.0),
+                busbw: (s.time > 0.0).then(|| s.moved / s.time),
+                wait: s.wait,
                 culprit,
             }
         })
@@ -294,7 +431,7 @@ pub struct FitRow {
 /// Hockney fits over the transfer part of the instances (the wait for late
 /// members left out), per (kind, role, group size) with ≥ 2 distinct sizes:
 /// the groups of one role (four tp pairs) share a shape and a fabric.
-pub fn fits(rows: &[InstanceRow]) -> Vec<FitRow> {
+pub fn fits<'a>(rows: impl IntoIterator<Item = InstanceRow<'a>>) -> Vec<FitRow> {
     type Key = (CollKind, String, usize);
     let mut by: BTreeMap<Key, Vec<(f64, f64)>> = BTreeMap::new();
     for r in rows {
@@ -358,8 +495,34 @@ mod tests {
         assert_eq!(rows.len(), 2);
         let inst = instances(&t);
         let steps = |r: &InstanceRow| r.members(&t, &inst).map(|m| m.step(&t)).collect::<Vec<_>>();
-        assert_eq!(steps(&rows[0]), [Some(7), Some(7)]);
-        assert_eq!(steps(&rows[1]), [None, None]);
+        assert_eq!(steps(&rows.get(0)), [Some(7), Some(7)]);
+        assert_eq!(steps(&rows.get(1)), [None, None]);
+    }
+
+    /// Rows spilled with the ranks' collectives, four to a chunk here (51
+    /// collectives: 13 chunks, the last of 3), read as the held ones, with
+    /// the group and kernel names they index; held when no rank is spilled.
+    #[test]
+    fn spilled_rows_read_as_held_ones() {
+        let mut t = trace(&crate::synth::training_run(&Default::default()));
+        let inst = instances(&t);
+        let groups = crate::derive::groups::infer(&t);
+        let held = rows(&t, &inst, &groups);
+        assert_eq!(held.len(), 51);
+        assert!(!held.is_spilled());
+        assert!(!rows_in_chunks(&t, &inst, &groups, 4).is_spilled());
+        for r in &mut t.ranks {
+            r.ops.spill().unwrap();
+        }
+        let spilled = rows_in_chunks(&t, &inst, &groups, 4);
+        assert_eq!(spilled.chunks.len(), 13);
+        assert_eq!(spilled.chunks[12].len(), 3);
+        assert!(spilled.is_spilled());
+        assert_eq!(spilled.to_vec(), held.to_vec());
+        let r = spilled.get(50);
+        assert_eq!((r.id, r.group, r.size), (50, "0", 8));
+        assert!(r.name.starts_with("ncclDevKernel_"), "{}", r.name);
+        assert_eq!(grouped(&spilled), grouped(&held));
     }
 
     #[test]
@@ -369,7 +532,7 @@ mod tests {
         let inst = instances(&t);
         let rows = rows(&t, &inst, &[]);
         assert_eq!(rows.len(), 1);
-        let r = &rows[0];
+        let r = &rows.get(0);
         assert_eq!((r.last_rank, r.last_by), (1, Ns(30_000)));
         assert_eq!((r.size, r.last_start), (2, Ns(40_000)));
         assert_eq!(r.wait, Ns(30_000));
@@ -395,7 +558,8 @@ mod tests {
     #[test]
     fn grouping_blames_the_rank_that_caused_most_wait() {
         let t = trace(&crate::synth::late_pair());
-        let mut rows = rows(&t, &instances(&t), &[]);
+        let rows = rows(&t, &instances(&t), &[]);
+        let mut rows = rows.to_vec();
         // A second instance of the same shape where rank 0 is 5 µs late.
         let mut second = rows[0].clone();
         second.id = 1;
@@ -405,7 +569,7 @@ mod tests {
         second.caused = Ns(5_000);
         second.transfer = Ns(40_000);
         rows.push(second);
-        let g = grouped(&rows);
+        let g = grouped(rows);
         assert_eq!(g.len(), 1);
         let g = &g[0];
         assert_eq!(g.count, 2);
@@ -419,9 +583,10 @@ mod tests {
     #[test]
     fn hockney_per_kind_and_group() {
         let t = trace(&crate::synth::late_pair());
-        let one = rows(&t, &instances(&t), &[]);
+        let rows = rows(&t, &instances(&t), &[]);
+        let one = rows.to_vec();
         // One size: no fit.
-        assert!(fits(&one).is_empty());
+        assert!(fits(one.iter().cloned()).is_empty());
         // Sizes 4 and 8 B taking 20 and 30 µs: α = 10 µs, β = 2.5 µs/B.
         let mut two = one.clone();
         two.push(InstanceRow {
@@ -431,7 +596,7 @@ mod tests {
             transfer: Ns(30_000),
             ..one[0].clone()
         });
-        let f = fits(&two);
+        let f = fits(two);
         assert_eq!(f.len(), 1);
         assert_eq!(
             (f[0].kind, f[0].sizes, f[0].line.points),

@@ -257,7 +257,7 @@ fn waits<W: Write>(ctx: &Ctx, ev: &mut Events<W>) -> std::io::Result<()> {
     let mut named = std::collections::HashSet::new();
     for c in ctx.collective_rows() {
         for m in ctx
-            .members(c)
+            .members(&c)
             .filter(|m| m.wait > Ns::ZERO && m.rank != c.last_rank)
         {
             if named.insert(m.rank) {
@@ -276,7 +276,7 @@ fn waits<W: Write>(ctx: &Ctx, ev: &mut Events<W>) -> std::io::Result<()> {
             }
             let args = json(serde_json::json!({
                 "collective_id": c.id,
-                "group": &*c.group,
+                "group": c.group,
                 "kind": c.kind.map(|k| k.name()),
                 "waited_for": c.last_rank,
             }));

@@ -357,12 +357,14 @@ fn collective_batches(
     let mut from = 0;
     loop {
         let (mut to, mut members) = (from, 0);
-        while to < all.len() && (to == from || members + all[to].size as usize <= MEMBERS_PER_BATCH)
+        while to < all.len()
+            && (to == from || members + all.get(to).size as usize <= MEMBERS_PER_BATCH)
         {
-            members += all[to].size as usize;
+            members += all.get(to).size as usize;
             to += 1;
         }
-        take(collectives_of(ctx, schema, &all[from..to]).map_err(|e| e.to_string())?)?;
+        let batch: Vec<_> = (from..to).map(|i| all.get(i)).collect();
+        take(collectives_of(ctx, schema, &batch).map_err(|e| e.to_string())?)?;
         if to == all.len() {
             return Ok(());
         }
@@ -386,11 +388,7 @@ fn collectives_of(
             each().map(|(r, _)| u32_of(r.id)),
         )),
         // Byte arrays need an iterator of known length; `each` is a flat map.
-        Arc::new(
-            each()
-                .map(|(r, _)| Some(&*r.group))
-                .collect::<StringArray>(),
-        ),
+        Arc::new(each().map(|(r, _)| Some(r.group)).collect::<StringArray>()),
         labels(each().map(|(r, _)| r.role.map(|k| k.name()))),
         Arc::new(UInt32Array::from_iter_values(
             each().map(|(r, _)| u32_of(r.seq)),

@@ -134,7 +134,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// Each matched collective as a row: members, waits, the last to arrive.
-    pub fn collective_rows(&self) -> &[crate::derive::instances::InstanceRow] {
+    pub fn collective_rows(&self) -> &crate::derive::instances::Rows {
         &self.derived.collectives
     }
 

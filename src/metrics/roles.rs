@@ -137,8 +137,8 @@ pub fn comm_wait_by_role(ctx: &Ctx) -> Outcome {
     let mut sums: Vec<Vec<Ns>> = vec![vec![Ns::ZERO; l.names.len()]; n];
     let mut matched = vec![false; n];
     for c in ctx.collective_rows() {
-        let i = l.of_group.get(&*c.group).copied().unwrap_or(0);
-        for m in ctx.members(c) {
+        let i = l.of_group.get(c.group).copied().unwrap_or(0);
+        for m in ctx.members(&c) {
             let (t, op) = m.of(ctx.trace);
             if t.counts(op.step) {
                 sums[m.index as usize][i] += m.wait;
@@ -174,13 +174,13 @@ pub fn busbw_by_role(ctx: &Ctx) -> Outcome {
     for c in ctx.collective_rows() {
         if !whole
             && !ctx
-                .members(c)
+                .members(&c)
                 .any(|m| ctx.ranks.iter().any(|r| r.rank == m.rank))
         {
             continue;
         }
         if let Some(bw) = c.busbw().filter(|_| c.transfer > Ns::ZERO) {
-            let i = l.of_group.get(&*c.group).copied().unwrap_or(0);
+            let i = l.of_group.get(c.group).copied().unwrap_or(0);
             let secs = ns_to_s(c.transfer);
             moved[i] += bw * secs;
             time[i] += secs;
@@ -207,7 +207,7 @@ pub fn busbw_by_role(ctx: &Ctx) -> Outcome {
 /// The Hockney fits per kind and role; the value is the fit over the most
 /// instances, each fit a part labelled `kind role`.
 fn fit_parts(ctx: &Ctx, pick: fn(&FitRow) -> f64) -> Outcome {
-    let fs = fits(ctx.collective_rows());
+    let fs = fits(ctx.collective_rows().iter());
     let Some(main) = fs.iter().max_by_key(|f| f.line.points) else {
         return Outcome::na(
             "needs collectives matched across ≥ 2 ranks of one kind and group role in at least 2 distinct sizes",

@@ -36,14 +36,14 @@ fn per_step_saving<'c, P>(
         .collect();
     let mut saved: Vec<Ns> = vec![Ns::ZERO; ctx.ranks.len()];
     for c in ctx.collective_rows() {
-        let whole = per_collective(c);
-        for m in ctx.members(c) {
+        let whole = per_collective(&c);
+        for m in ctx.members(&c) {
             let Some(&i) = index.get(&m.rank) else {
                 continue;
             };
             let t = ctx.ranks[i];
             if t.counts(t.ops[m.op as usize].step) {
-                saved[i] += per_member(c, &whole, &m).unwrap_or(Ns::ZERO).max(Ns::ZERO);
+                saved[i] += per_member(&c, &whole, &m).unwrap_or(Ns::ZERO).max(Ns::ZERO);
             }
         }
     }

@@ -134,6 +134,36 @@ impl<'a> Instance<'a> {
     }
 }
 
+/// A matched collective's figures as held (`derive::instances::Rows` makes
+/// and reads them): plain values, its group and kernel name by index, so
+/// that a run's rows can go to a temporary file with its collectives (see
+/// `slab`). 104 bytes, where a row with its names and options took 152.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(C)]
+pub struct Figures {
+    pub last_by: Ns,
+    pub last_start: Ns,
+    pub caused: Ns,
+    pub wait: Ns,
+    pub transfer: Ns,
+    pub start: Ns,
+    pub end: Ns,
+    /// Message bytes and nccl-tests' S, each known where `sized` says so.
+    pub bytes: u64,
+    pub data_bytes: u64,
+    pub id: u32,
+    pub group: u32,
+    pub seq: u32,
+    pub name: u32,
+    pub size: u32,
+    pub last_rank: u32,
+    pub kind: Option<super::CollKind>,
+    /// Bit 0: `bytes` is known; bit 1: `data_bytes` is.
+    pub sized: u8,
+    /// Written as zeros: a plain value has no padding.
+    pub pad: [u8; 6],
+}
+
 /// The group of collectives that record none.
 pub const DEFAULT: &str = "default";
 
@@ -155,7 +185,7 @@ const SPILLED_SEQ: usize = 1024;
 pub fn instances(trace: &Trace) -> Instances {
     let spill = trace.ranks.iter().any(|t| t.ops.is_spilled());
     // group -> (rank index, its op indices in start order).
-    let mut seqs: BTreeMap<&str, Vec<(u32, Vec<u32>)>> = BTreeMap::new();
+    let mut seqs: BTreeMap<&str, Vec<(u32, Slab<u32>)>> = BTreeMap::new();
     // Indices fit: ranks and ops are numbered in u32 slots.
     for (ri, t) in (0u32..).zip(&trace.ranks) {
         // The rank's groups by their name's id: a lookup of 4 bytes per op,
@@ -177,6 +207,15 @@ pub fn instances(trace: &Trace) -> Instances {
             all.sort_unstable();
         }
         for (g, ops) in named {
+            let mut ops = Slab::from(ops);
+            // Spilled as each rank's are made, so that the run's are never
+            // held at once. A map costs a file and a page: shorter
+            // sequences stay held. So does one whose file cannot be made:
+            // it is a fourteenth of the collectives' size, and what is
+            // computed from it the same.
+            if spill && ops.len() >= SPILLED_SEQ {
+                let _ = ops.spill();
+            }
             seqs.entry(g).or_default().push((ri, ops));
         }
     }
@@ -187,10 +226,9 @@ pub fn instances(trace: &Trace) -> Instances {
         }
         // Up to the shortest sequence: a cut-off trace misses the last calls.
         let n = ranks.iter().map(|(_, ops)| ops.len()).min().unwrap_or(0);
-        let (ranks, mut ops): (Vec<u32>, Vec<Vec<u32>>) = ranks.into_iter().unzip();
+        let (ranks, mut ops): (Vec<u32>, Vec<Slab<u32>>) = ranks.into_iter().unzip();
         for o in &mut ops {
             o.truncate(n);
-            o.shrink_to_fit();
         }
         let g = u32::try_from(out.groups.len()).expect("groups fit in u32");
         let kind =
@@ -203,15 +241,6 @@ pub fn instances(trace: &Trace) -> Instances {
             }
             out.ids
                 .push((g, u32::try_from(seq).expect("ops fit in u32")));
-        }
-        let mut ops: Vec<Slab<u32>> = ops.into_iter().map(Slab::from).collect();
-        if spill {
-            // A map costs a file and a page: shorter sequences stay held.
-            // So does one whose file cannot be made: it is a fourteenth of
-            // the collectives' size, and what is computed from it the same.
-            for o in ops.iter_mut().filter(|o| o.len() >= SPILLED_SEQ) {
-                let _ = o.spill();
-            }
         }
         out.groups.push(Seqs {
             name: name.into(),

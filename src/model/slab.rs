@@ -16,6 +16,7 @@
 use std::io::Write;
 use std::ops::{Deref, DerefMut};
 
+use super::collectives::Figures;
 use super::intervals::Interval;
 use super::timeline::{Activity, PackedWork, Slot};
 use super::{CollKind, DeviceOp, KernelClass, Ns, StrId};
@@ -45,6 +46,13 @@ const _: () = {
         + 2 * size_of::<Slot>();
     assert!(size_of::<DeviceOp>() == fields);
     assert!(size_of::<Interval>() == 2 * size_of::<Ns>());
+    let figures = 7 * size_of::<Ns>()
+        + 2 * size_of::<u64>()
+        + 6 * size_of::<u32>()
+        + size_of::<Option<CollKind>>()
+        + size_of::<u8>()
+        + 6;
+    assert!(size_of::<Figures>() == figures);
 };
 
 // SAFETY: no padding (asserted above); its fields are integers and enums
@@ -52,6 +60,9 @@ const _: () = {
 unsafe impl Plain for DeviceOp {}
 // SAFETY: two integers, no padding (asserted above).
 unsafe impl Plain for Interval {}
+// SAFETY: integers and a fieldless enum's option, no padding (asserted
+// above).
+unsafe impl Plain for Figures {}
 // SAFETY: an integer.
 unsafe impl Plain for u32 {}
 
@@ -132,6 +143,17 @@ impl<T: Plain> Slab<T> {
 
     pub fn is_spilled(&self) -> bool {
         matches!(self.0, Store::Spilled(_))
+    }
+
+    /// Keeps the first `n` values (a spilled slab keeps its file).
+    pub fn truncate(&mut self, n: usize) {
+        match &mut self.0 {
+            Store::Held(v) => {
+                v.truncate(n);
+                v.shrink_to_fit();
+            }
+            Store::Spilled(s) => s.len = s.len.min(n),
+        }
     }
 
     /// The values as a vector to grow or cut: spilled ones are read back.
@@ -278,6 +300,24 @@ mod tests {
         assert!(!o.is_spilled());
         assert_eq!(o.len(), 1001);
         assert_eq!(copy.into_vec(), shifted);
+    }
+
+    /// Cut to its first values, held or spilled alike (a group's
+    /// sequences are cut to the shortest rank's).
+    #[test]
+    fn a_slab_is_cut_where_it_is_kept() {
+        let values: Vec<u32> = (0..5000).collect();
+        let mut held = Slab::from(values.clone());
+        let mut spilled = Slab::from(values);
+        spilled.spill().unwrap();
+        for n in [6000, 4096, 3] {
+            held.truncate(n);
+            spilled.truncate(n);
+            assert!(spilled.is_spilled() && !held.is_spilled());
+            assert_eq!(held, spilled);
+            assert_eq!(spilled.len(), n.min(5000));
+        }
+        assert_eq!(&spilled[..], &[0, 1, 2]);
     }
 
     #[test]

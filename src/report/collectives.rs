@@ -50,7 +50,7 @@ pub struct View<'a> {
     pub trace: &'a crate::model::Trace,
     /// The run's matched instances (the rows' members).
     pub instances: &'a crate::model::collectives::Instances,
-    pub rows: &'a [InstanceRow],
+    pub rows: &'a [InstanceRow<'a>],
     pub groups: &'a [GroupRow],
     pub fits: &'a [FitRow],
     /// The process groups and their roles.
@@ -196,7 +196,7 @@ fn table(
                 "{:>5}  {:<14}  {:<10}  {:<5}  {:>3}  {:>10}  {:>12}  {:>10}  {:>10}  {:>9}  {:>9}  {:>5}  {:>10}",
                 r.id,
                 kind(r.kind),
-                super::safe::text(&r.group),
+                super::safe::text(r.group),
                 role(r.role),
                 r.size,
                 bytes(r.bytes),
@@ -360,10 +360,10 @@ fn to_json(
             json!({
                 "id": r.id,
                 "kind": r.kind.map(|k| k.name()),
-                "group": &*r.group,
+                "group": r.group,
                 "role": r.role.map(Role::name),
                 "seq": r.seq,
-                "name": &*r.name,
+                "name": r.name,
                 "bytes": r.bytes,
                 "start_ns": r.start,
                 "end_ns": r.end,

@@ -50,7 +50,7 @@ pub struct Data {
     /// index, op index) its instance, for the Timeline's details.
     pub instances: Instances,
     /// Each matched collective as a row (the Collectives tab).
-    pub collectives: Vec<crate::derive::instances::InstanceRow>,
+    pub collectives: crate::derive::instances::Rows,
     pub instance_of: InstanceOf,
     /// When each matched collective's last member started: a rank's waits
     /// in them are made from it as its lanes are (not held for every rank).
@@ -221,7 +221,7 @@ struct Common {
     verdict: Verdict,
     arrivals: Arrivals,
     instances: Instances,
-    collectives: Vec<crate::derive::instances::InstanceRow>,
+    collectives: crate::derive::instances::Rows,
     instance_of: InstanceOf,
     /// When each matched collective's last member started: a rank's waits
     /// in them, made as its lanes are (not held for every rank at once).

@@ -341,7 +341,7 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
 }
 
 /// Under `--pages always` every rank's collectives are kept in a temporary
-/// file, not in memory (`model::ops`): the Summary says so, and the
+/// file, not in memory (`model::slab`): the Summary says so, and the
 /// Collectives and Stragglers tabs, which read every member of every
 /// collective, show what they show with the collectives held.
 #[test]

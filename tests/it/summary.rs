@@ -496,7 +496,7 @@ impl Drop for Removes {
 }
 
 /// `--pages always` keeps every rank's collectives in a temporary file
-/// (`model::ops`): the metrics are those of the traces. With no temporary
+/// (`model::slab`): the metrics are those of the traces. With no temporary
 /// folder they stay in memory, with a warning that is not kept with the
 /// results (the next run, elsewhere, may spill).
 #[test]

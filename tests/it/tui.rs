@@ -912,7 +912,7 @@ fn collectives_tab_opens_an_instance_on_the_timeline() {
     a.update(Action::Open);
     assert_eq!(a.tab, Tab("Timeline"));
     let t = a.state::<TimelineState>().unwrap();
-    let first = &rows[0];
+    let first = rows.get(0);
     let last_start = first
         .members(&a.data.trace, &a.data.instances)
         .map(|m| m.start)

@@ -94,7 +94,7 @@ impl CollectivesState {
             let o = if self.grouped {
                 compare_groups(&self.groups[a], &self.groups[b], c)
             } else {
-                compare_instances(&data.collectives[a], &data.collectives[b], c)
+                compare_instances(&data.collectives.get(a), &data.collectives.get(b), c)
             };
             (if desc { o.reverse() } else { o }).then(a.cmp(&b))
         });
@@ -109,7 +109,7 @@ impl CollectivesState {
         if self.grouped {
             return None;
         }
-        let r = &data.collectives[*self.shown.get(self.selected)?];
+        let r = data.collectives.get(*self.shown.get(self.selected)?);
         let longest = r
             .members(&data.trace, &data.instances)
             .max_by_key(|m| m.wait)?;
@@ -126,7 +126,7 @@ impl CollectivesState {
                 "{} #{} in group {}: {} members, rank {} last by {} (Backspace: back)",
                 r.kind.map_or("collective", |k| k.name()),
                 r.seq,
-                group_text(r.role, &r.group),
+                group_text(r.role, r.group),
                 r.size,
                 r.last_rank,
                 human(r.last_by)
@@ -194,7 +194,7 @@ fn compare_instances(a: &InstanceRow, b: &InstanceRow, c: usize) -> Ordering {
     let bw = |r: &InstanceRow| r.busbw().unwrap_or(-1.0);
     match c {
         1 => a.kind.map(|k| k.name()).cmp(&b.kind.map(|k| k.name())),
-        2 => a.group.cmp(&b.group),
+        2 => a.group.cmp(b.group),
         3 => a.size.cmp(&b.size),
         4 => a.bytes.cmp(&b.bytes),
         5 => a.wait.cmp(&b.wait),
@@ -357,12 +357,12 @@ pub fn render(state: &CollectivesState, data: &Data, theme: Theme, area: Rect, b
                 .shown
                 .iter()
                 .map(|&i| {
-                    let r = &rows[i];
+                    let r = rows.get(i);
                     Row {
                         cells: vec![
                             Span::raw(r.id.to_string()),
                             Span::raw(kind(r.kind)),
-                            Span::raw(group_text(r.role, &r.group)),
+                            Span::raw(group_text(r.role, r.group)),
                             Span::raw(r.size.to_string()),
                             Span::raw(size(r.bytes)),
                             Span::raw(human(r.wait)),
