@@ -83,6 +83,24 @@ pub fn write_rank<W: Write>(
     bytes: u64,
     mix: Mix,
 ) -> io::Result<()> {
+    write_rank_in_groups(w, layout, rank, ranks, bytes, mix, ranks)
+}
+
+/// [`write_rank`] with the collectives issued in process groups of `group`
+/// consecutive ranks (group `rank / group`, named by that number), as
+/// tensor-parallel groups of 8 are: a collective per `group` communication
+/// ops, where one group of every rank has a collective per `ranks`.
+pub fn write_rank_in_groups<W: Write>(
+    w: &mut W,
+    layout: Layout,
+    rank: u32,
+    ranks: u32,
+    bytes: u64,
+    mix: Mix,
+    group: u32,
+) -> io::Result<()> {
+    let group = group.clamp(1, ranks.max(1));
+    let (pg, first_rank) = (rank / group, rank / group * group);
     let mut w = Counted { w, n: 0 };
     write!(
         w,
@@ -178,7 +196,7 @@ pub fn write_rank<W: Write>(
                 layout,
                 format_args!("\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"{kernel}\", \"pid\": 0, \"tid\": 20"),
                 format_args!("\"ts\": {join:.3}, \"dur\": {:.3}", leave - join),
-                Some(format_args!("\"External id\": {corr}, \"device\": 0, \"stream\": 20, \"correlation\": {corr}, \"grid\": [16, 1, 1], \"block\": [512, 1, 1], \"Collective name\": \"{coll}\", \"In msg nelems\": 2097152, \"Out msg nelems\": {}, \"Group size\": {ranks}, \"dtype\": \"BFloat16\", \"Process Group Name\": \"0\", \"Process Group Ranks\": \"[0, ..., {}]\"", 2_097_152 * u64::from(ranks), ranks - 1)),
+                Some(format_args!("\"External id\": {corr}, \"device\": 0, \"stream\": 20, \"correlation\": {corr}, \"grid\": [16, 1, 1], \"block\": [512, 1, 1], \"Collective name\": \"{coll}\", \"In msg nelems\": 2097152, \"Out msg nelems\": {}, \"Group size\": {group}, \"dtype\": \"BFloat16\", \"Process Group Name\": \"{pg}\", \"Process Group Ranks\": \"[{first_rank}, ..., {}]\"", 2_097_152 * u64::from(group), first_rank + group - 1)),
             )?;
             cpu += 6.0;
             corr += 1;

@@ -890,6 +890,41 @@ fn a_heatmap_cell_drills_down_to_the_rank_and_step() {
     assert_eq!(t.lane, 1);
 }
 
+/// The Collectives tab makes only the rows on screen: scrolled to the end
+/// of the sample's 51 collectives, the last rows are drawn, the first are
+/// not, and Enter opens the last one.
+#[test]
+fn collectives_tab_draws_the_rows_scrolled_to() {
+    let mut a = app(sample(), (120, 20));
+    a.update(Action::SelectTab(Tab("Collectives")));
+    let first_cell = |screen: &str| -> Vec<String> {
+        screen
+            .lines()
+            .filter_map(|l| l.split_whitespace().next())
+            .filter(|c| c.parse::<u32>().is_ok())
+            .map(str::to_owned)
+            .collect()
+    };
+    let top = first_cell(&text(draw(&a).buffer()));
+    assert_eq!(top.first().map(String::as_str), Some("0"), "{top:?}");
+    a.update(Action::End);
+    let screen = text(draw(&a).buffer());
+    let ids = first_cell(&screen);
+    assert_eq!(ids.last().map(String::as_str), Some("50"), "{screen}");
+    assert!(!ids.contains(&"0".to_owned()), "{screen}");
+    // As many rows as fit, consecutive up to the last.
+    let n: Vec<u32> = ids.iter().map(|i| i.parse().unwrap()).collect();
+    assert!(
+        n.len() > 5 && n.windows(2).all(|w| w[1] == w[0] + 1),
+        "{n:?}"
+    );
+    a.update(Action::Open);
+    assert_eq!(a.tab, Tab("Timeline"));
+    let t = a.state::<TimelineState>().unwrap();
+    let msg = t.message.clone().unwrap();
+    assert!(msg.contains("#50"), "{msg}");
+}
+
 /// Enter on a Collectives row shows the instance on the Timeline: every
 /// member's op in view, the cursor where the last member started; `c`
 /// groups the rows.

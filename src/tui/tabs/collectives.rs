@@ -16,7 +16,7 @@ use crate::tui::action::Action;
 use crate::tui::data::Data;
 use crate::tui::tabs::{Jump, Needs, TabCtx, TabSpec, TabView};
 use crate::tui::theme::Theme;
-use crate::tui::widgets::table::{self, col, moved, Column, Hit, Row, Table};
+use crate::tui::widgets::table::{self, col, moved, offset, Column, Hit, Row, Table};
 
 // Who was late comes before the bandwidth: on a narrow terminal the
 // columns on the right are cut first.
@@ -326,11 +326,15 @@ pub fn render(state: &CollectivesState, data: &Data, theme: Theme, area: Rect, b
     Line::from(by_role).render(Rect::new(area.x, area.y + 1, area.width, 1), buf);
     let origin = rows.iter().map(|r| r.start).min().unwrap_or(Ns::ZERO);
     let kind = |k: Option<crate::model::CollKind>| k.map_or("?", |k| k.name());
+    // Only the rows on screen are made: a run has millions of collectives
+    // (made each frame, every row took 0.3 GB and its time to format).
+    let table = table_area(area);
+    let visible = usize::from(table.height.saturating_sub(1));
+    let first = offset(state.selected, visible);
+    let on_screen = state.shown.iter().skip(first).take(visible);
     let lines: Vec<Row> =
         if state.grouped {
-            state
-                .shown
-                .iter()
+            on_screen
                 .map(|&i| {
                     let g = &state.groups[i];
                     Row {
@@ -353,9 +357,7 @@ pub fn render(state: &CollectivesState, data: &Data, theme: Theme, area: Rect, b
                 })
                 .collect()
         } else {
-            state
-                .shown
-                .iter()
+            on_screen
                 .map(|&i| {
                     let r = rows.get(i);
                     Row {
@@ -385,11 +387,12 @@ pub fn render(state: &CollectivesState, data: &Data, theme: Theme, area: Rect, b
     Table {
         columns: state.columns(),
         rows: lines,
-        selected: (!state.shown.is_empty()).then_some(state.selected),
+        // Within the rows made, which start at `first`.
+        selected: (!state.shown.is_empty()).then_some(state.selected - first),
         sort: Some(state.sort[usize::from(state.grouped)]),
         theme,
     }
-    .render(table_area(area), buf);
+    .render(table, buf);
 }
 
 pub const TAB: TabSpec = TabSpec {
