@@ -13,7 +13,7 @@
 # Prints Markdown tables and writes them to target/bench/summary.md.
 #
 #   scripts/bench_summary.sh             # 500 MB/16 ranks, 2 GB/64 ranks, 1,024 ranks, collectives
-#                                        # alone (3 GB/64 ranks)
+#                                        # alone (3 GB/64 ranks, in one group and in groups of 8)
 #   ONLY=1024r scripts/bench_summary.sh  # one set
 #   SHARDS=8 scripts/bench_summary.sh    # shard processes in the fan-out (default 4)
 set -euo pipefail
@@ -24,9 +24,12 @@ mkdir -p "$out"
 build
 bin=target/release/ccl-bench
 shards=${SHARDS:-4}
-# The last set is the collectives alone (the cross-rank pass's memory at its
-# largest for the JSON's size: 4.4 million communication ops, kept on disk).
-sets=("500mb_16r 16 500" "2gb_64r 64 2000" "1024r 1024 300" "coll_64r 64 3000 --one-line --collectives")
+# The last sets are the collectives alone (the cross-rank pass's memory at its
+# largest for the JSON's size: 4.4 million communication ops, kept on disk),
+# in one group of all 64 ranks and in groups of 8 (eight times the
+# collectives, a row each).
+sets=("500mb_16r 16 500" "2gb_64r 64 2000" "1024r 1024 300" "coll_64r 64 3000 --one-line --collectives"
+    "coll_g8 64 3000 --one-line --collectives --groups-of 8")
 if [ -n "${ONLY:-}" ]; then
     for s in "${sets[@]}"; do [[ "$s" == "$ONLY "* ]] && sets=("$s"); done
 fi
