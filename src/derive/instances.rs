@@ -142,7 +142,7 @@ impl Member {
 /// bytes each) held in memory or, when the run's collectives are, spilled
 /// to a temporary file with them (see `model::slab`), plus the group and
 /// kernel names they index (a handful).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Rows {
     /// In chunks of [`ROWS_PER_CHUNK`], each spilled as it is made, so that
     /// a run's are never all held at once.
@@ -157,6 +157,18 @@ pub struct Rows {
 
 /// Rows a chunk of [`Rows`] holds: 6.8 MB of figures.
 const ROWS_PER_CHUNK: usize = 1 << 16;
+
+impl Default for Rows {
+    fn default() -> Self {
+        Self {
+            chunks: Vec::new(),
+            per_chunk: ROWS_PER_CHUNK,
+            len: 0,
+            groups: Vec::new(),
+            names: Vec::new(),
+        }
+    }
+}
 
 impl Rows {
     pub fn len(&self) -> usize {
@@ -208,10 +220,10 @@ impl Rows {
 
     /// Adds `chunk` (a full one, or the last), spilled when `spill` says
     /// so; held where its file cannot be made (the rows read the same).
-    fn push_chunk(&mut self, chunk: Vec<Figures>, spill: bool) {
+    fn push_chunk(&mut self, mut chunk: Vec<Figures>, spill: bool) {
         self.len += chunk.len();
+        chunk.shrink_to_fit();
         let mut chunk = Slab::from(chunk);
-        chunk.vec_mut().shrink_to_fit();
         if spill {
             let _ = chunk.spill();
         }
@@ -240,7 +252,7 @@ fn rows_in_chunks(trace: &Trace, inst: &Instances, groups: &[GroupInfo], per_chu
     // Each group and kernel name once, for all the rows that show it.
     let mut group_ids: HashMap<&str, u32> = HashMap::new();
     let mut name_ids: HashMap<&str, u32> = HashMap::new();
-    let spill = trace.ranks.iter().any(|t| t.ops.is_spilled());
+    let spill = trace.collectives_spilled();
     let mut out = Rows {
         per_chunk,
         ..Rows::default()

@@ -183,7 +183,7 @@ const SPILLED_SEQ: usize = 1024;
 /// sequences go to one too (4 bytes a communication op); where one cannot
 /// be made they stay held.
 pub fn instances(trace: &Trace) -> Instances {
-    let spill = trace.ranks.iter().any(|t| t.ops.is_spilled());
+    let spill = trace.collectives_spilled();
     // group -> (rank index, its op indices in start order).
     let mut seqs: BTreeMap<&str, Vec<(u32, Slab<u32>)>> = BTreeMap::new();
     // Indices fit: ranks and ops are numbered in u32 slots.

@@ -27,6 +27,13 @@ pub struct Trace {
 }
 
 impl Trace {
+    /// Whether any rank's collectives were spilled to a temporary file (a
+    /// lean load past `load::HELD_COMM_OPS`): what is made per collective
+    /// from them goes to one too.
+    pub fn collectives_spilled(&self) -> bool {
+        self.ranks.iter().any(|t| t.ops.is_spilled())
+    }
+
     /// Nothing was loaded: no timelines, memory snapshots or execution traces.
     pub fn is_empty(&self) -> bool {
         self.ranks.is_empty() && self.memory.is_empty() && self.et.is_empty()
