@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use super::groups::GroupInfo;
-use crate::model::collectives::{Figures, Instances};
+use crate::model::collectives::{latest_of, Figures, Instances, MemberOp};
 use crate::model::slab::Slab;
 use crate::model::{CollKind, DeviceOp, Ns, Trace};
 
@@ -26,6 +26,9 @@ pub struct Member {
     pub wait: Ns,
     /// The rest of the op: duration − wait.
     pub transfer: Ns,
+    /// Its op's step (see `DeviceOp::step`), so that a pass need not read
+    /// the op again to know whether it counts.
+    pub step: crate::model::Slot,
 }
 
 impl Member {
@@ -33,11 +36,10 @@ impl Member {
         self.start + self.wait + self.transfer
     }
 
-    /// Its step's number, when launched in one (read from its op: a run's
-    /// hundreds of thousands of members need not each hold it).
+    /// Its step's number, when launched in one.
     pub fn step(&self, trace: &Trace) -> Option<i64> {
-        let (t, op) = self.of(trace);
-        op.step.get().map(|s| t.steps[s as usize].number)
+        let t = &trace.ranks[self.index as usize];
+        self.step.get().map(|s| t.steps[s as usize].number)
     }
 
     /// Its rank's timeline and op.
@@ -123,17 +125,24 @@ impl Member {
     /// The member op `o` of rank index `r`, in a collective whose last
     /// member started at `last_start`.
     fn new(trace: &Trace, r: usize, o: usize, last_start: Ns) -> Self {
-        let t = &trace.ranks[r];
-        let op = &t.ops[o];
+        let op = trace.ranks[r].ops[o].clone();
+        Self::from_op(trace, &MemberOp { r, o, op }, last_start)
+    }
+
+    /// The member `m`, in a collective whose last member started at
+    /// `last_start`.
+    pub fn from_op(trace: &Trace, m: &MemberOp, last_start: Ns) -> Self {
+        let op = &m.op;
         let wait = (last_start - op.start).clamp(Ns::ZERO, op.dur);
         Member {
-            rank: t.rank,
+            rank: trace.ranks[m.r].rank,
             // Indices fit: ranks and ops are numbered in u32 slots.
-            index: r as u32,
-            op: o as u32,
+            index: m.r as u32,
+            op: m.o as u32,
             start: op.start,
             wait,
             transfer: op.dur - wait,
+            step: op.step,
         }
     }
 }
@@ -240,6 +249,39 @@ impl<'a> IntoIterator for &'a Rows {
     }
 }
 
+/// Calls `f` with each of `rows` (those of `inst`, the instances of
+/// `trace`) and its members, in order, the members read as
+/// [`Instances::walk`] reads them: a pass over every member of every
+/// collective reads collectives on disk in blocks.
+pub fn with_members<'r>(
+    trace: &Trace,
+    inst: &Instances,
+    rows: &'r Rows,
+    mut f: impl FnMut(&InstanceRow<'r>, &[Member]),
+) {
+    let mut at = 0;
+    let mut members: Vec<Member> = Vec::new();
+    inst.walk(trace, |id, _, ops| {
+        // Rows are in instance order, one per instance at most.
+        while at < rows.len() && rows.get(at).id < id {
+            at += 1;
+        }
+        if at == rows.len() {
+            return;
+        }
+        let row = rows.get(at);
+        if row.id != id {
+            return;
+        }
+        members.clear();
+        members.extend(
+            ops.iter()
+                .map(|m| Member::from_op(trace, m, row.last_start)),
+        );
+        f(&row, &members);
+    });
+}
+
 /// Rows for `inst` (the instances of `trace`, in `groups`), in instance
 /// order; spilled to a temporary file when any rank's collectives are
 /// (held where one cannot be made: the results are the same).
@@ -260,17 +302,21 @@ fn rows_in_chunks(trace: &Trace, inst: &Instances, groups: &[GroupInfo], per_chu
     let mut figures: Vec<Figures> = Vec::with_capacity(inst.len().min(per_chunk));
     // Ids and counts fit: instances, ranks and ops are numbered in u32 slots.
     let id_of = |n: usize| u32::try_from(n).expect("fits in u32");
-    for (id, i) in inst.iter().enumerate() {
-        let Some((lr, lo, last_by)) = i.latest(trace) else {
-            continue;
+    inst.walk(trace, |id, i, members| {
+        let Some((lr, lo, last_by)) = latest_of(members) else {
+            return;
         };
-        let last_start = trace.ranks[lr].ops[lo].start;
+        let Some(latest) = members.iter().find(|m| (m.r, m.o) == (lr, lo)) else {
+            return;
+        };
+        let (last_start, transfer) = (latest.op.start, latest.op.dur);
         let (mut wait, mut start, mut end) = (Ns::ZERO, Ns::MAX, Ns::MIN);
         // The next-latest starter: the latest among the others, the last
         // in member order among equals.
         let mut next: Option<(Ns, usize, Ns)> = None;
-        for (r, o) in i.pairs() {
-            let m = Member::new(trace, r, o, last_start);
+        for mo in members {
+            let r = mo.r;
+            let m = Member::from_op(trace, mo, last_start);
             wait += m.wait;
             start = start.min(m.start);
             end = end.max(m.end());
@@ -278,16 +324,15 @@ fn rows_in_chunks(trace: &Trace, inst: &Instances, groups: &[GroupInfo], per_chu
                 next = next.max(Some((m.start, r, m.wait)));
             }
         }
-        let Some((r0, o0)) = i.pairs().next() else {
-            continue;
+        let Some(m0) = members.first() else {
+            return;
         };
-        let first = &trace.ranks[r0];
-        let sized = i.pairs().find_map(|(r, o)| {
-            let t = &trace.ranks[r];
-            let m = t.coll_meta(&t.ops[o])?;
-            Some((m.in_bytes()?, m.out_bytes()))
+        let first = &trace.ranks[m0.r];
+        let sized = members.iter().find_map(|m| {
+            let meta = trace.ranks[m.r].coll_meta(&m.op)?;
+            Some((meta.in_bytes()?, meta.out_bytes()))
         });
-        let kind = first.ops[o0].coll;
+        let kind = m0.op.coll;
         let data_bytes = sized.and_then(|(inb, out)| match kind {
             Some(CollKind::AllGather) => out,
             _ => Some(inb),
@@ -301,7 +346,7 @@ fn rows_in_chunks(trace: &Trace, inst: &Instances, groups: &[GroupInfo], per_chu
             out.groups.push((i.group.clone(), role));
             id_of(out.groups.len() - 1)
         });
-        let name = first.name(first.ops[o0].name);
+        let name = first.name(m0.op.name);
         let name = *name_ids.entry(name).or_insert_with(|| {
             out.names.push(name.into());
             id_of(out.names.len() - 1)
@@ -312,7 +357,7 @@ fn rows_in_chunks(trace: &Trace, inst: &Instances, groups: &[GroupInfo], per_chu
             last_start,
             caused: next.map_or(Ns::ZERO, |(.., w)| w.min(last_by)),
             wait,
-            transfer: trace.ranks[lr].ops[lo].dur,
+            transfer,
             start,
             end,
             bytes: bytes.unwrap_or(0),
@@ -331,7 +376,7 @@ fn rows_in_chunks(trace: &Trace, inst: &Instances, groups: &[GroupInfo], per_chu
             out.push_chunk(std::mem::take(&mut figures), spill);
             figures.reserve(per_chunk);
         }
-    }
+    });
     if !figures.is_empty() {
         out.push_chunk(figures, spill);
     }

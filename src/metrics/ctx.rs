@@ -146,6 +146,20 @@ impl<'a> Ctx<'a> {
         row.members(self.trace, self.instances())
     }
 
+    /// Calls `f` with each row of [`Ctx::collective_rows`] and its members,
+    /// in order (a pass over them all: see `derive::instances::with_members`).
+    pub fn each_with_members<'s>(
+        &'s self,
+        f: impl FnMut(&crate::derive::instances::InstanceRow<'s>, &[crate::derive::instances::Member]),
+    ) {
+        crate::derive::instances::with_members(
+            self.trace,
+            self.instances(),
+            self.collective_rows(),
+            f,
+        );
+    }
+
     /// The process groups collectives were issued in, with their roles.
     pub fn groups(&self) -> &[crate::derive::groups::GroupInfo] {
         &self.derived.groups

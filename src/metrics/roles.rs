@@ -136,16 +136,16 @@ pub fn comm_wait_by_role(ctx: &Ctx) -> Outcome {
     let n = ctx.trace.ranks.len();
     let mut sums: Vec<Vec<Ns>> = vec![vec![Ns::ZERO; l.names.len()]; n];
     let mut matched = vec![false; n];
-    for c in ctx.collective_rows() {
+    ctx.each_with_members(|c, members| {
         let i = l.of_group.get(c.group).copied().unwrap_or(0);
-        for m in ctx.members(&c) {
-            let (t, op) = m.of(ctx.trace);
-            if t.counts(op.step) {
+        for m in members {
+            let t = &ctx.trace.ranks[m.index as usize];
+            if t.counts(m.step) {
                 sums[m.index as usize][i] += m.wait;
                 matched[m.index as usize] = true;
             }
         }
-    }
+    });
     let per_rank = ctx
         .trace
         .ranks

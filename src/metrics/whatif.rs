@@ -35,18 +35,17 @@ fn per_step_saving<'c, P>(
         .map(|(i, t)| (t.rank, i))
         .collect();
     let mut saved: Vec<Ns> = vec![Ns::ZERO; ctx.ranks.len()];
-    for c in ctx.collective_rows() {
-        let whole = per_collective(&c);
-        for m in ctx.members(&c) {
+    ctx.each_with_members(|c, members| {
+        let whole = per_collective(c);
+        for m in members {
             let Some(&i) = index.get(&m.rank) else {
                 continue;
             };
-            let t = ctx.ranks[i];
-            if t.counts(t.ops[m.op as usize].step) {
-                saved[i] += per_member(&c, &whole, &m).unwrap_or(Ns::ZERO).max(Ns::ZERO);
+            if ctx.ranks[i].counts(m.step) {
+                saved[i] += per_member(c, &whole, m).unwrap_or(Ns::ZERO).max(Ns::ZERO);
             }
         }
-    }
+    });
     ctx.rank_rows()
         .iter()
         .zip(&ctx.ranks)

@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use super::slab::Slab;
+use super::slab::{Reader, Slab};
 use super::time::{median, Ns};
 use super::trace::{Offset, Trace};
 use super::DeviceOp;
@@ -57,6 +57,56 @@ impl Instances {
         (0..self.len()).map(|id| self.get(id))
     }
 
+    /// Calls `f` with each instance's id, the instance and its members' ops
+    /// (in the order of [`Instance::pairs`]), in order. Each member's
+    /// sequence and ops are read a block at a time (see `slab::Reader`),
+    /// the blocks of a group's members together taking [`WALK_BYTES`], so
+    /// that a pass over collectives on disk reads each file in blocks
+    /// rather than a page of each rank's in turn.
+    pub fn walk<'s>(&'s self, trace: &Trace, f: impl FnMut(usize, Instance<'s>, &[MemberOp])) {
+        self.walk_in(trace, WALK_BYTES, MIN_BLOCK, f);
+    }
+
+    /// [`Instances::walk`] reading `bytes` at a time over a group's members,
+    /// and at least `min` per member.
+    fn walk_in<'s>(
+        &'s self,
+        trace: &Trace,
+        bytes: usize,
+        min: usize,
+        mut f: impl FnMut(usize, Instance<'s>, &[MemberOp]),
+    ) {
+        let mut members: Vec<MemberOp> = Vec::new();
+        let mut readers: Vec<(usize, Reader<'_, u32>, Reader<'_, DeviceOp>)> = Vec::new();
+        let mut group = None;
+        for (id, &(g, seq)) in self.ids.iter().enumerate() {
+            let seqs = &self.groups[g as usize];
+            if group != Some(g) {
+                group = Some(g);
+                let block = (bytes / seqs.ranks.len().max(1)).max(min);
+                readers = seqs
+                    .ranks
+                    .iter()
+                    .zip(&seqs.ops)
+                    .map(|(&r, ops)| {
+                        let r = r as usize;
+                        (r, ops.reader(block), trace.ranks[r].ops.reader(block))
+                    })
+                    .collect();
+            }
+            members.clear();
+            for (r, seq_of, op_of) in &mut readers {
+                let o = seq_of.get(seq as usize) as usize;
+                members.push(MemberOp {
+                    r: *r,
+                    o,
+                    op: op_of.get(o),
+                });
+            }
+            f(id, self.get(id), &members);
+        }
+    }
+
     /// Op indices held in memory, and spilled to a file.
     pub fn held_spilled(&self) -> (usize, usize) {
         let mut n = (0, 0);
@@ -69,6 +119,49 @@ impl Instances {
         }
         n
     }
+}
+
+/// What a pass over every collective's members reads at a time, over a
+/// group's members ([`Instances::walk`]), and at least per member.
+const WALK_BYTES: usize = 8 << 20;
+const MIN_BLOCK: usize = 16 << 10;
+
+/// A member of a matched collective as [`Instances::walk`] gives it: its
+/// rank index, op index and a copy of its op.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MemberOp {
+    pub r: usize,
+    pub o: usize,
+    pub op: DeviceOp,
+}
+
+/// When the last of `members` started (the transfer's start, barrier model).
+pub fn last_start_of(members: &[MemberOp]) -> Ns {
+    members.iter().map(|m| m.op.start).max().unwrap_or(Ns::ZERO)
+}
+
+/// The member of `members` that started last (the lowest rank index among
+/// equals) as (rank index, op index), and the wait it caused: how long after
+/// the next-latest member it started. `None` with fewer than two members.
+pub fn latest_of(members: &[MemberOp]) -> Option<(usize, usize, Ns)> {
+    // The latest and next-latest in one pass, ordered as a sort by
+    // (start, reversed rank index) would order them.
+    let key = |s: Ns, r: usize| (s, std::cmp::Reverse(r));
+    let (mut top, mut next): (Option<(Ns, usize, usize)>, Option<Ns>) = (None, None);
+    for m in members {
+        let (s, r, o) = (m.op.start, m.r, m.o);
+        match top {
+            Some((ts, tr, _)) if key(s, r) <= key(ts, tr) => {
+                next = next.max(Some(s));
+            }
+            _ => {
+                next = top.map(|t| t.0).max(next);
+                top = Some((s, r, o));
+            }
+        }
+    }
+    let ((latest, r, o), next) = (top?, next?);
+    Some((r, o, latest - next))
 }
 
 /// One collective call seen on several ranks (a view into [`Instances`]).
@@ -101,36 +194,27 @@ impl<'a> Instance<'a> {
         self.seqs.ranks.is_empty()
     }
 
-    /// When its last member started (the transfer's start, barrier model).
-    pub fn last_start(&self, trace: &Trace) -> Ns {
+    /// Its members' ops, read from `trace` (for one instance; a pass over
+    /// them all reads them with [`Instances::walk`]).
+    pub fn member_ops(&self, trace: &Trace) -> Vec<MemberOp> {
         self.pairs()
-            .map(|(r, o)| trace.ranks[r].ops[o].start)
-            .max()
-            .unwrap_or(Ns::ZERO)
+            .map(|(r, o)| MemberOp {
+                r,
+                o,
+                op: trace.ranks[r].ops[o].clone(),
+            })
+            .collect()
     }
 
-    /// The member that started last (the lowest rank index among equals) as
-    /// (rank index, op index), and the wait it caused: how long after the
-    /// next-latest member it started. `None` with fewer than two members.
+    /// When its last member started (see [`last_start_of`]).
+    pub fn last_start(&self, trace: &Trace) -> Ns {
+        last_start_of(&self.member_ops(trace))
+    }
+
+    /// The member that started last and the wait it caused (see
+    /// [`latest_of`]).
     pub fn latest(&self, trace: &Trace) -> Option<(usize, usize, Ns)> {
-        // The latest and next-latest in one pass, ordered as a sort by
-        // (start, reversed rank index) would order them.
-        let key = |s: Ns, r: usize| (s, std::cmp::Reverse(r));
-        let (mut top, mut next): (Option<(Ns, usize, usize)>, Option<Ns>) = (None, None);
-        for (r, o) in self.pairs() {
-            let s = trace.ranks[r].ops[o].start;
-            match top {
-                Some((ts, tr, _)) if key(s, r) <= key(ts, tr) => {
-                    next = next.max(Some(s));
-                }
-                _ => {
-                    next = top.map(|t| t.0).max(next);
-                    top = Some((s, r, o));
-                }
-            }
-        }
-        let ((latest, r, o), next) = (top?, next?);
-        Some((r, o, latest - next))
+        latest_of(&self.member_ops(trace))
     }
 }
 
@@ -231,17 +315,30 @@ pub fn instances(trace: &Trace) -> Instances {
             o.truncate(n);
         }
         let g = u32::try_from(out.groups.len()).expect("groups fit in u32");
-        let kind =
-            |k: usize, seq: usize| trace.ranks[ranks[k] as usize].ops[ops[k][seq] as usize].coll;
+        // Each member's kinds read in blocks, as `Instances::walk` reads.
+        let block = (WALK_BYTES / ranks.len()).max(MIN_BLOCK);
+        let mut readers: Vec<(Reader<'_, u32>, Reader<'_, DeviceOp>)> = ranks
+            .iter()
+            .zip(&ops)
+            .map(|(&r, o)| (o.reader(block), trace.ranks[r as usize].ops.reader(block)))
+            .collect();
+        let mut kinds = Vec::with_capacity(ranks.len());
         for seq in 0..n {
+            kinds.clear();
+            kinds.extend(
+                readers
+                    .iter_mut()
+                    .map(|(seq_of, op_of)| op_of.get(seq_of.get(seq) as usize).coll),
+            );
             // Different kinds at one position: the sequences are out of step
             // (a rank's trace starts or ends mid-iteration); do not pair them.
-            if (1..ranks.len()).any(|k| kind(k, seq) != kind(0, seq)) {
+            if kinds.iter().any(|&k| k != kinds[0]) {
                 continue;
             }
             out.ids
                 .push((g, u32::try_from(seq).expect("ops fit in u32")));
         }
+        drop(readers);
         out.groups.push(Seqs {
             name: name.into(),
             ranks,
@@ -312,16 +409,16 @@ pub struct WaitSplit {
 
 pub fn wait_split(trace: &Trace, inst: &Instances) -> Vec<WaitSplit> {
     let mut out = vec![WaitSplit::default(); trace.ranks.len()];
-    for i in inst.iter() {
-        let last_start = i.last_start(trace);
-        if let Some((r, o, caused)) = i.latest(trace) {
+    inst.walk(trace, |_, _, members| {
+        let last_start = last_start_of(members);
+        if let Some((r, o, caused)) = latest_of(members) {
             if trace.ranks[r].counts(trace.ranks[r].ops[o].step) {
                 out[r].caused += caused;
                 out[r].last += 1;
             }
         }
-        for (r, o) in i.pairs() {
-            let o = &trace.ranks[r].ops[o];
+        for m in members {
+            let (r, o) = (m.r, &m.op);
             // Per-step metrics divide by the measured steps: count only their ops.
             if !trace.ranks[r].counts(o.step) {
                 continue;
@@ -332,7 +429,7 @@ pub fn wait_split(trace: &Trace, inst: &Instances) -> Vec<WaitSplit> {
             s.transfer += o.dur - wait;
             s.ops += 1;
         }
-    }
+    });
     out
 }
 
@@ -356,6 +453,38 @@ impl<T: Copy> BySeq<T> {
                 seqs.resize(i.seq + 1, None);
             }
             seqs[i.seq] = value(i);
+        }
+        Self { by_group }
+    }
+
+    /// `value` of each instance from its members' ops (read as
+    /// [`Instances::walk`] reads them).
+    pub fn of_members(
+        inst: &Instances,
+        trace: &Trace,
+        mut value: impl FnMut(Instance<'_>, &[MemberOp]) -> Option<T>,
+    ) -> Self {
+        let mut by_group: HashMap<Arc<str>, Vec<Option<T>>> = HashMap::new();
+        let mut seqs: Option<(&Arc<str>, Vec<Option<T>>)> = None;
+        inst.walk(trace, |_, i, members| {
+            // Instances come group by group: one group's values are made
+            // before the next's.
+            if seqs.as_ref().is_none_or(|s| !Arc::ptr_eq(s.0, i.group)) {
+                if let Some((g, v)) = seqs.take() {
+                    by_group.insert(g.clone(), v);
+                }
+                seqs = Some((i.group, by_group.remove(i.group).unwrap_or_default()));
+            }
+            let Some((_, v)) = seqs.as_mut() else {
+                return;
+            };
+            if v.len() <= i.seq {
+                v.resize(i.seq + 1, None);
+            }
+            v[i.seq] = value(i, members);
+        });
+        if let Some((g, v)) = seqs {
+            by_group.insert(g.clone(), v);
         }
         Self { by_group }
     }
@@ -397,7 +526,7 @@ pub type LastStarts = BySeq<Ns>;
 
 impl LastStarts {
     pub fn last_starts(trace: &Trace, inst: &Instances) -> Self {
-        Self::of(inst, |i| Some(i.last_start(trace)))
+        Self::of_members(inst, trace, |_, members| Some(last_start_of(members)))
     }
 
     /// The part of each of `t`'s matched collective ops spent waiting for
@@ -448,15 +577,12 @@ pub fn arrivals(trace: &Trace, inst: &Instances) -> Arrivals {
     let mut cell: Vec<Vec<Option<Ns>>> = vec![vec![None; steps.len()]; n];
     let mut last = vec![0; n];
     let mut by: Vec<Vec<Ns>> = vec![Vec::new(); n];
-    for i in inst.iter() {
-        let starts: Vec<(usize, Ns)> = i
-            .pairs()
-            .map(|(r, o)| (r, trace.ranks[r].ops[o].start))
-            .collect();
-        let latest = i.latest(trace);
-        for (r, o) in i.pairs() {
-            let t = &trace.ranks[r];
-            let Some(key) = t.ops[o].step.get().and_then(|s| keys[r].get(s as usize)) else {
+    inst.walk(trace, |_, _, members| {
+        let starts: Vec<(usize, Ns)> = members.iter().map(|m| (m.r, m.op.start)).collect();
+        let latest = latest_of(members);
+        for m in members {
+            let r = m.r;
+            let Some(key) = m.op.step.get().and_then(|s| keys[r].get(s as usize)) else {
                 continue;
             };
             // `steps` is sorted by (occurrence, number): a search, not a
@@ -478,7 +604,7 @@ pub fn arrivals(trace: &Trace, inst: &Instances) -> Arrivals {
                 by[r].push(start - median(others));
             }
         }
-    }
+    });
     Arrivals {
         steps,
         late: cell,
@@ -568,6 +694,34 @@ mod tests {
         let t = run([10.0, 40.0, 35.0, 25.0]);
         let (r, _, caused) = instances(&t).get(0).latest(&t).unwrap();
         assert_eq!((r, caused), (1, Ns(5_000)));
+    }
+
+    /// A walk gives each instance's members as its pairs name them, with
+    /// their ops, whether the ops are held or spilled, read a value at a
+    /// time or in blocks; the passes made of it agree.
+    #[test]
+    fn a_walk_reads_each_members_op() {
+        let held = trace(&training_run(&RunShape::default()));
+        let mut spilled = held.clone();
+        for t in &mut spilled.ranks {
+            t.ops.spill().unwrap();
+        }
+        let inst = instances(&held);
+        assert_eq!(inst, instances(&spilled));
+        for t in [&held, &spilled] {
+            for (bytes, min) in [(WALK_BYTES, MIN_BLOCK), (1, 1), (8 * 56 * 3, 1)] {
+                let mut seen = 0;
+                inst.walk_in(t, bytes, min, |id, i, members| {
+                    assert_eq!(id, seen);
+                    assert_eq!(i.seq, inst.get(id).seq);
+                    assert_eq!(members, i.member_ops(&held));
+                    seen += 1;
+                });
+                assert_eq!(seen, 51);
+            }
+        }
+        assert_eq!(arrivals(&held, &inst), arrivals(&spilled, &inst),);
+        assert_eq!(wait_split(&held, &inst), wait_split(&spilled, &inst));
     }
 
     #[test]

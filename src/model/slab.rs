@@ -3,11 +3,11 @@
 //! intervals, the run's collective sequences. A load spills what it keeps of
 //! a rank's collectives when the run's would not fit comfortably in memory
 //! (see `load::HELD_COMM_OPS`): the cross-rank figures read every rank's
-//! collectives in issue order, a few pages of each rank at a time, so the
-//! kernel keeps in memory what it can spare and reads the rest back from the
-//! file. The heap no longer grows with them; where memory is shorter than
-//! they are, each pass over them reads the file again (slow, but it
-//! completes).
+//! collectives in issue order, a block of each rank's at a time (see
+//! [`Reader`]), so the kernel keeps in memory what it can spare and reads
+//! the rest back from the file. The heap no longer grows with them; where
+//! memory is shorter than they are, each pass over them reads the file
+//! again, in blocks.
 //!
 //! The crate's only unsafe code: a map read as a slice of values. Each block
 //! says why it is sound.
@@ -175,6 +175,57 @@ impl<T: Plain> Slab<T> {
     }
 }
 
+/// Reads a slab's values at rising positions a block at a time, copied out
+/// of a spilled slab's map after asking the kernel for the whole block
+/// (`MADV_WILLNEED`): a pass that reads many slabs in step (a collective's
+/// members, one in each rank's ops) then reads each file in blocks of its
+/// own size. Read a page at a time, a fault reads the pages around it too
+/// (`read_ahead_kb`, 8 MB on some disks), for each of the slabs in step:
+/// where memory is short, those are dropped before they are used, and a
+/// pass read the file forty times over. A held slab is read in place.
+pub struct Reader<'a, T: Plain> {
+    slab: &'a Slab<T>,
+    block: Vec<T>,
+    /// The position of `block[0]`.
+    from: usize,
+    per_block: usize,
+}
+
+impl<T: Plain> Slab<T> {
+    /// A reader copying up to `block_bytes` at a time (at least one value).
+    pub fn reader(&self, block_bytes: usize) -> Reader<'_, T> {
+        Reader {
+            slab: self,
+            block: Vec::new(),
+            from: 0,
+            per_block: (block_bytes / std::mem::size_of::<T>().max(1)).max(1),
+        }
+    }
+}
+
+impl<T: Plain> Reader<'_, T> {
+    /// The value at `i` (panics past the end, as indexing does). Reads are
+    /// cheapest at rising positions: one before the block reads a new one.
+    pub fn get(&mut self, i: usize) -> T {
+        let Store::Spilled(s) = &self.slab.0 else {
+            return self.slab[i].clone();
+        };
+        if !(self.from..self.from + self.block.len()).contains(&i) {
+            let values = s.values();
+            let n = self.per_block.min(values.len().saturating_sub(i)).max(1);
+            let size = std::mem::size_of::<T>();
+            // A hint: on an error the copy faults the pages in as before.
+            let _ = s
+                .map
+                .advise_range(memmap2::Advice::WillNeed, i * size, n * size);
+            self.block.clear();
+            self.block.extend_from_slice(&values[i..i + n]);
+            self.from = i;
+        }
+        self.block[i - self.from].clone()
+    }
+}
+
 impl<T: Plain> Deref for Slab<T> {
     type Target = [T];
 
@@ -318,6 +369,24 @@ mod tests {
             assert_eq!(spilled.len(), n.min(5000));
         }
         assert_eq!(&spilled[..], &[0, 1, 2]);
+    }
+
+    #[test]
+    fn a_reader_reads_held_and_spilled_alike() {
+        let values: Vec<u32> = (0..1000).map(|i| i * 7).collect();
+        let held = Slab::from(values.clone());
+        let mut spilled = Slab::from(values.clone());
+        spilled.spill().unwrap();
+        assert!(spilled.is_spilled());
+        // Blocks of 64 values; rising, within a block, and back again.
+        for slab in [&held, &spilled] {
+            let mut r = slab.reader(256);
+            for i in (0..1000).step_by(3).chain([999, 5, 6, 700, 0]) {
+                assert_eq!(r.get(i), values[i], "value {i}");
+            }
+        }
+        let mut one = spilled.reader(1);
+        assert_eq!((one.get(10), one.get(11), one.get(3)), (70, 77, 21));
     }
 
     #[test]
