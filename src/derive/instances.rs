@@ -29,6 +29,8 @@ pub struct Member {
     /// Its op's step (see `DeviceOp::step`), so that a pass need not read
     /// the op again to know whether it counts.
     pub step: crate::model::Slot,
+    /// Its op's kernel name (in its rank's names).
+    pub name: crate::model::StrId,
 }
 
 impl Member {
@@ -143,6 +145,7 @@ impl Member {
             wait,
             transfer: op.dur - wait,
             step: op.step,
+            name: op.name,
         }
     }
 }

@@ -255,36 +255,53 @@ fn rank_events<W: Write>(
 /// named after the member that arrived last.
 fn waits<W: Write>(ctx: &Ctx, ev: &mut Events<W>) -> std::io::Result<()> {
     let mut named = std::collections::HashSet::new();
-    for c in ctx.collective_rows() {
-        for m in ctx
-            .members(&c)
+    let mut failed = None;
+    // One pass over the run's collectives (see `Ctx::each_with_members`).
+    ctx.each_with_members(|c, members| {
+        for m in members
+            .iter()
             .filter(|m| m.wait > Ns::ZERO && m.rank != c.last_rank)
         {
-            if named.insert(m.rank) {
-                ev.meta(
-                    m.rank,
-                    Some(WAIT_TID),
-                    "thread_name",
-                    "{\"name\":\"waiting in collectives\"}",
-                )?;
-                ev.meta(
-                    m.rank,
-                    Some(WAIT_TID),
-                    "thread_sort_index",
-                    "{\"sort_index\":1}",
-                )?;
+            if failed.is_none() {
+                if let Err(e) = wait_of(ev, &mut named, c, m) {
+                    failed = Some(e);
+                }
             }
-            let args = json(serde_json::json!({
-                "collective_id": c.id,
-                "group": c.group,
-                "kind": c.kind.map(|k| k.name()),
-                "waited_for": c.last_rank,
-            }));
-            let name = format!("wait for rank {}", c.last_rank);
-            ev.slice((m.rank, WAIT_TID), &name, "wait", (m.start, m.wait), &args)?;
         }
+    });
+    failed.map_or(Ok(()), Err)
+}
+
+/// The wait of member `m` of collective `c` (and its rank's wait track's
+/// name, the first time).
+fn wait_of<W: Write>(
+    ev: &mut Events<W>,
+    named: &mut std::collections::HashSet<u32>,
+    c: &crate::derive::instances::InstanceRow,
+    m: &crate::derive::instances::Member,
+) -> std::io::Result<()> {
+    if named.insert(m.rank) {
+        ev.meta(
+            m.rank,
+            Some(WAIT_TID),
+            "thread_name",
+            "{\"name\":\"waiting in collectives\"}",
+        )?;
+        ev.meta(
+            m.rank,
+            Some(WAIT_TID),
+            "thread_sort_index",
+            "{\"sort_index\":1}",
+        )?;
     }
-    Ok(())
+    let args = json(serde_json::json!({
+        "collective_id": c.id,
+        "group": c.group,
+        "kind": c.kind.map(|k| k.name()),
+        "waited_for": c.last_rank,
+    }));
+    let name = format!("wait for rank {}", c.last_rank);
+    ev.slice((m.rank, WAIT_TID), &name, "wait", (m.start, m.wait), &args)
 }
 
 #[cfg(test)]

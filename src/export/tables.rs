@@ -347,41 +347,55 @@ pub fn collectives(ctx: &Ctx) -> Result<Table, ArrowError> {
 const MEMBERS_PER_BATCH: usize = 1 << 16;
 
 /// The `collectives` table's batches, in order, to `take`: each of whole
-/// collectives, about [`MEMBERS_PER_BATCH`] members.
+/// collectives, about [`MEMBERS_PER_BATCH`] members (one, empty, when no
+/// collective is matched). The members are read in one pass over the run's
+/// collectives (see `Ctx::each_with_members`).
 fn collective_batches(
     ctx: &Ctx,
     schema: &SchemaRef,
     take: &mut dyn FnMut(RecordBatch) -> Result<(), String>,
 ) -> Result<(), String> {
-    let all = ctx.collective_rows();
-    let mut from = 0;
-    loop {
-        let (mut to, mut members) = (from, 0);
-        while to < all.len()
-            && (to == from || members + all.get(to).size as usize <= MEMBERS_PER_BATCH)
-        {
-            members += all.get(to).size as usize;
-            to += 1;
+    let mut rows = Vec::new();
+    let mut members: Vec<(usize, crate::derive::instances::Member)> = Vec::new();
+    let (mut taken, mut failed) = (false, None);
+    let mut flush = |rows: &mut Vec<_>, members: &mut Vec<_>| -> Result<(), String> {
+        let batch = collectives_of(ctx, schema, rows, members).map_err(|e| e.to_string());
+        rows.clear();
+        members.clear();
+        take(batch?)
+    };
+    ctx.each_with_members(|row, of_row| {
+        if failed.is_some() {
+            return;
         }
-        let batch: Vec<_> = (from..to).map(|i| all.get(i)).collect();
-        take(collectives_of(ctx, schema, &batch).map_err(|e| e.to_string())?)?;
-        if to == all.len() {
-            return Ok(());
+        if !rows.is_empty() && members.len() + of_row.len() > MEMBERS_PER_BATCH {
+            taken = true;
+            if let Err(e) = flush(&mut rows, &mut members) {
+                failed = Some(e);
+                return;
+            }
         }
-        from = to;
+        members.extend(of_row.iter().map(|m| (rows.len(), m.clone())));
+        rows.push(row.clone());
+    });
+    if let Some(e) = failed {
+        return Err(e);
     }
+    if !rows.is_empty() || !taken {
+        flush(&mut rows, &mut members)?;
+    }
+    Ok(())
 }
 
-/// The `collectives` table's rows of the collectives `rows`.
+/// The `collectives` table's rows of the collectives `rows`, whose members
+/// are `members` (each with its row's index in `rows`).
 fn collectives_of(
     ctx: &Ctx,
     schema: &SchemaRef,
     rows: &[crate::derive::instances::InstanceRow],
+    members: &[(usize, crate::derive::instances::Member)],
 ) -> Result<RecordBatch, ArrowError> {
-    let each = || {
-        rows.iter()
-            .flat_map(|r| ctx.members(r).map(move |m| (r, m)))
-    };
+    let each = || members.iter().map(|(i, m)| (&rows[*i], m));
     let u32_of = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
     let columns: Vec<ArrayRef> = vec![
         Arc::new(UInt32Array::from_iter_values(
@@ -397,10 +411,7 @@ fn collectives_of(
         labels(each().map(|(r, _)| r.kind.map(|k| k.name()))),
         Arc::new(
             each()
-                .map(|(_, m)| {
-                    let (t, op) = m.of(ctx.trace);
-                    Some(t.name(op.name))
-                })
+                .map(|(_, m)| Some(ctx.trace.ranks[m.index as usize].name(m.name)))
                 .collect::<StringArray>(),
         ),
         Arc::new(

@@ -169,13 +169,24 @@ pub fn comm_wait_by_role(ctx: &Ctx) -> Outcome {
 pub fn busbw_by_role(ctx: &Ctx) -> Outcome {
     let l = labels(ctx);
     let whole = ctx.ranks.len() == ctx.trace.ranks.len();
+    // Whether each rank index is asked for: a collective's members are its
+    // group's ranks, known without reading their ops.
+    let asked: Vec<bool> = ctx
+        .trace
+        .ranks
+        .iter()
+        .map(|t| ctx.ranks.iter().any(|r| r.rank == t.rank))
+        .collect();
     let mut moved = vec![0.0; l.names.len()];
     let mut time = vec![0.0; l.names.len()];
     for c in ctx.collective_rows() {
         if !whole
             && !ctx
-                .members(&c)
-                .any(|m| ctx.ranks.iter().any(|r| r.rank == m.rank))
+                .instances()
+                .get(c.id)
+                .ranks()
+                .iter()
+                .any(|&r| asked[r as usize])
         {
             continue;
         }

@@ -184,6 +184,12 @@ impl<'a> Instance<'a> {
             .map(move |(&r, ops)| (r as usize, ops[seq] as usize))
     }
 
+    /// Its members' rank indices (in `Trace::ranks`), without reading
+    /// their ops.
+    pub fn ranks(&self) -> &'a [u32] {
+        &self.seqs.ranks
+    }
+
     /// How many members it has.
     pub fn len(&self) -> usize {
         self.seqs.ranks.len()
