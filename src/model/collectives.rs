@@ -15,13 +15,13 @@ use super::DeviceOp;
 /// issue in it and each one's communication ops in issue order, from which an
 /// instance's members are found by its (group, seq) rather than held (4 bytes
 /// per communication op, where a list of members per instance took 8 and a
-/// vector).
+/// vector). An instance's id is its place in order (groups by name, then
+/// seq), made from its group's first id and the positions skipped, not
+/// held (8 bytes a collective).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Instances {
     groups: Vec<Seqs>,
-    /// Each instance as (index in `groups`, seq), in order: groups by name,
-    /// then seq.
-    ids: Vec<(u32, u32)>,
+    len: usize,
 }
 
 /// One group's sequences: `ops[k]` are the op indices of rank index
@@ -32,29 +32,89 @@ struct Seqs {
     name: Arc<str>,
     ranks: Vec<u32>,
     ops: Vec<Slab<u32>>,
+    /// The id of its first instance.
+    first: usize,
+    /// The positions whose members are not one collective (ascending).
+    skipped: Vec<u32>,
+}
+
+impl Seqs {
+    /// Positions in each sequence.
+    fn positions(&self) -> usize {
+        self.ops.first().map_or(0, |o| o.len())
+    }
+
+    /// Its instances.
+    fn len(&self) -> usize {
+        self.positions() - self.skipped.len()
+    }
+
+    /// The position of its `k`-th instance: `k` plus the positions skipped
+    /// before it (`skipped[i] - i` rises with `i`, so a search finds them).
+    fn seq_of(&self, k: usize) -> usize {
+        let (mut lo, mut hi) = (0, self.skipped.len());
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if self.skipped[mid] as usize - mid <= k {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        k + lo
+    }
+
+    /// The id of the instance at position `seq`, if one is there.
+    fn id_at(&self, seq: usize) -> Option<usize> {
+        let seq32 = u32::try_from(seq).ok()?;
+        if seq >= self.positions() || self.skipped.binary_search(&seq32).is_ok() {
+            return None;
+        }
+        Some(self.first + seq - self.skipped.partition_point(|&s| s < seq32))
+    }
 }
 
 impl Instances {
     pub fn len(&self) -> usize {
-        self.ids.len()
+        self.len
     }
 
     pub fn is_empty(&self) -> bool {
-        self.ids.is_empty()
+        self.len == 0
     }
 
     /// Instance `id` (panics past the end, as indexing does).
     pub fn get(&self, id: usize) -> Instance<'_> {
-        let (g, seq) = self.ids[id];
+        assert!(id < self.len, "instance {id} of {}", self.len);
+        // The last group starting at or before `id`: groups without
+        // instances share their first id with the next.
+        let g = self.groups.partition_point(|s| s.first <= id) - 1;
+        let seqs = &self.groups[g];
         Instance {
-            group: &self.groups[g as usize].name,
-            seq: seq as usize,
-            seqs: &self.groups[g as usize],
+            group: &seqs.name,
+            seq: seqs.seq_of(id - seqs.first),
+            seqs,
         }
+    }
+
+    /// The id of the instance at position `seq` of group `group`, if one is
+    /// there (no per-collective table: a search of the group's skips).
+    pub fn id_of(&self, group: &str, seq: usize) -> Option<usize> {
+        let g = self
+            .groups
+            .binary_search_by(|s| (*s.name).cmp(group))
+            .ok()?;
+        self.groups[g].id_at(seq)
     }
 
     pub fn iter(&self) -> impl ExactSizeIterator<Item = Instance<'_>> + '_ {
         (0..self.len()).map(|id| self.get(id))
+    }
+
+    /// The instance `t`'s op `oi` is a member of (see [`position_of`]).
+    pub fn of_op(&self, t: &super::RankTimeline, oi: usize) -> Option<usize> {
+        let (g, seq) = position_of(t, oi)?;
+        self.id_of(g, seq)
     }
 
     /// Calls `f` with each instance's id, the instance and its members' ops
@@ -77,33 +137,40 @@ impl Instances {
         mut f: impl FnMut(usize, Instance<'s>, &[MemberOp]),
     ) {
         let mut members: Vec<MemberOp> = Vec::new();
-        let mut readers: Vec<(usize, Reader<'_, u32>, Reader<'_, DeviceOp>)> = Vec::new();
-        let mut group = None;
-        for (id, &(g, seq)) in self.ids.iter().enumerate() {
-            let seqs = &self.groups[g as usize];
-            if group != Some(g) {
-                group = Some(g);
-                let block = (bytes / seqs.ranks.len().max(1)).max(min);
-                readers = seqs
-                    .ranks
-                    .iter()
-                    .zip(&seqs.ops)
-                    .map(|(&r, ops)| {
-                        let r = r as usize;
-                        (r, ops.reader(block), trace.ranks[r].ops.reader(block))
-                    })
-                    .collect();
+        for seqs in &self.groups {
+            let block = (bytes / seqs.ranks.len().max(1)).max(min);
+            let mut readers: Vec<(usize, Reader<'_, u32>, Reader<'_, DeviceOp>)> = seqs
+                .ranks
+                .iter()
+                .zip(&seqs.ops)
+                .map(|(&r, ops)| {
+                    let r = r as usize;
+                    (r, ops.reader(block), trace.ranks[r].ops.reader(block))
+                })
+                .collect();
+            let mut skipped = seqs.skipped.iter().peekable();
+            let mut id = seqs.first;
+            for seq in 0..seqs.positions() {
+                if skipped.next_if(|&&s| s as usize == seq).is_some() {
+                    continue;
+                }
+                members.clear();
+                for (r, seq_of, op_of) in &mut readers {
+                    let o = seq_of.get(seq) as usize;
+                    members.push(MemberOp {
+                        r: *r,
+                        o,
+                        op: op_of.get(o),
+                    });
+                }
+                let i = Instance {
+                    group: &seqs.name,
+                    seq,
+                    seqs,
+                };
+                f(id, i, &members);
+                id += 1;
             }
-            members.clear();
-            for (r, seq_of, op_of) in &mut readers {
-                let o = seq_of.get(seq as usize) as usize;
-                members.push(MemberOp {
-                    r: *r,
-                    o,
-                    op: op_of.get(o),
-                });
-            }
-            f(id, self.get(id), &members);
         }
     }
 
@@ -320,7 +387,7 @@ pub fn instances(trace: &Trace) -> Instances {
         for o in &mut ops {
             o.truncate(n);
         }
-        let g = u32::try_from(out.groups.len()).expect("groups fit in u32");
+        let mut skipped = Vec::new();
         // Each member's kinds read in blocks, as `Instances::walk` reads.
         let block = (WALK_BYTES / ranks.len()).max(MIN_BLOCK);
         let mut readers: Vec<(Reader<'_, u32>, Reader<'_, DeviceOp>)> = ranks
@@ -339,17 +406,19 @@ pub fn instances(trace: &Trace) -> Instances {
             // Different kinds at one position: the sequences are out of step
             // (a rank's trace starts or ends mid-iteration); do not pair them.
             if kinds.iter().any(|&k| k != kinds[0]) {
-                continue;
+                skipped.push(u32::try_from(seq).expect("ops fit in u32"));
             }
-            out.ids
-                .push((g, u32::try_from(seq).expect("ops fit in u32")));
         }
         drop(readers);
-        out.groups.push(Seqs {
+        let seqs = Seqs {
             name: name.into(),
             ranks,
             ops,
-        });
+            first: out.len,
+            skipped,
+        };
+        out.len += seqs.len();
+        out.groups.push(seqs);
     }
     out
 }
@@ -439,6 +508,19 @@ pub fn wait_split(trace: &Trace, inst: &Instances) -> Vec<WaitSplit> {
     out
 }
 
+/// The group and position in it of `t`'s op `oi`, when it is a
+/// communication kernel (walks the rank's ops before it: for the one op a
+/// view asks about).
+fn position_of(t: &super::RankTimeline, oi: usize) -> Option<(&str, usize)> {
+    let op = t.ops.get(oi).filter(|op| op.is_comm() && op.is_kernel())?;
+    let g = group_of(t, op);
+    let seq = t.ops[..oi]
+        .iter()
+        .filter(|o| o.is_comm() && o.is_kernel() && group_of(t, o) == g)
+        .count();
+    Some((g, seq))
+}
+
 /// One value per matched collective, by group and sequence number, and the
 /// walk that finds a rank's member ops in it: what per-rank figures are made
 /// of, held once per collective rather than once per member. Every rank
@@ -446,19 +528,34 @@ pub fn wait_split(trace: &Trace, inst: &Instances) -> Vec<WaitSplit> {
 /// rank issues in a group is in its n-th collective.
 #[derive(Debug, Clone, Default)]
 pub struct BySeq<T> {
-    by_group: HashMap<Arc<str>, Vec<Option<T>>>,
+    /// Per group, each position's value ([`Unset::UNSET`]: none).
+    by_group: HashMap<Arc<str>, Vec<T>>,
 }
 
-impl<T: Copy> BySeq<T> {
+/// A value [`BySeq`] holds, and the one that stands for none there: a
+/// collective's value then takes its own size, not an option's (8 bytes a
+/// collective for a time, where `Option<Ns>` took 16).
+pub trait Unset: Copy + PartialEq {
+    const UNSET: Self;
+}
+
+/// No op's time is the earliest `Ns`: the builder skips events beyond
+/// ±`time::TIME_LIMIT` (2^61 ns), and clock offsets are differences of
+/// such times.
+impl Unset for Ns {
+    const UNSET: Self = Ns::MIN;
+}
+
+impl<T: Unset> BySeq<T> {
     /// `value` of each instance (`None`: none for it).
     pub fn of(inst: &Instances, mut value: impl FnMut(Instance<'_>) -> Option<T>) -> Self {
-        let mut by_group: HashMap<Arc<str>, Vec<Option<T>>> = HashMap::new();
+        let mut by_group: HashMap<Arc<str>, Vec<T>> = HashMap::new();
         for i in inst.iter() {
             let seqs = by_group.entry(i.group.clone()).or_default();
             if seqs.len() <= i.seq {
-                seqs.resize(i.seq + 1, None);
+                seqs.resize(i.seq + 1, T::UNSET);
             }
-            seqs[i.seq] = value(i);
+            seqs[i.seq] = value(i).unwrap_or(T::UNSET);
         }
         Self { by_group }
     }
@@ -470,8 +567,8 @@ impl<T: Copy> BySeq<T> {
         trace: &Trace,
         mut value: impl FnMut(Instance<'_>, &[MemberOp]) -> Option<T>,
     ) -> Self {
-        let mut by_group: HashMap<Arc<str>, Vec<Option<T>>> = HashMap::new();
-        let mut seqs: Option<(&Arc<str>, Vec<Option<T>>)> = None;
+        let mut by_group: HashMap<Arc<str>, Vec<T>> = HashMap::new();
+        let mut seqs: Option<(&Arc<str>, Vec<T>)> = None;
         inst.walk(trace, |_, i, members| {
             // Instances come group by group: one group's values are made
             // before the next's.
@@ -485,9 +582,9 @@ impl<T: Copy> BySeq<T> {
                 return;
             };
             if v.len() <= i.seq {
-                v.resize(i.seq + 1, None);
+                v.resize(i.seq + 1, T::UNSET);
             }
-            v[i.seq] = value(i, members);
+            v[i.seq] = value(i, members).unwrap_or(T::UNSET);
         });
         if let Some((g, v)) = seqs {
             by_group.insert(g.clone(), v);
@@ -498,14 +595,13 @@ impl<T: Copy> BySeq<T> {
     /// The value of the collective `t`'s op `oi` is a member of (`None`:
     /// not a matched collective op); walks the rank's ops before it.
     pub fn value_of(&self, t: &super::RankTimeline, oi: usize) -> Option<T> {
-        let op = t.ops.get(oi).filter(|op| op.is_comm() && op.is_kernel())?;
-        let g = group_of(t, op);
-        let seqs = self.by_group.get(g)?;
-        let seq = t.ops[..oi]
-            .iter()
-            .filter(|o| o.is_comm() && o.is_kernel() && group_of(t, o) == g)
-            .count();
-        seqs.get(seq).copied().flatten()
+        let (g, seq) = position_of(t, oi)?;
+        self.get(g, seq)
+    }
+
+    fn get(&self, group: &str, seq: usize) -> Option<T> {
+        let v = *self.by_group.get(group)?.get(seq)?;
+        (v != T::UNSET).then_some(v)
     }
 
     /// Calls `f` with each of `t`'s matched collective ops that has a value,
@@ -515,10 +611,7 @@ impl<T: Copy> BySeq<T> {
         for op in t.ops.iter().filter(|op| op.is_comm() && op.is_kernel()) {
             let g = group_of(t, op);
             let seq = next.entry(g).or_default();
-            let value = self
-                .by_group
-                .get(g)
-                .and_then(|s| s.get(*seq).copied().flatten());
+            let value = self.get(g, *seq);
             *seq += 1;
             if let Some(v) = value {
                 f(op, v);
@@ -728,6 +821,50 @@ mod tests {
         }
         assert_eq!(arrivals(&held, &inst), arrivals(&spilled, &inst),);
         assert_eq!(wait_split(&held, &inst), wait_split(&spilled, &inst));
+    }
+
+    /// Ten positions, three skipped (2, 3 and 7; 0 too, in a second
+    /// group): the instances are the other positions, in order, from the
+    /// group's first id.
+    #[test]
+    fn ids_skip_the_positions_out_of_step() {
+        let group = |first, skipped: &[u32]| Seqs {
+            name: "g".into(),
+            ranks: vec![0, 1],
+            ops: vec![Slab::from((0..10).collect::<Vec<u32>>()); 2],
+            first,
+            skipped: skipped.to_vec(),
+        };
+        let g = group(5, &[2, 3, 7]);
+        assert_eq!(g.len(), 7);
+        let seqs: Vec<usize> = (0..7).map(|k| g.seq_of(k)).collect();
+        assert_eq!(seqs, [0, 1, 4, 5, 6, 8, 9]);
+        let ids: Vec<Option<usize>> = (0..11).map(|s| g.id_at(s)).collect();
+        let (n, x) = (None, Some);
+        assert_eq!(
+            ids,
+            [x(5), x(6), n, n, x(7), x(8), x(9), n, x(10), x(11), n]
+        );
+        let g = group(0, &[0, 1, 9]);
+        assert_eq!(
+            (0..7).map(|k| g.seq_of(k)).collect::<Vec<_>>(),
+            [2, 3, 4, 5, 6, 7, 8]
+        );
+        assert_eq!(
+            (g.id_at(0), g.id_at(2), g.id_at(8), g.id_at(9)),
+            (None, Some(0), Some(6), None)
+        );
+    }
+
+    /// Every instance's id finds it again, by its group and position.
+    #[test]
+    fn an_instance_is_found_by_its_group_and_position() {
+        let t = trace(&training_run(&RunShape::default()));
+        let inst = instances(&t);
+        for (id, i) in inst.iter().enumerate() {
+            assert_eq!(inst.id_of(i.group, i.seq), Some(id));
+        }
+        assert_eq!(inst.id_of("no such group", 0), None);
     }
 
     #[test]

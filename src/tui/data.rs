@@ -46,12 +46,11 @@ pub struct Data {
     pub span: Interval,
     /// Who arrives late at collectives, per rank and step.
     pub arrivals: Arrivals,
-    /// The collectives matched across ranks, and for each member op (rank
-    /// index, op index) its instance, for the Timeline's details.
+    /// The collectives matched across ranks (a member op finds its own
+    /// with `Instances::of_op`, for the Timeline's details).
     pub instances: Instances,
     /// Each matched collective as a row (the Collectives tab).
     pub collectives: crate::derive::instances::Rows,
-    pub instance_of: InstanceOf,
     /// When each matched collective's last member started: a rank's waits
     /// in them are made from it as its lanes are (not held for every rank).
     pub last_starts: LastStarts,
@@ -222,7 +221,6 @@ struct Common {
     arrivals: Arrivals,
     instances: Instances,
     collectives: crate::derive::instances::Rows,
-    instance_of: InstanceOf,
     /// When each matched collective's last member started: a rank's waits
     /// in them, made as its lanes are (not held for every rank at once).
     last_starts: LastStarts,
@@ -239,7 +237,6 @@ impl Common {
         let derived = ctx.into_derived();
         Self {
             summary,
-            instance_of: InstanceOf::of(&derived.instances),
             ranks: derived.rows,
             verdict,
             arrivals,
@@ -247,28 +244,6 @@ impl Common {
             collectives: derived.collectives,
             instances: derived.instances,
         }
-    }
-}
-
-/// Each matched collective's index by its group and place in it: a member
-/// op finds its collective from its place among its rank's collectives in
-/// that group (a value per collective; a table per member op held 12 bytes
-/// a member).
-#[derive(Debug, Default)]
-pub struct InstanceOf(crate::model::collectives::BySeq<u32>);
-
-impl InstanceOf {
-    fn of(instances: &Instances) -> Self {
-        // Past 2^32 collectives (never in practice) an op is shown unmatched.
-        let mut k = 0u32..;
-        Self(crate::model::collectives::BySeq::of(instances, |_| {
-            k.next()
-        }))
-    }
-
-    /// The instance op `oi` of rank timeline `t` is a member of.
-    pub fn get(&self, t: &RankTimeline, oi: usize) -> Option<usize> {
-        self.0.value_of(t, oi).map(|k| k as usize)
     }
 }
 
@@ -466,7 +441,6 @@ impl Data {
             span,
             max_dur,
             instances: common.instances,
-            instance_of: common.instance_of,
             last_starts: common.last_starts,
             collectives: common.collectives,
             arrivals: common.arrivals,
@@ -671,11 +645,11 @@ mod tests {
         use crate::model::collectives::instances;
         let t = trace(&crate::synth::training_run(&Default::default()));
         let inst = instances(&t);
-        let of = InstanceOf::of(&inst);
+        let of = |t: &RankTimeline, o: usize| inst.of_op(t, o);
         let mut members = 0;
         for (k, i) in inst.iter().enumerate() {
             for (r, o) in i.pairs() {
-                assert_eq!(of.get(&t.ranks[r], o), Some(k));
+                assert_eq!(of(&t.ranks[r], o), Some(k));
                 members += 1;
             }
         }
@@ -683,21 +657,21 @@ mod tests {
         let found = t
             .ranks
             .iter()
-            .map(|r| (0..r.ops.len()).filter(|&o| of.get(r, o).is_some()).count())
+            .map(|r| (0..r.ops.len()).filter(|&o| of(r, o).is_some()).count())
             .sum::<usize>();
         assert_eq!((members, found), (8 * 51, 8 * 51));
         assert!(ops > found);
-        assert_eq!(of.get(&t.ranks[0], usize::MAX), None);
+        assert_eq!(of(&t.ranks[0], usize::MAX), None);
 
         let mut ranks = crate::synth::late_pair();
         let c = crate::synth::Coll::all_reduce_f32(1, 2);
         ranks[0].collective("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 70.0, 5.0, 20, &c);
         let t = trace(&ranks);
-        let of = InstanceOf::of(&instances(&t));
+        let inst = instances(&t);
         let matched = |r: usize| {
             let t = &t.ranks[r];
             (0..t.ops.len())
-                .filter_map(|o| of.get(t, o))
+                .filter_map(|o| inst.of_op(t, o))
                 .collect::<Vec<_>>()
         };
         assert_eq!((matched(0), matched(1)), (vec![0], vec![0]));

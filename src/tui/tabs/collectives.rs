@@ -55,8 +55,9 @@ pub struct CollectivesState {
     pub sort: [(usize, bool); 2],
     pub selected: usize,
     groups: Vec<GroupRow>,
-    /// Row order of the view shown: indices into the instances or groups.
-    pub shown: Vec<usize>,
+    /// Row order of the view shown: indices into the instances or groups
+    /// (4 bytes a collective: rows are numbered in u32 slots).
+    pub shown: Vec<u32>,
     jump: Option<Jump>,
 }
 
@@ -89,8 +90,9 @@ impl CollectivesState {
         } else {
             data.collectives.len()
         };
-        let mut shown: Vec<usize> = (0..n).collect();
+        let mut shown: Vec<u32> = (0..u32::try_from(n).unwrap_or(u32::MAX)).collect();
         shown.sort_by(|&a, &b| {
+            let (a, b) = (a as usize, b as usize);
             let o = if self.grouped {
                 compare_groups(&self.groups[a], &self.groups[b], c)
             } else {
@@ -109,7 +111,9 @@ impl CollectivesState {
         if self.grouped {
             return None;
         }
-        let r = data.collectives.get(*self.shown.get(self.selected)?);
+        let r = data
+            .collectives
+            .get(*self.shown.get(self.selected)? as usize);
         let longest = r
             .members(&data.trace, &data.instances)
             .max_by_key(|m| m.wait)?;
@@ -331,11 +335,16 @@ pub fn render(state: &CollectivesState, data: &Data, theme: Theme, area: Rect, b
     let table = table_area(area);
     let visible = usize::from(table.height.saturating_sub(1));
     let first = offset(state.selected, visible);
-    let on_screen = state.shown.iter().skip(first).take(visible);
+    let on_screen = state
+        .shown
+        .iter()
+        .skip(first)
+        .take(visible)
+        .map(|&i| i as usize);
     let lines: Vec<Row> =
         if state.grouped {
             on_screen
-                .map(|&i| {
+                .map(|i| {
                     let g = &state.groups[i];
                     Row {
                         cells: vec![
@@ -358,7 +367,7 @@ pub fn render(state: &CollectivesState, data: &Data, theme: Theme, area: Rect, b
                 .collect()
         } else {
             on_screen
-                .map(|&i| {
+                .map(|i| {
                     let r = rows.get(i);
                     Row {
                         cells: vec![

@@ -873,7 +873,7 @@ fn details(data: &Data, lane: &Lane, at: Ns, shift: Ns, width: u16) -> Vec<Line<
             kind.name()
         )));
     }
-    let inst = oi.and_then(|oi| data.instance_of.get(t, oi));
+    let inst = oi.and_then(|oi| data.instances.of_op(t, oi));
     if let Some(k) = inst {
         let i = data.instances.get(k);
         let ranks = &data.trace.ranks;
