@@ -493,25 +493,23 @@ pub struct FitRow {
 /// the groups of one role (four tp pairs) share a shape and a fabric.
 pub fn fits<'a>(rows: impl IntoIterator<Item = InstanceRow<'a>>) -> Vec<FitRow> {
     type Key = (CollKind, String, usize);
-    let mut by: BTreeMap<Key, Vec<(f64, f64)>> = BTreeMap::new();
+    // Points by size, not one each (see `fit::Points`).
+    let mut by: BTreeMap<Key, super::fit::Points> = BTreeMap::new();
     for r in rows {
         if let (Some(kind), Some(s), true) = (r.kind, r.data_bytes, r.transfer > Ns::ZERO) {
             by.entry((kind, r.label(), r.size as usize))
                 .or_default()
-                .push((s as f64, r.transfer.as_f64() / 1e9));
+                .add(s as f64, r.transfer.as_f64() / 1e9);
         }
     }
     by.into_iter()
         .filter_map(|((kind, role, size), pts)| {
-            let mut sizes: Vec<u64> = pts.iter().map(|p| p.0 as u64).collect();
-            sizes.sort_unstable();
-            sizes.dedup();
             Some(FitRow {
                 kind,
                 role,
                 size,
-                line: super::fit::line(&pts)?,
-                sizes: sizes.len(),
+                line: pts.line()?,
+                sizes: pts.distinct(),
             })
         })
         .collect()

@@ -217,26 +217,21 @@ pub fn vol_total(ctx: &Ctx) -> Outcome {
 
 /// Least-squares fit of t = α + β · bytes over all-reduce ops with a size.
 pub fn hockney_fit(ctx: &Ctx) -> Result<(f64, f64, usize), String> {
-    let pts: Vec<(f64, f64)> = ctx
-        .ranks
-        .iter()
-        .flat_map(|t| sized(t).collect::<Vec<_>>())
-        .filter(|c| c.kind == CollKind::AllReduce && c.dur > Ns::ZERO)
-        .map(|c| (c.msg_bytes as f64, c.dur.as_f64() / 1e9))
-        .collect();
-    let distinct = {
-        let mut s: Vec<u64> = pts.iter().map(|p| p.0 as u64).collect();
-        s.sort_unstable();
-        s.dedup();
-        s.len()
-    };
+    // Points by size, not one per op (see `fit::Points`).
+    let mut pts = crate::derive::fit::Points::default();
+    for c in ctx.ranks.iter().flat_map(|t| sized(t)) {
+        if c.kind == CollKind::AllReduce && c.dur > Ns::ZERO {
+            pts.add(c.msg_bytes as f64, c.dur.as_f64() / 1e9);
+        }
+    }
+    let distinct = pts.distinct();
     if distinct < 2 {
         return Err(format!(
             "needs all-reduce ops of at least 2 distinct sizes; the trace has {} op(s) of {distinct} size(s)",
             pts.len()
         ));
     }
-    let l = crate::derive::fit::line(&pts).expect("two distinct sizes");
+    let l = pts.line().expect("two distinct sizes");
     Ok((l.alpha, l.beta, l.points))
 }
 

@@ -119,16 +119,15 @@ impl Instances {
 
     /// Calls `f` with each instance's id, the instance and its members' ops
     /// (in the order of [`Instance::pairs`]), in order. Each member's
-    /// sequence and ops are read a block at a time (see `slab::Reader`),
-    /// the blocks of a group's members together taking [`WALK_BYTES`], so
-    /// that a pass over collectives on disk reads each file in blocks
+    /// sequence and ops are read a block at a time (see [`member_readers`]),
+    /// so that a pass over collectives on disk reads each file in blocks
     /// rather than a page of each rank's in turn.
     pub fn walk<'s>(&'s self, trace: &Trace, f: impl FnMut(usize, Instance<'s>, &[MemberOp])) {
-        self.walk_in(trace, WALK_BYTES, MIN_BLOCK, f);
+        self.walk_in(trace, WALK_BYTES, MIN_VALUES, f);
     }
 
-    /// [`Instances::walk`] reading `bytes` at a time over a group's members,
-    /// and at least `min` per member.
+    /// [`Instances::walk`] with blocks as [`member_readers`] makes them of
+    /// `bytes` and `min`.
     fn walk_in<'s>(
         &'s self,
         trace: &Trace,
@@ -138,16 +137,12 @@ impl Instances {
     ) {
         let mut members: Vec<MemberOp> = Vec::new();
         for seqs in &self.groups {
-            let block = (bytes / seqs.ranks.len().max(1)).max(min);
-            let mut readers: Vec<(usize, Reader<'_, u32>, Reader<'_, DeviceOp>)> = seqs
-                .ranks
-                .iter()
-                .zip(&seqs.ops)
-                .map(|(&r, ops)| {
-                    let r = r as usize;
-                    (r, ops.reader(block), trace.ranks[r].ops.reader(block))
-                })
-                .collect();
+            let mut readers: Vec<(usize, Reader<'_, u32>, Reader<'_, DeviceOp>)> =
+                member_readers(trace, &seqs.ranks, &seqs.ops, bytes, min)
+                    .into_iter()
+                    .zip(&seqs.ranks)
+                    .map(|((seq_of, op_of), &r)| (r as usize, seq_of, op_of))
+                    .collect();
             let mut skipped = seqs.skipped.iter().peekable();
             let mut id = seqs.first;
             for seq in 0..seqs.positions() {
@@ -188,10 +183,37 @@ impl Instances {
     }
 }
 
-/// What a pass over every collective's members reads at a time, over a
-/// group's members ([`Instances::walk`]), and at least per member.
-const WALK_BYTES: usize = 8 << 20;
-const MIN_BLOCK: usize = 16 << 10;
+/// What a pass over every collective's members holds of them at a time,
+/// over a group's members ([`Instances::walk`]), and the fewest values a
+/// member's block holds (15 KB of sequence and ops).
+const WALK_BYTES: usize = 4 << 20;
+const MIN_VALUES: usize = 256;
+
+/// Readers of each member's sequence (`ops[k]`, of rank index `ranks[k]`)
+/// and of its rank's ops, reading as many of each a block: `bytes` over
+/// the members, at least `min` each.
+fn member_readers<'a>(
+    trace: &'a Trace,
+    ranks: &[u32],
+    ops: &'a [Slab<u32>],
+    bytes: usize,
+    min: usize,
+) -> Vec<(Reader<'a, u32>, Reader<'a, DeviceOp>)> {
+    let each = std::mem::size_of::<u32>() + std::mem::size_of::<DeviceOp>();
+    let values = (bytes / ranks.len().max(1) / each).max(min);
+    ranks
+        .iter()
+        .zip(ops)
+        .map(|(&r, o)| {
+            (
+                o.reader(values * std::mem::size_of::<u32>()),
+                trace.ranks[r as usize]
+                    .ops
+                    .reader(values * std::mem::size_of::<DeviceOp>()),
+            )
+        })
+        .collect()
+}
 
 /// A member of a matched collective as [`Instances::walk`] gives it: its
 /// rank index, op index and a copy of its op.
@@ -389,12 +411,7 @@ pub fn instances(trace: &Trace) -> Instances {
         }
         let mut skipped = Vec::new();
         // Each member's kinds read in blocks, as `Instances::walk` reads.
-        let block = (WALK_BYTES / ranks.len()).max(MIN_BLOCK);
-        let mut readers: Vec<(Reader<'_, u32>, Reader<'_, DeviceOp>)> = ranks
-            .iter()
-            .zip(&ops)
-            .map(|(&r, o)| (o.reader(block), trace.ranks[r as usize].ops.reader(block)))
-            .collect();
+        let mut readers = member_readers(trace, &ranks, &ops, WALK_BYTES, MIN_VALUES);
         let mut kinds = Vec::with_capacity(ranks.len());
         for seq in 0..n {
             kinds.clear();
@@ -808,7 +825,7 @@ mod tests {
         let inst = instances(&held);
         assert_eq!(inst, instances(&spilled));
         for t in [&held, &spilled] {
-            for (bytes, min) in [(WALK_BYTES, MIN_BLOCK), (1, 1), (8 * 56 * 3, 1)] {
+            for (bytes, min) in [(WALK_BYTES, MIN_VALUES), (1, 1), (8 * 60 * 3, 1)] {
                 let mut seen = 0;
                 inst.walk_in(t, bytes, min, |id, i, members| {
                     assert_eq!(id, seen);
