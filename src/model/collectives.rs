@@ -137,12 +137,7 @@ impl Instances {
     ) {
         let mut members: Vec<MemberOp> = Vec::new();
         for seqs in &self.groups {
-            let mut readers: Vec<(usize, Reader<'_, u32>, Reader<'_, DeviceOp>)> =
-                member_readers(trace, &seqs.ranks, &seqs.ops, bytes, min)
-                    .into_iter()
-                    .zip(&seqs.ranks)
-                    .map(|((seq_of, op_of), &r)| (r as usize, seq_of, op_of))
-                    .collect();
+            let mut readers = member_readers(trace, &seqs.ranks, &seqs.ops, bytes, min);
             let mut skipped = seqs.skipped.iter().peekable();
             let mut id = seqs.first;
             for seq in 0..seqs.positions() {
@@ -189,25 +184,27 @@ impl Instances {
 const WALK_BYTES: usize = 4 << 20;
 const MIN_VALUES: usize = 256;
 
-/// Readers of each member's sequence (`ops[k]`, of rank index `ranks[k]`)
-/// and of its rank's ops, reading as many of each a block: `bytes` over
-/// the members, at least `min` each.
+/// Each member's rank index (`ranks[k]`) with readers of its sequence
+/// (`ops[k]`) and of its rank's ops, reading as many of each a block:
+/// `bytes` over the members, at least `min` each.
 fn member_readers<'a>(
     trace: &'a Trace,
     ranks: &[u32],
     ops: &'a [Slab<u32>],
     bytes: usize,
     min: usize,
-) -> Vec<(Reader<'a, u32>, Reader<'a, DeviceOp>)> {
+) -> Vec<(usize, Reader<'a, u32>, Reader<'a, DeviceOp>)> {
     let each = std::mem::size_of::<u32>() + std::mem::size_of::<DeviceOp>();
     let values = (bytes / ranks.len().max(1) / each).max(min);
     ranks
         .iter()
         .zip(ops)
         .map(|(&r, o)| {
+            let r = r as usize;
             (
+                r,
                 o.reader(values * std::mem::size_of::<u32>()),
-                trace.ranks[r as usize]
+                trace.ranks[r]
                     .ops
                     .reader(values * std::mem::size_of::<DeviceOp>()),
             )
@@ -289,8 +286,9 @@ impl<'a> Instance<'a> {
         self.seqs.ranks.is_empty()
     }
 
-    /// Its members' ops, read from `trace` (for one instance; a pass over
-    /// them all reads them with [`Instances::walk`]).
+    /// Its members' ops, read from `trace` (for one instance, in tests; a
+    /// pass over them all reads them with [`Instances::walk`]).
+    #[cfg(test)]
     pub fn member_ops(&self, trace: &Trace) -> Vec<MemberOp> {
         self.pairs()
             .map(|(r, o)| MemberOp {
@@ -302,12 +300,14 @@ impl<'a> Instance<'a> {
     }
 
     /// When its last member started (see [`last_start_of`]).
+    #[cfg(test)]
     pub fn last_start(&self, trace: &Trace) -> Ns {
         last_start_of(&self.member_ops(trace))
     }
 
     /// The member that started last and the wait it caused (see
     /// [`latest_of`]).
+    #[cfg(test)]
     pub fn latest(&self, trace: &Trace) -> Option<(usize, usize, Ns)> {
         latest_of(&self.member_ops(trace))
     }
@@ -418,7 +418,7 @@ pub fn instances(trace: &Trace) -> Instances {
             kinds.extend(
                 readers
                     .iter_mut()
-                    .map(|(seq_of, op_of)| op_of.get(seq_of.get(seq) as usize).coll),
+                    .map(|(_, seq_of, op_of)| op_of.get(seq_of.get(seq) as usize).coll),
             );
             // Different kinds at one position: the sequences are out of step
             // (a rank's trace starts or ends mid-iteration); do not pair them.
@@ -590,10 +590,9 @@ impl<T: Unset> BySeq<T> {
             // Instances come group by group: one group's values are made
             // before the next's.
             if seqs.as_ref().is_none_or(|s| !Arc::ptr_eq(s.0, i.group)) {
-                if let Some((g, v)) = seqs.take() {
+                if let Some((g, v)) = seqs.replace((i.group, Vec::new())) {
                     by_group.insert(g.clone(), v);
                 }
-                seqs = Some((i.group, by_group.remove(i.group).unwrap_or_default()));
             }
             let Some((_, v)) = seqs.as_mut() else {
                 return;
@@ -607,13 +606,6 @@ impl<T: Unset> BySeq<T> {
             by_group.insert(g.clone(), v);
         }
         Self { by_group }
-    }
-
-    /// The value of the collective `t`'s op `oi` is a member of (`None`:
-    /// not a matched collective op); walks the rank's ops before it.
-    pub fn value_of(&self, t: &super::RankTimeline, oi: usize) -> Option<T> {
-        let (g, seq) = position_of(t, oi)?;
-        self.get(g, seq)
     }
 
     fn get(&self, group: &str, seq: usize) -> Option<T> {
