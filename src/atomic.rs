@@ -1,67 +1,146 @@
 //! Writing a file so that a reader sees the old one or the new one, never
 //! half of one: write a temporary beside it, then rename. A leaf: exports
 //! and summaries both write this way.
+//!
+//! The temporary is created exclusively under a fresh random name
+//! (`tempfile`), so a link planted at a predictable name is never written
+//! through, and two writers of one path each write their own file (the
+//! last rename wins, whole). It is removed on every error.
 
-use std::path::{Path, PathBuf};
+use std::fs::File;
+use std::path::Path;
 
 use crate::error::{Error, Result};
 
-/// The temporary name `path` is written under: hidden, ending in
-/// `.partial` (no `*.parquet` glob picks it up), and the process's own,
-/// so tasks writing one folder never share one.
-pub fn partial(path: &Path) -> PathBuf {
-    let name = path
-        .file_name()
-        .map_or_else(Default::default, |n| n.to_string_lossy());
-    path.with_file_name(format!(".{name}.{}.partial", std::process::id()))
+/// Whether `name` is a temporary this module makes: hidden, ending in
+/// `.partial` (no `*.parquet` or `*.json` glob picks it up).
+pub fn is_partial(name: &str) -> bool {
+    name.starts_with('.') && name.ends_with(".partial")
 }
 
-/// Writes `bytes` to `path` through [`partial`] and a rename.
+/// Writes `bytes` to `path` through a temporary and a rename.
 pub fn write(path: &Path, bytes: &[u8]) -> Result<()> {
-    with(path, |tmp| {
-        std::fs::write(tmp, bytes).map_err(|e| e.to_string())
+    with(path, |file| {
+        use std::io::Write as _;
+        file.write_all(bytes).map_err(|e| e.to_string())
     })
 }
 
-/// Calls `write` on the temporary name, then renames it to `path`; a failed
-/// write leaves nothing behind and is an error naming `path`.
+/// Calls `write` on a new temporary file beside `path`, then renames it to
+/// `path` (replacing a file, or a link, there: never writing through it). A
+/// failed write leaves nothing behind and is an error naming `path`; so is
+/// a `path` that is a folder.
 pub fn with(
     path: &Path,
-    write: impl FnOnce(&Path) -> std::result::Result<(), String>,
+    write: impl FnOnce(&mut File) -> std::result::Result<(), String>,
 ) -> Result<()> {
-    let tmp = partial(path);
-    if let Err(why) = write(&tmp) {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(Error::Output {
-            path: path.to_owned(),
-            why,
-        });
-    }
-    std::fs::rename(&tmp, path).map_err(|source| Error::Io {
+    let fail = |why: String| Error::Output {
         path: path.to_owned(),
-        source,
-    })
+        why,
+    };
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir()) {
+        return Err(fail("is a folder; name a file to write".into()));
+    }
+    let name = path
+        .file_name()
+        .ok_or_else(|| fail("names no file".into()))?
+        .to_string_lossy();
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let mut tmp = tempfile::Builder::new()
+        .prefix(&format!(".{name}."))
+        .suffix(".partial")
+        .tempfile_in(dir)
+        .map_err(|e| fail(format!("cannot create a file in {}: {e}", dir.display())))?;
+    write(tmp.as_file_mut()).map_err(fail)?;
+    tmp.persist(path).map_err(|e| fail(e.error.to_string()))?;
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn names(dir: &Path) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+
     #[test]
     fn a_write_leaves_only_the_final_file_and_a_failed_one_nothing() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("t.parquet");
-        assert!(partial(&p).to_string_lossy().ends_with(".partial"));
         write(&p, b"abc").unwrap();
         assert_eq!(std::fs::read(&p).unwrap(), b"abc");
         let q = dir.path().join("u.parquet");
-        let e = with(&q, |tmp| {
-            std::fs::write(tmp, b"half").unwrap();
+        let e = with(&q, |f| {
+            use std::io::Write as _;
+            f.write_all(b"half").unwrap();
             Err("disk full".into())
         })
         .unwrap_err();
         assert!(e.to_string().contains("disk full"));
-        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
-        assert_eq!(names.len(), 1, "only t.parquet");
+        assert_eq!(names(dir.path()), ["t.parquet"]);
+    }
+
+    #[test]
+    fn a_folder_is_refused_and_nothing_is_left_beside_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let sub = dir.path().join("out.json");
+        std::fs::create_dir(&sub).unwrap();
+        let e = write(&sub, b"abc").unwrap_err().to_string();
+        assert!(e.contains("is a folder"), "{e}");
+        assert_eq!(names(dir.path()), ["out.json"]);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn links_at_the_old_temporary_name_or_the_target_are_not_written_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, b"precious").unwrap();
+        let out = dir.path().join("run.json");
+        // The fixed names earlier versions wrote through.
+        for planted in [".run.json.partial", ".run.json.4242.partial"] {
+            std::os::unix::fs::symlink(&victim, dir.path().join(planted)).unwrap();
+        }
+        write(&out, b"new").unwrap();
+        assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+        // A link at the target itself is replaced, not followed.
+        let linked = dir.path().join("linked.json");
+        std::os::unix::fs::symlink(&victim, &linked).unwrap();
+        write(&linked, b"new").unwrap();
+        assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+        assert!(!std::fs::symlink_metadata(&linked)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert!(is_partial(".run.json.x1y2z3.partial") && !is_partial("run.json"));
+    }
+
+    #[test]
+    fn two_writers_of_one_path_leave_one_whole_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("run.json");
+        let (a, b) = (vec![b'a'; 1 << 20], vec![b'b'; 1 << 20]);
+        std::thread::scope(|s| {
+            for bytes in [&a, &b] {
+                let out = &out;
+                s.spawn(move || {
+                    for _ in 0..20 {
+                        write(out, bytes).unwrap();
+                    }
+                });
+            }
+        });
+        let got = std::fs::read(&out).unwrap();
+        assert!(got == a || got == b, "a mix of the two writers");
+        assert_eq!(names(dir.path()), ["run.json"]);
     }
 }

@@ -165,6 +165,11 @@ pub struct LoadArgs {
     /// (without it, only a summary beside the traces, DIR.sum, is used)
     #[arg(long, value_name = "DIR")]
     pub cache: Option<PathBuf>,
+
+    /// Read the traces themselves, even where a current summary of them
+    /// stands beside them (DIR.sum) or in --cache
+    #[arg(long, conflicts_with = "cache")]
+    pub no_summary: bool,
 }
 
 impl LoadArgs {
@@ -179,6 +184,7 @@ impl LoadArgs {
             all_steps: self.all_steps,
             card: self.card.clone(),
             cache: self.cache.clone(),
+            no_summary: self.no_summary,
             ..Default::default()
         }
     }

@@ -9,9 +9,11 @@ pub mod tables;
 pub use tables::{Table, SCHEMA_VERSION, TABLES};
 
 use std::borrow::Cow;
+use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 
+use crate::error::{Error, Result};
 use crate::metrics::Ctx;
 use crate::model::RankTimeline;
 use crate::summary::pages::Pages;
@@ -64,6 +66,49 @@ impl Ops<'_> {
         }
         Ok(())
     }
+}
+
+/// Refuses an output that would replace a file of the run being read: one
+/// of its inputs (a trace, or a summary's file), or the traces a summary
+/// read stands for (`folder`: `out` is a folder of Parquet tables, each
+/// checked). The export would change the run under later commands.
+pub fn check_target(out: &Path, folder: bool, found: &crate::load::Found) -> Result<()> {
+    let targets: Vec<PathBuf> = if folder {
+        TABLES
+            .iter()
+            .map(|t| out.join(format!("{t}.parquet")))
+            .collect()
+    } else {
+        vec![out.to_owned()]
+    };
+    let summary = found.summary.as_ref();
+    let canon = |p: &Path| std::fs::canonicalize(p).ok();
+    let sum_dir = summary.and_then(|s| canon(&s.path));
+    let inputs = (found.discovery.inputs.iter().map(|i| i.path.as_path())).chain(
+        summary
+            .into_iter()
+            .flat_map(|s| s.originals.iter().map(PathBuf::as_path)),
+    );
+    let inputs: Vec<PathBuf> = inputs.filter_map(canon).collect();
+    for target in &targets {
+        // A file about to be made is no input; a folder is refused later.
+        let Some(t) = canon(target) else { continue };
+        let inside_summary = sum_dir.as_ref().is_some_and(|d| t.starts_with(d));
+        if inside_summary || inputs.contains(&t) {
+            return Err(Error::Output {
+                path: target.clone(),
+                why: format!(
+                    "is {} of the run being exported; write the export elsewhere",
+                    if inside_summary {
+                        "a file of the summary"
+                    } else {
+                        "an input"
+                    }
+                ),
+            });
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -327,6 +327,17 @@ impl Held {
     pub fn load(path: &std::path::Path, opts: &LoadOptions, progress: &Progress) -> Result<Self> {
         let cannot = || format!("cannot load {}", path.display());
         let found = load::inputs(path, opts).with_context(cannot)?;
+        Self::load_found(path, found, opts, progress)
+    }
+
+    /// [`Held::load`] of the inputs `found` at `path`.
+    pub fn load_found(
+        path: &std::path::Path,
+        found: load::Found,
+        opts: &LoadOptions,
+        progress: &Progress,
+    ) -> Result<Self> {
+        let cannot = || format!("cannot load {}", path.display());
         if found.summary.is_some() {
             let l = load::load_lean(path, &found, opts, progress).with_context(cannot)?;
             if let Some(pages) = crate::summary::pages::Pages::of(&l.trace, &l.stats) {
@@ -364,7 +375,11 @@ impl Held {
 /// `ccl-bench export DIR --to parquet|perfetto OUT`.
 pub fn export(args: &crate::cli::ExportArgs) -> Result<u8> {
     use crate::cli::ExportFormat;
-    let held = Held::load(&args.dir, &args.load.options(), &Progress::default())?;
+    let opts = args.load.options();
+    let found = load::inputs(&args.dir, &opts)
+        .with_context(|| format!("cannot load {}", args.dir.display()))?;
+    crate::export::check_target(&args.out, args.to == ExportFormat::Parquet, &found)?;
+    let held = Held::load_found(&args.dir, found, &opts, &Progress::default())?;
     for w in &held.warnings {
         crate::say!("warning: {w}");
     }

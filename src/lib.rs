@@ -18,6 +18,7 @@
 pub mod atomic;
 pub mod cli;
 pub mod compare;
+pub mod confined;
 pub mod derive;
 pub mod discover;
 pub mod entry;

@@ -42,6 +42,9 @@ pub struct LoadOptions {
     pub cache: Option<PathBuf>,
     /// Whether the UI reads a summary's ops a window at a time.
     pub pages: Pages,
+    /// Read the traces even where a current summary of them stands beside
+    /// them or in the cache.
+    pub no_summary: bool,
 }
 
 /// Whether the UI opens a summary lean and reads its ops a window at a
@@ -116,6 +119,7 @@ impl Default for LoadOptions {
             cpu_ranges: false,
             cache: None,
             pages: Pages::Auto,
+            no_summary: false,
         }
     }
 }
@@ -449,6 +453,8 @@ pub struct SummaryUsed {
     pub path: PathBuf,
     /// Of its manifest and entries (see `summary::open::Opened`).
     pub digest: u64,
+    /// The traces it stands for, where they are (or were).
+    pub originals: Vec<PathBuf>,
 }
 
 /// The run's inputs, and where its traces are: a summary's inputs when
@@ -457,22 +463,38 @@ pub struct SummaryUsed {
 /// else what discovery finds.
 pub fn inputs(path: &Path, opts: &LoadOptions) -> Result<Found> {
     use crate::summary;
-    let open = |sum: &Path| {
-        summary::open::discover(sum, opts.pick, opts.formats).map(|o| Found {
+    let open = |sum: &Path, named: Option<&Path>| {
+        summary::open::discover(sum, opts.pick, opts.formats, named).map(|o| Found {
             traces: summary::open::traces(&o.manifest),
             discovery: o.discovery,
             summary: Some(SummaryUsed {
                 path: sum.to_owned(),
                 digest: o.digest,
+                originals: (o.manifest.inputs.iter())
+                    .map(|i| o.manifest.root.join(&i.path))
+                    .collect(),
             }),
         })
     };
     if summary::is_summary(path) {
-        return open(path);
+        if opts.no_summary {
+            return Err(Error::Unsupported {
+                path: path.to_owned(),
+                why: "is a summary, and --no-summary reads traces: name the traces' folder".into(),
+            });
+        }
+        return open(path, None);
+    }
+    if opts.no_summary {
+        return Ok(Found {
+            discovery: crate::discover::discover_in(path, opts.pick, opts.formats)?,
+            traces: path.to_owned(),
+            summary: None,
+        });
     }
     let mut notes = Vec::new();
     if let Some(sum) = summary::beside(path).filter(|s| summary::is_summary(s)) {
-        match open(&sum) {
+        match open(&sum, Some(path)) {
             Ok(mut found) => {
                 found.discovery.notes.push(format!(
                     "read the summary {} (its inputs are unchanged)",
@@ -485,7 +507,7 @@ pub fn inputs(path: &Path, opts: &LoadOptions) -> Result<Found> {
     }
     if let Some(cache) = &opts.cache {
         let sum = summary::cached(cache, path)?;
-        let fresh = open(&sum);
+        let fresh = open(&sum, Some(path));
         let mut found = match fresh {
             Ok(found) => found,
             Err(_) => {
@@ -504,7 +526,7 @@ pub fn inputs(path: &Path, opts: &LoadOptions) -> Result<Found> {
                     built.written,
                     sum.display()
                 ));
-                open(&sum)?
+                open(&sum, Some(path))?
             }
         };
         found.discovery.notes.extend(notes);

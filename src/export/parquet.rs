@@ -87,8 +87,7 @@ pub fn write_with(
     props: WriterProperties,
     fill: &mut dyn FnMut(&mut Put<'_>) -> std::result::Result<(), String>,
 ) -> Result<()> {
-    crate::atomic::with(path, |tmp| {
-        let file = std::fs::File::create(tmp).map_err(|e| format!("cannot write Parquet: {e}"))?;
+    crate::atomic::with(path, |file| {
         let mut w = ArrowWriter::try_new(file, schema.clone(), Some(props))
             .map_err(|e| format!("cannot write Parquet: {e}"))?;
         fill(&mut |b| {

@@ -11,7 +11,7 @@
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::metrics::{Ctx, Outcome};
 use crate::model::{Ns, RankTimeline};
 
@@ -23,40 +23,28 @@ const STREAM_TID0: u64 = 10;
 /// Writes the run to `path`, each rank's ops read from `ops` when its turn
 /// comes; returns the number of events written.
 pub fn write(ctx: &Ctx, ops: super::Ops, path: &Path) -> Result<usize> {
-    let fail = |why: String| Error::Output {
-        path: path.to_path_buf(),
-        why,
-    };
-    let name = path
+    let gz = path
         .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = path.with_file_name(format!(".{name}.partial"));
-    let file = std::fs::File::create(&tmp).map_err(|e| fail(e.to_string()))?;
-    let gz = name.ends_with(".gz");
-    let result = if gz {
-        let enc = flate2::write::GzEncoder::new(file, flate2::Compression::fast());
-        let mut w = BufWriter::with_capacity(1 << 20, enc);
-        write_to(ctx, ops, &mut w).and_then(|n| {
-            w.into_inner()
-                .map_err(|e| e.into_error())?
-                .finish()
-                .map(|_| n)
-        })
-    } else {
-        let mut w = BufWriter::with_capacity(1 << 20, file);
-        write_to(ctx, ops, &mut w).and_then(|n| w.flush().map(|_| n))
-    };
-    match result {
-        Ok(n) => {
-            std::fs::rename(&tmp, path).map_err(|e| fail(e.to_string()))?;
-            Ok(n)
-        }
-        Err(e) => {
-            let _ = std::fs::remove_file(&tmp);
-            Err(fail(e.to_string()))
-        }
-    }
+        .is_some_and(|n| n.to_string_lossy().ends_with(".gz"));
+    let mut n = 0;
+    crate::atomic::with(path, |file| {
+        let written = if gz {
+            let enc = flate2::write::GzEncoder::new(file, flate2::Compression::fast());
+            let mut w = BufWriter::with_capacity(1 << 20, enc);
+            write_to(ctx, ops, &mut w).and_then(|n| {
+                w.into_inner()
+                    .map_err(|e| e.into_error())?
+                    .finish()
+                    .map(|_| n)
+            })
+        } else {
+            let mut w = BufWriter::with_capacity(1 << 20, file);
+            write_to(ctx, ops, &mut w).and_then(|n| w.flush().map(|_| n))
+        };
+        n = written.map_err(|e| e.to_string())?;
+        Ok(())
+    })?;
+    Ok(n)
 }
 
 /// µs with three decimals, exactly, from a non-negative ns count.

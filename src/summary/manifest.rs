@@ -204,18 +204,17 @@ pub fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
     read_json_hashed(path).map(|(v, _)| v)
 }
 
-/// `read_json`, and the XXH3-64 of the bytes read.
+/// `read_json`, and the XXH3-64 of the bytes read. Only a regular file is
+/// read, never through a link (see [`crate::confined`]).
 pub fn read_json_hashed<T: serde::de::DeserializeOwned>(path: &Path) -> Result<(T, u64)> {
-    let f = std::fs::File::open(path).map_err(io(path))?;
-    // Sized up front: one read, not a dozen doubling ones.
-    let size = f.metadata().map_or(0, |m| m.len()).min(MAX_JSON + 1);
-    let mut text = Vec::with_capacity(usize::try_from(size + 1).unwrap_or(0));
-    f.take(MAX_JSON + 1)
-        .read_to_end(&mut text)
-        .map_err(io(path))?;
-    if text.len() as u64 > MAX_JSON {
-        return Err(damaged(path, "larger than any summary writes"));
-    }
+    let text = crate::confined::read_file(path, MAX_JSON).map_err(|e| match e.kind() {
+        std::io::ErrorKind::InvalidData => damaged(path, "larger than any summary writes"),
+        std::io::ErrorKind::InvalidInput => damaged(path, e),
+        _ => Error::Io {
+            path: path.to_owned(),
+            source: e,
+        },
+    })?;
     let v = serde_json::from_slice(&text).map_err(|e| damaged(path, e))?;
     Ok((v, xxhash_rust::xxh3::xxh3_64(&text)))
 }

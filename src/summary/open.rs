@@ -38,8 +38,18 @@ enum Got {
     Entry(PathBuf, Box<Entry>, u64),
 }
 
-/// The summary's inputs as a discovery, with the folder the traces were in.
-pub fn discover(sum: &Path, pick: Pick, table: &'static [Format]) -> Result<Opened> {
+/// The summary's inputs as a discovery. `named` is the traces' path when
+/// the user named the traces (the summary beside them, or in the cache):
+/// the summary must then describe the traces there, as they are now. When
+/// the user named the summary itself, it describes the traces where they
+/// were summarized, while they are there.
+pub fn discover(
+    sum: &Path,
+    pick: Pick,
+    table: &'static [Format],
+    named: Option<&Path>,
+) -> Result<Opened> {
+    refuse_links(sum)?;
     let (m, m_hash): (Manifest, u64) = manifest::read_json_hashed(&sum.join(MANIFEST))?;
     if m.ccl_bench_summary != VERSION {
         return Err(damaged(
@@ -50,6 +60,19 @@ pub fn discover(sum: &Path, pick: Pick, table: &'static [Format]) -> Result<Open
             ),
         ));
     }
+    // Where the traces are for this open: the folder named stands for the
+    // one summarized.
+    let root = match named {
+        Some(path) => root_of(&m, path).ok_or_else(|| Error::NotATrace {
+            path: sum.to_owned(),
+            why: format!(
+                "the summary of {} does not describe {}",
+                traces(&m).display(),
+                path.display()
+            ),
+        })?,
+        None => m.root.clone(),
+    };
     let wanted = (
         pick.iteration,
         crate::discover::rank_dirs::windows_text(pick.windows),
@@ -103,7 +126,13 @@ pub fn discover(sum: &Path, pick: Pick, table: &'static [Format]) -> Result<Open
                 format!("unknown format {}", rec.format),
             )
         })?;
-        let original = m.root.join(&rec.path);
+        if !manifest::safe_rel(&rec.path) {
+            return Err(damaged(
+                &sum.join(MANIFEST),
+                format!("input path {} leaves the traces' folder", rec.path),
+            ));
+        }
+        let original = root.join(&rec.path);
         let window = rec.window.map(|(index, of)| Window { index, of });
         let (entry_path, entry) = match got? {
             Got::Unread => {
@@ -128,7 +157,7 @@ pub fn discover(sum: &Path, pick: Pick, table: &'static [Format]) -> Result<Open
         let path = match format.role {
             // A card is read from its copy by its own reader.
             Role::Card { .. } => match entry.files.first() {
-                Some((rel, ..)) => sum.join(rel),
+                Some(file) => card_copy(sum, &entry_path, file)?,
                 None => return Err(damaged(&entry_path, "no card copy")),
             },
             _ => entry_path,
@@ -153,7 +182,9 @@ pub fn discover(sum: &Path, pick: Pick, table: &'static [Format]) -> Result<Open
             ),
         });
     }
-    check_current(sum, &m, &entries, table)?;
+    check_current(sum, &m, &root, named.is_some(), &entries, table)?;
+    let mut m = m;
+    m.root = root;
     Ok(Opened {
         discovery: Discovery {
             inputs,
@@ -165,26 +196,98 @@ pub fn discover(sum: &Path, pick: Pick, table: &'static [Format]) -> Result<Open
     })
 }
 
-/// Where the traces are still there, the summary must describe them as
-/// they are: an input changed, added or removed makes it stale, and a stale
-/// summary is refused (never silently trusted). A summary copied away from
-/// its traces is taken as it is.
+/// Refuses a summary holding links among its folders and files: the tool
+/// writes none, and one planted there could lead reads, and the removals
+/// of kept results and old tables, to files outside the summary.
+pub fn refuse_links(sum: &Path) -> Result<()> {
+    let links = crate::confined::links_in(sum);
+    if links.is_empty() {
+        return Ok(());
+    }
+    Err(Error::NotATrace {
+        path: sum.to_owned(),
+        why: format!(
+            "not a summary this tool wrote: {} {} a link (a summary holds no links, and the tool \
+             will not read, write or remove files through one); run `ccl-bench summarize` into \
+             a new folder",
+            links.join(", "),
+            if links.len() == 1 { "is" } else { "are" }
+        ),
+    })
+}
+
+/// A card's copy in the summary, checked before a reader sees it: inside
+/// the summary, a regular file, and the bytes that were copied (an edited
+/// copy is not served).
+fn card_copy(
+    sum: &Path,
+    entry_path: &Path,
+    (rel, size, xxh3): &(String, u64, String),
+) -> Result<PathBuf> {
+    let path = crate::confined::inside(sum, rel).map_err(|why| damaged(entry_path, why))?;
+    let bytes = crate::confined::read_file(&path, *size).map_err(|e| damaged(&path, e))?;
+    if bytes.len() as u64 != *size
+        || format!("{:016x}", xxhash_rust::xxh3::xxh3_64(&bytes)) != *xxh3
+    {
+        return Err(damaged(
+            &path,
+            "the card's copy changed since it was written",
+        ));
+    }
+    Ok(path)
+}
+
+/// The folder the manifest's input paths are relative to, for traces at
+/// `path`: `path` itself for a summarized folder, its parent for a
+/// summarized file of the same name.
+fn root_of(m: &Manifest, path: &Path) -> Option<PathBuf> {
+    if m.trace.is_empty() {
+        return Some(path.to_owned());
+    }
+    let trace = Path::new(&m.trace);
+    let mut root = path;
+    for _ in trace.components() {
+        root = root.parent()?;
+    }
+    (root.join(trace) == path).then(|| root.to_owned())
+}
+
+/// Whether the input at `path` is the one an entry was made of: the same
+/// size and time, or, touched since, the same size and content.
+fn unchanged(path: &Path, e: &Entry) -> bool {
+    let Ok(now) = manifest::stat(path) else {
+        return false;
+    };
+    let then = &e.fingerprint;
+    now.size == then.size
+        && (now.mtime_ns == then.mtime_ns
+            || (!then.xxh3.is_empty() && manifest::hash(path).is_ok_and(|h| h == then.xxh3)))
+}
+
+/// The summary must describe the traces at `root` as they are: an input
+/// changed (by content), added or removed makes it stale, and a stale
+/// summary is refused (never silently trusted). When the traces were not
+/// named (`named` false) and are gone, the summary is taken as it is: it
+/// was copied away from them.
 fn check_current(
     sum: &Path,
     m: &Manifest,
+    root: &Path,
+    named: bool,
     entries: &[(PathBuf, Entry)],
     table: &'static [Format],
 ) -> Result<()> {
-    let trace = traces(m);
-    if !m.root.is_dir() {
+    let trace = if m.trace.is_empty() {
+        root.to_owned()
+    } else {
+        root.join(&m.trace)
+    };
+    if !named && !root.is_dir() {
         return Ok(());
     }
     let mut changed: Vec<String> = entries
         .par_iter()
-        .filter(|(original, e)| {
-            !manifest::stat(original)
-                .is_ok_and(|f| f.size == e.fingerprint.size && f.mtime_ns == e.fingerprint.mtime_ns)
-        })
+        .filter(|(original, e)| !unchanged(original, e))
         .map(|(_, e)| e.path.clone())
         .collect();
     let pick = Pick {
@@ -209,7 +312,7 @@ fn check_current(
             .as_ref()
             .map(|d| d.inputs.iter().map(|i| i.path.clone()).collect())
             .unwrap_or_default();
-        let then: Vec<PathBuf> = m.inputs.iter().map(|i| m.root.join(&i.path)).collect();
+        let then: Vec<PathBuf> = m.inputs.iter().map(|i| root.join(&i.path)).collect();
         // A file skipped now and not then (or the reverse) changes the warnings.
         if found.is_ok_and(|d| d.notes != m.notes) {
             changed.push("the files passed over beside them".into());

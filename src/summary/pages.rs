@@ -138,7 +138,7 @@ struct Footer {
 /// A table file opened after checking its size against the entry's.
 fn open((path, size): &(std::path::PathBuf, u64)) -> Result<File, String> {
     let why = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
-    let f = File::open(path).map_err(|e| why(&e))?;
+    let f = crate::confined::open_file(path).map_err(|e| why(&e))?;
     let len = f.metadata().map_err(|e| why(&e))?.len();
     if len != *size {
         return Err(why(&"its size changed since the summary was written"));

@@ -47,7 +47,7 @@ type Listed = (String, u64, String);
 
 /// One table file's batches, after checking its size and hash.
 fn table(f: &FileIn, sum: &Path, file: &Listed, name: &str) -> Result<Vec<RecordBatch>> {
-    let path = &sum.join(&file.0);
+    let path = &place(f, sum, &file.0)?;
     let bytes = checked(f, path, file)?;
     let size = bytes.len() as u64;
     super::columns::decode(bytes::Bytes::from(bytes), size, name).map_err(|e| damaged(path, e))
@@ -58,11 +58,18 @@ fn table(f: &FileIn, sum: &Path, file: &Listed, name: &str) -> Result<Vec<Record
 /// table: on a cluster file system, a look at each of a run's thousands of
 /// tables would cost more than the answer kept for it.)
 fn checked(f: &FileIn, path: &Path, (_, size, xxh3): &Listed) -> Result<Vec<u8>> {
-    let bytes = match std::fs::read(path) {
+    let bytes = match crate::confined::read_file(path, *size) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Err(damaged(path, "missing or changed: the file is gone"));
         }
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+            return Err(damaged(
+                path,
+                format!("missing or changed: more than the {size} bytes written"),
+            ));
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => return Err(damaged(path, e)),
         Err(source) => {
             return Err(Error::Io {
                 path: path.to_owned(),
@@ -84,6 +91,12 @@ fn checked(f: &FileIn, path: &Path, (_, size, xxh3): &Listed) -> Result<Vec<u8>>
     }
     f.counter.fetch_add(bytes.len() as u64, Ordering::Relaxed);
     Ok(bytes)
+}
+
+/// Where `rel`, a file an entry lists, lies in the summary `sum`: inside
+/// it, through no link.
+fn place(f: &FileIn, sum: &Path, rel: &str) -> Result<PathBuf> {
+    crate::confined::inside(sum, rel).map_err(|why| damaged(f.path, why))
 }
 
 /// The file an entry lists as `rel`.
@@ -180,7 +193,7 @@ fn lean(
     let (Some(_), Some(stats_file)) = (find(&comm_rel), find(&stats_rel)) else {
         return Ok(None);
     };
-    let path = sum.join(&stats_rel);
+    let path = place(f, sum, &stats_rel)?;
     let stored: super::stats::Stored =
         serde_json::from_slice(&checked(f, &path, stats_file)?).map_err(|e| damaged(&path, e))?;
     let names = ["names", "ops", "colls", "steps", "annotations"];
@@ -212,10 +225,11 @@ fn stored_tables(
 ) -> Result<Option<crate::model::timeline::StoredTables>> {
     let file = |table: &str| -> Result<Option<(PathBuf, u64)>> {
         let rel = rel_of(f, p, table, "parquet")?;
-        Ok(e.files
+        e.files
             .iter()
             .find(|x| x.0 == rel)
-            .map(|x| (sum.join(&rel), x.1)))
+            .map(|x| Ok((place(f, sum, &rel)?, x.1)))
+            .transpose()
     };
     Ok(match (file("ops")?, file(super::columns::COVERAGE)?) {
         (Some(ops), Some(coverage)) => Some(crate::model::timeline::StoredTables {

@@ -27,7 +27,7 @@ pub const RESULTS: &str = "results";
 const KEEP: usize = 16;
 
 /// Layout of a results file; a different one is not read.
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
 
 /// What a metrics run computed and printed, apart from the discovery notes
 /// (which the open that serves them says afresh).
@@ -92,21 +92,26 @@ pub fn key(found: &Found, q: &Query) -> Option<String> {
     Some(format!("{:016x}", h.digest()))
 }
 
-/// The results stored under `key` in `sum`, when there are any and they
-/// are whole; anything else is a miss, never an error.
+/// The results stored under `key` in `sum`, when there are any, they are
+/// whole, their content is what was written for this key, and every value
+/// passes the checks a fresh computation passes; anything else is a miss
+/// (computed afresh), never an error and never served.
 pub fn get(sum: &Path, key: &str) -> Option<Results> {
-    let s: Stored = manifest::read_json(&file(sum, key)).ok()?;
-    if s.version != VERSION || s.key != key || s.rows.len() != METRICS.len() {
+    let path = file(sum, key)?;
+    let sealed: Sealed = manifest::read_json(&path).ok()?;
+    if sealed.version != VERSION || sealed.seal != seal(key, sealed.body.get()) {
+        return None;
+    }
+    let s: Stored = serde_json::from_str(sealed.body.get()).ok()?;
+    if s.key != key || s.rows.len() != METRICS.len() {
         return None;
     }
     let rows = METRICS
         .iter()
         .zip(s.rows)
         .map(|(metric, (name, o))| {
-            (name == metric.name).then(|| Row {
-                metric,
-                outcome: o.into(),
-            })
+            let outcome: Outcome = o.into();
+            (name == metric.name && plausible(metric, &outcome)).then_some(Row { metric, outcome })
         })
         .collect::<Option<Vec<_>>>()?;
     Some(Results {
@@ -116,12 +121,27 @@ pub fn get(sum: &Path, key: &str) -> Option<Results> {
     })
 }
 
+/// Whether a kept outcome is one a fresh computation could have printed:
+/// its value passes the metric's bounds, and every figure is finite.
+fn plausible(metric: &crate::metrics::Metric, o: &Outcome) -> bool {
+    match o {
+        Outcome::NotApplicable(_) => true,
+        Outcome::Value(m) => {
+            matches!(
+                crate::metrics::plausible::check(metric, o.clone()),
+                Outcome::Value(_)
+            ) && m.per_rank.iter().all(|(_, v)| v.is_finite())
+                && m.parts.iter().all(|(_, v)| v.is_finite())
+        }
+    }
+}
+
 /// Stores `r` under `key` (atomically), keeping the [`KEEP`] newest other
-/// keys. A summary that cannot be written to (a read-only tree) simply
-/// keeps none: the results are computed again next time.
+/// keys. A summary that cannot be written to (a read-only tree), or whose
+/// results folder is a link, simply keeps none: the results are computed
+/// again next time.
 pub fn put(sum: &Path, key: &str, r: &Results) {
     let s = Stored {
-        version: VERSION,
         key: key.to_owned(),
         warnings: r.warnings.clone(),
         about: (&r.about).into(),
@@ -131,35 +151,76 @@ pub fn put(sum: &Path, key: &str, r: &Results) {
             .map(|row| (row.metric.name.to_owned(), (&row.outcome).into()))
             .collect(),
     };
-    let Ok(bytes) = serde_json::to_vec(&s) else {
+    let Some(body) = serde_json::to_string(&s)
+        .ok()
+        .and_then(|b| serde_json::value::RawValue::from_string(b).ok())
+    else {
         return;
     };
-    let dir = sum.join(RESULTS);
-    if std::fs::create_dir_all(&dir).is_err()
-        || crate::atomic::write(&file(sum, key), &bytes).is_err()
-    {
+    let sealed = Sealed {
+        version: VERSION,
+        seal: seal(key, body.get()),
+        body,
+    };
+    let (Ok(bytes), Some(path)) = (serde_json::to_vec(&sealed), file(sum, key)) else {
+        return;
+    };
+    let Ok(dir) = crate::confined::inside(sum, RESULTS) else {
+        return;
+    };
+    if std::fs::create_dir_all(&dir).is_err() || crate::atomic::write(&path, &bytes).is_err() {
         return;
     }
-    prune(&dir);
+    prune(sum);
 }
 
-fn file(sum: &Path, key: &str) -> PathBuf {
-    sum.join(RESULTS).join(format!("{key}.json"))
+/// The results file of `key`, inside the summary through no link.
+fn file(sum: &Path, key: &str) -> Option<PathBuf> {
+    crate::confined::inside(sum, &format!("{RESULTS}/{key}.json")).ok()
 }
 
-/// Removes all but the newest [`KEEP`] + 1 results files.
-fn prune(dir: &Path) {
-    let Ok(list) = std::fs::read_dir(dir) else {
+/// What ties a results file to its key: a hash of the key and the stored
+/// body, so that a file edited by hand, or copied under another key, is a
+/// miss.
+fn seal(key: &str, body: &str) -> String {
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    h.update(key.as_bytes());
+    h.update(&[0]);
+    h.update(body.as_bytes());
+    format!("{:016x}", h.digest())
+}
+
+/// Whether `name` is a results file's name (`<16 hex>.json`).
+fn results_name(name: &str) -> Option<&str> {
+    name.strip_suffix(".json")
+        .filter(|k| k.len() == 16 && k.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+/// Removes all but the newest [`KEEP`] + 1 results files: files of the
+/// results folder named as results are and holding results (any other file
+/// there, and anything a link leads to, is left alone).
+fn prune(sum: &Path) {
+    let Ok(dir) = crate::confined::inside(sum, RESULTS) else {
         return;
     };
-    let mut files: Vec<(std::time::SystemTime, PathBuf)> = list
+    let Ok(list) = std::fs::read_dir(&dir) else {
+        return;
+    };
+    let mut files: Vec<(std::time::SystemTime, String)> = list
         .flatten()
-        .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
-        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            results_name(&name)?;
+            // Of the entry itself, not of a link's target.
+            let meta = std::fs::symlink_metadata(e.path()).ok()?;
+            meta.is_file().then_some((meta.modified().ok()?, name))
+        })
         .collect();
     files.sort_by_key(|f| std::cmp::Reverse(f.0));
-    for (_, path) in files.into_iter().skip(KEEP + 1) {
-        let _ = std::fs::remove_file(path);
+    for (_, name) in files.into_iter().skip(KEEP + 1) {
+        crate::confined::remove_own(sum, &format!("{RESULTS}/{name}"), MAX_FILE, |bytes| {
+            serde_json::from_slice::<Sealed>(bytes).is_ok()
+        });
     }
 }
 
@@ -167,18 +228,25 @@ fn prune(dir: &Path) {
 const MAX_FILE: u64 = 64 << 20;
 
 fn read_small(path: &Path) -> Option<Vec<u8>> {
-    let meta = std::fs::metadata(path).ok()?;
-    (meta.is_file() && meta.len() <= MAX_FILE)
-        .then(|| std::fs::read(path).ok())
-        .flatten()
+    // The user's own file (a rules file or card named on the command line,
+    // or beside the traces): a link is followed, a FIFO is not waited on.
+    let path = std::fs::canonicalize(path).ok()?;
+    crate::confined::read_file(&path, MAX_FILE).ok()
 }
 
 // The stored form. Numbers are kept as their bits: a JSON decimal read back
 // may differ in the last place, and a result served must be the one computed.
 
+/// A results file: the stored results as written, and their seal.
+#[derive(Serialize, Deserialize)]
+struct Sealed {
+    version: u32,
+    seal: String,
+    body: Box<serde_json::value::RawValue>,
+}
+
 #[derive(Serialize, Deserialize)]
 struct Stored {
-    version: u32,
     key: String,
     warnings: Vec<String>,
     about: AboutRec,
@@ -365,10 +433,59 @@ mod tests {
         assert!(get(dir.path(), "00000000000000bb").is_none());
         // Renamed to another key: its own key inside disagrees.
         std::fs::rename(
-            file(dir.path(), "00000000000000aa"),
-            file(dir.path(), "00000000000000bb"),
+            file(dir.path(), "00000000000000aa").unwrap(),
+            file(dir.path(), "00000000000000bb").unwrap(),
         )
         .unwrap();
         assert!(get(dir.path(), "00000000000000bb").is_none());
+    }
+
+    #[test]
+    fn edited_or_implausible_results_are_a_miss() {
+        let dir = tempfile::tempdir().unwrap();
+        let key = "00000000000000cc";
+        let r = |v: f64| Results {
+            warnings: vec![],
+            about: About {
+                source: "runs/x".into(),
+                ranks: vec![0],
+                ops: 1,
+                memory: vec![],
+                et: vec![],
+                offsets: vec![],
+                steps: String::new(),
+            },
+            rows: METRICS
+                .iter()
+                .map(|metric| Row {
+                    metric,
+                    outcome: if metric.name == "communication_fraction" {
+                        Outcome::value(v)
+                    } else {
+                        Outcome::na("n/a")
+                    },
+                })
+                .collect(),
+        };
+        put(dir.path(), key, &r(0.25));
+        assert!(get(dir.path(), key).is_some());
+        let path = file(dir.path(), key).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        // The value's bits, edited by hand (0.25 -> 0.5): the seal breaks.
+        let edited = text.replace(
+            &0.25f64.to_bits().to_string(),
+            &0.5f64.to_bits().to_string(),
+        );
+        assert_ne!(edited, text);
+        std::fs::write(&path, edited).unwrap();
+        assert!(get(dir.path(), key).is_none(), "an edited file is served");
+        // Sealed as the tool seals, but a share of 512.5 %: not served either.
+        put(dir.path(), key, &r(512.5));
+        assert!(
+            get(dir.path(), key).is_none(),
+            "an implausible value is served"
+        );
+        put(dir.path(), key, &r(f64::NAN));
+        assert!(get(dir.path(), key).is_none(), "NaN is served");
     }
 }

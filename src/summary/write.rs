@@ -61,6 +61,7 @@ pub fn summarize(trace: &Path, opts: &Options) -> Result<Report> {
         let path = path.to_owned();
         move |source| Error::Io { path, source }
     };
+    super::open::refuse_links(out)?;
     std::fs::create_dir_all(out.join(ENTRIES)).map_err(io(out))?;
     let root = if trace.is_dir() {
         trace.to_owned()
@@ -315,23 +316,23 @@ fn one(out: &Path, root: &Path, input: &Input, rec: &InputRec, fresh_start: bool
                         .map_err(|e| output_error(out, &rec.path, e))?;
                     for (table, b) in super::columns::TABLES.iter().zip(&batches) {
                         let rel = format!("{table}/{partition}/{stem}.parquet");
-                        write_parquet(&out.join(&rel), b, &rec.path)?;
+                        write_parquet(&place(out, &rel)?, b, &rec.path)?;
                         entry.files.push(written(out, rel)?);
                     }
                     // What the reduce reads in place of every op.
                     let comm = super::columns::comm_table(&f.timeline)
                         .map_err(|e| output_error(out, &rec.path, e))?;
                     let rel = format!("{}/{partition}/{stem}.parquet", super::stats::COMM);
-                    write_parquet(&out.join(&rel), &comm, &rec.path)?;
+                    write_parquet(&place(out, &rel)?, &comm, &rec.path)?;
                     entry.files.push(written(out, rel)?);
                     // What a view too wide to draw each op shows.
                     let coverage = super::columns::coverage_table(&f.timeline)
                         .map_err(|e| output_error(out, &rec.path, e))?;
                     let rel = format!("{}/{partition}/{stem}.parquet", super::columns::COVERAGE);
-                    write_parquet(&out.join(&rel), &coverage, &rec.path)?;
+                    write_parquet(&place(out, &rel)?, &coverage, &rec.path)?;
                     entry.files.push(written(out, rel)?);
                     let rel = format!("{}/{partition}/{stem}.json", super::stats::STATS);
-                    write_stats(&out.join(&rel), &f.timeline)?;
+                    write_stats(&place(out, &rel)?, &f.timeline)?;
                     entry.files.push(written(out, rel)?);
                     entry.parts.push(part(
                         &f.timeline,
@@ -353,7 +354,7 @@ fn one(out: &Path, root: &Path, input: &Input, rec: &InputRec, fresh_start: bool
                 let b =
                     super::annex::memory_table(&m).map_err(|e| output_error(out, &rec.path, e))?;
                 let rel = format!("memory/{key}.parquet");
-                write_parquet(&out.join(&rel), &b, &rec.path)?;
+                write_parquet(&place(out, &rel)?, &b, &rec.path)?;
                 entry.files.push(written(out, rel)?);
                 entry.memory = Some(super::annex::memory_meta(&m, &absolute(root, &m.source)));
             }
@@ -364,7 +365,7 @@ fn one(out: &Path, root: &Path, input: &Input, rec: &InputRec, fresh_start: bool
                 entry.warnings = warnings;
                 let b = super::annex::et_table(&et).map_err(|e| output_error(out, &rec.path, e))?;
                 let rel = format!("et/{key}.parquet");
-                write_parquet(&out.join(&rel), &b, &rec.path)?;
+                write_parquet(&place(out, &rel)?, &b, &rec.path)?;
                 entry.files.push(written(out, rel)?);
                 entry.et = Some(super::annex::et_meta(&et, &absolute(root, &et.source)));
             }
@@ -377,7 +378,7 @@ fn one(out: &Path, root: &Path, input: &Input, rec: &InputRec, fresh_start: bool
                 .file_name()
                 .map_or_else(|| "card.yaml".into(), |n| n.to_string_lossy());
             let rel = format!("card/{key}/{name}");
-            let dest = out.join(&rel);
+            let dest = place(out, &rel)?;
             let bytes = std::fs::read(&input.path).map_err(|source| Error::Io {
                 path: input.path.clone(),
                 source,
@@ -508,23 +509,61 @@ pub(super) fn write_parquet(
     crate::export::parquet::write_file(path, &batch.schema(), std::slice::from_ref(batch), props)
 }
 
-/// Whether every file an entry lists is there, at the size written.
-pub(super) fn intact(out: &Path, e: &Entry) -> bool {
-    e.files.iter().all(|(rel, size, _)| {
-        manifest::safe_rel(rel) && std::fs::metadata(out.join(rel)).is_ok_and(|m| m.len() == *size)
+/// Where `rel` is written in the summary `out`: inside it, through no link.
+fn place(out: &Path, rel: &str) -> Result<PathBuf> {
+    crate::confined::inside(out, rel).map_err(|why| Error::Output {
+        path: out.to_owned(),
+        why: format!("will not write {rel}: {why}"),
     })
 }
 
+/// Whether every file an entry lists is there, at the size written.
+pub(super) fn intact(out: &Path, e: &Entry) -> bool {
+    e.files.iter().all(|(rel, size, _)| {
+        crate::confined::inside(out, rel).is_ok_and(|p| {
+            std::fs::symlink_metadata(p).is_ok_and(|m| m.is_file() && m.len() == *size)
+        })
+    })
+}
+
+/// Removes the files an entry lists that are still the tool's: inside the
+/// summary, regular, and of the content written (or, damaged, still a
+/// Parquet file); anything else there is left alone.
 fn remove_files(out: &Path, e: &Entry) {
-    for (rel, ..) in e.files.iter().filter(|f| manifest::safe_rel(&f.0)) {
-        let _ = std::fs::remove_file(out.join(rel));
+    for (rel, size, xxh3) in &e.files {
+        crate::confined::remove_own(out, rel, *size, |bytes| {
+            format!("{:016x}", xxhash_rust::xxh3::xxh3_64(bytes)) == *xxh3
+                || (rel.ends_with(".parquet")
+                    && bytes.starts_with(b"PAR1")
+                    && bytes.ends_with(b"PAR1"))
+        });
     }
 }
 
+/// Whether `name` is an entry's file name as [`entry_name`] makes them
+/// (`<16 hex>.json` or `rank<N>_<16 hex>.json`).
+fn entry_file_name(name: &str) -> bool {
+    let Some(stem) = name.strip_suffix(".json") else {
+        return false;
+    };
+    let key = match stem.split_once('_') {
+        Some((rank, key)) => {
+            let digits = rank.strip_prefix("rank").unwrap_or("");
+            if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+                return false;
+            }
+            key
+        }
+        None => stem,
+    };
+    key.len() == 16 && key.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
 /// Removes entries (and their tables) of inputs no longer in the run: a
-/// query over `ops/` must see the run's inputs only. (Temporaries a killed
-/// writer left are hidden `.partial` files no `*.parquet` glob reads; those
-/// an hour old are removed too.)
+/// query over `ops/` must see the run's inputs only. Only files named and
+/// shaped as the tool writes them are removed. (Temporaries a killed writer
+/// left are hidden `.partial` files no `*.parquet` glob reads; those an
+/// hour old are removed too.)
 fn prune(out: &Path, m: &Manifest) -> Result<()> {
     remove_stale_partials(out, 0);
     let keep: std::collections::HashSet<&str> =
@@ -535,17 +574,23 @@ fn prune(out: &Path, m: &Manifest) -> Result<()> {
     };
     for e in list.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
-        if keep.contains(name.as_str()) || !name.ends_with(".json") {
+        if keep.contains(name.as_str()) || !entry_file_name(&name) {
             continue;
         }
-        if let Ok(old) = manifest::read_json::<Entry>(&e.path()) {
-            remove_files(out, &old);
-        }
-        let _ = std::fs::remove_file(e.path());
+        let rel = format!("{ENTRIES}/{name}");
+        let Ok(old) = manifest::read_json::<Entry>(&e.path()) else {
+            continue;
+        };
+        remove_files(out, &old);
+        crate::confined::remove_own(out, &rel, u64::MAX, |bytes| {
+            serde_json::from_slice::<Entry>(bytes).is_ok()
+        });
     }
     Ok(())
 }
 
+/// Removes the temporaries a killed writer left (see [`crate::atomic`]),
+/// an hour old or more: regular files only, never through a link.
 fn remove_stale_partials(dir: &Path, depth: u32) {
     let Ok(list) = std::fs::read_dir(dir) else {
         return;
@@ -553,10 +598,14 @@ fn remove_stale_partials(dir: &Path, depth: u32) {
     let hour = std::time::Duration::from_secs(3600);
     for e in list.flatten() {
         let path = e.path();
-        let Ok(meta) = e.metadata() else { continue };
+        // Of the entry itself: a link is neither a folder nor a file here.
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+            continue;
+        };
         if meta.is_dir() && depth < 3 {
             remove_stale_partials(&path, depth + 1);
-        } else if path.to_string_lossy().ends_with(".partial")
+        } else if meta.is_file()
+            && crate::atomic::is_partial(&e.file_name().to_string_lossy())
             && meta
                 .modified()
                 .is_ok_and(|t| t.elapsed().is_ok_and(|a| a > hour))
@@ -576,7 +625,7 @@ pub fn check_out(out: &Path) -> Result<()> {
     };
     let ours = |name: &str| {
         name == MANIFEST
-            || (name.starts_with('.') && name.ends_with(".partial"))
+            || crate::atomic::is_partial(name)
             || [
                 ENTRIES,
                 "memory",

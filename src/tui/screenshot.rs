@@ -11,7 +11,7 @@ use ratatui::Terminal;
 
 use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::action::Action;
@@ -250,8 +250,7 @@ pub fn write(cli: &Cli, out: &Path) -> Result<u8> {
         }
     }
     let buf = render(&mut app, w, h);
-    std::fs::write(out, buffer_to_svg(&buf))
-        .with_context(|| format!("cannot write {}", out.display()))?;
+    crate::atomic::write(out, buffer_to_svg(&buf).as_bytes())?;
     Ok(0)
 }
 

@@ -16,4 +16,5 @@ mod readme;
 mod real_world;
 mod summary;
 mod support;
+mod trust;
 mod tui;

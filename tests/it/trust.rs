@@ -1,0 +1,392 @@
+//! Folders the tool did not write are inputs like any other: a summary
+//! prepared by someone else on a shared file system, files planted where an
+//! export writes. Each case checks that files outside what the command
+//! names are untouched byte for byte, and that nothing hangs (a run past
+//! its deadline is killed and fails the test; no timing is asserted).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use ccl_bench::synth::{training_run, RunShape};
+
+use crate::support::{stderr, stdout, write_ranks};
+
+/// Runs ccl-bench, killing it past `DEADLINE` (a hang fails the test).
+fn run(args: &[&str]) -> Output {
+    const DEADLINE: Duration = Duration::from_secs(120);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ccl-bench"))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("ccl-bench runs");
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > DEADLINE {
+            let _ = child.kill();
+            panic!("ccl-bench {args:?} still running after {DEADLINE:?}: it hangs");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let o = child.wait_with_output().unwrap();
+    assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
+    o
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// Every file under `dir` (recursively, links not followed) with its bytes.
+fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            let m = std::fs::symlink_metadata(&p).unwrap();
+            if m.is_dir() {
+                stack.push(p);
+            } else if m.is_file() {
+                out.push((p.clone(), std::fs::read(&p).unwrap()));
+            } else {
+                out.push((p, Vec::new()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn shape() -> RunShape {
+    RunShape {
+        ranks: 2,
+        ..RunShape::default()
+    }
+}
+
+/// Traces and their summary in a fresh folder: `(folder, traces, summary)`.
+fn summarized() -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let traces = dir.path().join("run");
+    std::fs::create_dir(&traces).unwrap();
+    for (i, r) in training_run(&shape()).iter().enumerate() {
+        std::fs::write(traces.join(format!("rank{i}_trace.json")), r.to_json()).unwrap();
+    }
+    let sum = dir.path().join("run.sum");
+    let o = run(&["summarize", s(&traces), "--out", s(&sum)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    (dir, traces, sum)
+}
+
+/// A folder of someone else's JSON files, made a while ago.
+fn strangers_folder(n: usize) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for i in 0..n {
+        let p = dir.path().join(format!("{i:016x}.json"));
+        std::fs::write(&p, format!("{{\"mine\": {i}}}")).unwrap();
+        let f = std::fs::File::options().append(true).open(&p).unwrap();
+        f.set_modified(
+            std::time::SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000 + i as u64),
+        )
+        .unwrap();
+    }
+    dir
+}
+
+#[cfg(unix)]
+#[test]
+fn a_summary_whose_folders_are_links_is_refused_and_nothing_outside_is_removed() {
+    use std::os::unix::fs::symlink;
+    let (_dir, traces, sum) = summarized();
+    let outside = strangers_folder(30);
+    let before = snapshot(outside.path());
+    // Results kept there once, then the folder swapped for a link.
+    let o = run(&["--trace", s(&sum), "--metric", "communication_fraction"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    std::fs::remove_dir_all(sum.join("results")).unwrap();
+    symlink(outside.path(), sum.join("results")).unwrap();
+    for args in [
+        vec!["--trace", s(&sum), "--metric", "communication_fraction"],
+        vec!["--trace", s(&sum), "--metrics"],
+        vec!["--trace", s(&traces), "--metric", "communication_fraction"],
+    ] {
+        let o = run(&args);
+        let err = stderr(&o);
+        assert!(err.contains("results is a link"), "{args:?}: {err}");
+        assert_eq!(snapshot(outside.path()), before, "{args:?}");
+    }
+    // summarize into it is refused too, and `inputs` as a link likewise.
+    let o = run(&["summarize", s(&traces), "--out", s(&sum)]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    std::fs::remove_file(sum.join("results")).unwrap();
+    std::fs::rename(sum.join("inputs"), sum.with_extension("inputs")).unwrap();
+    symlink(outside.path(), sum.join("inputs")).unwrap();
+    let o = run(&["summarize", s(&traces), "--out", s(&sum)]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("inputs is a link"), "{}", stderr(&o));
+    assert_eq!(snapshot(outside.path()), before);
+}
+
+#[test]
+fn kept_results_prune_only_the_tools_own_files() {
+    let (_dir, _traces, sum) = summarized();
+    let results = sum.join("results");
+    std::fs::create_dir_all(&results).unwrap();
+    // Someone's files in the results folder, named like results and older
+    // than any: the tool keeps 17 results, but these are not results.
+    let theirs = strangers_folder(30);
+    for (p, bytes) in snapshot(theirs.path()) {
+        let to = results.join(p.file_name().unwrap());
+        std::fs::write(&to, bytes).unwrap();
+        let f = std::fs::File::options().append(true).open(&to).unwrap();
+        f.set_modified(std::time::SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000))
+            .unwrap();
+    }
+    let o = run(&["--trace", s(&sum), "--metric", "communication_fraction"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let left = std::fs::read_dir(&results).unwrap().count();
+    assert_eq!(left, 31, "30 strangers and the one kept result");
+}
+
+#[test]
+fn edited_kept_results_are_computed_again() {
+    let (_dir, traces, sum) = summarized();
+    let fresh = stdout(&run(&[
+        "--trace",
+        s(&traces),
+        "--no-summary",
+        "--metric",
+        "communication_fraction",
+    ]));
+    let o = run(&["--trace", s(&sum), "--metric", "communication_fraction"]);
+    assert_eq!(stdout(&o), fresh);
+    let kept: Vec<PathBuf> = std::fs::read_dir(sum.join("results"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(kept.len(), 1);
+    // Every stored number replaced by the bits of 512.5, NaN and -3.
+    let text = std::fs::read_to_string(&kept[0]).unwrap();
+    let value = regex::Regex::new(r#""value":\d+"#).unwrap();
+    for bad in [512.5f64, f64::NAN, -3.0] {
+        let edited = value
+            .replace_all(&text, format!("\"value\":{}", bad.to_bits()).as_str())
+            .into_owned();
+        assert_ne!(edited, text);
+        std::fs::write(&kept[0], edited).unwrap();
+        let o = run(&["--trace", s(&sum), "--metric", "communication_fraction"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert_eq!(stdout(&o), fresh, "an edited result ({bad}) is served");
+    }
+}
+
+/// The bundled sample (it has a workload card) summarized in a fresh folder.
+fn sample_summarized() -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let traces = dir.path().join("run");
+    std::fs::create_dir(&traces).unwrap();
+    let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("trace_collection/llama_fsdp_8gpu");
+    for e in std::fs::read_dir(sample).unwrap() {
+        let p = e.unwrap().path();
+        std::fs::copy(&p, traces.join(p.file_name().unwrap())).unwrap();
+    }
+    let sum = dir.path().join("run.sum");
+    let o = run(&["summarize", s(&traces), "--out", s(&sum)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    (dir, traces, sum)
+}
+
+/// The card entry of a summary, its path, and its JSON.
+fn card_entry(sum: &Path) -> (PathBuf, serde_json::Value) {
+    for e in std::fs::read_dir(sum.join("inputs")).unwrap() {
+        let p = e.unwrap().path();
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+        if v["format"] == "workload card" {
+            return (p, v);
+        }
+    }
+    panic!("no card entry");
+}
+
+#[test]
+fn a_card_entry_is_read_only_inside_its_summary_and_as_copied() {
+    let (dir, _traces, sum) = sample_summarized();
+    let mfu = |sum: &Path| run(&["--trace", s(sum), "--metric", "mfu"]);
+    let good = mfu(&sum);
+    assert!(good.status.success(), "{}", stderr(&good));
+    let (entry, v) = card_entry(&sum);
+    let copy = sum.join(v["files"][0][0].as_str().unwrap());
+    // Another card outside, with another model size.
+    let outside = dir.path().join("outside");
+    std::fs::create_dir(&outside).unwrap();
+    let card = std::fs::read_to_string(&copy).unwrap();
+    std::fs::write(
+        outside.join("workload_card.yaml"),
+        card.replace("1300000000", "13000000000"),
+    )
+    .unwrap();
+    let mut escaped = v.clone();
+    escaped["files"][0][0] = "../outside/workload_card.yaml".into();
+    std::fs::write(&entry, escaped.to_string()).unwrap();
+    let o = mfu(&sum);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(stderr(&o).contains("not a path inside"), "{}", stderr(&o));
+    // The copy edited in place: refused, not served.
+    std::fs::write(&entry, v.to_string()).unwrap();
+    std::fs::write(&copy, card.replace("1300000000", "1300000001")).unwrap();
+    let o = mfu(&sum);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(stderr(&o).contains("changed since"), "{}", stderr(&o));
+    // A FIFO in its place: refused at once, never waited on.
+    std::fs::remove_file(&copy).unwrap();
+    let made = Command::new("mkfifo").arg(&copy).status();
+    if made.is_ok_and(|st| st.success()) {
+        let o = mfu(&sum);
+        assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+        assert!(stderr(&o).contains("not a regular file"), "{}", stderr(&o));
+    }
+}
+
+#[test]
+fn a_summary_answers_for_the_traces_named_by_their_content() {
+    let (dir, traces, sum) = summarized();
+    let metric = |p: &Path| run(&["--trace", s(p), "--metric", "avg_step_time"]);
+    let before = stdout(&metric(&traces));
+    // Copied together, then a trace changed in the copy.
+    let copy = dir.path().join("copy");
+    std::fs::create_dir(&copy).unwrap();
+    let copy_sum = dir.path().join("copy.sum");
+    Command::new("cp")
+        .args(["-a", s(&sum), s(&copy_sum)])
+        .status()
+        .unwrap();
+    for e in std::fs::read_dir(&traces).unwrap() {
+        let p = e.unwrap().path();
+        std::fs::copy(&p, copy.join(p.file_name().unwrap())).unwrap();
+    }
+    let slow = training_run(&RunShape {
+        straggler: Some(1),
+        straggler_factor: 2.0,
+        ..shape()
+    });
+    std::fs::write(copy.join("rank1_trace.json"), slow[1].to_json()).unwrap();
+    let o = metric(&copy);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("the summary beside the traces was not used: "),
+        "{}",
+        stderr(&o)
+    );
+    assert!(stderr(&o).contains("stale summary"), "{}", stderr(&o));
+    let fresh = stdout(&run(&[
+        "--trace",
+        s(&copy),
+        "--no-summary",
+        "--metric",
+        "avg_step_time",
+    ]));
+    assert_eq!(stdout(&o), fresh);
+    assert_ne!(fresh, before);
+    // Touched, content unchanged: the summary still answers.
+    let f = std::fs::File::options()
+        .append(true)
+        .open(traces.join("rank0_trace.json"))
+        .unwrap();
+    f.set_modified(std::time::SystemTime::now() + Duration::from_secs(5))
+        .unwrap();
+    let o = metric(&sum);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = metric(&traces);
+    assert!(stderr(&o).contains("read the summary"), "{}", stderr(&o));
+    assert_eq!(stdout(&o), before);
+    // --no-summary reads the traces, and says nothing of a summary.
+    let o = run(&[
+        "--trace",
+        s(&traces),
+        "--no-summary",
+        "--metric",
+        "avg_step_time",
+    ]);
+    assert!(!stderr(&o).contains("summary"), "{}", stderr(&o));
+}
+
+#[cfg(unix)]
+#[test]
+fn exports_never_write_through_links_nor_over_their_inputs() {
+    use std::os::unix::fs::symlink;
+    let traces = write_ranks(&training_run(&shape()));
+    let out = tempfile::tempdir().unwrap();
+    let victim = out.path().join("victim.txt");
+    std::fs::write(&victim, b"precious").unwrap();
+    let target = out.path().join("run.json");
+    // The fixed temporary name an earlier version wrote through.
+    symlink(&victim, out.path().join(".run.json.partial")).unwrap();
+    let export = |to: &str, path: &Path| run(&["export", s(traces.path()), "--to", to, s(path)]);
+    let o = export("perfetto", &target);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        std::fs::read(&victim).unwrap() == b"precious",
+        "written through the link"
+    );
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&target).unwrap()).unwrap();
+    assert!(v["traceEvents"].is_array());
+    // An existing folder: refused, nothing left beside it.
+    let folder = out.path().join("folder.json");
+    std::fs::create_dir(&folder).unwrap();
+    let before = snapshot(out.path());
+    let o = export("perfetto", &folder);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("is a folder"), "{}", stderr(&o));
+    assert_eq!(snapshot(out.path()), before);
+    // One of the traces it reads: refused, the trace as it was.
+    let input = traces.path().join("rank0_trace.json");
+    let traces_before = snapshot(traces.path());
+    for (to, path) in [
+        ("perfetto", input.clone()),
+        ("parquet", traces.path().to_owned()),
+    ] {
+        let o = export(to, &path);
+        if to == "perfetto" {
+            assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+            assert!(stderr(&o).contains("is an input"), "{}", stderr(&o));
+        }
+        assert_eq!(
+            snapshot(traces.path())
+                .into_iter()
+                .filter(|(p, _)| !p.to_string_lossy().ends_with(".parquet"))
+                .collect::<Vec<_>>(),
+            traces_before
+        );
+    }
+}
+
+#[test]
+fn two_exports_to_one_path_leave_one_whole_file() {
+    let a = write_ranks(&training_run(&shape()));
+    let b = write_ranks(&training_run(&RunShape {
+        ranks: 4,
+        ..RunShape::default()
+    }));
+    let out = tempfile::tempdir().unwrap();
+    let target = out.path().join("run.json");
+    std::thread::scope(|sc| {
+        for dir in [a.path(), b.path()] {
+            let target = &target;
+            sc.spawn(move || {
+                for _ in 0..3 {
+                    let o = run(&["export", s(dir), "--to", "perfetto", s(target)]);
+                    assert!(o.status.success(), "{}", stderr(&o));
+                }
+            });
+        }
+    });
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&target).unwrap()).expect("whole JSON");
+    assert!(v["traceEvents"].is_array());
+    let names: Vec<_> = std::fs::read_dir(out.path()).unwrap().collect();
+    assert_eq!(names.len(), 1, "no temporaries left");
+}
