@@ -553,7 +553,10 @@ fn align_clocks(trace: &mut Trace, align: bool, stats: Option<&mut [RankStats]>)
     use crate::model::{clock, collectives};
     // Each rank's samples are made when used, from one value per collective,
     // rather than held for every rank (one per communication op).
-    let ends = clock::ref_ends(trace, &collectives::instances(trace));
+    let inst = collectives::instances(trace);
+    let disagreements = collectives::disagreements(trace, &inst);
+    let ends = clock::ref_ends(trace, &inst);
+    drop(inst);
     let samples = |i: usize| clock::samples_of(&trace.ranks[i], &ends);
     let offsets: Option<Vec<_>> = align.then(|| {
         (0..trace.ranks.len())
@@ -563,7 +566,8 @@ fn align_clocks(trace: &mut Trace, align: bool, stats: Option<&mut [RankStats]>)
     let applied = offsets
         .as_ref()
         .filter(|o| o.iter().skip(1).any(|o| o.samples > 0));
-    let findings = clock::check(trace, samples, applied.map(|o| &o[..]));
+    let mut findings = disagreements;
+    findings.extend(clock::check(trace, samples, applied.map(|o| &o[..])));
     if let Some(offsets) = offsets {
         for (s, o) in stats.into_iter().flatten().zip(&offsets) {
             s.shift(o.offset);
@@ -968,7 +972,8 @@ fn assign_ranks_with<P>(
     // A few ranks of many are a sample (say ranks 0-1 of 128), not a loss: then
     // only holes below the highest rank present are reported.
     if let Some(&world) = sizes.keys().next() {
-        let present = by_rank.len() as u32;
+        // Ranks at or past the world size are no rank of it (said below).
+        let present = by_rank.range(..world).count() as u32;
         let top = if u64::from(present) * 2 >= u64::from(world) {
             world
         } else {
@@ -977,7 +982,7 @@ fn assign_ranks_with<P>(
         let limit = top.min(world);
         // Counted, not listed: a claimed world size of 4e9 is 4e9 missing ranks.
         let missing = limit - by_rank.range(..limit).count() as u32;
-        if present > 1 && missing > 0 {
+        if by_rank.len() > 1 && missing > 0 {
             let first: Vec<String> = (0..limit)
                 .filter(|r| !by_rank.contains_key(r))
                 .take(SHOWN)

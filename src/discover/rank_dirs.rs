@@ -122,6 +122,15 @@ pub(super) fn scan(
             _ => return Ok(Found::None),
         }
     }
+    // Two folders of one rank (`rank_0/` and `worker_0/`) are two runs, or
+    // one copied twice: reading both would count the rank twice.
+    if let Some(w) = ranks.windows(2).find(|w| w[0].0 == w[1].0) {
+        return Err(crate::error::Error::MixedRuns {
+            rank: w[0].0,
+            first: w[0].1.clone(),
+            second: w[1].1.clone(),
+        });
+    }
     let mut skipped = Skipped::default();
     let mut counts = Vec::with_capacity(ranks.len());
     for (rank, folder) in &ranks {

@@ -440,6 +440,72 @@ pub fn instances(trace: &Trace) -> Instances {
     out
 }
 
+/// What the ranks' collectives disagree on, said once per process group:
+/// ranks that list a group's members differently, and positions where the
+/// members issued collectives of different kinds (those are not matched).
+/// Without these, collectives left out of the matching go unmentioned.
+pub fn disagreements(trace: &Trace, inst: &Instances) -> Vec<String> {
+    fn list(ranks: &[u32]) -> String {
+        let shown: Vec<String> = ranks.iter().take(8).map(u32::to_string).collect();
+        let more = if ranks.len() > 8 {
+            format!(", ... ({} in all)", ranks.len())
+        } else {
+            String::new()
+        };
+        format!("{}{more}", shown.join(", "))
+    }
+    let label = |name: &str| {
+        if name == DEFAULT {
+            "collectives without a process group".to_owned()
+        } else {
+            format!("process group {name}")
+        }
+    };
+    let mut out = Vec::new();
+    // Each group's member lists, and the ranks holding each list.
+    let mut views: BTreeMap<&str, BTreeMap<&[u32], Vec<u32>>> = BTreeMap::new();
+    for t in &trace.ranks {
+        for g in t.groups.iter().filter(|g| !g.ranks.is_empty()) {
+            let by = views.entry(g.name.as_str()).or_default();
+            by.entry(g.ranks.as_slice()).or_default().push(t.rank);
+        }
+    }
+    for (name, by) in views.iter().filter(|(_, by)| by.len() > 1) {
+        let said: Vec<String> = by
+            .iter()
+            .take(3)
+            .map(|(members, holders)| {
+                format!("rank(s) {} list {{{}}}", list(holders), list(members))
+            })
+            .collect();
+        out.push(format!(
+            "{}: the ranks disagree on its members ({}{}); its collectives are matched by \
+             position among the ranks that issued them, which may pair different calls",
+            label(name),
+            said.join("; "),
+            if by.len() > 3 { "; ..." } else { "" }
+        ));
+    }
+    for g in inst.groups.iter().filter(|g| !g.skipped.is_empty()) {
+        let ranks: Vec<u32> = g
+            .ranks
+            .iter()
+            .map(|&ri| trace.ranks[ri as usize].rank)
+            .collect();
+        out.push(format!(
+            "{}: at {} of {} positions (the first is call {}), ranks {} issued collectives of \
+             different kinds, so their sequences are out of step there: those calls are not \
+             matched across ranks",
+            label(&g.name),
+            g.skipped.len(),
+            g.positions(),
+            g.skipped[0] + 1,
+            list(&ranks)
+        ));
+    }
+    out
+}
+
 /// Offsets from per-rank samples of (reference end, rank end) (see `clock::samples`).
 pub fn offsets_from(trace: &Trace, samples: &[Vec<(Ns, Ns)>]) -> Vec<Offset> {
     trace

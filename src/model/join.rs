@@ -12,12 +12,33 @@ use super::{CpuThread, Interval, Ns, RankTimeline, StrId};
 pub fn join(windows: Vec<RankTimeline>) -> Option<(RankTimeline, Vec<String>)> {
     let mut windows = windows.into_iter();
     let mut t = windows.next()?;
-    let mut warnings = Vec::new();
-    let mut overlap = false;
+    // Each kind of disagreement said once for all the windows it concerns:
+    // a rank of 100,000 windows gets one line, not 100,000.
+    let (mut overlapping, mut other_world) = (Vec::new(), Vec::new());
     for later in windows {
-        overlap |= t.append(later, &mut warnings);
+        let source = later.source.display().to_string();
+        let (overlaps, world) = t.append(later);
+        if overlaps {
+            overlapping.push(source.clone());
+        }
+        if let Some(w) = world {
+            other_world.push(format!("{source} (world size {w})"));
+        }
     }
-    if overlap {
+    let mut warnings = Vec::new();
+    warnings.extend(summarised(
+        &overlapping,
+        "overlaps the profiling window before it; both are kept",
+        "overlap the profiling window before them; all are kept",
+    ));
+    if let Some(w) = t.world_size {
+        warnings.extend(summarised(
+            &other_world,
+            &format!("the windows before it say world size {w}; the first is kept"),
+            &format!("disagree with the first window's world size {w}; the first is kept"),
+        ));
+    }
+    if !overlapping.is_empty() {
         // Rare: keep the builder's invariants (sorted steps and ops); launch
         // counts per step cannot be redone without the calls.
         t.steps.sort_by_key(|s| (s.start, s.number));
@@ -32,10 +53,36 @@ pub fn join(windows: Vec<RankTimeline>) -> Option<(RankTimeline, Vec<String>)> {
     Some((t, warnings))
 }
 
+/// Windows named in a warning before the rest are counted.
+const NAMED: usize = 3;
+
+/// One warning for `windows`: `one` after the name of a single window, or
+/// `many` after a count and the first few names.
+fn summarised(windows: &[String], one: &str, many: &str) -> Option<String> {
+    match windows {
+        [] => None,
+        [w] => Some(format!("{w}: {one}")),
+        _ => {
+            let named = windows[..windows.len().min(NAMED)].join(", ");
+            let more = windows.len().saturating_sub(NAMED);
+            Some(format!(
+                "{} windows ({named}{}) {many}",
+                windows.len(),
+                if more > 0 {
+                    format!(" and {more} more")
+                } else {
+                    String::new()
+                }
+            ))
+        }
+    }
+}
+
 impl RankTimeline {
     /// Appends `later`, recorded after this window; returns whether the two
-    /// overlap in time (then the caller sorts once at the end).
-    fn append(&mut self, later: RankTimeline, warnings: &mut Vec<String>) -> bool {
+    /// overlap in time (then the caller sorts once at the end), and the
+    /// world size `later` states when it differs from this one's.
+    fn append(&mut self, later: RankTimeline) -> (bool, Option<u32>) {
         let ids: Vec<StrId> = (0..later.strings.len())
             .map(|i| self.strings.intern(later.strings.get(StrId(i as u32))))
             .collect();
@@ -44,20 +91,10 @@ impl RankTimeline {
             (Some(a), Some(b)) => b.start < a.end,
             _ => false,
         };
-        if overlap {
-            warnings.push(format!(
-                "{}: overlaps the profiling window before it; both are kept",
-                later.source.display()
-            ));
-        }
-        if let (Some(a), Some(b)) = (self.world_size, later.world_size) {
-            if a != b {
-                warnings.push(format!(
-                    "{}: world size {b}, the windows before it {a}; the first is kept",
-                    later.source.display()
-                ));
-            }
-        }
+        let other_world = match (self.world_size, later.world_size) {
+            (Some(a), Some(b)) if a != b => Some(b),
+            _ => None,
+        };
         self.world_size = self.world_size.or(later.world_size);
         for mut th in later.cpu {
             for op in &mut th.ops {
@@ -117,7 +154,7 @@ impl RankTimeline {
         self.launch_calls = self.launch_calls.saturating_add(later.launch_calls);
         self.launch_time = self.launch_time.saturating_add(later.launch_time);
         self.engine_steps &= later.engine_steps;
-        overlap
+        (overlap, other_world)
     }
 }
 
@@ -193,5 +230,21 @@ mod tests {
         );
         // One name, interned once.
         assert_eq!(t.ops[0].name, t.ops[1].name);
+    }
+
+    #[test]
+    fn many_overlapping_windows_are_one_warning() {
+        let windows = (0..1000)
+            .map(|i| window(&format!("w{i}.json"), 0, "gemm_a", i))
+            .collect();
+        let (t, w) = join(windows).unwrap();
+        assert_eq!(
+            w,
+            [
+                "999 windows (w1.json, w2.json, w3.json and 996 more) overlap the profiling \
+              window before them; all are kept"
+            ]
+        );
+        assert_eq!(t.steps.len(), 1000);
     }
 }

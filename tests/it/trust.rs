@@ -390,3 +390,119 @@ fn two_exports_to_one_path_leave_one_whole_file() {
     let names: Vec<_> = std::fs::read_dir(out.path()).unwrap().collect();
     assert_eq!(names.len(), 1, "no temporaries left");
 }
+
+#[test]
+fn one_rank_in_two_folders_is_refused_not_counted_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("trace_collection/llama_fsdp_8gpu");
+    for (folder, rank) in [("rank_0", 0), ("worker_0", 0), ("rank_1", 1)] {
+        std::fs::create_dir(dir.path().join(folder)).unwrap();
+        let name = format!("rank{rank}_trace.json");
+        std::fs::copy(sample.join(&name), dir.path().join(folder).join(&name)).unwrap();
+    }
+    let o = run(&["--trace", s(dir.path()), "--metric", "total_kernel_time"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("rank 0 appears in both")
+            && err.contains("rank_0")
+            && err.contains("worker_0"),
+        "{err}"
+    );
+}
+
+#[test]
+fn many_overlapping_windows_are_one_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let rank = dir.path().join("rank_0");
+    std::fs::create_dir(&rank).unwrap();
+    let event = r#"{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 10, "dur": 5, "args": {"device": 0, "stream": 7}}]}"#;
+    for i in 0..500u64 {
+        let name = format!("host_1.{}.pt.trace.json", 1_700_000_000_000 + i);
+        std::fs::write(rank.join(name), event).unwrap();
+    }
+    let o = run(&[
+        "--trace",
+        s(dir.path()),
+        "--windows",
+        "all",
+        "--metric",
+        "total_kernel_time",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.lines().count() < 10, "{err}");
+    assert!(
+        err.contains("499 windows (") && err.contains("and 496 more) overlap"),
+        "{err}"
+    );
+}
+
+#[test]
+fn ranks_that_disagree_on_a_group_are_named() {
+    use ccl_bench::synth::{Coll, RankTrace};
+    let ar = Coll::all_reduce_f32(1 << 20, 2);
+    let ag = Coll {
+        name: "allgather",
+        ..Coll::all_reduce_f32(1 << 20, 2)
+    };
+    let mut ranks = Vec::new();
+    for (rank, members, kinds) in [
+        (0u32, [0u32, 1], ["ar", "ag", "ar"]),
+        (1, [1, 2], ["ar", "ar", "ar"]),
+    ] {
+        let mut t = RankTrace::new(Some(rank), 2, 132);
+        t.process_group("5", "mesh_dp", &members);
+        for (i, k) in kinds.iter().enumerate() {
+            let ts = 100.0 + 1000.0 * i as f64;
+            t.kernel("gemm", ts - 90.0, 80.0, 7, 132);
+            let (name, c) = match *k {
+                "ar" => ("ncclDevKernel_AllReduce_Sum_f32_RING_LL", &ar),
+                _ => ("ncclDevKernel_AllGather_RING_LL", &ag),
+            };
+            t.collective_in(name, ts, 50.0, 20, c, ("5", &members));
+        }
+        ranks.push(t);
+    }
+    let dir = write_ranks(&ranks);
+    let o = run(&["--trace", s(dir.path()), "--metric", "total_kernel_time"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains(
+            "process group 5: the ranks disagree on its members (rank(s) 0 list {0, 1}; \
+             rank(s) 1 list {1, 2})"
+        ),
+        "{err}"
+    );
+    assert!(
+        err.contains("process group 5: at 1 of 3 positions (the first is call 2), ranks 0, 1"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_rank_past_the_world_size_is_not_counted_in_it() {
+    let dir = tempfile::tempdir().unwrap();
+    for (i, rank) in [0u64, 4_294_967_295].into_iter().enumerate() {
+        let mut v: serde_json::Value =
+            serde_json::from_str(&ccl_bench::synth::two_rank_example()[i].to_json()).unwrap();
+        v["distributedInfo"] = serde_json::json!({"rank": rank, "world_size": 2});
+        std::fs::write(
+            dir.path().join(format!("rank{i}_trace.json")),
+            v.to_string(),
+        )
+        .unwrap();
+    }
+    let o = run(&["--trace", s(dir.path()), "--metric", "total_kernel_time"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("1 of 2 ranks in the trace (world size 2); missing: 1;"),
+        "{err}"
+    );
+    assert!(
+        err.contains("rank 4294967295 is not below the world size 2"),
+        "{err}"
+    );
+}
