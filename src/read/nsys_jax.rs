@@ -135,7 +135,7 @@ fn int(f: &Field) -> Option<i64> {
 }
 
 /// Every row of a Parquet file as (column name, cell) pairs, to `each`, up
-/// to [`max_rows`] for its size; returns how many rows were left unread.
+/// to [`Budget::of`] its data pages; returns how many rows were left unread.
 fn rows(
     bytes: Vec<u8>,
     what: &str,
@@ -143,28 +143,55 @@ fn rows(
     mut each: impl FnMut(&[(&String, &Field)]),
 ) -> Result<u64> {
     let why = |e: parquet::errors::ParquetError| bad(path, format!("{what}: {e}"));
-    let cap = max_rows(bytes.len() as u64);
     let reader = SerializedFileReader::new(bytes::Bytes::from(bytes)).map_err(why)?;
-    let stated: i64 = reader.metadata().file_metadata().num_rows();
+    let meta = reader.metadata();
+    // What the column chunks take, not the file: metadata padding the file
+    // out holds no rows and must not raise the budget.
+    let data: u64 = (meta.row_groups().iter())
+        .map(|rg| u64::try_from(rg.compressed_size()).unwrap_or(0))
+        .fold(0, u64::saturating_add);
+    let budget = Budget::of(data);
+    let stated = u64::try_from(meta.file_metadata().num_rows()).unwrap_or(0);
+    let mut decoded = 0u64;
     for (n, row) in reader.get_row_iter(None).map_err(why)?.enumerate() {
-        if n as u64 >= cap {
-            return Ok(u64::try_from(stated)
-                .unwrap_or(0)
-                .saturating_sub(cap)
-                .max(1));
+        if n as u64 >= budget.rows || decoded > budget.decoded {
+            return Ok(stated.saturating_sub(n as u64).max(1));
         }
         let row = row.map_err(why)?;
         let cells: Vec<(&String, &Field)> = row.get_column_iter().collect();
+        decoded += cells.iter().map(|(_, f)| cell_bytes(f)).sum::<u64>();
         each(&cells);
     }
     Ok(0)
 }
 
-/// The most rows read from a Parquet table of `bytes`: 1 million plus 16 per
-/// byte. Run-length encoding can state a billion rows in a few bytes; a real
-/// trace row takes several.
-fn max_rows(bytes: u64) -> u64 {
-    bytes.saturating_mul(16).saturating_add(1_000_000)
+/// What a Parquet table is read up to, for `data` bytes of column chunks:
+/// 1 million rows plus 16 per byte, and 256 MiB of decoded cells plus 64
+/// bytes per byte. Run-length and dictionary encoding can state a billion
+/// rows, or a long string repeated in every one, in a few bytes; a real
+/// trace row takes several bytes and decodes to a few dozen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Budget {
+    rows: u64,
+    decoded: u64,
+}
+
+impl Budget {
+    fn of(data: u64) -> Self {
+        Self {
+            rows: data.saturating_mul(16).saturating_add(1_000_000),
+            decoded: data.saturating_mul(64).saturating_add(256 << 20),
+        }
+    }
+}
+
+/// The bytes a decoded cell holds: its text or bytes, or 8 for a number.
+fn cell_bytes(f: &Field) -> u64 {
+    match f {
+        Field::Str(s) => s.len() as u64 + 8,
+        Field::Bytes(b) => b.len() as u64 + 8,
+        _ => 8,
+    }
 }
 
 fn get<'a>(cells: &[(&String, &'a Field)], names: &[&str]) -> Option<&'a Field> {
@@ -270,7 +297,7 @@ pub fn read_from(
     }
     if unread > 0 {
         out[0].1.warnings.push(format!(
-            "{}: {TRACE}: rows past the {} read for its size left out ({unread} more stated)",
+            "{}: {TRACE}: rows past the {} read left out ({unread} more stated): more rows, or longer ones, than its data pages can hold",
             path.display(),
             ranges.len() as u64 + skipped
         ));
@@ -567,8 +594,73 @@ mod tests {
         );
         assert_eq!(member_limit(1 << 30), 4 << 30);
         assert_eq!(member_limit(1 << 20), 100 << 20);
-        // Rows stated by run-length encoding are read up to a cap for the size.
-        assert_eq!(max_rows(0), 1_000_000);
-        assert_eq!(max_rows(1 << 20), 1_000_000 + 16 * (1 << 20));
+        // Rows stated by run-length encoding are read up to a budget for
+        // the size of the data pages.
+        assert_eq!(
+            Budget::of(0),
+            Budget {
+                rows: 1_000_000,
+                decoded: 256 << 20
+            }
+        );
+        assert_eq!(Budget::of(1 << 20).rows, 1_000_000 + 16 * (1 << 20));
+        assert_eq!(Budget::of(1 << 20).decoded, (256 << 20) + 64 * (1 << 20));
+    }
+
+    /// Three million rows stated by run-length encoding in a few kB of data
+    /// pages, the file padded to 8 MB with metadata: the padding does not
+    /// raise the budget (it would allow 135 million rows), so a million and
+    /// 16 per byte of the data pages are read, not all.
+    #[test]
+    fn padding_does_not_raise_the_row_budget() {
+        use parquet::data_type::{ByteArray, ByteArrayType, Int64Type};
+        use parquet::file::metadata::KeyValue;
+        use parquet::file::properties::WriterProperties;
+        use parquet::file::writer::SerializedFileWriter;
+        use parquet::schema::parser::parse_message_type;
+        let schema = parse_message_type(
+            "message schema { required binary Name (UTF8); required int64 RangeId; \
+             required int64 Start; required int64 End; required int64 PID; required int64 TID; }",
+        )
+        .unwrap();
+        let props = WriterProperties::builder()
+            .set_key_value_metadata(Some(vec![KeyValue::new(
+                "padding".to_owned(),
+                "x".repeat(8 << 20),
+            )]))
+            .build();
+        let mut w =
+            SerializedFileWriter::new(Vec::new(), std::sync::Arc::new(schema), props.into())
+                .unwrap();
+        let mut rg = w.next_row_group().unwrap();
+        const ROWS: usize = 3_000_000;
+        const BATCH: usize = 100_000;
+        let mut col = rg.next_column().unwrap().unwrap();
+        let names = vec![ByteArray::from("Thunk:#hlo_op=fusion.1#"); BATCH];
+        for _ in 0..ROWS / BATCH {
+            col.typed::<ByteArrayType>()
+                .write_batch(&names, None, None)
+                .unwrap();
+        }
+        col.close().unwrap();
+        for v in [1i64, 0, 10, 42, 7] {
+            let mut col = rg.next_column().unwrap().unwrap();
+            for _ in 0..ROWS / BATCH {
+                col.typed::<Int64Type>()
+                    .write_batch(&vec![v; BATCH], None, None)
+                    .unwrap();
+            }
+            col.close().unwrap();
+        }
+        rg.close().unwrap();
+        let bytes = w.into_inner().unwrap();
+        assert!(bytes.len() > 8 << 20, "padded");
+        let (ranges, skipped, unread) = ranges(bytes, Path::new("t.zip")).unwrap();
+        let read = ranges.len() as u64 + skipped;
+        assert!(
+            (1_000_000..1_500_000).contains(&read),
+            "{read} rows read of {ROWS}"
+        );
+        assert_eq!(read + unread, ROWS as u64);
     }
 }
