@@ -238,39 +238,58 @@ pub(super) fn op_stream(line: &str) -> Option<u32> {
     STREAM.captures(line).map(|c| c[1].parse().unwrap_or(0))
 }
 
+/// A plane's name alone: decoding it skips the plane's lines and metadata
+/// without holding them.
+#[derive(Clone, PartialEq, Message)]
+struct PlaneName {
+    #[prost(string, tag = "2")]
+    name: String,
+}
+
+/// Gives `f` the bytes of each plane of the XSpace `buf`, one at a time:
+/// a space of millions of empty planes is never held decoded at once (as
+/// `XSpace::decode` would, some 100 bytes a plane for 2 on disk). Uses
+/// prost's wire-format helpers, which its generated code uses.
+fn each_plane(
+    mut buf: &[u8],
+    mut f: impl FnMut(&[u8]) -> Result<(), prost::DecodeError>,
+) -> Result<(), String> {
+    use prost::encoding::{decode_key, decode_varint, skip_field, DecodeContext, WireType};
+    const PLANES: u32 = 1;
+    while !buf.is_empty() {
+        let (tag, wire) = decode_key(&mut buf).map_err(|e| e.to_string())?;
+        if tag == PLANES && wire == WireType::LengthDelimited {
+            let len = decode_varint(&mut buf).map_err(|e| e.to_string())?;
+            let len = usize::try_from(len)
+                .ok()
+                .filter(|&l| l <= buf.len())
+                .ok_or("a plane longer than the file")?;
+            let (plane, rest) = buf.split_at(len);
+            f(plane).map_err(|e| e.to_string())?;
+            buf = rest;
+        } else {
+            skip_field(wire, tag, &mut buf, DecodeContext::default()).map_err(|e| e.to_string())?;
+        }
+    }
+    Ok(())
+}
+
 /// Reads one XSpace; one `RankFile` per device plane with ops, ranked by the
-/// device number.
+/// device number. Planes are decoded one at a time, and only device planes
+/// whole.
 pub fn read(bytes: &[u8], path: &Path) -> Result<Vec<(Option<u32>, RankFile)>, Error> {
-    let space = XSpace::decode(bytes).map_err(|e| Error::NotATrace {
+    let mut out = Vec::new();
+    each_plane(bytes, |p| {
+        let Some(device) = device_number(&PlaneName::decode(p)?.name) else {
+            return Ok(());
+        };
+        out.extend(device_ops(&XPlane::decode(p)?, device, path));
+        Ok(())
+    })
+    .map_err(|e| Error::NotATrace {
         path: path.to_owned(),
         why: format!("not an XSpace protobuf (.xplane.pb): {e}"),
     })?;
-    let mut out = Vec::new();
-    for plane in &space.planes {
-        let Some(device) = device_number(&plane.name) else {
-            continue;
-        };
-        let mut ops = DeviceOps::new(device, path);
-        for line in &plane.lines {
-            let Some(stream) = op_stream(&line.name) else {
-                continue;
-            };
-            let memcpy = line.name.contains("Memcpy");
-            for e in &line.events {
-                let full = plane
-                    .event_metadata
-                    .get(&e.metadata_id)
-                    .map_or("", |m| m.name.as_str());
-                // Out of i64 is out of range too: the builder skips and counts it.
-                let start = Ns(line.timestamp_ns)
-                    .checked_add(ps_to_ns(e.offset_ps))
-                    .unwrap_or(Ns::MAX);
-                let end = start.saturating_add(ps_to_ns(e.duration_ps).max(Ns::ZERO));
-                ops.push(full, start, end, stream, memcpy);
-            }
-        }
-        out.extend(ops.finish());
-    }
     if out.is_empty() {
         return Err(Error::NotATrace {
             path: path.to_owned(),
@@ -278,6 +297,30 @@ pub fn read(bytes: &[u8], path: &Path) -> Result<Vec<(Option<u32>, RankFile)>, E
         });
     }
     Ok(out)
+}
+
+/// The ops of one device plane, as that device's rank.
+fn device_ops(plane: &XPlane, device: u32, path: &Path) -> Option<(Option<u32>, RankFile)> {
+    let mut ops = DeviceOps::new(device, path);
+    for line in &plane.lines {
+        let Some(stream) = op_stream(&line.name) else {
+            continue;
+        };
+        let memcpy = line.name.contains("Memcpy");
+        for e in &line.events {
+            let full = plane
+                .event_metadata
+                .get(&e.metadata_id)
+                .map_or("", |m| m.name.as_str());
+            // Out of i64 is out of range too: the builder skips and counts it.
+            let start = Ns(line.timestamp_ns)
+                .checked_add(ps_to_ns(e.offset_ps))
+                .unwrap_or(Ns::MAX);
+            let end = start.saturating_add(ps_to_ns(e.duration_ps).max(Ns::ZERO));
+            ops.push(full, start, end, stream, memcpy);
+        }
+    }
+    ops.finish()
 }
 
 #[cfg(test)]

@@ -506,3 +506,48 @@ fn a_second_event_array_replaces_the_first_as_json_says() {
         "{err}"
     );
 }
+
+/// 64 MB of empty planes (2 bytes each on the wire) before one device
+/// plane: read a plane at a time, under the 2 GiB limit (decoded at once,
+/// the planes took 3.4 GB).
+#[test]
+fn an_xspace_of_millions_of_empty_planes_is_read_a_plane_at_a_time() {
+    use ccl_bench::read::xplane::{XEvent, XEventMetadata, XLine, XPlane, XSpace};
+    use prost::Message;
+    let device = XSpace {
+        planes: vec![XPlane {
+            id: 1,
+            name: "/device:GPU:0".into(),
+            lines: vec![XLine {
+                id: 1,
+                name: "Stream #7(Kernel)".into(),
+                timestamp_ns: 1_000,
+                events: vec![XEvent {
+                    metadata_id: 1,
+                    offset_ps: 0,
+                    duration_ps: 2_000_000,
+                }],
+            }],
+            event_metadata: [(
+                1,
+                XEventMetadata {
+                    id: 1,
+                    name: "%fusion.1 = f32[8] fusion(f32[8] %a), kind=kLoop".into(),
+                    display_name: String::new(),
+                },
+            )]
+            .into_iter()
+            .collect(),
+        }],
+        hostnames: vec![],
+    }
+    .encode_to_vec();
+    // Field 1, length 0: an empty plane.
+    let mut bytes = [0x0a, 0x00].repeat(32 << 20);
+    bytes.extend_from_slice(&device);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("host.xplane.pb");
+    std::fs::write(&path, bytes).unwrap();
+    let (out, _) = kernel_time(&path);
+    assert_close(out.trim().parse().unwrap(), 2e-6, "the one fusion");
+}
