@@ -52,8 +52,8 @@ pub const MAX_CPU_OPS: usize = 1 << 22;
 /// [`TimelineBuilder::into_shared`]).
 #[derive(Debug, Default)]
 pub struct SharedCpu {
-    /// Interned first, in this order, by each rank that shares them.
-    names: Vec<Box<str>>,
+    /// The names every rank that shares them starts from (held once).
+    names: super::strings::Interner,
     annotations: Arc<Vec<Annotation>>,
     steps: Vec<Step>,
     /// The steps are inference engine steps found in the annotations.
@@ -309,7 +309,7 @@ impl TimelineBuilder {
         // Found once here, not by every rank sharing them.
         let engine_steps = engine_steps(t);
         SharedCpu {
-            names: t.strings.iter().map(Box::from).collect(),
+            names: std::mem::take(&mut t.strings).into_shared(),
             engine_steps,
             annotations: std::mem::take(&mut t.annotations),
             steps: std::mem::take(&mut t.steps),
@@ -325,9 +325,7 @@ impl TimelineBuilder {
     /// the shared annotations' names have the same ids here.
     pub fn share(&mut self, cpu: &SharedCpu) {
         debug_assert!(self.t.strings.is_empty() && self.t.annotations.is_empty());
-        for name in &cpu.names {
-            self.t.strings.intern(name);
-        }
+        self.t.strings = cpu.names.clone();
         self.t.annotations = Arc::clone(&cpu.annotations);
         self.t.steps.clone_from(&cpu.steps);
         self.t.engine_steps = cpu.engine_steps;

@@ -551,3 +551,41 @@ fn an_xspace_of_millions_of_empty_planes_is_read_a_plane_at_a_time() {
     let (out, _) = kernel_time(&path);
     assert_close(out.trim().parse().unwrap(), 2e-6, "the one fusion");
 }
+
+/// An nsys JSON export of one process driving 512 GPUs, with 50,000
+/// distinct NVTX range names: the names are held once for all the GPUs'
+/// ranks (copied into each, they took 25.6 million strings).
+#[test]
+fn many_devices_of_one_process_share_its_nvtx_names() {
+    use std::fmt::Write as _;
+    let pid = 5i64 << 24;
+    let mut text = String::from("{\"data\":[\"gemm_kernel\"]}\n");
+    for d in 0..512 {
+        let start = 1_000_000 + d * 10;
+        writeln!(
+            text,
+            r#"{{"Type":79,"CudaEvent":{{"startNs":"{start}","endNs":"{}","correlationId":{d},"deviceId":{d},"streamId":"7","globalPid":"{pid}","kernel":{{"shortName":0,"demangledName":0,"gridX":1,"gridY":1,"gridZ":1}}}}}}"#,
+            start + 2_000
+        )
+        .unwrap();
+    }
+    for i in 0..50_000 {
+        let start = 1_000_000 + i * 3;
+        writeln!(
+            text,
+            r#"{{"Type":59,"NvtxEvent":{{"Type":59,"Timestamp":"{start}","EndTimestamp":"{}","Text":"range {i}","GlobalTid":"{}"}}}}"#,
+            start + 2,
+            pid + 9
+        )
+        .unwrap();
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("report_nsys.json");
+    std::fs::write(&path, text).unwrap();
+    let (out, _) = kernel_time(&path);
+    assert_close(
+        out.trim().parse().unwrap(),
+        512.0 * 2e-6,
+        "512 kernels of 2 µs",
+    );
+}
