@@ -63,6 +63,11 @@ fn bound_broken(m: &Metric, v: f64) -> Option<String> {
         } else {
             "a share cannot exceed 100 %; the trace's times are inconsistent".into()
         }),
+        // A fitted constant (Hockney's α, a fit's residual) may come out
+        // below zero; a measured duration cannot.
+        Unit::Seconds if v < -EPS && !m.name.starts_with("hockney_") => {
+            Some("a duration cannot be negative; the trace's times are inconsistent".into())
+        }
         // Copies run at memory speed, collectives at link speed.
         Unit::Seconds if v.abs() > MAX_SECONDS => Some(
             "over a year, longer than any profile; the trace's timestamps are damaged or from \
@@ -121,6 +126,11 @@ mod tests {
         assert!(verdict("average_memory_bandwidth", 1e6)
             .unwrap()
             .contains("memory"));
+        // A negative step time is not a measurement; a fitted α may be.
+        assert!(verdict("avg_step_time", -3.0)
+            .unwrap()
+            .contains("cannot be negative"));
+        assert_eq!(verdict("hockney_alpha_s", -1e-6), None);
         // A wall time of 139 years is damaged timestamps, not a run.
         assert_eq!(verdict("wall_time_s", 3_600.0), None);
         assert!(verdict("wall_time_s", 4.4e9)
