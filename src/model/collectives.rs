@@ -474,13 +474,11 @@ pub fn disagreements(trace: &Trace, inst: &Instances) -> Vec<String> {
         let said: Vec<String> = by
             .iter()
             .take(3)
-            .map(|(members, holders)| {
-                format!("rank(s) {} list {{{}}}", list(holders), list(members))
-            })
+            .map(|(members, holders)| format!("{} list {{{}}}", list(holders), list(members)))
             .collect();
         out.push(format!(
-            "{}: the ranks disagree on its members ({}{}); its collectives are matched by \
-             position among the ranks that issued them, which may pair different calls",
+            "{}: ranks disagree on its members ({}{}); its calls are matched by position among \
+             the ranks that issued them, which may pair different calls",
             label(name),
             said.join("; "),
             if by.len() > 3 { "; ..." } else { "" }
@@ -493,14 +491,13 @@ pub fn disagreements(trace: &Trace, inst: &Instances) -> Vec<String> {
             .map(|&ri| trace.ranks[ri as usize].rank)
             .collect();
         out.push(format!(
-            "{}: at {} of {} positions (the first is call {}), ranks {} issued collectives of \
-             different kinds, so their sequences are out of step there: those calls are not \
-             matched across ranks",
+            "{}: {} of {} calls differ in kind across ranks {} (first: call {}), so are not \
+             matched: the ranks' sequences are out of step there",
             label(&g.name),
             g.skipped.len(),
             g.positions(),
+            list(&ranks),
             g.skipped[0] + 1,
-            list(&ranks)
         ));
     }
     out

@@ -470,13 +470,14 @@ fn ranks_that_disagree_on_a_group_are_named() {
     let err = stderr(&o);
     assert!(
         err.contains(
-            "process group 5: the ranks disagree on its members (rank(s) 0 list {0, 1}; \
-             rank(s) 1 list {1, 2})"
+            "process group 5: ranks disagree on its members (0 list {0, 1}; 1 list {1, 2})"
         ),
         "{err}"
     );
     assert!(
-        err.contains("process group 5: at 1 of 3 positions (the first is call 2), ranks 0, 1"),
+        err.contains(
+            "process group 5: 1 of 3 calls differ in kind across ranks 0, 1 (first: call 2)"
+        ),
         "{err}"
     );
 }
