@@ -182,7 +182,7 @@ pub fn discover(
             ),
         });
     }
-    check_current(sum, &m, &root, named.is_some(), &entries, table)?;
+    check_current(sum, &m, &root, &entries, table)?;
     let mut m = m;
     m.root = root;
     Ok(Opened {
@@ -266,14 +266,12 @@ fn unchanged(path: &Path, e: &Entry) -> bool {
 
 /// The summary must describe the traces at `root` as they are: an input
 /// changed (by content), added or removed makes it stale, and a stale
-/// summary is refused (never silently trusted). When the traces were not
-/// named (`named` false) and are gone, the summary is taken as it is: it
-/// was copied away from them.
+/// summary is refused (never silently trusted). Where there are no traces
+/// at `root`, the summary is taken as it is: it was copied away from them.
 fn check_current(
     sum: &Path,
     m: &Manifest,
     root: &Path,
-    named: bool,
     entries: &[(PathBuf, Entry)],
     table: &'static [Format],
 ) -> Result<()> {
@@ -282,7 +280,7 @@ fn check_current(
     } else {
         root.join(&m.trace)
     };
-    if !named && !root.is_dir() {
+    if !root.is_dir() {
         return Ok(());
     }
     let mut changed: Vec<String> = entries
