@@ -14,27 +14,39 @@ use std::path::{Component, Path, PathBuf};
 
 /// `rel` (relative, `/`-separated) under `root`, when it names a place
 /// inside `root`: every component a plain name, and none of the folders on
-/// the way nor the last component a link. Parts that do not exist yet pass
-/// (a file about to be written).
+/// the way a link. Folders that do not exist yet pass (a file about to be
+/// written). The last component is not looked at: a link there is never
+/// followed by [`open_file`], and a rename into place replaces it (one
+/// look fewer per file on a cluster file system, where each is a round
+/// trip).
 pub fn inside(root: &Path, rel: &str) -> Result<PathBuf, String> {
+    checked(root, rel, 1)
+}
+
+/// [`inside`] for a folder: `rel`'s last component is checked too.
+pub fn folder_inside(root: &Path, rel: &str) -> Result<PathBuf, String> {
+    checked(root, rel, 0)
+}
+
+/// `root/rel`, every component but the last `unchecked` a folder that is
+/// not a link (where it exists).
+fn checked(root: &Path, rel: &str, unchecked: usize) -> Result<PathBuf, String> {
     let path = Path::new(rel);
     if rel.is_empty() || !path.components().all(|c| matches!(c, Component::Normal(_))) {
         return Err(format!("`{rel}` is not a path inside the folder"));
     }
     let mut at = root.to_path_buf();
-    let last = path.components().count() - 1;
-    for (i, c) in path.components().enumerate() {
+    let folders = path.components().count().saturating_sub(unchecked);
+    for c in path.components().take(folders) {
         at.push(c);
         match std::fs::symlink_metadata(&at) {
             Ok(m) if m.file_type().is_symlink() => {
                 return Err(format!(
-                    "{} is a link; the folder's own files are never links",
+                    "{} is a link; the folder's own folders are never links",
                     at.display()
                 ))
             }
-            Ok(m) if i < last && !m.is_dir() => {
-                return Err(format!("{} is not a folder", at.display()))
-            }
+            Ok(m) if !m.is_dir() => return Err(format!("{} is not a folder", at.display())),
             Ok(_) => {}
             Err(e) if e.kind() == io::ErrorKind::NotFound => break,
             Err(e) => return Err(format!("{}: {e}", at.display())),
@@ -153,9 +165,13 @@ mod tests {
             std::os::unix::fs::symlink(outside.path(), root.join("ops/rank=2")).unwrap();
             let e = inside(root, "ops/rank=2/a.parquet").unwrap_err();
             assert!(e.contains("is a link"), "{e}");
+            // A link as the last component is left to the open (O_NOFOLLOW).
             std::os::unix::fs::symlink(outside.path().join("f"), root.join("link.json")).unwrap();
-            assert!(inside(root, "link.json").is_err());
+            let p = inside(root, "link.json").unwrap();
+            assert!(open_file(&p).is_err());
             assert_eq!(links_in(root.join("ops").as_path()), ["rank=2"]);
+            assert!(folder_inside(root, "ops/rank=2").is_err());
+            assert!(folder_inside(root, "ops/rank=0").is_ok());
         }
     }
 

@@ -165,7 +165,7 @@ pub fn put(sum: &Path, key: &str, r: &Results) {
     let (Ok(bytes), Some(path)) = (serde_json::to_vec(&sealed), file(sum, key)) else {
         return;
     };
-    let Ok(dir) = crate::confined::inside(sum, RESULTS) else {
+    let Ok(dir) = crate::confined::folder_inside(sum, RESULTS) else {
         return;
     };
     if std::fs::create_dir_all(&dir).is_err() || crate::atomic::write(&path, &bytes).is_err() {
@@ -190,6 +190,22 @@ fn seal(key: &str, body: &str) -> String {
     format!("{:016x}", h.digest())
 }
 
+/// Whether `bytes` are a results file of `key`: of this layout, or of the
+/// first (unsealed, its key inside), which a newer binary no longer reads
+/// but still prunes.
+fn is_results(bytes: &[u8], key: &str) -> bool {
+    #[derive(Deserialize)]
+    struct Head {
+        version: u32,
+        key: Option<String>,
+        seal: Option<String>,
+    }
+    serde_json::from_slice::<Head>(bytes).is_ok_and(|h| match h.version {
+        1 => h.key.as_deref() == Some(key),
+        _ => h.seal.is_some(),
+    })
+}
+
 /// Whether `name` is a results file's name (`<16 hex>.json`).
 fn results_name(name: &str) -> Option<&str> {
     name.strip_suffix(".json")
@@ -200,7 +216,7 @@ fn results_name(name: &str) -> Option<&str> {
 /// results folder named as results are and holding results (any other file
 /// there, and anything a link leads to, is left alone).
 fn prune(sum: &Path) {
-    let Ok(dir) = crate::confined::inside(sum, RESULTS) else {
+    let Ok(dir) = crate::confined::folder_inside(sum, RESULTS) else {
         return;
     };
     let Ok(list) = std::fs::read_dir(&dir) else {
@@ -218,8 +234,9 @@ fn prune(sum: &Path) {
         .collect();
     files.sort_by_key(|f| std::cmp::Reverse(f.0));
     for (_, name) in files.into_iter().skip(KEEP + 1) {
+        let key = results_name(&name).unwrap_or_default().to_owned();
         crate::confined::remove_own(sum, &format!("{RESULTS}/{name}"), MAX_FILE, |bytes| {
-            serde_json::from_slice::<Sealed>(bytes).is_ok()
+            is_results(bytes, &key)
         });
     }
 }
@@ -487,5 +504,17 @@ mod tests {
         );
         put(dir.path(), key, &r(f64::NAN));
         assert!(get(dir.path(), key).is_none(), "NaN is served");
+        // What pruning takes for results: this layout, or the first with its
+        // own key inside; nothing else.
+        assert!(is_results(&std::fs::read(&path).unwrap(), key));
+        assert!(is_results(
+            br#"{"version":1,"key":"00000000000000cc","rows":[]}"#,
+            key
+        ));
+        assert!(!is_results(
+            br#"{"version":1,"key":"00000000000000dd"}"#,
+            key
+        ));
+        assert!(!is_results(br#"{"mine":1}"#, key));
     }
 }
