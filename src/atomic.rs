@@ -49,9 +49,15 @@ pub fn with(
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    let mut tmp = tempfile::Builder::new()
-        .prefix(&format!(".{name}."))
-        .suffix(".partial")
+    let prefix = format!(".{name}.");
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(&prefix).suffix(".partial");
+    // As `File::create` makes a file (0666 less the umask), not the 0600 of
+    // a temporary: a summary or export on a shared file system is read by
+    // others.
+    #[cfg(unix)]
+    builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
+    let mut tmp = builder
         .tempfile_in(dir)
         .map_err(|e| fail(format!("cannot create a file in {}: {e}", dir.display())))?;
     write(tmp.as_file_mut()).map_err(fail)?;
@@ -122,6 +128,19 @@ mod tests {
             .file_type()
             .is_symlink());
         assert!(is_partial(".run.json.x1y2z3.partial") && !is_partial("run.json"));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_written_file_gets_the_mode_file_create_gives() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        let plain = dir.path().join("plain");
+        std::fs::File::create(&plain).unwrap();
+        let ours = dir.path().join("ours");
+        write(&ours, b"x").unwrap();
+        assert_eq!(mode(&ours), mode(&plain));
     }
 
     #[test]
