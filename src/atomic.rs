@@ -26,12 +26,29 @@ pub fn write(path: &Path, bytes: &[u8]) -> Result<()> {
     })
 }
 
+/// Writes `bytes` to `path` through a temporary, unless something is at
+/// `path` already (then an error, and nothing is replaced).
+pub fn write_new(path: &Path, bytes: &[u8]) -> Result<()> {
+    put(path, false, |file| {
+        use std::io::Write as _;
+        file.write_all(bytes).map_err(|e| e.to_string())
+    })
+}
+
 /// Calls `write` on a new temporary file beside `path`, then renames it to
 /// `path` (replacing a file, or a link, there: never writing through it). A
 /// failed write leaves nothing behind and is an error naming `path`; so is
 /// a `path` that is a folder.
 pub fn with(
     path: &Path,
+    write: impl FnOnce(&mut File) -> std::result::Result<(), String>,
+) -> Result<()> {
+    put(path, true, write)
+}
+
+fn put(
+    path: &Path,
+    replace: bool,
     write: impl FnOnce(&mut File) -> std::result::Result<(), String>,
 ) -> Result<()> {
     let fail = |why: String| Error::Output {
@@ -61,7 +78,12 @@ pub fn with(
         .tempfile_in(dir)
         .map_err(|e| fail(format!("cannot create a file in {}: {e}", dir.display())))?;
     write(tmp.as_file_mut()).map_err(fail)?;
-    tmp.persist(path).map_err(|e| fail(e.error.to_string()))?;
+    if replace {
+        tmp.persist(path).map_err(|e| fail(e.error.to_string()))?;
+    } else {
+        tmp.persist_noclobber(path)
+            .map_err(|e| fail(e.error.to_string()))?;
+    }
     Ok(())
 }
 
@@ -128,6 +150,16 @@ mod tests {
             .file_type()
             .is_symlink());
         assert!(is_partial(".run.json.x1y2z3.partial") && !is_partial("run.json"));
+    }
+
+    #[test]
+    fn a_new_file_never_replaces_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("view.svg");
+        write_new(&p, b"first").unwrap();
+        assert!(write_new(&p, b"second").is_err());
+        assert_eq!(std::fs::read(&p).unwrap(), b"first");
+        assert_eq!(names(dir.path()), ["view.svg"]);
     }
 
     #[cfg(unix)]

@@ -184,14 +184,10 @@ pub fn save_view(
             std::io::Error::other(format!("{} holds 9,999 saved screens", dir.display()))
         })?;
     let (svg, txt) = (name(n, "svg"), name(n, "txt"));
-    // `create_new`: never overwrite a file, even one made since the check.
+    // Whole or not at all, and never over a file, even one made since the
+    // check (see `atomic::write_new`).
     let write = |p: &Path, text: String| -> std::io::Result<()> {
-        use std::io::Write as _;
-        std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(p)?
-            .write_all(text.as_bytes())
+        crate::atomic::write_new(p, text.as_bytes()).map_err(std::io::Error::other)
     };
     write(&svg, buffer_to_svg(&buf))?;
     write(&txt, buffer_to_text(&buf))?;
