@@ -36,6 +36,8 @@ struct Seqs {
     first: usize,
     /// The positions whose members are not one collective (ascending).
     skipped: Vec<u32>,
+    /// The longest member's calls before the cut to the shortest.
+    longest: u32,
 }
 
 impl Seqs {
@@ -405,6 +407,7 @@ pub fn instances(trace: &Trace) -> Instances {
         }
         // Up to the shortest sequence: a cut-off trace misses the last calls.
         let n = ranks.iter().map(|(_, ops)| ops.len()).min().unwrap_or(0);
+        let longest = ranks.iter().map(|(_, ops)| ops.len()).max().unwrap_or(0);
         let (ranks, mut ops): (Vec<u32>, Vec<Slab<u32>>) = ranks.into_iter().unzip();
         for o in &mut ops {
             o.truncate(n);
@@ -433,6 +436,7 @@ pub fn instances(trace: &Trace) -> Instances {
             ops,
             first: out.len,
             skipped,
+            longest: u32::try_from(longest).unwrap_or(u32::MAX),
         };
         out.len += seqs.len();
         out.groups.push(seqs);
@@ -483,6 +487,20 @@ pub fn disagreements(trace: &Trace, inst: &Instances) -> Vec<String> {
             said.join("; "),
             if by.len() > 3 { "; ..." } else { "" }
         ));
+    }
+    for g in &inst.groups {
+        // A trace cut short misses a few last calls; more than a twentieth
+        // of them (and 16) is ranks that did not issue the same calls.
+        let (n, longest) = (g.positions() as u64, u64::from(g.longest));
+        if longest - n > (n / 20).max(16) {
+            out.push(format!(
+                "{}: its ranks issued {n} to {longest} calls; the last {} of the longer \
+                 sequences are not matched (the ranks did not issue the same calls, or a \
+                 trace was cut short)",
+                label(&g.name),
+                longest - n
+            ));
+        }
     }
     for g in inst.groups.iter().filter(|g| !g.skipped.is_empty()) {
         let ranks: Vec<u32> = g
@@ -906,6 +924,7 @@ mod tests {
             ops: vec![Slab::from((0..10).collect::<Vec<u32>>()); 2],
             first,
             skipped: skipped.to_vec(),
+            longest: 10,
         };
         let g = group(5, &[2, 3, 7]);
         assert_eq!(g.len(), 7);

@@ -507,3 +507,37 @@ fn a_rank_past_the_world_size_is_not_counted_in_it() {
         "{err}"
     );
 }
+
+#[test]
+fn calls_one_rank_issued_and_another_did_not_are_counted() {
+    use ccl_bench::synth::{Coll, RankTrace};
+    let ar = Coll::all_reduce_f32(1 << 20, 2);
+    let mut ranks = Vec::new();
+    for (rank, calls) in [(0u32, 100), (1, 40)] {
+        let mut t = RankTrace::new(Some(rank), 2, 132);
+        t.process_group("5", "mesh_dp", &[0, 1]);
+        for i in 0..calls {
+            let ts = 100.0 + 1000.0 * f64::from(i);
+            t.kernel("gemm", ts - 90.0, 80.0, 7, 132);
+            t.collective_in(
+                "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+                ts,
+                50.0,
+                20,
+                &ar,
+                ("5", &[0, 1]),
+            );
+        }
+        ranks.push(t);
+    }
+    let dir = write_ranks(&ranks);
+    let o = run(&["--trace", s(dir.path()), "--metric", "total_kernel_time"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains(
+            "process group 5: its ranks issued 40 to 100 calls; the last 60 of the longer"
+        ),
+        "{err}"
+    );
+}
