@@ -507,6 +507,14 @@ pub fn inputs(path: &Path, opts: &LoadOptions) -> Result<Found> {
     }
     if let Some(cache) = &opts.cache {
         let sum = summary::cached(cache, path)?;
+        // The cache's own folder for this run: a link planted at its name
+        // would have the summary written, and pruned, elsewhere.
+        if std::fs::symlink_metadata(&sum).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(Error::Output {
+                path: sum,
+                why: "is a link, not a folder the cache made; remove it to cache this run".into(),
+            });
+        }
         let fresh = open(&sum, Some(path));
         let mut found = match fresh {
             Ok(found) => found,

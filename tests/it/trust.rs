@@ -541,3 +541,31 @@ fn calls_one_rank_issued_and_another_did_not_are_counted() {
         "{err}"
     );
 }
+
+#[cfg(unix)]
+#[test]
+fn a_link_planted_in_the_cache_is_not_written_through() {
+    let traces = write_ranks(&training_run(&shape()));
+    let cache = tempfile::tempdir().unwrap();
+    let victim = tempfile::tempdir().unwrap();
+    std::fs::write(victim.path().join("notes.txt"), b"mine").unwrap();
+    let before = snapshot(victim.path());
+    let args = ["--trace", s(traces.path()), "--metric", "avg_step_time"];
+    let cached = |extra: &[&str]| run(&[&args[..], &["--cache", s(cache.path())], extra].concat());
+    // The cache's folder for this run, found by a first use, then swapped
+    // for a link to someone else's folder.
+    let o = cached(&[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let made = std::fs::read_dir(cache.path())
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    std::fs::remove_dir_all(&made).unwrap();
+    std::os::unix::fs::symlink(victim.path(), &made).unwrap();
+    let o = cached(&[]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(stderr(&o).contains("is a link"), "{}", stderr(&o));
+    assert_eq!(snapshot(victim.path()), before);
+}
