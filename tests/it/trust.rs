@@ -438,21 +438,20 @@ fn many_overlapping_windows_are_one_warning() {
     );
 }
 
-#[test]
-fn ranks_that_disagree_on_a_group_are_named() {
+/// Two ranks in process group 5, each listing its members and issuing its
+/// collectives (`ar` all-reduce, `ag` all-gather) a microsecond apart;
+/// stderr of `--metric total_kernel_time` on them.
+fn group_run(ranks: [(&[u32], Vec<&str>); 2]) -> String {
     use ccl_bench::synth::{Coll, RankTrace};
     let ar = Coll::all_reduce_f32(1 << 20, 2);
     let ag = Coll {
         name: "allgather",
         ..Coll::all_reduce_f32(1 << 20, 2)
     };
-    let mut ranks = Vec::new();
-    for (rank, members, kinds) in [
-        (0u32, [0u32, 1], ["ar", "ag", "ar"]),
-        (1, [1, 2], ["ar", "ar", "ar"]),
-    ] {
+    let mut traces = Vec::new();
+    for (rank, (members, kinds)) in (0u32..).zip(ranks) {
         let mut t = RankTrace::new(Some(rank), 2, 132);
-        t.process_group("5", "mesh_dp", &members);
+        t.process_group("5", "mesh_dp", members);
         for (i, k) in kinds.iter().enumerate() {
             let ts = 100.0 + 1000.0 * i as f64;
             t.kernel("gemm", ts - 90.0, 80.0, 7, 132);
@@ -460,14 +459,22 @@ fn ranks_that_disagree_on_a_group_are_named() {
                 "ar" => ("ncclDevKernel_AllReduce_Sum_f32_RING_LL", &ar),
                 _ => ("ncclDevKernel_AllGather_RING_LL", &ag),
             };
-            t.collective_in(name, ts, 50.0, 20, c, ("5", &members));
+            t.collective_in(name, ts, 50.0, 20, c, ("5", members));
         }
-        ranks.push(t);
+        traces.push(t);
     }
-    let dir = write_ranks(&ranks);
+    let dir = write_ranks(&traces);
     let o = run(&["--trace", s(dir.path()), "--metric", "total_kernel_time"]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let err = stderr(&o);
+    stderr(&o)
+}
+
+#[test]
+fn ranks_that_disagree_on_a_group_are_named() {
+    let err = group_run([
+        (&[0, 1], vec!["ar", "ag", "ar"]),
+        (&[1, 2], vec!["ar", "ar", "ar"]),
+    ]);
     assert!(
         err.contains(
             "process group 5: ranks disagree on its members (0 list {0, 1}; 1 list {1, 2})"
@@ -510,30 +517,7 @@ fn a_rank_past_the_world_size_is_not_counted_in_it() {
 
 #[test]
 fn calls_one_rank_issued_and_another_did_not_are_counted() {
-    use ccl_bench::synth::{Coll, RankTrace};
-    let ar = Coll::all_reduce_f32(1 << 20, 2);
-    let mut ranks = Vec::new();
-    for (rank, calls) in [(0u32, 100), (1, 40)] {
-        let mut t = RankTrace::new(Some(rank), 2, 132);
-        t.process_group("5", "mesh_dp", &[0, 1]);
-        for i in 0..calls {
-            let ts = 100.0 + 1000.0 * f64::from(i);
-            t.kernel("gemm", ts - 90.0, 80.0, 7, 132);
-            t.collective_in(
-                "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
-                ts,
-                50.0,
-                20,
-                &ar,
-                ("5", &[0, 1]),
-            );
-        }
-        ranks.push(t);
-    }
-    let dir = write_ranks(&ranks);
-    let o = run(&["--trace", s(dir.path()), "--metric", "total_kernel_time"]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let err = stderr(&o);
+    let err = group_run([(&[0, 1], vec!["ar"; 100]), (&[0, 1], vec!["ar"; 40])]);
     assert!(
         err.contains(
             "process group 5: its ranks issued 40 to 100 calls; the last 60 of the longer"
