@@ -20,19 +20,21 @@ pub fn is_partial(name: &str) -> bool {
 
 /// Writes `bytes` to `path` through a temporary and a rename.
 pub fn write(path: &Path, bytes: &[u8]) -> Result<()> {
-    with(path, |file| {
+    put(path, true, all(bytes))
+}
+
+/// Writes all of `bytes` to the file it is given.
+fn all(bytes: &[u8]) -> impl FnOnce(&mut File) -> std::result::Result<(), String> + '_ {
+    move |file| {
         use std::io::Write as _;
         file.write_all(bytes).map_err(|e| e.to_string())
-    })
+    }
 }
 
 /// Writes `bytes` to `path` through a temporary, unless something is at
 /// `path` already (then an error, and nothing is replaced).
 pub fn write_new(path: &Path, bytes: &[u8]) -> Result<()> {
-    put(path, false, |file| {
-        use std::io::Write as _;
-        file.write_all(bytes).map_err(|e| e.to_string())
-    })
+    put(path, false, all(bytes))
 }
 
 /// Calls `write` on a new temporary file beside `path`, then renames it to

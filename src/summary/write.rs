@@ -577,14 +577,13 @@ fn prune(out: &Path, m: &Manifest) -> Result<()> {
         if keep.contains(name.as_str()) || !entry_file_name(&name) {
             continue;
         }
-        let rel = format!("{ENTRIES}/{name}");
+        // Read as a regular file, never through a link, and an entry by its
+        // content: then it and its files are the tool's own.
         let Ok(old) = manifest::read_json::<Entry>(&e.path()) else {
             continue;
         };
         remove_files(out, &old);
-        crate::confined::remove_own(out, &rel, u64::MAX, |bytes| {
-            serde_json::from_slice::<Entry>(bytes).is_ok()
-        });
+        let _ = std::fs::remove_file(e.path());
     }
     Ok(())
 }
