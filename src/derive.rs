@@ -111,6 +111,12 @@ pub struct RankStats {
     pub copied: (u64, Ns),
     /// First op start to last op end.
     pub device_window: Option<Interval>,
+    /// First kernel start to last kernel end (CCL-Bench's trace span);
+    /// `None` without kernels, or from a summary made before it was stored.
+    pub kernel_window: Option<Interval>,
+    /// CCL-Bench group 1's iteration marks: the rank's `RedistributeBackward`
+    /// CPU ops (`traffic_window` counts iterations by them).
+    pub iteration_marks: Vec<Interval>,
     /// The measured steps' device-side extents (see [`gpu_step_windows`]).
     pub window: IntervalSet,
     /// Lengths of unions of ops over the whole trace.
@@ -215,6 +221,19 @@ fn union_sets(t: &RankTimeline) -> Unions<IntervalSet> {
     }
 }
 
+/// The CPU ops CCL-Bench's `traffic_window` counts iterations by.
+fn iteration_marks(t: &RankTimeline) -> Vec<Interval> {
+    let Some(id) = t.strings.id("RedistributeBackward") else {
+        return Vec::new();
+    };
+    t.cpu
+        .iter()
+        .flat_map(|th| &th.ops)
+        .filter(|o| o.kind == crate::model::CpuKind::Op && o.name == id)
+        .map(|o| Interval::new(o.start, o.end()))
+        .collect()
+}
+
 impl RankStats {
     pub fn of(t: &RankTimeline) -> Self {
         let mut kernel_class_sum = [Ns::ZERO; KernelClass::ALL.len()];
@@ -222,6 +241,7 @@ impl RankStats {
         let mut unclassified = HashMap::new();
         let (mut kernel_sum, mut op_sum, mut kernels) = (Ns::ZERO, Ns::ZERO, 0);
         let mut copied = (0u64, Ns::ZERO);
+        let mut kernel_window: Option<Interval> = None;
         for op in &t.ops {
             let c = class_index(op.class);
             op_sum += op.dur;
@@ -236,6 +256,10 @@ impl RankStats {
                 kernels += 1;
                 kernel_sum += op.dur;
                 kernel_class_sum[c] += op.dur;
+                let (a, b) = kernel_window.map_or((op.start, op.end()), |w| {
+                    (w.start.min(op.start), w.end.max(op.end()))
+                });
+                kernel_window = Some(Interval::new(a, b));
             }
             if let (Activity::Memcpy, Some(b), true) = (op.activity, op.bytes(), op.dur > Ns::ZERO)
             {
@@ -262,6 +286,8 @@ impl RankStats {
             unclassified,
             copied,
             device_window: t.device_window(),
+            kernel_window,
+            iteration_marks: iteration_marks(t),
             whole,
             in_window,
             window,
@@ -276,9 +302,12 @@ impl RankStats {
     /// Moves the rank's absolute times by `d`, as clock alignment moves its
     /// timeline (every length is unchanged).
     pub fn shift(&mut self, d: Ns) {
-        self.device_window = self
-            .device_window
-            .map(|w| Interval::new(w.start + d, w.end + d));
+        let by = |w: Interval| Interval::new(w.start + d, w.end + d);
+        self.device_window = self.device_window.map(by);
+        self.kernel_window = self.kernel_window.map(by);
+        for m in &mut self.iteration_marks {
+            *m = by(*m);
+        }
         self.window.shift(d);
         self.exposed.shift(d);
         for h in self.step_hulls.iter_mut().flatten().flatten() {

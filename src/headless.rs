@@ -499,6 +499,14 @@ fn print_one(
         None => outcome,
     };
     match outcome {
+        // CCL-Bench's `straggler_metrics` prints its two figures on two
+        // labelled lines; scripts written for it parse those.
+        Outcome::Value(v) if m.name == "straggler_metrics" && part.is_none() => {
+            let part = |k: &str| v.parts.iter().find(|p| p.0 == k).map_or(f64::NAN, |p| p.1);
+            writeln!(out, "Straggler Delay:  {}", part("delay"))?;
+            writeln!(out, "Straggler Slowdown:  {}", part("slowdown"))?;
+            Ok(0)
+        }
         Outcome::Value(v) => {
             writeln!(out, "{}", m.unit.bare(v.value))?;
             Ok(0)

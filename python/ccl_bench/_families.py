@@ -91,6 +91,8 @@ FAMILIES: Dict[str, List[str]] = {
     ],
     "straggler": [
         "straggler",
+        "straggler_metrics",
+        "straggler_wait_share",
         "slowest_rank",
         "load_imbalance_ratio",
         "step_time_std_s",

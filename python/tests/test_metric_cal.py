@@ -22,7 +22,7 @@ DOCUMENTED = {
     "overlap": ["communication_overlap_ratio", "compute_comm_overlap", "exposed_comm_time_s", "bubble_time_s"],
     "training_phases": ["forward_time_s", "backward_time_s", "optimizer_time_s", "forward_fraction", "backward_fraction", "optimizer_fraction"],
     "fsdp": ["fsdp_all_gather_time_s", "fsdp_reduce_scatter_time_s", "fsdp_copy_in_time_s", "fsdp_copy_out_time_s"],
-    "straggler": ["straggler", "slowest_rank", "load_imbalance_ratio", "step_time_std_s", "sync_wait_time_s", "comm_wait_time_s"],
+    "straggler": ["straggler", "straggler_metrics", "straggler_wait_share", "slowest_rank", "load_imbalance_ratio", "step_time_std_s", "sync_wait_time_s", "comm_wait_time_s"],
     "kernel": ["total_kernel_time", "break_down_steps", "dominant_kernel_concentration", "moe_fraction", "unclassified_fraction", "compute_bound_fraction", "memory_bound_fraction", "cpu_launch_overhead_s"],
     "gpu_utilization": ["aggregate_gpu_utilization", "compute_utilization_proxy", "mean_sm_coverage", "total_compute_time_s", "total_comm_time_s", "wall_time_s"],
 }

@@ -278,7 +278,7 @@ mod tests {
         // so rank 0 waits 70 µs for rank 1 (rank 1's one step). Median step
         // time of 100 and 200 µs: 150. Straggler: 1 + 70 / 150.
         let t = trace(&two_rank_example());
-        assert_close(value(&t, "straggler", None), 1.0 + 70.0 / 150.0);
+        assert_close(value(&t, "straggler_wait_share", None), 1.0 + 70.0 / 150.0);
         assert_close(value(&t, "slowest_rank", None), 1.0);
         // Step times 100, 100, 200 µs: mean 133.3, population std 47.14 µs.
         let mean = 400.0 / 3.0;
@@ -300,7 +300,7 @@ mod tests {
             (3e-6 + 2e-6) / 2.0,
         );
         assert!(matches!(
-            eval(&t, "straggler", Some(0)),
+            eval(&t, "straggler_wait_share", Some(0)),
             Outcome::NotApplicable(_)
         ));
         assert!(matches!(
@@ -334,11 +334,11 @@ mod tests {
     fn the_straggler_is_whom_the_others_wait_for() {
         // 30 µs late in a 100 µs step: 1.3, rank 1.
         let t = pair(30.0);
-        assert_close(value(&t, "straggler", None), 1.3);
+        assert_close(value(&t, "straggler_wait_share", None), 1.3);
         assert_close(value(&t, "slowest_rank", None), 1.0);
         // 1 µs late is noise (under 10 µs and 2 % of the step): no straggler.
         let t = pair(1.0);
-        assert_close(value(&t, "straggler", None), 1.0);
+        assert_close(value(&t, "straggler_wait_share", None), 1.0);
         match eval(&t, "slowest_rank", None) {
             Outcome::NotApplicable(why) => assert!(why.starts_with("no straggler"), "{why}"),
             v => panic!("{v:?}"),

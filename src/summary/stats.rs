@@ -47,6 +47,12 @@ pub struct Stored {
     unclassified: Vec<(u32, Ns)>,
     copied: (u64, Ns),
     device_window: Option<(Ns, Ns)>,
+    /// First kernel start to last kernel end (absent from older files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    kernel_window: Option<(Ns, Ns)>,
+    /// `RedistributeBackward` CPU ops (absent from older files: none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    iteration_marks: Vec<(Ns, Ns)>,
     window: Vec<(Ns, Ns)>,
     /// busy, comm, compute, compute or memory, comm under compute, exposed
     /// comm, exposed memory.
@@ -87,6 +93,8 @@ pub fn to_stored(s: &RankStats) -> Stored {
         unclassified: pairs(&s.unclassified),
         copied: s.copied,
         device_window: s.device_window.map(|w| (w.start, w.end)),
+        kernel_window: s.kernel_window.map(|w| (w.start, w.end)),
+        iteration_marks: s.iteration_marks.iter().map(|w| (w.start, w.end)).collect(),
         window: spans(&s.window),
         whole: s.whole.to_array(),
         in_window: s.in_window.to_array(),
@@ -270,6 +278,15 @@ pub fn from_stored(s: Stored, rank: u32, names: usize) -> Result<Option<RankStat
             .device_window
             .map(|w| interval(w, "device window"))
             .transpose()?,
+        kernel_window: s
+            .kernel_window
+            .map(|w| interval(w, "kernel window"))
+            .transpose()?,
+        iteration_marks: s
+            .iteration_marks
+            .into_iter()
+            .map(|w| interval(w, "iteration mark"))
+            .collect::<Result<_, _>>()?,
         window: set(s.window, "step window")?,
         whole: read_unions(s.whole, "unions")?,
         in_window: read_unions(s.in_window, "unions in steps")?,
