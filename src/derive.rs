@@ -352,6 +352,9 @@ pub struct RankRow {
     /// Exposed communication spent waiting for a late rank (the wait part of
     /// matched collectives, not overlapped by compute).
     pub waiting: Ns,
+    /// Time inside matched collectives spent waiting for later members
+    /// (overlapped with compute or not), per step.
+    pub wait: Ns,
     /// Wait this rank made the others spend at collectives matched across
     /// ranks (see `WaitSplit::caused`), per step.
     pub caused: Ns,
@@ -421,6 +424,7 @@ fn rank_rows(
                 exposed_comm: u.exposed_comm / n,
                 idle: span - busy,
                 waiting,
+                wait: w.wait / n,
                 caused: w.caused / n,
                 last: w.last,
                 matched: w.ops,

@@ -571,11 +571,22 @@ fn align_clocks(trace: &mut Trace, align: bool, stats: Option<&mut [RankStats]>)
             .map(|i| collectives::offset_of(trace.ranks[i].rank, &samples(i)))
             .collect()
     });
+    let (offsets, doubt) = match offsets {
+        Some(o) => {
+            let (o, doubt) = collectives::trusted(trace, o);
+            (Some(o), doubt)
+        }
+        None => (None, None),
+    };
     let applied = offsets
         .as_ref()
-        .filter(|o| o.iter().skip(1).any(|o| o.samples > 0));
+        .filter(|o| o.iter().skip(1).any(|o| o.offset != crate::model::Ns::ZERO));
     let mut findings = disagreements;
     findings.extend(clock::check(trace, samples, applied.map(|o| &o[..])));
+    if let Some(d) = &doubt {
+        findings.push(format!("{d}: cross-rank verdicts say unknown"));
+    }
+    trace.clock_doubt = doubt;
     if let Some(offsets) = offsets {
         for (s, o) in stats.into_iter().flatten().zip(&offsets) {
             s.shift(o.offset);
@@ -741,6 +752,7 @@ fn load(
             iteration: discovery.iteration,
             card,
             offsets: None,
+            clock_doubt: None,
             rules: None,
             memory,
             et,

@@ -54,6 +54,16 @@ impl RankTrace {
         }
     }
 
+    /// The same trace read on a clock `us` microseconds ahead (another
+    /// host's): every event's `ts` moved.
+    pub fn clock_ahead(&mut self, us: f64) {
+        for e in &mut self.events {
+            if let Some(ts) = e.get("ts").and_then(serde_json::Value::as_f64) {
+                e["ts"] = json!(ts + us);
+            }
+        }
+    }
+
     fn device_op(
         &mut self,
         cat: &str,

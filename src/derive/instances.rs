@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use super::groups::GroupInfo;
-use crate::model::collectives::{latest_of, Figures, Instances, MemberOp};
+use crate::model::collectives::{latest_of, Blame, Figures, Instances, MemberOp};
 use crate::model::slab::Slab;
 use crate::model::{CollKind, DeviceOp, Ns, Trace};
 
@@ -79,9 +79,8 @@ pub struct InstanceRow<'a> {
     pub last_by: Ns,
     /// When the last member started: the others wait until then.
     pub last_start: Ns,
-    /// The wait the last member caused: the next-latest member's wait
-    /// inside this collective (how late the last one was, up to the time the
-    /// next-latest actually spent waiting in its op).
+    /// The wait the last member caused: the others' waits charged to it
+    /// (see `model::collectives::Blame`).
     pub caused: Ns,
     /// Summed wait of all members.
     pub wait: Ns,
@@ -314,19 +313,18 @@ fn rows_in_chunks(trace: &Trace, inst: &Instances, groups: &[GroupInfo], per_chu
         };
         let (last_start, transfer) = (latest.op.start, latest.op.dur);
         let (mut wait, mut start, mut end) = (Ns::ZERO, Ns::MAX, Ns::MIN);
-        // The next-latest starter: the latest among the others, the last
-        // in member order among equals.
-        let mut next: Option<(Ns, usize, Ns)> = None;
         for mo in members {
-            let r = mo.r;
             let m = Member::from_op(trace, mo, last_start);
             wait += m.wait;
             start = start.min(m.start);
             end = end.max(m.end());
-            if r != lr {
-                next = next.max(Some((m.start, r, m.wait)));
-            }
         }
+        // The others' waits charged to the last member (see `Blame`).
+        let caused = members
+            .iter()
+            .zip(Blame::of(members).charged())
+            .find(|(m, _)| (m.r, m.o) == (lr, lo))
+            .map_or(Ns::ZERO, |(_, c)| c);
         let Some(m0) = members.first() else {
             return;
         };
@@ -358,7 +356,7 @@ fn rows_in_chunks(trace: &Trace, inst: &Instances, groups: &[GroupInfo], per_chu
         figures.push(Figures {
             last_by,
             last_start,
-            caused: next.map_or(Ns::ZERO, |(.., w)| w.min(last_by)),
+            caused,
             wait,
             transfer,
             start,

@@ -23,7 +23,7 @@ const NO_MATCHED: &str = "needs collectives matched across ≥ 2 ranks";
 /// once by `per_collective` (not once per member: 1,000 members each).
 fn per_step_saving<'c, P>(
     ctx: &'c Ctx,
-    per_collective: impl Fn(&InstanceRow) -> P,
+    per_collective: impl Fn(&InstanceRow, &[Member]) -> P,
     per_member: impl Fn(&InstanceRow, &P, &Member) -> Option<Ns>,
 ) -> Vec<(&'c RankRow, Ns)> {
     // One pass over every member of every collective (a rank's members
@@ -36,7 +36,7 @@ fn per_step_saving<'c, P>(
         .collect();
     let mut saved: Vec<Ns> = vec![Ns::ZERO; ctx.ranks.len()];
     ctx.each_with_members(|c, members| {
-        let whole = per_collective(c);
+        let whole = per_collective(c, members);
         for m in members {
             let Some(&i) = index.get(&m.rank) else {
                 continue;
@@ -99,16 +99,34 @@ fn step_minus(savings: Vec<(&RankRow, Ns)>, what: &str) -> Outcome {
     }
 }
 
-/// Step time had the last member of every collective arrived with the
-/// next-latest (with the median rank, for the straggler): each matched
-/// collective in the step ends earlier by how late its last member was.
+/// Step time had the late ranks (the verdict's straggler or late set)
+/// arrived with the others: at each matched collective the last start moves
+/// back to the latest start among the other members, and the collective
+/// ends that much sooner on every member (barrier model). The measured step
+/// without a straggler; not applicable when the verdict is unknown.
 pub fn no_straggler_step(ctx: &Ctx) -> Outcome {
     if ctx.collective_rows().is_empty() {
         return Outcome::na(NO_MATCHED);
     }
+    let v = super::ranks::verdict(ctx);
+    if let super::ranks::Verdict::Unknown { .. } = v {
+        return Outcome::na(v.sentence());
+    }
+    let late = v.late_set();
     step_minus(
-        per_step_saving(ctx, |c| c.caused, |_, caused, _| Some(*caused)),
-        "late arrivals",
+        per_step_saving(
+            ctx,
+            |c, members| {
+                let on_time = members
+                    .iter()
+                    .filter(|m| !late.contains(&m.rank))
+                    .map(|m| m.start)
+                    .max()?;
+                Some((c.last_start - on_time).max(Ns::ZERO))
+            },
+            |_, gain, _| *gain,
+        ),
+        "the late ranks' delay",
     )
 }
 
@@ -144,7 +162,7 @@ pub fn link_bandwidth_step(ctx: &Ctx) -> Outcome {
     step_minus(
         per_step_saving(
             ctx,
-            |c| {
+            |c, _| {
                 let ideal = c.data_bytes? as f64 * c.kind?.bus_factor(c.size)? / link * 1e9;
                 Some(Ns::rounded(ideal))
             },

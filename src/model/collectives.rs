@@ -252,6 +252,125 @@ pub fn latest_of(members: &[MemberOp]) -> Option<(usize, usize, Ns)> {
     Some((r, o, latest - next))
 }
 
+/// Who made whom wait at one collective (barrier model). Each member waits
+/// from its start until the last member starts (clamped to its op). Over
+/// each stretch of that wait, the members still absent share it equally:
+/// the Shapley split of waiting for the latest of several arrivals. Two
+/// members late together share the waiting they cause, where charging only
+/// the last one's margin over the next-latest would charge almost nothing.
+/// Every member's wait is charged in full to the members that arrived
+/// after it, and none beyond the time it spent inside its op.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Blame {
+    /// Member starts and wait ends, ascending, deduplicated: the stretches
+    /// between them have one set of waiters and one of absentees.
+    points: Vec<Ns>,
+    /// Starts, ascending; wait ends (start + wait), ascending.
+    starts: Vec<Ns>,
+    ends: Vec<Ns>,
+    /// Per member (as given): its start and wait.
+    members: Vec<(Ns, Ns)>,
+}
+
+impl Blame {
+    pub fn of(members: &[MemberOp]) -> Self {
+        let last = last_start_of(members);
+        Self::of_waits(
+            members
+                .iter()
+                .map(|m| (m.op.start, (last - m.op.start).clamp(Ns::ZERO, m.op.dur)))
+                .collect(),
+        )
+    }
+
+    /// From each member's (start, wait), the wait already clamped to its op.
+    pub fn of_waits(members: Vec<(Ns, Ns)>) -> Self {
+        let mut starts: Vec<Ns> = members.iter().map(|m| m.0).collect();
+        let mut ends: Vec<Ns> = members.iter().map(|m| m.0 + m.1).collect();
+        starts.sort_unstable();
+        ends.sort_unstable();
+        let mut points: Vec<Ns> = starts.iter().chain(&ends).copied().collect();
+        points.sort_unstable();
+        points.dedup();
+        Self {
+            points,
+            starts,
+            ends,
+            members,
+        }
+    }
+
+    /// Member `i`'s wait.
+    pub fn wait(&self, i: usize) -> Ns {
+        self.members[i].1
+    }
+
+    /// Over each stretch `[p, q)` between points, `f(len, waiting, absent
+    /// at p)` summed before each point: `out[k]` is the sum over the
+    /// stretches ending at or before `points[k]`.
+    fn cumulative(&self, mut per_stretch: impl FnMut(f64, f64, Ns) -> f64) -> Vec<f64> {
+        let n = self.starts.len();
+        let mut out = Vec::with_capacity(self.points.len());
+        let mut sum = 0.0;
+        out.push(0.0);
+        for w in self.points.windows(2) {
+            let (p, q) = (w[0], w[1]);
+            // Arrived by p, and of them those whose wait ended by p.
+            let arrived = self.starts.partition_point(|&s| s <= p);
+            let done = self.ends.partition_point(|&e| e <= p);
+            let (waiting, absent) = (arrived - done, n - arrived);
+            if waiting > 0 && absent > 0 {
+                sum += per_stretch((q - p).as_f64(), waiting as f64, p);
+            }
+            out.push(sum);
+        }
+        out
+    }
+
+    fn at(&self, t: Ns) -> usize {
+        self.points.partition_point(|&p| p < t)
+    }
+
+    /// The wait charged to each member (as given), in ns: the sum over the
+    /// stretches before its start of (length × waiters / absentees).
+    pub fn charged(&self) -> Vec<Ns> {
+        let n = self.starts.len();
+        let cum = self.cumulative(|len, waiting, p| {
+            let absent = n - self.starts.partition_point(|&s| s <= p);
+            len * waiting / absent as f64
+        });
+        self.members
+            .iter()
+            .map(|&(s, _)| Ns::rounded(cum[self.at(s)]))
+            .collect()
+    }
+
+    /// The part of each member's wait that the members for which `late`
+    /// holds explain (their share of each stretch it waited through), in
+    /// ns: what it would not have waited had they been on time.
+    pub fn explained_by(&self, late: &[bool]) -> Vec<Ns> {
+        let mut late_starts: Vec<Ns> = self
+            .members
+            .iter()
+            .zip(late)
+            .filter(|(_, &l)| l)
+            .map(|(m, _)| m.0)
+            .collect();
+        late_starts.sort_unstable();
+        let n = self.starts.len();
+        // Per stretch, for one waiter: length × late absentees / absentees.
+        let cum = self.cumulative(|len, _, p| {
+            let absent = n - self.starts.partition_point(|&s| s <= p);
+            let late_absent = late_starts.len() - late_starts.partition_point(|&s| s <= p);
+            len * late_absent as f64 / absent as f64
+        });
+        self.members
+            .iter()
+            .map(|&(s, w)| Ns::rounded(cum[self.at(s + w)] - cum[self.at(s)]))
+            .collect()
+    }
+}
+
 /// One collective call seen on several ranks (a view into [`Instances`]).
 #[derive(Debug, Clone, Copy)]
 pub struct Instance<'a> {
@@ -553,11 +672,65 @@ pub fn offset_of(rank: u32, s: &[(Ns, Ns)]) -> Offset {
     }
 }
 
-/// Puts every rank on the first rank's clock by `offsets` when any rests on
-/// shared collectives, recording them in `trace.offsets`; leaves the clocks
-/// alone otherwise. (`load::check_and_align_clocks` checks the clocks first.)
+/// An offset within this of zero leaves a rank's clock alone: its
+/// collectives already end together on the raw clocks (ranks sharing a host
+/// clock), and moving it would only add the estimate's noise.
+const SAME_CLOCK: Ns = Ns(10_000);
+
+/// The most an offset's spread may be and still be applied: a fiftieth of
+/// the median step (so that who arrives first within a step survives the
+/// shift), within 20 µs and 1 ms.
+fn spread_limit(trace: &Trace) -> Ns {
+    let steps: Vec<Ns> = trace
+        .ranks
+        .iter()
+        .filter(|t| !t.steps.is_empty())
+        .map(|t| median(t.measured_steps().iter().map(|s| s.dur()).collect()))
+        .collect();
+    if steps.is_empty() {
+        return Ns(1_000_000);
+    }
+    (median(steps) / 50).clamp(Ns(20_000), Ns(1_000_000))
+}
+
+/// Which of `offsets` to apply: one resting on shared collectives whose
+/// spread is small against the step, and that moves the rank by more than
+/// [`SAME_CLOCK`]. The others are set to zero (raw clock). With the reason
+/// the clocks are doubtful, when an offset was left out for its spread.
+pub fn trusted(trace: &Trace, mut offsets: Vec<Offset>) -> (Vec<Offset>, Option<String>) {
+    let limit = spread_limit(trace);
+    let mut doubtful = Vec::new();
+    for o in offsets.iter_mut().skip(1) {
+        if o.samples > 0 && o.spread > limit {
+            doubtful.push(format!(
+                "rank {} ±{} over {} collectives",
+                o.rank,
+                super::time::human(o.spread),
+                o.samples
+            ));
+            o.offset = Ns::ZERO;
+        } else if o.offset.abs() <= SAME_CLOCK {
+            o.offset = Ns::ZERO;
+        }
+    }
+    let doubt = (!doubtful.is_empty()).then(|| {
+        let shown: Vec<&str> = doubtful.iter().take(4).map(String::as_str).collect();
+        format!(
+            "clock offsets too uncertain to apply ({}{}; at most {} against the step): raw \
+             clocks kept, so arrival order across ranks is uncertain",
+            shown.join(", "),
+            if doubtful.len() > 4 { ", ..." } else { "" },
+            super::time::human(limit)
+        )
+    });
+    (offsets, doubt)
+}
+
+/// Puts every rank on the first rank's clock by `offsets` (as [`trusted`]
+/// decided them) when any moves a rank, recording them in `trace.offsets`;
+/// leaves the clocks alone otherwise.
 pub fn apply(trace: &mut Trace, offsets: Vec<Offset>) {
-    if offsets.iter().skip(1).any(|o| o.samples > 0) {
+    if offsets.iter().skip(1).any(|o| o.offset != Ns::ZERO) {
         trace.shift(&offsets);
         trace.offsets = Some(offsets);
     }
@@ -572,9 +745,8 @@ pub struct WaitSplit {
     pub transfer: Ns,
     /// Matched collective ops.
     pub ops: usize,
-    /// Wait this rank caused: over the collectives it started last, how long
-    /// after the next-latest member it started (the others could have gone on
-    /// that much sooner had it been on time).
+    /// Wait this rank caused: the others' waits charged to it (see [`Blame`]),
+    /// summed over its matched collectives.
     pub caused: Ns,
     /// Matched collectives this rank started last.
     pub last: usize,
@@ -583,21 +755,21 @@ pub struct WaitSplit {
 pub fn wait_split(trace: &Trace, inst: &Instances) -> Vec<WaitSplit> {
     let mut out = vec![WaitSplit::default(); trace.ranks.len()];
     inst.walk(trace, |_, _, members| {
-        let last_start = last_start_of(members);
-        if let Some((r, o, caused)) = latest_of(members) {
+        if let Some((r, o, _)) = latest_of(members) {
             if trace.ranks[r].counts(trace.ranks[r].ops[o].step) {
-                out[r].caused += caused;
                 out[r].last += 1;
             }
         }
-        for m in members {
+        let blame = Blame::of(members);
+        for ((i, m), charged) in members.iter().enumerate().zip(blame.charged()) {
             let (r, o) = (m.r, &m.op);
             // Per-step metrics divide by the measured steps: count only their ops.
             if !trace.ranks[r].counts(o.step) {
                 continue;
             }
-            let wait = (last_start - o.start).clamp(Ns::ZERO, o.dur);
+            let wait = blame.wait(i);
             let s = &mut out[r];
+            s.caused += charged;
             s.wait += wait;
             s.transfer += o.dur - wait;
             s.ops += 1;
@@ -745,9 +917,9 @@ pub struct Arrivals {
     /// Steps as (number, occurrence) (columns of `late`), in order.
     pub steps: Vec<(i64, u32)>,
     /// Per rank (like `Trace::ranks`) and step: the wait the rank caused,
-    /// summed over the step's matched collectives it started last: how long
-    /// after the next-latest member it started (as `WaitSplit::caused`);
-    /// `None` where the rank has no matched collective in that step.
+    /// the others' waits charged to it over the step's matched collectives
+    /// (as `WaitSplit::caused`); `None` where the rank has no matched
+    /// collective in that step.
     pub late: Vec<Vec<Option<Ns>>>,
     /// Per rank: how many matched collectives it was the last to start.
     pub last: Vec<usize>,
@@ -768,8 +940,8 @@ pub fn arrivals(trace: &Trace, inst: &Instances) -> Arrivals {
     let mut by: Vec<Vec<Ns>> = vec![Vec::new(); n];
     inst.walk(trace, |_, _, members| {
         let starts: Vec<(usize, Ns)> = members.iter().map(|m| (m.r, m.op.start)).collect();
-        let latest = latest_of(members);
-        for m in members {
+        let charged = Blame::of(members).charged();
+        for (m, &caused) in members.iter().zip(&charged) {
             let r = m.r;
             let Some(key) = m.op.step.get().and_then(|s| keys[r].get(s as usize)) else {
                 continue;
@@ -779,10 +951,6 @@ pub fn arrivals(trace: &Trace, inst: &Instances) -> Arrivals {
             // members).
             let Ok(col) = steps.binary_search_by_key(&(key.1, key.0), |&(n, k)| (k, n)) else {
                 continue;
-            };
-            let caused = match latest {
-                Some((lr, _, caused)) if lr == r => caused,
-                _ => Ns::ZERO,
             };
             *cell[r][col].get_or_insert(Ns::ZERO) += caused;
         }
@@ -883,6 +1051,103 @@ mod tests {
         let t = run([10.0, 40.0, 35.0, 25.0]);
         let (r, _, caused) = instances(&t).get(0).latest(&t).unwrap();
         assert_eq!((r, caused), (1, Ns(5_000)));
+    }
+
+    /// Members of one collective starting at the given µs, each op lasting
+    /// the given µs.
+    fn members(at: &[(f64, f64)]) -> Vec<MemberOp> {
+        at.iter()
+            .enumerate()
+            .map(|(r, &(start, dur))| MemberOp {
+                r,
+                o: 0,
+                op: DeviceOp::new(
+                    crate::model::StrId(0),
+                    crate::model::Activity::Kernel,
+                    crate::model::KernelClass::Communication,
+                    Ns::rounded(start * 1e3),
+                    Ns::rounded(dur * 1e3),
+                ),
+            })
+            .collect()
+    }
+
+    /// Three members at 0, 10 and 30 µs. Over [0, 10) the first waits while
+    /// the other two are absent: 5 µs each. Over [10, 30) the first two
+    /// wait for the third: 2 x 20 µs to it. Charged 0, 5, 45: the 50 µs of
+    /// waiting (30 + 20) in full. Had the third been on time, the first
+    /// would have waited 5 + 20 µs less and the second 20.
+    #[test]
+    fn blame_by_hand() {
+        let b = Blame::of(&members(&[(0.0, 100.0), (10.0, 100.0), (30.0, 100.0)]));
+        assert_eq!(b.charged(), [Ns(0), Ns(5_000), Ns(45_000)]);
+        assert_eq!(
+            b.explained_by(&[false, false, true]),
+            [Ns(25_000), Ns(20_000), Ns(0)]
+        );
+        // The first op lasts 15 µs: it waits 15, not 30. [0, 10): 5 and 5;
+        // [10, 15): two waiters, 10 to the third; [15, 30): 15 to it.
+        let b = Blame::of(&members(&[(0.0, 15.0), (10.0, 100.0), (30.0, 100.0)]));
+        assert_eq!(b.charged(), [Ns(0), Ns(5_000), Ns(30_000)]);
+    }
+
+    /// A late pair: ranks 0 and 3 start at 0, ranks 1 and 2 at 164 ms
+    /// together. Each early rank waits 164 ms, shared by the two late ones:
+    /// 164 ms charged to each, where the last one's margin over the
+    /// next-latest is nothing.
+    #[test]
+    fn a_late_pair_shares_the_blame() {
+        let ms = 1e3;
+        let b = Blame::of(&members(&[
+            (0.0, 200.0 * ms),
+            (164.0 * ms, 3.0 * ms),
+            (164.0 * ms, 3.0 * ms),
+            (0.0, 200.0 * ms),
+        ]));
+        let c = Ns(164_000_000);
+        assert_eq!(b.charged(), [Ns::ZERO, c, c, Ns::ZERO]);
+        assert_eq!(
+            b.explained_by(&[false, true, true, false]),
+            [c, Ns::ZERO, Ns::ZERO, c]
+        );
+        assert_eq!(
+            latest_of(&members(&[(0.0, 1.0), (5.0, 1.0), (5.0, 1.0)]))
+                .unwrap()
+                .2,
+            Ns::ZERO
+        );
+    }
+
+    /// Offsets are applied only when trusted: rank 1 (spread 2 µs, 50 µs
+    /// off) moves; rank 2 (within 10 µs: one host clock) keeps its raw
+    /// clock; rank 3 (spread 3 ms against a 100 µs step: limit 20 µs) is
+    /// kept raw and makes the clocks doubtful.
+    #[test]
+    fn only_trusted_offsets_are_applied() {
+        let t = trace(&crate::synth::late_pair());
+        let o = |rank, offset, spread| Offset {
+            rank,
+            offset: Ns(offset),
+            spread: Ns(spread),
+            samples: 10,
+        };
+        let (got, doubt) = trusted(
+            &t,
+            vec![
+                o(0, 0, 0),
+                o(1, 50_000, 2_000),
+                o(2, 8_000, 1_000),
+                o(3, 7_400_000, 3_000_000),
+            ],
+        );
+        let offsets: Vec<Ns> = got.iter().map(|o| o.offset).collect();
+        assert_eq!(offsets, [Ns(0), Ns(50_000), Ns(0), Ns(0)]);
+        let doubt = doubt.expect("rank 3 is doubtful");
+        assert!(
+            doubt.contains("rank 3 ±3.00 ms over 10 collectives"),
+            "{doubt}"
+        );
+        assert!(doubt.contains("at most 20.0 µs"), "{doubt}");
     }
 
     /// A walk gives each instance's members as its pairs name them, with

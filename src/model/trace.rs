@@ -18,6 +18,10 @@ pub struct Trace {
     pub card: Option<WorkloadCard>,
     /// Clock offsets applied to the ranks (same order), when aligned.
     pub offsets: Option<Vec<Offset>>,
+    /// Why the ranks' clocks cannot be trusted against each other, when an
+    /// offset was too uncertain to apply: cross-rank verdicts are then
+    /// unknown.
+    pub clock_doubt: Option<String>,
     /// User kernel class rules applied on loading.
     pub rules: Option<super::classify::UserRules>,
     /// Device memory over time, per rank with a CUDA memory snapshot.

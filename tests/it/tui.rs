@@ -304,7 +304,7 @@ fn timeline_zoom_pan_steps_cursor() {
         .message
         .as_deref()
         .unwrap()
-        .contains("not aligned"));
+        .contains("clocks not moved"));
     // The cursor names the op under it on the selected lane.
     a.update(Action::ResetZoom);
     a.update(Action::Down);
@@ -338,10 +338,12 @@ fn stragglers_name_the_slow_rank() {
     let mut a = app(sample(), (120, 20));
     a.update(Action::SelectTab(Tab("Stragglers")));
     let screen = text(draw(&a).buffer());
-    // The sample was aligned (its clocks agree): raw and aligned can be toggled.
+    // The sample's ranks share one clock: it is not moved, and the toggle
+    // says why.
     a.update(Action::SelectTab(Tab("Timeline")));
     a.update(Action::ToggleAlign);
-    assert!(a.state::<TimelineState>().unwrap().raw);
+    assert!(!a.state::<TimelineState>().unwrap().raw);
+    assert!(text(draw(&a).buffer()).contains("clocks not moved"));
     a.update(Action::SelectTab(Tab("Stragglers")));
     // The sample's rank 5 computes 1.3x slower: the others wait for it.
     assert!(screen.contains("Straggler rank 5"), "{screen}");
@@ -1037,7 +1039,7 @@ fn dlrm_cpu_lanes_name_the_collective_call() {
     a.update(Action::ToggleCpu);
     // Each rank: its main thread and the autograd thread that launches the backward.
     assert_eq!(a.data.cpu_lanes.len(), 16);
-    assert!(text_of(&draw(&a)).contains("· 24 lanes ·"));
+    assert!(text_of(&draw(&a)).contains("· 24 lanes"));
     a.update(Action::Search);
     for c in "SendRecv".chars() {
         a.update(Action::Input(c));

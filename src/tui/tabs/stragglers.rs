@@ -258,7 +258,7 @@ fn render_heatmap(data: &Data, theme: Theme, area: Rect, buf: &mut Buffer) {
     lines.push(Line::from(vec![
         Span::styled("Who the others wait for ", theme.title()),
         Span::raw(format!(
-            "rank x step: wait the rank caused at collectives it started last (darker = longer; max {}). ",
+            "rank x step: the others' waiting charged to the rank, summed over them (darker = longer; max {}). ",
             human(max)
         )),
     ]));
@@ -338,12 +338,16 @@ pub fn render(state: &StragglersState, data: &Data, theme: Theme, area: Rect, bu
             Span::raw(why.clone()),
         ]),
         Verdict::OneRank => Line::styled("One rank: nothing to compare", theme.dim()),
+        Verdict::Unknown { why, work } => Line::from(vec![
+            Span::styled("Straggler unknown: ", theme.key()),
+            Span::raw(format!("{why}; by work: {work}")),
+        ]),
     };
     headline.render(Rect::new(area.x, area.y, area.width, 1), buf);
     if area.height > 1 {
         Line::styled(
             format!(
-                "{per}; holds up = how long the others wait at collectives for this rank; \
+                "{per}; holds up = the others' waiting at collectives charged to this rank, summed over them; \
                  work = busy − exposed comm; exposed = comm not overlapped by compute"
             ),
             theme.dim(),

@@ -290,6 +290,7 @@ fn mean_row(rows: &[RankRow]) -> RankRow {
         exposed_comm: avg(|r| r.exposed_comm),
         idle: avg(|r| r.idle),
         waiting: avg(|r| r.waiting),
+        wait: avg(|r| r.wait),
         caused: avg(|r| r.caused),
         last: 0,
         matched: 0,

@@ -350,9 +350,13 @@ impl TimelineState {
             Action::ToggleAlign => match &data.trace.offsets {
                 Some(_) => self.raw = !self.raw,
                 None => {
-                    self.message = Some(
-                        "clocks were not aligned (no shared collectives, or --align none)".into(),
-                    )
+                    self.message = Some(match &data.trace.clock_doubt {
+                        Some(d) => format!("clocks not moved: {d}"),
+                        None => "clocks not moved: the ranks' collectives already end together \
+                                 on their own clocks (one host clock), none is shared, or \
+                                 --align none"
+                            .into(),
+                    })
                 }
             },
             Action::ToggleStreams | Action::ToggleCpu => {
