@@ -125,6 +125,47 @@ impl RankTrace {
         self.device_op("kernel", name, ts, dur, stream, args)
     }
 
+    /// A `send` to (`recv` from) global rank `peer` in group `0` of
+    /// `group_size` ranks, as PyTorch 2.x records it on the SendRecv kernel
+    /// (`Dst Rank` / `Src Rank`); `peer: None` leaves the peer out, as
+    /// older versions do.
+    pub fn p2p(
+        &mut self,
+        send: bool,
+        peer: Option<u32>,
+        ts: f64,
+        dur: f64,
+        group_size: u32,
+    ) -> u64 {
+        let ranks: Vec<u32> = (0..group_size).collect();
+        let mut args = json!({
+            "grid": [8, 1, 1], "block": [512, 1, 1],
+            "Collective name": if send { "send" } else { "recv" },
+            "In msg nelems": 1 << 20, "Out msg nelems": 1 << 20, "dtype": "Float",
+            "Group size": group_size, "Process Group Name": "0",
+            "Process Group Ranks": format!("{ranks:?}")
+        });
+        if let Some(p) = peer {
+            args[if send { "Dst Rank" } else { "Src Rank" }] = json!(p);
+        }
+        self.device_op(
+            "kernel",
+            "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)",
+            ts,
+            dur,
+            21,
+            args,
+        )
+    }
+
+    /// Sets argument `key` of the last event added (e.g. `Seq` on a
+    /// collective kernel).
+    pub fn last_arg(&mut self, key: &str, value: Value) {
+        if let Some(e) = self.events.last_mut() {
+            e["args"][key] = value;
+        }
+    }
+
     /// A process group in `distributedInfo.pg_config`.
     pub fn process_group(&mut self, name: &str, desc: &str, ranks: &[u32]) {
         self.pg_config.push(json!({

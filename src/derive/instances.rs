@@ -341,7 +341,7 @@ fn rows_in_chunks(trace: &Trace, inst: &Instances, groups: &[GroupInfo], per_chu
         let group = *group_ids.entry(&**i.group).or_insert_with(|| {
             let role = groups
                 .iter()
-                .find(|g| *g.name == **i.group)
+                .find(|g| *g.name == *crate::model::collectives::group_of_channel(i.group))
                 .and_then(|g| g.role)
                 .map(|r| r.0);
             out.groups.push((i.group.clone(), role));

@@ -38,6 +38,9 @@ struct Seqs {
     skipped: Vec<u32>,
     /// The longest member's calls before the cut to the shortest.
     longest: u32,
+    /// Where matching stopped because the members disagree there, and on
+    /// what (see `instances`).
+    stopped: Option<(u32, Arc<str>)>,
 }
 
 impl Seqs {
@@ -116,7 +119,7 @@ impl Instances {
     /// The instance `t`'s op `oi` is a member of (see [`position_of`]).
     pub fn of_op(&self, t: &super::RankTimeline, oi: usize) -> Option<usize> {
         let (g, seq) = position_of(t, oi)?;
-        self.id_of(g, seq)
+        self.id_of(&g, seq)
     }
 
     /// Calls `f` with each instance's id, the instance and its members' ops
@@ -475,6 +478,66 @@ pub fn group_of<'t>(t: &'t super::RankTimeline, op: &super::DeviceOp) -> &'t str
         .map_or(DEFAULT, |id| t.name(id))
 }
 
+/// The sequence a communication op is matched in: its process group (see
+/// [`group_of`]), or for a point-to-point `send`/`recv` that names its peer,
+/// the group's (source, destination) pair, so that a send pairs with its
+/// recv by their order between those two ranks, not with the group's next
+/// collective.
+pub fn channel_of<'t>(
+    t: &'t super::RankTimeline,
+    op: &super::DeviceOp,
+) -> std::borrow::Cow<'t, str> {
+    let g = group_of(t, op);
+    let p2p = t.coll_meta(op).and_then(|m| {
+        let peer = m.peer?;
+        match t.name(m.name) {
+            "send" => Some((t.rank, peer)),
+            "recv" => Some((peer, t.rank)),
+            _ => None,
+        }
+    });
+    match p2p {
+        Some((src, dst)) => format!("{g} p2p {src}->{dst}").into(),
+        None => g.into(),
+    }
+}
+
+/// The process group of a channel named by [`channel_of`].
+pub fn group_of_channel(channel: &str) -> &str {
+    channel.split_once(" p2p ").map_or(channel, |(g, _)| g)
+}
+
+/// How the members' ops at one position agree, for matching by position:
+/// kind, then (where both record them) message size and sequence number.
+fn agree(
+    a: &super::DeviceOp,
+    am: Option<&super::CollMeta>,
+    b: &super::DeviceOp,
+    bm: Option<&super::CollMeta>,
+) -> Result<(), &'static str> {
+    if a.coll != b.coll {
+        return Err("kind");
+    }
+    if let (Some(x), Some(y)) = (am, bm) {
+        if let (Some(p), Some(q)) = (x.in_nelems, y.in_nelems) {
+            // An all-to-all's or a p2p pair's sides may send different sizes.
+            let sized = !matches!(
+                x.kind,
+                super::CollKind::AllToAll | super::CollKind::SendRecv
+            );
+            if sized && p != q {
+                return Err("message size");
+            }
+        }
+        if let (Some(p), Some(q)) = (x.seq, y.seq) {
+            if p != q {
+                return Err("sequence number");
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The shortest sequence spilled: a page of op indices.
 const SPILLED_SEQ: usize = 1024;
 
@@ -484,25 +547,36 @@ const SPILLED_SEQ: usize = 1024;
 /// be made they stay held.
 pub fn instances(trace: &Trace) -> Instances {
     let spill = trace.collectives_spilled();
-    // group -> (rank index, its op indices in start order).
-    let mut seqs: BTreeMap<&str, Vec<(u32, Slab<u32>)>> = BTreeMap::new();
+    // channel -> (rank index, its op indices in start order).
+    let mut seqs: BTreeMap<String, Vec<(u32, Slab<u32>)>> = BTreeMap::new();
     // Indices fit: ranks and ops are numbered in u32 slots.
     for (ri, t) in (0u32..).zip(&trace.ranks) {
         // The rank's groups by their name's id: a lookup of 4 bytes per op,
         // the names compared once per group.
+        // Point-to-point ops (a meta naming a peer) by their channel.
         let mut mine: foldhash::HashMap<Option<super::StrId>, Vec<u32>> = Default::default();
+        let mut p2p: BTreeMap<String, Vec<u32>> = BTreeMap::new();
         for (oi, op) in (0u32..).zip(&t.ops) {
             if op.is_comm() && op.is_kernel() {
-                let pg = t.coll_meta(op).and_then(|m| m.pg_name);
-                mine.entry(pg).or_default().push(oi);
+                let meta = t.coll_meta(op);
+                if meta.is_some_and(|m| m.peer.is_some()) {
+                    let c = channel_of(t, op);
+                    if c.contains(" p2p ") {
+                        p2p.entry(c.into_owned()).or_default().push(oi);
+                        continue;
+                    }
+                }
+                mine.entry(meta.and_then(|m| m.pg_name))
+                    .or_default()
+                    .push(oi);
             }
         }
-        let mut named: BTreeMap<&str, Vec<u32>> = BTreeMap::new();
+        let mut named: BTreeMap<String, Vec<u32>> = p2p;
         for (pg, ops) in mine {
             let g = pg.map_or(DEFAULT, |id| t.name(id));
             // Ops naming no group and ops of a group named `default` are one
             // sequence, joined in op order.
-            let all = named.entry(g).or_default();
+            let all = named.entry(g.to_owned()).or_default();
             all.extend(ops);
             all.sort_unstable();
         }
@@ -531,24 +605,37 @@ pub fn instances(trace: &Trace) -> Instances {
         for o in &mut ops {
             o.truncate(n);
         }
-        let mut skipped = Vec::new();
-        // Each member's kinds read in blocks, as `Instances::walk` reads.
+        // Each member's ops read in blocks, as `Instances::walk` reads. At
+        // the first position where the members disagree (kind, size,
+        // sequence number) the sequences are out of step (a rank's trace
+        // starts or ends mid-iteration, or the ranks issued different
+        // calls): everything from there on would pair different calls, so
+        // matching stops there, and says so.
         let mut readers = member_readers(trace, &ranks, &ops, WALK_BYTES, MIN_VALUES);
-        let mut kinds = Vec::with_capacity(ranks.len());
-        for seq in 0..n {
-            kinds.clear();
-            kinds.extend(
+        let mut stopped = None;
+        let mut at = Vec::with_capacity(ranks.len());
+        'positions: for seq in 0..n {
+            at.clear();
+            at.extend(
                 readers
                     .iter_mut()
-                    .map(|(_, seq_of, op_of)| op_of.get(seq_of.get(seq) as usize).coll),
+                    .map(|(r, seq_of, op_of)| (*r, op_of.get(seq_of.get(seq) as usize))),
             );
-            // Different kinds at one position: the sequences are out of step
-            // (a rank's trace starts or ends mid-iteration); do not pair them.
-            if kinds.iter().any(|&k| k != kinds[0]) {
-                skipped.push(u32::try_from(seq).expect("ops fit in u32"));
+            let (r0, first) = &at[0];
+            let m0 = trace.ranks[*r0].coll_meta(first);
+            for (r, op) in &at[1..] {
+                if let Err(what) = agree(first, m0, op, trace.ranks[*r].coll_meta(op)) {
+                    stopped = Some((u32::try_from(seq).expect("ops fit in u32"), what));
+                    break 'positions;
+                }
             }
         }
         drop(readers);
+        let n = stopped.map_or(n, |(at, _)| at as usize);
+        for o in &mut ops {
+            o.truncate(n);
+        }
+        let skipped = Vec::new();
         let seqs = Seqs {
             name: name.into(),
             ranks,
@@ -556,6 +643,7 @@ pub fn instances(trace: &Trace) -> Instances {
             first: out.len,
             skipped,
             longest: u32::try_from(longest).unwrap_or(u32::MAX),
+            stopped: stopped.map(|(at, what)| (at, what.into())),
         };
         out.len += seqs.len();
         out.groups.push(seqs);
@@ -580,6 +668,8 @@ pub fn disagreements(trace: &Trace, inst: &Instances) -> Vec<String> {
     let label = |name: &str| {
         if name == DEFAULT {
             "collectives without a process group".to_owned()
+        } else if let Some((g, pair)) = name.split_once(" p2p ") {
+            format!("point-to-point {pair} in process group {g}")
         } else {
             format!("process group {name}")
         }
@@ -611,6 +701,21 @@ pub fn disagreements(trace: &Trace, inst: &Instances) -> Vec<String> {
         // A trace cut short misses a few last calls; more than a twentieth
         // of them (and 16) is ranks that did not issue the same calls.
         let (n, longest) = (g.positions() as u64, u64::from(g.longest));
+        if let Some((at, what)) = &g.stopped {
+            out.push(format!(
+                "{}: the ranks' calls differ in {what} at call {} (of {longest} on the longest \
+                 rank), so matching stops there: {}, the rest are not (a rank's trace starts \
+                 mid-iteration, or the ranks did not issue the same calls)",
+                label(&g.name),
+                at + 1,
+                match n {
+                    0 => "no call is matched".to_owned(),
+                    1 => "the call before it is matched by position".to_owned(),
+                    n => format!("the {n} calls before it are matched by position"),
+                }
+            ));
+            continue;
+        }
         if longest - n > (n / 20).max(16) {
             out.push(format!(
                 "{}: its ranks issued {n} to {longest} calls; the last {} of the longer \
@@ -781,12 +886,12 @@ pub fn wait_split(trace: &Trace, inst: &Instances) -> Vec<WaitSplit> {
 /// The group and position in it of `t`'s op `oi`, when it is a
 /// communication kernel (walks the rank's ops before it: for the one op a
 /// view asks about).
-fn position_of(t: &super::RankTimeline, oi: usize) -> Option<(&str, usize)> {
+fn position_of(t: &super::RankTimeline, oi: usize) -> Option<(std::borrow::Cow<'_, str>, usize)> {
     let op = t.ops.get(oi).filter(|op| op.is_comm() && op.is_kernel())?;
-    let g = group_of(t, op);
+    let g = channel_of(t, op);
     let seq = t.ops[..oi]
         .iter()
-        .filter(|o| o.is_comm() && o.is_kernel() && group_of(t, o) == g)
+        .filter(|o| o.is_comm() && o.is_kernel() && channel_of(t, o) == g)
         .count();
     Some((g, seq))
 }
@@ -869,12 +974,11 @@ impl<T: Unset> BySeq<T> {
     /// Calls `f` with each of `t`'s matched collective ops that has a value,
     /// in op order.
     pub fn walk<'t>(&self, t: &'t super::RankTimeline, mut f: impl FnMut(&'t DeviceOp, T)) {
-        let mut next: HashMap<&str, usize> = HashMap::new();
+        let mut next: HashMap<std::borrow::Cow<'t, str>, usize> = HashMap::new();
         for op in t.ops.iter().filter(|op| op.is_comm() && op.is_kernel()) {
-            let g = group_of(t, op);
-            let seq = next.entry(g).or_default();
-            let value = self.get(g, *seq);
-            *seq += 1;
+            let g = channel_of(t, op);
+            let value = self.get(&g, *next.get(&g).unwrap_or(&0));
+            *next.entry(g).or_default() += 1;
             if let Some(v) = value {
                 f(op, v);
             }
@@ -1150,6 +1254,117 @@ mod tests {
         assert!(doubt.contains("at most 20.0 µs"), "{doubt}");
     }
 
+    /// Four ranks on one host, three steps of 1 ms: rank 1 sends to rank 2
+    /// (a long transfer, 300 µs), then all four all-reduce at the step's
+    /// end. With `Dst Rank` / `Src Rank` recorded, each send pairs with its
+    /// recv (2 members) and the all-reduces with each other (4 members):
+    /// 3 + 3 instances, every member in its own step. Without them the
+    /// send/recv sit in the group's sequence on ranks 1 and 2 only: the
+    /// first position already differs in kind, so nothing is matched (and a
+    /// finding says so) rather than pairing one step's all-reduce with
+    /// another's send.
+    fn send_then_all_reduce(peers: bool) -> Trace {
+        let c = crate::synth::Coll::all_reduce_f32(1 << 20, 4);
+        let ranks: Vec<_> = (0..4u32)
+            .map(|r| {
+                let mut t = crate::synth::RankTrace::new(Some(r), 4, 10);
+                for k in 0..3 {
+                    let at = 1000.0 * f64::from(k);
+                    t.step(k + 1, at, 1000.0);
+                    match r {
+                        1 => {
+                            t.p2p(true, peers.then_some(2), at + 100.0, 300.0, 4);
+                        }
+                        2 => {
+                            t.p2p(false, peers.then_some(1), at + 100.0, 300.0, 4);
+                        }
+                        _ => {}
+                    }
+                    t.collective(
+                        "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+                        at + 500.0,
+                        50.0,
+                        20,
+                        &c,
+                    );
+                }
+                t
+            })
+            .collect();
+        trace(&ranks)
+    }
+
+    #[test]
+    fn a_send_pairs_with_its_recv() {
+        let t = send_then_all_reduce(true);
+        let inst = instances(&t);
+        assert_eq!(inst.len(), 6);
+        let sizes: Vec<usize> = inst.iter().map(|i| i.len()).collect();
+        assert_eq!(sizes.iter().filter(|&&n| n == 4).count(), 3);
+        assert_eq!(sizes.iter().filter(|&&n| n == 2).count(), 3);
+        for i in inst.iter() {
+            let steps: Vec<_> = i.member_ops(&t).iter().map(|m| m.op.step).collect();
+            assert!(
+                steps.iter().all(|s| *s == steps[0]),
+                "{}: {steps:?}",
+                i.group
+            );
+            if i.len() == 2 {
+                assert_eq!(&**i.group, "0 p2p 1->2");
+            }
+        }
+        assert!(disagreements(&t, &inst).is_empty());
+        // Same host: the clocks are left alone.
+        let offsets = crate::model::clock::estimate_offsets(&t, &inst);
+        let (offsets, doubt) = trusted(&t, offsets);
+        assert!(offsets.iter().all(|o| o.offset == Ns::ZERO), "{offsets:?}");
+        assert_eq!(doubt, None);
+    }
+
+    #[test]
+    fn without_peers_matching_stops_where_the_calls_differ() {
+        let t = send_then_all_reduce(false);
+        let inst = instances(&t);
+        assert_eq!(inst.len(), 0);
+        let found = disagreements(&t, &inst);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(
+            found[0].starts_with("process group 0: the ranks' calls differ in kind at call 1"),
+            "{found:?}"
+        );
+    }
+
+    /// Rank 1's profiler started one call later: its all-reduces carry
+    /// `Seq` 2, 3, 4 where rank 0's carry 1, 2, 3. By position the first
+    /// pairs differ in sequence number: nothing is paired wrongly.
+    #[test]
+    fn a_sequence_number_mismatch_stops_matching() {
+        let c = crate::synth::Coll::all_reduce_f32(1 << 20, 2);
+        let ranks: Vec<_> = (0..2u32)
+            .map(|r| {
+                let mut t = crate::synth::RankTrace::new(Some(r), 2, 10);
+                for k in 0..3u32 {
+                    let at = 100.0 * f64::from(k);
+                    t.collective("ncclDevKernel_AllReduce_Sum_f32_RING_LL", at, 50.0, 20, &c);
+                    t.last_arg("Seq", serde_json::json!(k + 1 + r));
+                }
+                t
+            })
+            .collect();
+        let t = trace(&ranks);
+        assert_eq!(
+            t.ranks[1].colls.iter().map(|m| m.seq).collect::<Vec<_>>(),
+            [Some(2), Some(3), Some(4)]
+        );
+        let inst = instances(&t);
+        assert_eq!(inst.len(), 0);
+        let found = disagreements(&t, &inst);
+        assert!(
+            found[0].contains("differ in sequence number at call 1"),
+            "{found:?}"
+        );
+    }
+
     /// A walk gives each instance's members as its pairs name them, with
     /// their ops, whether the ops are held or spilled, read a value at a
     /// time or in blocks; the passes made of it agree.
@@ -1190,6 +1405,7 @@ mod tests {
             first,
             skipped: skipped.to_vec(),
             longest: 10,
+            stopped: None,
         };
         let g = group(5, &[2, 3, 7]);
         assert_eq!(g.len(), 7);

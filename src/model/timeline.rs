@@ -21,6 +21,12 @@ pub struct CollMeta {
     pub group_size: Option<u32>,
     pub pg_name: Option<StrId>,
     pub pg_ranks: Option<StrId>,
+    /// The group's collective or point-to-point sequence number (`Seq`,
+    /// PyTorch 2.5+): equal on every member of one collective.
+    pub seq: Option<u64>,
+    /// For a `send`, the global rank it sends to (`Dst Rank`); for a `recv`,
+    /// the one it receives from (`Src Rank`).
+    pub peer: Option<u32>,
 }
 
 /// A process group as the profiler records it (`distributedInfo.pg_config`).
@@ -708,6 +714,8 @@ mod tests {
             group_size: Some(8),
             pg_name: Some(StrId(1)),
             pg_ranks: None,
+            seq: None,
+            peer: None,
         };
         let op = |i: Option<u32>| DeviceOp {
             meta: Slot::from(i),

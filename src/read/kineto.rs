@@ -329,6 +329,9 @@ struct Args {
     dtype: Option<StrId>,
     pg_name: Option<StrId>,
     pg_ranks: Option<StrId>,
+    seq: Option<u64>,
+    src_rank: Option<u64>,
+    dst_rank: Option<u64>,
     flops: Option<f64>,
 }
 
@@ -443,6 +446,14 @@ impl Builder {
                 .entry(d)
                 .or_insert_with(|| dtype_size(strings.get(d)))
         });
+        // A send names its destination, a recv its source; a rank number
+        // past u32 is no rank.
+        let peer = match strings.get(name) {
+            "send" => a.dst_rank,
+            "recv" => a.src_rank,
+            _ => None,
+        }
+        .and_then(|r| u32::try_from(r).ok());
         let meta = CollMeta {
             kind: self.coll_kind(name),
             name,
@@ -452,6 +463,8 @@ impl Builder {
             group_size: a.group_size.and_then(|g| u32::try_from(g).ok()),
             pg_name: a.pg_name,
             pg_ranks: a.pg_ranks,
+            seq: a.seq,
+            peer,
         };
         if a.bad_nelems || meta.implausible_size() {
             self.implausible_sizes += 1;
@@ -940,6 +953,9 @@ enum ArgKey {
     Dtype,
     PgName,
     PgRanks,
+    Seq,
+    SrcRank,
+    DstRank,
     Flops,
     Other,
 }
@@ -957,7 +973,10 @@ const COMM_ARGS: u32 = bit(ArgKey::ExternalId)
     | bit(ArgKey::GroupSize)
     | bit(ArgKey::Dtype)
     | bit(ArgKey::PgName)
-    | bit(ArgKey::PgRanks);
+    | bit(ArgKey::PgRanks)
+    | bit(ArgKey::Seq)
+    | bit(ArgKey::SrcRank)
+    | bit(ArgKey::DstRank);
 
 /// The arguments `Builder::push` uses for an event of this category and name.
 fn args_used(cat: Cat, name: &str) -> u32 {
@@ -987,6 +1006,9 @@ fn arg_key(k: &str) -> ArgKey {
         "dtype" => ArgKey::Dtype,
         "Process Group Name" => ArgKey::PgName,
         "Process Group Ranks" => ArgKey::PgRanks,
+        "Seq" => ArgKey::Seq,
+        "Src Rank" => ArgKey::SrcRank,
+        "Dst Rank" => ArgKey::DstRank,
         "flops" => ArgKey::Flops,
         _ => ArgKey::Other,
     }
@@ -1036,6 +1058,9 @@ impl<'de> Visitor<'de> for ArgsSeed<'_> {
                 ArgKey::Dtype => a.dtype = text(),
                 ArgKey::PgName => a.pg_name = text(),
                 ArgKey::PgRanks => a.pg_ranks = text(),
+                ArgKey::Seq => a.seq = v.u64(),
+                ArgKey::SrcRank => a.src_rank = v.u64(),
+                ArgKey::DstRank => a.dst_rank = v.u64(),
                 ArgKey::Flops => a.flops = v.f64(),
                 ArgKey::Other => {}
             }

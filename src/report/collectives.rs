@@ -360,9 +360,17 @@ fn to_json(
             json!({
                 "id": r.id,
                 "kind": r.kind.map(|k| k.name()),
-                "group": r.group,
+                "group": crate::model::collectives::group_of_channel(r.group),
                 "role": r.role.map(Role::name),
                 "seq": r.seq,
+                // What made these ops one collective: the sequence they were
+                // matched in and the position in it.
+                "key": { "channel": r.group, "position": r.seq },
+                "matched_by": if r.group.contains(" p2p ") {
+                    "order between the send's and the recv's ranks (Src/Dst Rank)"
+                } else {
+                    "position in the process group's calls, checked for equal kind, size and Seq"
+                },
                 "name": r.name,
                 "bytes": r.bytes,
                 "start_ns": r.start,

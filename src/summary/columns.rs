@@ -80,6 +80,8 @@ pub fn to_tables(t: &RankTimeline) -> Res<Vec<RecordBatch>> {
             ("group_size", DataType::UInt32, true),
             ("pg_name", dict(), true),
             ("pg_ranks", dict(), true),
+            ("seq", DataType::UInt64, true),
+            ("peer", DataType::UInt32, true),
         ],
         vec![
             Arc::new(UInt32Array::from_iter_values(0..c.len() as u32)),
@@ -91,6 +93,8 @@ pub fn to_tables(t: &RankTimeline) -> Res<Vec<RecordBatch>> {
             Arc::new(c.iter().map(|m| m.group_size).collect::<UInt32Array>()),
             text(c.iter().map(|m| m.pg_name.map(|id| t.name(id)))),
             text(c.iter().map(|m| m.pg_ranks.map(|id| t.name(id)))),
+            opt_u64(&|m| m.seq),
+            Arc::new(c.iter().map(|m| m.peer).collect::<UInt32Array>()),
         ],
     )?;
 
@@ -541,6 +545,18 @@ pub fn fill(
         let group = options::<UInt32Type>(b, tb, "group_size")?;
         let pg_name = name_ids(b, tb, "pg_name", &map)?;
         let pg_ranks = name_ids(b, tb, "pg_ranks", &map)?;
+        // Absent from summaries made before they were stored.
+        let has = |c: &str| b.schema().column_with_name(c).is_some();
+        let seq = if has("seq") {
+            options::<UInt64Type>(b, tb, "seq")?
+        } else {
+            vec![None; kind.len()]
+        };
+        let peer = if has("peer") {
+            options::<UInt32Type>(b, tb, "peer")?
+        } else {
+            vec![None; kind.len()]
+        };
         for i in 0..kind.len() {
             t.colls.push(CollMeta {
                 kind: required(kind[i], tb, "kind")?,
@@ -551,6 +567,8 @@ pub fn fill(
                 group_size: group[i],
                 pg_name: pg_name[i],
                 pg_ranks: pg_ranks[i],
+                seq: seq[i],
+                peer: peer[i],
             });
         }
     }

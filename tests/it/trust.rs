@@ -483,7 +483,8 @@ fn ranks_that_disagree_on_a_group_are_named() {
     );
     assert!(
         err.contains(
-            "process group 5: 1 of 3 calls differ in kind across ranks 0, 1 (first: call 2)"
+            "process group 5: the ranks' calls differ in kind at call 2 (of 3 on the longest \
+             rank), so matching stops there: the call before it is matched by position"
         ),
         "{err}"
     );
