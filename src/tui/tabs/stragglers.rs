@@ -273,10 +273,16 @@ fn render_heatmap(data: &Data, theme: Theme, area: Rect, buf: &mut Buffer) {
             ),
             theme.alert(),
         )),
-        None => lines.push(Line::styled(
-            "no rank stands out: the late starts are within noise",
-            theme.dim(),
-        )),
+        None => lines.push(match &data.verdict {
+            // The cells are the raw charges; the verdict says why they
+            // name no one.
+            Verdict::Unknown { why, .. } => Line::styled(
+                format!("unknown ({why}): the cells are not a verdict"),
+                theme.key(),
+            ),
+            Verdict::NoStraggler(why) => Line::styled(format!("no straggler: {why}"), theme.dim()),
+            _ => Line::styled("no rank stands out", theme.dim()),
+        }),
     }
     let cols = a.steps.len();
     let cell = usize::from(HEAT_CELL);
