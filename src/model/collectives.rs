@@ -41,6 +41,10 @@ struct Seqs {
     /// Where matching stopped because the members disagree there, and on
     /// what (see `instances`).
     stopped: Option<(u32, Arc<str>)>,
+    /// Per member whose profiler started earlier than the others': (its
+    /// rank number, its calls before the first `Seq` every member has),
+    /// left out of `ops` (see [`resync`]).
+    lead: Vec<(u32, u32)>,
 }
 
 impl Seqs {
@@ -119,7 +123,18 @@ impl Instances {
     /// The instance `t`'s op `oi` is a member of (see [`position_of`]).
     pub fn of_op(&self, t: &super::RankTimeline, oi: usize) -> Option<usize> {
         let (g, seq) = position_of(t, oi)?;
+        let seq = seq.checked_sub(self.lead(&g, t.rank))?;
         self.id_of(&g, seq)
+    }
+
+    /// How many of rank `rank`'s first calls in `channel` precede the
+    /// others' traces (left out by [`resync`]).
+    pub fn lead(&self, channel: &str, rank: u32) -> usize {
+        self.groups
+            .binary_search_by(|s| (*s.name).cmp(channel))
+            .ok()
+            .and_then(|g| self.groups[g].lead.iter().find(|l| l.0 == rank))
+            .map_or(0, |l| l.1 as usize)
     }
 
     /// Calls `f` with each instance's id, the instance and its members' ops
@@ -529,7 +544,9 @@ fn agree(
                 return Err("message size");
             }
         }
-        if let (Some(p), Some(q)) = (x.seq, y.seq) {
+        // A point-to-point op's Seq counts that rank's p2p calls, not the
+        // pair's.
+        if let (Some(p), Some(q), false) = (x.seq, y.seq, x.kind == super::CollKind::SendRecv) {
             if p != q {
                 return Err("sequence number");
             }
@@ -547,8 +564,8 @@ const SPILLED_SEQ: usize = 1024;
 /// be made they stay held.
 pub fn instances(trace: &Trace) -> Instances {
     let spill = trace.collectives_spilled();
-    // channel -> (rank index, its op indices in start order).
-    let mut seqs: BTreeMap<String, Vec<(u32, Slab<u32>)>> = BTreeMap::new();
+    // channel -> (rank index, its op indices in start order, the first's Seq).
+    let mut seqs: BTreeMap<String, Members> = BTreeMap::new();
     // Indices fit: ranks and ops are numbered in u32 slots.
     for (ri, t) in (0u32..).zip(&trace.ranks) {
         // The rank's groups by their name's id: a lookup of 4 bytes per op,
@@ -581,6 +598,9 @@ pub fn instances(trace: &Trace) -> Instances {
             all.sort_unstable();
         }
         for (g, ops) in named {
+            let first_seq = ops
+                .first()
+                .and_then(|&o| t.coll_meta(&t.ops[o as usize])?.seq);
             let mut ops = Slab::from(ops);
             // Spilled as each rank's are made, so that the run's are never
             // held at once. A map costs a file and a page: shorter
@@ -590,7 +610,7 @@ pub fn instances(trace: &Trace) -> Instances {
             if spill && ops.len() >= SPILLED_SEQ {
                 let _ = ops.spill();
             }
-            seqs.entry(g).or_default().push((ri, ops));
+            seqs.entry(g).or_default().push((ri, ops, first_seq));
         }
     }
     let mut out = Instances::default();
@@ -598,10 +618,10 @@ pub fn instances(trace: &Trace) -> Instances {
         if ranks.len() < 2 {
             continue;
         }
+        let (ranks, mut ops, lead) = resync(trace, &name, ranks);
         // Up to the shortest sequence: a cut-off trace misses the last calls.
-        let n = ranks.iter().map(|(_, ops)| ops.len()).min().unwrap_or(0);
-        let longest = ranks.iter().map(|(_, ops)| ops.len()).max().unwrap_or(0);
-        let (ranks, mut ops): (Vec<u32>, Vec<Slab<u32>>) = ranks.into_iter().unzip();
+        let n = ops.iter().map(|o| o.len()).min().unwrap_or(0);
+        let longest = ops.iter().map(|o| o.len()).max().unwrap_or(0);
         for o in &mut ops {
             o.truncate(n);
         }
@@ -644,11 +664,66 @@ pub fn instances(trace: &Trace) -> Instances {
             skipped,
             longest: u32::try_from(longest).unwrap_or(u32::MAX),
             stopped: stopped.map(|(at, what)| (at, what.into())),
+            lead,
         };
         out.len += seqs.len();
         out.groups.push(seqs);
     }
     out
+}
+
+/// Members of one channel as `instances` gathered them: (rank index, op
+/// indices, the first op's `Seq`).
+type Members = Vec<(u32, Slab<u32>, Option<u64>)>;
+
+/// [`resync`]'s answer: rank indices, their sequences, and each
+/// re-synchronised member's (rank number, calls left out).
+type Lined = (Vec<u32>, Vec<Slab<u32>>, Vec<(u32, u32)>);
+
+/// Lines the members of a collective channel up by `Seq` when every member
+/// records it: a member whose profiler started earlier holds calls the
+/// others' traces begin after; those leading calls (`Seq` below the
+/// latest first one) are left out, so that position k is the same call on
+/// every member. Point-to-point channels are left alone (their `Seq`
+/// counts each rank's own p2p calls). Gives the rank indices, the
+/// sequences and each re-synchronised member's (rank number, calls left
+/// out).
+fn resync(trace: &Trace, channel: &str, members: Members) -> Lined {
+    let firsts: Option<Vec<u64>> = members.iter().map(|m| m.2).collect();
+    let target = firsts
+        .filter(|_| !channel.contains(" p2p "))
+        .and_then(|f| f.into_iter().max());
+    let mut lead = Vec::new();
+    let mut ranks = Vec::with_capacity(members.len());
+    let mut seqs = Vec::with_capacity(members.len());
+    for (ri, ops, first) in members {
+        let t = &trace.ranks[ri as usize];
+        let ops = match (target, first) {
+            (Some(target), Some(first)) if first < target => {
+                let spilled = ops.is_spilled();
+                let mut v = ops.into_vec();
+                let skip = v
+                    .iter()
+                    .take_while(|&&o| {
+                        t.coll_meta(&t.ops[o as usize])
+                            .and_then(|m| m.seq)
+                            .is_some_and(|s| s < target)
+                    })
+                    .count();
+                v.drain(..skip);
+                lead.push((t.rank, u32::try_from(skip).expect("ops fit in u32")));
+                let mut s = Slab::from(v);
+                if spilled {
+                    let _ = s.spill();
+                }
+                s
+            }
+            _ => ops,
+        };
+        ranks.push(ri);
+        seqs.push(ops);
+    }
+    (ranks, seqs, lead)
 }
 
 /// What the ranks' collectives disagree on, said once per process group:
@@ -905,6 +980,20 @@ fn position_of(t: &super::RankTimeline, oi: usize) -> Option<(std::borrow::Cow<'
 pub struct BySeq<T> {
     /// Per group, each position's value ([`Unset::UNSET`]: none).
     by_group: HashMap<Arc<str>, Vec<T>>,
+    /// (channel, rank number) -> its calls before the instances begin (see
+    /// [`resync`]).
+    leads: HashMap<(Arc<str>, u32), usize>,
+}
+
+fn leads_of(inst: &Instances) -> HashMap<(Arc<str>, u32), usize> {
+    inst.groups
+        .iter()
+        .flat_map(|g| {
+            g.lead
+                .iter()
+                .map(|&(r, n)| ((g.name.clone(), r), n as usize))
+        })
+        .collect()
 }
 
 /// A value [`BySeq`] holds, and the one that stands for none there: a
@@ -932,7 +1021,10 @@ impl<T: Unset> BySeq<T> {
             }
             seqs[i.seq] = value(i).unwrap_or(T::UNSET);
         }
-        Self { by_group }
+        Self {
+            by_group,
+            leads: leads_of(inst),
+        }
     }
 
     /// `value` of each instance from its members' ops (read as
@@ -963,7 +1055,10 @@ impl<T: Unset> BySeq<T> {
         if let Some((g, v)) = seqs {
             by_group.insert(g.clone(), v);
         }
-        Self { by_group }
+        Self {
+            by_group,
+            leads: leads_of(inst),
+        }
     }
 
     fn get(&self, group: &str, seq: usize) -> Option<T> {
@@ -977,7 +1072,14 @@ impl<T: Unset> BySeq<T> {
         let mut next: HashMap<std::borrow::Cow<'t, str>, usize> = HashMap::new();
         for op in t.ops.iter().filter(|op| op.is_comm() && op.is_kernel()) {
             let g = channel_of(t, op);
-            let value = self.get(&g, *next.get(&g).unwrap_or(&0));
+            let at = *next.get(&g).unwrap_or(&0);
+            let lead = if self.leads.is_empty() {
+                0
+            } else {
+                let key = (Arc::<str>::from(&*g), t.rank);
+                self.leads.get(&key).copied().unwrap_or(0)
+            };
+            let value = at.checked_sub(lead).and_then(|p| self.get(&g, p));
             *next.entry(g).or_default() += 1;
             if let Some(v) = value {
                 f(op, v);
@@ -1334,33 +1436,75 @@ mod tests {
         );
     }
 
-    /// Rank 1's profiler started one call later: its all-reduces carry
-    /// `Seq` 2, 3, 4 where rank 0's carry 1, 2, 3. By position the first
-    /// pairs differ in sequence number: nothing is paired wrongly.
-    #[test]
-    fn a_sequence_number_mismatch_stops_matching() {
+    /// Two ranks' all-reduces, 100 µs apart, each carrying the `Seq` given.
+    fn with_seqs(seqs: [[u64; 3]; 2]) -> Trace {
         let c = crate::synth::Coll::all_reduce_f32(1 << 20, 2);
         let ranks: Vec<_> = (0..2u32)
-            .map(|r| {
+            .zip(seqs)
+            .map(|(r, seqs)| {
                 let mut t = crate::synth::RankTrace::new(Some(r), 2, 10);
-                for k in 0..3u32 {
-                    let at = 100.0 * f64::from(k);
+                for (k, seq) in seqs.into_iter().enumerate() {
+                    let at = 100.0 * k as f64;
                     t.collective("ncclDevKernel_AllReduce_Sum_f32_RING_LL", at, 50.0, 20, &c);
-                    t.last_arg("Seq", serde_json::json!(k + 1 + r));
+                    t.last_arg("Seq", serde_json::json!(seq));
                 }
                 t
             })
             .collect();
-        let t = trace(&ranks);
+        trace(&ranks)
+    }
+
+    /// Rank 1's profiler started one call later: its all-reduces carry
+    /// `Seq` 2, 3, 4 where rank 0's carry 1, 2, 3. Lined up by `Seq`, rank
+    /// 0's first call is left out and its calls 2 and 3 pair with rank 1's
+    /// first two; by position, every pair would have been one call apart.
+    #[test]
+    fn calls_are_lined_up_by_sequence_number() {
+        let t = with_seqs([[1, 2, 3], [2, 3, 4]]);
         assert_eq!(
             t.ranks[1].colls.iter().map(|m| m.seq).collect::<Vec<_>>(),
             [Some(2), Some(3), Some(4)]
         );
         let inst = instances(&t);
-        assert_eq!(inst.len(), 0);
+        assert_eq!(inst.len(), 2);
+        for i in inst.iter() {
+            let seqs: Vec<_> = i
+                .pairs()
+                .map(|(r, o)| t.ranks[r].coll_meta(&t.ranks[r].ops[o]).unwrap().seq)
+                .collect();
+            assert_eq!(seqs[0], seqs[1], "{seqs:?}");
+        }
+        assert_eq!(inst.lead("0", 0), 1);
+        assert_eq!(inst.of_op(&t.ranks[0], 0), None);
+        assert_eq!(inst.of_op(&t.ranks[0], 1), Some(0));
+        assert_eq!(inst.of_op(&t.ranks[1], 0), Some(0));
+        // A rank's walk finds the same pairs. Rank 0's calls at 100 and 200
+        // µs start last and wait for nothing; rank 1's at 0 and 100 wait
+        // for them, at most their 50 µs.
+        let w = wait_intervals(&t, &inst);
+        let iv = |a, b| crate::model::Interval::new(Ns(a), Ns(b));
+        assert_eq!(
+            w[0].iter().map(|x| x.1).collect::<Vec<_>>(),
+            [iv(100_000, 100_000), iv(200_000, 200_000)]
+        );
+        assert_eq!(
+            w[1].iter().map(|x| x.1).collect::<Vec<_>>(),
+            [iv(0, 50_000), iv(100_000, 150_000)]
+        );
+        assert!(disagreements(&t, &inst).is_empty());
+    }
+
+    /// Rank 1 skipped `Seq` 2 (a call it did not issue): at the second
+    /// position the members differ in sequence number, and matching stops
+    /// after the first call.
+    #[test]
+    fn a_sequence_number_mismatch_stops_matching() {
+        let t = with_seqs([[1, 2, 3], [1, 3, 4]]);
+        let inst = instances(&t);
+        assert_eq!(inst.len(), 1);
         let found = disagreements(&t, &inst);
         assert!(
-            found[0].contains("differ in sequence number at call 1"),
+            found[0].contains("differ in sequence number at call 2"),
             "{found:?}"
         );
     }
@@ -1406,6 +1550,7 @@ mod tests {
             skipped: skipped.to_vec(),
             longest: 10,
             stopped: None,
+            lead: Vec::new(),
         };
         let g = group(5, &[2, 3, 7]);
         assert_eq!(g.len(), 7);
