@@ -158,6 +158,17 @@ impl RankTrace {
         )
     }
 
+    /// The same trace as an older PyTorch writes it: collectives name no
+    /// process group.
+    pub fn without_groups(&mut self) {
+        for e in &mut self.events {
+            if let Some(args) = e.get_mut("args").and_then(Value::as_object_mut) {
+                args.remove("Process Group Name");
+                args.remove("Process Group Ranks");
+            }
+        }
+    }
+
     /// Sets argument `key` of the last event added (e.g. `Seq` on a
     /// collective kernel).
     pub fn last_arg(&mut self, key: &str, value: Value) {

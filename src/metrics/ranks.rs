@@ -198,7 +198,27 @@ fn cannot_tell(ctx: &Ctx) -> Option<String> {
             "{loaded} of {w} ranks: the others' arrivals are not in the trace"
         ));
     }
+    if let Some(g) = ungrouped_subgroup(ctx.trace) {
+        return Some(format!(
+            "collectives name no process group yet involve {g} of the {loaded} ranks: which \
+             ranks took part in each is not recorded"
+        ));
+    }
     ctx.trace.clock_doubt.clone()
+}
+
+/// The size of a collective that names no process group but is smaller
+/// than the ranks loaded: matched by position among all of them, such
+/// calls pair ranks that never met.
+fn ungrouped_subgroup(trace: &crate::model::Trace) -> Option<u32> {
+    let n = trace.ranks.len();
+    trace
+        .ranks
+        .iter()
+        .flat_map(|t| &t.colls)
+        .filter(|m| m.pg_name.is_none())
+        .filter_map(|m| m.group_size)
+        .find(|&g| g >= 1 && (g as usize) < n)
 }
 
 /// The busiest rank by work against the median, for a verdict by work.
@@ -413,6 +433,30 @@ mod tests {
                 o => panic!("{m}: {o:?}"),
             }
         }
+    }
+
+    /// Four ranks whose all-reduces name no group but record a group size
+    /// of 2: two pairs, not one call of four; position cannot tell which.
+    #[test]
+    fn ungrouped_subgroups_give_no_verdict() {
+        let mut ranks = barrier(4, 4, &[2], 100.0);
+        let c = Coll::all_reduce_f32(1, 2);
+        for t in &mut ranks {
+            t.collective(
+                "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+                150.0,
+                10.0,
+                20,
+                &c,
+            );
+            t.without_groups();
+        }
+        let v = verdict(&Ctx::new(&trace(&ranks), None).unwrap());
+        assert!(
+            v.sentence()
+                .starts_with("unknown (collectives name no process group yet involve 2 of the 4"),
+            "{v:?}"
+        );
     }
 
     /// A trace whose clocks the tool doubts gives no verdict either.

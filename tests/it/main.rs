@@ -6,6 +6,7 @@ mod bad_input;
 mod cli;
 mod collectives;
 mod corpus;
+mod cross_rank;
 mod export;
 mod formats;
 mod fuzz_smoke;
