@@ -821,7 +821,7 @@ pub static METRICS: &[Metric] = &[
         unit: Unit::Seconds,
         group: Group::Time,
         better: Better::Neither,
-        about: "what-if: mean step time had the late ranks (the straggler, or ranks late together) arrived with the others: at each matched collective the last start moves back to the latest start of the other members and the collective ends that much sooner on every member (barrier model, no re-simulation), the saving capped at the rank's exposed communication, per rank, averaged; the measured step without a straggler; not applicable when the verdict is unknown",
+        about: "what-if: mean step time had the late ranks (the straggler, or ranks late together) arrived with the others: each step's matched collectives replayed in order of their last start as barriers, a late member arriving no later than the latest other member, each collective ending at the latest arrival plus each member's transfer and what it gains moving everything after it on that rank; a step saves what its rank's last collective gained, capped at the rank's exposed communication; per rank, averaged; the measured step without a straggler; not applicable when the verdict is unknown",
         needs: &[Steps, CommKernels, TwoRanks],
         compute: whatif::no_straggler_step,
     },

@@ -100,12 +100,18 @@ fn step_minus(savings: Vec<(&RankRow, Ns)>, what: &str) -> Outcome {
 }
 
 /// Step time had the late ranks (the verdict's straggler or late set)
-/// arrived with the others: at each matched collective the last start moves
-/// back to the latest start among the other members, and the collective
-/// ends that much sooner on every member (barrier model). The measured step
-/// without a straggler; not applicable when the verdict is unknown.
+/// arrived with the others: each step's matched collectives are replayed
+/// in the order of their last start, collectives as barriers. A member
+/// arrives as measured, less what the collectives before it in the step
+/// gained on its rank; a late member no later than the latest other
+/// member; the collective ends at the latest arrival plus each member's
+/// transfer, and everything after it on that rank moves by what it gained.
+/// A step's saving is what its rank's last collective in it gained,
+/// capped at the rank's exposed communication. The measured step without
+/// a straggler; not applicable when the verdict is unknown.
 pub fn no_straggler_step(ctx: &Ctx) -> Outcome {
-    if ctx.collective_rows().is_empty() {
+    let rows = ctx.collective_rows();
+    if rows.is_empty() {
         return Outcome::na(NO_MATCHED);
     }
     let v = super::ranks::verdict(ctx);
@@ -113,21 +119,67 @@ pub fn no_straggler_step(ctx: &Ctx) -> Outcome {
         return Outcome::na(v.sentence());
     }
     let late = v.late_set();
-    step_minus(
-        per_step_saving(
-            ctx,
-            |c, members| {
-                let on_time = members
-                    .iter()
-                    .filter(|m| !late.contains(&m.rank))
-                    .map(|m| m.start)
-                    .max()?;
-                Some((c.last_start - on_time).max(Ns::ZERO))
-            },
-            |_, gain, _| *gain,
-        ),
-        "the late ranks' delay",
-    )
+    let mut order: Vec<usize> = (0..rows.len()).collect();
+    order.sort_by_key(|&i| (rows.get(i).last_start, i));
+    // Per rank index: the step of its last replayed collective and what
+    // the replay had gained on it by then; per (rank index, step): the
+    // gain at its last collective in the step.
+    let mut gained: std::collections::HashMap<u32, (crate::model::Slot, Ns)> = Default::default();
+    let mut at_end: std::collections::HashMap<(u32, crate::model::Slot), Ns> = Default::default();
+    let mut members = Vec::new();
+    for i in order {
+        let row = rows.get(i);
+        members.clear();
+        members.extend(ctx.members(&row));
+        let before = |m: &Member| match gained.get(&m.index) {
+            Some(&(step, g)) if step == m.step => g,
+            _ => Ns::ZERO,
+        };
+        let arrive: Vec<Ns> = members.iter().map(|m| m.start - before(m)).collect();
+        let on_time = members
+            .iter()
+            .zip(&arrive)
+            .filter(|(m, _)| !late.contains(&m.rank))
+            .map(|(_, &a)| a)
+            .max();
+        let arrive: Vec<Ns> = members
+            .iter()
+            .zip(arrive)
+            .map(|(m, a)| match on_time {
+                Some(t) if late.contains(&m.rank) => a.min(t),
+                _ => a,
+            })
+            .collect();
+        let Some(&barrier) = arrive.iter().max() else {
+            continue;
+        };
+        for m in &members {
+            let gain = (m.end() - (barrier + m.transfer)).max(Ns::ZERO);
+            gained.insert(m.index, (m.step, gain));
+            at_end.insert((m.index, m.step), gain);
+        }
+    }
+    // Rank indices fit: ranks are numbered in u32 slots.
+    let index: std::collections::HashMap<u32, u32> = (0u32..)
+        .zip(&ctx.trace.ranks)
+        .map(|(i, t)| (t.rank, i))
+        .collect();
+    let savings = ctx
+        .rank_rows()
+        .iter()
+        .zip(&ctx.ranks)
+        .filter(|(r, _)| r.step_time.is_some())
+        .map(|(row, t)| {
+            let ri = index.get(&t.rank).copied().unwrap_or(u32::MAX);
+            let total: Ns = at_end
+                .iter()
+                .filter(|((r, step), _)| *r == ri && t.counts(*step))
+                .map(|(_, &g)| g)
+                .sum();
+            (row, total / t.step_count() as i64)
+        })
+        .collect();
+    step_minus(savings, "the late ranks' delay")
 }
 
 /// Step time with all communication hidden under compute: the measured step
@@ -189,6 +241,36 @@ mod tests {
         // All communication hidden: 100 − 50 and 100 − 20 µs.
         let v = value(&t, "whatif_full_overlap_step_s", None);
         assert!((v - 65e-6).abs() < 1e-12, "{v}");
+    }
+
+    /// Rank 1 arrives 30 µs late at an all-reduce with rank 0 (group a),
+    /// then all three ranks all-reduce at 100 µs (group b), where rank 2,
+    /// busy until then, is last. Without rank 1's delay the first ends 30
+    /// µs sooner, but the second still waits for rank 2: nothing is saved,
+    /// and the step stays 150 µs. (Summing each collective's gain alone
+    /// saved 30 µs on ranks 0 and 1.)
+    #[test]
+    fn a_gain_absorbed_by_a_later_barrier_saves_nothing() {
+        let c2 = crate::synth::Coll::all_reduce_f32(1, 2);
+        let c3 = crate::synth::Coll::all_reduce_f32(1, 3);
+        let ar = "ncclDevKernel_AllReduce_Sum_f32_RING_LL";
+        let mut ranks: Vec<_> = (0..3)
+            .map(|r| crate::synth::RankTrace::new(Some(r), 3, 10))
+            .collect();
+        for t in &mut ranks {
+            t.step(1, 0.0, 150.0);
+        }
+        ranks[0].collective_in(ar, 10.0, 50.0, 20, &c2, ("a", &[0, 1]));
+        ranks[1].kernel("gemm", 0.0, 40.0, 7, 10);
+        ranks[1].collective_in(ar, 40.0, 20.0, 20, &c2, ("a", &[0, 1]));
+        ranks[2].kernel("gemm", 0.0, 100.0, 7, 10);
+        for t in &mut ranks {
+            t.collective_in(ar, 100.0, 20.0, 20, &c3, ("b", &[0, 1, 2]));
+        }
+        let t = trace(&ranks);
+        assert_eq!(value(&t, "slowest_rank", None), 1.0);
+        let v = value(&t, "whatif_no_straggler_step_s", None);
+        assert!((v - 150e-6).abs() < 1e-12, "{v}");
     }
 
     /// One 100 µs step on the CPU; rank 0's all-reduce, launched in it,
