@@ -523,7 +523,8 @@ pub fn group_of_channel(channel: &str) -> &str {
 }
 
 /// How the members' ops at one position agree, for matching by position:
-/// kind, then (where both record them) message size and sequence number.
+/// kind, then (where both record them) message size, element size and
+/// sequence number.
 fn agree(
     a: &super::DeviceOp,
     am: Option<&super::CollMeta>,
@@ -542,6 +543,11 @@ fn agree(
             );
             if sized && p != q {
                 return Err("message size");
+            }
+        }
+        if let (Some(p), Some(q)) = (x.dtype_size, y.dtype_size) {
+            if p != q {
+                return Err("element type");
             }
         }
         // A point-to-point op's Seq counts that rank's p2p calls, not the
@@ -1505,6 +1511,41 @@ mod tests {
         let found = disagreements(&t, &inst);
         assert!(
             found[0].contains("differ in sequence number at call 2"),
+            "{found:?}"
+        );
+    }
+
+    /// Rank 1's second all-reduce moves bf16 where rank 0's moves fp32: not
+    /// one call, so matching stops after the first.
+    #[test]
+    fn an_element_type_mismatch_stops_matching() {
+        let f32 = crate::synth::Coll::all_reduce_f32(1 << 20, 2);
+        let bf16 = crate::synth::Coll {
+            dtype: "BFloat16",
+            ..f32.clone()
+        };
+        let ranks: Vec<_> = (0..2u32)
+            .map(|r| {
+                let mut t = crate::synth::RankTrace::new(Some(r), 2, 10);
+                for k in 0..3 {
+                    let c = if r == 1 && k == 1 { &bf16 } else { &f32 };
+                    t.collective(
+                        "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+                        100.0 * f64::from(k),
+                        50.0,
+                        20,
+                        c,
+                    );
+                }
+                t
+            })
+            .collect();
+        let t = trace(&ranks);
+        let inst = instances(&t);
+        assert_eq!(inst.len(), 1);
+        let found = disagreements(&t, &inst);
+        assert!(
+            found[0].contains("differ in element type at call 2"),
             "{found:?}"
         );
     }
