@@ -16,8 +16,7 @@ use super::DeviceOp;
 /// instance's members are found by its (group, seq) rather than held (4 bytes
 /// per communication op, where a list of members per instance took 8 and a
 /// vector). An instance's id is its place in order (groups by name, then
-/// seq), made from its group's first id and the positions skipped, not
-/// held (8 bytes a collective).
+/// seq), made from its group's first id, not held (8 bytes a collective).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Instances {
     groups: Vec<Seqs>,
@@ -34,8 +33,6 @@ struct Seqs {
     ops: Vec<Slab<u32>>,
     /// The id of its first instance.
     first: usize,
-    /// The positions whose members are not one collective (ascending).
-    skipped: Vec<u32>,
     /// The longest member's calls before the cut to the shortest.
     longest: u32,
     /// Where matching stopped because the members disagree there, and on
@@ -53,33 +50,10 @@ impl Seqs {
         self.ops.first().map_or(0, |o| o.len())
     }
 
-    /// Its instances.
-    fn len(&self) -> usize {
-        self.positions() - self.skipped.len()
-    }
-
-    /// The position of its `k`-th instance: `k` plus the positions skipped
-    /// before it (`skipped[i] - i` rises with `i`, so a search finds them).
-    fn seq_of(&self, k: usize) -> usize {
-        let (mut lo, mut hi) = (0, self.skipped.len());
-        while lo < hi {
-            let mid = (lo + hi) / 2;
-            if self.skipped[mid] as usize - mid <= k {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
-        k + lo
-    }
-
-    /// The id of the instance at position `seq`, if one is there.
+    /// The id of the instance at position `seq`, if one is there (every
+    /// position up to the cut is one).
     fn id_at(&self, seq: usize) -> Option<usize> {
-        let seq32 = u32::try_from(seq).ok()?;
-        if seq >= self.positions() || self.skipped.binary_search(&seq32).is_ok() {
-            return None;
-        }
-        Some(self.first + seq - self.skipped.partition_point(|&s| s < seq32))
+        (seq < self.positions()).then_some(self.first + seq)
     }
 }
 
@@ -101,7 +75,7 @@ impl Instances {
         let seqs = &self.groups[g];
         Instance {
             group: &seqs.name,
-            seq: seqs.seq_of(id - seqs.first),
+            seq: id - seqs.first,
             seqs,
         }
     }
@@ -158,12 +132,7 @@ impl Instances {
         let mut members: Vec<MemberOp> = Vec::new();
         for seqs in &self.groups {
             let mut readers = member_readers(trace, &seqs.ranks, &seqs.ops, bytes, min);
-            let mut skipped = seqs.skipped.iter().peekable();
-            let mut id = seqs.first;
             for seq in 0..seqs.positions() {
-                if skipped.next_if(|&&s| s as usize == seq).is_some() {
-                    continue;
-                }
                 members.clear();
                 for (r, seq_of, op_of) in &mut readers {
                     let o = seq_of.get(seq) as usize;
@@ -178,8 +147,7 @@ impl Instances {
                     seq,
                     seqs,
                 };
-                f(id, i, &members);
-                id += 1;
+                f(seqs.first + seq, i, &members);
             }
         }
     }
@@ -661,18 +629,16 @@ pub fn instances(trace: &Trace) -> Instances {
         for o in &mut ops {
             o.truncate(n);
         }
-        let skipped = Vec::new();
         let seqs = Seqs {
             name: name.into(),
             ranks,
             ops,
             first: out.len,
-            skipped,
             longest: u32::try_from(longest).unwrap_or(u32::MAX),
             stopped: stopped.map(|(at, what)| (at, what.into())),
             lead,
         };
-        out.len += seqs.len();
+        out.len += seqs.positions();
         out.groups.push(seqs);
     }
     out
@@ -806,22 +772,6 @@ pub fn disagreements(trace: &Trace, inst: &Instances) -> Vec<String> {
                 longest - n
             ));
         }
-    }
-    for g in inst.groups.iter().filter(|g| !g.skipped.is_empty()) {
-        let ranks: Vec<u32> = g
-            .ranks
-            .iter()
-            .map(|&ri| trace.ranks[ri as usize].rank)
-            .collect();
-        out.push(format!(
-            "{}: {} of {} calls differ in kind across ranks {} (first: call {}), so are not \
-             matched: the ranks' sequences are out of step there",
-            label(&g.name),
-            g.skipped.len(),
-            g.positions(),
-            list(&ranks),
-            g.skipped[0] + 1,
-        ));
     }
     out
 }
@@ -1576,42 +1526,6 @@ mod tests {
         }
         assert_eq!(arrivals(&held, &inst), arrivals(&spilled, &inst),);
         assert_eq!(wait_split(&held, &inst), wait_split(&spilled, &inst));
-    }
-
-    /// Ten positions, three skipped (2, 3 and 7; 0 too, in a second
-    /// group): the instances are the other positions, in order, from the
-    /// group's first id.
-    #[test]
-    fn ids_skip_the_positions_out_of_step() {
-        let group = |first, skipped: &[u32]| Seqs {
-            name: "g".into(),
-            ranks: vec![0, 1],
-            ops: vec![Slab::from((0..10).collect::<Vec<u32>>()); 2],
-            first,
-            skipped: skipped.to_vec(),
-            longest: 10,
-            stopped: None,
-            lead: Vec::new(),
-        };
-        let g = group(5, &[2, 3, 7]);
-        assert_eq!(g.len(), 7);
-        let seqs: Vec<usize> = (0..7).map(|k| g.seq_of(k)).collect();
-        assert_eq!(seqs, [0, 1, 4, 5, 6, 8, 9]);
-        let ids: Vec<Option<usize>> = (0..11).map(|s| g.id_at(s)).collect();
-        let (n, x) = (None, Some);
-        assert_eq!(
-            ids,
-            [x(5), x(6), n, n, x(7), x(8), x(9), n, x(10), x(11), n]
-        );
-        let g = group(0, &[0, 1, 9]);
-        assert_eq!(
-            (0..7).map(|k| g.seq_of(k)).collect::<Vec<_>>(),
-            [2, 3, 4, 5, 6, 7, 8]
-        );
-        assert_eq!(
-            (g.id_at(0), g.id_at(2), g.id_at(8), g.id_at(9)),
-            (None, Some(0), Some(6), None)
-        );
     }
 
     /// Every instance's id finds it again, by its group and position.
