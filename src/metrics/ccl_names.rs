@@ -16,19 +16,20 @@ fn is_nccl(name: &str) -> bool {
         .is_some_and(|p| p.eq_ignore_ascii_case("nccl"))
 }
 
-/// Each rank's summed NCCL kernel time over the whole trace, for the ranks
-/// that have any (CCL-Bench keys its sums by the kernels it sees).
+/// A rank's summed NCCL kernel time over the whole trace.
+fn nccl_time(t: &RankTimeline, s: &super::ctx::RankStats) -> Ns {
+    s.kernel_table
+        .kernel_times()
+        .filter(|&(id, _)| is_nccl(t.name(id)))
+        .map(|(_, ns)| ns)
+        .sum()
+}
+
+/// Each rank's NCCL kernel time, for the ranks that have any (CCL-Bench
+/// keys its sums by the kernels it sees).
 fn nccl_time_per_rank(ctx: &Ctx) -> Vec<(u32, Ns)> {
     ctx.each()
-        .map(|(t, s)| {
-            let sum = s
-                .kernel_table
-                .kernel_times()
-                .filter(|&(id, _)| is_nccl(t.name(id)))
-                .map(|(_, ns)| ns)
-                .sum::<Ns>();
-            (t.rank, sum)
-        })
+        .map(|(t, s)| (t.rank, nccl_time(t, s)))
         .filter(|&(_, ns)| ns > Ns::ZERO)
         .collect()
 }
@@ -296,12 +297,7 @@ pub fn communication_overhead(ctx: &Ctx) -> Outcome {
     let Some((t, s)) = ctx.each().min_by_key(|(t, _)| t.rank) else {
         return Outcome::na("no ranks");
     };
-    let nccl: Ns = s
-        .kernel_table
-        .kernel_times()
-        .filter(|&(id, _)| is_nccl(t.name(id)))
-        .map(|(_, ns)| ns)
-        .sum();
+    let nccl = nccl_time(t, s);
     if s.kernel_sum <= Ns::ZERO {
         return Outcome::na(format!("rank {} has no GPU kernels", t.rank));
     }

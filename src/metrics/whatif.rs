@@ -23,7 +23,7 @@ const NO_MATCHED: &str = "needs collectives matched across ≥ 2 ranks";
 /// once by `per_collective` (not once per member: 1,000 members each).
 fn per_step_saving<'c, P>(
     ctx: &'c Ctx,
-    per_collective: impl Fn(&InstanceRow, &[Member]) -> P,
+    per_collective: impl Fn(&InstanceRow) -> P,
     per_member: impl Fn(&InstanceRow, &P, &Member) -> Option<Ns>,
 ) -> Vec<(&'c RankRow, Ns)> {
     // One pass over every member of every collective (a rank's members
@@ -36,7 +36,7 @@ fn per_step_saving<'c, P>(
         .collect();
     let mut saved: Vec<Ns> = vec![Ns::ZERO; ctx.ranks.len()];
     ctx.each_with_members(|c, members| {
-        let whole = per_collective(c, members);
+        let whole = per_collective(c);
         for m in members {
             let Some(&i) = index.get(&m.rank) else {
                 continue;
@@ -214,7 +214,7 @@ pub fn link_bandwidth_step(ctx: &Ctx) -> Outcome {
     step_minus(
         per_step_saving(
             ctx,
-            |c, _| {
+            |c| {
                 let ideal = c.data_bytes? as f64 * c.kind?.bus_factor(c.size)? / link * 1e9;
                 Some(Ns::rounded(ideal))
             },

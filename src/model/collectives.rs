@@ -291,10 +291,10 @@ impl Blame {
         self.members[i].1
     }
 
-    /// Over each stretch `[p, q)` between points, `f(len, waiting, absent
-    /// at p)` summed before each point: `out[k]` is the sum over the
+    /// Over each stretch `[p, q)` between points, `f(len, waiting, absent,
+    /// p)` summed before each point: `out[k]` is the sum over the
     /// stretches ending at or before `points[k]`.
-    fn cumulative(&self, mut per_stretch: impl FnMut(f64, f64, Ns) -> f64) -> Vec<f64> {
+    fn cumulative(&self, mut per_stretch: impl FnMut(f64, f64, f64, Ns) -> f64) -> Vec<f64> {
         let n = self.starts.len();
         let mut out = Vec::with_capacity(self.points.len());
         let mut sum = 0.0;
@@ -306,7 +306,7 @@ impl Blame {
             let done = self.ends.partition_point(|&e| e <= p);
             let (waiting, absent) = (arrived - done, n - arrived);
             if waiting > 0 && absent > 0 {
-                sum += per_stretch((q - p).as_f64(), waiting as f64, p);
+                sum += per_stretch((q - p).as_f64(), waiting as f64, absent as f64, p);
             }
             out.push(sum);
         }
@@ -320,11 +320,7 @@ impl Blame {
     /// The wait charged to each member (as given), in ns: the sum over the
     /// stretches before its start of (length × waiters / absentees).
     pub fn charged(&self) -> Vec<Ns> {
-        let n = self.starts.len();
-        let cum = self.cumulative(|len, waiting, p| {
-            let absent = n - self.starts.partition_point(|&s| s <= p);
-            len * waiting / absent as f64
-        });
+        let cum = self.cumulative(|len, waiting, absent, _| len * waiting / absent);
         self.members
             .iter()
             .map(|&(s, _)| Ns::rounded(cum[self.at(s)]))
@@ -343,12 +339,10 @@ impl Blame {
             .map(|(m, _)| m.0)
             .collect();
         late_starts.sort_unstable();
-        let n = self.starts.len();
         // Per stretch, for one waiter: length × late absentees / absentees.
-        let cum = self.cumulative(|len, _, p| {
-            let absent = n - self.starts.partition_point(|&s| s <= p);
+        let cum = self.cumulative(|len, _, absent, p| {
             let late_absent = late_starts.len() - late_starts.partition_point(|&s| s <= p);
-            len * late_absent as f64 / absent as f64
+            len * late_absent as f64 / absent
         });
         self.members
             .iter()
@@ -936,19 +930,16 @@ fn position_of(t: &super::RankTimeline, oi: usize) -> Option<(std::borrow::Cow<'
 pub struct BySeq<T> {
     /// Per group, each position's value ([`Unset::UNSET`]: none).
     by_group: HashMap<Arc<str>, Vec<T>>,
-    /// (channel, rank number) -> its calls before the instances begin (see
-    /// [`resync`]).
-    leads: HashMap<(Arc<str>, u32), usize>,
+    /// Per channel with any: (rank number, its calls before the instances
+    /// begin) (see [`resync`]).
+    leads: HashMap<Arc<str>, Vec<(u32, u32)>>,
 }
 
-fn leads_of(inst: &Instances) -> HashMap<(Arc<str>, u32), usize> {
+fn leads_of(inst: &Instances) -> HashMap<Arc<str>, Vec<(u32, u32)>> {
     inst.groups
         .iter()
-        .flat_map(|g| {
-            g.lead
-                .iter()
-                .map(|&(r, n)| ((g.name.clone(), r), n as usize))
-        })
+        .filter(|g| !g.lead.is_empty())
+        .map(|g| (g.name.clone(), g.lead.clone()))
         .collect()
 }
 
@@ -1029,12 +1020,11 @@ impl<T: Unset> BySeq<T> {
         for op in t.ops.iter().filter(|op| op.is_comm() && op.is_kernel()) {
             let g = channel_of(t, op);
             let at = *next.get(&g).unwrap_or(&0);
-            let lead = if self.leads.is_empty() {
-                0
-            } else {
-                let key = (Arc::<str>::from(&*g), t.rank);
-                self.leads.get(&key).copied().unwrap_or(0)
-            };
+            let lead = self
+                .leads
+                .get(&*g)
+                .and_then(|l| l.iter().find(|l| l.0 == t.rank))
+                .map_or(0, |l| l.1 as usize);
             let value = at.checked_sub(lead).and_then(|p| self.get(&g, p));
             *next.entry(g).or_default() += 1;
             if let Some(v) = value {
