@@ -7,6 +7,7 @@ use std::path::Path;
 
 use crate::error::Result;
 use crate::model::exec_trace::EtRank;
+use crate::model::flight::FrDump;
 use crate::model::memory::MemoryTimeline;
 use crate::model::WorkloadCard;
 use crate::read::{self, RankFile};
@@ -83,6 +84,8 @@ pub enum Role {
     Memory(PerRank<MemoryTimeline>),
     /// The execution trace of one rank.
     ExecTrace(PerRank<EtRank>),
+    /// One rank's NCCL Flight Recorder dump.
+    Flight(PerRank<FrDump>),
     /// The run's workload card (a broken one is a warning).
     Card {
         read: fn(&Path) -> Result<WorkloadCard>,
@@ -101,7 +104,7 @@ impl Format {
     pub fn is_usable(&self) -> bool {
         matches!(
             self.role,
-            Role::Timeline { .. } | Role::Memory(_) | Role::ExecTrace(_)
+            Role::Timeline { .. } | Role::Memory(_) | Role::ExecTrace(_) | Role::Flight(_)
         )
     }
 
@@ -281,6 +284,18 @@ pub static FORMATS: &[Format] = &[
             read: |f| read::exec_trace::read(f.stream()?, f.path),
             rank_of: read::exec_trace::rank_of,
             naming: "torch_et_{N}.json",
+        }),
+    },
+    Format {
+        name: "NCCL Flight Recorder dump",
+        // Named `<prefix><rank>` (TORCH_FR_DUMP_TEMP_FILE), any ending.
+        exts: &[""],
+        files: "nccl_trace_rank_{N} (TORCH_NCCL_TRACE_BUFFER_SIZE, pickle or JSON)",
+        sniff: Some(|h| read::flight_recorder::sniff(&h.bytes, |k| h.has(k))),
+        role: Role::Flight(PerRank {
+            read: |f| read::flight_recorder::read(&f.bytes()?, f.path),
+            rank_of: read::flight_recorder::rank_of,
+            naming: "nccl_trace_rank_{N}, or any prefix ending in the rank",
         }),
     },
 ];

@@ -745,6 +745,13 @@ fn load(
     .into_iter()
     .map(|(rank, e)| crate::model::exec_trace::EtRank { rank, ..e })
     .collect();
+    let flight = read_per_rank(discovery, &ranks, &mut report, |role| match role {
+        Role::Flight(how) => Some(*how),
+        _ => None,
+    })
+    .into_iter()
+    .map(|(rank, d)| crate::model::flight::FrDump { rank, ..d })
+    .collect();
     Ok((
         Trace {
             ranks,
@@ -756,6 +763,7 @@ fn load(
             rules: None,
             memory,
             et,
+            flight,
         },
         report,
         stats,

@@ -9,6 +9,7 @@ pub mod collectives;
 pub mod comm;
 pub mod ctx;
 pub mod flops;
+pub mod hang;
 pub mod kernel;
 pub mod memory;
 pub mod outcome;

@@ -8,6 +8,7 @@ pub mod clock;
 pub mod collectives;
 pub mod engine;
 pub mod exec_trace;
+pub mod flight;
 pub mod hardware;
 pub mod intervals;
 pub mod join;

@@ -6,6 +6,7 @@ pub mod card;
 pub mod chrome;
 pub mod events;
 pub mod exec_trace;
+pub mod flight_recorder;
 pub mod kineto;
 pub mod nsys;
 pub mod nsys_jax;

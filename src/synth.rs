@@ -1,6 +1,7 @@
 //! A deterministic writer of PyTorch profiler (Kineto) traces, for tests and
 //! sample data. Times are given in microseconds, as Kineto writes them.
 
+pub mod flight;
 pub mod nsys_jax;
 pub mod stream;
 

@@ -28,6 +28,8 @@ pub struct Trace {
     pub memory: Vec<super::memory::MemoryTimeline>,
     /// Communication nodes from PyTorch execution traces, per rank.
     pub et: Vec<super::exec_trace::EtRank>,
+    /// NCCL Flight Recorder dumps, per rank.
+    pub flight: Vec<super::flight::FrDump>,
 }
 
 impl Trace {
@@ -38,9 +40,10 @@ impl Trace {
         self.ranks.iter().any(|t| t.ops.is_spilled())
     }
 
-    /// Nothing was loaded: no timelines, memory snapshots or execution traces.
+    /// Nothing was loaded: no timelines, memory snapshots, execution traces
+    /// or Flight Recorder dumps.
     pub fn is_empty(&self) -> bool {
-        self.ranks.is_empty() && self.memory.is_empty() && self.et.is_empty()
+        self.ranks.is_empty() && self.memory.is_empty() && self.et.is_empty() && self.flight.is_empty()
     }
 
     pub fn rank(&self, rank: u32) -> Option<&RankTimeline> {

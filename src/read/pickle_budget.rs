@@ -20,12 +20,61 @@ struct Item {
     /// Values in it, itself included.
     size: u64,
     depth: u32,
+    /// An empty list to be filled (what a truncated stream's cut closes).
+    list: bool,
 }
 
-const LEAF: Item = Item { size: 1, depth: 1 };
+const LEAF: Item = Item {
+    size: 1,
+    depth: 1,
+    list: false,
+};
 
 /// Checks that decoding `bytes` stays within the bounds; says why not.
 pub fn check(bytes: &[u8]) -> Result<(), String> {
+    walk(bytes).map(|_| ())
+}
+
+/// A pickle cut off before its end (a process killed while writing), made
+/// whole at the last item completed in a list one level inside the top
+/// dict: `{..., "entries": [e1, e2, <cut>` becomes `{..., "entries": [e1,
+/// e2]}`. `None` when the stream is whole or has no such point.
+pub fn mend_truncated(bytes: &[u8]) -> Option<Vec<u8>> {
+    let cut = match walk(bytes) {
+        Ok(Walk { stopped: true, .. }) => return None,
+        Ok(Walk { cut, .. }) => cut,
+        Err(_) => walk_cut(bytes),
+    }?;
+    let mut whole = bytes[..cut].to_vec();
+    // APPENDS closes the list, SETITEMS the top dict, STOP ends.
+    whole.extend_from_slice(b"eu.");
+    Some(whole)
+}
+
+/// The last safe cut of a stream that `walk` refused part way.
+fn walk_cut(bytes: &[u8]) -> Option<usize> {
+    let mut last = None;
+    let _ = walk_with(bytes, &mut |cut| last = Some(cut));
+    last
+}
+
+struct Walk {
+    /// The stream reached its STOP.
+    stopped: bool,
+    /// The end of the last item completed in a list one level inside the
+    /// top dict.
+    cut: Option<usize>,
+}
+
+fn walk(bytes: &[u8]) -> Result<Walk, String> {
+    let mut cut = None;
+    let stopped = walk_with(bytes, &mut |c| cut = Some(c))?;
+    Ok(Walk { stopped, cut })
+}
+
+/// Walks the opcodes; calls `safe` at each point a truncated stream can be
+/// closed; returns whether it reached STOP.
+fn walk_with(bytes: &[u8], safe: &mut dyn FnMut(usize)) -> Result<bool, String> {
     let max_nodes = (bytes.len() as u64)
         .saturating_mul(NODES_PER_BYTE)
         .max(MIN_NODES);
@@ -53,6 +102,7 @@ pub fn check(bytes: &[u8]) -> Result<(), String> {
     let contain = |items: &[Item]| Item {
         size: items.iter().fold(1u64, |s, i| s.saturating_add(i.size)),
         depth: items.iter().map(|i| i.depth).max().unwrap_or(0) + 1,
+        list: false,
     };
     while at < bytes.len() {
         let op = bytes[at];
@@ -138,7 +188,7 @@ pub fn check(bytes: &[u8]) -> Result<(), String> {
             b'\x80' => arg = 1,
             b'\x95' => arg = 8,
             b'(' => marks.push(stack.len()),
-            b'.' => return Ok(()),
+            b'.' => return Ok(true),
             b'0' => {
                 stack.pop();
             }
@@ -149,7 +199,8 @@ pub fn check(bytes: &[u8]) -> Result<(), String> {
                 let top = *stack.last().unwrap_or(&LEAF);
                 stack.push(top);
             }
-            b']' | b'}' | b')' | b'\x8f' => stack.push(LEAF),
+            b']' => stack.push(Item { list: true, ..LEAF }),
+            b'}' | b')' | b'\x8f' => stack.push(LEAF),
             // Containers from the items above a mark.
             b'l' | b'd' | b't' | b'\x91' => {
                 let items = pop_mark(&mut stack, &mut marks);
@@ -173,6 +224,16 @@ pub fn check(bytes: &[u8]) -> Result<(), String> {
             b'e' | b'u' | b'\x90' => {
                 let items = pop_mark(&mut stack, &mut marks);
                 grow(&mut stack, &items, &too_big)?;
+                // A dict just completed as an item of a list that is itself
+                // a value of the top dict.
+                let below = |m: usize| m.checked_sub(1).and_then(|i| stack.get(i));
+                if op == b'u'
+                    && marks.len() == 2
+                    && below(marks[1]).is_some_and(|i| i.list)
+                    && below(marks[0]).is_some_and(|i| !i.list)
+                {
+                    safe(at);
+                }
             }
             // REDUCE, BUILD, NEWOBJ and the like: the decoder refuses or
             // keeps them small; treat them as combining their arguments.
@@ -197,7 +258,7 @@ pub fn check(bytes: &[u8]) -> Result<(), String> {
         }
         at = at.saturating_add(arg);
     }
-    Ok(())
+    Ok(false)
 }
 
 /// The length of a newline-terminated argument, newline included.

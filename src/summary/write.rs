@@ -182,7 +182,9 @@ fn selected(d: &Discovery) -> Vec<usize> {
         .filter(|(_, i)| match i.format.role {
             Role::Timeline { .. } => precedence(i) == first,
             Role::Memory(_) | Role::ExecTrace(_) | Role::Card { .. } => true,
-            Role::Unreadable { .. } => false,
+            // Read straight from the dumps by `hang` and the Hang tab: a
+            // few MB per rank, nothing a summary would shrink.
+            Role::Unreadable { .. } | Role::Flight(_) => false,
         })
         .map(|(k, _)| k)
         .collect()
@@ -371,6 +373,7 @@ fn one(out: &Path, root: &Path, input: &Input, rec: &InputRec, fresh_start: bool
             }
             Err(e) => entry.error = Some(e.to_string()),
         },
+        Role::Flight(_) => unreachable!("Flight Recorder dumps are not selected"),
         Role::Card { .. } => {
             // Copied as it is: small, and read by its own reader on opening.
             let name = input

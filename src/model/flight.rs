@@ -1,0 +1,136 @@
+//! NCCL Flight Recorder dumps: what each rank's process group layer last
+//! asked NCCL to do, and how far each call got, when the job was stopped
+//! (PyTorch's `TORCH_NCCL_TRACE_BUFFER_SIZE` ring buffer). Plain data: the
+//! reader fills it, `metrics::hang` reads it.
+
+use std::path::PathBuf;
+
+/// How far a call got when the rank dumped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum CallState {
+    /// Enqueued by the CPU; the kernel had not started.
+    Scheduled,
+    /// The kernel started (seen only with `TORCH_NCCL_ENABLE_TIMING`).
+    Started,
+    Completed,
+}
+
+impl CallState {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Scheduled => "scheduled",
+            Self::Started => "started",
+            Self::Completed => "completed",
+        }
+    }
+}
+
+/// One source line of a call's Python stack.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Frame {
+    pub name: String,
+    pub file: String,
+    pub line: i64,
+}
+
+/// One recorded call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FrEntry {
+    /// Position in the rank's ring buffer (0 = oldest kept).
+    pub record_id: u64,
+    /// The group's name (`process_group[0]`, the `pg_config` key).
+    pub group: String,
+    /// The group's description (`default_pg`, `undefined`, a user's name).
+    pub desc: String,
+    /// Collectives of the group so far, this one included (the same count
+    /// on every member); for a send or recv, the count before it.
+    pub collective_seq: u64,
+    /// Point-to-point calls of the group so far on this rank.
+    pub p2p_seq: u64,
+    /// The operation without the backend prefix: `all_reduce`, `send`.
+    pub op: String,
+    /// For a send or recv: (source, destination) as group ranks.
+    pub peer: Option<(u32, u32)>,
+    pub is_p2p: bool,
+    pub input_sizes: Vec<Vec<i64>>,
+    pub output_sizes: Vec<Vec<i64>>,
+    pub input_dtypes: Vec<String>,
+    pub output_dtypes: Vec<String>,
+    pub state: CallState,
+    /// Wall-clock ns since the Unix epoch (the rank's host clock).
+    pub created_ns: i64,
+    pub started_ns: Option<i64>,
+    pub completed_ns: Option<i64>,
+    pub timeout_ms: Option<i64>,
+    /// Index into the dump's `stacks`.
+    pub stack: Option<u32>,
+}
+
+impl FrEntry {
+    /// The latest time the rank saw this call make progress.
+    pub fn last_seen_ns(&self) -> i64 {
+        self.completed_ns
+            .or(self.started_ns)
+            .unwrap_or(self.created_ns)
+    }
+}
+
+/// A process group as one rank's `pg_config` states it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FrGroup {
+    pub name: String,
+    pub desc: String,
+    /// Its members as global ranks, sorted; `None` when the dump does not
+    /// list them readably.
+    pub ranks: Option<Vec<u32>>,
+}
+
+/// A group's counters on one rank (`pg_status`): these outlive the ring
+/// buffer, so they say how far a rank got even when its entries wrapped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FrStatus {
+    pub last_enqueued: Option<i64>,
+    pub last_started: Option<i64>,
+    pub last_completed: Option<i64>,
+}
+
+/// One rank's dump.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FrDump {
+    pub rank: u32,
+    pub source: PathBuf,
+    /// The dump schema's version (`2.4`, `2.10`).
+    pub version: String,
+    pub nccl_version: Option<String>,
+    pub groups: Vec<FrGroup>,
+    /// Per group name (resolved from `pg_status`'s local ids through the
+    /// entries), in no particular order.
+    pub status: Vec<(String, FrStatus)>,
+    /// Oldest first.
+    pub entries: Vec<FrEntry>,
+    /// Distinct Python stacks, innermost frame first.
+    pub stacks: Vec<Vec<Frame>>,
+    /// The file ended early: only what came before the cut was read.
+    pub truncated: bool,
+}
+
+impl FrDump {
+    pub fn stack(&self, e: &FrEntry) -> &[Frame] {
+        e.stack
+            .and_then(|i| self.stacks.get(i as usize))
+            .map_or(&[], Vec::as_slice)
+    }
+
+    pub fn group(&self, name: &str) -> Option<&FrGroup> {
+        self.groups.iter().find(|g| g.name == name)
+    }
+
+    pub fn status(&self, group: &str) -> Option<FrStatus> {
+        self.status.iter().find(|s| s.0 == group).map(|s| s.1)
+    }
+
+    /// The latest time anything in the dump was seen to happen.
+    pub fn last_seen_ns(&self) -> Option<i64> {
+        self.entries.iter().map(FrEntry::last_seen_ns).max()
+    }
+}

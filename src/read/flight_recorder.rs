@@ -1,0 +1,414 @@
+//! NCCL Flight Recorder dumps (`TORCH_NCCL_TRACE_BUFFER_SIZE`,
+//! `TORCH_NCCL_DUMP_ON_TIMEOUT`): one file per rank, a dict pickled by
+//! PyTorch's own pickler or written as JSON, schema `version` 2.x with
+//! `entries`, `pg_config`, `pg_status` and `nccl_comm_state`. Fields a
+//! version lacks are absent, not errors; no pickle code runs (serde-pickle
+//! into plain structs, bounded first by `pickle_budget`). A dump cut off by
+//! the process's death is read up to its last whole entry.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+
+use serde::Deserialize;
+
+use crate::error::Error;
+use crate::model::flight::{CallState, FrDump, FrEntry, FrGroup, FrStatus, Frame};
+
+/// A number or a string holding one: the JSON dump writes `pg_status` and
+/// `pg_config` values as strings, the pickle as numbers.
+#[derive(Deserialize, Debug, Clone)]
+#[serde(untagged)]
+enum Scalar {
+    Int(i64),
+    Float(f64),
+    Text(String),
+    Bool(bool),
+}
+
+impl Scalar {
+    fn int(&self) -> Option<i64> {
+        match self {
+            Self::Int(i) => Some(*i),
+            Self::Float(f) if f.fract() == 0.0 && f.abs() < 9e15 => Some(*f as i64),
+            Self::Text(s) => s.trim().parse().ok(),
+            _ => None,
+        }
+    }
+
+    fn text(&self) -> String {
+        match self {
+            Self::Int(i) => i.to_string(),
+            Self::Float(f) => f.to_string(),
+            Self::Text(s) => s.clone(),
+            Self::Bool(b) => b.to_string(),
+        }
+    }
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct RawDump {
+    version: Option<Scalar>,
+    comm_lib_version: Option<String>,
+    nccl_version: Option<String>,
+    rank: Option<i64>,
+    pg_config: BTreeMap<String, RawGroup>,
+    pg_status: BTreeMap<String, BTreeMap<String, Option<Scalar>>>,
+    entries: Vec<RawEntry>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct RawGroup {
+    name: Option<String>,
+    desc: Option<String>,
+    ranks: Option<RawRanks>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RawRanks {
+    List(Vec<i64>),
+    Text(String),
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct RawEntry {
+    record_id: Option<i64>,
+    pg_id: Option<i64>,
+    process_group: Option<Vec<String>>,
+    collective_seq_id: Option<i64>,
+    /// Before 2.3: one sequence for every call.
+    seq_id: Option<i64>,
+    p2p_seq_id: Option<i64>,
+    profiling_name: Option<String>,
+    time_created_ns: Option<i64>,
+    input_sizes: Vec<Vec<i64>>,
+    output_sizes: Vec<Vec<i64>>,
+    input_dtypes: Vec<String>,
+    output_dtypes: Vec<String>,
+    state: Option<String>,
+    time_discovered_started_ns: Option<i64>,
+    time_discovered_completed_ns: Option<i64>,
+    timeout_ms: Option<i64>,
+    is_p2p: Option<bool>,
+    frames: Vec<RawFrame>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct RawFrame {
+    name: String,
+    filename: String,
+    line: i64,
+}
+
+/// Whether a file's first bytes look like a dump: a pickle or JSON object
+/// naming the dump's own keys.
+pub fn sniff(bytes: &[u8], has: impl Fn(&str) -> bool) -> u8 {
+    let entries = has("profiling_name") && has("collective_seq_id");
+    // A profiler trace's `distributedInfo` has a `pg_config` too, but no
+    // `pg_status`.
+    let groups = has("pg_status");
+    let profiler = has("traceEvents") || has("distributedInfo") || has("schemaVersion");
+    let pickle = bytes.first() == Some(&0x80) && (entries || groups || has("pg_config"));
+    let json = bytes.trim_ascii_start().starts_with(b"{") && (entries || groups);
+    3 * u8::from((pickle || json) && !profiler)
+}
+
+/// The rank in a dump's file name: `nccl_trace_rank_12`, or the digits
+/// ending any prefix (`TORCH_FR_DUMP_TEMP_FILE=/tmp/trace_` gives `trace_12`).
+pub fn rank_of(path: &Path) -> Option<u32> {
+    crate::naming::rank_from_name(path).or_else(|| {
+        let name = path.file_name()?.to_str()?;
+        let stem = name.strip_suffix(".json").unwrap_or(name);
+        let digits = stem.len() - stem.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+        (digits > 0).then(|| stem[stem.len() - digits..].parse().ok())?
+    })
+}
+
+/// Reads one dump (pickle or JSON, by its first byte).
+pub fn read(bytes: &[u8], path: &Path) -> Result<(FrDump, Vec<String>), Error> {
+    let not = |why: String| Error::NotATrace {
+        path: path.to_owned(),
+        why,
+    };
+    let mut warnings = Vec::new();
+    let mut truncated = false;
+    let raw: RawDump = if bytes.first() == Some(&0x80) {
+        let mended;
+        let bytes = match super::pickle_budget::mend_truncated(bytes) {
+            Some(m) => {
+                truncated = true;
+                mended = m;
+                &mended[..]
+            }
+            None => bytes,
+        };
+        super::pickle_budget::check(bytes).map_err(|why| {
+            not(format!(
+                "a pickle that cannot be decoded within bounds: {why}"
+            ))
+        })?;
+        serde_pickle::from_slice(
+            bytes,
+            serde_pickle::DeOptions::new().replace_recursive_structures(),
+        )
+        .map_err(|e| not(format!("not a Flight Recorder dump (pickled dict with `entries`): {e}")))?
+    } else {
+        match serde_json::from_slice(bytes) {
+            Ok(raw) => raw,
+            Err(e) if e.is_eof() => {
+                truncated = true;
+                json_entries_before_cut(bytes)
+                    .ok_or_else(|| not(format!("a JSON Flight Recorder dump cut off before its first entry: {e}")))?
+            }
+            Err(e) => {
+                return Err(not(format!(
+                    "not a Flight Recorder dump (JSON object with `entries`): {e}"
+                )))
+            }
+        }
+    };
+    let rank = rank_of(path);
+    let stated = raw.rank.and_then(|r| u32::try_from(r).ok());
+    let rank = match (rank, stated) {
+        // The name decides, as for PyTorch's own analyzer.
+        (Some(n), Some(s)) if n != s => {
+            warnings.push(format!(
+                "{}: the dump says rank {s}, its name rank {n}; using {n}",
+                path.display()
+            ));
+            n
+        }
+        (n, s) => n.or(s).unwrap_or(0),
+    };
+    let mut dump = convert(raw, rank, path, &mut warnings);
+    if truncated {
+        dump.truncated = true;
+        warnings.push(format!(
+            "{}: cut off (the process died while writing it?); read its first {} entries",
+            path.display(),
+            dump.entries.len()
+        ));
+    }
+    Ok((dump, warnings))
+}
+
+/// The entries of a JSON dump that ends early, each parsed on its own up to
+/// the cut. The JSON writer sorts keys, so `entries` comes second and the
+/// groups after it are lost.
+fn json_entries_before_cut(bytes: &[u8]) -> Option<RawDump> {
+    let key = memchr::memmem::find(bytes, b"\"entries\"")?;
+    let mut at = key + "\"entries\"".len();
+    let skip = |at: &mut usize, c: u8| {
+        while bytes.get(*at).is_some_and(u8::is_ascii_whitespace) {
+            *at += 1;
+        }
+        if bytes.get(*at) == Some(&c) {
+            *at += 1;
+            true
+        } else {
+            false
+        }
+    };
+    if !(skip(&mut at, b':') && skip(&mut at, b'[')) {
+        return None;
+    }
+    let mut entries = Vec::new();
+    loop {
+        let mut stream = serde_json::Deserializer::from_slice(&bytes[at..]).into_iter::<RawEntry>();
+        match stream.next() {
+            Some(Ok(e)) => {
+                entries.push(e);
+                at += stream.byte_offset();
+            }
+            _ => break,
+        }
+        if !skip(&mut at, b',') {
+            break;
+        }
+    }
+    Some(RawDump {
+        entries,
+        ..Default::default()
+    })
+}
+
+fn convert(raw: RawDump, rank: u32, path: &Path, warnings: &mut Vec<String>) -> FrDump {
+    let groups: Vec<FrGroup> = raw
+        .pg_config
+        .into_iter()
+        .map(|(key, g)| FrGroup {
+            name: g.name.unwrap_or(key),
+            desc: g.desc.unwrap_or_default(),
+            ranks: g.ranks.and_then(|r| parse_ranks(&r)),
+        })
+        .collect();
+    // `pg_status` is keyed by the rank's local group id; entries carry both.
+    let mut id_to_name: HashMap<i64, String> = HashMap::new();
+    let mut stacks: Vec<Vec<Frame>> = Vec::new();
+    let mut stack_ids: HashMap<Vec<Frame>, u32> = HashMap::new();
+    let mut entries = Vec::with_capacity(raw.entries.len());
+    let mut nameless = 0usize;
+    let mut unknown_state = 0usize;
+    for (i, e) in raw.entries.into_iter().enumerate() {
+        let Some(name) = e.profiling_name else {
+            nameless += 1;
+            continue;
+        };
+        let op_text = name.split_once(':').map_or(name.as_str(), |(_, op)| op);
+        let mut parts = op_text.split_whitespace();
+        let op = parts.next().unwrap_or("").to_owned();
+        let peer = parts.next().and_then(|p| {
+            let (a, b) = p.split_once("->").or_else(|| {
+                // `recv 3<-0`: destination first.
+                p.split_once("<-").map(|(d, s)| (s, d))
+            })?;
+            Some((a.parse().ok()?, b.parse().ok()?))
+        });
+        let (group, desc) = match e.process_group.as_deref() {
+            Some([g, d, ..]) => (g.clone(), d.clone()),
+            Some([g]) => (g.clone(), String::new()),
+            _ => (e.pg_id.map_or_else(String::new, |i| i.to_string()), String::new()),
+        };
+        if let Some(id) = e.pg_id {
+            id_to_name.entry(id).or_insert_with(|| group.clone());
+        }
+        let state = match e.state.as_deref() {
+            Some("completed") => CallState::Completed,
+            Some("started") => CallState::Started,
+            Some("scheduled") => CallState::Scheduled,
+            _ => {
+                unknown_state += 1;
+                CallState::Scheduled
+            }
+        };
+        // The JSON writer puts 0 where the pickle has None.
+        let time = |t: Option<i64>| t.filter(|&t| t > 0);
+        let stack = (!e.frames.is_empty()).then(|| {
+            let frames: Vec<Frame> = e
+                .frames
+                .into_iter()
+                .map(|f| Frame {
+                    name: f.name,
+                    file: f.filename,
+                    line: f.line,
+                })
+                .collect();
+            let next = stacks.len() as u32;
+            *stack_ids.entry(frames.clone()).or_insert_with(|| {
+                stacks.push(frames);
+                next
+            })
+        });
+        let is_p2p = e.is_p2p.unwrap_or(false) || op == "send" || op == "recv";
+        entries.push(FrEntry {
+            record_id: e.record_id.and_then(|r| u64::try_from(r).ok()).unwrap_or(i as u64),
+            group,
+            desc,
+            collective_seq: e
+                .collective_seq_id
+                .or(e.seq_id)
+                .and_then(|s| u64::try_from(s).ok())
+                .unwrap_or(0),
+            p2p_seq: e.p2p_seq_id.and_then(|s| u64::try_from(s).ok()).unwrap_or(0),
+            op,
+            peer,
+            is_p2p,
+            input_sizes: e.input_sizes,
+            output_sizes: e.output_sizes,
+            input_dtypes: e.input_dtypes,
+            output_dtypes: e.output_dtypes,
+            state,
+            created_ns: time(e.time_created_ns).unwrap_or(0),
+            started_ns: time(e.time_discovered_started_ns),
+            completed_ns: time(e.time_discovered_completed_ns),
+            timeout_ms: e.timeout_ms,
+            stack,
+        });
+    }
+    if nameless > 0 {
+        warnings.push(format!(
+            "{}: {nameless} entries without a `profiling_name` left out",
+            path.display()
+        ));
+    }
+    if unknown_state > 0 {
+        warnings.push(format!(
+            "{}: {unknown_state} entries without a known `state` read as scheduled",
+            path.display()
+        ));
+    }
+    let status = raw
+        .pg_status
+        .into_iter()
+        .map(|(id, s)| {
+            let name = id
+                .parse::<i64>()
+                .ok()
+                .and_then(|i| id_to_name.get(&i).cloned())
+                .unwrap_or(id);
+            let get = |k: &str| s.get(k).and_then(|v| v.as_ref()?.int());
+            (
+                name,
+                FrStatus {
+                    last_enqueued: get("last_enqueued_collective"),
+                    last_started: get("last_started_collective"),
+                    last_completed: get("last_completed_collective"),
+                },
+            )
+        })
+        .collect();
+    FrDump {
+        rank,
+        source: path.to_owned(),
+        version: raw.version.map(|v| v.text()).unwrap_or_default(),
+        nccl_version: raw.comm_lib_version.or(raw.nccl_version),
+        groups,
+        status,
+        entries,
+        stacks,
+        truncated: false,
+    }
+}
+
+/// `"[0, 1, 2]"` (how PyTorch writes a group's ranks), or a list.
+fn parse_ranks(r: &RawRanks) -> Option<Vec<u32>> {
+    let mut v: Vec<u32> = match r {
+        RawRanks::List(l) => l.iter().map(|&x| u32::try_from(x).ok()).collect::<Option<_>>()?,
+        RawRanks::Text(t) => {
+            let inner = t.trim().strip_prefix('[')?.strip_suffix(']')?;
+            if inner.trim().is_empty() {
+                Vec::new()
+            } else {
+                inner
+                    .split(',')
+                    .map(|x| x.trim().parse().ok())
+                    .collect::<Option<_>>()?
+            }
+        }
+    };
+    v.sort_unstable();
+    v.dedup();
+    Some(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranks_from_names_and_group_members() {
+        let r = |n: &str| rank_of(Path::new(n));
+        assert_eq!(r("nccl_trace_rank_12"), Some(12));
+        assert_eq!(r("trace_3"), Some(3));
+        assert_eq!(r("fr_dump_rank7.json"), Some(7));
+        assert_eq!(r("dump"), None);
+        let t = |s: &str| parse_ranks(&RawRanks::Text(s.into()));
+        assert_eq!(t("[3, 1, 2]"), Some(vec![1, 2, 3]));
+        assert_eq!(t("[]"), Some(vec![]));
+        assert_eq!(t("[0, x]"), None);
+    }
+}
