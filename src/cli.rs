@@ -212,6 +212,31 @@ pub enum Command {
     /// cluster): any command then opens the summary folder like the traces,
     /// without parsing them. Unchanged inputs are skipped on a re-run
     Summarize(SummarizeArgs),
+    /// Why a run hung, from its NCCL Flight Recorder dumps: per process
+    /// group the first collective not every member completed, the ranks that
+    /// never scheduled it and where each side is, desyncs, unposted sends and
+    /// receives, and how long each rank has been idle. Exit 0: no hang found,
+    /// 1: a hang or desync, 2: no dumps or bad input
+    Hang(HangArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct HangArgs {
+    /// Folder of dumps (nccl_trace_rank_N, pickle or JSON), or one dump
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+
+    /// Output format
+    #[arg(long, value_enum, default_value_t = HangFormat::Table)]
+    pub format: HangFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum HangFormat {
+    /// The verdict in words
+    Table,
+    /// Every finding, rank and stack (docs/hang.md)
+    Json,
 }
 
 #[derive(Debug, Args)]

@@ -42,6 +42,7 @@ fn run(cli: &Cli) -> Result<u8> {
         Some(Command::Export(args)) => return headless::export(args),
         Some(Command::Collectives(args)) => return headless::collectives(args),
         Some(Command::Summarize(args)) => return headless::summarize(args),
+        Some(Command::Hang(args)) => return headless::hang(args),
         None => {}
     }
     if let Some(out) = &cli.screenshot {

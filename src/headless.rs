@@ -567,3 +567,42 @@ fn list_classes(out: &mut dyn Write) -> io::Result<()> {
     }
     Ok(())
 }
+
+/// Exit status of `hang`: a hang or desync was found.
+pub const EXIT_HANG: u8 = 1;
+
+/// `ccl-bench hang DIR`: the verdict from the Flight Recorder dumps.
+pub fn hang(args: &crate::cli::HangArgs) -> Result<u8> {
+    let (dumps, warnings) = match load::flight_dumps(&args.dir) {
+        Ok(d) => d,
+        Err(e) => {
+            crate::say!("ccl-bench: error: {e}");
+            return Ok(EXIT_USAGE);
+        }
+    };
+    if dumps.is_empty() {
+        for w in &warnings {
+            crate::say!("warning: {w}");
+        }
+        crate::say!(
+            "ccl-bench: error: {}: none of the Flight Recorder dumps could be read",
+            args.dir.display()
+        );
+        return Ok(EXIT_USAGE);
+    }
+    let mut r = metrics::hang::analyze(&dumps);
+    r.warnings.splice(0..0, warnings);
+    let mut out = crate::report::safe::Safe(io::stdout().lock());
+    match args.format {
+        crate::cli::HangFormat::Json => {
+            serde_json::to_writer_pretty(&mut out, &r)?;
+            writeln!(out)?;
+        }
+        crate::cli::HangFormat::Table => {
+            for (_, line) in report::hang::lines(&r) {
+                writeln!(out, "{line}")?;
+            }
+        }
+    }
+    Ok(if r.verdict == "none" { 0 } else { EXIT_HANG })
+}

@@ -1038,3 +1038,66 @@ fn assign_ranks_with<P>(
     }
     Ok(by_rank.into_values().collect())
 }
+
+/// The NCCL Flight Recorder dumps at `path` (a folder, or one dump), read in
+/// parallel; nothing else there is read, and no summary is used or written.
+/// Dumps under two file-name prefixes are two jobs' (or two dumps of one):
+/// the larger set is read and the other named in a warning. Also returns the
+/// warnings.
+pub fn flight_dumps(path: &Path) -> Result<(Vec<crate::model::flight::FrDump>, Vec<String>)> {
+    let mut discovery = crate::discover::discover(path, crate::discover::Pick::default())?;
+    discovery
+        .inputs
+        .retain(|i| matches!(i.format.role, Role::Flight(_)));
+    let mut report = LoadReport {
+        warnings: std::mem::take(&mut discovery.notes),
+        ..Default::default()
+    };
+    if discovery.inputs.is_empty() {
+        return Err(Error::NotATrace {
+            path: path.to_owned(),
+            why: "no NCCL Flight Recorder dumps here (run with TORCH_NCCL_TRACE_BUFFER_SIZE=2000 \
+                  and TORCH_NCCL_DUMP_ON_TIMEOUT=1; each rank writes nccl_trace_rank_N)"
+                .into(),
+        });
+    }
+    let mut sets: BTreeMap<String, Vec<crate::discover::Input>> = BTreeMap::new();
+    for i in discovery.inputs.drain(..) {
+        sets.entry(dump_prefix(&i.path)).or_default().push(i);
+    }
+    if sets.len() > 1 {
+        let (keep, _) = sets
+            .iter()
+            .max_by_key(|(p, s)| (s.len(), std::cmp::Reverse(p.as_str())))
+            .map(|(p, s)| (p.clone(), s.len()))
+            .expect("two sets");
+        let others: Vec<String> = sets
+            .iter()
+            .filter(|(p, _)| **p != keep)
+            .map(|(p, s)| format!("{} ({})", p, crate::report::human::plural(s.len(), "file", "files")))
+            .collect();
+        report.warnings.push(format!(
+            "dumps of more than one job here: read the {} named {keep}N; not read: {} (point at a folder holding one job's dumps)",
+            sets[&keep].len(),
+            others.join(", ")
+        ));
+        discovery.inputs = sets.remove(&keep).unwrap_or_default();
+    } else {
+        discovery.inputs = sets.into_values().next().unwrap_or_default();
+    }
+    let dumps = read_per_rank(&discovery, &[], &mut report, |role| match role {
+        Role::Flight(how) => Some(*how),
+        _ => None,
+    })
+    .into_iter()
+    .map(|(rank, d)| crate::model::flight::FrDump { rank, ..d })
+    .collect();
+    Ok((dumps, report.warnings))
+}
+
+/// A dump's file name without the rank that ends it (`nccl_trace_rank_`).
+fn dump_prefix(path: &Path) -> String {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let stem = name.strip_suffix(".json").unwrap_or(name);
+    stem.trim_end_matches(|c: char| c.is_ascii_digit()).to_owned()
+}

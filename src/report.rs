@@ -3,6 +3,7 @@
 pub mod collectives;
 pub mod compare;
 mod csv;
+pub mod hang;
 pub mod human;
 pub mod json;
 pub mod safe;

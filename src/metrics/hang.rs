@@ -79,6 +79,9 @@ pub struct Finding {
     pub waiting: Vec<Waiting>,
     /// Members whose entry for it had left their ring buffer.
     pub unknown: Vec<u32>,
+    /// Members that completed it, which no collective does without every
+    /// member: non-empty only where the dumps contradict each other.
+    pub completed: Vec<u32>,
     pub no_dump: Vec<u32>,
     /// What each missing member did last here, and where it waits instead.
     pub missing_detail: Vec<MissingRank>,
@@ -381,6 +384,15 @@ pub fn analyze(dumps: &[FrDump]) -> HangReport {
         }
         findings.extend(p2p_findings(key, &desc, ranks, &by_rank));
     }
+    // A collective every member reached and none completed is in flight
+    // when the dumps were taken; it is the finding only when nothing else
+    // explains the hang (then the fault is below NCCL).
+    let explained = |f: &Finding| {
+        f.kind != "hang" || !f.missing.is_empty() || !f.no_dump.is_empty() || !f.completed.is_empty()
+    };
+    if findings.iter().any(explained) {
+        findings.retain(explained);
+    }
     // A group whose missing ranks all wait elsewhere waits on that group.
     for f in &mut findings {
         f.downstream = !f.missing.is_empty()
@@ -475,6 +487,7 @@ fn collective_finding(
     let mut missing = Vec::new();
     let mut waiting = Vec::new();
     let mut unknown = Vec::new();
+    let mut completed = Vec::new();
     let mut stacks: Vec<(&'static str, u32, Vec<StackFrame>)> = Vec::new();
     let mut first: Option<&FrEntry> = None;
     let mut since: Option<i64> = None;
@@ -482,13 +495,19 @@ fn collective_finding(
         match rc.calls.get(&seq) {
             Some(call) => {
                 let state = call_state(call);
-                if state != CallState::Completed {
+                if state == CallState::Completed {
+                    completed.push(r);
+                    let e = real(call).next().unwrap_or(call[0]);
+                    first.get_or_insert(e);
+                } else {
                     waiting.push(Waiting {
                         rank: r,
                         state: state.name(),
                     });
                     let e = real(call).next().unwrap_or(call[0]);
-                    first.get_or_insert(e);
+                    if first.is_none_or(|f| f.state == CallState::Completed) {
+                        first = Some(e);
+                    }
                     since = Some(since.map_or(e.created_ns, |s| s.min(e.created_ns)));
                     stacks.push(("waiting in it", r, frames(rc.dump, e)));
                 }
@@ -540,6 +559,7 @@ fn collective_finding(
         missing,
         waiting,
         unknown,
+        completed,
         no_dump: absent.to_vec(),
         missing_detail,
         mismatch,
@@ -678,6 +698,7 @@ fn p2p_findings(
                 state: e.state.name(),
             }],
             unknown: Vec::new(),
+            completed: Vec::new(),
             no_dump: if has_dump { Vec::new() } else { vec![peer] },
             missing_detail: detail.into_iter().collect(),
             mismatch: None,
@@ -812,6 +833,13 @@ fn headline(findings: &[Finding], ranks: &[RankLast], no_dump: &[u32], dumps: us
                 .map_or_else(|| "?".into(), u32::to_string),
             f.op,
             f.waiting.first().map_or(0, |w| w.rank)
+        ),
+        _ if !f.missing.is_empty() && !f.completed.is_empty() => format!(
+            "the dumps contradict each other: rank(s) {} never called {} #{} of {g}, yet rank(s) {} completed it (dumps of two jobs, or a restarted rank?)",
+            ranges(&f.missing),
+            f.op,
+            f.seq,
+            ranges(&f.completed)
         ),
         _ if !f.missing.is_empty() => {
             let elsewhere = f

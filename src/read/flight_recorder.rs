@@ -171,6 +171,11 @@ pub fn read(bytes: &[u8], path: &Path) -> Result<(FrDump, Vec<String>), Error> {
             }
         }
     };
+    if raw.entries.is_empty() && raw.pg_config.is_empty() && raw.pg_status.is_empty() {
+        return Err(not(
+            "no `entries`, `pg_config` or `pg_status`: not a Flight Recorder dump".into(),
+        ));
+    }
     let rank = rank_of(path);
     let stated = raw.rank.and_then(|r| u32::try_from(r).ok());
     let rank = match (rank, stated) {
@@ -364,7 +369,15 @@ fn convert(raw: RawDump, rank: u32, path: &Path, warnings: &mut Vec<String>) -> 
     FrDump {
         rank,
         source: path.to_owned(),
-        version: raw.version.map(|v| v.text()).unwrap_or_default(),
+        // `2.4`, `2.10`: anything else is not a version.
+        version: raw
+            .version
+            .map(|v| v.text())
+            .filter(|v| {
+                v.split('.')
+                    .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+            })
+            .unwrap_or_default(),
         nccl_version: raw.comm_lib_version.or(raw.nccl_version),
         groups,
         status,

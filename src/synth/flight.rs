@@ -449,3 +449,59 @@ struct PickledEntry {
     timeout_ms: i64,
     is_p2p: bool,
 }
+
+/// Where the bundled hung run lives, under `trace_collection/`.
+pub const HANG_SAMPLE: &str = "llama_fsdp_8gpu_hang";
+
+/// The bundled hung run (`trace_collection/llama_fsdp_8gpu_hang`): 8 ranks
+/// of FSDP training, each step all-gathering 4 layers' parameters forward,
+/// again backward, then reduce-scattering their gradients and all-reducing
+/// the loss. In step 4 rank 5 skips backward (after its forward
+/// all-gathers): the other 7 start backward's first all-gather and wait in
+/// it until the 10-minute timeout dumps.
+pub fn hang_sample() -> FrRun {
+    let all: Vec<u32> = (0..8).collect();
+    let others: Vec<u32> = all.iter().copied().filter(|&r| r != 5).collect();
+    let mut run = FrRun::new(8);
+    let layer = 4 * 1024 * 1024 / 8;
+    let gather = Call {
+        group: "0",
+        op: "_allgather_base",
+        sizes: vec![vec![layer]],
+        dtype: "BFloat16",
+        state: CallState::Completed,
+        at: ("forward", 212),
+    };
+    let scatter = Call {
+        op: "_reduce_scatter_base",
+        sizes: vec![vec![layer * 8]],
+        at: ("backward", 305),
+        ..gather.clone()
+    };
+    let loss = Call::all_reduce("0", 1).at("train_step", 118);
+    for step in 1..=4 {
+        for _ in 0..4 {
+            run.call(&all, &gather);
+            run.wait_ms(12);
+        }
+        if step == 4 {
+            // Rank 5's loss turns NaN and it skips backward; the others
+            // start backward's first all-gather and wait for it.
+            run.wait_ms(140);
+            run.call(&others, &gather.clone().at("backward", 298).state(CallState::Started));
+            run.wait_ms(600_000);
+            return run;
+        }
+        for _ in 0..4 {
+            run.call(&all, &gather.clone().at("backward", 298));
+            run.wait_ms(12);
+        }
+        for _ in 0..4 {
+            run.call(&all, &scatter);
+            run.wait_ms(14);
+        }
+        run.call(&all, &loss);
+        run.wait_ms(40);
+    }
+    run
+}

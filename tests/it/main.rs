@@ -11,6 +11,7 @@ mod export;
 mod formats;
 mod fuzz_smoke;
 mod glance;
+mod hang;
 mod hostile;
 mod paged;
 mod readme;

@@ -1,0 +1,268 @@
+//! The hang verdict in words: what `ccl-bench hang` prints and the Hang tab
+//! shows, line by line, each with a kind the screen styles.
+
+use crate::metrics::hang::{ranges, CallRef, Finding, HangReport, RankLast, Stack};
+
+/// How a line reads on screen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// The verdict.
+    Verdict,
+    Heading,
+    /// Names the rank(s) to look at.
+    Culprit,
+    Plain,
+    /// Context: sources, stacks.
+    Dim,
+    Warning,
+}
+
+/// Stack lines shown per stack: the innermost frames outside PyTorch, where
+/// the user's code called in.
+const FRAMES: usize = 5;
+/// Ranks listed in the "when" table; the rest are counted.
+pub const RANKS_SHOWN: usize = 16;
+
+pub fn lines(r: &HangReport) -> Vec<(Kind, String)> {
+    let mut out = Vec::new();
+    let mut push = |k: Kind, s: String| out.push((k, s));
+    let tag = match r.verdict {
+        "hang" => "HANG",
+        "desync" => "DESYNC",
+        _ => "NO HANG",
+    };
+    push(Kind::Verdict, format!("{tag}  {}", r.headline));
+    let versions: Vec<String> = r.versions.iter().map(|v| v.version.clone()).collect();
+    push(
+        Kind::Dim,
+        format!(
+            "{} dump(s) (ranks {}), schema {}{}",
+            r.dumps,
+            ranges(&r.world.iter().copied().filter(|x| !r.no_dump.contains(x)).collect::<Vec<_>>()),
+            versions.join(", "),
+            r.dumped_at_ns.map_or_else(String::new, |t| format!("; latest event {}", utc(t))),
+        ),
+    );
+    for w in &r.warnings {
+        push(Kind::Warning, format!("warning: {w}"));
+    }
+    for f in &r.findings {
+        push(Kind::Plain, String::new());
+        finding(f, r.dumped_at_ns, &mut push);
+    }
+    push(Kind::Plain, String::new());
+    push(
+        Kind::Heading,
+        "ranks by time since their last completed call (to the latest event of any rank)".into(),
+    );
+    let shown = &r.ranks[..r.ranks.len().min(RANKS_SHOWN)];
+    let width = shown
+        .iter()
+        .filter_map(|x| x.last_completed.as_ref())
+        .map(|c| call(c).chars().count())
+        .max()
+        .unwrap_or(0)
+        .max("last completed".len());
+    push(
+        Kind::Dim,
+        format!(
+            "  {:>5}  {:>9}  {:>9}  {:<width$}  pending",
+            "rank", "idle", "quiet", "last completed"
+        ),
+    );
+    for x in shown {
+        push(if x.stands_out { Kind::Culprit } else { Kind::Plain }, rank_line(x, width));
+    }
+    if r.ranks.len() > RANKS_SHOWN {
+        push(
+            Kind::Dim,
+            format!("  … {} more rank(s) (--format json lists all)", r.ranks.len() - RANKS_SHOWN),
+        );
+    }
+    out
+}
+
+fn rank_line(x: &RankLast, width: usize) -> String {
+    let secs = |s: Option<f64>| s.map_or_else(|| "-".into(), seconds);
+    format!(
+        "  {:>5}  {:>9}  {:>9}  {:<width$}  {}{}",
+        x.rank,
+        secs(x.idle_s),
+        secs(x.quiet_s),
+        x.last_completed.as_ref().map_or_else(|| "none".into(), call),
+        x.pending.as_ref().map_or_else(|| "-".into(), |p| format!("{} ({})", call(p), p.state)),
+        if x.stands_out { "  ◀ stopped before the others" } else { "" },
+    )
+}
+
+fn finding(f: &Finding, now: Option<i64>, push: &mut impl FnMut(Kind, String)) {
+    let group = group(&f.group, &f.desc);
+    let what = match f.kind {
+        "p2p" => format!("{} (p2p #{})", f.op, f.seq),
+        _ => format!("{} #{}", f.op, f.seq),
+    };
+    let mut head = format!(
+        "{group}, {} member(s) {}: {what}",
+        f.members.len(),
+        ranges(&f.members)
+    );
+    if !f.input_sizes.is_empty() {
+        head.push_str(&format!(" {:?}", f.input_sizes));
+    }
+    if !f.dtypes.is_empty() {
+        head.push_str(&format!(" {}", f.dtypes.join(",")));
+    }
+    if f.downstream {
+        head.push_str("  (waits on a rank stuck elsewhere)");
+    }
+    push(Kind::Heading, head);
+    if let Some(m) = &f.mismatch {
+        push(
+            Kind::Culprit,
+            format!("  members disagree on the {} at collective #{}:", m.field, m.seq),
+        );
+        for (i, v) in m.variants.iter().enumerate() {
+            push(
+                if i == 0 { Kind::Plain } else { Kind::Culprit },
+                format!(
+                    "    ranks {:<12} {} in {:?} out {:?} {}",
+                    ranges(&v.ranks),
+                    v.op,
+                    v.input_sizes,
+                    v.output_sizes,
+                    v.dtypes.join(",")
+                ),
+            );
+        }
+    }
+    if !f.missing.is_empty() {
+        let label = if f.kind == "p2p" { "never posted its side:" } else { "never scheduled it:" };
+        push(Kind::Culprit, format!("  {label:<22} {}", ranges(&f.missing)));
+        for m in &f.missing_detail {
+            let last = m.last_here.as_ref().map_or_else(
+                || "nothing completed here".into(),
+                |c| format!("last completed here {}{}", call(c), ago(c, now)),
+            );
+            let pending = m.pending.as_ref().map_or_else(
+                || "no call in flight (left the loop, or died?)".into(),
+                |p| format!("waits in {} ({})", call(p), p.state),
+            );
+            push(Kind::Plain, format!("    rank {}: {last}; {pending}", m.rank));
+        }
+    }
+    if !f.no_dump.is_empty() {
+        push(Kind::Culprit, format!("  {:<22} {}", "left no dump:", ranges(&f.no_dump)));
+    }
+    if !f.waiting.is_empty() {
+        let mut by: Vec<(&str, Vec<u32>)> = Vec::new();
+        for w in &f.waiting {
+            match by.iter_mut().find(|b| b.0 == w.state) {
+                Some(b) => b.1.push(w.rank),
+                None => by.push((w.state, vec![w.rank])),
+            }
+        }
+        for (state, ranks) in by {
+            push(Kind::Plain, format!("  {:<22} {} ({state})", "waiting in it:", ranges(&ranks)));
+        }
+    }
+    if !f.completed.is_empty() {
+        push(
+            Kind::Warning,
+            format!("  {:<22} {} (impossible without every member: the dumps disagree)", "completed it:", ranges(&f.completed)),
+        );
+    }
+    if !f.unknown.is_empty() {
+        push(
+            Kind::Dim,
+            format!(
+                "  {:<22} {} (its entry left their ring buffer; raise TORCH_NCCL_TRACE_BUFFER_SIZE)",
+                "unknown:",
+                ranges(&f.unknown)
+            ),
+        );
+    }
+    if !f.stacks.is_empty() {
+        push(Kind::Plain, "  where:".into());
+        for s in &f.stacks {
+            stack(s, push);
+        }
+    }
+}
+
+fn stack(s: &Stack, push: &mut impl FnMut(Kind, String)) {
+    push(Kind::Plain, format!("    {} — rank(s) {}", s.role, ranges(&s.ranks)));
+    // The frames from where the user's code calls into PyTorch outwards.
+    let user = s
+        .frames
+        .iter()
+        .position(|f| !is_torch(&f.file))
+        .unwrap_or(0);
+    for f in s.frames.iter().skip(user).take(FRAMES) {
+        push(Kind::Dim, format!("      {}  {}:{}", f.name, f.file, f.line));
+    }
+    let left = s.frames.len().saturating_sub(user + FRAMES);
+    if left > 0 {
+        push(Kind::Dim, format!("      … {left} outer frame(s)"));
+    }
+}
+
+fn is_torch(file: &str) -> bool {
+    file.contains("/torch/") || file.starts_with("torch/")
+}
+
+fn group(name: &str, desc: &str) -> String {
+    if desc.is_empty() || desc == "undefined" {
+        format!("group {name}")
+    } else {
+        format!("group {name} ({desc})")
+    }
+}
+
+fn call(c: &CallRef) -> String {
+    if c.p2p {
+        format!("{} p2p #{} {}", c.op, c.seq, group(&c.group, &c.desc))
+    } else {
+        format!("{} #{} {}", c.op, c.seq, group(&c.group, &c.desc))
+    }
+}
+
+fn ago(c: &CallRef, now: Option<i64>) -> String {
+    now.map_or_else(String::new, |now| {
+        format!(", {} before the latest event", seconds((now - c.at_ns).max(0) as f64 / 1e9))
+    })
+}
+
+/// `0.52 s`, `31.0 s`, `12 min 5 s`, `3 h 2 min`.
+pub fn seconds(s: f64) -> String {
+    if s >= 3600.0 {
+        format!("{} h {} min", (s / 3600.0) as u64, ((s % 3600.0) / 60.0) as u64)
+    } else if s >= 60.0 {
+        format!("{} min {} s", (s / 60.0) as u64, (s % 60.0) as u64)
+    } else if s >= 10.0 {
+        format!("{s:.1} s")
+    } else {
+        format!("{s:.3} s")
+    }
+}
+
+/// Nanoseconds since the epoch as `2024-08-27 17:20:39 UTC`.
+fn utc(ns: i64) -> String {
+    chrono::DateTime::from_timestamp_nanos(ns)
+        .format("%Y-%m-%d %H:%M:%S UTC")
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_for_people() {
+        assert_eq!(utc(1_724_779_239_936_775_119), "2024-08-27 17:20:39 UTC");
+        assert_eq!(utc(0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(seconds(0.52), "0.520 s");
+        assert_eq!(seconds(30.00052), "30.0 s");
+        assert_eq!(seconds(725.0), "12 min 5 s");
+        assert_eq!(seconds(3.0 * 3600.0 + 130.0), "3 h 2 min");
+    }
+}
