@@ -47,6 +47,7 @@ __all__ = [
     "TraceError",
     "TraceWarning",
     "compare",
+    "hang",
     "load",
     "metric_cal",
     "metric_names",
@@ -321,6 +322,24 @@ def compare(a: Union[Run, PathLike], b: Union[Run, PathLike], threshold: float =
     """
     ra, rb = _run(a), _run(b)
     return json.loads(_native.compare_json(ra._r, rb._r, threshold=threshold))
+
+
+def hang(path: PathLike) -> Dict[str, Any]:
+    """Why a run hung, from its NCCL Flight Recorder dumps, as
+    ``ccl-bench hang PATH --format json`` gives it.
+
+    ``path`` is a folder of dumps (``nccl_trace_rank_N``, pickle or JSON) or
+    one dump. The result's ``verdict`` is ``"hang"``, ``"desync"`` or
+    ``"none"``; ``headline`` says it in one sentence; ``findings`` has, per
+    process group, the call not every member completed, the ranks that never
+    scheduled it and where each side is; ``ranks`` has each rank's idle time,
+    the one that stopped first first. Raises :class:`TraceError` when there
+    are no dumps or none can be read.
+    """
+    doc: Dict[str, Any] = json.loads(_native.hang_json(os.fspath(path)))
+    for w in doc["warnings"]:
+        warnings.warn(w, TraceWarning, stacklevel=2)
+    return doc
 
 
 def metric_names() -> List[str]:

@@ -370,6 +370,26 @@ fn compare_json(py: Python<'_>, a: &Run, b: &Run, threshold: f64, top: usize) ->
     })
 }
 
+/// `ccl-bench hang PATH --format json`: the verdict from the Flight Recorder
+/// dumps at `path`, and the warnings of reading them.
+#[pyfunction]
+fn hang_json(py: Python<'_>, path: PathBuf) -> PyResult<String> {
+    py.detach(move || {
+        let (dumps, warnings) = ccl_bench::load::flight_dumps(&path)
+            .map_err(|e| TraceError::new_err(e.to_string()))?;
+        if dumps.is_empty() {
+            return Err(TraceError::new_err(format!(
+                "{}: none of the Flight Recorder dumps could be read ({})",
+                path.display(),
+                warnings.join("; ")
+            )));
+        }
+        let mut r = metrics::hang::analyze(&dumps);
+        r.warnings.splice(0..0, warnings);
+        serde_json::to_string(&r).map_err(|e| TraceError::new_err(e.to_string()))
+    })
+}
+
 /// Every metric: (name, unit, group, about).
 #[pyfunction]
 fn metric_list() -> Vec<(&'static str, &'static str, &'static str, &'static str)> {
@@ -398,6 +418,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Run>()?;
     m.add_function(wrap_pyfunction!(load, m)?)?;
     m.add_function(wrap_pyfunction!(compare_json, m)?)?;
+    m.add_function(wrap_pyfunction!(hang_json, m)?)?;
     m.add_function(wrap_pyfunction!(metric_list, m)?)?;
     m.add_function(wrap_pyfunction!(main, m)?)?;
     m.add_function(wrap_pyfunction!(summarize, m)?)?;

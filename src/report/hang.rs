@@ -147,7 +147,9 @@ fn finding(f: &Finding, now: Option<i64>, push: &mut impl FnMut(Kind, String)) {
                 || "no call in flight (left the loop, or died?)".into(),
                 |p| format!("waits in {} ({})", call(p), p.state),
             );
-            push(Kind::Plain, format!("    rank {}: {last}; {pending}", m.rank));
+            push(Kind::Plain, format!("    rank {}: {last}", m.rank));
+            let indent = format!("rank {}: ", m.rank).len();
+            push(Kind::Plain, format!("    {:indent$}{pending}", ""));
         }
     }
     if !f.no_dump.is_empty() {

@@ -58,11 +58,41 @@ pub fn layout(area: Rect) -> (Rect, Rect, Rect) {
 
 const BRAND: &str = " ccl-bench ";
 
-/// The tab whose label is at column `col` of the tab bar showing `tabs`.
-pub fn tab_at(col: u16, tabs: &[Tab]) -> Option<Tab> {
-    let mut x = BRAND.chars().count() as u16;
-    for &t in tabs {
-        let w = t.label().chars().count() as u16;
+/// The tab bar in `width` cells: the brand and each tab's label, as many
+/// as fit. Too narrow for all, the brand goes, then the other tabs show
+/// their number only, so the active tab is always named.
+pub fn bar(tabs: &[Tab], active: Tab, width: u16) -> (bool, Vec<(Tab, String)>) {
+    let full: Vec<(Tab, String)> = tabs.iter().map(|&t| (t, t.label())).collect();
+    let len = |labels: &[(Tab, String)]| -> usize {
+        labels.iter().map(|(_, l)| l.chars().count() + 1).sum()
+    };
+    let width = usize::from(width);
+    if BRAND.chars().count() + len(&full) <= width {
+        return (true, full);
+    }
+    if len(&full) <= width {
+        return (false, full);
+    }
+    let short = tabs
+        .iter()
+        .map(|&t| {
+            let l = if t == active {
+                t.label()
+            } else {
+                format!(" {} ", t.index() + 1)
+            };
+            (t, l)
+        })
+        .collect();
+    (false, short)
+}
+
+/// The tab whose label is at column `col` of the tab bar (see [`bar`]).
+pub fn tab_at(col: u16, tabs: &[Tab], active: Tab, width: u16) -> Option<Tab> {
+    let (brand, labels) = bar(tabs, active, width);
+    let mut x = if brand { BRAND.chars().count() as u16 } else { 0 };
+    for (t, l) in labels {
+        let w = l.chars().count() as u16;
         if col >= x && col < x + w {
             return Some(t);
         }
@@ -73,18 +103,32 @@ pub fn tab_at(col: u16, tabs: &[Tab]) -> Option<Tab> {
 
 impl App {
     pub fn new(data: Arc<Data>, theme: Theme, size: (u16, u16)) -> Self {
+        // Dumps alone: their verdict is all there is to show. Beside
+        // profiler traces: say where it is.
+        let dumps = !data.trace.flight.is_empty();
+        let (tab, notice) = match (dumps, data.trace.ranks.is_empty()) {
+            (true, true) => (Tab("Hang"), None),
+            (true, false) => (
+                Tab::default(),
+                Some(format!(
+                    "NCCL Flight Recorder dumps here: {} shows why the run hung",
+                    Tab("Hang").label().trim()
+                )),
+            ),
+            _ => (Tab::default(), None),
+        };
         Self {
             views: TABS.iter().map(|spec| (spec.make)(&data)).collect(),
             data,
             pair: None,
             theme,
-            tab: Tab::default(),
+            tab,
             help: None,
             quit: false,
             size,
             save_dir: std::path::PathBuf::from("."),
             back: Vec::new(),
-            notice: None,
+            notice,
         }
     }
 
@@ -141,7 +185,11 @@ impl App {
     }
 
     pub fn tabs(&self) -> Vec<Tab> {
-        Tab::available(!self.data.trace.memory.is_empty(), self.pair.is_some())
+        Tab::available(super::registry::Has {
+            memory: !self.data.trace.memory.is_empty(),
+            flight: !self.data.trace.flight.is_empty(),
+            two_runs: self.pair.is_some(),
+        })
     }
 
     /// "A" or "B" when two runs are open: which one the single-run tabs show.
@@ -230,7 +278,7 @@ impl App {
                 Action::SwitchRun => return self.switch_run(),
                 Action::GoBack => return self.go_back(),
                 Action::Click { col, row: 0 } => {
-                    if let Some(t) = tab_at(col, &self.tabs()) {
+                    if let Some(t) = tab_at(col, &self.tabs(), self.tab, self.size.0) {
                         self.tab = t;
                     }
                     return;
@@ -266,16 +314,20 @@ impl Widget for &App {
         if area.width == 0 || area.height == 0 {
             return;
         }
-        let (bar, body, status) = layout(area);
+        let (bar_area, body, status) = layout(area);
         let t = self.theme;
-        let mut spans = vec![Span::styled(BRAND, t.title())];
-        for tab in self.tabs() {
+        let (brand, labels) = bar(&self.tabs(), self.tab, bar_area.width);
+        let mut spans = Vec::new();
+        if brand {
+            spans.push(Span::styled(BRAND, t.title()));
+        }
+        for (tab, label) in labels {
             let style = if tab == self.tab {
                 t.tab_active()
             } else {
                 t.dim()
             };
-            spans.push(Span::styled(tab.label(), style));
+            spans.push(Span::styled(label, style));
             spans.push(Span::raw(" "));
         }
         if let Some(run) = self.shown_run() {
@@ -284,7 +336,7 @@ impl Widget for &App {
                 t.dim(),
             ));
         }
-        Line::from(spans).render(bar, buf);
+        Line::from(spans).render(bar_area, buf);
         let view = TabCtx {
             data: &self.data,
             pair: self.pair.as_deref(),

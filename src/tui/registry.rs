@@ -4,7 +4,7 @@
 
 use super::tab::Tab;
 use super::tabs::{
-    collectives, compare, kernels, memory, stragglers, summary, timeline, Needs, TabSpec,
+    collectives, compare, hang, kernels, memory, stragglers, summary, timeline, Needs, TabSpec,
 };
 
 /// Every tab, in tab-bar order (number keys follow it).
@@ -16,7 +16,17 @@ pub static TABS: &[TabSpec] = &[
     memory::TAB,
     compare::TAB,
     collectives::TAB,
+    // Last: the number keys of the tabs before it stay as they were.
+    hang::TAB,
 ];
+
+/// What the open run(s) hold, for [`Tab::available`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Has {
+    pub memory: bool,
+    pub flight: bool,
+    pub two_runs: bool,
+}
 
 impl Default for Tab {
     fn default() -> Self {
@@ -29,13 +39,15 @@ impl Tab {
         TABS.iter().map(|s| Tab(s.title))
     }
 
-    /// The tabs shown: some need a memory snapshot or two runs.
-    pub fn available(memory: bool, two_runs: bool) -> Vec<Tab> {
+    /// The tabs shown: some need a memory snapshot, Flight Recorder dumps
+    /// or two runs.
+    pub fn available(has: Has) -> Vec<Tab> {
         TABS.iter()
             .filter(|s| match s.needs {
                 Needs::Nothing => true,
-                Needs::MemorySnapshot => memory,
-                Needs::TwoRuns => two_runs,
+                Needs::MemorySnapshot => has.memory,
+                Needs::FlightDumps => has.flight,
+                Needs::TwoRuns => has.two_runs,
             })
             .map(|s| Tab(s.title))
             .collect()
@@ -98,15 +110,28 @@ mod tests {
 
     #[test]
     fn cycle_and_parse() {
-        let one = Tab::available(false, false);
+        let one = Tab::available(Has::default());
         assert_eq!(Tab("Stragglers").next(&one), Tab("Collectives"));
         assert_eq!(Tab("Collectives").next(&one), Tab("Summary"));
         assert_eq!(Tab("Summary").prev(&one), Tab("Collectives"));
-        let two = Tab::available(false, true);
+        let two = Tab::available(Has {
+            two_runs: true,
+            ..Has::default()
+        });
         assert_eq!(Tab("Stragglers").next(&two), Tab("Compare"));
         assert_eq!(Tab("Compare").next(&two), Tab("Collectives"));
-        let mem = Tab::available(true, false);
+        let mem = Tab::available(Has {
+            memory: true,
+            ..Has::default()
+        });
         assert_eq!(Tab("Stragglers").next(&mem), Tab("Memory"));
+        let fr = Tab::available(Has {
+            flight: true,
+            ..Has::default()
+        });
+        assert_eq!(Tab("Collectives").next(&fr), Tab("Hang"));
+        assert_eq!(Tab("Hang").next(&fr), Tab("Summary"));
+        assert_eq!(Tab::parse("hang"), Some(Tab("Hang")));
         assert_eq!(Tab::parse("mem"), Some(Tab("Memory")));
         assert_eq!(Tab::parse("comp"), Some(Tab("Compare")));
         assert_eq!(Tab::parse("coll"), Some(Tab("Collectives")));
@@ -118,7 +143,7 @@ mod tests {
         assert_eq!((Tab::nth(2), Tab::nth(9)), (Some(Tab("Timeline")), None));
         assert_eq!(
             Tab::names(),
-            "summary, kernels, timeline, stragglers, memory, compare, collectives"
+            "summary, kernels, timeline, stragglers, memory, compare, collectives, hang"
         );
     }
 }

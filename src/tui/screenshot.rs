@@ -233,6 +233,7 @@ pub fn write(cli: &Cli, out: &Path) -> Result<u8> {
         let needs = match tab.spec().needs {
             Needs::TwoRuns => "two runs (--trace A B)",
             Needs::MemorySnapshot => "a CUDA memory snapshot beside the traces",
+            Needs::FlightDumps => "NCCL Flight Recorder dumps beside the traces",
             Needs::Nothing => "nothing more",
         };
         crate::say!("ccl-bench: the {} tab needs {needs}", tab.title());

@@ -4,6 +4,7 @@
 
 pub mod collectives;
 pub mod compare;
+pub mod hang;
 pub mod kernels;
 pub mod memory;
 pub mod stragglers;
@@ -63,6 +64,8 @@ pub enum Needs {
     Nothing,
     /// A CUDA memory snapshot in the run.
     MemorySnapshot,
+    /// NCCL Flight Recorder dumps in the run.
+    FlightDumps,
     /// Two runs open (the tab opened first then).
     TwoRuns,
 }

@@ -17,7 +17,8 @@ use ccl_bench::metrics::Options;
 use ccl_bench::model::Ns;
 use ccl_bench::synth::two_rank_example;
 use ccl_bench::tui::action::Action;
-use ccl_bench::tui::app::{tab_at, App};
+use ccl_bench::tui::app::{bar, tab_at, App};
+use ccl_bench::tui::registry::Has;
 use ccl_bench::tui::data::Data;
 use ccl_bench::tui::loading::Failed;
 use ccl_bench::tui::pair::Pair;
@@ -84,7 +85,7 @@ pub fn text(buf: &Buffer) -> String {
 fn every_tab_at_80x24_and_200x50() {
     let data = Arc::new(sample());
     for (w, h) in [(80, 24), (200, 50)] {
-        for tab in Tab::available(false, false) {
+        for tab in Tab::available(Has::default()) {
             let mut a = App::new(Arc::clone(&data), Theme::mono(), (w, h));
             a.update(Action::SelectTab(tab));
             insta::assert_snapshot!(
@@ -152,10 +153,17 @@ fn tabs_switch_by_number_cycle_and_click() {
     assert_eq!(a.tab, Tab("Collectives"));
     a.update(Action::PrevTab);
     // " ccl-bench " is 11 cells; " 1 Summary " follows, then " 2 Kernels ".
-    let tabs = Tab::available(false, false);
-    assert_eq!(tab_at(11, &tabs), Some(Tab("Summary")));
-    assert_eq!(tab_at(23, &tabs), Some(Tab("Kernels")));
-    assert_eq!(tab_at(0, &tabs), None);
+    let tabs = Tab::available(Has::default());
+    let at = |col| tab_at(col, &tabs, Tab("Summary"), 160);
+    assert_eq!(at(11), Some(Tab("Summary")));
+    assert_eq!(at(23), Some(Tab("Kernels")));
+    assert_eq!(at(0), None);
+    // 40 cells: no brand, and the tabs but the active one by number:
+    // " 1 Summary " then " 2 " from column 12.
+    let (brand, labels) = bar(&tabs, Tab("Summary"), 40);
+    assert!(!brand);
+    assert_eq!(labels[1].1, " 2 ");
+    assert_eq!(tab_at(12, &tabs, Tab("Summary"), 40), Some(Tab("Kernels")));
     // One run: no Compare tab, by number or by cycling.
     a.update(Action::SelectTab(Tab("Compare")));
     assert_eq!(a.tab, Tab("Stragglers"));
@@ -397,7 +405,7 @@ fn real_traces_render_on_every_tab() {
         let ranks = data.trace.ranks.len();
         let mut a = app(data, (120, 40));
         let mut screens = Vec::new();
-        for tab in Tab::available(false, false) {
+        for tab in Tab::available(Has::default()) {
             a.update(Action::SelectTab(tab));
             for act in [
                 Action::ZoomIn,
@@ -528,7 +536,7 @@ fn compare_tab_views_filter_steps_and_run_switch() {
     // Five tabs now, cycling through Compare.
     a.update(Action::NextTab);
     assert_eq!(a.tab, Tab("Compare"));
-    assert_eq!(tab_at(66, &a.tabs()), Some(Tab("Compare")));
+    assert_eq!(tab_at(66, &a.tabs(), a.tab, a.size.0), Some(Tab("Compare")));
 }
 
 #[test]
@@ -596,7 +604,7 @@ fn storm(data: Data) -> Vec<String> {
     ];
     let mut app = App::new(Arc::new(data), Theme::mono(), (80, 24));
     let mut screens = Vec::new();
-    for tab in Tab::available(false, false) {
+    for tab in Tab::available(Has::default()) {
         app.update(Action::SelectTab(tab));
         for (width, height) in sizes {
             app.update(Action::Resize { width, height });
@@ -1049,4 +1057,20 @@ fn dlrm_cpu_lanes_name_the_collective_call() {
     let screen = text_of(&draw(&a));
     assert!(screen.contains("launched from thread"), "{screen}");
     assert!(screen.contains("c10d::alltoall"), "{screen}");
+}
+
+/// Dumps alone open on the Hang tab, which shows `ccl-bench hang`'s lines;
+/// beside profiler traces a notice points to it.
+#[test]
+fn hang_tab_shows_the_flight_recorder_verdict() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("trace_collection/llama_fsdp_8gpu_hang");
+    let (trace, report) = ccl_bench::load::load_path(&dir, &LoadOptions::default(), &Progress::default()).unwrap();
+    assert_eq!((trace.ranks.len(), trace.flight.len()), (0, 8));
+    let data = Data::new(trace, report, Options::default());
+    let a = app(data, (100, 30));
+    assert_eq!(a.tab, Tab("Hang"));
+    assert!(a.tabs().contains(&Tab("Hang")));
+    let screen = text(draw(&a).buffer());
+    assert!(screen.contains("HANG  rank(s) 5 never called _allgather_base #44"), "{screen}");
+    assert!(screen.contains("never scheduled it:    5"), "{screen}");
 }
