@@ -1074,7 +1074,13 @@ pub fn flight_dumps(path: &Path) -> Result<(Vec<crate::model::flight::FrDump>, V
         let others: Vec<String> = sets
             .iter()
             .filter(|(p, _)| **p != keep)
-            .map(|(p, s)| format!("{} ({})", p, crate::report::human::plural(s.len(), "file", "files")))
+            .map(|(p, s)| {
+                format!(
+                    "{} ({})",
+                    p,
+                    crate::report::human::plural(s.len(), "file", "files")
+                )
+            })
             .collect();
         report.warnings.push(format!(
             "dumps of more than one job here: read the {} named {keep}N; not read: {} (point at a folder holding one job's dumps)",
@@ -1099,5 +1105,6 @@ pub fn flight_dumps(path: &Path) -> Result<(Vec<crate::model::flight::FrDump>, V
 fn dump_prefix(path: &Path) -> String {
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
     let stem = name.strip_suffix(".json").unwrap_or(name);
-    stem.trim_end_matches(|c: char| c.is_ascii_digit()).to_owned()
+    stem.trim_end_matches(|c: char| c.is_ascii_digit())
+        .to_owned()
 }

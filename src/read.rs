@@ -12,6 +12,7 @@ pub mod nsys;
 pub mod nsys_jax;
 pub mod nsys_json;
 pub mod pickle_budget;
+pub mod pickle_tree;
 pub mod snapshot;
 pub mod split;
 pub mod xla_json;

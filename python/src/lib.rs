@@ -375,8 +375,8 @@ fn compare_json(py: Python<'_>, a: &Run, b: &Run, threshold: f64, top: usize) ->
 #[pyfunction]
 fn hang_json(py: Python<'_>, path: PathBuf) -> PyResult<String> {
     py.detach(move || {
-        let (dumps, warnings) = ccl_bench::load::flight_dumps(&path)
-            .map_err(|e| TraceError::new_err(e.to_string()))?;
+        let (dumps, warnings) =
+            ccl_bench::load::flight_dumps(&path).map_err(|e| TraceError::new_err(e.to_string()))?;
         if dumps.is_empty() {
             return Err(TraceError::new_err(format!(
                 "{}: none of the Flight Recorder dumps could be read ({})",

@@ -189,7 +189,11 @@ fn call_ref(e: &FrEntry) -> CallRef {
         group: e.group.clone(),
         desc: e.desc.clone(),
         op: e.op.clone(),
-        seq: if e.is_p2p { e.p2p_seq } else { e.collective_seq },
+        seq: if e.is_p2p {
+            e.p2p_seq
+        } else {
+            e.collective_seq
+        },
         p2p: e.is_p2p,
         state: e.state.name(),
         at_ns: e.last_seen_ns(),
@@ -388,7 +392,10 @@ pub fn analyze(dumps: &[FrDump]) -> HangReport {
     // when the dumps were taken; it is the finding only when nothing else
     // explains the hang (then the fault is below NCCL).
     let explained = |f: &Finding| {
-        f.kind != "hang" || !f.missing.is_empty() || !f.no_dump.is_empty() || !f.completed.is_empty()
+        f.kind != "hang"
+            || !f.missing.is_empty()
+            || !f.no_dump.is_empty()
+            || !f.completed.is_empty()
     };
     if findings.iter().any(explained) {
         findings.retain(explained);
@@ -422,7 +429,11 @@ pub fn analyze(dumps: &[FrDump]) -> HangReport {
         .map(|(v, mut ranks)| {
             ranks.sort_unstable();
             Versioned {
-                version: if v.is_empty() { "unknown".into() } else { v.into() },
+                version: if v.is_empty() {
+                    "unknown".into()
+                } else {
+                    v.into()
+                },
                 ranks,
             }
         })
@@ -582,7 +593,7 @@ fn first_mismatch(ranks: &BTreeMap<u32, RankCalls>, last: u64) -> Option<Mismatc
             .iter()
             .filter_map(|(r, rc)| Some((*r, rc.calls.get(&seq)?)))
             .collect();
-        if calls.len() < 2 {
+        if calls.len() < 2 || calls[1..].iter().all(|(_, c)| same(c, calls[0].1)) {
             continue;
         }
         let sig = |c: &[&FrEntry], field: &str| -> Vec<String> {
@@ -608,8 +619,11 @@ fn first_mismatch(ranks: &BTreeMap<u32, RankCalls>, last: u64) -> Option<Mismatc
                 .map(|ranks| {
                     let c = calls.iter().find(|(r, _)| *r == ranks[0]).map(|x| x.1);
                     let e = c.and_then(|c| real(c).next());
+                    let ops: Vec<&str> =
+                        c.map_or_else(Vec::new, |c| real(c).map(|e| e.op.as_str()).collect());
                     Variant {
-                        op: e.map_or_else(String::new, |e| e.op.clone()),
+                        // A coalesced call: every op in it.
+                        op: ops.join("+"),
                         input_sizes: e.map_or_else(Vec::new, |e| e.input_sizes.clone()),
                         output_sizes: e.map_or_else(Vec::new, |e| e.output_sizes.clone()),
                         dtypes: e.map_or_else(Vec::new, dtypes),
@@ -626,6 +640,29 @@ fn first_mismatch(ranks: &BTreeMap<u32, RankCalls>, last: u64) -> Option<Mismatc
         }
     }
     None
+}
+
+/// Whether two members' calls at one sequence number agree (what
+/// `first_mismatch` checks field by field, without building the text).
+fn same(a: &[&FrEntry], b: &[&FrEntry]) -> bool {
+    let (mut a, mut b) = (real(a), real(b));
+    loop {
+        match (a.next(), b.next()) {
+            (None, None) => return true,
+            (Some(x), Some(y)) => {
+                let sizes = sizes_may_differ(&x.op)
+                    || (x.input_sizes == y.input_sizes && x.output_sizes == y.output_sizes);
+                if x.op != y.op
+                    || x.input_dtypes != y.input_dtypes
+                    || x.output_dtypes != y.output_dtypes
+                    || !sizes
+                {
+                    return false;
+                }
+            }
+            _ => return false,
+        }
+    }
 }
 
 /// Pending sends and receives whose peer has no pending counterpart.
@@ -721,7 +758,10 @@ fn merge_stacks(stacks: Vec<(&'static str, u32, Vec<StackFrame>)>) -> Vec<Stack>
         if frames.is_empty() {
             continue;
         }
-        match out.iter_mut().find(|s| s.role == role && s.frames == frames) {
+        match out
+            .iter_mut()
+            .find(|s| s.role == role && s.frames == frames)
+        {
             Some(s) => s.ranks.push(rank),
             None => out.push(Stack {
                 role,
@@ -913,7 +953,9 @@ mod tests {
             .map(|r| {
                 let bytes = if json { run.json(r) } else { run.pickle(r) };
                 let name = format!("nccl_trace_rank_{r}");
-                crate::read::flight_recorder::read(&bytes, Path::new(&name)).unwrap().0
+                crate::read::flight_recorder::read(&bytes, Path::new(&name))
+                    .unwrap()
+                    .0
             })
             .collect()
     }
@@ -934,7 +976,12 @@ mod tests {
         }
         run.wait_ms(30_000);
         let others = [0, 1, 2, 4, 5, 6, 7];
-        run.call(&others, &Call::all_reduce("0", 1024).state(CallState::Started).at("train_step", 41));
+        run.call(
+            &others,
+            &Call::all_reduce("0", 1024)
+                .state(CallState::Started)
+                .at("train_step", 41),
+        );
         run.wait_ms(600_000);
         for r in both(&run) {
             assert_eq!(r.verdict, "hang");
@@ -950,11 +997,20 @@ mod tests {
             // started it 20 µs later (the latest event): all are idle
             // 30.00052 s, but rank 3 has been quiet that long, the others
             // for 0.
-            assert!(r.ranks.iter().all(|x| (x.idle_s.unwrap() - 30.00052).abs() < 1e-6));
+            assert!(r
+                .ranks
+                .iter()
+                .all(|x| (x.idle_s.unwrap() - 30.00052).abs() < 1e-6));
             assert_eq!(r.ranks[0].rank, 3);
             assert!(r.ranks[0].stands_out);
-            assert!((r.ranks[0].quiet_s.unwrap() - 30.00052).abs() < 1e-6, "{:?}", r.ranks[0]);
-            assert!(r.ranks[1..].iter().all(|x| !x.stands_out && x.quiet_s == Some(0.0)));
+            assert!(
+                (r.ranks[0].quiet_s.unwrap() - 30.00052).abs() < 1e-6,
+                "{:?}",
+                r.ranks[0]
+            );
+            assert!(r.ranks[1..]
+                .iter()
+                .all(|x| !x.stands_out && x.quiet_s == Some(0.0)));
         }
         // Where: the pickle carries stacks (the JSON writer has none).
         let [p, j] = both(&run);
@@ -981,7 +1037,10 @@ mod tests {
             let m = r.findings[0].mismatch.as_ref().unwrap();
             assert_eq!((m.field, m.seq), ("operation", 6));
             assert_eq!(m.variants[0].ranks, vec![0, 1, 3]);
-            assert_eq!((m.variants[1].ranks.as_slice(), m.variants[1].op.as_str()), (&[2][..], "all_gather"));
+            assert_eq!(
+                (m.variants[1].ranks.as_slice(), m.variants[1].op.as_str()),
+                (&[2][..], "all_gather")
+            );
             assert_eq!(
                 r.headline,
                 "desync in group 0 (default_pg) at collective #6: rank(s) 2 called all_gather where 0-1,3 called all_reduce"
@@ -1001,7 +1060,13 @@ mod tests {
             assert_eq!((m.field, m.seq), ("sizes", 2));
             assert_eq!(m.variants[1].ranks, vec![1]);
             assert_eq!(m.variants[1].input_sizes, vec![vec![1000]]);
-            assert!(r.headline.contains("rank(s) 1 called all_reduce [[1000]] where 0,2-3 called all_reduce [[1024]]"), "{}", r.headline);
+            assert!(
+                r.headline.contains(
+                    "rank(s) 1 called all_reduce [[1000]] where 0,2-3 called all_reduce [[1024]]"
+                ),
+                "{}",
+                r.headline
+            );
         }
     }
 
@@ -1015,7 +1080,12 @@ mod tests {
         run.p2p(0, 0, 1, &send);
         run.p2p(1, 1, 0, &recv);
         run.p2p(0, 0, 1, &send.clone().state(CallState::Started));
-        run.call(&[1], &Call::all_reduce("0", 8).state(CallState::Scheduled).at("log_loss", 77));
+        run.call(
+            &[1],
+            &Call::all_reduce("0", 8)
+                .state(CallState::Scheduled)
+                .at("log_loss", 77),
+        );
         for r in both(&run) {
             let p2p = r.findings.iter().find(|f| f.kind == "p2p").unwrap();
             assert_eq!(p2p.op, "send 0->1");
@@ -1053,7 +1123,10 @@ mod tests {
             assert_eq!(r.findings.len(), 1, "{:?}", r.findings);
             let f = &r.findings[0];
             assert_eq!((f.group.as_str(), f.desc.as_str(), f.seq), ("1", "tp", 4));
-            assert_eq!((f.missing.clone(), f.members.clone()), (vec![1], vec![0, 1]));
+            assert_eq!(
+                (f.missing.clone(), f.members.clone()),
+                (vec![1], vec![0, 1])
+            );
         }
     }
 
@@ -1076,15 +1149,26 @@ mod tests {
         for _ in 0..10 {
             run.call(&[0, 1, 2], &Call::all_reduce("0", 64));
         }
-        run.call(&[0, 1], &Call::all_reduce("0", 64).state(CallState::Started));
+        run.call(
+            &[0, 1],
+            &Call::all_reduce("0", 64).state(CallState::Started),
+        );
         for _ in 0..3 {
-            run.call(&[0, 1], &Call::all_reduce("0", 64).op("broadcast").state(CallState::Scheduled));
+            run.call(
+                &[0, 1],
+                &Call::all_reduce("0", 64)
+                    .op("broadcast")
+                    .state(CallState::Scheduled),
+            );
         }
         run.keep_last(3);
         for r in both(&run) {
             let f = &r.findings[0];
             // Ranks 0 and 1 kept only #12-14; #11 left their buffer.
-            assert_eq!((f.seq, f.missing.clone(), f.unknown.clone()), (11, vec![2], vec![0, 1]));
+            assert_eq!(
+                (f.seq, f.missing.clone(), f.unknown.clone()),
+                (11, vec![2], vec![0, 1])
+            );
         }
     }
 
@@ -1092,7 +1176,10 @@ mod tests {
     fn a_rank_without_a_dump_and_mixed_versions() {
         let mut run = FrRun::new(4);
         run.call(&[0, 1, 2, 3], &Call::all_reduce("0", 64));
-        run.call(&[0, 1, 2], &Call::all_reduce("0", 64).state(CallState::Started));
+        run.call(
+            &[0, 1, 2],
+            &Call::all_reduce("0", 64).state(CallState::Started),
+        );
         let mut d = dumps(&run, false);
         d.retain(|d| d.rank != 3);
         d[0].version = "2.7".into();
@@ -1100,8 +1187,18 @@ mod tests {
         assert_eq!(r.no_dump, vec![3]);
         let f = &r.findings[0];
         assert_eq!((f.missing.clone(), f.no_dump.clone()), (vec![], vec![3]));
-        assert!(r.headline.contains("rank(s) 3 left no dump"), "{}", r.headline);
-        assert!(r.warnings.iter().any(|w| w.contains("2 schema versions (2.4 by 1-2; 2.7 by 0)")), "{:?}", r.warnings);
+        assert!(
+            r.headline.contains("rank(s) 3 left no dump"),
+            "{}",
+            r.headline
+        );
+        assert!(
+            r.warnings
+                .iter()
+                .any(|w| w.contains("2 schema versions (2.4 by 1-2; 2.7 by 0)")),
+            "{:?}",
+            r.warnings
+        );
     }
 
     /// A process killed while writing: the entries before the cut are read.
@@ -1114,11 +1211,49 @@ mod tests {
         for json in [false, true] {
             let bytes = if json { run.json(0) } else { run.pickle(0) };
             let cut = &bytes[..bytes.len() * 2 / 3];
-            let (d, w) = crate::read::flight_recorder::read(cut, Path::new("nccl_trace_rank_0")).unwrap();
+            let (d, w) =
+                crate::read::flight_recorder::read(cut, Path::new("nccl_trace_rank_0")).unwrap();
             assert!(d.truncated);
-            assert!((5..20).contains(&d.entries.len()), "{json}: {}", d.entries.len());
-            assert!(d.entries.iter().enumerate().all(|(i, e)| e.collective_seq == i as u64 + 1));
+            assert!(
+                (5..20).contains(&d.entries.len()),
+                "{json}: {}",
+                d.entries.len()
+            );
+            assert!(d
+                .entries
+                .iter()
+                .enumerate()
+                .all(|(i, e)| e.collective_seq == i as u64 + 1));
             assert!(w[0].contains("cut off"), "{w:?}");
+        }
+    }
+
+    /// Ranks 0 and 1 coalesce two all-reduces into call #2 (two entries and
+    /// the closing `coalesced` one, one sequence number); rank 2 makes one.
+    #[test]
+    fn a_coalesced_call_against_a_single_one() {
+        let mut run = FrRun::new(3);
+        run.call(&[0, 1, 2], &Call::all_reduce("0", 64));
+        let stuck = Call::all_reduce("0", 64).state(CallState::Started);
+        run.coalesced(&[0, 1], &[stuck.clone(), stuck.clone()]);
+        run.call(&[2], &stuck);
+        for r in both(&run) {
+            let m = r.findings[0].mismatch.as_ref().unwrap();
+            assert_eq!((m.field, m.seq), ("operation", 2));
+            assert_eq!(m.variants[0].op, "all_reduce+all_reduce");
+            assert_eq!(
+                (m.variants[1].op.as_str(), m.variants[1].ranks.as_slice()),
+                ("all_reduce", &[2][..])
+            );
+        }
+        // Coalesced on every rank: no desync, and the call is in flight.
+        let mut run = FrRun::new(2);
+        run.coalesced(
+            &[0, 1],
+            &[Call::all_reduce("0", 64), Call::all_reduce("0", 8)],
+        );
+        for r in both(&run) {
+            assert_eq!(r.verdict, "none", "{:?}", r.findings);
         }
     }
 

@@ -43,7 +43,10 @@ impl Trace {
     /// Nothing was loaded: no timelines, memory snapshots, execution traces
     /// or Flight Recorder dumps.
     pub fn is_empty(&self) -> bool {
-        self.ranks.is_empty() && self.memory.is_empty() && self.et.is_empty() && self.flight.is_empty()
+        self.ranks.is_empty()
+            && self.memory.is_empty()
+            && self.et.is_empty()
+            && self.flight.is_empty()
     }
 
     pub fn rank(&self, rank: u32) -> Option<&RankTimeline> {

@@ -11,6 +11,7 @@ use std::path::Path;
 
 use serde::Deserialize;
 
+use super::pickle_tree::{Tree, V};
 use crate::error::Error;
 use crate::model::flight::{CallState, FrDump, FrEntry, FrGroup, FrStatus, Frame};
 
@@ -137,32 +138,32 @@ pub fn read(bytes: &[u8], path: &Path) -> Result<(FrDump, Vec<String>), Error> {
     let mut warnings = Vec::new();
     let mut truncated = false;
     let raw: RawDump = if bytes.first() == Some(&0x80) {
-        let mended;
-        let bytes = match super::pickle_budget::mend_truncated(bytes) {
-            Some(m) => {
-                truncated = true;
-                mended = m;
-                &mended[..]
-            }
-            None => bytes,
-        };
-        super::pickle_budget::check(bytes).map_err(|why| {
+        // Bounded first: walking a value the stream reuses costs as much
+        // as copying it.
+        let mended = super::pickle_budget::check_and_mend(bytes).map_err(|why| {
             not(format!(
                 "a pickle that cannot be decoded within bounds: {why}"
             ))
         })?;
-        serde_pickle::from_slice(
-            bytes,
-            serde_pickle::DeOptions::new().replace_recursive_structures(),
-        )
-        .map_err(|e| not(format!("not a Flight Recorder dump (pickled dict with `entries`): {e}")))?
+        truncated = mended.is_some();
+        let bytes = mended.as_deref().unwrap_or(bytes);
+        let tree = super::pickle_tree::decode(bytes)
+            .map_err(|e| not(format!("not a Flight Recorder dump: {e}")))?;
+        from_tree(&tree).map_err(|e| {
+            not(format!(
+                "not a Flight Recorder dump (pickled dict with `entries`): {e}"
+            ))
+        })?
     } else {
         match serde_json::from_slice(bytes) {
             Ok(raw) => raw,
             Err(e) if e.is_eof() => {
                 truncated = true;
-                json_entries_before_cut(bytes)
-                    .ok_or_else(|| not(format!("a JSON Flight Recorder dump cut off before its first entry: {e}")))?
+                json_entries_before_cut(bytes).ok_or_else(|| {
+                    not(format!(
+                        "a JSON Flight Recorder dump cut off before its first entry: {e}"
+                    ))
+                })?
             }
             Err(e) => {
                 return Err(not(format!(
@@ -241,6 +242,155 @@ fn json_entries_before_cut(bytes: &[u8]) -> Option<RawDump> {
     })
 }
 
+/// A decoded pickle as the dump's fields; a field of the wrong type is an
+/// error, as for the JSON reader.
+fn from_tree(t: &Tree) -> Result<RawDump, String> {
+    let root = t
+        .root
+        .filter(|r| matches!(r, V::Dict(_)))
+        .ok_or("not a dict")?;
+    let mut raw = RawDump::default();
+    for (k, v) in t.pairs(root) {
+        let Some(k) = k.str() else { continue };
+        match k {
+            "version" => raw.version = scalar(v),
+            "comm_lib_version" => raw.comm_lib_version = v.str().map(str::to_owned),
+            "nccl_version" => raw.nccl_version = v.str().map(str::to_owned),
+            "rank" => raw.rank = v.int(),
+            "pg_config" => {
+                for (name, g) in t.pairs(v) {
+                    let name = name.str().ok_or("a `pg_config` key that is not text")?;
+                    let text = |k: &str| t.get(g, k).and_then(V::str).map(str::to_owned);
+                    let ranks = match t.get(g, "ranks") {
+                        Some(r @ V::List(_)) => Some(RawRanks::List(
+                            t.list(r).iter().filter_map(|x| x.int()).collect(),
+                        )),
+                        Some(r) => r.str().map(|s| RawRanks::Text(s.to_owned())),
+                        None => None,
+                    };
+                    raw.pg_config.insert(
+                        name.to_owned(),
+                        RawGroup {
+                            name: text("name"),
+                            desc: text("desc"),
+                            ranks,
+                        },
+                    );
+                }
+            }
+            "pg_status" => {
+                for (id, s) in t.pairs(v) {
+                    let id = id
+                        .str()
+                        .map_or_else(|| id.int().unwrap_or(-1).to_string(), str::to_owned);
+                    let fields = t
+                        .pairs(s)
+                        .filter_map(|(k, x)| Some((k.str()?.to_owned(), scalar(x))))
+                        .collect();
+                    raw.pg_status.insert(id, fields);
+                }
+            }
+            "entries" => {
+                raw.entries = t
+                    .list(v)
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &e)| entry_from_tree(t, e).map_err(|why| format!("entry {i}: {why}")))
+                    .collect::<Result<_, _>>()?;
+            }
+            _ => {}
+        }
+    }
+    Ok(raw)
+}
+
+fn scalar(v: V) -> Option<Scalar> {
+    Some(match v {
+        V::Int(i) => Scalar::Int(i),
+        V::Float(f) => Scalar::Float(f),
+        V::Bool(b) => Scalar::Bool(b),
+        V::Str(_) | V::Bytes(_) => Scalar::Text(v.str()?.to_owned()),
+        _ => return None,
+    })
+}
+
+fn entry_from_tree(t: &Tree, e: V) -> Result<RawEntry, String> {
+    if !matches!(e, V::Dict(_)) {
+        return Err("not a dict".into());
+    }
+    let mut r = RawEntry::default();
+    let int = |k: &str, v: V| match v {
+        V::None => Ok(None),
+        _ => v
+            .int()
+            .map(Some)
+            .ok_or_else(|| format!("`{k}` is not an integer")),
+    };
+    let texts = |k: &str, v: V| -> Result<Vec<String>, String> {
+        t.list(v)
+            .iter()
+            .map(|x| {
+                x.str()
+                    .map(str::to_owned)
+                    .ok_or_else(|| format!("`{k}` is not a list of text"))
+            })
+            .collect()
+    };
+    let sizes = |k: &str, v: V| -> Result<Vec<Vec<i64>>, String> {
+        t.list(v)
+            .iter()
+            .map(|d| {
+                t.list(*d)
+                    .iter()
+                    .map(|x| {
+                        x.int()
+                            .ok_or_else(|| format!("`{k}` is not a list of lists of integers"))
+                    })
+                    .collect()
+            })
+            .collect()
+    };
+    for (k, v) in t.pairs(e) {
+        let Some(k) = k.str() else { continue };
+        match k {
+            "record_id" => r.record_id = int(k, v)?,
+            "pg_id" => r.pg_id = int(k, v)?,
+            "collective_seq_id" => r.collective_seq_id = int(k, v)?,
+            "seq_id" => r.seq_id = int(k, v)?,
+            "p2p_seq_id" => r.p2p_seq_id = int(k, v)?,
+            "time_created_ns" => r.time_created_ns = int(k, v)?,
+            "time_discovered_started_ns" => r.time_discovered_started_ns = int(k, v)?,
+            "time_discovered_completed_ns" => r.time_discovered_completed_ns = int(k, v)?,
+            "timeout_ms" => r.timeout_ms = int(k, v)?,
+            "process_group" => r.process_group = Some(texts(k, v)?),
+            "profiling_name" => r.profiling_name = v.str().map(str::to_owned),
+            "state" => r.state = v.str().map(str::to_owned),
+            "is_p2p" => r.is_p2p = v.bool(),
+            "input_sizes" => r.input_sizes = sizes(k, v)?,
+            "output_sizes" => r.output_sizes = sizes(k, v)?,
+            "input_dtypes" => r.input_dtypes = texts(k, v)?,
+            "output_dtypes" => r.output_dtypes = texts(k, v)?,
+            "frames" => {
+                r.frames = t
+                    .list(v)
+                    .iter()
+                    .map(|&f| RawFrame {
+                        name: t.get(f, "name").and_then(V::str).unwrap_or("").to_owned(),
+                        filename: t
+                            .get(f, "filename")
+                            .and_then(V::str)
+                            .unwrap_or("")
+                            .to_owned(),
+                        line: t.get(f, "line").and_then(V::int).unwrap_or(0),
+                    })
+                    .collect();
+            }
+            _ => {}
+        }
+    }
+    Ok(r)
+}
+
 fn convert(raw: RawDump, rank: u32, path: &Path, warnings: &mut Vec<String>) -> FrDump {
     let groups: Vec<FrGroup> = raw
         .pg_config
@@ -257,6 +407,9 @@ fn convert(raw: RawDump, rank: u32, path: &Path, warnings: &mut Vec<String>) -> 
     let mut stack_ids: HashMap<Vec<Frame>, u32> = HashMap::new();
     let mut entries = Vec::with_capacity(raw.entries.len());
     let mut nameless = 0usize;
+    // Whether each group's last entry was point-to-point: before 2.6 a
+    // batch's closing `coalesced` entry does not say.
+    let mut last_p2p: HashMap<String, bool> = HashMap::new();
     let mut unknown_state = 0usize;
     for (i, e) in raw.entries.into_iter().enumerate() {
         let Some(name) = e.profiling_name else {
@@ -276,7 +429,10 @@ fn convert(raw: RawDump, rank: u32, path: &Path, warnings: &mut Vec<String>) -> 
         let (group, desc) = match e.process_group.as_deref() {
             Some([g, d, ..]) => (g.clone(), d.clone()),
             Some([g]) => (g.clone(), String::new()),
-            _ => (e.pg_id.map_or_else(String::new, |i| i.to_string()), String::new()),
+            _ => (
+                e.pg_id.map_or_else(String::new, |i| i.to_string()),
+                String::new(),
+            ),
         };
         if let Some(id) = e.pg_id {
             id_to_name.entry(id).or_insert_with(|| group.clone());
@@ -308,9 +464,18 @@ fn convert(raw: RawDump, rank: u32, path: &Path, warnings: &mut Vec<String>) -> 
                 next
             })
         });
-        let is_p2p = e.is_p2p.unwrap_or(false) || op == "send" || op == "recv";
+        let is_p2p = match e.is_p2p {
+            Some(p) => p,
+            None if op == "coalesced" => last_p2p.get(&group).copied().unwrap_or(false),
+            None => op == "send" || op == "recv",
+        } || op == "send"
+            || op == "recv";
+        last_p2p.insert(group.clone(), is_p2p);
         entries.push(FrEntry {
-            record_id: e.record_id.and_then(|r| u64::try_from(r).ok()).unwrap_or(i as u64),
+            record_id: e
+                .record_id
+                .and_then(|r| u64::try_from(r).ok())
+                .unwrap_or(i as u64),
             group,
             desc,
             collective_seq: e
@@ -318,7 +483,10 @@ fn convert(raw: RawDump, rank: u32, path: &Path, warnings: &mut Vec<String>) -> 
                 .or(e.seq_id)
                 .and_then(|s| u64::try_from(s).ok())
                 .unwrap_or(0),
-            p2p_seq: e.p2p_seq_id.and_then(|s| u64::try_from(s).ok()).unwrap_or(0),
+            p2p_seq: e
+                .p2p_seq_id
+                .and_then(|s| u64::try_from(s).ok())
+                .unwrap_or(0),
             op,
             peer,
             is_p2p,
@@ -390,7 +558,10 @@ fn convert(raw: RawDump, rank: u32, path: &Path, warnings: &mut Vec<String>) -> 
 /// `"[0, 1, 2]"` (how PyTorch writes a group's ranks), or a list.
 fn parse_ranks(r: &RawRanks) -> Option<Vec<u32>> {
     let mut v: Vec<u32> = match r {
-        RawRanks::List(l) => l.iter().map(|&x| u32::try_from(x).ok()).collect::<Option<_>>()?,
+        RawRanks::List(l) => l
+            .iter()
+            .map(|&x| u32::try_from(x).ok())
+            .collect::<Option<_>>()?,
         RawRanks::Text(t) => {
             let inner = t.trim().strip_prefix('[')?.strip_suffix(']')?;
             if inner.trim().is_empty() {
@@ -411,6 +582,56 @@ fn parse_ranks(r: &RawRanks) -> Option<Vec<u32>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An early 2.x dump (PyTorch 2.3-2.4): one `seq_id`, no dtypes, no
+    /// `is_p2p`, no `pg_status`; a send read as p2p by its name, and the
+    /// batch's closing `coalesced` entry after it as p2p too.
+    #[test]
+    fn an_early_schema_reads_with_its_fields_absent() {
+        let dump = br#"{"version": "2.0", "pg_config": {"0": {"name": "0", "desc": "default_pg", "ranks": "[0, 1]"}},
+            "entries": [
+              {"record_id": 0, "pg_id": 0, "process_group": ["0", "default_pg"], "seq_id": 1,
+               "profiling_name": "nccl:all_reduce", "time_created_ns": 10, "input_sizes": [[4]],
+               "output_sizes": [[4]], "state": "completed", "time_discovered_started_ns": null,
+               "time_discovered_completed_ns": 20, "retired": true},
+              {"record_id": 1, "pg_id": 0, "process_group": ["0", "default_pg"], "seq_id": 1,
+               "profiling_name": "nccl:send 0->1", "time_created_ns": 30, "input_sizes": [[4]],
+               "output_sizes": [[4]], "state": "scheduled"},
+              {"record_id": 2, "pg_id": 0, "process_group": ["0", "default_pg"], "seq_id": 1,
+               "profiling_name": "nccl:coalesced", "time_created_ns": 31, "state": "scheduled"}
+            ]}"#;
+        let (d, w) = read(dump, Path::new("nccl_trace_rank_0")).unwrap();
+        assert!(w.is_empty(), "{w:?}");
+        assert_eq!((d.version.as_str(), d.rank), ("2.0", 0));
+        assert_eq!(d.groups[0].ranks, Some(vec![0, 1]));
+        let e = &d.entries;
+        assert_eq!(
+            (e[0].collective_seq, e[0].completed_ns, e[0].started_ns),
+            (1, Some(20), None)
+        );
+        assert!(e[0].input_dtypes.is_empty() && !e[0].is_p2p);
+        assert_eq!(
+            (e[1].op.as_str(), e[1].peer, e[1].is_p2p),
+            ("send", Some((0, 1)), true)
+        );
+        assert!(e[2].is_p2p);
+        assert!(d.status.is_empty());
+    }
+
+    #[test]
+    fn not_a_dump() {
+        let e = read(b"{\"traceEvents\": []}", Path::new("x_0")).unwrap_err();
+        assert!(e.to_string().contains("not a Flight Recorder dump"), "{e}");
+        let e = read(b"\x80\x02}q\x00.", Path::new("x_0")).unwrap_err();
+        assert!(e.to_string().contains("x_0"), "{e}");
+        assert!(
+            sniff(b"{\"traceEvents\": [], \"pg_status\": 1}", |k| k
+                == "traceEvents"
+                || k == "pg_status")
+                == 0
+        );
+        assert!(sniff(b"{\"pg_status\": {}}", |k| k == "pg_status") > 0);
+    }
 
     #[test]
     fn ranks_from_names_and_group_members() {

@@ -35,20 +35,26 @@ pub fn check(bytes: &[u8]) -> Result<(), String> {
     walk(bytes).map(|_| ())
 }
 
-/// A pickle cut off before its end (a process killed while writing), made
-/// whole at the last item completed in a list one level inside the top
-/// dict: `{..., "entries": [e1, e2, <cut>` becomes `{..., "entries": [e1,
-/// e2]}`. `None` when the stream is whole or has no such point.
-pub fn mend_truncated(bytes: &[u8]) -> Option<Vec<u8>> {
+/// [`check`] in the same pass as mending a pickle cut off before its end
+/// (a process killed while writing): such a stream is made whole at the
+/// last item completed in a list one level inside the top dict, `{...,
+/// "entries": [e1, e2, <cut>` becoming `{..., "entries": [e1, e2]}`.
+/// Returns the mended bytes (`None`: whole, or no such point to mend at),
+/// or why decoding would exceed the bounds.
+pub fn check_and_mend(bytes: &[u8]) -> Result<Option<Vec<u8>>, String> {
     let cut = match walk(bytes) {
-        Ok(Walk { stopped: true, .. }) => return None,
+        Ok(Walk { stopped: true, .. }) => return Ok(None),
         Ok(Walk { cut, .. }) => cut,
+        // Bounds exceeded before the end: not a cut, a refusal.
+        Err(e) if !e.contains("ends inside") => return Err(e),
         Err(_) => walk_cut(bytes),
-    }?;
-    let mut whole = bytes[..cut].to_vec();
-    // APPENDS closes the list, SETITEMS the top dict, STOP ends.
-    whole.extend_from_slice(b"eu.");
-    Some(whole)
+    };
+    Ok(cut.map(|cut| {
+        let mut whole = bytes[..cut].to_vec();
+        // APPENDS closes the list, SETITEMS the top dict, STOP ends.
+        whole.extend_from_slice(b"eu.");
+        whole
+    }))
 }
 
 /// The last safe cut of a stream that `walk` refused part way.

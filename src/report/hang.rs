@@ -38,9 +38,16 @@ pub fn lines(r: &HangReport) -> Vec<(Kind, String)> {
         format!(
             "{} dump(s) (ranks {}), schema {}{}",
             r.dumps,
-            ranges(&r.world.iter().copied().filter(|x| !r.no_dump.contains(x)).collect::<Vec<_>>()),
+            ranges(
+                &r.world
+                    .iter()
+                    .copied()
+                    .filter(|x| !r.no_dump.contains(x))
+                    .collect::<Vec<_>>()
+            ),
             versions.join(", "),
-            r.dumped_at_ns.map_or_else(String::new, |t| format!("; latest event {}", utc(t))),
+            r.dumped_at_ns
+                .map_or_else(String::new, |t| format!("; latest event {}", utc(t))),
         ),
     );
     for w in &r.warnings {
@@ -71,12 +78,22 @@ pub fn lines(r: &HangReport) -> Vec<(Kind, String)> {
         ),
     );
     for x in shown {
-        push(if x.stands_out { Kind::Culprit } else { Kind::Plain }, rank_line(x, width));
+        push(
+            if x.stands_out {
+                Kind::Culprit
+            } else {
+                Kind::Plain
+            },
+            rank_line(x, width),
+        );
     }
     if r.ranks.len() > RANKS_SHOWN {
         push(
             Kind::Dim,
-            format!("  … {} more rank(s) (--format json lists all)", r.ranks.len() - RANKS_SHOWN),
+            format!(
+                "  … {} more rank(s) (--format json lists all)",
+                r.ranks.len() - RANKS_SHOWN
+            ),
         );
     }
     out
@@ -89,9 +106,17 @@ fn rank_line(x: &RankLast, width: usize) -> String {
         x.rank,
         secs(x.idle_s),
         secs(x.quiet_s),
-        x.last_completed.as_ref().map_or_else(|| "none".into(), call),
-        x.pending.as_ref().map_or_else(|| "-".into(), |p| format!("{} ({})", call(p), p.state)),
-        if x.stands_out { "  ◀ stopped before the others" } else { "" },
+        x.last_completed
+            .as_ref()
+            .map_or_else(|| "none".into(), call),
+        x.pending
+            .as_ref()
+            .map_or_else(|| "-".into(), |p| format!("{} ({})", call(p), p.state)),
+        if x.stands_out {
+            "  ◀ stopped before the others"
+        } else {
+            ""
+        },
     )
 }
 
@@ -119,7 +144,10 @@ fn finding(f: &Finding, now: Option<i64>, push: &mut impl FnMut(Kind, String)) {
     if let Some(m) = &f.mismatch {
         push(
             Kind::Culprit,
-            format!("  members disagree on the {} at collective #{}:", m.field, m.seq),
+            format!(
+                "  members disagree on the {} at collective #{}:",
+                m.field, m.seq
+            ),
         );
         for (i, v) in m.variants.iter().enumerate() {
             push(
@@ -136,8 +164,15 @@ fn finding(f: &Finding, now: Option<i64>, push: &mut impl FnMut(Kind, String)) {
         }
     }
     if !f.missing.is_empty() {
-        let label = if f.kind == "p2p" { "never posted its side:" } else { "never scheduled it:" };
-        push(Kind::Culprit, format!("  {label:<22} {}", ranges(&f.missing)));
+        let label = if f.kind == "p2p" {
+            "never posted its side:"
+        } else {
+            "never scheduled it:"
+        };
+        push(
+            Kind::Culprit,
+            format!("  {label:<22} {}", ranges(&f.missing)),
+        );
         for m in &f.missing_detail {
             let last = m.last_here.as_ref().map_or_else(
                 || "nothing completed here".into(),
@@ -153,7 +188,10 @@ fn finding(f: &Finding, now: Option<i64>, push: &mut impl FnMut(Kind, String)) {
         }
     }
     if !f.no_dump.is_empty() {
-        push(Kind::Culprit, format!("  {:<22} {}", "left no dump:", ranges(&f.no_dump)));
+        push(
+            Kind::Culprit,
+            format!("  {:<22} {}", "left no dump:", ranges(&f.no_dump)),
+        );
     }
     if !f.waiting.is_empty() {
         let mut by: Vec<(&str, Vec<u32>)> = Vec::new();
@@ -164,13 +202,20 @@ fn finding(f: &Finding, now: Option<i64>, push: &mut impl FnMut(Kind, String)) {
             }
         }
         for (state, ranks) in by {
-            push(Kind::Plain, format!("  {:<22} {} ({state})", "waiting in it:", ranges(&ranks)));
+            push(
+                Kind::Plain,
+                format!("  {:<22} {} ({state})", "waiting in it:", ranges(&ranks)),
+            );
         }
     }
     if !f.completed.is_empty() {
         push(
             Kind::Warning,
-            format!("  {:<22} {} (impossible without every member: the dumps disagree)", "completed it:", ranges(&f.completed)),
+            format!(
+                "  {:<22} {} (impossible without every member: the dumps disagree)",
+                "completed it:",
+                ranges(&f.completed)
+            ),
         );
     }
     if !f.unknown.is_empty() {
@@ -192,7 +237,10 @@ fn finding(f: &Finding, now: Option<i64>, push: &mut impl FnMut(Kind, String)) {
 }
 
 fn stack(s: &Stack, push: &mut impl FnMut(Kind, String)) {
-    push(Kind::Plain, format!("    {} — rank(s) {}", s.role, ranges(&s.ranks)));
+    push(
+        Kind::Plain,
+        format!("    {} — rank(s) {}", s.role, ranges(&s.ranks)),
+    );
     // The frames from where the user's code calls into PyTorch outwards.
     let user = s
         .frames
@@ -200,7 +248,10 @@ fn stack(s: &Stack, push: &mut impl FnMut(Kind, String)) {
         .position(|f| !is_torch(&f.file))
         .unwrap_or(0);
     for f in s.frames.iter().skip(user).take(FRAMES) {
-        push(Kind::Dim, format!("      {}  {}:{}", f.name, f.file, f.line));
+        push(
+            Kind::Dim,
+            format!("      {}  {}:{}", f.name, f.file, f.line),
+        );
     }
     let left = s.frames.len().saturating_sub(user + FRAMES);
     if left > 0 {
@@ -230,14 +281,21 @@ fn call(c: &CallRef) -> String {
 
 fn ago(c: &CallRef, now: Option<i64>) -> String {
     now.map_or_else(String::new, |now| {
-        format!(", {} before the latest event", seconds((now - c.at_ns).max(0) as f64 / 1e9))
+        format!(
+            ", {} before the latest event",
+            seconds((now - c.at_ns).max(0) as f64 / 1e9)
+        )
     })
 }
 
 /// `0.52 s`, `31.0 s`, `12 min 5 s`, `3 h 2 min`.
 pub fn seconds(s: f64) -> String {
     if s >= 3600.0 {
-        format!("{} h {} min", (s / 3600.0) as u64, ((s % 3600.0) / 60.0) as u64)
+        format!(
+            "{} h {} min",
+            (s / 3600.0) as u64,
+            ((s % 3600.0) / 60.0) as u64
+        )
     } else if s >= 60.0 {
         format!("{} min {} s", (s / 60.0) as u64, (s % 60.0) as u64)
     } else if s >= 10.0 {

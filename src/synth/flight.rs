@@ -144,6 +144,43 @@ impl FrRun {
         self.now += 1_000_000;
     }
 
+    /// `ranks` each record `calls` as one coalesced collective: their
+    /// entries and a closing `coalesced` one (state of the first call)
+    /// share the group's next sequence number.
+    pub fn coalesced(&mut self, ranks: &[u32], calls: &[Call]) {
+        let Some(first) = calls.first() else { return };
+        let desc = self.desc(first.group);
+        let now = self.now;
+        for &r in ranks {
+            let log = self.ranks.entry(r).or_default();
+            let seq = log.seq.entry(first.group.into()).or_insert(0);
+            *seq += 1;
+            let seq = *seq;
+            let p2p = log.p2p_seq.get(first.group).copied().unwrap_or(0);
+            for c in calls {
+                let e = entry(log, c, &desc, now, seq, p2p, false, c.op.into());
+                log.entries.push(e);
+            }
+            let marker = Call {
+                op: "coalesced",
+                sizes: Vec::new(),
+                ..first.clone()
+            };
+            let e = entry(
+                log,
+                &marker,
+                &desc,
+                now,
+                seq,
+                p2p,
+                false,
+                "coalesced".into(),
+            );
+            log.entries.push(e);
+        }
+        self.now += 1_000_000;
+    }
+
     /// `rank` sends to (`send`) or receives from (`recv`) `peer`, both
     /// group ranks of `call.group`.
     pub fn p2p(&mut self, rank: u32, local: u32, peer: u32, call: &Call) {
@@ -366,7 +403,11 @@ fn entry(
         }
     } as i64;
     let out_sizes = match call.op {
-        "all_gather" | "_allgather_base" => call.sizes.iter().map(|s| s.iter().map(|x| x * 8).collect()).collect(),
+        "all_gather" | "_allgather_base" => call
+            .sizes
+            .iter()
+            .map(|s| s.iter().map(|x| x * 8).collect())
+            .collect(),
         _ => call.sizes.clone(),
     };
     Entry {
@@ -387,7 +428,8 @@ fn entry(
         frames: vec![
             Frame {
                 name: call.op.trim_start_matches('_').into(),
-                filename: "/usr/lib/python3/site-packages/torch/distributed/distributed_c10d.py".into(),
+                filename: "/usr/lib/python3/site-packages/torch/distributed/distributed_c10d.py"
+                    .into(),
                 line: 2696,
             },
             Frame {
@@ -488,7 +530,10 @@ pub fn hang_sample() -> FrRun {
             // Rank 5's loss turns NaN and it skips backward; the others
             // start backward's first all-gather and wait for it.
             run.wait_ms(140);
-            run.call(&others, &gather.clone().at("backward", 298).state(CallState::Started));
+            run.call(
+                &others,
+                &gather.clone().at("backward", 298).state(CallState::Started),
+            );
             run.wait_ms(600_000);
             return run;
         }

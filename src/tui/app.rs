@@ -90,7 +90,11 @@ pub fn bar(tabs: &[Tab], active: Tab, width: u16) -> (bool, Vec<(Tab, String)>) 
 /// The tab whose label is at column `col` of the tab bar (see [`bar`]).
 pub fn tab_at(col: u16, tabs: &[Tab], active: Tab, width: u16) -> Option<Tab> {
     let (brand, labels) = bar(tabs, active, width);
-    let mut x = if brand { BRAND.chars().count() as u16 } else { 0 };
+    let mut x = if brand {
+        BRAND.chars().count() as u16
+    } else {
+        0
+    };
     for (t, l) in labels {
         let w = l.chars().count() as u16;
         if col >= x && col < x + w {

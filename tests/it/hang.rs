@@ -45,7 +45,10 @@ fn the_bundled_hang_names_rank_5_and_exits_1() {
         ),
         "{out}"
     );
-    assert!(out.contains("  waiting in it:         0-4,6-7 (started)"), "{out}");
+    assert!(
+        out.contains("  waiting in it:         0-4,6-7 (started)"),
+        "{out}"
+    );
     assert!(out.contains("      backward  /work/train.py:298"), "{out}");
     assert!(out.contains("      forward  /work/train.py:212"), "{out}");
     let (doc, code) = json(&sample());
@@ -68,7 +71,11 @@ fn a_finished_run_exits_0_and_no_dumps_exits_2() {
     let traces = Path::new(env!("CARGO_MANIFEST_DIR")).join("trace_collection/llama_fsdp_8gpu");
     let o = run(&["hang", traces.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("no NCCL Flight Recorder dumps here"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("no NCCL Flight Recorder dumps here"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 /// Dumps beside the profiler traces: the metrics are as without them, and
@@ -78,7 +85,13 @@ fn dumps_beside_profiler_traces_change_no_metric() {
     let ranks = ccl_bench::synth::training_run(&ccl_bench::synth::samples()[0].1);
     let dir = write_ranks(&ranks);
     let metrics = |d: &Path| {
-        let o = run(&["--trace", d.to_str().unwrap(), "--metrics", "--format", "json"]);
+        let o = run(&[
+            "--trace",
+            d.to_str().unwrap(),
+            "--metrics",
+            "--format",
+            "json",
+        ]);
         assert!(o.status.success(), "{}", stderr(&o));
         stdout(&o).replace(d.to_str().unwrap(), "DIR")
     };
@@ -98,7 +111,10 @@ fn missing_cut_off_and_foreign_dumps_are_named() {
     for _ in 0..30 {
         fr.call(&[0, 1, 2, 3], &Call::all_reduce("0", 64));
     }
-    fr.call(&[0, 1, 3], &Call::all_reduce("0", 64).state(CallState::Started));
+    fr.call(
+        &[0, 1, 3],
+        &Call::all_reduce("0", 64).state(CallState::Started),
+    );
     fr.write(dir.path(), false).unwrap();
     std::fs::remove_file(dir.path().join("nccl_trace_rank_2")).unwrap();
     let one = dir.path().join("nccl_trace_rank_1");
@@ -110,13 +126,25 @@ fn missing_cut_off_and_foreign_dumps_are_named() {
     assert_eq!(code, Some(1));
     assert_eq!(doc["no_dump"], serde_json::json!([2]));
     let warnings = doc["warnings"].to_string();
-    assert!(warnings.contains("read the 3 named nccl_trace_rank_N; not read: job2_trace_ (1 file)"), "{warnings}");
-    assert!(warnings.contains("nccl_trace_rank_1: cut off"), "{warnings}");
+    assert!(
+        warnings.contains("read the 3 named nccl_trace_rank_N; not read: job2_trace_ (1 file)"),
+        "{warnings}"
+    );
+    assert!(
+        warnings.contains("nccl_trace_rank_1: cut off"),
+        "{warnings}"
+    );
     let f = &doc["findings"][0];
     assert_eq!(f["no_dump"], serde_json::json!([2]));
     // Rank 1's cut-off dump lost #31: unknown, not missing.
     assert_eq!(f["seq"], 31);
-    assert!(doc["headline"].as_str().unwrap().contains("rank(s) 2 left no dump"), "{doc}");
+    assert!(
+        doc["headline"]
+            .as_str()
+            .unwrap()
+            .contains("rank(s) 2 left no dump"),
+        "{doc}"
+    );
 }
 
 #[test]
@@ -147,7 +175,10 @@ fn a_thousand_ranks() {
     }
     for g in 0..128u32 {
         let members: Vec<u32> = (g * 8..g * 8 + 8).filter(|&r| r != 700).collect();
-        fr.call(&members, &Call::all_reduce(&format!("{}", g + 1), 64).state(CallState::Started));
+        fr.call(
+            &members,
+            &Call::all_reduce(&format!("{}", g + 1), 64).state(CallState::Started),
+        );
     }
     let dir = tempfile::tempdir().unwrap();
     fr.write(dir.path(), true).unwrap();
@@ -156,7 +187,10 @@ fn a_thousand_ranks() {
     assert_eq!(doc["dumps"], 1024);
     // Every group but 700's (group 88, ranks 696-703) is still running.
     let findings = doc["findings"].as_array().unwrap();
-    let stuck: Vec<_> = findings.iter().filter(|f| !f["missing"].as_array().unwrap().is_empty()).collect();
+    let stuck: Vec<_> = findings
+        .iter()
+        .filter(|f| !f["missing"].as_array().unwrap().is_empty())
+        .collect();
     assert_eq!(findings.len(), 1, "{:?}", findings.len());
     assert_eq!(stuck[0]["group"], "88");
     assert_eq!(stuck[0]["seq"], 200);

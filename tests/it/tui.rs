@@ -18,10 +18,10 @@ use ccl_bench::model::Ns;
 use ccl_bench::synth::two_rank_example;
 use ccl_bench::tui::action::Action;
 use ccl_bench::tui::app::{bar, tab_at, App};
-use ccl_bench::tui::registry::Has;
 use ccl_bench::tui::data::Data;
 use ccl_bench::tui::loading::Failed;
 use ccl_bench::tui::pair::Pair;
+use ccl_bench::tui::registry::Has;
 use ccl_bench::tui::tabs::kernels::KernelsState;
 use ccl_bench::tui::tabs::stragglers::StragglersState;
 use ccl_bench::tui::tabs::timeline::TimelineState;
@@ -1064,13 +1064,17 @@ fn dlrm_cpu_lanes_name_the_collective_call() {
 #[test]
 fn hang_tab_shows_the_flight_recorder_verdict() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("trace_collection/llama_fsdp_8gpu_hang");
-    let (trace, report) = ccl_bench::load::load_path(&dir, &LoadOptions::default(), &Progress::default()).unwrap();
+    let (trace, report) =
+        ccl_bench::load::load_path(&dir, &LoadOptions::default(), &Progress::default()).unwrap();
     assert_eq!((trace.ranks.len(), trace.flight.len()), (0, 8));
     let data = Data::new(trace, report, Options::default());
     let a = app(data, (100, 30));
     assert_eq!(a.tab, Tab("Hang"));
     assert!(a.tabs().contains(&Tab("Hang")));
     let screen = text(draw(&a).buffer());
-    assert!(screen.contains("HANG  rank(s) 5 never called _allgather_base #44"), "{screen}");
+    assert!(
+        screen.contains("HANG  rank(s) 5 never called _allgather_base #44"),
+        "{screen}"
+    );
     assert!(screen.contains("never scheduled it:    5"), "{screen}");
 }
