@@ -186,9 +186,9 @@ pub struct RankLast {
 
 fn call_ref(e: &FrEntry) -> CallRef {
     CallRef {
-        group: e.group.clone(),
-        desc: e.desc.clone(),
-        op: e.op.clone(),
+        group: e.group.to_string(),
+        desc: e.desc.to_string(),
+        op: e.op.to_string(),
         seq: if e.is_p2p {
             e.p2p_seq
         } else {
@@ -227,16 +227,20 @@ fn call_state(call: &[&FrEntry]) -> CallState {
 /// The entries that describe what a call did (a coalesced group's marker
 /// entry adds nothing when its items are there).
 fn real<'a, 'd>(call: &'a [&'d FrEntry]) -> impl Iterator<Item = &'d FrEntry> + 'a {
-    let only_marker = call.iter().all(|e| e.op == "coalesced");
+    let only_marker = call.iter().all(|e| &*e.op == "coalesced");
     call.iter()
         .copied()
-        .filter(move |e| only_marker || e.op != "coalesced")
+        .filter(move |e| only_marker || &*e.op != "coalesced")
 }
 
 fn dtypes(e: &FrEntry) -> Vec<String> {
-    let mut d = e.input_dtypes.clone();
-    d.extend(e.output_dtypes.iter().cloned());
+    let mut d = texts(&e.input_dtypes);
+    d.extend(texts(&e.output_dtypes));
     d
+}
+
+fn texts(v: &[std::sync::Arc<str>]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
 }
 
 pub fn analyze(dumps: &[FrDump]) -> HangReport {
@@ -277,21 +281,23 @@ pub fn analyze(dumps: &[FrDump]) -> HangReport {
     for d in dumps {
         let mut mine: HashMap<&str, GroupKey> = HashMap::new();
         for e in &d.entries {
-            let key = match mine.get(e.group.as_str()) {
+            let key = match mine.get(&*e.group) {
                 Some(k) => k.clone(),
                 None => {
                     let k = key_of(d.rank, &e.group, d).unwrap_or_else(|| {
                         guessed.push(e.group.clone());
                         GroupKey {
-                            name: e.group.clone(),
-                            members: users[e.group.as_str()].iter().copied().collect(),
+                            name: e.group.to_string(),
+                            members: users[&*e.group].iter().copied().collect(),
                         }
                     });
                     mine.insert(&e.group, k.clone());
                     k
                 }
             };
-            descs.entry(key.clone()).or_insert_with(|| e.desc.clone());
+            descs
+                .entry(key.clone())
+                .or_insert_with(|| e.desc.to_string());
             let rc = groups
                 .entry(key)
                 .or_default()
@@ -406,7 +412,7 @@ pub fn analyze(dumps: &[FrDump]) -> HangReport {
             && f.missing.iter().all(|m| {
                 pending
                     .get(m)
-                    .is_some_and(|p| !(p.group == f.group && p.collective_seq == f.seq))
+                    .is_some_and(|p| !(*p.group == *f.group && p.collective_seq == f.seq))
             });
     }
     findings.sort_by_key(|f| {
@@ -564,9 +570,9 @@ fn collective_finding(
         desc: desc.to_owned(),
         members: key.members.clone(),
         seq,
-        op: e.map_or_else(String::new, |e| e.op.clone()),
+        op: e.map_or_else(String::new, |e| e.op.to_string()),
         input_sizes: e.map_or_else(Vec::new, |e| e.input_sizes.clone()),
-        dtypes: e.map_or_else(Vec::new, |e| e.input_dtypes.clone()),
+        dtypes: e.map_or_else(Vec::new, |e| texts(&e.input_dtypes)),
         missing,
         waiting,
         unknown,
@@ -599,7 +605,7 @@ fn first_mismatch(ranks: &BTreeMap<u32, RankCalls>, last: u64) -> Option<Mismatc
         let sig = |c: &[&FrEntry], field: &str| -> Vec<String> {
             real(c)
                 .map(|e| match field {
-                    "operation" => e.op.clone(),
+                    "operation" => e.op.to_string(),
                     "dtypes" => format!("{:?}", dtypes(e)),
                     _ if sizes_may_differ(&e.op) => String::new(),
                     _ => format!("{:?} {:?}", e.input_sizes, e.output_sizes),
@@ -620,7 +626,7 @@ fn first_mismatch(ranks: &BTreeMap<u32, RankCalls>, last: u64) -> Option<Mismatc
                     let c = calls.iter().find(|(r, _)| *r == ranks[0]).map(|x| x.1);
                     let e = c.and_then(|c| real(c).next());
                     let ops: Vec<&str> =
-                        c.map_or_else(Vec::new, |c| real(c).map(|e| e.op.as_str()).collect());
+                        c.map_or_else(Vec::new, |c| real(c).map(|e| &*e.op).collect());
                     Variant {
                         // A coalesced call: every op in it.
                         op: ops.join("+"),
@@ -665,6 +671,9 @@ fn same(a: &[&FrEntry], b: &[&FrEntry]) -> bool {
     }
 }
 
+/// The pending sends (or receives) of one pair, with their ranks.
+type Pending<'d> = Vec<(u32, &'d FrEntry)>;
+
 /// Pending sends and receives whose peer has no pending counterpart.
 fn p2p_findings(
     key: &GroupKey,
@@ -674,17 +683,16 @@ fn p2p_findings(
 ) -> Vec<Finding> {
     let global = |local: u32| key.members.get(local as usize).copied();
     // (src, dst) in global ranks, with the pending calls of each side.
-    let mut open: BTreeMap<(u32, u32), (Vec<(u32, &FrEntry)>, Vec<(u32, &FrEntry)>)> =
-        BTreeMap::new();
+    let mut open: BTreeMap<(u32, u32), (Pending, Pending)> = BTreeMap::new();
     for (&r, rc) in ranks {
         for e in rc.p2p.iter().filter(|e| e.state != CallState::Completed) {
             let Some((s, d)) = e.peer.and_then(|(s, d)| Some((global(s)?, global(d)?))) else {
                 continue;
             };
             let side = open.entry((s, d)).or_default();
-            if e.op == "send" && s == r {
+            if &*e.op == "send" && s == r {
                 side.0.push((r, e));
-            } else if e.op == "recv" && d == r {
+            } else if &*e.op == "recv" && d == r {
                 side.1.push((r, e));
             }
         }
@@ -728,7 +736,7 @@ fn p2p_findings(
             seq: e.p2p_seq,
             op: format!("{} {s}->{d}", e.op),
             input_sizes: e.input_sizes.clone(),
-            dtypes: e.input_dtypes.clone(),
+            dtypes: texts(&e.input_dtypes),
             missing: if has_dump { vec![peer] } else { Vec::new() },
             waiting: vec![Waiting {
                 rank: r,

@@ -4,6 +4,7 @@
 //! reader fills it, `metrics::hang` reads it.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// How far a call got when the rank dumped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -38,24 +39,25 @@ pub struct Frame {
 pub struct FrEntry {
     /// Position in the rank's ring buffer (0 = oldest kept).
     pub record_id: u64,
-    /// The group's name (`process_group[0]`, the `pg_config` key).
-    pub group: String,
+    /// The group's name (`process_group[0]`, the `pg_config` key). Names
+    /// repeat in every entry: each is one shared string per dump.
+    pub group: Arc<str>,
     /// The group's description (`default_pg`, `undefined`, a user's name).
-    pub desc: String,
+    pub desc: Arc<str>,
     /// Collectives of the group so far, this one included (the same count
     /// on every member); for a send or recv, the count before it.
     pub collective_seq: u64,
     /// Point-to-point calls of the group so far on this rank.
     pub p2p_seq: u64,
     /// The operation without the backend prefix: `all_reduce`, `send`.
-    pub op: String,
+    pub op: Arc<str>,
     /// For a send or recv: (source, destination) as group ranks.
     pub peer: Option<(u32, u32)>,
     pub is_p2p: bool,
     pub input_sizes: Vec<Vec<i64>>,
     pub output_sizes: Vec<Vec<i64>>,
-    pub input_dtypes: Vec<String>,
-    pub output_dtypes: Vec<String>,
+    pub input_dtypes: Vec<Arc<str>>,
+    pub output_dtypes: Vec<Arc<str>>,
     pub state: CallState,
     /// Wall-clock ns since the Unix epoch (the rank's host clock).
     pub created_ns: i64,
@@ -126,7 +128,7 @@ impl FrDump {
     }
 
     pub fn status(&self, group: &str) -> Option<FrStatus> {
-        self.status.iter().find(|s| s.0 == group).map(|s| s.1)
+        self.status.iter().find(|s| *s.0 == *group).map(|s| s.1)
     }
 
     /// The latest time anything in the dump was seen to happen.

@@ -8,6 +8,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
+use std::sync::Arc;
 
 use serde::Deserialize;
 
@@ -404,7 +405,15 @@ fn convert(raw: RawDump, rank: u32, path: &Path, warnings: &mut Vec<String>) -> 
     // `pg_status` is keyed by the rank's local group id; entries carry both.
     let mut id_to_name: HashMap<i64, String> = HashMap::new();
     let mut stacks: Vec<Vec<Frame>> = Vec::new();
-    let mut stack_ids: HashMap<Vec<Frame>, u32> = HashMap::new();
+    let mut stack_ids: foldhash::HashMap<Vec<Frame>, u32> = Default::default();
+    // One shared string per distinct name, op and dtype of the dump.
+    let mut names: foldhash::HashMap<String, Arc<str>> = Default::default();
+    let mut intern = |s: String| -> Arc<str> {
+        names
+            .entry(s)
+            .or_insert_with_key(|k| Arc::from(k.as_str()))
+            .clone()
+    };
     let mut entries = Vec::with_capacity(raw.entries.len());
     let mut nameless = 0usize;
     // Whether each group's last entry was point-to-point: before 2.6 a
@@ -418,7 +427,7 @@ fn convert(raw: RawDump, rank: u32, path: &Path, warnings: &mut Vec<String>) -> 
         };
         let op_text = name.split_once(':').map_or(name.as_str(), |(_, op)| op);
         let mut parts = op_text.split_whitespace();
-        let op = parts.next().unwrap_or("").to_owned();
+        let op = intern(parts.next().unwrap_or("").to_owned());
         let peer = parts.next().and_then(|p| {
             let (a, b) = p.split_once("->").or_else(|| {
                 // `recv 3<-0`: destination first.
@@ -434,8 +443,9 @@ fn convert(raw: RawDump, rank: u32, path: &Path, warnings: &mut Vec<String>) -> 
                 String::new(),
             ),
         };
+        let (group, desc) = (intern(group), intern(desc));
         if let Some(id) = e.pg_id {
-            id_to_name.entry(id).or_insert_with(|| group.clone());
+            id_to_name.entry(id).or_insert_with(|| group.to_string());
         }
         let state = match e.state.as_deref() {
             Some("completed") => CallState::Completed,
@@ -466,11 +476,11 @@ fn convert(raw: RawDump, rank: u32, path: &Path, warnings: &mut Vec<String>) -> 
         });
         let is_p2p = match e.is_p2p {
             Some(p) => p,
-            None if op == "coalesced" => last_p2p.get(&group).copied().unwrap_or(false),
-            None => op == "send" || op == "recv",
-        } || op == "send"
-            || op == "recv";
-        last_p2p.insert(group.clone(), is_p2p);
+            None if &*op == "coalesced" => last_p2p.get(&*group).copied().unwrap_or(false),
+            None => &*op == "send" || &*op == "recv",
+        } || &*op == "send"
+            || &*op == "recv";
+        last_p2p.insert(group.to_string(), is_p2p);
         entries.push(FrEntry {
             record_id: e
                 .record_id
@@ -492,8 +502,8 @@ fn convert(raw: RawDump, rank: u32, path: &Path, warnings: &mut Vec<String>) -> 
             is_p2p,
             input_sizes: e.input_sizes,
             output_sizes: e.output_sizes,
-            input_dtypes: e.input_dtypes,
-            output_dtypes: e.output_dtypes,
+            input_dtypes: e.input_dtypes.into_iter().map(&mut intern).collect(),
+            output_dtypes: e.output_dtypes.into_iter().map(&mut intern).collect(),
             state,
             created_ns: time(e.time_created_ns).unwrap_or(0),
             started_ns: time(e.time_discovered_started_ns),
@@ -611,7 +621,7 @@ mod tests {
         );
         assert!(e[0].input_dtypes.is_empty() && !e[0].is_p2p);
         assert_eq!(
-            (e[1].op.as_str(), e[1].peer, e[1].is_p2p),
+            (&*e[1].op, e[1].peer, e[1].is_p2p),
             ("send", Some((0, 1)), true)
         );
         assert!(e[2].is_p2p);
