@@ -832,7 +832,8 @@ fn rank_lasts(
     out
 }
 
-fn group_name(group: &str, desc: &str) -> String {
+/// `group 3 (tp)`, or `group 3` when it has no description of its own.
+pub fn group_name(group: &str, desc: &str) -> String {
     if desc.is_empty() || desc == "undefined" {
         format!("group {group}")
     } else {

@@ -6,6 +6,7 @@
 //! into plain structs, bounded first by `pickle_budget`). A dump cut off by
 //! the process's death is read up to its last whole entry.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::sync::Arc;
@@ -47,16 +48,55 @@ impl Scalar {
     }
 }
 
+/// Text borrowed from the file where it can be (no escapes), owned where
+/// not: entries repeat the same few names thousands of times, so they are
+/// looked up, not allocated.
+#[derive(Debug, Default, Clone)]
+struct Text<'a>(Cow<'a, str>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Text<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("text")
+            }
+            fn visit_borrowed_str<E: serde::de::Error>(
+                self,
+                s: &'de str,
+            ) -> Result<Self::Value, E> {
+                Ok(Text(Cow::Borrowed(s)))
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Self::Value, E> {
+                Ok(Text(Cow::Owned(s.to_owned())))
+            }
+            fn visit_string<E: serde::de::Error>(self, s: String) -> Result<Self::Value, E> {
+                Ok(Text(Cow::Owned(s)))
+            }
+        }
+        d.deserialize_str(Visit)
+    }
+}
+
+impl std::ops::Deref for Text<'_> {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
 #[derive(Deserialize, Default)]
 #[serde(default)]
-struct RawDump {
+struct RawDump<'a> {
     version: Option<Scalar>,
     comm_lib_version: Option<String>,
     nccl_version: Option<String>,
     rank: Option<i64>,
     pg_config: BTreeMap<String, RawGroup>,
     pg_status: BTreeMap<String, BTreeMap<String, Option<Scalar>>>,
-    entries: Vec<RawEntry>,
+    #[serde(borrow)]
+    entries: Vec<RawEntry<'a>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -76,33 +116,41 @@ enum RawRanks {
 
 #[derive(Deserialize, Default)]
 #[serde(default)]
-struct RawEntry {
+struct RawEntry<'a> {
     record_id: Option<i64>,
     pg_id: Option<i64>,
-    process_group: Option<Vec<String>>,
+    #[serde(borrow)]
+    process_group: Option<Vec<Text<'a>>>,
     collective_seq_id: Option<i64>,
     /// Before 2.3: one sequence for every call.
     seq_id: Option<i64>,
     p2p_seq_id: Option<i64>,
-    profiling_name: Option<String>,
+    #[serde(borrow)]
+    profiling_name: Option<Text<'a>>,
     time_created_ns: Option<i64>,
     input_sizes: Vec<Vec<i64>>,
     output_sizes: Vec<Vec<i64>>,
-    input_dtypes: Vec<String>,
-    output_dtypes: Vec<String>,
-    state: Option<String>,
+    #[serde(borrow)]
+    input_dtypes: Vec<Text<'a>>,
+    #[serde(borrow)]
+    output_dtypes: Vec<Text<'a>>,
+    #[serde(borrow)]
+    state: Option<Text<'a>>,
     time_discovered_started_ns: Option<i64>,
     time_discovered_completed_ns: Option<i64>,
     timeout_ms: Option<i64>,
     is_p2p: Option<bool>,
-    frames: Vec<RawFrame>,
+    #[serde(borrow)]
+    frames: Vec<RawFrame<'a>>,
 }
 
 #[derive(Deserialize, Default)]
 #[serde(default)]
-struct RawFrame {
-    name: String,
-    filename: String,
+struct RawFrame<'a> {
+    #[serde(borrow)]
+    name: Text<'a>,
+    #[serde(borrow)]
+    filename: Text<'a>,
     line: i64,
 }
 
@@ -138,17 +186,19 @@ pub fn read(bytes: &[u8], path: &Path) -> Result<(FrDump, Vec<String>), Error> {
     };
     let mut warnings = Vec::new();
     let mut truncated = false;
+    // What the entries borrow their text from.
+    let (mended, tree);
     let raw: RawDump = if bytes.first() == Some(&0x80) {
         // Bounded first: walking a value the stream reuses costs as much
         // as copying it.
-        let mended = super::pickle_budget::check_and_mend(bytes).map_err(|why| {
+        mended = super::pickle_budget::check_and_mend(bytes).map_err(|why| {
             not(format!(
                 "a pickle that cannot be decoded within bounds: {why}"
             ))
         })?;
         truncated = mended.is_some();
         let bytes = mended.as_deref().unwrap_or(bytes);
-        let tree = super::pickle_tree::decode(bytes)
+        tree = super::pickle_tree::decode(bytes)
             .map_err(|e| not(format!("not a Flight Recorder dump: {e}")))?;
         from_tree(&tree).map_err(|e| {
             not(format!(
@@ -206,7 +256,7 @@ pub fn read(bytes: &[u8], path: &Path) -> Result<(FrDump, Vec<String>), Error> {
 /// The entries of a JSON dump that ends early, each parsed on its own up to
 /// the cut. The JSON writer sorts keys, so `entries` comes second and the
 /// groups after it are lost.
-fn json_entries_before_cut(bytes: &[u8]) -> Option<RawDump> {
+fn json_entries_before_cut(bytes: &[u8]) -> Option<RawDump<'_>> {
     let key = memchr::memmem::find(bytes, b"\"entries\"")?;
     let mut at = key + "\"entries\"".len();
     let skip = |at: &mut usize, c: u8| {
@@ -245,7 +295,7 @@ fn json_entries_before_cut(bytes: &[u8]) -> Option<RawDump> {
 
 /// A decoded pickle as the dump's fields; a field of the wrong type is an
 /// error, as for the JSON reader.
-fn from_tree(t: &Tree) -> Result<RawDump, String> {
+fn from_tree<'a>(t: &Tree<'a>) -> Result<RawDump<'a>, String> {
     let root = t
         .root
         .filter(|r| matches!(r, V::Dict(_)))
@@ -315,7 +365,7 @@ fn scalar(v: V) -> Option<Scalar> {
     })
 }
 
-fn entry_from_tree(t: &Tree, e: V) -> Result<RawEntry, String> {
+fn entry_from_tree<'a>(t: &Tree<'a>, e: V<'a>) -> Result<RawEntry<'a>, String> {
     if !matches!(e, V::Dict(_)) {
         return Err("not a dict".into());
     }
@@ -327,12 +377,12 @@ fn entry_from_tree(t: &Tree, e: V) -> Result<RawEntry, String> {
             .map(Some)
             .ok_or_else(|| format!("`{k}` is not an integer")),
     };
-    let texts = |k: &str, v: V| -> Result<Vec<String>, String> {
+    let texts = |k: &str, v: V<'a>| -> Result<Vec<Text<'a>>, String> {
         t.list(v)
             .iter()
             .map(|x| {
                 x.str()
-                    .map(str::to_owned)
+                    .map(|s| Text(Cow::Borrowed(s)))
                     .ok_or_else(|| format!("`{k}` is not a list of text"))
             })
             .collect()
@@ -364,8 +414,8 @@ fn entry_from_tree(t: &Tree, e: V) -> Result<RawEntry, String> {
             "time_discovered_completed_ns" => r.time_discovered_completed_ns = int(k, v)?,
             "timeout_ms" => r.timeout_ms = int(k, v)?,
             "process_group" => r.process_group = Some(texts(k, v)?),
-            "profiling_name" => r.profiling_name = v.str().map(str::to_owned),
-            "state" => r.state = v.str().map(str::to_owned),
+            "profiling_name" => r.profiling_name = v.str().map(|s| Text(Cow::Borrowed(s))),
+            "state" => r.state = v.str().map(|s| Text(Cow::Borrowed(s))),
             "is_p2p" => r.is_p2p = v.bool(),
             "input_sizes" => r.input_sizes = sizes(k, v)?,
             "output_sizes" => r.output_sizes = sizes(k, v)?,
@@ -375,14 +425,14 @@ fn entry_from_tree(t: &Tree, e: V) -> Result<RawEntry, String> {
                 r.frames = t
                     .list(v)
                     .iter()
-                    .map(|&f| RawFrame {
-                        name: t.get(f, "name").and_then(V::str).unwrap_or("").to_owned(),
-                        filename: t
-                            .get(f, "filename")
-                            .and_then(V::str)
-                            .unwrap_or("")
-                            .to_owned(),
-                        line: t.get(f, "line").and_then(V::int).unwrap_or(0),
+                    .map(|&f| {
+                        let text =
+                            |k| Text(Cow::Borrowed(t.get(f, k).and_then(V::str).unwrap_or("")));
+                        RawFrame {
+                            name: text("name"),
+                            filename: text("filename"),
+                            line: t.get(f, "line").and_then(V::int).unwrap_or(0),
+                        }
                     })
                     .collect();
             }
@@ -405,14 +455,19 @@ fn convert(raw: RawDump, rank: u32, path: &Path, warnings: &mut Vec<String>) -> 
     // `pg_status` is keyed by the rank's local group id; entries carry both.
     let mut id_to_name: HashMap<i64, String> = HashMap::new();
     let mut stacks: Vec<Vec<Frame>> = Vec::new();
-    let mut stack_ids: foldhash::HashMap<Vec<Frame>, u32> = Default::default();
+    // Stacks by a hash of their frames (then compared): the file's text is
+    // copied only for a stack not seen before.
+    let mut stack_ids: foldhash::HashMap<u64, Vec<u32>> = Default::default();
+    let hasher = foldhash::fast::FixedState::with_seed(0);
     // One shared string per distinct name, op and dtype of the dump.
-    let mut names: foldhash::HashMap<String, Arc<str>> = Default::default();
-    let mut intern = |s: String| -> Arc<str> {
-        names
-            .entry(s)
-            .or_insert_with_key(|k| Arc::from(k.as_str()))
-            .clone()
+    let mut names: foldhash::HashMap<Box<str>, Arc<str>> = Default::default();
+    let mut intern = |s: &str| -> Arc<str> {
+        if let Some(a) = names.get(s) {
+            return a.clone();
+        }
+        let a: Arc<str> = Arc::from(s);
+        names.insert(s.into(), a.clone());
+        a
     };
     let mut entries = Vec::with_capacity(raw.entries.len());
     let mut nameless = 0usize;
@@ -425,9 +480,9 @@ fn convert(raw: RawDump, rank: u32, path: &Path, warnings: &mut Vec<String>) -> 
             nameless += 1;
             continue;
         };
-        let op_text = name.split_once(':').map_or(name.as_str(), |(_, op)| op);
+        let op_text = name.split_once(':').map_or(&*name, |(_, op)| op);
         let mut parts = op_text.split_whitespace();
-        let op = intern(parts.next().unwrap_or("").to_owned());
+        let op = intern(parts.next().unwrap_or(""));
         let peer = parts.next().and_then(|p| {
             let (a, b) = p.split_once("->").or_else(|| {
                 // `recv 3<-0`: destination first.
@@ -436,14 +491,13 @@ fn convert(raw: RawDump, rank: u32, path: &Path, warnings: &mut Vec<String>) -> 
             Some((a.parse().ok()?, b.parse().ok()?))
         });
         let (group, desc) = match e.process_group.as_deref() {
-            Some([g, d, ..]) => (g.clone(), d.clone()),
-            Some([g]) => (g.clone(), String::new()),
+            Some([g, d, ..]) => (intern(g), intern(d)),
+            Some([g]) => (intern(g), intern("")),
             _ => (
-                e.pg_id.map_or_else(String::new, |i| i.to_string()),
-                String::new(),
+                intern(&e.pg_id.map_or_else(String::new, |i| i.to_string())),
+                intern(""),
             ),
         };
-        let (group, desc) = (intern(group), intern(desc));
         if let Some(id) = e.pg_id {
             id_to_name.entry(id).or_insert_with(|| group.to_string());
         }
@@ -459,20 +513,38 @@ fn convert(raw: RawDump, rank: u32, path: &Path, warnings: &mut Vec<String>) -> 
         // The JSON writer puts 0 where the pickle has None.
         let time = |t: Option<i64>| t.filter(|&t| t > 0);
         let stack = (!e.frames.is_empty()).then(|| {
-            let frames: Vec<Frame> = e
-                .frames
-                .into_iter()
-                .map(|f| Frame {
-                    name: f.name,
-                    file: f.filename,
-                    line: f.line,
-                })
-                .collect();
-            let next = stacks.len() as u32;
-            *stack_ids.entry(frames.clone()).or_insert_with(|| {
-                stacks.push(frames);
-                next
-            })
+            let key = {
+                use std::hash::{BuildHasher, Hash, Hasher};
+                let mut h = hasher.build_hasher();
+                for f in &e.frames {
+                    (&*f.name, &*f.filename, f.line).hash(&mut h);
+                }
+                h.finish()
+            };
+            let same = |s: &[Frame]| {
+                s.len() == e.frames.len()
+                    && s.iter().zip(&e.frames).all(|(a, b)| {
+                        a.line == b.line && a.name == *b.name && a.file == *b.filename
+                    })
+            };
+            let ids = stack_ids.entry(key).or_default();
+            match ids.iter().find(|&&i| same(&stacks[i as usize])) {
+                Some(&i) => i,
+                None => {
+                    stacks.push(
+                        e.frames
+                            .iter()
+                            .map(|f| Frame {
+                                name: f.name.to_string(),
+                                file: f.filename.to_string(),
+                                line: f.line,
+                            })
+                            .collect(),
+                    );
+                    ids.push(stacks.len() as u32 - 1);
+                    stacks.len() as u32 - 1
+                }
+            }
         });
         let is_p2p = match e.is_p2p {
             Some(p) => p,
@@ -502,8 +574,8 @@ fn convert(raw: RawDump, rank: u32, path: &Path, warnings: &mut Vec<String>) -> 
             is_p2p,
             input_sizes: e.input_sizes,
             output_sizes: e.output_sizes,
-            input_dtypes: e.input_dtypes.into_iter().map(&mut intern).collect(),
-            output_dtypes: e.output_dtypes.into_iter().map(&mut intern).collect(),
+            input_dtypes: e.input_dtypes.iter().map(|d| intern(d)).collect(),
+            output_dtypes: e.output_dtypes.iter().map(|d| intern(d)).collect(),
             state,
             created_ns: time(e.time_created_ns).unwrap_or(0),
             started_ns: time(e.time_discovered_started_ns),

@@ -1,7 +1,9 @@
 //! The hang verdict in words: what `ccl-bench hang` prints and the Hang tab
 //! shows, line by line, each with a kind the screen styles.
 
-use crate::metrics::hang::{ranges, CallRef, Finding, HangReport, RankLast, Stack};
+use crate::metrics::hang::{
+    group_name as group, ranges, CallRef, Finding, HangReport, RankLast, Stack,
+};
 
 /// How a line reads on screen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -261,14 +263,6 @@ fn stack(s: &Stack, push: &mut impl FnMut(Kind, String)) {
 
 fn is_torch(file: &str) -> bool {
     file.contains("/torch/") || file.starts_with("torch/")
-}
-
-fn group(name: &str, desc: &str) -> String {
-    if desc.is_empty() || desc == "undefined" {
-        format!("group {name}")
-    } else {
-        format!("group {name} ({desc})")
-    }
 }
 
 fn call(c: &CallRef) -> String {
