@@ -105,6 +105,7 @@ pub fn decode(bytes: &[u8]) -> Result<Tree<'_>, String> {
     let mut t = Tree::default();
     let mut stack: Vec<Slot> = Vec::with_capacity(64);
     let mut memo: Vec<Option<V>> = Vec::new();
+    let mut marks: Vec<usize> = Vec::new();
     let mut at = 0usize;
     let ends = || "it ends inside an opcode".to_owned();
     macro_rules! take {
@@ -130,19 +131,28 @@ pub fn decode(bytes: &[u8]) -> Result<Tree<'_>, String> {
             _ => Err("a memo of no value".into()),
         }
     }
+    // Where the topmost mark is (`marks` holds their positions, so a
+    // container of 2,000 entries is not searched for it).
+    fn last_mark(stack: &[Slot], marks: &mut Vec<usize>) -> Result<usize, String> {
+        let m = marks.pop().ok_or("no mark on the stack")?;
+        match stack.get(m) {
+            Some(Slot::Mark) => Ok(m),
+            _ => Err("no mark on the stack".into()),
+        }
+    }
     // The values above the topmost mark, the mark removed.
-    fn above_mark<'a>(stack: &mut Vec<Slot<'a>>) -> Result<Vec<V<'a>>, String> {
-        let m = stack
-            .iter()
-            .rposition(|s| matches!(s, Slot::Mark))
-            .ok_or("no mark on the stack")?;
+    fn above_mark<'a>(
+        stack: &mut Vec<Slot<'a>>,
+        marks: &mut Vec<usize>,
+    ) -> Result<Vec<V<'a>>, String> {
+        let m = last_mark(stack, marks)?;
         let items = stack[m + 1..]
             .iter()
             .map(|s| match s {
-                Slot::Val(v) => *v,
-                Slot::Mark => V::None,
+                Slot::Val(v) => Ok(*v),
+                Slot::Mark => Err("a mark among a container's items".to_owned()),
             })
-            .collect();
+            .collect::<Result<_, _>>()?;
         stack.truncate(m);
         Ok(items)
     }
@@ -175,7 +185,10 @@ pub fn decode(bytes: &[u8]) -> Result<Tree<'_>, String> {
                 t.root = Some(pop(&mut stack)?);
                 return Ok(t);
             }
-            b'(' => stack.push(Slot::Mark),
+            b'(' => {
+                marks.push(stack.len());
+                stack.push(Slot::Mark);
+            }
             b'N' => stack.push(Slot::Val(V::None)),
             b'\x88' => stack.push(Slot::Val(V::Bool(true))),
             b'\x89' => stack.push(Slot::Val(V::Bool(false))),
@@ -254,12 +267,12 @@ pub fn decode(bytes: &[u8]) -> Result<Tree<'_>, String> {
                 stack.push(Slot::Val(V::Dict(t.items.len() as u32 - 1)));
             }
             b'l' | b't' | b'\x91' => {
-                let items = above_mark(&mut stack)?;
+                let items = above_mark(&mut stack, &mut marks)?;
                 t.items.push(items);
                 stack.push(Slot::Val(V::List(t.items.len() as u32 - 1)));
             }
             b'd' => {
-                let items = above_mark(&mut stack)?;
+                let items = above_mark(&mut stack, &mut marks)?;
                 if items.len() % 2 != 0 {
                     return Err("a dict with a key but no value".into());
                 }
@@ -282,28 +295,43 @@ pub fn decode(bytes: &[u8]) -> Result<Tree<'_>, String> {
                 stack.push(Slot::Val(V::List(t.items.len() as u32 - 1)));
             }
             b'a' | b's' | b'e' | b'u' | b'\x90' => {
-                let items = match op {
-                    b'a' => vec![pop(&mut stack)?],
-                    b's' => {
-                        let v = pop(&mut stack)?;
-                        let k = pop(&mut stack)?;
-                        vec![k, v]
-                    }
-                    _ => above_mark(&mut stack)?,
+                // The items: the top one or two, or all above the mark.
+                let from = match op {
+                    b'a' => stack.len().checked_sub(1),
+                    b's' => stack.len().checked_sub(2),
+                    _ => Some(last_mark(&stack, &mut marks)? + 1),
+                }
+                .ok_or("items the stack does not hold")?;
+                let dict = matches!(op, b's' | b'u');
+                let target = match from.checked_sub(1).and_then(|i| stack.get(i).copied()) {
+                    Some(Slot::Mark) => from.checked_sub(2).and_then(|i| stack.get(i).copied()),
+                    other => other,
                 };
-                let target = match stack.last() {
-                    Some(Slot::Val(V::List(i))) if op != b's' && op != b'u' => *i,
-                    Some(Slot::Val(V::Dict(i))) if op == b's' || op == b'u' => {
-                        if items.len() % 2 != 0 {
-                            return Err("a dict with a key but no value".into());
-                        }
-                        *i
-                    }
+                let target = match target {
+                    Some(Slot::Val(V::List(i))) if !dict => i,
+                    Some(Slot::Val(V::Dict(i))) if dict => i,
                     _ => {
                         return Err("items added to something not a container of their kind".into())
                     }
                 };
-                t.items[target as usize].extend(items);
+                if dict && (stack.len() - from) % 2 != 0 {
+                    return Err("a dict with a key but no value".into());
+                }
+                let dst = &mut t.items[target as usize];
+                dst.reserve(stack.len() - from);
+                for s in &stack[from..] {
+                    match s {
+                        Slot::Val(v) => dst.push(*v),
+                        Slot::Mark => return Err("a mark among a container's items".into()),
+                    }
+                }
+                // The mark goes with its items.
+                let keep = if matches!(op, b'e' | b'u' | b'\x90') {
+                    from - 1
+                } else {
+                    from
+                };
+                stack.truncate(keep);
             }
             b'q' => {
                 let k = usize::from(take!(1)[0]);
@@ -341,13 +369,18 @@ pub fn decode(bytes: &[u8]) -> Result<Tree<'_>, String> {
                 stack.push(Slot::Val(v));
             }
             b'0' => {
-                stack.pop();
+                if let Some(Slot::Mark) = stack.pop() {
+                    marks.pop();
+                }
             }
             b'1' => {
-                above_mark(&mut stack)?;
+                above_mark(&mut stack, &mut marks)?;
             }
             b'2' => {
                 let top = *stack.last().ok_or("DUP of an empty stack")?;
+                if let Slot::Mark = top {
+                    marks.push(stack.len());
+                }
                 stack.push(top);
             }
             b'c' | b'i' | b'\x93' | b'R' | b'b' | b'\x81' | b'\x92' | b'o' | b'Q' | b'P' => {
