@@ -314,7 +314,7 @@ pub fn decode(bytes: &[u8]) -> Result<Tree<'_>, String> {
                         return Err("items added to something not a container of their kind".into())
                     }
                 };
-                if dict && (stack.len() - from) % 2 != 0 {
+                if dict && !(stack.len() - from).is_multiple_of(2) {
                     return Err("a dict with a key but no value".into());
                 }
                 let dst = &mut t.items[target as usize];
