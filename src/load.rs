@@ -1063,7 +1063,10 @@ pub fn flight_dumps(path: &Path) -> Result<(Vec<crate::model::flight::FrDump>, V
     }
     let mut sets: BTreeMap<String, Vec<crate::discover::Input>> = BTreeMap::new();
     for i in discovery.inputs.drain(..) {
-        sets.entry(dump_prefix(&i.path)).or_default().push(i);
+        let prefix = crate::read::flight_recorder::split_name(&i.path)
+            .0
+            .to_owned();
+        sets.entry(prefix).or_default().push(i);
     }
     if sets.len() > 1 {
         let (keep, _) = sets
@@ -1099,12 +1102,4 @@ pub fn flight_dumps(path: &Path) -> Result<(Vec<crate::model::flight::FrDump>, V
     .map(|(rank, d)| crate::model::flight::FrDump { rank, ..d })
     .collect();
     Ok((dumps, report.warnings))
-}
-
-/// A dump's file name without the rank that ends it (`nccl_trace_rank_`).
-fn dump_prefix(path: &Path) -> String {
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-    let stem = name.strip_suffix(".json").unwrap_or(name);
-    stem.trim_end_matches(|c: char| c.is_ascii_digit())
-        .to_owned()
 }

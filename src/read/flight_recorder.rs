@@ -170,12 +170,17 @@ pub fn sniff(bytes: &[u8], has: impl Fn(&str) -> bool) -> u8 {
 /// The rank in a dump's file name: `nccl_trace_rank_12`, or the digits
 /// ending any prefix (`TORCH_FR_DUMP_TEMP_FILE=/tmp/trace_` gives `trace_12`).
 pub fn rank_of(path: &Path) -> Option<u32> {
-    crate::naming::rank_from_name(path).or_else(|| {
-        let name = path.file_name()?.to_str()?;
-        let stem = name.strip_suffix(".json").unwrap_or(name);
-        let digits = stem.len() - stem.trim_end_matches(|c: char| c.is_ascii_digit()).len();
-        (digits > 0).then(|| stem[stem.len() - digits..].parse().ok())?
-    })
+    crate::naming::rank_from_name(path).or_else(|| split_name(path).1?.parse().ok())
+}
+
+/// A dump's file name as its prefix and the digits ending it
+/// (`nccl_trace_rank_`, `12`); a `.json` ending is left out.
+pub fn split_name(path: &Path) -> (&str, Option<&str>) {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let stem = name.strip_suffix(".json").unwrap_or(name);
+    let prefix = stem.trim_end_matches(|c: char| c.is_ascii_digit());
+    let digits = &stem[prefix.len()..];
+    (prefix, (!digits.is_empty()).then_some(digits))
 }
 
 /// Reads one dump (pickle or JSON, by its first byte).
