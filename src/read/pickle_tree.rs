@@ -77,14 +77,6 @@ impl<'a> V<'a> {
         }
     }
 
-    pub fn float(self) -> Option<f64> {
-        match self {
-            V::Float(f) => Some(f),
-            V::Int(i) => Some(i as f64),
-            _ => None,
-        }
-    }
-
     pub fn bool(self) -> Option<bool> {
         match self {
             V::Bool(b) => Some(b),
@@ -273,7 +265,7 @@ pub fn decode(bytes: &[u8]) -> Result<Tree<'_>, String> {
             }
             b'd' => {
                 let items = above_mark(&mut stack, &mut marks)?;
-                if items.len() % 2 != 0 {
+                if !items.len().is_multiple_of(2) {
                     return Err("a dict with a key but no value".into());
                 }
                 t.items.push(items);
