@@ -4,12 +4,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Format {
-    Table,
-    Json,
-    Csv,
-}
+// The views own their formats; the command line only names them.
+pub use crate::report::Format;
 
 /// Communication and compute metrics from multi-rank GPU profiler traces.
 ///

@@ -11,9 +11,16 @@ mod table;
 
 use std::io::{self, Write};
 
-use crate::cli::Format;
 use crate::metrics::{Metric, Outcome};
 use crate::model::Ns;
+
+/// How a report is written: a table for people, JSON or CSV for tools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Table,
+    Json,
+    Csv,
+}
 
 /// One evaluated metric.
 pub struct Row {

@@ -5,7 +5,7 @@ use std::io::{self, Write};
 
 use serde_json::json;
 
-use crate::cli::Format;
+use super::Format;
 use crate::derive::groups::{GroupInfo, Role};
 use crate::derive::instances::{FitRow, GroupRow, InstanceRow};
 use crate::model::time::{human, Ns};

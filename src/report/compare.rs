@@ -4,7 +4,7 @@ use std::io::{self, Write};
 
 use serde_json::{json, Value};
 
-use crate::cli::Format;
+use super::Format;
 use crate::compare::{Comparison, MetricDiff, TimeDiff, Verdict};
 use crate::metrics::Better;
 use crate::model::time::{human, Ns};

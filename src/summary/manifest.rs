@@ -20,6 +20,10 @@ pub const VERSION: u32 = 1;
 /// Entries' folder.
 pub const ENTRIES: &str = "inputs";
 
+/// The folder inside a summary that holds kept results, one file per key
+/// (`results.rs`).
+pub const RESULTS: &str = "results";
+
 /// The largest manifest or entry read: they list inputs and warnings, not events.
 const MAX_JSON: u64 = 256 << 20;
 

@@ -20,8 +20,7 @@ use crate::model::trace::Offset;
 use crate::model::Ns;
 use crate::report::{About, Row};
 
-/// The folder inside a summary that holds results, one file per key.
-pub const RESULTS: &str = "results";
+pub use super::manifest::RESULTS;
 
 /// Results of other keys kept beside the newest (other option sets).
 const KEEP: usize = 16;

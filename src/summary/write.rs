@@ -633,7 +633,7 @@ pub fn check_out(out: &Path) -> Result<()> {
                 "memory",
                 "et",
                 "card",
-                super::results::RESULTS,
+                super::manifest::RESULTS,
                 super::stats::COMM,
                 super::stats::STATS,
             ]

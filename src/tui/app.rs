@@ -237,12 +237,21 @@ impl App {
         layout(Rect::new(0, 0, self.size.0, self.size.1)).1
     }
 
+    /// Writes the screen as it is drawn now (see `svg::save`).
+    fn save_view(&self) -> std::io::Result<(std::path::PathBuf, std::path::PathBuf)> {
+        use ratatui::widgets::Widget;
+        let (w, h) = self.size;
+        let mut buf = ratatui::buffer::Buffer::empty(Rect::new(0, 0, w, h));
+        self.render(buf.area, &mut buf);
+        super::svg::save(&buf, self.tab.title(), &self.save_dir)
+    }
+
     pub fn update(&mut self, action: Action) {
         self.notice = None;
         match action {
             Action::Quit => return self.quit = true,
             Action::SaveView => {
-                let said = match super::screenshot::save_view(self, &self.save_dir) {
+                let said = match self.save_view() {
                     Ok((svg, txt)) => {
                         format!("screen written to {} and {}", svg.display(), txt.display())
                     }

@@ -10,9 +10,11 @@ use std::sync::{Arc, Mutex};
 use rayon::prelude::*;
 
 use crate::derive::lanes::FACTOR;
+use crate::model::collectives::LastStarts;
+use crate::model::Trace;
 use crate::model::{DeviceOp, Interval, Ns};
 use crate::summary::pages::Pages;
-use crate::tui::data::{bin_lanes, wait_of, Data, Lane, Shown};
+use crate::tui::lane::{bin_lanes, wait_of, Lane, Shown};
 
 /// Most rows a window read decodes (4 row groups): past it, bins are drawn.
 const MAX_ROWS: usize = 1 << 18;
@@ -31,6 +33,14 @@ const KEPT: usize = 256;
 /// Most rows one rank's window may read with `on_screen` ranks shown.
 fn max_rows(on_screen: usize) -> usize {
     MAX_ROWS.min(KEPT_ROWS / on_screen.max(1))
+}
+
+/// What reading pages needs of the run: its ranks as held (lean) and
+/// where each collective's last member started (a lane's waits).
+#[derive(Clone, Copy)]
+pub struct Run<'a> {
+    pub trace: &'a Trace,
+    pub last_starts: &'a LastStarts,
 }
 
 pub struct Paged {
@@ -163,7 +173,7 @@ impl Paged {
     /// so a pan stays inside) unless kept.
     fn detail(
         &self,
-        data: &Data,
+        run: Run<'_>,
         rank_index: usize,
         view: Interval,
         want: Want,
@@ -178,7 +188,7 @@ impl Paged {
             view.start.saturating_sub(view.len()),
             view.end.saturating_add(view.len()),
         );
-        match self.read(data, rank_index, span, want) {
+        match self.read(run, rank_index, span, want) {
             Ok(d) => {
                 let d = Arc::new(d);
                 if let Ok(mut cache) = self.cache.lock() {
@@ -193,17 +203,17 @@ impl Paged {
         }
     }
 
-    fn read(&self, data: &Data, ri: usize, span: Interval, want: Want) -> Result<Detail, String> {
-        let t = &data.trace.ranks[ri];
+    fn read(&self, run: Run<'_>, ri: usize, span: Interval, want: Want) -> Result<Detail, String> {
+        let t = &run.trace.ranks[ri];
         let pages = self.pages.rank(ri).ok_or("no pages for the rank")?;
         // The rank's waits in the window, drawn as exactly as its lanes.
-        let mut waits = data.last_starts.waits_of(t);
+        let mut waits = run.last_starts.waits_of(t);
         waits.retain(|(_, w)| w.start < span.end && w.end > span.start);
         let waits = &waits;
         if want == Want::Ops {
             let max = max_rows(self.on_screen.load(Ordering::Relaxed));
             if let Some(mut ops) = pages.ops(t, span, max)? {
-                share_meta(data, ri, &mut ops);
+                share_meta(run, ri, &mut ops);
                 let mut lanes = vec![Arc::new(Lane::of(
                     ri,
                     t.rank,
@@ -242,9 +252,9 @@ impl Paged {
         })
     }
 
-    pub fn shown<'a>(&self, data: &Data, lane: &'a Lane, view: Interval, width: u16) -> Shown<'a> {
+    pub fn shown<'a>(&self, run: Run<'_>, lane: &'a Lane, view: Interval, width: u16) -> Shown<'a> {
         let want = self.want(lane.rank_index, view, width);
-        let Some(d) = self.detail(data, lane.rank_index, view, want) else {
+        let Some(d) = self.detail(run, lane.rank_index, view, want) else {
             return Shown::Resident(lane);
         };
         match d.lanes.iter().find(|l| l.stream == lane.stream) {
@@ -262,7 +272,7 @@ impl Paged {
         }
     }
 
-    pub fn prefetch(&self, data: &Data, views: &[(usize, Interval)], width: u16) {
+    pub fn prefetch(&self, run: Run<'_>, views: &[(usize, Interval)], width: u16) {
         let mut todo: Vec<(usize, Interval, Want)> = views
             .iter()
             .map(|&(ri, v)| (ri, v, self.want(ri, v, width)))
@@ -275,13 +285,13 @@ impl Paged {
         todo.sort_by_key(|x| x.0);
         todo.dedup_by_key(|x| x.0);
         todo.par_iter().for_each(|&(ri, v, w)| {
-            self.detail(data, ri, v, w);
+            self.detail(run, ri, v, w);
         });
     }
 
     pub fn ops_in(
         &self,
-        data: &Data,
+        run: Run<'_>,
         ri: usize,
         stream: Option<u32>,
         view: Interval,
@@ -298,9 +308,9 @@ impl Paged {
             None if max != usize::MAX => return None,
             None => {
                 let pages = self.pages.rank(ri)?;
-                match pages.ops(&data.trace.ranks[ri], view, MAX_ROWS) {
+                match pages.ops(&run.trace.ranks[ri], view, MAX_ROWS) {
                     Ok(Some(mut ops)) => {
-                        share_meta(data, ri, &mut ops);
+                        share_meta(run, ri, &mut ops);
                         ops.into_iter().filter(|o| keep(&o)).collect()
                     }
                     Ok(None) => return None,
@@ -316,7 +326,7 @@ impl Paged {
 
     pub fn visit(
         &self,
-        data: &Data,
+        run: Run<'_>,
         ri: usize,
         view: Interval,
         f: &mut dyn FnMut(&DeviceOp),
@@ -324,9 +334,9 @@ impl Paged {
         let Some(pages) = self.pages.rank(ri) else {
             return Ok(());
         };
-        pages.visit(&data.trace.ranks[ri], view, &mut |ops| {
+        pages.visit(&run.trace.ranks[ri], view, &mut |ops| {
             let mut ops = ops.to_vec();
-            share_meta(data, ri, &mut ops);
+            share_meta(run, ri, &mut ops);
             ops.iter()
                 .filter(|o| o.start < view.end && o.end() > view.start)
                 .for_each(&mut *f);
@@ -335,8 +345,8 @@ impl Paged {
 }
 
 /// Gives a window's collectives the metadata their lean copies hold.
-fn share_meta(data: &Data, ri: usize, ops: &mut [DeviceOp]) {
-    crate::summary::pages::share_meta(&data.trace.ranks[ri], ops);
+fn share_meta(run: Run<'_>, ri: usize, ops: &mut [DeviceOp]) {
+    crate::summary::pages::share_meta(&run.trace.ranks[ri], ops);
 }
 
 #[cfg(test)]

@@ -640,7 +640,7 @@ pub fn render(state: &TimelineState, data: &Data, theme: Theme, area: Rect, buf:
         // Zoomed in far enough, ops show their names (a few per column at most
         // are looked at; wider views have no room for names anyway).
         let max = usize::from(width) * 4;
-        if let Some(th) = lane.thread(data) {
+        if let Some(th) = lane.thread(&data.trace) {
             // One nesting level per row: the outermost ranges on the first.
             let t = &data.trace.ranks[lane.rank_index];
             for dy in 0..h {
@@ -805,7 +805,7 @@ const DETAIL_ROWS: u16 = 7;
 fn details(data: &Data, lane: &Lane, at: Ns, shift: Ns, width: u16) -> Vec<Line<'static>> {
     let ri = lane.rank_index;
     let t = &data.trace.ranks[ri];
-    if let Some(th) = lane.thread(data) {
+    if let Some(th) = lane.thread(&data.trace) {
         return cpu_details(data, t, th, at, shift);
     }
     let ops = data.ops_at(ri, lane.stream, at);
@@ -1033,7 +1033,7 @@ fn render_info(
             None => String::new(),
         };
         let t = &data.trace.ranks[lane.rank_index];
-        if let Some(th) = lane.thread(data) {
+        if let Some(th) = lane.thread(&data.trace) {
             let stack = th.stack_at(state.cursor + shift);
             return match stack.last() {
                 None => Line::styled(
