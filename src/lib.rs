@@ -27,6 +27,7 @@ pub mod export;
 pub mod formats;
 pub mod fuzz;
 pub mod headless;
+pub mod human;
 pub mod load;
 pub mod metrics;
 pub mod model;

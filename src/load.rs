@@ -1077,13 +1077,7 @@ pub fn flight_dumps(path: &Path) -> Result<(Vec<crate::model::flight::FrDump>, V
         let others: Vec<String> = sets
             .iter()
             .filter(|(p, _)| **p != keep)
-            .map(|(p, s)| {
-                format!(
-                    "{} ({})",
-                    p,
-                    crate::report::human::plural(s.len(), "file", "files")
-                )
-            })
+            .map(|(p, s)| format!("{} ({})", p, crate::human::plural(s.len(), "file", "files")))
             .collect();
         report.warnings.push(format!(
             "dumps of more than one job here: read the {} named {keep}N; not read: {} (point at a folder holding one job's dumps)",

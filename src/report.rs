@@ -4,7 +4,7 @@ pub mod collectives;
 pub mod compare;
 mod csv;
 pub mod hang;
-pub mod human;
+pub use crate::human;
 pub mod json;
 pub mod safe;
 mod table;

@@ -16,6 +16,7 @@ pub mod columns;
 pub mod manifest;
 pub mod open;
 pub mod pages;
+pub mod parquet_file;
 pub mod read;
 pub mod results;
 pub mod shard;

@@ -335,7 +335,7 @@ fn bar<T>(p: &Progress, job: &std::thread::ScopedJoinHandle<'_, T>) {
             "\r\x1b[Kloading [{}{}] {done}/{total} files, {}",
             "#".repeat(filled),
             ".".repeat(width - filled),
-            ccl_bench::report::human::bytes(bytes)
+            ccl_bench::human::bytes(bytes)
         );
         let _ = err.flush();
     }

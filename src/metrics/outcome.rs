@@ -82,14 +82,11 @@ impl Unit {
         let a = v.abs();
         match self {
             Self::Seconds => crate::model::time::human(Ns::rounded(v * 1e9)),
-            Self::GB => format!(
-                "{sign}{}",
-                crate::report::human::bytes((a * 1e9).round() as u64)
-            ),
+            Self::GB => format!("{sign}{}", crate::human::bytes((a * 1e9).round() as u64)),
             Self::GBps if a > 0.0 && a < 1.0 => format!("{:.1} MB/s", v * 1e3),
             Self::GBps => format!("{} GB/s", self.human(v)),
             Self::Count | Self::Tokens | Self::TokensPerS if a < 1e15 => {
-                format!("{sign}{}", crate::report::human::count(a.round() as u64))
+                format!("{sign}{}", crate::human::count(a.round() as u64))
             }
             _ => self.human(v),
         }

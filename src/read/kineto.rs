@@ -85,7 +85,7 @@ pub fn read_with(reader: impl Read, path: &Path, cpu_ranges: bool) -> Result<Ran
              2^64 or negative, or over 1 TiB in all): the sizes are ignored, so byte and \
              bandwidth metrics leave those collectives out",
             path.display(),
-            crate::report::human::plural(
+            crate::human::plural(
                 b.implausible_sizes as usize,
                 "collective record",
                 "collective records"
@@ -102,7 +102,7 @@ pub fn read_with(reader: impl Read, path: &Path, cpu_ranges: bool) -> Result<Ran
             "{}: no complete events (ph \"X\") on a device, but {} begin/end event(s) \
              (ph \"B\"/\"E\"): this reader reads complete events, as the PyTorch profiler writes them",
             path.display(),
-            crate::report::human::count(begins)
+            crate::human::count(begins)
         ));
     }
     if let Some(w) = repeated_steps(&timeline.steps) {
@@ -666,7 +666,7 @@ impl Builder {
                     "{}: {} event{} in category \"{cat}\" look like device activity but this \
                      reader does not know the category, so their time is in no metric",
                     path.display(),
-                    crate::report::human::count(*n),
+                    crate::human::count(*n),
                     if *n == 1 { "" } else { "s" },
                 )
             })

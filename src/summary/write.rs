@@ -509,7 +509,7 @@ pub(super) fn write_parquet(
             KeyValue::new("ccl_bench.input".to_owned(), input.to_owned()),
         ]))
         .build();
-    crate::export::parquet::write_file(path, &batch.schema(), std::slice::from_ref(batch), props)
+    super::parquet_file::write_file(path, &batch.schema(), std::slice::from_ref(batch), props)
 }
 
 /// Where `rel` is written in the summary `out`: inside it, through no link.

@@ -282,7 +282,7 @@ fn group_text(role: Option<crate::derive::groups::Role>, group: &str) -> String 
 }
 
 fn size(b: Option<u64>) -> String {
-    b.map_or("-".to_owned(), crate::report::human::bytes)
+    b.map_or("-".to_owned(), crate::human::bytes)
 }
 
 fn gbps(v: Option<f64>) -> String {

@@ -10,10 +10,10 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Widget, Wrap};
 
 use crate::derive::RankRow;
+use crate::human;
 use crate::metrics::{Group, Metric, Outcome};
 use crate::model::time::human;
 use crate::model::Ns;
-use crate::report::human;
 use crate::tui::action::Action;
 use crate::tui::data::Data;
 use crate::tui::tabs::{Needs, TabCtx, TabSpec, TabView};

@@ -859,7 +859,7 @@ fn details(data: &Data, lane: &Lane, at: Ns, shift: Ns, width: u16) -> Vec<Line<
     if let Some(m) = t.coll_meta(op) {
         let mut s = format!("collective {}", m.kind.name());
         if let Some(b) = m.in_bytes() {
-            s += &format!(" · {} in", crate::report::human::bytes(b));
+            s += &format!(" · {} in", crate::human::bytes(b));
         }
         if let Some(g) = m.group_size {
             s += &format!(" · group of {g}");
@@ -1074,13 +1074,13 @@ fn render_info(
                 if let Some(m) = t.coll_meta(op) {
                     s += &format!(" {}", m.kind.name());
                     if let Some(b) = m.in_bytes() {
-                        s += &format!(" {}", crate::report::human::bytes(b));
+                        s += &format!(" {}", crate::human::bytes(b));
                     }
                     if let Some(g) = m.group_size {
                         s += &format!(" group {g}");
                     }
                 } else if let Some(b) = op.bytes() {
-                    s += &format!(" {}", crate::report::human::bytes(b));
+                    s += &format!(" {}", crate::human::bytes(b));
                 }
                 if ops.len() > 1 {
                     s += &format!("  (+{} more on other streams)", ops.len() - 1);
