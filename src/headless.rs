@@ -92,6 +92,23 @@ pub fn run(cli: &Cli) -> Result<u8> {
     let opts = cli.load_options();
     let found =
         load::inputs(path, &opts).with_context(|| format!("cannot load {}", path.display()))?;
+    // Flight Recorder dumps alone: the UI opens on the Hang tab, so the
+    // table it stands for is the hang verdict.
+    let inputs = &found.discovery.inputs;
+    let dumps_only = !inputs.is_empty()
+        && inputs
+            .iter()
+            .all(|i| matches!(i.format.role, crate::formats::Role::Flight(_)));
+    if cli.browse() && dumps_only {
+        let format = match cli.format {
+            crate::cli::Format::Json => crate::cli::HangFormat::Json,
+            _ => crate::cli::HangFormat::Table,
+        };
+        return hang(&crate::cli::HangArgs {
+            dir: path.clone(),
+            format,
+        });
+    }
     // A summary keeps what a run of all metrics computed, for the next ask.
     let metric_opts = cli.options();
     let query = results::Query {

@@ -59,6 +59,24 @@ fn the_bundled_hang_names_rank_5_and_exits_1() {
     assert_eq!(doc["ranks"][0]["rank"], 5);
 }
 
+/// A folder of dumps alone, opened without a terminal, prints what the UI
+/// would open on (the Hang tab), not a table of metrics none of which apply.
+#[test]
+fn a_folder_of_dumps_alone_prints_the_verdict_when_piped() {
+    let dir = sample();
+    let o = run(&[dir.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let hang = run(&["hang", dir.to_str().unwrap()]);
+    assert_eq!(stdout(&o), stdout(&hang));
+    let o = run(&[dir.to_str().unwrap(), "--format", "json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(doc["verdict"], "hang");
+    assert_eq!(doc["findings"][0]["missing"], serde_json::json!([5]));
+    // Asked for a metric, the folder is a trace like any other.
+    let o = run(&["--trace", dir.to_str().unwrap(), "--metric", "avg_step_time"]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+}
+
 #[test]
 fn a_finished_run_exits_0_and_no_dumps_exits_2() {
     let dir = tempfile::tempdir().unwrap();
