@@ -345,6 +345,44 @@ pub fn recognise<'t>(table: &'t [Format], head: Option<&Head>, name: &str) -> Op
     best.map(|(_, f)| f)
 }
 
+/// The formats as a Markdown table (docs/inputs.md): what each is, the
+/// files it is found in, and what the run takes from it. Timelines first,
+/// in order of precedence (the lowest present in a folder is read).
+pub fn markdown_table() -> String {
+    let mut rows: Vec<&Format> = FORMATS.iter().collect();
+    rows.sort_by_key(|f| match f.role {
+        Role::Timeline { precedence, .. } => (0, precedence),
+        Role::Memory(_) => (1, 0),
+        Role::ExecTrace(_) => (1, 1),
+        Role::Card { .. } => (1, 2),
+        Role::Flight(_) => (1, 3),
+        Role::Unreadable { .. } => (2, 0),
+    });
+    let mut out = String::from("| input | files | read for |\n|---|---|---|\n");
+    for f in rows {
+        let gives = match f.role {
+            Role::Timeline { precedence, .. } => {
+                format!("per-rank device timelines (precedence {precedence})")
+            }
+            Role::Memory(_) => "memory metrics, Memory tab".into(),
+            Role::ExecTrace(_) => {
+                "collective counts and sizes, checked against the timelines".into()
+            }
+            Role::Card { .. } => "MFU, tokens, group roles, Summary".into(),
+            Role::Flight(_) => "`ccl-bench hang`, Hang tab".into(),
+            Role::Unreadable { .. } => {
+                "not read: the error gives the command that converts it".into()
+            }
+        };
+        out.push_str(&format!(
+            "| {} | {} | {gives} |\n",
+            f.name,
+            f.files.replace('|', "\\|")
+        ));
+    }
+    out
+}
+
 /// What the formats of `table` are, for "not a trace" messages: timelines
 /// in order of precedence, then the files that annotate them.
 pub fn summary(table: &[Format]) -> String {

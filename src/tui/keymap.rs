@@ -508,6 +508,33 @@ pub fn status_hints(tab: Tab) -> String {
         .join("  ")
 }
 
+/// Every binding as a Markdown table (docs/guide.md): the keys everywhere,
+/// then each tab's in the tab bar's order, as the help screen lists them.
+pub fn markdown_table() -> String {
+    let cell = |s: &str| s.replace('|', "\\|");
+    let mut out = String::from("| where | keys | does |\n|---|---|---|\n");
+    let scopes = std::iter::once(Scope::Global).chain(Tab::all().map(Scope::Tab));
+    for scope in scopes {
+        let mut first = true;
+        for b in BINDINGS.iter().filter(|b| b.scope == scope) {
+            let place = match (first, scope) {
+                (false, _) => "",
+                (true, Scope::Global) => "everywhere",
+                (true, Scope::Tab(t)) => t.0,
+            };
+            first = false;
+            let keys = b
+                .label
+                .split(' ')
+                .map(|k| format!("`{}`", cell(k)))
+                .collect::<Vec<_>>()
+                .join(" ");
+            out.push_str(&format!("| {place} | {keys} | {} |\n", cell(b.help)));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
