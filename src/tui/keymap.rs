@@ -523,12 +523,16 @@ pub fn markdown_table() -> String {
                 (true, Scope::Tab(t)) => t.0,
             };
             first = false;
-            let keys = b
-                .label
-                .split(' ')
-                .map(|k| format!("`{}`", cell(k)))
-                .collect::<Vec<_>>()
-                .join(" ");
+            // "1 … 9" is one range, not three keys.
+            let keys = if b.label.contains('…') {
+                format!("`{}`", cell(b.label))
+            } else {
+                b.label
+                    .split(' ')
+                    .map(|k| format!("`{}`", cell(k)))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            };
             out.push_str(&format!("| {place} | {keys} | {} |\n", cell(b.help)));
         }
     }

@@ -73,7 +73,12 @@ fn a_folder_of_dumps_alone_prints_the_verdict_when_piped() {
     assert_eq!(doc["verdict"], "hang");
     assert_eq!(doc["findings"][0]["missing"], serde_json::json!([5]));
     // Asked for a metric, the folder is a trace like any other.
-    let o = run(&["--trace", dir.to_str().unwrap(), "--metric", "avg_step_time"]);
+    let o = run(&[
+        "--trace",
+        dir.to_str().unwrap(),
+        "--metric",
+        "avg_step_time",
+    ]);
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
 }
 
