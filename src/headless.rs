@@ -18,7 +18,7 @@ pub const EXIT_NOT_APPLICABLE: u8 = 3;
 pub const EXIT_USAGE: u8 = 2;
 
 pub fn run(cli: &Cli) -> Result<u8> {
-    let mut out = crate::report::safe::Safe(io::stdout().lock());
+    let mut out = crate::safe::Safe(io::stdout().lock());
     if cli.list_metrics {
         list_metrics(&mut out)?;
         return Ok(0);
@@ -276,7 +276,7 @@ pub fn compare(args: &crate::cli::CompareArgs) -> Result<u8> {
         Ctx::with_stats(&ta, None, Some(sa)).map_err(|e| anyhow!(e))?,
         Ctx::with_stats(&tb, None, Some(sb)).map_err(|e| anyhow!(e))?,
     );
-    let mut out = crate::report::safe::Safe(io::stdout().lock());
+    let mut out = crate::safe::Safe(io::stdout().lock());
     if let Some(m) = metric {
         return match (m.eval(&ca), m.eval(&cb)) {
             (Outcome::Value(a), Outcome::Value(b)) => {
@@ -489,7 +489,7 @@ pub fn collectives(args: &crate::cli::CollectivesArgs) -> Result<u8> {
     let groups = crate::derive::instances::grouped(rows.iter().cloned());
     let fits = crate::derive::instances::fits(rows.iter().cloned());
     report::collectives::sort(&mut rows, &args.sort);
-    let mut out = crate::report::safe::Safe(io::stdout().lock());
+    let mut out = crate::safe::Safe(io::stdout().lock());
     let view = report::collectives::View {
         trace: &trace,
         instances: ctx.instances(),
@@ -609,7 +609,7 @@ pub fn hang(args: &crate::cli::HangArgs) -> Result<u8> {
     }
     let mut r = metrics::hang::analyze(&dumps);
     r.warnings.splice(0..0, warnings);
-    let mut out = crate::report::safe::Safe(io::stdout().lock());
+    let mut out = crate::safe::Safe(io::stdout().lock());
     match args.format {
         crate::cli::HangFormat::Json => {
             serde_json::to_writer_pretty(&mut out, &r)?;

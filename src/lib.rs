@@ -34,6 +34,7 @@ pub mod model;
 pub mod naming;
 pub mod read;
 pub mod report;
+pub mod safe;
 pub mod source;
 pub mod summary;
 pub mod synth;

@@ -6,7 +6,7 @@ mod csv;
 pub mod hang;
 pub use crate::human;
 pub mod json;
-pub mod safe;
+pub use crate::safe;
 mod table;
 
 use std::io::{self, Write};

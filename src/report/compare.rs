@@ -97,7 +97,7 @@ fn table(s: &Sides, c: &Comparison, out: &mut dyn Write) -> io::Result<()> {
             writeln!(
                 out,
                 "{:<nw$}  {:>8}  {:>10}  {:>8}  {:>10}  {:>11}",
-                crate::tui::widgets::fit(&r.name, nw),
+                crate::human::fit(&r.name, nw),
                 r.a_count,
                 secs(r.a),
                 r.b_count,

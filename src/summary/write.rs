@@ -653,7 +653,7 @@ pub fn check_out(out: &Path) -> Result<()> {
             path: out.to_owned(),
             why: format!(
                 "a folder with other files ({}), not a summary: choose another --out",
-                crate::report::safe::text(&name)
+                crate::safe::text(&name)
             ),
         }),
     }

@@ -363,7 +363,7 @@ impl Widget for &App {
                 Span::styled("q ", t.key()),
                 Span::raw("quit  │ "),
                 match &self.notice {
-                    Some(n) => Span::styled(crate::report::safe::text(n), t.key()),
+                    Some(n) => Span::styled(crate::safe::text(n), t.key()),
                     None => Span::styled(self.hint(), t.dim()),
                 },
             ])

@@ -26,7 +26,7 @@ impl Widget for Loading<'_> {
         let mb = self.progress.bytes.load(Ordering::Relaxed) as f64 / 1e6;
         let lines = vec![
             Line::styled(
-                format!("Loading {}", crate::report::safe::text(self.source)),
+                format!("Loading {}", crate::safe::text(self.source)),
                 self.theme.title(),
             ),
             Line::raw(if total > 0 && done == total {
@@ -69,7 +69,7 @@ impl Widget for Failed<'_> {
         Paragraph::new(vec![
             Line::styled("Cannot open the trace", self.theme.error()),
             Line::raw(""),
-            Line::raw(crate::report::safe::text(self.message).into_owned()),
+            Line::raw(crate::safe::text(self.message).into_owned()),
             Line::raw(""),
             Line::from(vec![
                 Span::styled("q", self.theme.key()),

@@ -1,6 +1,7 @@
 //! The product tested from outside: the CLI as a process, agreement with real
 //! traces from ../shared/corpus, and bad input.
 
+mod architecture;
 mod bad_corpus;
 mod bad_input;
 mod cli;

@@ -817,7 +817,7 @@ fn details(data: &Data, lane: &Lane, at: Ns, shift: Ns, width: u16) -> Vec<Line<
     let origin = data.span.start;
     let w = usize::from(width) + 10;
     let mut out = Vec::new();
-    let name = crate::report::safe::text(t.name(op.name));
+    let name = crate::safe::text(t.name(op.name));
     for chunk in name.chars().collect::<Vec<_>>().chunks(w.max(1)).take(2) {
         out.push(Line::raw(chunk.iter().collect::<String>()));
     }
@@ -865,10 +865,10 @@ fn details(data: &Data, lane: &Lane, at: Ns, shift: Ns, width: u16) -> Vec<Line<
             s += &format!(" · group of {g}");
         }
         if let Some(pg) = m.pg_name {
-            s += &format!(" \"{}\"", crate::report::safe::text(t.name(pg)));
+            s += &format!(" \"{}\"", crate::safe::text(t.name(pg)));
         }
         if let Some(r) = m.pg_ranks {
-            s += &format!(" ranks {}", crate::report::safe::text(t.name(r)));
+            s += &format!(" ranks {}", crate::safe::text(t.name(r)));
         }
         out.push(Line::raw(s));
     } else if let Some(kind) = op.coll {
@@ -931,7 +931,7 @@ fn launched_from(
 fn stack_text(t: &crate::model::RankTimeline, stack: &[&crate::model::CpuOp]) -> String {
     let names: Vec<String> = stack
         .iter()
-        .map(|o| crate::report::safe::text(t.name(o.name)).into_owned())
+        .map(|o| crate::safe::text(t.name(o.name)).into_owned())
         .filter(|n| !n.starts_with("ProfilerStep#"))
         .collect();
     names.join(" › ")
@@ -968,7 +968,7 @@ fn cpu_details(
         out.push(Line::raw(format!(
             "{}{} · {:?} · start {} · {}",
             "  ".repeat(k.min(8)),
-            crate::report::safe::text(t.name(op.name)),
+            crate::safe::text(t.name(op.name)),
             op.kind,
             human(op.start - shift - origin),
             human(op.dur)
@@ -1048,7 +1048,7 @@ fn render_info(
                     "{}{column} · thread {}: {} · start {} · {} · depth {} (d: call stack)",
                     lane.label(),
                     th.tid,
-                    crate::report::safe::text(t.name(op.name)),
+                    crate::safe::text(t.name(op.name)),
                     human(op.start - shift - origin),
                     human(op.dur),
                     op.depth
@@ -1110,7 +1110,7 @@ fn render_info(
         Line::styled(
             format!(
                 "find: {}▏ (name, substring or regex; Enter finds, Esc cancels)",
-                crate::report::safe::text(q)
+                crate::safe::text(q)
             ),
             theme.key(),
         )

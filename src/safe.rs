@@ -4,7 +4,7 @@
 //! here and shows them escaped as `\u001b`, `\u009b` instead: readable, and
 //! in JSON output the same escape JSON itself would use, so the document stays
 //! valid and the name round-trips. The TUI does the same in its own way
-//! (`tui::widgets::fit`).
+//! (`human::fit`).
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
@@ -64,7 +64,7 @@ pub fn eprint_line(args: std::fmt::Arguments) {
 #[macro_export]
 macro_rules! say {
     ($($t:tt)*) => {
-        $crate::report::safe::eprint_line(format_args!($($t)*))
+        $crate::safe::eprint_line(format_args!($($t)*))
     };
 }
 
