@@ -30,7 +30,9 @@ pub mod headless;
 pub mod human;
 pub mod load;
 pub mod metrics;
-pub mod model;
+pub use ccl_model as model;
+#[cfg(test)]
+mod model_on_traces;
 pub mod naming;
 pub mod read;
 pub mod report;

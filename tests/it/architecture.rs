@@ -52,8 +52,15 @@ const LOOPS: &[(&[&str], &str)] = &[(
      collective figures it holds; it leaves the model for the store crate",
 )];
 
-fn src() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+/// The source folders and the module each stands for: the application's
+/// `src/`, and each crate it is made of as the module it is used as
+/// (`pub use ccl_model as model`).
+fn roots() -> Vec<(PathBuf, &'static str)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    vec![
+        (root.join("src"), ""),
+        (root.join("crates/model/src"), "model"),
+    ]
 }
 
 /// Every source file as its module path (`tui/tabs/timeline`), with its
@@ -70,19 +77,33 @@ fn files() -> BTreeMap<String, String> {
         }
     }
     let mut paths = Vec::new();
-    walk(&src(), &mut paths);
+    for (dir, module) in roots() {
+        let mut found = Vec::new();
+        walk(&dir, &mut found);
+        paths.extend(found.into_iter().map(|p| (dir.clone(), module, p)));
+    }
     let comment = regex::Regex::new(r"//[^\n]*").unwrap();
     let test_mod =
         regex::Regex::new(r"#\[cfg\(test\)\]\s*(?:pub(?:\(crate\))? )?mod (\w+);").unwrap();
     let mut out = BTreeMap::new();
     let mut test_only = BTreeSet::new();
-    for p in paths {
-        let rel = p.strip_prefix(src()).unwrap().with_extension("");
-        let name = rel.to_string_lossy().into_owned();
-        if name == "lib" || name == "main" {
+    for (dir, module, p) in paths {
+        let rel = p.strip_prefix(&dir).unwrap().with_extension("");
+        let rel = rel.to_string_lossy().into_owned();
+        let text = std::fs::read_to_string(&p).unwrap();
+        if module.is_empty() && (rel == "lib" || rel == "main") {
+            // Not a module of its own; its test-only modules are noted.
+            for c in test_mod.captures_iter(&text) {
+                test_only.insert(c[1].to_owned());
+            }
             continue;
         }
-        let text = std::fs::read_to_string(&p).unwrap();
+        // A crate's own paths (`crate::x`) are its module's (`model/x`).
+        let (name, text) = match (module, rel.as_str()) {
+            ("", _) => (rel.clone(), text),
+            (m, "lib") => (m.to_owned(), crate_paths(&text, m)),
+            (m, _) => (format!("{m}/{rel}"), crate_paths(&text, m)),
+        };
         // A file's own tests may use anything.
         let text = match text.find("#[cfg(test)]\nmod tests") {
             Some(i) => text[..i].to_owned(),
@@ -100,8 +121,18 @@ fn files() -> BTreeMap<String, String> {
         let text = test_mod.replace_all(&text, "");
         out.insert(name, comment.replace_all(&text, "").into_owned());
     }
-    out.retain(|name, _| !test_only.contains(name));
+    out.retain(|name, _| {
+        !test_only
+            .iter()
+            .any(|t| name == t || name.starts_with(&format!("{t}/")))
+    });
     out
+}
+
+/// `text` of a crate used as module `m`, its `crate::` paths written as the
+/// application's (`crate::m::`).
+fn crate_paths(text: &str, m: &str) -> String {
+    text.replace("crate::", &format!("crate::{m}::"))
 }
 
 /// The module paths a file names (`crate::a::b::c`, `super::x`, `use

@@ -436,8 +436,8 @@ fn launches_by_step<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::time::TIME_LIMIT;
-    use crate::model::{Activity, KernelClass};
+    use crate::time::TIME_LIMIT;
+    use crate::{Activity, KernelClass};
 
     fn op(b: &mut TimelineBuilder, start: Ns, dur: Ns, launch: Ns) -> DeviceOp {
         let name = b.intern("k");

@@ -163,10 +163,10 @@ mod tests {
     use std::path::Path;
 
     use super::join;
-    use crate::model::build::TimelineBuilder;
-    use crate::model::timeline::SourceFormat;
-    use crate::model::Ns;
-    use crate::model::{Activity, DeviceOp, KernelClass, RankTimeline};
+    use crate::build::TimelineBuilder;
+    use crate::timeline::SourceFormat;
+    use crate::Ns;
+    use crate::{Activity, DeviceOp, KernelClass, RankTimeline};
 
     fn window(source: &str, at: i64, kernel: &str, step: i64) -> RankTimeline {
         let mut b = TimelineBuilder::new(Path::new(source), SourceFormat::PyTorch);

@@ -302,7 +302,7 @@ impl<'a, T: Plain> IntoIterator for &'a mut Slab<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Activity, KernelClass, StrId};
+    use crate::{Activity, KernelClass, StrId};
 
     fn ops(n: i64) -> Vec<DeviceOp> {
         (0..n)
@@ -316,7 +316,7 @@ mod tests {
                 );
                 op.coll = Some(CollKind::AllReduce);
                 op.stream = 7;
-                op.work = Some(crate::model::Work::Bytes(1 << 20)).into();
+                op.work = Some(crate::Work::Bytes(1 << 20)).into();
                 op.meta = Slot::from(Some(i as u32));
                 op
             })

@@ -1,0 +1,148 @@
+//! Clock alignment on traces read by the Kineto reader.
+
+use crate::metrics::testing::trace;
+use crate::model::clock::*;
+use crate::model::collectives::instances;
+use crate::model::trace::Offset;
+use crate::model::{Ns, Trace};
+use crate::synth::{Coll, RankTrace};
+
+/// Two ranks with `n` all-reduces 100 ms apart, each 50 µs long; rank 1's
+/// clock reads `offset_us` more and gains `ppm` per million.
+fn pair(n: usize, offset_us: f64, ppm: f64, with_colls: bool) -> Trace {
+    let ar = Coll::all_reduce_f32(1 << 20, 2);
+    let mut ranks = vec![
+        RankTrace::new(Some(0), 2, 10),
+        RankTrace::new(Some(1), 2, 10),
+    ];
+    for (r, t) in ranks.iter_mut().enumerate() {
+        let clock = |x: f64| {
+            if r == 0 {
+                x
+            } else {
+                x + offset_us + x * ppm * 1e-6
+            }
+        };
+        for k in 0..n {
+            let start = 1000.0 + k as f64 * 100_000.0;
+            if with_colls {
+                t.collective(
+                    "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+                    clock(start),
+                    50.0,
+                    7,
+                    &ar,
+                );
+            } else {
+                t.kernel("gemm", clock(start), 50.0, 7, 8);
+            }
+        }
+    }
+    trace(&ranks)
+}
+
+fn findings(t: &Trace, align: bool) -> Vec<String> {
+    let inst = instances(t);
+    let s = samples(t, &inst);
+    let offsets = estimate_offsets(t, &inst);
+    check(t, |i| s[i].clone(), align.then_some(&offsets[..]))
+}
+
+#[test]
+fn one_clock_is_fine() {
+    assert!(findings(&pair(20, 3.0, 0.0, true), true).is_empty());
+}
+
+#[test]
+fn another_epoch_is_found_and_said_to_be_aligned() {
+    // Rank 1 stamps Unix time (1.7e9 s), rank 0 time since boot.
+    let f = findings(&pair(20, 1.7e15, 0.0, true), true);
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert!(
+        f[0].starts_with("rank 1: its clock reads 1700000000 s ahead of rank 0's"),
+        "{f:?}"
+    );
+    assert!(f[0].ends_with("aligned on 20 shared collectives"), "{f:?}");
+    // Nothing to align by: the cross-rank timings are not to be trusted.
+    let f = findings(&pair(20, -1.7e15, 0.0, false), true);
+    assert!(f[0].contains("behind rank 0's"), "{f:?}");
+    assert!(f[0].contains("not meaningful"), "{f:?}");
+}
+
+#[test]
+fn drift_is_measured_in_ppm() {
+    // 20 collectives over 1.9 s, rank 1 gains 50 ppm: 95 µs by the end.
+    let t = pair(20, 0.0, 50.0, true);
+    let inst = instances(&t);
+    let s = samples(&t, &inst);
+    // Halves: medians at 0.45 s and 1.45 s; offsets −22.5 µs and −72.5 µs.
+    let ppm = drift_ppm(&s[1]).unwrap();
+    assert!((ppm - 50.0).abs() < 0.01, "{ppm}");
+    let f = findings(&t, true);
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert!(
+        f[0].starts_with(
+            "rank 1: its clock runs 50.0 ppm fast against rank 0's (95.0 µs over the 1.90 s"
+        ),
+        "{f:?}"
+    );
+    assert!(f[0].ends_with("off by up to 47.5 µs at the ends"), "{f:?}");
+    // Ends 5 ms apart on alternate collectives: not the same calls.
+    let mut t = pair(20, 0.0, 0.0, true);
+    for (k, op) in t.ranks[1].ops.iter_mut().enumerate() {
+        op.start += if k % 2 == 0 {
+            Ns(5_000_000)
+        } else {
+            Ns(-5_000_000)
+        };
+    }
+    let f = findings(&t, true);
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert!(f[0].starts_with("rank 1: the collectives matched with rank 0's end ±5.00 ms apart (median deviation over 20)"), "{f:?}");
+    // 1 ppm over 1.9 s is 1.9 µs: below the floor, not reported.
+    assert!(findings(&pair(20, 0.0, 1.0, true), true).is_empty());
+}
+
+#[test]
+fn recovers_injected_offsets() {
+    // The simulated run ends each collective on all ranks at once; shift
+    // rank 3 by +0.8 ms and rank 6 by −3 s, then estimate.
+    let mut t = crate::metrics::testing::trace(&crate::synth::training_run(
+        &crate::synth::RunShape::default(),
+    ));
+    let injected: Vec<Ns> = (0..8)
+        .map(|r| match r {
+            3 => Ns(800_000),
+            6 => Ns(-3_000_000_000),
+            _ => Ns::ZERO,
+        })
+        .collect();
+    let shift: Vec<Offset> = injected
+        .iter()
+        .enumerate()
+        .map(|(r, &d)| Offset {
+            rank: r as u32,
+            offset: d,
+            spread: Ns::ZERO,
+            samples: 0,
+        })
+        .collect();
+    t.shift(&shift);
+    let inst = instances(&t);
+    // 3 steps × (8 all-gathers + 8 reduce-scatters + 1 all-reduce) in one group.
+    assert_eq!(inst.len(), 51);
+    let est = estimate_offsets(&t, &inst);
+    for (r, o) in est.iter().enumerate() {
+        assert!(
+            (o.offset + injected[r]).abs() <= Ns(5_000),
+            "rank {r}: {o:?}"
+        );
+        assert_eq!(o.samples, 51);
+    }
+    t.shift(&est);
+    let again = estimate_offsets(&t, &instances(&t));
+    assert!(
+        again.iter().all(|o| o.offset.abs() <= Ns(1_000)),
+        "{again:?}"
+    );
+}
