@@ -1,5 +1,6 @@
 //! Headless mode: load, evaluate, print a bare number, a table, JSON or CSV.
 
+use std::io::IsTerminal;
 use std::io::{self, Write};
 
 use anyhow::{anyhow, Context, Result};
@@ -448,7 +449,17 @@ pub fn summarize(args: &crate::cli::SummarizeArgs) -> Result<u8> {
         },
         formats: crate::formats::FORMATS,
     };
-    let r = summary::summarize(&args.dir, &opts)?;
+    // Thousands of inputs take minutes: on a terminal, say how far it got.
+    let progress = crate::progress::Progress::default();
+    let r = if std::io::stderr().is_terminal() {
+        std::thread::scope(|s| {
+            let job = s.spawn(|| summary::summarize_with(&args.dir, &opts, &progress));
+            progress.show_until("summarizing", || job.is_finished());
+            job.join().expect("summarize does not panic")
+        })?
+    } else {
+        summary::summarize(&args.dir, &opts)?
+    };
     let share = if !args.only.is_empty() {
         format!("{} of {} inputs (--only)", r.mine, r.inputs)
     } else if shard.count > 1 {

@@ -34,6 +34,7 @@ pub use ccl_model as model;
 #[cfg(test)]
 mod model_on_traces;
 pub mod naming;
+pub mod progress;
 pub mod read;
 pub mod report;
 pub mod safe;

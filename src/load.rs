@@ -596,14 +596,7 @@ fn align_clocks(trace: &mut Trace, align: bool, stats: Option<&mut [RankStats]>)
     findings
 }
 
-/// Load progress, readable from another thread while `load` runs.
-#[derive(Debug, Default)]
-pub struct Progress {
-    pub files_total: AtomicUsize,
-    pub files_done: AtomicUsize,
-    /// Uncompressed bytes parsed so far.
-    pub bytes: AtomicU64,
-}
+pub use crate::progress::Progress;
 
 /// What loading noticed that the user should know.
 #[derive(Debug, Default)]

@@ -26,7 +26,7 @@ pub mod write;
 pub use manifest::MANIFEST;
 pub use open::is_summary;
 pub use shard::Shard;
-pub use write::{summarize, Options, Report};
+pub use write::{summarize, summarize_with, Options, Report};
 
 use std::path::{Path, PathBuf};
 

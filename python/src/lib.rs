@@ -4,7 +4,6 @@
 //! Python side). The typed, documented API is `ccl_bench/__init__.py`.
 
 use std::path::PathBuf;
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
 
 use ccl_bench::discover::{Pick, Windows};
@@ -321,26 +320,7 @@ fn summarize(
 
 /// A progress line on stderr while `job` runs, erased when it ends.
 fn bar<T>(p: &Progress, job: &std::thread::ScopedJoinHandle<'_, T>) {
-    use std::io::Write;
-    let mut err = std::io::stderr();
-    while !job.is_finished() {
-        std::thread::sleep(std::time::Duration::from_millis(100));
-        let total = p.files_total.load(Ordering::Relaxed);
-        let done = p.files_done.load(Ordering::Relaxed);
-        let bytes = p.bytes.load(Ordering::Relaxed);
-        let width = 30;
-        let filled = (done * width).checked_div(total).unwrap_or(0).min(width);
-        let _ = write!(
-            err,
-            "\r\x1b[Kloading [{}{}] {done}/{total} files, {}",
-            "#".repeat(filled),
-            ".".repeat(width - filled),
-            ccl_bench::human::bytes(bytes)
-        );
-        let _ = err.flush();
-    }
-    let _ = write!(err, "\r\x1b[K");
-    let _ = err.flush();
+    p.show_until("loading", || job.is_finished());
 }
 
 /// `ccl-bench compare` of two loaded runs as the JSON document it prints.

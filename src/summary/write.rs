@@ -3,7 +3,7 @@
 //! and an entry; inputs whose fingerprint is unchanged are skipped.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use parquet::basic::Compression;
 use parquet::file::metadata::KeyValue;
@@ -55,6 +55,15 @@ const ROW_GROUP: usize = 64 * 1024;
 /// Summarizes the run at `trace` into `opts.out`: this shard's inputs, plus
 /// the manifest every shard writes alike.
 pub fn summarize(trace: &Path, opts: &Options) -> Result<Report> {
+    summarize_with(trace, opts, &crate::progress::Progress::default())
+}
+
+/// [`summarize`], counting this task's inputs in `progress` as they are done.
+pub fn summarize_with(
+    trace: &Path,
+    opts: &Options,
+    progress: &crate::progress::Progress,
+) -> Result<Report> {
     let discovery = crate::discover::discover_in(trace, opts.pick, opts.formats)?;
     let out = &opts.out;
     let io = |path: &Path| {
@@ -135,16 +144,16 @@ pub fn summarize(trace: &Path, opts: &Options) -> Result<Report> {
         mine: mine.len(),
         ..Default::default()
     };
+    progress.files_total.store(mine.len(), Ordering::Relaxed);
     let done: Vec<Result<Done>> = mine
         .par_iter()
         .map(|&i| {
-            one(
-                out,
-                &m.root,
-                &discovery.inputs[i],
-                &m.inputs[i],
-                fresh_start,
-            )
+            let input = &discovery.inputs[i];
+            let done = one(out, &m.root, input, &m.inputs[i], fresh_start);
+            let size = std::fs::metadata(&input.path).map_or(0, |m| m.len());
+            progress.bytes.fetch_add(size, Ordering::Relaxed);
+            progress.files_done.fetch_add(1, Ordering::Relaxed);
+            done
         })
         .collect();
     for d in done {

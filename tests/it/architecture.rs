@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 /// from those before it.
 const LAYERS: &[&str] = &[
     // Leaves every layer may use.
-    "error", "naming", "human", "safe", "source", "confined", "atomic",
+    "error", "naming", "human", "safe", "progress", "source", "confined", "atomic",
     // The timeline model, and the synthetic traces written from it.
     "model", "synth",  // Figures derived once per rank.
     "derive", // Readers, the format table, discovery.
