@@ -27,7 +27,7 @@ for f in sys.argv[1:]:
 for set in "256 pickle" "256 json" "1024 pickle" "1024 json"; do
     read -r ranks enc <<<"$set"
     dir="$out/data/fr_${ranks}_$enc"
-    params="$ranks 2000 $enc $(sha1sum src/synth/flight.rs | cut -c1-12)"
+    params="$ranks 2000 $enc $(sha1sum crates/read/src/synth/flight.rs | cut -c1-12)"
     if [ "$(cat "$dir/.params" 2>/dev/null)" != "$params" ]; then
         rm -rf "$dir"
         flag=""

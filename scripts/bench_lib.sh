@@ -28,7 +28,7 @@ best_of_3() { # the fastest of three runs (the VM is noisy): "seconds max_rss_kb
 generate() { # DIR RANKS MB [FLAGS]: the trace set, regenerated when its parameters changed
     local dir=$1 ranks=$2 mb=$3
     shift 3
-    local params="$ranks $mb $* $(sha1sum src/synth/stream.rs | cut -c1-12)"
+    local params="$ranks $mb $* $(sha1sum crates/read/src/synth/stream.rs | cut -c1-12)"
     if [ "$(cat "$dir/.params" 2>/dev/null)" != "$params" ]; then
         rm -rf "$dir"
         target/release/examples/gen_bench "$dir" "$ranks" "$mb" "$@"

@@ -20,25 +20,19 @@ pub mod cli;
 pub mod compare;
 pub mod confined;
 pub mod derive;
-pub mod discover;
 pub mod entry;
-pub mod error;
 pub mod export;
-pub mod formats;
 pub mod fuzz;
 pub mod headless;
-pub mod human;
 pub mod load;
 pub mod metrics;
 pub use ccl_model as model;
+// The readers' crate, used by its modules' names.
+pub use ccl_read::{
+    discover, error, formats, human, naming, progress, read, safe, say, source, synth,
+};
 #[cfg(test)]
 mod model_on_traces;
-pub mod naming;
-pub mod progress;
-pub mod read;
 pub mod report;
-pub mod safe;
-pub mod source;
 pub mod summary;
-pub mod synth;
 pub mod tui;

@@ -657,15 +657,17 @@ fn load(
             let files = read(&file_in(input, &progress.bytes, cpu_ranges, stats))?;
             let files = files
                 .into_iter()
-                .map(|mut f| match f.1.stats.take() {
-                    // Made in the map step; the timeline is already slim.
-                    Some(mut stats) => {
-                        prepare.keep(&mut f.1.timeline, Some(&mut stats));
-                        (f, Some(*stats))
-                    }
-                    None if several => (f, None),
-                    None => prepare.file(f),
-                })
+                .map(
+                    |mut f| match f.1.stats.take().and_then(|s| s.downcast().ok()) {
+                        // Made in the map step; the timeline is already slim.
+                        Some(mut stats) => {
+                            prepare.keep(&mut f.1.timeline, Some(&mut stats));
+                            (f, Some(*stats))
+                        }
+                        None if several => (f, None),
+                        None => prepare.file(f),
+                    },
+                )
                 .collect();
             progress.files_done.fetch_add(1, Ordering::Relaxed);
             Ok(files)

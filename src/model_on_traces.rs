@@ -1,5 +1,7 @@
-//! Tests of the model (`ccl-model`) on traces written by `synth` and read by
-//! the real readers: they need both, which the model crate cannot see.
+//! Tests of the model (`ccl-model`) and of the synthetic runs (`ccl-read`'s
+//! `synth`) on traces read by the real readers and measured by the metrics:
+//! they need crates that the crate under test cannot see.
 
 mod clock;
 mod collectives;
+mod synth;

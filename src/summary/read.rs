@@ -115,7 +115,7 @@ pub fn timelines(f: &FileIn) -> Result<Vec<Ranked>> {
     for p in &e.parts {
         let lean = if f.stats { lean(f, &e, &sum, p)? } else { None };
         let (t, stats) = match lean {
-            Some((t, stats)) => (t, Some(Box::new(stats))),
+            Some((t, stats)) => (t, Some(Box::new(stats) as Box<dyn std::any::Any + Send>)),
             None => (whole(f, &e, &sum, p)?, None),
         };
         out.push((

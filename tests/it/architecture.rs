@@ -60,6 +60,8 @@ fn roots() -> Vec<(PathBuf, &'static str)> {
     vec![
         (root.join("src"), ""),
         (root.join("crates/model/src"), "model"),
+        // Used by its modules' own names (`pub use ccl_read::{read, ...}`).
+        (root.join("crates/read/src"), ""),
     ]
 }
 

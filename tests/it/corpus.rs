@@ -1173,7 +1173,11 @@ fn a_summarys_stored_stats_give_every_metric_of_a_full_load() {
                 continue;
             };
             for ((_, l), (_, w)) in lean.iter().zip(&whole) {
-                let s = l.stats.as_ref().expect("stats stored for the reduce");
+                let s = l
+                    .stats
+                    .as_ref()
+                    .and_then(|s| s.downcast_ref::<RankStats>())
+                    .expect("stats stored for the reduce");
                 assert_eq!(stored(s), stored(&RankStats::of(&w.timeline)), "{name}");
                 assert!(l.timeline.comm_only && w.stats.is_none());
                 // What a lean load of the traces keeps of the rank.

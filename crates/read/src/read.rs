@@ -28,6 +28,7 @@ pub struct RankFile {
     pub warnings: Vec<String>,
     /// The rank's figures as the map step made them, when a summary is read
     /// for a lean load (see `FileIn::stats`); the timeline then holds only
-    /// the rank's collectives.
-    pub stats: Option<Box<crate::derive::RankStats>>,
+    /// the rank's collectives. A `derive::RankStats`, which the readers
+    /// cannot name: the summary's reader puts it here, the load takes it.
+    pub stats: Option<Box<dyn std::any::Any + Send>>,
 }
