@@ -17,17 +17,15 @@
 
 pub mod atomic;
 pub mod cli;
-pub mod compare;
 pub mod confined;
-pub mod derive;
 pub mod entry;
 pub mod export;
 pub mod fuzz;
 pub mod headless;
 pub mod load;
-pub mod metrics;
 pub use ccl_model as model;
-// The readers' crate, used by its modules' names.
+// The crates below the application, used by their modules' names.
+pub use ccl_metrics::{compare, derive, metrics};
 pub use ccl_read::{
     discover, error, formats, human, naming, progress, read, safe, say, source, synth,
 };

@@ -10,16 +10,21 @@ use std::path::{Path, PathBuf};
 
 /// The top-level modules of `src/`, lowest layer first: each may import only
 /// from those before it.
+#[rustfmt::skip]
 const LAYERS: &[&str] = &[
-    // Leaves every layer may use.
+    // Leaves every layer may use (crate ccl-read, and the application's own).
     "error", "naming", "human", "safe", "progress", "source", "confined", "atomic",
-    // The timeline model, and the synthetic traces written from it.
-    "model", "synth",  // Figures derived once per rank.
-    "derive", // Readers, the format table, discovery.
-    "read", "formats", "discover", // Metrics and their comparison.
-    "metrics", "compare", // Storage: summaries, pages, kept results.
-    "summary", // Reading a run.
-    "load",    // Views.
+    // The timeline model (crate ccl-model).
+    "model",
+    // Synthetic traces, readers, the format table, discovery (crate ccl-read).
+    "synth", "read", "formats", "discover",
+    // Figures derived once per rank, metrics, two runs compared (crate ccl-metrics).
+    "derive", "metrics", "compare",
+    // Storage: summaries, pages, kept results.
+    "summary",
+    // Reading a run.
+    "load",
+    // Views.
     "report", "export", "fuzz", "cli", "headless", "tui", "entry",
 ];
 
@@ -60,8 +65,9 @@ fn roots() -> Vec<(PathBuf, &'static str)> {
     vec![
         (root.join("src"), ""),
         (root.join("crates/model/src"), "model"),
-        // Used by its modules' own names (`pub use ccl_read::{read, ...}`).
+        // Used by their modules' own names (`pub use ccl_read::{read, ...}`).
         (root.join("crates/read/src"), ""),
+        (root.join("crates/metrics/src"), ""),
     ]
 }
 

@@ -1106,10 +1106,10 @@ pub fn suggest(name: &str) -> Vec<&'static str> {
     scored.into_iter().take(5).map(|(_, n)| n).collect()
 }
 
-/// Helpers for the metric unit tests: traces from `synth`, loaded through the
-/// real Kineto reader.
-#[cfg(test)]
-pub(crate) mod testing {
+/// Helpers for tests (this crate's and the application's): traces from
+/// `synth`, loaded through the real Kineto reader, and metrics evaluated on
+/// them.
+pub mod testing {
     use crate::model::Trace;
     use crate::read::kineto;
     use crate::synth::RankTrace;
