@@ -43,23 +43,9 @@ pub fn run(cli: &Cli) -> Result<u8> {
         return Ok(0);
     }
     // Check the metric name before spending time on loading.
-    let metric = match &cli.metric {
-        Some(name) => {
-            match metrics::find_part(name) {
-                Some(m) => Some(m),
-                None => {
-                    let close = metrics::suggest(name);
-                    let hint = if close.is_empty() {
-                        String::new()
-                    } else {
-                        format!("; did you mean {}?", close.join(", "))
-                    };
-                    crate::say!("ccl-bench: unknown metric '{name}'{hint} (ccl-bench --list-metrics lists all)");
-                    return Ok(EXIT_USAGE);
-                }
-            }
-        }
-        None => None,
+    let metric = match cli.metric.as_deref().map(metrics::lookup_part).transpose() {
+        Ok(m) => m,
+        Err(e) => return Ok(unknown_metric(&e)),
     };
     // Plain `ccl-bench` piped or in a job: the metric table of the sample the
     // UI would open, as the README says. A metric asked for without a trace
@@ -254,20 +240,18 @@ fn loaded(path: &std::path::Path, trace: &Trace, report: load::LoadReport) -> Re
     Ok(report.warnings)
 }
 
+/// Says that a metric asked for does not exist; the usage error's status.
+fn unknown_metric(e: &metrics::UnknownMetric) -> u8 {
+    crate::say!("ccl-bench: {e} (ccl-bench --list-metrics lists all)");
+    EXIT_USAGE
+}
+
 /// `ccl-bench compare A B`.
 pub fn compare(args: &crate::cli::CompareArgs) -> Result<u8> {
     use crate::report::compare::{write, Sides};
-    let metric = match &args.metric {
-        Some(name) => match metrics::find(name) {
-            Some(m) => Some(m),
-            None => {
-                crate::say!(
-                    "ccl-bench: unknown metric '{name}' (ccl-bench --list-metrics lists all)"
-                );
-                return Ok(EXIT_USAGE);
-            }
-        },
-        None => None,
+    let metric = match args.metric.as_deref().map(metrics::lookup).transpose() {
+        Ok(m) => m,
+        Err(e) => return Ok(unknown_metric(&e)),
     };
     let opts = LoadOptions::default();
     // Lean: what compare reads of a rank's ops (metrics, the kernel table,

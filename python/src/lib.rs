@@ -42,15 +42,7 @@ fn ctx(held: &Held, rank: Option<u32>) -> PyResult<Ctx<'_>> {
 
 /// A metric, or a part of one's breakdown (`comm_time_by_role_s.tp`).
 fn find(name: &str) -> PyResult<(&'static metrics::Metric, Option<&str>)> {
-    metrics::find_part(name).ok_or_else(|| {
-        let close = metrics::suggest(name);
-        let hint = if close.is_empty() {
-            String::new()
-        } else {
-            format!("; did you mean {}?", close.join(", "))
-        };
-        PyValueError::new_err(format!("unknown metric '{name}'{hint}"))
-    })
+    metrics::lookup_part(name).map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
 impl Run {

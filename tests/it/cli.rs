@@ -364,3 +364,26 @@ fn xla_trace_json_by_content() {
     let o = run(&["--trace", p, "--metric", "num_comm_kernels"]);
     assert_eq!(stdout(&o).trim(), "1", "{}", stderr(&o));
 }
+
+/// One message for a name that is no metric, wherever a metric is asked for.
+#[test]
+fn an_unknown_metric_is_named_with_the_closest_in_every_command() {
+    let s = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/trace_collection/llama_fsdp_8gpu"
+    );
+    let asks: [&[&str]; 2] = [
+        &["--trace", s, "--metric", "avg_step_tme"],
+        &["compare", s, s, "--metric", "avg_step_tme"],
+    ];
+    for args in asks {
+        let o = run(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let err = stderr(&o);
+        assert!(
+            err.contains("unknown metric 'avg_step_tme'; did you mean avg_step_time"),
+            "{args:?}: {err}"
+        );
+        assert!(o.stdout.is_empty());
+    }
+}

@@ -1063,6 +1063,46 @@ pub fn find(name: &str) -> Option<&'static Metric> {
     METRICS.iter().find(|m| m.name == name)
 }
 
+/// A name that is no metric, and the names closest to it: what the command
+/// line, `compare` and the Python package all say of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownMetric {
+    pub name: String,
+    pub close: Vec<&'static str>,
+}
+
+impl std::fmt::Display for UnknownMetric {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "unknown metric '{}'", self.name)?;
+        if !self.close.is_empty() {
+            write!(f, "; did you mean {}?", self.close.join(", "))?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for UnknownMetric {}
+
+impl UnknownMetric {
+    fn of(name: &str) -> Self {
+        Self {
+            name: name.to_owned(),
+            close: suggest(name),
+        }
+    }
+}
+
+/// The metric called `name`, or why there is none.
+pub fn lookup(name: &str) -> Result<&'static Metric, UnknownMetric> {
+    find(name).ok_or_else(|| UnknownMetric::of(name))
+}
+
+/// The metric or breakdown part called `name` (see [`find_part`]), or why
+/// there is none.
+pub fn lookup_part(name: &str) -> Result<(&'static Metric, Option<&str>), UnknownMetric> {
+    find_part(name).ok_or_else(|| UnknownMetric::of(name))
+}
+
 /// A metric, or one part of its breakdown as CSV names it
 /// (`comm_time_by_role_s.tp`, `hockney_alpha_by_role_s.all_reduce_dp`).
 pub fn find_part(name: &str) -> Option<(&'static Metric, Option<&str>)> {
@@ -1170,6 +1210,29 @@ mod invariants;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_unknown_name_says_so_with_the_closest_names() {
+        let Err(e) = lookup("avg_step_tme") else {
+            panic!("a misspelt name is no metric")
+        };
+        assert_eq!(e.close.first(), Some(&"avg_step_time"));
+        assert!(
+            e.to_string()
+                .starts_with("unknown metric 'avg_step_tme'; did you mean avg_step_time"),
+            "{e}"
+        );
+        let Err(e) = lookup_part("zzzz") else {
+            panic!("zzzz is no metric")
+        };
+        assert_eq!(e.to_string(), "unknown metric 'zzzz'");
+        assert_eq!(
+            lookup_part("comm_time_by_role_s.tp").map(|(_, part)| part),
+            Ok(Some("tp"))
+        );
+        // A part is not a metric of its own where only whole metrics go.
+        assert!(lookup("comm_time_by_role_s.tp").is_err());
+    }
 
     #[test]
     fn parallel_evaluation_matches_one_at_a_time() {
