@@ -134,7 +134,7 @@ fn bench(c: &mut Criterion) {
         ("timeline_cpu_lanes_zoomed_2^12", 12, true),
     ] {
         let mut app = App::new(Arc::clone(&data), Theme::default(), (200, 50));
-        app.update(Action::SelectTab(Tab("Timeline")));
+        app.update(Action::SelectTab(Tab::Timeline));
         if cpu {
             app.update(Action::ToggleCpu);
             app.update(Action::ToggleDetails);
@@ -151,7 +151,7 @@ fn bench(c: &mut Criterion) {
             })
         });
     }
-    for tab in [Tab("Summary"), Tab("Kernels"), Tab("Stragglers")] {
+    for tab in [Tab::Summary, Tab::Kernels, Tab::Stragglers] {
         let mut app = App::new(Arc::clone(&data), Theme::default(), (200, 50));
         app.update(Action::SelectTab(tab));
         g.bench_function(tab.title().to_lowercase(), |b| {
@@ -167,13 +167,13 @@ fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group(format!("key_{events}_events"));
     g.sample_size(10);
     let mut app = App::new(Arc::clone(&data), Theme::default(), (200, 50));
-    app.update(Action::SelectTab(Tab("Kernels")));
+    app.update(Action::SelectTab(Tab::Kernels));
     // Cycles all ranks → rank 0 → … → rank 63 → all ranks.
     g.bench_function("kernels_next_rank_recompute", |b| {
         b.iter(|| app.update(Action::NextRank))
     });
     let mut app = App::new(Arc::clone(&data), Theme::default(), (200, 50));
-    app.update(Action::SelectTab(Tab("Kernels")));
+    app.update(Action::SelectTab(Tab::Kernels));
     g.bench_function("kernels_toggle_grouping_all_ranks", |b| {
         b.iter(|| app.update(Action::ToggleGrouping))
     });

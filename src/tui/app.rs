@@ -111,12 +111,12 @@ impl App {
         // profiler traces: say where it is.
         let dumps = !data.trace.flight.is_empty();
         let (tab, notice) = match (dumps, data.trace.ranks.is_empty()) {
-            (true, true) => (Tab("Hang"), None),
+            (true, true) => (Tab::Hang, None),
             (true, false) => (
                 Tab::default(),
                 Some(format!(
                     "NCCL Flight Recorder dumps here: {} shows why the run hung",
-                    Tab("Hang").label().trim()
+                    Tab::Hang.label().trim()
                 )),
             ),
             _ => (Tab::default(), None),
@@ -163,7 +163,7 @@ impl App {
     fn open(&mut self, j: &Jump) {
         let before = self.state::<TimelineState>().cloned();
         self.back.push((self.tab, before));
-        self.tab = Tab("Timeline");
+        self.tab = Tab::Timeline;
         let data = Arc::clone(&self.data);
         let area = self.body();
         if let Some(t) = self.state_mut::<TimelineState>() {

@@ -31,13 +31,13 @@ use KeyCode::{
 };
 use Scope::Global;
 
-const SUMMARY: Scope = Scope::Tab(Tab("Summary"));
-const KERNELS: Scope = Scope::Tab(Tab("Kernels"));
-const TIMELINE: Scope = Scope::Tab(Tab("Timeline"));
-const STRAGGLERS: Scope = Scope::Tab(Tab("Stragglers"));
-const COMPARE: Scope = Scope::Tab(Tab("Compare"));
-const MEMORY: Scope = Scope::Tab(Tab("Memory"));
-const COLLECTIVES: Scope = Scope::Tab(Tab("Collectives"));
+const SUMMARY: Scope = Scope::Tab(Tab::Summary);
+const KERNELS: Scope = Scope::Tab(Tab::Kernels);
+const TIMELINE: Scope = Scope::Tab(Tab::Timeline);
+const STRAGGLERS: Scope = Scope::Tab(Tab::Stragglers);
+const COMPARE: Scope = Scope::Tab(Tab::Compare);
+const MEMORY: Scope = Scope::Tab(Tab::Memory);
+const COLLECTIVES: Scope = Scope::Tab(Tab::Collectives);
 
 macro_rules! bind {
     ($scope:expr, [$($k:expr),+], $label:literal, $action:expr, $help:literal) => {
@@ -520,7 +520,7 @@ pub fn markdown_table() -> String {
             let place = match (first, scope) {
                 (false, _) => "",
                 (true, Scope::Global) => "everywhere",
-                (true, Scope::Tab(t)) => t.0,
+                (true, Scope::Tab(t)) => t.title(),
             };
             first = false;
             // "1 … 9" is one range, not three keys.
@@ -555,53 +555,53 @@ mod tests {
             }
         }
         assert_eq!(
-            status_hints(Tab("Stragglers")),
+            status_hints(Tab::Stragglers),
             "Enter timeline  s → sort  S ← reverse"
         );
-        assert!(status_hints(Tab("Timeline")).starts_with("+ zoom  - out"));
+        assert!(status_hints(Tab::Timeline).starts_with("+ zoom  - out"));
         // Number keys follow the registry; past its end they do nothing.
-        let digit = |c| key_action(&key(Char(c)), Tab("Summary"), Mode::Normal);
-        assert_eq!(digit('5'), Some(Action::SelectTab(Tab("Memory"))));
+        let digit = |c| key_action(&key(Char(c)), Tab::Summary, Mode::Normal);
+        assert_eq!(digit('5'), Some(Action::SelectTab(Tab::Memory)));
         assert_eq!(digit('9'), None);
     }
 
     #[test]
     fn keys_by_tab_and_mode() {
         assert_eq!(
-            key_action(&key(Char('q')), Tab("Summary"), Mode::Normal),
+            key_action(&key(Char('q')), Tab::Summary, Mode::Normal),
             Some(Action::Quit)
         );
         assert_eq!(
-            key_action(&key(Char('3')), Tab("Kernels"), Mode::Normal),
-            Some(Action::SelectTab(Tab("Timeline")))
+            key_action(&key(Char('3')), Tab::Kernels, Mode::Normal),
+            Some(Action::SelectTab(Tab::Timeline))
         );
         assert_eq!(
-            key_action(&key(Char('+')), Tab("Timeline"), Mode::Normal),
+            key_action(&key(Char('+')), Tab::Timeline, Mode::Normal),
             Some(Action::ZoomIn)
         );
         assert_eq!(
-            key_action(&key(Char('+')), Tab("Kernels"), Mode::Normal),
+            key_action(&key(Char('+')), Tab::Kernels, Mode::Normal),
             None
         );
         assert_eq!(
-            key_action(&key(Left), Tab("Timeline"), Mode::Normal),
+            key_action(&key(Left), Tab::Timeline, Mode::Normal),
             Some(Action::PanLeft)
         );
         assert_eq!(
-            key_action(&key(Left), Tab("Kernels"), Mode::Normal),
+            key_action(&key(Left), Tab::Kernels, Mode::Normal),
             Some(Action::ReverseSort)
         );
         assert_eq!(
-            key_action(&key(Char('q')), Tab("Kernels"), Mode::Typing),
+            key_action(&key(Char('q')), Tab::Kernels, Mode::Typing),
             Some(Action::Input('q'))
         );
         assert_eq!(
-            key_action(&key(Esc), Tab("Kernels"), Mode::Typing),
+            key_action(&key(Esc), Tab::Kernels, Mode::Typing),
             Some(Action::Back)
         );
         let ctrl_c = KeyEvent::new(Char('c'), KeyModifiers::CONTROL);
         assert_eq!(
-            key_action(&ctrl_c, Tab("Kernels"), Mode::Typing),
+            key_action(&ctrl_c, Tab::Kernels, Mode::Typing),
             Some(Action::Quit)
         );
     }

@@ -30,13 +30,13 @@ pub struct Has {
 
 impl Default for Tab {
     fn default() -> Self {
-        Tab(TABS[0].title)
+        TABS[0].tab
     }
 }
 
 impl Tab {
     pub fn all() -> impl Iterator<Item = Tab> {
-        TABS.iter().map(|s| Tab(s.title))
+        TABS.iter().map(|s| s.tab)
     }
 
     /// The tabs shown: some need a memory snapshot, Flight Recorder dumps
@@ -49,7 +49,7 @@ impl Tab {
                 Needs::FlightDumps => has.flight,
                 Needs::TwoRuns => has.two_runs,
             })
-            .map(|s| Tab(s.title))
+            .map(|s| s.tab)
             .collect()
     }
 
@@ -57,16 +57,16 @@ impl Tab {
     pub fn for_two_runs() -> Tab {
         TABS.iter()
             .find(|s| s.needs == Needs::TwoRuns)
-            .map_or_else(Tab::default, |s| Tab(s.title))
+            .map_or_else(Tab::default, |s| s.tab)
     }
 
     /// The `n`th tab of the registry (0-based), as number keys select them.
     pub fn nth(n: usize) -> Option<Tab> {
-        TABS.get(n).map(|s| Tab(s.title))
+        TABS.get(n).map(|s| s.tab)
     }
 
     pub fn index(self) -> usize {
-        TABS.iter().position(|s| s.title == self.0).unwrap_or(0)
+        TABS.iter().position(|s| s.tab == self).unwrap_or(0)
     }
 
     pub fn spec(self) -> &'static TabSpec {
@@ -109,38 +109,46 @@ mod tests {
     use super::*;
 
     #[test]
+    fn every_tab_is_registered_once() {
+        for t in Tab::ALL {
+            assert_eq!(TABS.iter().filter(|s| s.tab == t).count(), 1, "{t:?}");
+        }
+        assert_eq!(TABS.len(), Tab::ALL.len());
+    }
+
+    #[test]
     fn cycle_and_parse() {
         let one = Tab::available(Has::default());
-        assert_eq!(Tab("Stragglers").next(&one), Tab("Collectives"));
-        assert_eq!(Tab("Collectives").next(&one), Tab("Summary"));
-        assert_eq!(Tab("Summary").prev(&one), Tab("Collectives"));
+        assert_eq!(Tab::Stragglers.next(&one), Tab::Collectives);
+        assert_eq!(Tab::Collectives.next(&one), Tab::Summary);
+        assert_eq!(Tab::Summary.prev(&one), Tab::Collectives);
         let two = Tab::available(Has {
             two_runs: true,
             ..Has::default()
         });
-        assert_eq!(Tab("Stragglers").next(&two), Tab("Compare"));
-        assert_eq!(Tab("Compare").next(&two), Tab("Collectives"));
+        assert_eq!(Tab::Stragglers.next(&two), Tab::Compare);
+        assert_eq!(Tab::Compare.next(&two), Tab::Collectives);
         let mem = Tab::available(Has {
             memory: true,
             ..Has::default()
         });
-        assert_eq!(Tab("Stragglers").next(&mem), Tab("Memory"));
+        assert_eq!(Tab::Stragglers.next(&mem), Tab::Memory);
         let fr = Tab::available(Has {
             flight: true,
             ..Has::default()
         });
-        assert_eq!(Tab("Collectives").next(&fr), Tab("Hang"));
-        assert_eq!(Tab("Hang").next(&fr), Tab("Summary"));
-        assert_eq!(Tab::parse("hang"), Some(Tab("Hang")));
-        assert_eq!(Tab::parse("mem"), Some(Tab("Memory")));
-        assert_eq!(Tab::parse("comp"), Some(Tab("Compare")));
-        assert_eq!(Tab::parse("coll"), Some(Tab("Collectives")));
-        assert_eq!(Tab::parse("time"), Some(Tab("Timeline")));
-        assert_eq!(Tab::parse("STRAG"), Some(Tab("Stragglers")));
+        assert_eq!(Tab::Collectives.next(&fr), Tab::Hang);
+        assert_eq!(Tab::Hang.next(&fr), Tab::Summary);
+        assert_eq!(Tab::parse("hang"), Some(Tab::Hang));
+        assert_eq!(Tab::parse("mem"), Some(Tab::Memory));
+        assert_eq!(Tab::parse("comp"), Some(Tab::Compare));
+        assert_eq!(Tab::parse("coll"), Some(Tab::Collectives));
+        assert_eq!(Tab::parse("time"), Some(Tab::Timeline));
+        assert_eq!(Tab::parse("STRAG"), Some(Tab::Stragglers));
         assert_eq!(Tab::parse(""), None);
         assert_eq!(Tab::parse("x"), None);
-        assert_eq!(Tab::for_two_runs(), Tab("Compare"));
-        assert_eq!((Tab::nth(2), Tab::nth(9)), (Some(Tab("Timeline")), None));
+        assert_eq!(Tab::for_two_runs(), Tab::Compare);
+        assert_eq!((Tab::nth(2), Tab::nth(9)), (Some(Tab::Timeline), None));
         assert_eq!(
             Tab::names(),
             "summary, kernels, timeline, stragglers, memory, compare, collectives, hang"

@@ -1,12 +1,43 @@
-//! A tab's name: what actions, key scopes and `--tab` refer to a tab by. The
+//! A tab: what actions, key scopes and `--tab` refer to a tab by. The
 //! registry (`super::registry`) gives it its place, number and state.
 
-/// A tab, named by its title in the registry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Tab(pub &'static str);
+/// Every tab there is; the registry orders them in the tab bar.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Tab {
+    Summary,
+    Kernels,
+    Timeline,
+    Stragglers,
+    Memory,
+    Compare,
+    Collectives,
+    Hang,
+}
 
 impl Tab {
+    /// Every variant (the registry gives them their order).
+    pub const ALL: [Tab; 8] = [
+        Self::Summary,
+        Self::Kernels,
+        Self::Timeline,
+        Self::Stragglers,
+        Self::Memory,
+        Self::Compare,
+        Self::Collectives,
+        Self::Hang,
+    ];
+
+    /// Its name in the tab bar, the help screen and `--tab`.
     pub fn title(self) -> &'static str {
-        self.0
+        match self {
+            Self::Summary => "Summary",
+            Self::Kernels => "Kernels",
+            Self::Timeline => "Timeline",
+            Self::Stragglers => "Stragglers",
+            Self::Memory => "Memory",
+            Self::Compare => "Compare",
+            Self::Collectives => "Collectives",
+            Self::Hang => "Hang",
+        }
     }
 }

@@ -72,7 +72,7 @@ pub enum Needs {
 
 /// One registered tab.
 pub struct TabSpec {
-    pub title: &'static str,
+    pub tab: Tab,
     pub needs: Needs,
     /// Its state for a run, fresh.
     pub make: fn(&Data) -> Box<dyn TabView>,

@@ -26,7 +26,7 @@ fn app(data: Data) -> App {
 /// `n` from the start visits every step once, in order; `p` walks back.
 fn assert_steps_walk(data: Data, what: &str) {
     let mut a = app(data);
-    a.update(Action::SelectTab(Tab("Timeline")));
+    a.update(Action::SelectTab(Tab::Timeline));
     let n = a.data.steps.len();
     assert!(n > 1, "{what}: needs several steps, has {n}");
     let mut seen = Vec::new();
@@ -77,7 +77,7 @@ fn next_step_walks_every_step_on_real_traces() {
 fn esc_cancels_and_never_quits() {
     let mut a = app(load(Path::new(SAMPLE)));
     // `/ gemm Enter` then Esc: the filter goes, the program stays.
-    a.update(Action::SelectTab(Tab("Kernels")));
+    a.update(Action::SelectTab(Tab::Kernels));
     let all = a.state::<KernelsState>().unwrap().shown.len();
     a.update(Action::Filter);
     for c in "gemm".chars() {
@@ -95,7 +95,7 @@ fn esc_cancels_and_never_quits() {
         ("", all)
     );
     // Zoomed timeline: Esc shows the whole trace again.
-    a.update(Action::SelectTab(Tab("Timeline")));
+    a.update(Action::SelectTab(Tab::Timeline));
     let full = a.state::<TimelineState>().unwrap().view;
     a.update(Action::ZoomIn);
     a.update(Action::ZoomIn);
@@ -104,12 +104,7 @@ fn esc_cancels_and_never_quits() {
     assert!(!a.quit, "Esc on a zoomed timeline must not quit");
     assert_eq!(a.state::<TimelineState>().unwrap().view, full);
     // Nothing left to cancel: still no quit, on every tab.
-    for tab in [
-        Tab("Summary"),
-        Tab("Kernels"),
-        Tab("Timeline"),
-        Tab("Stragglers"),
-    ] {
+    for tab in [Tab::Summary, Tab::Kernels, Tab::Timeline, Tab::Stragglers] {
         a.update(Action::SelectTab(tab));
         a.update(Action::Back);
         assert!(!a.quit, "Esc on {tab:?}");

@@ -218,10 +218,10 @@ fn class_rules_bin_the_paged_lanes_afresh() {
 
 /// The screen after `keys` on tab `tab`, both ways. The CPU call stack of
 /// a launch is read with the CPU ranges, which pages leave out.
-fn screens(paged: Data, whole: Data, tab: &'static str, keys: &[Action]) -> (String, String) {
+fn screens(paged: Data, whole: Data, tab: Tab, keys: &[Action]) -> (String, String) {
     let shot = |d: Data| {
         let mut app = App::new(Arc::new(d), Theme::mono(), (140, 40));
-        app.update(Action::SelectTab(Tab(tab)));
+        app.update(Action::SelectTab(tab));
         for &k in keys {
             app.update(k);
         }
@@ -244,7 +244,7 @@ fn a_zoomed_timeline_reads_the_same_in_pages() {
     keys.extend([Action::ZoomIn; 9]);
     keys.extend([Action::CursorRight; 40]);
     keys.extend([Action::Down; 3]);
-    let (a, b) = screens(paged, whole, "Timeline", &keys);
+    let (a, b) = screens(paged, whole, Tab::Timeline, &keys);
     assert_eq!(a, b);
     assert!(
         a.contains("collective"),
@@ -261,7 +261,7 @@ fn the_kernels_tabs_longest_op_is_found_in_pages() {
             };
             let mut keys = vec![Action::Down; row];
             keys.push(Action::Open);
-            let (a, b) = screens(paged, whole, "Kernels", &keys);
+            let (a, b) = screens(paged, whole, Tab::Kernels, &keys);
             assert_eq!(a, b, "{rel}: row {row}");
             assert!(a.contains("longest "), "{rel}: row {row}:\n{a}");
         }
@@ -365,11 +365,11 @@ fn spilled_collectives_read_as_held_ones() {
     );
     let both_again = || both("kineto/dlrm_8rank_v100").unwrap();
     for (tab, keys) in [
-        ("Collectives", vec![Action::Down; 5]),
-        ("Stragglers", vec![]),
+        (Tab::Collectives, vec![Action::Down; 5]),
+        (Tab::Stragglers, vec![]),
     ] {
         let (_dir, paged, whole) = both_again();
         let (a, b) = screens(paged, whole, tab, &keys);
-        assert_eq!(a, b, "{tab}");
+        assert_eq!(a, b, "{tab:?}");
     }
 }

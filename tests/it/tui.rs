@@ -140,35 +140,35 @@ fn tiny_terminals_never_panic() {
 #[test]
 fn tabs_switch_by_number_cycle_and_click() {
     let mut a = app(two_ranks(), (100, 30));
-    assert_eq!(a.tab, Tab("Summary"));
-    a.update(Action::SelectTab(Tab("Timeline")));
-    assert_eq!(a.tab, Tab("Timeline"));
+    assert_eq!(a.tab, Tab::Summary);
+    a.update(Action::SelectTab(Tab::Timeline));
+    assert_eq!(a.tab, Tab::Timeline);
     a.update(Action::NextTab);
-    assert_eq!(a.tab, Tab("Stragglers"));
+    assert_eq!(a.tab, Tab::Stragglers);
     a.update(Action::NextTab);
-    assert_eq!(a.tab, Tab("Collectives"));
+    assert_eq!(a.tab, Tab::Collectives);
     a.update(Action::NextTab);
-    assert_eq!(a.tab, Tab("Summary"));
+    assert_eq!(a.tab, Tab::Summary);
     a.update(Action::PrevTab);
-    assert_eq!(a.tab, Tab("Collectives"));
+    assert_eq!(a.tab, Tab::Collectives);
     a.update(Action::PrevTab);
     // " ccl-bench " is 11 cells; " 1 Summary " follows, then " 2 Kernels ".
     let tabs = Tab::available(Has::default());
-    let at = |col| tab_at(col, &tabs, Tab("Summary"), 160);
-    assert_eq!(at(11), Some(Tab("Summary")));
-    assert_eq!(at(23), Some(Tab("Kernels")));
+    let at = |col| tab_at(col, &tabs, Tab::Summary, 160);
+    assert_eq!(at(11), Some(Tab::Summary));
+    assert_eq!(at(23), Some(Tab::Kernels));
     assert_eq!(at(0), None);
     // 40 cells: no brand, and the tabs but the active one by number:
     // " 1 Summary " then " 2 " from column 12.
-    let (brand, labels) = bar(&tabs, Tab("Summary"), 40);
+    let (brand, labels) = bar(&tabs, Tab::Summary, 40);
     assert!(!brand);
     assert_eq!(labels[1].1, " 2 ");
-    assert_eq!(tab_at(12, &tabs, Tab("Summary"), 40), Some(Tab("Kernels")));
+    assert_eq!(tab_at(12, &tabs, Tab::Summary, 40), Some(Tab::Kernels));
     // One run: no Compare tab, by number or by cycling.
-    a.update(Action::SelectTab(Tab("Compare")));
-    assert_eq!(a.tab, Tab("Stragglers"));
+    a.update(Action::SelectTab(Tab::Compare));
+    assert_eq!(a.tab, Tab::Stragglers);
     a.update(Action::Click { col: 23, row: 0 });
-    assert_eq!(a.tab, Tab("Kernels"));
+    assert_eq!(a.tab, Tab::Kernels);
     let screen = text(draw(&a).buffer());
     assert!(
         screen.lines().next().unwrap().contains("2 Kernels"),
@@ -193,7 +193,7 @@ fn help_lists_keys_and_esc_closes_it() {
 #[test]
 fn kernels_filter_sort_group_and_rank() {
     let mut a = app(two_ranks(), (100, 30));
-    a.update(Action::SelectTab(Tab("Kernels")));
+    a.update(Action::SelectTab(Tab::Kernels));
     // Largest total first: the gemm (135 µs over both ranks).
     assert_eq!(
         a.state::<KernelsState>()
@@ -268,7 +268,7 @@ fn kernels_filter_sort_group_and_rank() {
 #[test]
 fn timeline_zoom_pan_steps_cursor() {
     let mut a = app(two_ranks(), (100, 20));
-    a.update(Action::SelectTab(Tab("Timeline")));
+    a.update(Action::SelectTab(Tab::Timeline));
     let full = a.state::<TimelineState>().unwrap().view;
     // Device ops span [0, 200) µs over both ranks.
     assert_eq!((full.start, full.end), (Ns::ZERO, Ns(200_000)));
@@ -344,15 +344,15 @@ fn timeline_zoom_pan_steps_cursor() {
 #[test]
 fn stragglers_name_the_slow_rank() {
     let mut a = app(sample(), (120, 20));
-    a.update(Action::SelectTab(Tab("Stragglers")));
+    a.update(Action::SelectTab(Tab::Stragglers));
     let screen = text(draw(&a).buffer());
     // The sample's ranks share one clock: it is not moved, and the toggle
     // says why.
-    a.update(Action::SelectTab(Tab("Timeline")));
+    a.update(Action::SelectTab(Tab::Timeline));
     a.update(Action::ToggleAlign);
     assert!(!a.state::<TimelineState>().unwrap().raw);
     assert!(text(draw(&a).buffer()).contains("clocks not moved"));
-    a.update(Action::SelectTab(Tab("Stragglers")));
+    a.update(Action::SelectTab(Tab::Stragglers));
     // The sample's rank 5 computes 1.3x slower: the others wait for it.
     assert!(screen.contains("Straggler rank 5"), "{screen}");
     a.update(Action::NextSort); // by step time, descending
@@ -450,7 +450,7 @@ fn sample_pair(size: (u16, u16)) -> App {
 fn two_runs_open_on_the_compare_tab() {
     for (w, h) in [(80, 24), (200, 50)] {
         let a = sample_pair((w, h));
-        assert_eq!(a.tab, Tab("Compare"));
+        assert_eq!(a.tab, Tab::Compare);
         insta::assert_snapshot!(format!("pair_compare_{w}x{h}"), draw(&a));
     }
 }
@@ -528,15 +528,15 @@ fn compare_tab_views_filter_steps_and_run_switch() {
     assert_eq!(a.shown_run(), Some("A"));
     a.update(Action::SwitchRun);
     assert_eq!(a.shown_run(), Some("B"));
-    a.update(Action::SelectTab(Tab("Stragglers")));
+    a.update(Action::SelectTab(Tab::Stragglers));
     let strag = text(draw(&a).buffer());
     assert!(strag.contains("show run B"), "{strag}");
     a.update(Action::SwitchRun);
     assert_eq!(a.shown_run(), Some("A"));
     // Five tabs now, cycling through Compare.
     a.update(Action::NextTab);
-    assert_eq!(a.tab, Tab("Compare"));
-    assert_eq!(tab_at(66, &a.tabs(), a.tab, a.size.0), Some(Tab("Compare")));
+    assert_eq!(a.tab, Tab::Compare);
+    assert_eq!(tab_at(66, &a.tabs(), a.tab, a.size.0), Some(Tab::Compare));
 }
 
 #[test]
@@ -546,9 +546,9 @@ fn memory_tab_charts_the_snapshot() {
     };
     let data = load(&dir);
     let mut a = app(data, (120, 36));
-    assert!(a.tabs().contains(&Tab("Memory")));
-    a.update(Action::SelectTab(Tab("Memory")));
-    assert_eq!(a.tab, Tab("Memory"));
+    assert!(a.tabs().contains(&Tab::Memory));
+    a.update(Action::SelectTab(Tab::Memory));
+    assert_eq!(a.tab, Tab::Memory);
     let screen = text(draw(&a).buffer());
     // Peak from a replay of the allocator history (checked against Python in corpus.rs).
     assert!(screen.contains("peak allocated 6.738 GB"), "{screen}");
@@ -579,7 +579,7 @@ fn memory_tab_charts_the_snapshot() {
         }
         draw(&a);
     }
-    a.update(Action::SelectTab(Tab("Memory")));
+    a.update(Action::SelectTab(Tab::Memory));
     assert!(text(draw(&a).buffer()).contains("peak allocated 0.135 GB"));
 }
 
@@ -661,7 +661,7 @@ fn w_writes_the_screen_and_says_where() {
     let dir = tempfile::tempdir().unwrap();
     let mut a = app(sample(), (100, 30));
     a.save_dir = dir.path().to_owned();
-    a.update(Action::SelectTab(Tab("Timeline")));
+    a.update(Action::SelectTab(Tab::Timeline));
     let w = KeyEvent::new(KeyCode::Char('w'), KeyModifiers::NONE);
     for n in 1..=2 {
         let action = keymap::key_action(&w, a.tab, a.mode()).expect("w is bound");
@@ -695,7 +695,7 @@ fn text_of(t: &TestBackend) -> String {
 #[test]
 fn search_finds_ops_on_every_rank_and_walks_them() {
     let mut a = app(two_ranks(), (120, 30));
-    a.update(Action::SelectTab(Tab("Timeline")));
+    a.update(Action::SelectTab(Tab::Timeline));
     let find = |a: &mut App, text: &str| {
         a.update(Action::Search);
         assert!(a.mode() == keymap::Mode::Typing);
@@ -742,7 +742,7 @@ fn search_finds_ops_on_every_rank_and_walks_them() {
 #[test]
 fn details_name_the_wait_and_the_last_rank() {
     let mut a = app(two_ranks(), (120, 40));
-    a.update(Action::SelectTab(Tab("Timeline")));
+    a.update(Action::SelectTab(Tab::Timeline));
     a.update(Action::Search);
     for c in "allreduce".chars() {
         a.update(Action::Input(c));
@@ -781,13 +781,13 @@ fn enter_drills_down_to_the_timeline_and_backspace_returns() {
             .expect("bound")
     };
     let mut a = app(two_ranks(), (120, 30));
-    a.update(Action::SelectTab(Tab("Kernels")));
+    a.update(Action::SelectTab(Tab::Kernels));
     // Rows by total time: the gemm (35 µs on rank 0, 100 µs on rank 1) first.
     let ks = a.state::<KernelsState>().unwrap();
     assert!(!ks.shown.is_empty());
     let before = a.state::<TimelineState>().unwrap().view;
     a.update(key(&a, KeyCode::Enter));
-    assert_eq!(a.tab, Tab("Timeline"));
+    assert_eq!(a.tab, Tab::Timeline);
     let t = a.state::<TimelineState>().unwrap();
     let gemm = a.data.trace.ranks[1]
         .ops
@@ -805,16 +805,16 @@ fn enter_drills_down_to_the_timeline_and_backspace_returns() {
         t.message
     );
     a.update(key(&a, KeyCode::Backspace));
-    assert_eq!(a.tab, Tab("Kernels"));
+    assert_eq!(a.tab, Tab::Kernels);
     assert_eq!(a.state::<TimelineState>().unwrap().view, before);
     // Stragglers: the selected rank's step.
-    a.update(Action::SelectTab(Tab("Stragglers")));
+    a.update(Action::SelectTab(Tab::Stragglers));
     a.update(key(&a, KeyCode::Enter));
-    assert_eq!(a.tab, Tab("Timeline"));
+    assert_eq!(a.tab, Tab::Timeline);
     let msg = a.state::<TimelineState>().unwrap().message.clone().unwrap();
     assert!(msg.starts_with("rank "), "{msg}");
     a.update(key(&a, KeyCode::Backspace));
-    assert_eq!(a.tab, Tab("Stragglers"));
+    assert_eq!(a.tab, Tab::Stragglers);
     // Nothing left to go back to: said, not a crash.
     a.update(key(&a, KeyCode::Backspace));
     assert!(text_of(&draw(&a)).contains("nothing to go back to"));
@@ -851,7 +851,7 @@ fn a_marked_range_has_totals_per_rank() {
     );
     // Through the keys: mark, move, mark; Esc clears.
     let mut a = app(data, (120, 40));
-    a.update(Action::SelectTab(Tab("Timeline")));
+    a.update(Action::SelectTab(Tab::Timeline));
     a.update(Action::Mark);
     assert!(text_of(&draw(&a)).contains("m marks its other end"));
     for _ in 0..5 {
@@ -876,7 +876,7 @@ fn a_marked_range_has_totals_per_rank() {
 #[test]
 fn a_heatmap_cell_drills_down_to_the_rank_and_step() {
     let mut a = app(two_ranks(), (120, 30));
-    a.update(Action::SelectTab(Tab("Stragglers")));
+    a.update(Action::SelectTab(Tab::Stragglers));
     let screen = text_of(&draw(&a));
     let lines: Vec<&str> = screen.lines().collect();
     let header = lines
@@ -893,7 +893,7 @@ fn a_heatmap_cell_drills_down_to_the_rank_and_step() {
         col: 7,
         row: row as u16,
     });
-    assert_eq!(a.tab, Tab("Timeline"), "{screen}");
+    assert_eq!(a.tab, Tab::Timeline, "{screen}");
     let t = a.state::<TimelineState>().unwrap();
     let msg = t.message.clone().unwrap();
     assert!(msg.starts_with("rank 1, step "), "{msg}");
@@ -906,7 +906,7 @@ fn a_heatmap_cell_drills_down_to_the_rank_and_step() {
 #[test]
 fn collectives_tab_draws_the_rows_scrolled_to() {
     let mut a = app(sample(), (120, 20));
-    a.update(Action::SelectTab(Tab("Collectives")));
+    a.update(Action::SelectTab(Tab::Collectives));
     let first_cell = |screen: &str| -> Vec<String> {
         screen
             .lines()
@@ -929,7 +929,7 @@ fn collectives_tab_draws_the_rows_scrolled_to() {
         "{n:?}"
     );
     a.update(Action::Open);
-    assert_eq!(a.tab, Tab("Timeline"));
+    assert_eq!(a.tab, Tab::Timeline);
     let t = a.state::<TimelineState>().unwrap();
     let msg = t.message.clone().unwrap();
     assert!(msg.contains("#50"), "{msg}");
@@ -942,7 +942,7 @@ fn collectives_tab_draws_the_rows_scrolled_to() {
 fn collectives_tab_opens_an_instance_on_the_timeline() {
     use ccl_bench::tui::tabs::collectives::CollectivesState;
     let mut a = app(two_ranks(), (120, 30));
-    a.update(Action::SelectTab(Tab("Collectives")));
+    a.update(Action::SelectTab(Tab::Collectives));
     let rows = a.data.collectives.clone();
     assert!(
         !rows.is_empty(),
@@ -955,7 +955,7 @@ fn collectives_tab_opens_an_instance_on_the_timeline() {
     );
     assert!(screen.contains("all_reduce"), "{screen}");
     a.update(Action::Open);
-    assert_eq!(a.tab, Tab("Timeline"));
+    assert_eq!(a.tab, Tab::Timeline);
     let t = a.state::<TimelineState>().unwrap();
     let first = rows.get(0);
     let last_start = first
@@ -971,7 +971,7 @@ fn collectives_tab_opens_an_instance_on_the_timeline() {
         t.message
     );
     a.update(Action::GoBack);
-    assert_eq!(a.tab, Tab("Collectives"));
+    assert_eq!(a.tab, Tab::Collectives);
     a.update(Action::ToggleGrouping);
     assert!(a.state::<CollectivesState>().unwrap().grouped);
     let screen = text(draw(&a).buffer());
@@ -984,7 +984,7 @@ fn collectives_tab_opens_an_instance_on_the_timeline() {
 #[test]
 fn cpu_lanes_show_what_launched_each_kernel() {
     let mut a = app(two_ranks(), (120, 40));
-    a.update(Action::SelectTab(Tab("Timeline")));
+    a.update(Action::SelectTab(Tab::Timeline));
     a.update(Action::ToggleCpu);
     let screen = text_of(&draw(&a));
     // Two ranks, each with its launching thread (tid 1) and its device lane.
@@ -1032,7 +1032,7 @@ fn cpu_lanes_show_what_launched_each_kernel() {
 #[test]
 fn sample_timeline_with_cpu_lanes() {
     let mut a = app(sample(), (120, 30));
-    a.update(Action::SelectTab(Tab("Timeline")));
+    a.update(Action::SelectTab(Tab::Timeline));
     a.update(Action::ToggleCpu);
     insta::assert_snapshot!("sample_timeline_cpu_120x30", draw(&a));
 }
@@ -1043,7 +1043,7 @@ fn dlrm_cpu_lanes_name_the_collective_call() {
         return;
     };
     let mut a = app(load(&p), (160, 40));
-    a.update(Action::SelectTab(Tab("Timeline")));
+    a.update(Action::SelectTab(Tab::Timeline));
     a.update(Action::ToggleCpu);
     // Each rank: its main thread and the autograd thread that launches the backward.
     assert_eq!(a.data.cpu_lanes.len(), 16);
@@ -1069,8 +1069,8 @@ fn hang_tab_shows_the_flight_recorder_verdict() {
     assert_eq!((trace.ranks.len(), trace.flight.len()), (0, 8));
     let data = Data::new(trace, report, Options::default());
     let a = app(data, (100, 30));
-    assert_eq!(a.tab, Tab("Hang"));
-    assert!(a.tabs().contains(&Tab("Hang")));
+    assert_eq!(a.tab, Tab::Hang);
+    assert!(a.tabs().contains(&Tab::Hang));
     let screen = text(draw(&a).buffer());
     assert!(
         screen.contains("HANG  rank(s) 5 never called _allgather_base #44"),

@@ -405,7 +405,7 @@ pub fn render(state: &CollectivesState, data: &Data, theme: Theme, area: Rect, b
 }
 
 pub const TAB: TabSpec = TabSpec {
-    title: "Collectives",
+    tab: super::Tab::Collectives,
     needs: Needs::Nothing,
     make: |data| Box::new(CollectivesState::new(data)),
     per_run: true,

@@ -344,7 +344,7 @@ fn render_steps(state: &CompareState, pair: &Pair, theme: Theme, area: Rect, buf
 }
 
 pub const TAB: TabSpec = TabSpec {
-    title: "Compare",
+    tab: super::Tab::Compare,
     needs: Needs::TwoRuns,
     make: |_| Box::new(CompareState::default()),
     per_run: false,

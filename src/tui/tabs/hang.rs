@@ -60,7 +60,7 @@ fn style(kind: Kind, theme: Theme) -> Style {
 }
 
 pub const TAB: TabSpec = TabSpec {
-    title: "Hang",
+    tab: super::Tab::Hang,
     needs: Needs::FlightDumps,
     make: |d| Box::new(HangState::new(d)),
     per_run: true,

@@ -393,7 +393,7 @@ pub fn render(state: &KernelsState, _data: &Data, theme: Theme, area: Rect, buf:
 }
 
 pub const TAB: TabSpec = TabSpec {
-    title: "Kernels",
+    tab: super::Tab::Kernels,
     needs: Needs::Nothing,
     make: |data| Box::new(KernelsState::new(data)),
     per_run: true,

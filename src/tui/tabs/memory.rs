@@ -160,7 +160,7 @@ fn header(
 }
 
 pub const TAB: TabSpec = TabSpec {
-    title: "Memory",
+    tab: super::Tab::Memory,
     needs: Needs::MemorySnapshot,
     make: |_| Box::new(MemoryState::default()),
     per_run: true,

@@ -422,7 +422,7 @@ pub fn render(state: &StragglersState, data: &Data, theme: Theme, area: Rect, bu
 }
 
 pub const TAB: TabSpec = TabSpec {
-    title: "Stragglers",
+    tab: super::Tab::Stragglers,
     needs: Needs::Nothing,
     make: |data| Box::new(StragglersState::new(data)),
     per_run: true,

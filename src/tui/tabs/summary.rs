@@ -568,7 +568,7 @@ fn capitalize(s: &str) -> String {
 }
 
 pub const TAB: TabSpec = TabSpec {
-    title: "Summary",
+    tab: super::Tab::Summary,
     needs: Needs::Nothing,
     make: |_| Box::new(SummaryState::default()),
     per_run: true,

@@ -1148,7 +1148,7 @@ fn render_info(
 }
 
 pub const TAB: TabSpec = TabSpec {
-    title: "Timeline",
+    tab: super::Tab::Timeline,
     needs: Needs::Nothing,
     make: |data| Box::new(TimelineState::new(data)),
     per_run: true,
