@@ -125,7 +125,7 @@ impl Run {
     #[pyo3(signature = (name, rank=None))]
     fn why(&self, py: Python<'_>, name: &str, rank: Option<u32>) -> PyResult<Option<String>> {
         Ok(match self.outcome(py, name, rank)? {
-            Outcome::NotApplicable(why) => Some(why),
+            Outcome::NotApplicable(why) => Some(why.to_string()),
             Outcome::Value(_) => None,
         })
     }

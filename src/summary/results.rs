@@ -348,7 +348,7 @@ impl From<&Outcome> for OutcomeRec {
                 note: m.note.clone(),
                 fraction: m.fraction.clone(),
             },
-            Outcome::NotApplicable(why) => Self::NotApplicable(why.clone()),
+            Outcome::NotApplicable(why) => Self::NotApplicable(why.to_string()),
         }
     }
 }
@@ -375,7 +375,7 @@ impl From<OutcomeRec> for Outcome {
                 note,
                 fraction,
             }),
-            OutcomeRec::NotApplicable(why) => Outcome::NotApplicable(why),
+            OutcomeRec::NotApplicable(why) => Outcome::na(why),
         }
     }
 }

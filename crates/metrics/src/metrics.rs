@@ -25,7 +25,7 @@ pub mod window;
 use rayon::prelude::*;
 
 pub use ctx::{Ctx, Options};
-pub use outcome::{Measured, Outcome, Unit};
+pub use outcome::{Lack, Measured, Outcome, Unit, Why};
 
 /// What a metric needs from the trace to apply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -365,7 +365,7 @@ fn verdicts(data: &Data, theme: Theme, width: usize, out: &mut Vec<Line<'static>
                     if unit.is_empty() { "" } else { " " }
                 ))
             }
-            Some((_, Outcome::NotApplicable(why))) => Err(why.clone()),
+            Some((_, Outcome::NotApplicable(why))) => Err(why.to_string()),
             None => Err("not computed".into()),
         }
     };

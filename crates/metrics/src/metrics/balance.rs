@@ -1,7 +1,7 @@
 //! Utilization and balance across ranks.
 
 use super::ctx::Ctx;
-use super::outcome::{Outcome, Unit};
+use super::outcome::{Lack, Outcome, Unit, Why};
 use super::ranks::{verdict, Basis, Verdict};
 use crate::model::time::{ns_to_s, Ns};
 
@@ -181,7 +181,7 @@ pub fn bubble_time(ctx: &Ctx) -> Outcome {
                 r.step_time.map(|st| ns_to_s((st - r.busy).max(Ns::ZERO))),
             )
         }),
-        crate::model::timeline::NO_STEPS,
+        Why::Lacks(Lack::Steps, crate::model::timeline::NO_STEPS),
     )
 }
 
@@ -200,7 +200,10 @@ pub fn cpu_launch_overhead(ctx: &Ctx) -> Outcome {
             };
             (t.rank, (t.launch_calls > 0).then(|| ns_to_s(time) / steps))
         }),
-        "the trace has no kernel-launch runtime calls (cuda_runtime / cuda_driver)",
+        Why::Lacks(
+            Lack::LaunchCalls,
+            "the trace has no kernel-launch runtime calls (cuda_runtime / cuda_driver)",
+        ),
     )
 }
 

@@ -2,7 +2,7 @@
 //! definition), peer-to-peer link utilization, and a Hockney α-β fit.
 
 use super::ctx::Ctx;
-use super::outcome::Outcome;
+use super::outcome::{Lack, Outcome};
 use crate::model::{CollKind, DeviceOp, Ns, RankTimeline};
 
 /// A communication op with what its size metadata tells.
@@ -79,7 +79,7 @@ fn busbw(ctx: &Ctx, kind: CollKind) -> Outcome {
         }
     }
     if !any_sized {
-        return Outcome::na(NO_SIZES);
+        return Outcome::lacks(Lack::CollSizes, NO_SIZES);
     }
     if ops == 0 {
         return Outcome::na(format!(
@@ -126,7 +126,7 @@ pub fn bw_peertopeer(ctx: &Ctx) -> Outcome {
         }
     }
     if !any_sized {
-        return Outcome::na(NO_SIZES);
+        return Outcome::lacks(Lack::CollSizes, NO_SIZES);
     }
     if time == Ns::ZERO {
         return Outcome::na("no point-to-point (send/recv) transfers with a known size");
@@ -183,7 +183,7 @@ fn volume(ctx: &Ctx, kind: Option<CollKind>) -> Outcome {
                     e.source.display()
                 ))
             }
-            None => Outcome::na(NO_SIZES),
+            None => Outcome::lacks(Lack::CollSizes, NO_SIZES),
         };
     };
     let bytes: u64 = all

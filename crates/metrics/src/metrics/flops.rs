@@ -2,7 +2,7 @@
 //! for training (forward + backward) and 2 × N for inference, N = parameters.
 
 use super::ctx::Ctx;
-use super::outcome::Outcome;
+use super::outcome::{Lack, Outcome, Why};
 use super::steps::mean_step_ns;
 use crate::model::hardware;
 use crate::model::time::{ns_to_s, Ns};
@@ -32,7 +32,7 @@ pub fn total_model_flops_from_args(ctx: &Ctx) -> Outcome {
         .filter_map(|t| Some((t.rank, t.flops?)))
         .collect();
     if per_rank.is_empty() {
-        return Outcome::na(NO_FLOPS);
+        return Outcome::lacks(Lack::Flops, NO_FLOPS);
     }
     Outcome::value(per_rank.iter().map(|p| p.1).sum()).with_per_rank(per_rank)
 }
@@ -48,7 +48,7 @@ pub fn achieved_flops_from_trace_json(ctx: &Ctx) -> Outcome {
         })
         .collect();
     if per_rank.is_empty() {
-        return Outcome::na(NO_FLOPS);
+        return Outcome::lacks(Lack::Flops, NO_FLOPS);
     }
     Outcome::value(per_rank.iter().map(|p| p.1).sum()).with_per_rank(per_rank)
 }
@@ -64,11 +64,11 @@ pub fn flops_per_token_used(ctx: &Ctx) -> Outcome {
     }
 }
 
-fn tokens(ctx: &Ctx) -> Result<f64, String> {
+fn tokens(ctx: &Ctx) -> Result<f64, Why> {
     let flops = total_model_flops_from_args(ctx)
         .as_value()
-        .ok_or(NO_FLOPS)?;
-    Ok(flops / flops_per_token(ctx).ok_or(NO_PARAMS)?)
+        .ok_or(Why::Lacks(Lack::Flops, NO_FLOPS))?;
+    Ok(flops / flops_per_token(ctx).ok_or_else(|| Why::from(NO_PARAMS))?)
 }
 
 pub fn estimated_total_tokens(ctx: &Ctx) -> Outcome {
@@ -112,7 +112,7 @@ pub fn tokens_per_s(ctx: &Ctx) -> Outcome {
     match mean_step_ns(ctx) {
         Some(step) if step > 0.0 => Outcome::value(tokens / (step / 1e9))
             .with_note(format!("{tokens} tokens per step (card batch x seq)")),
-        _ => Outcome::na(crate::model::timeline::NO_STEPS),
+        _ => Outcome::lacks(Lack::Steps, crate::model::timeline::NO_STEPS),
     }
 }
 
@@ -126,7 +126,7 @@ pub fn mfu(ctx: &Ctx) -> Outcome {
         return Outcome::na(NO_PARAMS);
     };
     let Some(step) = mean_step_ns(ctx).filter(|&s| s > 0.0) else {
-        return Outcome::na(crate::model::timeline::NO_STEPS);
+        return Outcome::lacks(Lack::Steps, crate::model::timeline::NO_STEPS);
     };
     let card = ctx.trace.card.as_ref();
     let model = card

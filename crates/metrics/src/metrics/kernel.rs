@@ -1,7 +1,7 @@
 //! Kernel-time metrics: totals, concentration, class breakdown, SM coverage.
 
 use super::ctx::Ctx;
-use super::outcome::{Outcome, Unit};
+use super::outcome::{Lack, Outcome, Unit, Why};
 use crate::derive::sm::SmCoverage;
 use crate::model::time::ns_to_s;
 use crate::model::{KernelClass, Ns};
@@ -153,7 +153,7 @@ pub fn mean_sm_coverage(ctx: &Ctx) -> Outcome {
                 (sm.total > Ns::ZERO).then(|| sm.weighted / sm.total.as_f64() * 100.0),
             )
         }),
-        NO_GRID,
+        Why::Lacks(Lack::LaunchGrids, NO_GRID),
     )
 }
 
@@ -163,7 +163,7 @@ fn coverage_share(ctx: &Ctx, label: &str, hit: fn(&SmCoverage) -> Ns) -> Outcome
         ctx.each().map(|(t, s)| (t.rank, hit(&s.sm), s.sm.total)),
         (label, "kernels with grid info"),
         Unit::Percent,
-        NO_GRID,
+        Why::Lacks(Lack::LaunchGrids, NO_GRID),
     )
 }
 

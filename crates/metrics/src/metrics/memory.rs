@@ -2,7 +2,7 @@
 //! memory snapshots, allocator peaks, fragmentation and allocation counts.
 
 use super::ctx::Ctx;
-use super::outcome::{Outcome, Unit};
+use super::outcome::{Lack, Outcome, Unit, Why};
 use crate::model::memory::MemoryTimeline;
 use crate::model::Ns;
 
@@ -99,7 +99,7 @@ const GB: f64 = 1e9;
 fn rank_max(values: Vec<(u32, f64)>) -> Outcome {
     match values.iter().map(|v| v.1).reduce(f64::max) {
         Some(max) => Outcome::value(max).with_per_rank(values),
-        None => Outcome::na(NO_SNAPSHOT),
+        None => Outcome::lacks(Lack::MemorySnapshot, NO_SNAPSHOT),
     }
 }
 
@@ -124,7 +124,7 @@ pub fn peak_memory_reserved_gb(ctx: &Ctx) -> Outcome {
 pub fn memory_fragmentation(ctx: &Ctx) -> Outcome {
     let snaps = snapshots(ctx);
     if snaps.is_empty() {
-        return Outcome::na(NO_SNAPSHOT);
+        return Outcome::lacks(Lack::MemorySnapshot, NO_SNAPSHOT);
     }
     Outcome::rank_mean(
         snaps.into_iter().map(|m| {
@@ -144,7 +144,7 @@ pub fn memory_fragmentation(ctx: &Ctx) -> Outcome {
 pub fn memory_allocation_efficiency(ctx: &Ctx) -> Outcome {
     let snaps = snapshots(ctx);
     if snaps.is_empty() {
-        return Outcome::na(NO_SNAPSHOT);
+        return Outcome::lacks(Lack::MemorySnapshot, NO_SNAPSHOT);
     }
     Outcome::rank_mean(
         snaps.into_iter().map(|m| {
@@ -166,7 +166,7 @@ pub fn memory_alloc_count(ctx: &Ctx) -> Outcome {
     let frees: u64 = snaps.iter().map(|m| m.frees).sum();
     let o = Outcome::rank_mean(
         snaps.iter().map(|m| (m.rank, Some(m.allocs as f64))),
-        NO_SNAPSHOT,
+        Why::Lacks(Lack::MemorySnapshot, NO_SNAPSHOT),
     );
     match o {
         Outcome::Value(_) => o.with_note(format!("{frees} completed frees over all ranks")),

@@ -119,7 +119,92 @@ pub struct Measured {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Outcome {
     Value(Measured),
-    NotApplicable(String),
+    NotApplicable(Why),
+}
+
+/// What a trace lacks that a metric needs, where what to do about it
+/// depends on the profiler that wrote the trace (see `reasons`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lack {
+    /// Per-op FLOPs.
+    Flops,
+    /// A CUDA memory snapshot beside the traces.
+    MemorySnapshot,
+    /// Collective message sizes.
+    CollSizes,
+    /// Kernel-launch runtime calls.
+    LaunchCalls,
+    /// Launch grids with a known SM count.
+    LaunchGrids,
+    /// Step markers.
+    Steps,
+}
+
+/// Why a metric does not apply.
+#[derive(Debug, Clone)]
+pub enum Why {
+    /// A reason of the metric's own.
+    Said(String),
+    /// Something the trace lacks, in the words for a PyTorch profiler
+    /// trace; `reasons::for_format` words it for the trace's profiler.
+    Lacks(Lack, &'static str),
+}
+
+impl Why {
+    pub fn as_str(&self) -> &str {
+        match self {
+            Self::Said(s) => s,
+            Self::Lacks(_, s) => s,
+        }
+    }
+}
+
+impl std::ops::Deref for Why {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl std::fmt::Display for Why {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Reasons are what they say, however they were made.
+impl PartialEq for Why {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl From<String> for Why {
+    fn from(s: String) -> Self {
+        Self::Said(s)
+    }
+}
+
+impl From<&str> for Why {
+    fn from(s: &str) -> Self {
+        Self::Said(s.to_owned())
+    }
+}
+
+impl From<&String> for Why {
+    fn from(s: &String) -> Self {
+        Self::Said(s.clone())
+    }
+}
+
+impl From<Why> for String {
+    fn from(w: Why) -> Self {
+        match w {
+            Why::Said(s) => s,
+            Why::Lacks(_, s) => s.to_owned(),
+        }
+    }
 }
 
 impl Outcome {
@@ -137,8 +222,14 @@ impl Outcome {
         Self::value(ns_to_s(ns))
     }
 
-    pub fn na(reason: impl Into<String>) -> Self {
+    pub fn na(reason: impl Into<Why>) -> Self {
         Self::NotApplicable(reason.into())
+    }
+
+    /// Not applicable: the trace lacks `lack`; `pytorch` says so for a
+    /// PyTorch profiler trace.
+    pub fn lacks(lack: Lack, pytorch: &'static str) -> Self {
+        Self::NotApplicable(Why::Lacks(lack, pytorch))
     }
 
     #[must_use]
@@ -172,7 +263,7 @@ impl Outcome {
         parts: impl IntoIterator<Item = (u32, Ns, Ns)>,
         (num, den): (&str, &str),
         unit: Unit,
-        why: &str,
+        why: impl Into<Why>,
     ) -> Self {
         let scale = if unit == Unit::Percent { 100.0 } else { 1.0 };
         let parts: Vec<(u32, Ns, Ns)> = parts.into_iter().filter(|p| p.2 > Ns::ZERO).collect();
@@ -210,7 +301,10 @@ impl Outcome {
 
     /// Mean of per-rank values (ranks where `value` is `None` are left out), or
     /// not applicable with `why` when no rank has a value.
-    pub fn rank_mean(values: impl IntoIterator<Item = (u32, Option<f64>)>, why: &str) -> Self {
+    pub fn rank_mean(
+        values: impl IntoIterator<Item = (u32, Option<f64>)>,
+        why: impl Into<Why>,
+    ) -> Self {
         let per_rank: Vec<(u32, f64)> = values
             .into_iter()
             .filter_map(|(r, v)| Some((r, v?)))

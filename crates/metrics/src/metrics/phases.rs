@@ -20,7 +20,7 @@ fn per_step(ctx: &Ctx, phase: Phase) -> Outcome {
                 s.phases[phase as usize].map(|ns| ns_to_s(ns) / steps),
             )
         }),
-        &format!("the trace has no {}", phase.describe()),
+        format!("the trace has no {}", phase.describe()),
     )
 }
 
@@ -40,7 +40,7 @@ fn share(ctx: &Ctx, phase: Phase) -> Outcome {
         }),
         (phase.label(), "device step time"),
         Unit::Percent,
-        &format!("the trace has no {}", phase.describe()),
+        format!("the trace has no {}", phase.describe()),
     )
 }
 

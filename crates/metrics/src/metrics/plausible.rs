@@ -97,7 +97,7 @@ mod tests {
     fn verdict(name: &str, v: f64) -> Option<String> {
         match check(find(name).unwrap(), Outcome::value(v)) {
             Outcome::Value(_) => None,
-            Outcome::NotApplicable(why) => Some(why),
+            Outcome::NotApplicable(why) => Some(why.to_string()),
         }
     }
 

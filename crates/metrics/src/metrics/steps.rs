@@ -1,7 +1,7 @@
 //! Step timing.
 
 use super::ctx::Ctx;
-use super::outcome::Outcome;
+use super::outcome::{Lack, Outcome, Why};
 use crate::model::time::ns_to_s;
 use crate::model::Ns;
 
@@ -22,7 +22,7 @@ pub fn avg_step_time(ctx: &Ctx) -> Outcome {
                 (!steps.is_empty()).then(|| ns_to_s(sum) / steps.len() as f64),
             )
         }),
-        crate::model::timeline::NO_STEPS,
+        Why::Lacks(Lack::Steps, crate::model::timeline::NO_STEPS),
     );
     match out.as_value() {
         Some(_) => out.with_note(crate::model::timeline::steps_used(&ctx.ranks)),

@@ -9,7 +9,7 @@
 //! the step with all communication hidden.
 
 use super::ctx::Ctx;
-use super::outcome::Outcome;
+use super::outcome::{Lack, Outcome, Why};
 use crate::derive::instances::{InstanceRow, Member};
 use crate::derive::RankRow;
 use crate::model::time::{human, ns_to_s};
@@ -91,7 +91,7 @@ fn step_minus(savings: Vec<(&RankRow, Ns)>, what: &str) -> Outcome {
             });
             (r.rank, Some(ns_to_s(st - cut)))
         }),
-        crate::model::timeline::NO_STEPS,
+        Why::Lacks(Lack::Steps, crate::model::timeline::NO_STEPS),
     );
     match note {
         Some(n) => out.with_note(n),

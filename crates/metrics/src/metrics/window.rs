@@ -3,7 +3,7 @@
 //! averaged over ranks; counts are summed over the ranks in scope.
 
 use super::ctx::Ctx;
-use super::outcome::Outcome;
+use super::outcome::{Lack, Outcome};
 use crate::model::time::ns_to_s;
 use crate::model::{CollKind, Ns};
 
@@ -138,7 +138,8 @@ pub fn avg_comm_bandwidth_gbps(ctx: &Ctx) -> Outcome {
         (n + 1, sum + b as f64 / d.as_f64())
     });
     if n == 0 {
-        return Outcome::na(
+        return Outcome::lacks(
+            Lack::CollSizes,
             "no communication op has a message size (record_param_comms / collective args)",
         );
     }
