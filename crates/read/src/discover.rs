@@ -40,13 +40,6 @@ pub struct Discovery {
     pub notes: Vec<String>,
 }
 
-impl Discovery {
-    /// The inputs whose format's role `keep` selects.
-    pub fn with_role(&self, keep: impl Fn(&Role) -> bool) -> impl Iterator<Item = &Input> {
-        self.inputs.iter().filter(move |i| keep(&i.format.role))
-    }
-}
-
 /// Which of several recorded runs or windows to read.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Pick {
