@@ -145,13 +145,17 @@ pub fn summarize_with(
         ..Default::default()
     };
     progress.files_total.store(mine.len(), Ordering::Relaxed);
+    // Each input's size, as measured for sharding, for the progress line.
+    let mut size_of = vec![0; discovery.inputs.len()];
+    for (&i, &size) in read.iter().zip(&sizes) {
+        size_of[i] = size;
+    }
     let done: Vec<Result<Done>> = mine
         .par_iter()
         .map(|&i| {
             let input = &discovery.inputs[i];
             let done = one(out, &m.root, input, &m.inputs[i], fresh_start);
-            let size = std::fs::metadata(&input.path).map_or(0, |m| m.len());
-            progress.bytes.fetch_add(size, Ordering::Relaxed);
+            progress.bytes.fetch_add(size_of[i], Ordering::Relaxed);
             progress.files_done.fetch_add(1, Ordering::Relaxed);
             done
         })
