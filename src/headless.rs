@@ -6,12 +6,12 @@ use std::io::{self, Write};
 use anyhow::{anyhow, Context, Result};
 
 use crate::cli::Cli;
+use crate::kept;
 use crate::load::{self, LoadOptions, Progress};
 use crate::metrics::{self, Ctx, Metric, Outcome, METRICS};
 use crate::model::classify::RULES;
 use crate::model::Trace;
 use crate::report::{self, About};
-use crate::summary::results;
 
 /// Exit status: the metric does not apply to this trace.
 pub const EXIT_NOT_APPLICABLE: u8 = 3;
@@ -98,7 +98,7 @@ pub fn run(cli: &Cli) -> Result<u8> {
     }
     // A summary keeps what a run of all metrics computed, for the next ask.
     let metric_opts = cli.options();
-    let query = results::Query {
+    let query = kept::Query {
         path,
         opts: &opts,
         rank: cli.rank,
@@ -108,8 +108,8 @@ pub fn run(cli: &Cli) -> Result<u8> {
         .summary
         .as_ref()
         .map(|s| s.path.as_path())
-        .zip(results::key(&found, &query));
-    if let Some(r) = kept.as_ref().and_then(|(sum, key)| results::get(sum, key)) {
+        .zip(kept::key(&found, &query));
+    if let Some(r) = kept.as_ref().and_then(|(sum, key)| kept::get(sum, key)) {
         for w in found.discovery.notes.iter().chain(&r.warnings) {
             crate::say!("warning: {w}");
         }
@@ -138,7 +138,7 @@ pub fn run(cli: &Cli) -> Result<u8> {
         }
         (_, None) => print(metric, &about, &report::rows(&ctx), cli, &mut out),
         (_, Some((sum, key))) => {
-            let r = results::Results {
+            let r = kept::Results {
                 // The discovery's notes lead; the next open says its own. Not
                 // kept either: that this process could not spill (its memory,
                 // not its results).
@@ -150,7 +150,7 @@ pub fn run(cli: &Cli) -> Result<u8> {
                 about,
                 rows: report::rows(&ctx),
             };
-            results::put(sum, &key, &r);
+            kept::put(sum, &key, &r);
             print(metric, &r.about, &r.rows, cli, &mut out)
         }
     }

@@ -15,13 +15,12 @@
 //! - [`headless`], [`report`], [`cli`]: the command-line views.
 //! - [`synth`]: a deterministic trace writer for tests and samples.
 
-pub mod atomic;
 pub mod cli;
-pub mod confined;
 pub mod entry;
 pub mod export;
 pub mod fuzz;
 pub mod headless;
+mod kept;
 pub mod load;
 pub use ccl_model as model;
 // The crates below the application, used by their modules' names.
@@ -29,8 +28,8 @@ pub use ccl_metrics::{compare, derive, metrics};
 pub use ccl_read::{
     discover, error, formats, human, naming, progress, read, safe, say, source, synth,
 };
+pub use ccl_store::{atomic, confined, summary};
 #[cfg(test)]
 mod model_on_traces;
 pub mod report;
-pub mod summary;
 pub mod tui;

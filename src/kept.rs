@@ -1,6 +1,8 @@
 //! Metric results kept in a summary: what `--metrics` and `--metric` print
 //! for it, under one set of options, so that a script asking for one metric
-//! after another reads a small file instead of the tables.
+//! after another reads a small file instead of the tables. What a result
+//! depends on (the key) and how it is written (the body) are decided here;
+//! the store keeps the files (`summary::kept`).
 //!
 //! Served only while everything they depend on is what it was: the key
 //! hashes the manifest and every input's entry (so every table's hash and,
@@ -9,24 +11,17 @@
 //! binary. Opening the summary checks it against its traces first, as
 //! always; a stale summary is not read, so neither are its results.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::manifest;
 use crate::load::{Found, LoadOptions};
 use crate::metrics::{Measured, Outcome, METRICS};
 use crate::model::trace::Offset;
 use crate::model::Ns;
 use crate::report::{About, Row};
 
-pub use super::manifest::RESULTS;
-
-/// Results of other keys kept beside the newest (other option sets).
-const KEEP: usize = 16;
-
-/// Layout of a results file; a different one is not read.
-const VERSION: u32 = 2;
+use crate::summary::{kept, manifest};
 
 /// What a metrics run computed and printed, apart from the discovery notes
 /// (which the open that serves them says afresh).
@@ -96,12 +91,8 @@ pub fn key(found: &Found, q: &Query) -> Option<String> {
 /// passes the checks a fresh computation passes; anything else is a miss
 /// (computed afresh), never an error and never served.
 pub fn get(sum: &Path, key: &str) -> Option<Results> {
-    let path = file(sum, key)?;
-    let sealed: Sealed = manifest::read_json(&path).ok()?;
-    if sealed.version != VERSION || sealed.seal != seal(key, sealed.body.get()) {
-        return None;
-    }
-    let s: Stored = serde_json::from_str(sealed.body.get()).ok()?;
+    let body = kept::get(sum, key)?;
+    let s: Stored = serde_json::from_str(&body).ok()?;
     if s.key != key || s.rows.len() != METRICS.len() {
         return None;
     }
@@ -135,10 +126,8 @@ fn plausible(metric: &crate::metrics::Metric, o: &Outcome) -> bool {
     }
 }
 
-/// Stores `r` under `key` (atomically), keeping the [`KEEP`] newest other
-/// keys. A summary that cannot be written to (a read-only tree), or whose
-/// results folder is a link, simply keeps none: the results are computed
-/// again next time.
+/// Stores `r` under `key` (see `summary::kept::put`: a summary that
+/// cannot be written to keeps none).
 pub fn put(sum: &Path, key: &str, r: &Results) {
     let s = Stored {
         key: key.to_owned(),
@@ -150,93 +139,8 @@ pub fn put(sum: &Path, key: &str, r: &Results) {
             .map(|row| (row.metric.name.to_owned(), (&row.outcome).into()))
             .collect(),
     };
-    let Some(body) = serde_json::to_string(&s)
-        .ok()
-        .and_then(|b| serde_json::value::RawValue::from_string(b).ok())
-    else {
-        return;
-    };
-    let sealed = Sealed {
-        version: VERSION,
-        seal: seal(key, body.get()),
-        body,
-    };
-    let (Ok(bytes), Some(path)) = (serde_json::to_vec(&sealed), file(sum, key)) else {
-        return;
-    };
-    let Ok(dir) = crate::confined::folder_inside(sum, RESULTS) else {
-        return;
-    };
-    if std::fs::create_dir_all(&dir).is_err() || crate::atomic::write(&path, &bytes).is_err() {
-        return;
-    }
-    prune(sum);
-}
-
-/// The results file of `key`, inside the summary through no link.
-fn file(sum: &Path, key: &str) -> Option<PathBuf> {
-    crate::confined::inside(sum, &format!("{RESULTS}/{key}.json")).ok()
-}
-
-/// What ties a results file to its key: a hash of the key and the stored
-/// body, so that a file edited by hand, or copied under another key, is a
-/// miss.
-fn seal(key: &str, body: &str) -> String {
-    let mut h = xxhash_rust::xxh3::Xxh3::new();
-    h.update(key.as_bytes());
-    h.update(&[0]);
-    h.update(body.as_bytes());
-    format!("{:016x}", h.digest())
-}
-
-/// Whether `bytes` are a results file of `key`: of this layout, or of the
-/// first (unsealed, its key inside), which a newer binary no longer reads
-/// but still prunes.
-fn is_results(bytes: &[u8], key: &str) -> bool {
-    #[derive(Deserialize)]
-    struct Head {
-        version: u32,
-        key: Option<String>,
-        seal: Option<String>,
-    }
-    serde_json::from_slice::<Head>(bytes).is_ok_and(|h| match h.version {
-        1 => h.key.as_deref() == Some(key),
-        _ => h.seal.is_some(),
-    })
-}
-
-/// Whether `name` is a results file's name (`<16 hex>.json`).
-fn results_name(name: &str) -> Option<&str> {
-    name.strip_suffix(".json")
-        .filter(|k| k.len() == 16 && k.bytes().all(|b| b.is_ascii_hexdigit()))
-}
-
-/// Removes all but the newest [`KEEP`] + 1 results files: files of the
-/// results folder named as results are and holding results (any other file
-/// there, and anything a link leads to, is left alone).
-fn prune(sum: &Path) {
-    let Ok(dir) = crate::confined::folder_inside(sum, RESULTS) else {
-        return;
-    };
-    let Ok(list) = std::fs::read_dir(&dir) else {
-        return;
-    };
-    let mut files: Vec<(std::time::SystemTime, String)> = list
-        .flatten()
-        .filter_map(|e| {
-            let name = e.file_name().to_string_lossy().into_owned();
-            results_name(&name)?;
-            // Of the entry itself, not of a link's target.
-            let meta = std::fs::symlink_metadata(e.path()).ok()?;
-            meta.is_file().then_some((meta.modified().ok()?, name))
-        })
-        .collect();
-    files.sort_by_key(|f| std::cmp::Reverse(f.0));
-    for (_, name) in files.into_iter().skip(KEEP + 1) {
-        let key = results_name(&name).unwrap_or_default().to_owned();
-        crate::confined::remove_own(sum, &format!("{RESULTS}/{name}"), MAX_FILE, |bytes| {
-            is_results(bytes, &key)
-        });
+    if let Ok(body) = serde_json::to_string(&s) {
+        kept::put(sum, key, &body);
     }
 }
 
@@ -252,14 +156,6 @@ fn read_small(path: &Path) -> Option<Vec<u8>> {
 
 // The stored form. Numbers are kept as their bits: a JSON decimal read back
 // may differ in the last place, and a result served must be the one computed.
-
-/// A results file: the stored results as written, and their seal.
-#[derive(Serialize, Deserialize)]
-struct Sealed {
-    version: u32,
-    seal: String,
-    body: Box<serde_json::value::RawValue>,
-}
 
 #[derive(Serialize, Deserialize)]
 struct Stored {
@@ -447,12 +343,12 @@ mod tests {
         assert_eq!(got.about.offsets[0].offset, Ns(-250));
         assert_eq!(got.rows.len(), METRICS.len());
         assert!(get(dir.path(), "00000000000000bb").is_none());
-        // Renamed to another key: its own key inside disagrees.
-        std::fs::rename(
-            file(dir.path(), "00000000000000aa").unwrap(),
-            file(dir.path(), "00000000000000bb").unwrap(),
-        )
-        .unwrap();
+        // Stored under another key with its own key inside: a miss.
+        kept::put(
+            dir.path(),
+            "00000000000000bb",
+            &kept::get(dir.path(), "00000000000000aa").unwrap(),
+        );
         assert!(get(dir.path(), "00000000000000bb").is_none());
     }
 
@@ -485,7 +381,7 @@ mod tests {
         };
         put(dir.path(), key, &r(0.25));
         assert!(get(dir.path(), key).is_some());
-        let path = file(dir.path(), key).unwrap();
+        let path = dir.path().join(format!("{}/{key}.json", kept::RESULTS));
         let text = std::fs::read_to_string(&path).unwrap();
         // The value's bits, edited by hand (0.25 -> 0.5): the seal breaks.
         let edited = text.replace(
@@ -503,17 +399,5 @@ mod tests {
         );
         put(dir.path(), key, &r(f64::NAN));
         assert!(get(dir.path(), key).is_none(), "NaN is served");
-        // What pruning takes for results: this layout, or the first with its
-        // own key inside; nothing else.
-        assert!(is_results(&std::fs::read(&path).unwrap(), key));
-        assert!(is_results(
-            br#"{"version":1,"key":"00000000000000cc","rows":[]}"#,
-            key
-        ));
-        assert!(!is_results(
-            br#"{"version":1,"key":"00000000000000dd"}"#,
-            key
-        ));
-        assert!(!is_results(br#"{"mine":1}"#, key));
     }
 }

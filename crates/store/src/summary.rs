@@ -13,12 +13,12 @@
 
 pub mod annex;
 pub mod columns;
+pub mod kept;
 pub mod manifest;
 pub mod open;
 pub mod pages;
 pub mod parquet_file;
 pub mod read;
-pub mod results;
 pub mod shard;
 pub mod stats;
 pub mod write;

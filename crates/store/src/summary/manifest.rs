@@ -21,7 +21,7 @@ pub const VERSION: u32 = 1;
 pub const ENTRIES: &str = "inputs";
 
 /// The folder inside a summary that holds kept results, one file per key
-/// (`results.rs`).
+/// (`kept.rs`).
 pub const RESULTS: &str = "results";
 
 /// The largest manifest or entry read: they list inputs and warnings, not events.
