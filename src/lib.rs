@@ -28,7 +28,7 @@ pub use ccl_metrics::{compare, derive, metrics};
 pub use ccl_read::{
     discover, error, formats, human, naming, progress, read, safe, say, source, synth,
 };
-pub use ccl_store::{atomic, confined, summary};
+pub use ccl_store::{atomic, confined, spill, summary};
 #[cfg(test)]
 mod model_on_traces;
 pub mod report;

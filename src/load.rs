@@ -416,10 +416,9 @@ impl Prepare<'_> {
         if before.saturating_add(n) <= self.spill.hold {
             return;
         }
-        let spilled = t
-            .ops
-            .spill()
-            .and_then(|()| stats.map_or(Ok(()), |s| s.exposed.spill()));
+        let to = &crate::spill::TEMP_FILES;
+        let spilled =
+            (t.ops.spill(to)).and_then(|()| stats.map_or(Ok(()), |s| s.exposed.spill(to)));
         if let Err(e) = spilled {
             let mut failed = self.spill.failed.lock().unwrap_or_else(|e| e.into_inner());
             failed.get_or_insert(e.to_string());

@@ -344,7 +344,7 @@ fn a_walk_reads_each_members_op() {
     let held = trace(&training_run(&RunShape::default()));
     let mut spilled = held.clone();
     for t in &mut spilled.ranks {
-        t.ops.spill().unwrap();
+        t.ops.spill(&crate::spill::TEMP_FILES).unwrap();
     }
     let inst = instances(&held);
     assert_eq!(inst, instances(&spilled));

@@ -21,8 +21,8 @@ const LAYERS: &[&str] = &[
     "synth", "read", "formats", "discover",
     // Figures derived once per rank, metrics, two runs compared (crate ccl-metrics).
     "derive", "metrics", "compare",
-    // Storage: summaries, pages, kept results' files (crate ccl-store).
-    "summary",
+    // Storage: summaries, pages, kept results' files, spill files (crate ccl-store).
+    "spill", "summary",
     // Reading a run.
     "load",
     // Views.
@@ -45,8 +45,9 @@ const LOOPS: &[(&[&str], &str)] = &[(
         "model/timeline",
         "model/trace",
     ],
-    "the spill store (slab.rs) implements its Plain trait for the ops, intervals and \
-     collective figures it holds; it leaves the model for the store crate",
+    "the spill interface (slab.rs) names the values a store may take (ops, intervals, \
+     collective figures), and each of them holds slabs; the store itself (files, maps, \
+     the unsafe code) is ccl-store's spill.rs",
 )];
 
 /// The source folders and the module each stands for: the application's

@@ -528,7 +528,7 @@ const SPILLED_SEQ: usize = 1024;
 /// sequences go to one too (4 bytes a communication op); where one cannot
 /// be made they stay held.
 pub fn instances(trace: &Trace) -> Instances {
-    let spill = trace.collectives_spilled();
+    let spill = trace.spilled_to();
     // channel -> (rank index, its op indices in start order, the first's Seq).
     let mut seqs: BTreeMap<String, Members> = BTreeMap::new();
     // Indices fit: ranks and ops are numbered in u32 slots.
@@ -572,8 +572,8 @@ pub fn instances(trace: &Trace) -> Instances {
             // sequences stay held. So does one whose file cannot be made:
             // it is a fourteenth of the collectives' size, and what is
             // computed from it the same.
-            if spill && ops.len() >= SPILLED_SEQ {
-                let _ = ops.spill();
+            if let Some(to) = spill.filter(|_| ops.len() >= SPILLED_SEQ) {
+                let _ = ops.spill(to);
             }
             seqs.entry(g).or_default().push((ri, ops, first_seq));
         }
@@ -663,7 +663,7 @@ fn resync(trace: &Trace, channel: &str, members: Members) -> Lined {
         let t = &trace.ranks[ri as usize];
         let ops = match (target, first) {
             (Some(target), Some(first)) if first < target => {
-                let spilled = ops.is_spilled();
+                let spilled = ops.spilled_to();
                 let mut v = ops.into_vec();
                 let skip = v
                     .iter()
@@ -676,8 +676,8 @@ fn resync(trace: &Trace, channel: &str, members: Members) -> Lined {
                 v.drain(..skip);
                 lead.push((t.rank, u32::try_from(skip).expect("ops fit in u32")));
                 let mut s = Slab::from(v);
-                if spilled {
-                    let _ = s.spill();
+                if let Some(to) = spilled {
+                    let _ = s.spill(to);
                 }
                 s
             }

@@ -64,10 +64,10 @@ impl IntervalSet {
         self.0.is_empty()
     }
 
-    /// Moves the intervals to a temporary file (see `slab`); on an error
-    /// they stay held.
-    pub fn spill(&mut self) -> std::io::Result<()> {
-        self.0.spill()
+    /// Moves the intervals to `to` (see `slab`); on an error they stay
+    /// held.
+    pub fn spill(&mut self, to: &dyn super::slab::Spill) -> std::io::Result<()> {
+        self.0.spill(to)
     }
 
     pub fn is_spilled(&self) -> bool {
@@ -453,7 +453,7 @@ mod tests {
     fn a_spilled_set_is_the_held_one() {
         let held = set(&[(Ns::ZERO, Ns(4)), (Ns(5), Ns(8))]);
         let mut s = held.clone();
-        s.spill().unwrap();
+        s.spill(&crate::slab::ASIDE).unwrap();
         assert!(s.is_spilled() && !held.is_spilled());
         assert_eq!(s, held);
         let other = set(&[(Ns(3), Ns(6))]);
@@ -470,7 +470,7 @@ mod tests {
         assert!(!s.clone().is_spilled());
         // An empty set has nothing to spill.
         let mut e = IntervalSet::default();
-        e.spill().unwrap();
+        e.spill(&crate::slab::ASIDE).unwrap();
         assert!(!e.is_spilled());
     }
 

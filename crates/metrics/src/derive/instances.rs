@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use super::groups::GroupInfo;
 use crate::model::collectives::{latest_of, Blame, Figures, Instances, MemberOp};
-use crate::model::slab::Slab;
+use crate::model::slab::{Slab, Spill};
 use crate::model::{CollKind, DeviceOp, Ns, Trace};
 
 /// One member of a matched collective (one per rank and collective: kept
@@ -231,12 +231,12 @@ impl Rows {
 
     /// Adds `chunk` (a full one, or the last), spilled when `spill` says
     /// so; held where its file cannot be made (the rows read the same).
-    fn push_chunk(&mut self, mut chunk: Vec<Figures>, spill: bool) {
+    fn push_chunk(&mut self, mut chunk: Vec<Figures>, spill: Option<&dyn Spill>) {
         self.len += chunk.len();
         chunk.shrink_to_fit();
         let mut chunk = Slab::from(chunk);
-        if spill {
-            let _ = chunk.spill();
+        if let Some(to) = spill {
+            let _ = chunk.spill(to);
         }
         self.chunks.push(chunk);
     }
@@ -296,7 +296,7 @@ fn rows_in_chunks(trace: &Trace, inst: &Instances, groups: &[GroupInfo], per_chu
     // Each group and kernel name once, for all the rows that show it.
     let mut group_ids: HashMap<&str, u32> = HashMap::new();
     let mut name_ids: HashMap<&str, u32> = HashMap::new();
-    let spill = trace.collectives_spilled();
+    let spill = trace.spilled_to();
     let mut out = Rows {
         per_chunk,
         ..Rows::default()
@@ -568,7 +568,7 @@ mod tests {
         assert!(!held.is_spilled());
         assert!(!rows_in_chunks(&t, &inst, &groups, 4).is_spilled());
         for r in &mut t.ranks {
-            r.ops.spill().unwrap();
+            r.ops.spill(&crate::model::slab::ASIDE).unwrap();
         }
         let spilled = rows_in_chunks(&t, &inst, &groups, 4);
         assert_eq!(spilled.chunks.len(), 13);
