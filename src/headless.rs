@@ -96,7 +96,8 @@ pub fn run(cli: &Cli) -> Result<u8> {
             format,
         });
     }
-    // A summary keeps what a run of all metrics computed, for the next ask.
+    // A summary may hold what a run of all metrics computed (`summarize`
+    // keeps the plain question's): served when it answers this question.
     let metric_opts = cli.options();
     let query = kept::Query {
         path,
@@ -104,17 +105,19 @@ pub fn run(cli: &Cli) -> Result<u8> {
         rank: cli.rank,
         metric_opts: &metric_opts,
     };
-    let kept = found
+    let key = found
         .summary
         .as_ref()
         .map(|s| s.path.as_path())
         .zip(kept::key(&found, &query));
-    if let Some(r) = kept.as_ref().and_then(|(sum, key)| kept::get(sum, key)) {
+    if let Some(r) = key.as_ref().and_then(|(sum, key)| kept::get(sum, key)) {
         for w in found.discovery.notes.iter().chain(&r.warnings) {
             crate::say!("warning: {w}");
         }
         return print(metric, &r.about, &r.rows, cli, &mut out);
     }
+    // Reading writes nothing, but into a cache the command line named.
+    let kept = key.filter(|(sum, _)| kept::in_cache(sum, &opts));
     // Metrics need each rank's ops only while it is read (see `load::Lean`).
     let lean = load::load_lean(path, &found, &opts, &Progress::default())
         .with_context(|| format!("cannot load {}", path.display()))?;
@@ -138,18 +141,7 @@ pub fn run(cli: &Cli) -> Result<u8> {
         }
         (_, None) => print(metric, &about, &report::rows(&ctx), cli, &mut out),
         (_, Some((sum, key))) => {
-            let r = kept::Results {
-                // The discovery's notes lead; the next open says its own. Not
-                // kept either: that this process could not spill (its memory,
-                // not its results).
-                warnings: warnings[found.discovery.notes.len().min(warnings.len())..]
-                    .iter()
-                    .filter(|w| !w.starts_with(load::NOT_SPILLED))
-                    .cloned()
-                    .collect(),
-                about,
-                rows: report::rows(&ctx),
-            };
+            let r = kept::Results::of(&found, &warnings, about, report::rows(&ctx));
             kept::put(sum, &key, &r);
             print(metric, &r.about, &r.rows, cli, &mut out)
         }
@@ -473,7 +465,76 @@ pub fn summarize(args: &crate::cli::SummarizeArgs) -> Result<u8> {
     for e in &r.failed {
         crate::say!("ccl-bench: {e} (recorded: the summary fails where the trace does)");
     }
+    // The whole summary is written (not one shard of it): the plain
+    // question's answer is kept in it, so that scripts asking one metric
+    // after another read it instead of the tables.
+    if args.only.is_empty() && shard.count <= 1 {
+        for note in keep_answers(&args.dir, &out, opts.pick) {
+            crate::say!("ccl-bench: {note}");
+        }
+    }
     Ok(u8::from(!r.failed.is_empty()))
+}
+
+/// Computes every metric of the summary `sum` of `traces` as a plain
+/// `ccl-bench --trace P --metrics` would, for `P` the summary's path and
+/// the traces' folder (when the summary stands beside it, so that `P` opens
+/// it), and keeps the results in the summary; says what it kept, or why
+/// not. Nothing is printed or kept for a `P` that fails to load: asking
+/// will say why.
+pub fn keep_answers(
+    traces: &std::path::Path,
+    sum: &std::path::Path,
+    pick: crate::discover::Pick,
+) -> Vec<String> {
+    let Ok(plain) = <Cli as clap::Parser>::try_parse_from(["ccl-bench"]) else {
+        return Vec::new();
+    };
+    let opts = LoadOptions {
+        pick,
+        ..plain.load_options()
+    };
+    let metric_opts = plain.options();
+    let mut notes = Vec::new();
+    for path in [sum, traces] {
+        let Ok(found) = load::inputs(path, &opts) else {
+            continue;
+        };
+        if found.summary.as_ref().map(|s| s.path.as_path()) != Some(sum) {
+            continue;
+        }
+        let query = kept::Query {
+            path,
+            opts: &opts,
+            rank: None,
+            metric_opts: &metric_opts,
+        };
+        let Some(key) = kept::key(&found, &query) else {
+            continue;
+        };
+        if kept::get(sum, &key).is_some() {
+            continue;
+        }
+        let Ok(lean) = load::load_lean(path, &found, &opts, &Progress::default()) else {
+            continue;
+        };
+        let Ok(warnings) = loaded(path, &lean.trace, lean.report) else {
+            continue;
+        };
+        let Ok(ctx) = Ctx::with_stats(&lean.trace, None, Some(lean.stats)) else {
+            continue;
+        };
+        let ctx = ctx.with_options(metric_opts);
+        let about = About::of(&ctx);
+        let r = kept::Results::of(&found, &warnings, about, report::rows(&ctx));
+        if kept::put(sum, &key, &r) {
+            notes.push(format!(
+                "kept every metric's result for `ccl-bench {}`",
+                path.display()
+            ));
+        }
+    }
+    notes
 }
 
 /// `ccl-bench collectives DIR`.

@@ -126,9 +126,34 @@ fn plausible(metric: &crate::metrics::Metric, o: &Outcome) -> bool {
     }
 }
 
-/// Stores `r` under `key` (see `summary::kept::put`: a summary that
-/// cannot be written to keeps none).
-pub fn put(sum: &Path, key: &str, r: &Results) {
+impl Results {
+    /// What to keep of a metrics run on `found`: its `warnings` past the
+    /// discovery's notes (the next open says its own), without the one
+    /// saying that this process could not spill (its memory, not its
+    /// results).
+    pub fn of(found: &Found, warnings: &[String], about: About, rows: Vec<Row>) -> Self {
+        Self {
+            warnings: warnings[found.discovery.notes.len().min(warnings.len())..]
+                .iter()
+                .filter(|w| !w.starts_with(crate::load::NOT_SPILLED))
+                .cloned()
+                .collect(),
+            about,
+            rows,
+        }
+    }
+}
+
+/// Whether a command may keep results in the summary `sum`: only one in
+/// the cache folder it named (`--cache`), the one place besides
+/// `summarize`, `export` and `w` where reading a run writes.
+pub fn in_cache(sum: &Path, opts: &LoadOptions) -> bool {
+    opts.cache.as_deref().is_some_and(|c| sum.starts_with(c))
+}
+
+/// Stores `r` under `key`; whether it was (see `summary::kept::put`: a
+/// summary that cannot be written to keeps none).
+pub fn put(sum: &Path, key: &str, r: &Results) -> bool {
     let s = Stored {
         key: key.to_owned(),
         warnings: r.warnings.clone(),
@@ -139,9 +164,7 @@ pub fn put(sum: &Path, key: &str, r: &Results) {
             .map(|row| (row.metric.name.to_owned(), (&row.outcome).into()))
             .collect(),
     };
-    if let Ok(body) = serde_json::to_string(&s) {
-        kept::put(sum, key, &body);
-    }
+    serde_json::to_string(&s).is_ok_and(|body| kept::put(sum, key, &body))
 }
 
 /// The most of a rules file or card hashed into a key (a load reads less).

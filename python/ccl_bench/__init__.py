@@ -280,7 +280,11 @@ def summarize(
     N workers (Dask, Ray, a process pool) write one summary together;
     ``only`` (a list of the run's files) takes those instead, for engines
     that map over files. Every call names the same ``path`` and ``out``;
-    inputs already summarized and unchanged are skipped. :func:`load` then opens
+    inputs already summarized and unchanged are skipped. A call that leaves
+    the whole summary written (no ``shard``, no ``only``) also computes every
+    metric once and keeps the results in it, as the command does, so that
+    ``ccl-bench OUT --metric NAME`` answers without reading a table; after a
+    fan-out, one such call runs that reduce. :func:`load` then opens
     ``out`` (or ``PATH``, while the summary beside it is current) without
     parsing a trace. Returns what was done: ``inputs``, ``mine``,
     ``written``, ``unchanged``, ``failed`` (reader errors, recorded in the

@@ -296,7 +296,13 @@ fn summarize(
     let r = py
         .detach(move || {
             summary::write::check_out(&opts.out)?;
-            summary::summarize(&path, &opts)
+            let r = summary::summarize(&path, &opts)?;
+            // The whole summary written: the plain question's answer kept
+            // in it, as `ccl-bench summarize` keeps it.
+            if opts.only.is_empty() && opts.shard.count <= 1 {
+                ccl_bench::headless::keep_answers(&path, &opts.out, opts.pick);
+            }
+            Ok::<_, ccl_bench::error::Error>(r)
         })
         .map_err(|e| trace_error(e.into()))?;
     Ok((

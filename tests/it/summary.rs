@@ -128,6 +128,21 @@ fn slurm_tasks_summarize_shares_that_make_up_the_whole() {
         }
     }
     assert_eq!(written, 6);
+    // No shard keeps results: none knows the whole is written. Summarizing
+    // once more without one (the reduce of a fan-out) keeps them.
+    assert!(!sum.join("results").exists());
+    let o = summarize(dir.path(), &sum, &[]);
+    assert!(
+        stderr(&o).contains("0 written, 6 unchanged"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        stderr(&o).contains("kept every metric's result"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(std::fs::read_dir(sum.join("results")).unwrap().count(), 1);
     // An array job of one task per input gives the same set again (all current).
     for id in 1..=6 {
         let o = summarize(
@@ -279,7 +294,9 @@ fn a_damaged_table_is_refused_with_its_name() {
         assert!(!e.contains("panicked"), "{e}");
     };
     // The reduce reads each rank's collectives and figures, not its ops:
-    // a damaged ops table is refused by what reads every op.
+    // a damaged ops table is refused by what reads every op. (Without the
+    // results `summarize` kept, which answer the plain question unread.)
+    std::fs::remove_dir_all(sum.join("results")).unwrap();
     let table = first("ops");
     spoil(&table);
     let all_steps = |sum: &Path| {
@@ -314,15 +331,26 @@ fn a_damaged_table_is_refused_with_its_name() {
     assert!(metric(&sum, "avg_step_time").status.success());
 }
 
-/// A summary keeps what a metrics run computed: the same question again is
-/// answered from it, warnings and all; another question (options, rules, a
-/// rebuilt summary) is computed afresh; a damaged results file is ignored.
+/// `summarize` keeps the results of the plain question in the summary: it
+/// is answered from them, warnings and all, as the traces answer it;
+/// another question (options, rules, a rebuilt summary) is computed afresh
+/// and kept nowhere, since reading writes nothing; a damaged results file
+/// is ignored, and the next `summarize` keeps it again.
 #[test]
 fn a_summary_keeps_its_results_for_the_same_question_only() {
     let dir = write_ranks(&training_run(&shape()));
     let out = tempfile::tempdir().unwrap();
     let sum = out.path().join("s");
-    assert!(summarize(dir.path(), &sum, &[]).status.success());
+    let made = summarize(dir.path(), &sum, &[]);
+    assert!(made.status.success());
+    assert!(
+        stderr(&made).contains(&format!(
+            "kept every metric's result for `ccl-bench {}`",
+            sum.display()
+        )),
+        "{}",
+        stderr(&made)
+    );
     let s = sum.to_str().unwrap();
     let kept = || -> Vec<std::path::PathBuf> {
         let mut v: Vec<_> = std::fs::read_dir(sum.join("results"))
@@ -332,9 +360,22 @@ fn a_summary_keeps_its_results_for_the_same_question_only() {
         v
     };
     let all = ["--trace", s, "--metrics", "--format", "json"];
+    // Kept for the summary's path: its traces' folder does not open it.
+    assert_eq!(kept().len(), 1);
     let first = run(&all);
     assert!(first.status.success(), "{}", stderr(&first));
     assert_eq!(kept().len(), 1);
+    let raw = run(&[
+        "--trace",
+        dir.path().to_str().unwrap(),
+        "--metrics",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(
+        stdout(&first).replace(s, "DIR"),
+        stdout(&raw).replace(dir.path().to_str().unwrap(), "DIR")
+    );
     let again = run(&all);
     assert_eq!(
         (stdout(&again), stderr(&again)),
@@ -356,7 +397,8 @@ fn a_summary_keeps_its_results_for_the_same_question_only() {
         o.status.success() && stdout(&o) == stdout(&first)
     };
     assert!(answered_kept());
-    // A kept file edited by hand is not served: computed afresh, kept again.
+    // A kept file edited by hand is not served: computed afresh, and kept
+    // again by the next `summarize` only.
     let file = kept()[0].clone();
     let text = std::fs::read_to_string(&file).unwrap();
     let na = regex::Regex::new(r#""NotApplicable":"([^"]+)""#)
@@ -366,18 +408,21 @@ fn a_summary_keeps_its_results_for_the_same_question_only() {
         .to_owned();
     std::fs::write(&file, text.replace(&na, "KEPT")).unwrap();
     assert!(!stdout(&run(&all)).contains("KEPT"));
+    assert!(!answered_kept());
+    assert!(std::fs::read_to_string(&file).unwrap().contains("KEPT"));
+    assert!(summarize(dir.path(), &sum, &[]).status.success());
     assert!(answered_kept());
     // A single metric is served from it too, as the traces give it.
     let raw_step = stdout(&metric(dir.path(), "avg_step_time"));
     assert_eq!(stdout(&metric(&sum, "avg_step_time")), raw_step);
     assert_eq!(kept().len(), 1);
-    // Other options are another question: computed, and kept beside.
+    // Other options are another question: computed, and not kept.
     let steps = ["--all-steps", "--metric", "avg_step_time"];
     let o = run(&[&["--trace", s][..], &steps].concat());
     let raw = run(&[&["--trace", dir.path().to_str().unwrap()][..], &steps].concat());
     assert_eq!(stdout(&o), stdout(&raw));
     assert_ne!(stdout(&o), raw_step);
-    assert_eq!(kept().len(), 2);
+    assert_eq!(kept().len(), 1);
     // A rules file beside the traces changes the answer, so the question.
     std::fs::write(
         dir.path().join("ccl-bench-classes.toml"),
@@ -389,11 +434,14 @@ fn a_summary_keeps_its_results_for_the_same_question_only() {
     assert!(!answered_kept());
     std::fs::remove_file(dir.path().join("ccl-bench-classes.toml")).unwrap();
     assert!(answered_kept());
-    // A damaged results file is a miss, computed again and rewritten.
+    // A damaged results file is a miss, computed again, and left as it is
+    // until `summarize` keeps it again.
     std::fs::write(&file, b"{not json").unwrap();
     let o = run(&all);
     assert_eq!(stdout(&o), stdout(&first));
-    assert!(std::fs::read_to_string(&file).unwrap().starts_with('{'));
+    assert_eq!(std::fs::read(&file).unwrap(), b"{not json");
+    assert!(summarize(dir.path(), &sum, &[]).status.success());
+    assert!(answered_kept());
     // A rebuilt summary asks afresh (its entries changed, so its key).
     reprofile_rank1_slow(dir.path());
     assert!(summarize(dir.path(), &sum, &[]).status.success());
@@ -402,6 +450,57 @@ fn a_summary_keeps_its_results_for_the_same_question_only() {
         stdout(&metric(dir.path(), "avg_step_time"))
     );
     assert_ne!(stdout(&metric(&sum, "avg_step_time")), raw_step);
+}
+
+/// Every file under `dir`, with its bytes and modification time.
+fn files_of(dir: &Path) -> Vec<(std::path::PathBuf, Vec<u8>, std::time::SystemTime)> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_owned()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            let m = std::fs::symlink_metadata(&p).unwrap();
+            if m.is_dir() {
+                todo.push(p);
+            } else {
+                out.push((p.clone(), std::fs::read(&p).unwrap(), m.modified().unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Reading a run writes nothing: metrics of a summary whose results were
+/// never kept (or of other options), by its path or its traces' folder,
+/// compute and print, and leave both folders as they were.
+#[test]
+fn reading_a_summary_writes_nothing() {
+    let outer = tempfile::tempdir().unwrap();
+    let dir = outer.path().join("run");
+    std::fs::create_dir(&dir).unwrap();
+    for (i, r) in training_run(&shape()).iter().enumerate() {
+        std::fs::write(dir.join(format!("rank{i}_trace.json")), r.to_json()).unwrap();
+    }
+    let sum = ccl_bench::summary::beside(&dir).unwrap();
+    assert!(summarize(&dir, &sum, &[]).status.success());
+    std::fs::remove_dir_all(sum.join("results")).unwrap();
+    let (traces, summary) = (files_of(&dir), files_of(&sum));
+    for p in [&sum, &dir] {
+        let p = p.to_str().unwrap();
+        for args in [
+            &["--trace", p, "--metrics", "--format", "json"][..],
+            &["--trace", p, "--metric", "avg_step_time"],
+            &["--trace", p, "--metric", "avg_step_time", "--all-steps"],
+            &["collectives", p],
+            &["--trace", p, "--inputs"],
+        ] {
+            let o = run(args);
+            assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        }
+    }
+    assert!(files_of(&dir) == traces, "the traces' folder changed");
+    assert!(files_of(&sum) == summary, "the summary changed");
 }
 
 #[test]

@@ -132,7 +132,7 @@ fn a_summary_whose_folders_are_links_is_refused_and_nothing_outside_is_removed()
 
 #[test]
 fn kept_results_prune_only_the_tools_own_files() {
-    let (_dir, _traces, sum) = summarized();
+    let (_dir, traces, sum) = summarized();
     let results = sum.join("results");
     std::fs::create_dir_all(&results).unwrap();
     // Someone's files in the results folder, named like results and older
@@ -145,10 +145,24 @@ fn kept_results_prune_only_the_tools_own_files() {
         f.set_modified(std::time::SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000))
             .unwrap();
     }
-    let o = run(&["--trace", s(&sum), "--metric", "communication_fraction"]);
+    // Kept, and pruned, by the next `summarize` (reading writes nothing).
+    let ours: Vec<PathBuf> = std::fs::read_dir(&results)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| !theirs.path().join(p.file_name().unwrap()).exists())
+        .collect();
+    assert_eq!(
+        ours.len(),
+        2,
+        "summarize kept the summary's and the traces'"
+    );
+    for f in &ours {
+        std::fs::remove_file(f).unwrap();
+    }
+    let o = run(&["summarize", s(&traces), "--out", s(&sum)]);
     assert!(o.status.success(), "{}", stderr(&o));
     let left = std::fs::read_dir(&results).unwrap().count();
-    assert_eq!(left, 31, "30 strangers and the one kept result");
+    assert_eq!(left, 32, "30 strangers and the two kept results");
 }
 
 #[test]
@@ -167,19 +181,24 @@ fn edited_kept_results_are_computed_again() {
         .unwrap()
         .map(|e| e.unwrap().path())
         .collect();
-    assert_eq!(kept.len(), 1);
+    // One for the summary's path, one for the traces' folder beside it.
+    assert_eq!(kept.len(), 2);
     // Every stored number replaced by the bits of 512.5, NaN and -3.
-    let text = std::fs::read_to_string(&kept[0]).unwrap();
     let value = regex::Regex::new(r#""value":\d+"#).unwrap();
     for bad in [512.5f64, f64::NAN, -3.0] {
-        let edited = value
-            .replace_all(&text, format!("\"value\":{}", bad.to_bits()).as_str())
-            .into_owned();
-        assert_ne!(edited, text);
-        std::fs::write(&kept[0], edited).unwrap();
-        let o = run(&["--trace", s(&sum), "--metric", "communication_fraction"]);
-        assert!(o.status.success(), "{}", stderr(&o));
-        assert_eq!(stdout(&o), fresh, "an edited result ({bad}) is served");
+        for file in &kept {
+            let text = std::fs::read_to_string(file).unwrap();
+            let edited = value
+                .replace_all(&text, format!("\"value\":{}", bad.to_bits()).as_str())
+                .into_owned();
+            assert_ne!(edited, text);
+            std::fs::write(file, edited).unwrap();
+        }
+        for p in [&sum, &traces] {
+            let o = run(&["--trace", s(p), "--metric", "communication_fraction"]);
+            assert!(o.status.success(), "{}", stderr(&o));
+            assert_eq!(stdout(&o), fresh, "an edited result ({bad}) is served");
+        }
     }
 }
 

@@ -28,11 +28,12 @@ pub fn get(sum: &Path, key: &str) -> Option<String> {
 }
 
 /// Stores the JSON `body` under `key` (atomically), keeping the [`KEEP`]
-/// newest other keys. A summary that cannot be written to (a read-only
-/// tree), or whose results folder is a link, simply keeps none.
-pub fn put(sum: &Path, key: &str, body: &str) {
+/// newest other keys; whether it was stored. A summary that cannot be
+/// written to (a read-only tree), or whose results folder is a link, simply
+/// keeps none.
+pub fn put(sum: &Path, key: &str, body: &str) -> bool {
     let Ok(body) = serde_json::value::RawValue::from_string(body.to_owned()) else {
-        return;
+        return false;
     };
     let sealed = Sealed {
         version: VERSION,
@@ -40,15 +41,16 @@ pub fn put(sum: &Path, key: &str, body: &str) {
         body,
     };
     let (Ok(bytes), Some(path)) = (serde_json::to_vec(&sealed), file(sum, key)) else {
-        return;
+        return false;
     };
     let Ok(dir) = crate::confined::folder_inside(sum, RESULTS) else {
-        return;
+        return false;
     };
     if std::fs::create_dir_all(&dir).is_err() || crate::atomic::write(&path, &bytes).is_err() {
-        return;
+        return false;
     }
     prune(sum);
+    true
 }
 
 /// The results file of `key`, inside the summary through no link.
