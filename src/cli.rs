@@ -100,8 +100,8 @@ pub struct Cli {
     /// across ranks are kept: past 4 Mi of them (`auto`) or all (`always`)
     /// in a temporary file in TMPDIR rather than in memory; `never` keeps
     /// them in memory
-    #[arg(long, value_enum, default_value_t = crate::load::Pages::Auto)]
-    pub pages: crate::load::Pages,
+    #[arg(long, value_enum, default_value_t = crate::session::load::Pages::Auto)]
+    pub pages: crate::session::load::Pages,
 
     /// Write the UI as an SVG image instead of opening it (for screenshots)
     #[arg(long, value_name = "FILE", hide = true)]
@@ -169,8 +169,8 @@ pub struct LoadArgs {
 }
 
 impl LoadArgs {
-    pub fn options(&self) -> crate::load::LoadOptions {
-        crate::load::LoadOptions {
+    pub fn options(&self) -> crate::session::load::LoadOptions {
+        crate::session::load::LoadOptions {
             pick: crate::discover::Pick {
                 iteration: self.iteration,
                 windows: self.window,
@@ -378,8 +378,8 @@ fn parse_params(s: &str) -> Result<f64, String> {
 
 impl Cli {
     /// How to load the trace.
-    pub fn load_options(&self) -> crate::load::LoadOptions {
-        crate::load::LoadOptions {
+    pub fn load_options(&self) -> crate::session::load::LoadOptions {
+        crate::session::load::LoadOptions {
             pages: self.pages,
             ..self.load.options()
         }

@@ -28,6 +28,13 @@ pub enum Ops<'a> {
     Paged(&'a Pages),
 }
 
+impl<'a> Ops<'a> {
+    /// Where `run`'s ops are, as the session held it.
+    pub fn of(run: &'a crate::session::Run) -> Self {
+        run.pages.as_ref().map_or(Self::Loaded, Self::Paged)
+    }
+}
+
 impl Ops<'_> {
     /// Gives `f` each rank in scope as a whole timeline, in scope order.
     pub fn each_rank(
@@ -72,7 +79,7 @@ impl Ops<'_> {
 /// of its inputs (a trace, or a summary's file), or the traces a summary
 /// read stands for (`folder`: `out` is a folder of Parquet tables, each
 /// checked). The export would change the run under later commands.
-pub fn check_target(out: &Path, folder: bool, found: &crate::load::Found) -> Result<()> {
+pub fn check_target(out: &Path, folder: bool, found: &crate::session::load::Found) -> Result<()> {
     let targets: Vec<PathBuf> = if folder {
         TABLES
             .iter()
@@ -114,7 +121,10 @@ pub fn check_target(out: &Path, folder: bool, found: &crate::load::Found) -> Res
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::load::{self, LoadOptions, Progress};
+    use crate::session::{
+        self,
+        load::{LoadOptions, Progress},
+    };
     use crate::synth::{training_run, RunShape};
 
     /// A rank read from its summary's ops table holds what the rank loaded
@@ -150,15 +160,15 @@ mod tests {
         )
         .unwrap();
         let opts = LoadOptions::default();
-        let found = load::inputs(&sum, &opts).unwrap();
-        let lean = load::load_lean(&sum, &found, &opts, &Progress::default()).unwrap();
-        let pages = Pages::of(&lean.trace, &lean.stats).expect("a summary with pages");
-        let (whole, _) = load::load_found(&sum, &found, &opts, &Progress::default()).unwrap();
+        let open = |need| session::open(&sum, &opts, need, &Progress::default()).unwrap();
+        let lean = open(session::Need::Listing);
+        let pages = lean.pages.as_ref().expect("a summary with pages");
+        let whole = open(session::Need::EveryOp).trace;
         // Clocks aligned: the pages' ops are moved as the whole load's.
         assert!(whole.offsets.is_some());
-        let ctx = Ctx::with_stats(&lean.trace, None, Some(lean.stats.clone())).unwrap();
+        let ctx = lean.ctx(None).unwrap();
         let mut seen = Vec::new();
-        Ops::Paged(&pages)
+        Ops::Paged(pages)
             .each_rank(&ctx, &mut |t| {
                 let w = whole.rank(t.rank).unwrap();
                 assert_eq!(t.ops.len(), w.ops.len(), "rank {}", t.rank);

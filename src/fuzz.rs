@@ -5,10 +5,10 @@
 
 use std::path::Path;
 
-use crate::load::{self, LoadReport};
 use crate::metrics::{Ctx, Outcome, METRICS};
 use crate::model::Trace;
 use crate::read;
+use crate::session::load::{self, LoadReport};
 
 /// Bytes as one rank's PyTorch profiler trace, also read twice as a two-rank
 /// run so the cross-rank metrics and clock alignment see it too.

@@ -7,11 +7,12 @@ use anyhow::{anyhow, Context, Result};
 
 use crate::cli::Cli;
 use crate::kept;
-use crate::load::{self, LoadOptions, Progress};
 use crate::metrics::{self, Ctx, Metric, Outcome, METRICS};
 use crate::model::classify::RULES;
 use crate::model::Trace;
 use crate::report::{self, About};
+use crate::session::load::{self, LoadOptions, Progress};
+use crate::session::{self, Need};
 
 /// Exit status: the metric does not apply to this trace.
 pub const EXIT_NOT_APPLICABLE: u8 = 3;
@@ -66,8 +67,7 @@ pub fn run(cli: &Cli) -> Result<u8> {
         );
     }
     if cli.inputs {
-        let (_, report) = load::load_path(path, &cli.load_options(), &Progress::default())
-            .with_context(|| format!("cannot load {}", path.display()))?;
+        let report = session::inputs(path, &cli.load_options(), &Progress::default())?;
         for line in report.input_lines() {
             writeln!(out, "{line}")?;
         }
@@ -77,8 +77,7 @@ pub fn run(cli: &Cli) -> Result<u8> {
         return Ok(0);
     }
     let opts = cli.load_options();
-    let found =
-        load::inputs(path, &opts).with_context(|| format!("cannot load {}", path.display()))?;
+    let found = session::find(path, &opts)?;
     // Flight Recorder dumps alone: the UI opens on the Hang tab, so the
     // table it stands for is the hang verdict.
     let inputs = &found.discovery.inputs;
@@ -119,14 +118,13 @@ pub fn run(cli: &Cli) -> Result<u8> {
     // Reading writes nothing, but into a cache the command line named.
     let kept = key.filter(|(sum, _)| kept::in_cache(sum, &opts));
     // Metrics need each rank's ops only while it is read (see `load::Lean`).
-    let lean = load::load_lean(path, &found, &opts, &Progress::default())
-        .with_context(|| format!("cannot load {}", path.display()))?;
-    let warnings = loaded(path, &lean.trace, lean.report)?;
-    let trace = lean.trace;
+    let run = session::open_found(path, &found, &opts, Need::Figures, &Progress::default())?;
+    let (trace, report, stats) = run.into_parts();
+    let warnings = report.warnings;
     for w in &warnings {
         crate::say!("warning: {w}");
     }
-    let ctx = match Ctx::with_stats(&trace, cli.rank, Some(lean.stats)) {
+    let ctx = match Ctx::with_stats(&trace, cli.rank, stats) {
         Ok(c) => c.with_options(metric_opts),
         Err(e) => {
             crate::say!("ccl-bench: {e}");
@@ -168,68 +166,28 @@ fn print(
     print_one(m, part, outcome, &about.source, cli, out)
 }
 
-/// Discovers and loads a trace (see `load::load_path`), printing load warnings
-/// on stderr.
+/// The run at `path` with every op in memory (`session::Need::EveryOp`),
+/// its load warnings printed on stderr.
 pub fn load(path: &std::path::Path, opts: &LoadOptions) -> Result<Trace> {
-    let (trace, warnings) = load_quiet(path, opts, &Progress::default())?;
-    for w in &warnings {
+    let run = session::open(path, opts, Need::EveryOp, &Progress::default())?;
+    for w in run.warnings() {
         crate::say!("warning: {w}");
     }
-    Ok(trace)
+    Ok(run.trace)
 }
 
-/// The run at `path` loaded lean (see `load::load_lean`): each rank's stats
-/// and collectives, its load warnings printed.
+/// The run at `path` held for its figures (`session::Need::Figures`): each
+/// rank's stats and collectives, its load warnings printed.
 fn lean(
     path: &std::path::Path,
     opts: &LoadOptions,
 ) -> Result<(Trace, Vec<crate::derive::RankStats>)> {
-    let found =
-        load::inputs(path, opts).with_context(|| format!("cannot load {}", path.display()))?;
-    let l = load::load_lean(path, &found, opts, &Progress::default())
-        .with_context(|| format!("cannot load {}", path.display()))?;
-    for w in loaded(path, &l.trace, l.report)? {
+    let run = session::open(path, opts, Need::Figures, &Progress::default())?;
+    for w in run.warnings() {
         crate::say!("warning: {w}");
     }
-    Ok((l.trace, l.stats))
-}
-
-/// `load` without printing: the trace and its load warnings, or the error
-/// the command line prints (for the Python package).
-pub fn load_quiet(
-    path: &std::path::Path,
-    opts: &LoadOptions,
-    progress: &Progress,
-) -> Result<(Trace, Vec<String>)> {
-    let found =
-        load::inputs(path, opts).with_context(|| format!("cannot load {}", path.display()))?;
-    found_quiet(path, &found, opts, progress)
-}
-
-/// `load_quiet` of inputs already found.
-fn found_quiet(
-    path: &std::path::Path,
-    found: &load::Found,
-    opts: &LoadOptions,
-    progress: &Progress,
-) -> Result<(Trace, Vec<String>)> {
-    let (trace, report) = load::load_found(path, found, opts, progress)
-        .with_context(|| format!("cannot load {}", path.display()))?;
-    let warnings = loaded(path, &trace, report)?;
-    Ok((trace, warnings))
-}
-
-/// The load's warnings, or, when nothing was loaded, the error they explain.
-fn loaded(path: &std::path::Path, trace: &Trace, report: load::LoadReport) -> Result<Vec<String>> {
-    if trace.is_empty() {
-        // The warnings say why nothing was loaded: they belong to the error.
-        let why = match report.warnings.as_slice() {
-            [] => String::new(),
-            w => format!(": {}", w.join("; ")),
-        };
-        return Err(anyhow!("{}: no ranks loaded{why}", path.display()));
-    }
-    Ok(report.warnings)
+    let (trace, _, stats) = run.into_parts();
+    Ok((trace, stats.expect("held lean")))
 }
 
 /// Says that a metric asked for does not exist; the usage error's status.
@@ -304,80 +262,26 @@ pub fn compare(args: &crate::cli::CompareArgs) -> Result<u8> {
     Ok(0)
 }
 
-/// A run as the views that list every op hold it (exports, the Python
-/// package): a summary's ranks lean, each one's ops read from its table
-/// when a view comes to it, so that memory holds the run's collectives
-/// and a few ranks' ops; any other run with every op loaded.
-pub struct Held {
-    pub trace: Trace,
-    /// The ranks' stats, indexed like `trace.ranks`, when held lean.
-    pub stats: Option<Vec<crate::derive::RankStats>>,
-    pub pages: Option<crate::summary::pages::Pages>,
-    pub warnings: Vec<String>,
-}
-
-impl Held {
-    /// Loads the run at `path` (see [`Held`]).
-    pub fn load(path: &std::path::Path, opts: &LoadOptions, progress: &Progress) -> Result<Self> {
-        let cannot = || format!("cannot load {}", path.display());
-        let found = load::inputs(path, opts).with_context(cannot)?;
-        Self::load_found(path, found, opts, progress)
-    }
-
-    /// [`Held::load`] of the inputs `found` at `path`.
-    pub fn load_found(
-        path: &std::path::Path,
-        found: load::Found,
-        opts: &LoadOptions,
-        progress: &Progress,
-    ) -> Result<Self> {
-        let cannot = || format!("cannot load {}", path.display());
-        if found.summary.is_some() {
-            let l = load::load_lean(path, &found, opts, progress).with_context(cannot)?;
-            if let Some(pages) = crate::summary::pages::Pages::of(&l.trace, &l.stats) {
-                let warnings = loaded(path, &l.trace, l.report)?;
-                return Ok(Self {
-                    trace: l.trace,
-                    stats: Some(l.stats),
-                    pages: Some(pages),
-                    warnings,
-                });
-            }
-        }
-        let (trace, warnings) = found_quiet(path, &found, opts, progress)?;
-        Ok(Self {
-            trace,
-            stats: None,
-            pages: None,
-            warnings,
-        })
-    }
-
-    /// Where each rank's every op is.
-    pub fn ops(&self) -> crate::export::Ops<'_> {
-        self.pages
-            .as_ref()
-            .map_or(crate::export::Ops::Loaded, crate::export::Ops::Paged)
-    }
-
-    /// The metrics' context over every rank, or `rank` alone.
-    pub fn ctx(&self, rank: Option<u32>) -> std::result::Result<Ctx<'_>, String> {
-        Ctx::with_stats(&self.trace, rank, self.stats.clone())
-    }
-}
-
 /// `ccl-bench export DIR --to parquet|perfetto OUT`.
 pub fn export(args: &crate::cli::ExportArgs) -> Result<u8> {
     use crate::cli::ExportFormat;
     let opts = args.load.options();
-    let found = load::inputs(&args.dir, &opts)
-        .with_context(|| format!("cannot load {}", args.dir.display()))?;
+    let found = session::find(&args.dir, &opts)?;
     crate::export::check_target(&args.out, args.to == ExportFormat::Parquet, &found)?;
-    let held = Held::load_found(&args.dir, found, &opts, &Progress::default())?;
-    for w in &held.warnings {
+    let run = session::open_found(
+        &args.dir,
+        &found,
+        &opts,
+        Need::Listing,
+        &Progress::default(),
+    )?;
+    for w in run.warnings() {
         crate::say!("warning: {w}");
     }
-    let (ctx, ops) = (held.ctx(None).map_err(|e| anyhow!(e))?, held.ops());
+    let (ctx, ops) = (
+        run.ctx(None).map_err(|e| anyhow!(e))?,
+        crate::export::Ops::of(&run),
+    );
     match args.to {
         ExportFormat::Parquet => {
             for w in crate::export::parquet::write_all(&ctx, ops, &args.out)? {
@@ -497,7 +401,7 @@ pub fn keep_answers(
     let metric_opts = plain.options();
     let mut notes = Vec::new();
     for path in [sum, traces] {
-        let Ok(found) = load::inputs(path, &opts) else {
+        let Ok(found) = session::find(path, &opts) else {
             continue;
         };
         if found.summary.as_ref().map(|s| s.path.as_path()) != Some(sum) {
@@ -515,15 +419,15 @@ pub fn keep_answers(
         if kept::get(sum, &key).is_some() {
             continue;
         }
-        let Ok(lean) = load::load_lean(path, &found, &opts, &Progress::default()) else {
+        let Ok(run) = session::open_found(path, &found, &opts, Need::Figures, &Progress::default())
+        else {
             continue;
         };
-        let Ok(warnings) = loaded(path, &lean.trace, lean.report) else {
+        let (trace, report, stats) = run.into_parts();
+        let Ok(ctx) = Ctx::with_stats(&trace, None, stats) else {
             continue;
         };
-        let Ok(ctx) = Ctx::with_stats(&lean.trace, None, Some(lean.stats)) else {
-            continue;
-        };
+        let warnings = report.warnings;
         let ctx = ctx.with_options(metric_opts);
         let about = About::of(&ctx);
         let r = kept::Results::of(&found, &warnings, about, report::rows(&ctx));

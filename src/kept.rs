@@ -15,11 +15,11 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::load::{Found, LoadOptions};
 use crate::metrics::{Measured, Outcome, METRICS};
 use crate::model::trace::Offset;
 use crate::model::Ns;
 use crate::report::{About, Row};
+use crate::session::load::{Found, LoadOptions};
 
 use crate::summary::{kept, manifest};
 
@@ -75,7 +75,7 @@ pub fn key(found: &Found, q: &Query) -> Option<String> {
         )
         .as_bytes(),
     );
-    let rules = crate::load::rules_path(q.path, &found.traces, o);
+    let rules = crate::session::load::rules_path(q.path, &found.traces, o);
     for (label, file) in [("rules", rules), ("card", o.card.clone())] {
         if let Some(file) = file {
             part(label, &read_small(&file)?);
@@ -135,7 +135,7 @@ impl Results {
         Self {
             warnings: warnings[found.discovery.notes.len().min(warnings.len())..]
                 .iter()
-                .filter(|w| !w.starts_with(crate::load::NOT_SPILLED))
+                .filter(|w| !w.starts_with(crate::session::load::NOT_SPILLED))
                 .cloned()
                 .collect(),
             about,

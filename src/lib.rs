@@ -21,7 +21,7 @@ pub mod export;
 pub mod fuzz;
 pub mod headless;
 mod kept;
-pub mod load;
+
 pub use ccl_model as model;
 // The crates below the application, used by their modules' names.
 pub use ccl_metrics::{compare, derive, metrics};
@@ -32,4 +32,7 @@ pub use ccl_store::{atomic, confined, spill, summary};
 #[cfg(test)]
 mod model_on_traces;
 pub mod report;
+pub mod session;
+// What a load reads and reports, by the name the views and Python use.
+pub use session::load;
 pub mod tui;

@@ -29,8 +29,9 @@ use ratatui::crossterm::event::{self, DisableMouseCapture, EnableMouseCapture};
 use ratatui::crossterm::execute;
 use ratatui::DefaultTerminal;
 
-use crate::load::{self, LoadOptions, Pages, Progress};
 use crate::metrics::Options;
+use crate::session::load::{LoadOptions, Progress};
+use crate::session::{self, Need};
 use app::App;
 use data::Data;
 use pair::Pair;
@@ -48,53 +49,32 @@ pub fn load_data(
         cpu_ranges: true,
         ..load.clone()
     };
-    let cannot = || format!("cannot load {}", path.display());
-    let found = load::inputs(path, &load).with_context(cannot)?;
-    if load.pages != Pages::Never && found.summary.is_some() {
-        let lean = load::load_lean_drawn(path, &found, &load, progress).with_context(cannot)?;
-        if lean.trace.is_empty() {
-            anyhow::bail!("{}: no ranks loaded", path.display());
-        }
-        let ops: usize = lean.stats.iter().map(|s| s.ops).sum();
-        // Why pages may be missing lanes, said with the refusal.
-        let unbinned = (lean.report.warnings.iter())
-            .find(|w| w.starts_with(load::NOT_REBINNED))
-            .map(|w| format!(" ({w})"))
-            .unwrap_or_default();
-        if load.pages == Pages::Always || ops > load::PAGED_OPS {
-            let ranks = lean.trace.ranks.len();
-            let spilled = (lean.trace.ranks.iter())
-                .filter(|t| t.ops.is_spilled())
-                .count();
-            match Data::paged(lean, opts) {
-                Ok(mut d) => {
-                    d.notes.push(format!(
-                        "the Timeline reads the summary's {ops} ops a window at a time (--pages never reads them all)"
-                    ));
-                    if spilled > 0 {
-                        d.notes.push(format!(
-                            "the collectives of {spilled} of {ranks} ranks are kept in a temporary file (in TMPDIR), not in memory"
-                        ));
-                    }
-                    return Ok(d);
-                }
-                Err(why) if load.pages == Pages::Always => {
-                    anyhow::bail!("{}: cannot open in pages: {why}{unbinned}", path.display())
-                }
-                Err(_) => {}
-            }
-        }
-    } else if load.pages == Pages::Always {
-        anyhow::bail!(
-            "{}: --pages always needs a summary (ccl-bench summarize, or --cache DIR)",
-            path.display()
-        );
+    let run = session::open(path, &load, Need::Screen, progress)?;
+    if run.pages.is_none() {
+        return Ok(Data::new(run.trace, run.report, opts));
     }
-    let (trace, report) = load::load_found(path, &found, &load, progress).with_context(cannot)?;
-    if trace.is_empty() {
-        anyhow::bail!("{}: no ranks loaded", path.display());
+    let ops: usize = run.stats.iter().flatten().map(|s| s.ops).sum();
+    let ranks = run.trace.ranks.len();
+    let spilled = (run.trace.ranks.iter())
+        .filter(|t| t.ops.is_spilled())
+        .count();
+    // Why the stored lanes may not be drawn, said with the refusal.
+    let unbinned = (run.warnings().iter())
+        .find(|w| w.starts_with(crate::session::load::NOT_REBINNED))
+        .map(|w| format!(" ({w})"))
+        .unwrap_or_default();
+    let mut d = Data::paged(run, opts).map_err(|why| {
+        anyhow::anyhow!("{}: cannot open in pages: {why}{unbinned}", path.display())
+    })?;
+    d.notes.push(format!(
+        "the Timeline reads the summary's {ops} ops a window at a time (--pages never reads them all)"
+    ));
+    if spilled > 0 {
+        d.notes.push(format!(
+            "the collectives of {spilled} of {ranks} ranks are kept in a temporary file (in TMPDIR), not in memory"
+        ));
     }
-    Ok(Data::new(trace, report, opts))
+    Ok(d)
 }
 
 /// What the UI opens: one run, or two to compare.

@@ -7,9 +7,9 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
 use ccl_bench::discover::{Pick, Windows};
-use ccl_bench::headless::Held;
 use ccl_bench::load::{LoadOptions, Progress};
 use ccl_bench::metrics::{self, Ctx, Outcome};
+use ccl_bench::session::{self, Need, Run as Held};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
@@ -84,10 +84,15 @@ impl Run {
             let c = ctx(&held, rank)?;
             let schema = ccl_bench::export::tables::schema_of(&name).expect("a known table");
             let mut batches = Vec::new();
-            ccl_bench::export::tables::stream(&c, held.ops(), &name, &mut |b| {
-                batches.push(b);
-                Ok(())
-            })
+            ccl_bench::export::tables::stream(
+                &c,
+                ccl_bench::export::Ops::of(&held),
+                &name,
+                &mut |b| {
+                    batches.push(b);
+                    Ok(())
+                },
+            )
             .map_err(TraceError::new_err)?;
             Ok((schema, batches))
         })?;
@@ -112,7 +117,7 @@ impl Run {
     /// What loading noticed (damaged events, skipped files, clock checks).
     #[getter]
     fn warnings(&self) -> Vec<String> {
-        self.held.warnings.clone()
+        self.held.warnings().to_vec()
     }
 
     /// The metric's value (`None` when it does not apply), over all ranks or one.
@@ -181,7 +186,7 @@ impl Run {
         let held = self.held.clone();
         py.detach(move || {
             let c = ctx(&held, None)?;
-            ccl_bench::export::parquet::write_all(&c, held.ops(), &dir)
+            ccl_bench::export::parquet::write_all(&c, ccl_bench::export::Ops::of(&held), &dir)
                 .map(|w| w.into_iter().map(|w| w.path).collect())
                 .map_err(|e| TraceError::new_err(e.to_string()))
         })
@@ -192,7 +197,7 @@ impl Run {
         let held = self.held.clone();
         py.detach(move || {
             let c = ctx(&held, None)?;
-            ccl_bench::export::perfetto::write(&c, held.ops(), &path)
+            ccl_bench::export::perfetto::write(&c, ccl_bench::export::Ops::of(&held), &path)
                 .map_err(|e| TraceError::new_err(e.to_string()))
         })
     }
@@ -238,7 +243,8 @@ fn load(
         .detach(move || {
             let p = Progress::default();
             std::thread::scope(|s| {
-                let job = s.spawn(|| Held::load(&path, &opts, &p));
+                // Held as the exports hold it: the tables list every op.
+                let job = s.spawn(|| session::open(&path, &opts, Need::Listing, &p));
                 if progress {
                     bar(&p, &job);
                 }

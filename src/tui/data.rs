@@ -7,12 +7,12 @@ use std::collections::BTreeMap;
 use rayon::prelude::*;
 
 use crate::derive::RankRow;
-use crate::load::LoadReport;
 use crate::metrics::breakdown::RankKernels;
 use crate::metrics::ranks::{verdict, Verdict};
 use crate::metrics::{eval_all, Ctx, Metric, Options, Outcome, METRICS};
 use crate::model::collectives::{arrivals, Arrivals, Instances, LastStarts};
 use crate::model::{DeviceOp, Interval, Ns, RankTimeline, Trace};
+use crate::session::load::LoadReport;
 pub use crate::tui::lane::{bin_lanes, wait_of, Lane, Shown};
 
 pub struct Data {
@@ -200,20 +200,21 @@ impl Data {
         Self::assemble(trace, report, common, kernels, per_rank, span, None)
     }
 
-    /// A run read lean from a summary (see `load::load_lean`): its figures
-    /// from the ranks' stats, its lanes from the summary's coarsest bins,
-    /// finer bins and ops read a window at a time as the Timeline zooms.
-    /// `Err` when the summary does not hold what that needs (one written
-    /// before it did, or not a summary): the run is then loaded whole.
-    pub fn paged(lean: crate::load::Lean, opts: Options) -> Result<Self, String> {
+    /// A run the session held in pages (`session::Need::Screen`): its
+    /// figures from the ranks' stats, its lanes from the summary's coarsest
+    /// bins, finer bins and ops read a window at a time as the Timeline
+    /// zooms. `Err` when a table cannot be read.
+    pub fn paged(run: crate::session::Run, opts: Options) -> Result<Self, String> {
         use crate::tui::paged::Paged;
-        let crate::load::Lean {
+        let crate::session::Run {
             trace,
             report,
             stats,
-        } = lean;
-        let pages = crate::summary::pages::Pages::of(&trace, &stats)
-            .ok_or("the summary lists no ops and coverage tables for some rank")?;
+            pages,
+        } = run;
+        let (Some(stats), Some(pages)) = (stats, pages) else {
+            return Err("not held in pages".into());
+        };
         let hulls: Vec<Vec<((i64, u32), Interval)>> = trace
             .ranks
             .iter()

@@ -8,7 +8,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Gauge, Paragraph, Widget, Wrap};
 
 use super::theme::Theme;
-use crate::load::Progress;
+use crate::session::load::Progress;
 
 pub struct Loading<'a> {
     pub source: &'a str,

@@ -56,8 +56,8 @@ pub fn step_window(d: &Data, i: usize) -> Option<(Option<i64>, Interval)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::load::LoadReport;
     use crate::model::{Interval, Ns};
+    use crate::session::load::LoadReport;
     use crate::synth::{training_run, RankTrace, RunShape};
 
     fn data(t: crate::model::Trace) -> Data {

@@ -17,7 +17,7 @@ use super::tabs::{Needs, Tab};
 use super::theme::Theme;
 use crate::cli::Cli;
 use crate::headless::EXIT_USAGE;
-use crate::load::Progress;
+use crate::session::load::Progress;
 
 /// Draws `app` into an off-screen buffer of `width` × `height` cells.
 pub fn render(app: &mut App, width: u16, height: u16) -> Buffer {

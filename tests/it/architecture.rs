@@ -23,8 +23,8 @@ const LAYERS: &[&str] = &[
     "derive", "metrics", "compare",
     // Storage: summaries, pages, kept results' files, spill files (crate ccl-store).
     "spill", "summary",
-    // Reading a run.
-    "load",
+    // Reading a run, and how it is held (session/load.rs reads).
+    "session",
     // Views.
     "report",
     // What a summary's metrics printed, kept for the next ask (its files: ccl-store).

@@ -6,7 +6,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use ccl_bench::load::{load_path, LoadOptions, Progress};
+use ccl_bench::load::{LoadOptions, Progress};
 use ccl_bench::synth::two_rank_example;
 
 use crate::support::{assert_close, run, stderr, stdout, write_ranks};
@@ -103,8 +103,9 @@ fn truncated_at_many_offsets(text: &str, ends: &[usize]) {
     for cut in cuts {
         std::fs::write(&f, &text.as_bytes()[..cut]).unwrap();
         let complete = ends.iter().filter(|&&e| e <= cut).count() as u64;
-        match load_path(dir.path(), &LoadOptions::default(), &Progress::default()) {
-            Ok((_, report)) => {
+        match ccl_bench::session::inputs(dir.path(), &LoadOptions::default(), &Progress::default())
+        {
+            Ok(report) => {
                 assert_eq!(report.events, complete, "cut at {cut}");
                 assert!(
                     report
@@ -117,8 +118,8 @@ fn truncated_at_many_offsets(text: &str, ends: &[usize]) {
             }
             Err(e) => {
                 // Nothing usable before the cut: an error naming the file and place.
-                assert_eq!(complete, 0, "cut at {cut}: {e}");
-                let msg = e.to_string();
+                assert_eq!(complete, 0, "cut at {cut}: {e:#}");
+                let msg = format!("{e:#}");
                 assert!(msg.contains("rank0_trace.json"), "cut at {cut}: {msg}");
                 assert!(
                     msg.contains("line ")

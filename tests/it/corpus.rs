@@ -696,7 +696,7 @@ fn dlrm_clock_offsets_and_wait_split() {
 fn clock_findings_on_real_runs() {
     let load_warnings = |rel: &str| {
         let dir = corpus(rel)?;
-        let (_, report) = ccl_bench::load::load_path(
+        let report = ccl_bench::session::inputs(
             &dir,
             &LoadOptions::default(),
             &ccl_bench::load::Progress::default(),
@@ -999,10 +999,10 @@ fn lean_and_full(
     opts: &LoadOptions,
     rank: Option<u32>,
 ) -> [Result<Vec<String>, String>; 2] {
-    use ccl_bench::load::{self as l, Progress};
+    use ccl_bench::load::Progress;
     use ccl_bench::metrics::breakdown::{kernel_table, Grouping};
     use ccl_bench::report::rows;
-    let found = l::inputs(path, opts).unwrap();
+    use ccl_bench::session::{open, Need};
     let text = |ctx: Result<Ctx, String>| -> Result<Vec<String>, String> {
         let ctx = ctx?;
         let about = ccl_bench::report::About::of(&ctx);
@@ -1016,15 +1016,17 @@ fn lean_and_full(
         }
         Ok(out)
     };
-    let (full, _) = l::load_found(path, &found, opts, &Progress::default()).unwrap();
-    let lean = l::load_lean(path, &found, opts, &Progress::default()).unwrap();
+    let full = open(path, opts, Need::EveryOp, &Progress::default())
+        .unwrap()
+        .trace;
+    let lean = open(path, opts, Need::Figures, &Progress::default()).unwrap();
     assert!(lean
         .trace
         .ranks
         .iter()
         .all(|t| t.comm_only && t.ops.iter().all(|o| o.is_comm())));
     [
-        text(Ctx::with_stats(&lean.trace, rank, Some(lean.stats))),
+        text(Ctx::with_stats(&lean.trace, rank, lean.stats)),
         text(Ctx::new(&full, rank)),
     ]
 }
@@ -1093,7 +1095,7 @@ fn a_lean_load_gives_every_metric_of_a_full_one() {
 /// each, in sequences of a page or more). Every metric is the full load's.
 #[test]
 fn a_spilled_load_keeps_its_exposed_communication_and_sequences_on_disk() {
-    use ccl_bench::load::{self as l, Pages, Progress};
+    use ccl_bench::load::{Pages, Progress};
     use ccl_bench::model::collectives::instances;
     // 4 ranks, 4 steps of 128 layers: 2 collectives a layer and one a step
     // (257 a step, 1,028 a rank), in one group.
@@ -1109,14 +1111,20 @@ fn a_spilled_load_keeps_its_exposed_communication_and_sequences_on_disk() {
             pages,
             ..LoadOptions::default()
         };
-        let found = l::inputs(dir.path(), &opts).unwrap();
-        l::load_lean(dir.path(), &found, &opts, &Progress::default()).unwrap()
+        ccl_bench::session::open(
+            dir.path(),
+            &opts,
+            ccl_bench::session::Need::Figures,
+            &Progress::default(),
+        )
+        .unwrap()
     };
     let (held, spilled) = (lean(Pages::Never), lean(Pages::Always));
     assert!(spilled.trace.ranks.iter().all(|t| t.ops.is_spilled()));
-    let exposed = |x: &l::Lean| -> Vec<(bool, Vec<ccl_bench::model::Interval>)> {
+    let exposed = |x: &ccl_bench::session::Run| -> Vec<(bool, Vec<ccl_bench::model::Interval>)> {
         x.stats
             .iter()
+            .flatten()
             .map(|s| (s.exposed.is_spilled(), s.exposed.intervals().to_vec()))
             .collect()
     };
@@ -1359,7 +1367,7 @@ fn a_summarys_coverage_bins_add_up_to_each_lanes_ops() {
 /// and rank row is what full loads give.
 #[test]
 fn compare_of_lean_loads_is_compare_of_full_ones() {
-    use ccl_bench::load::{self as l, Progress};
+    use ccl_bench::load::Progress;
     let pairs = [
         ("kineto/h100_tiny_transformer", "nsys/h100_tiny_transformer"),
         ("kineto/dlrm_8rank_v100", "kineto/dlrm_8rank_v100"),
@@ -1371,9 +1379,14 @@ fn compare_of_lean_loads_is_compare_of_full_ones() {
         };
         let opts = LoadOptions::default();
         let lean = |p: &Path| {
-            let found = l::inputs(p, &opts).unwrap();
-            let x = l::load_lean(p, &found, &opts, &Progress::default()).unwrap();
-            (x.trace, x.stats)
+            let x = ccl_bench::session::open(
+                p,
+                &opts,
+                ccl_bench::session::Need::Figures,
+                &Progress::default(),
+            )
+            .unwrap();
+            (x.trace, x.stats.unwrap())
         };
         let ((ta, sa), (tb, sb)) = (lean(&a), lean(&b));
         let (fa, fb) = (load(&a, &opts).unwrap(), load(&b, &opts).unwrap());

@@ -153,13 +153,14 @@ fn a_summary_under_class_rules_exports_what_its_traces_export() {
          [[rule]]\nclass = \"memory\"\npattern = \"SendRecv\"\n",
     )
     .unwrap();
-    let held = ccl_bench::headless::Held::load(
+    let held = ccl_bench::session::open(
         &sum,
         &ccl_bench::load::LoadOptions {
             classes: Some(rules.clone()),
             all_steps: true,
             ..Default::default()
         },
+        ccl_bench::session::Need::Listing,
         &ccl_bench::load::Progress::default(),
     )
     .unwrap();

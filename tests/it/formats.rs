@@ -7,12 +7,13 @@ use std::sync::LazyLock;
 
 use ccl_bench::error::{Error, Result};
 use ccl_bench::formats::{Format, Ranked, Role, FORMATS};
-use ccl_bench::load::{load_path, LoadOptions, Progress};
+use ccl_bench::load::{LoadOptions, Progress};
 use ccl_bench::metrics::{self, Ctx, Outcome};
 use ccl_bench::model::build::TimelineBuilder;
 use ccl_bench::model::timeline::SourceFormat;
 use ccl_bench::model::{Activity, DeviceOp, Ns};
 use ccl_bench::read::RankFile;
+use ccl_bench::session::{self, Need};
 use ccl_bench::source::FileIn;
 
 /// `kernel NAME START_NS DUR_NS` per line; the rank comes from the file name.
@@ -79,14 +80,19 @@ fn a_format_is_one_table_entry() {
     .unwrap();
     std::fs::write(dir.path().join("rank1.toy"), "kernel sm90_gemm 0 500\n").unwrap();
     // Without the entry, the directory holds no trace.
-    let plain = load_path(dir.path(), &LoadOptions::default(), &Progress::default());
-    assert!(matches!(plain, Err(Error::NoTraces { .. })), "{plain:?}");
+    let plain = session::inputs(dir.path(), &LoadOptions::default(), &Progress::default());
+    let err = plain.expect_err("no trace");
+    assert!(
+        matches!(err.downcast_ref(), Some(Error::NoTraces { .. })),
+        "{err:#}"
+    );
 
     let opts = LoadOptions {
         formats: &WITH_TOY,
         ..Default::default()
     };
-    let (trace, report) = load_path(dir.path(), &opts, &Progress::default()).unwrap();
+    let run = session::open(dir.path(), &opts, Need::EveryOp, &Progress::default()).unwrap();
+    let (trace, report) = (run.trace, run.report);
     assert_eq!(trace.ranks.len(), 2);
     assert_eq!((trace.ranks[0].rank, trace.ranks[1].rank), (0, 1));
     assert_eq!(report.events, 3);

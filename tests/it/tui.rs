@@ -1064,10 +1064,15 @@ fn dlrm_cpu_lanes_name_the_collective_call() {
 #[test]
 fn hang_tab_shows_the_flight_recorder_verdict() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("trace_collection/llama_fsdp_8gpu_hang");
-    let (trace, report) =
-        ccl_bench::load::load_path(&dir, &LoadOptions::default(), &Progress::default()).unwrap();
-    assert_eq!((trace.ranks.len(), trace.flight.len()), (0, 8));
-    let data = Data::new(trace, report, Options::default());
+    let run = ccl_bench::session::open(
+        &dir,
+        &LoadOptions::default(),
+        ccl_bench::session::Need::Screen,
+        &Progress::default(),
+    )
+    .unwrap();
+    assert_eq!((run.trace.ranks.len(), run.trace.flight.len()), (0, 8));
+    let data = Data::new(run.trace, run.report, Options::default());
     let a = app(data, (100, 30));
     assert_eq!(a.tab, Tab::Hang);
     assert!(a.tabs().contains(&Tab::Hang));

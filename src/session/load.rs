@@ -130,18 +130,9 @@ const MAX_RULES_FILE: u64 = 1 << 20;
 /// The rules file name looked for beside a trace.
 pub const CLASSES_FILE: &str = "ccl-bench-classes.toml";
 
-/// Discovers and reads a trace, then applies user class rules and clock
-/// alignment as `opts` asks.
-pub fn load_path(
-    path: &Path,
-    opts: &LoadOptions,
-    progress: &Progress,
-) -> Result<(Trace, LoadReport)> {
-    load_found(path, &inputs(path, opts)?, opts, progress)
-}
-
-/// `load_path` on inputs already found by [`inputs`].
-pub fn load_found(
+/// Reads the inputs `found` (by [`inputs`]), then applies user class rules
+/// and clock alignment as `opts` asks.
+pub(super) fn load_found(
     path: &Path,
     found: &Found,
     opts: &LoadOptions,
@@ -155,7 +146,7 @@ pub fn load_found(
 /// collectives (see `RankTimeline::slim`), its other figures made into
 /// `stats` as soon as it is read. Memory then grows with the collectives of
 /// the run, not its ops; views that draw or list ops need [`load_found`].
-pub struct Lean {
+pub(super) struct Lean {
     pub trace: Trace,
     pub report: LoadReport,
     /// Indexed like `trace.ranks`.
@@ -163,7 +154,7 @@ pub struct Lean {
 }
 
 /// [`load_found`] for the metrics only: see [`Lean`].
-pub fn load_lean(
+pub(super) fn load_lean(
     path: &Path,
     found: &Found,
     opts: &LoadOptions,
@@ -176,7 +167,7 @@ pub fn load_lean(
 /// bins (the Timeline in pages): a rank whose ops class rules changed has
 /// its lanes binned afresh, into a temporary folder, as the map step bins
 /// them.
-pub fn load_lean_drawn(
+pub(super) fn load_lean_drawn(
     path: &Path,
     found: &Found,
     opts: &LoadOptions,
@@ -429,7 +420,7 @@ impl Prepare<'_> {
 /// The rules file a load applies: `--classes`, else the one beside the
 /// traces (a summary's rules are those beside its traces while they are
 /// there, else the copy it carries).
-pub fn rules_path(path: &Path, traces: &Path, opts: &LoadOptions) -> Option<PathBuf> {
+pub(crate) fn rules_path(path: &Path, traces: &Path, opts: &LoadOptions) -> Option<PathBuf> {
     let beside = [traces, path].into_iter().find_map(|p| {
         let dir = if p.is_dir() { Some(p) } else { p.parent() };
         dir.map(|d| d.join(CLASSES_FILE)).filter(|f| f.is_file())
@@ -460,7 +451,7 @@ pub struct SummaryUsed {
 /// `path` is one, or when a current one stands beside the traces
 /// (`DIR.sum`) or in the cache (written there first when missing or stale);
 /// else what discovery finds.
-pub fn inputs(path: &Path, opts: &LoadOptions) -> Result<Found> {
+pub(super) fn inputs(path: &Path, opts: &LoadOptions) -> Result<Found> {
     use crate::summary;
     let open = |sum: &Path, named: Option<&Path>| {
         summary::open::discover(sum, opts.pick, opts.formats, named).map(|o| Found {
@@ -550,7 +541,7 @@ pub fn inputs(path: &Path, opts: &LoadOptions) -> Result<Found> {
 
 /// Checks the ranks' clocks (on the raw times) and, when `align`, puts them on
 /// the first rank's clock by shared collectives; returns what the check found.
-pub fn check_and_align_clocks(trace: &mut Trace, align: bool) -> Vec<String> {
+pub(crate) fn check_and_align_clocks(trace: &mut Trace, align: bool) -> Vec<String> {
     align_clocks(trace, align, None)
 }
 
