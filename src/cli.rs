@@ -378,7 +378,7 @@ fn parse_params(s: &str) -> Result<f64, String> {
 
 impl Cli {
     /// How to load the trace.
-    pub fn load_options(&self) -> crate::session::load::LoadOptions {
+    pub(crate) fn load_options(&self) -> crate::session::load::LoadOptions {
         crate::session::load::LoadOptions {
             pages: self.pages,
             ..self.load.options()
@@ -394,7 +394,7 @@ impl Cli {
     }
 
     /// The trace path, from --trace or the positional argument.
-    pub fn trace_path(&self) -> Option<&PathBuf> {
+    pub(crate) fn trace_path(&self) -> Option<&PathBuf> {
         self.trace.as_ref().or(self.dir.as_ref())
     }
 
@@ -409,7 +409,7 @@ impl Cli {
 
     /// `ccl-bench A B` without a terminal (or with --metric/--format): the same
     /// as `ccl-bench compare A B`.
-    pub fn as_compare(&self) -> Option<CompareArgs> {
+    pub(crate) fn as_compare(&self) -> Option<CompareArgs> {
         let b = self.dir_b.clone()?;
         Some(CompareArgs {
             a: self.trace_path()?.clone(),
@@ -423,7 +423,7 @@ impl Cli {
     }
 
     /// True when no headless output was asked for: browse the trace.
-    pub fn browse(&self) -> bool {
+    pub(crate) fn browse(&self) -> bool {
         self.metric.is_none()
             && !self.metrics
             && !self.list_metrics
@@ -435,7 +435,7 @@ impl Cli {
     /// `--size WxH` as (width, height).
     /// `--size` in cells, when it is one and at most 1000 × 1000 (a
     /// terminal never is larger, and the image is drawn in memory).
-    pub fn screenshot_size(&self) -> Option<(u16, u16)> {
+    pub(crate) fn screenshot_size(&self) -> Option<(u16, u16)> {
         let (w, h) = self.size.split_once(['x', 'X'])?;
         let (w, h): (u16, u16) = (w.trim().parse().ok()?, h.trim().parse().ok()?);
         (w <= 1000 && h <= 1000).then_some((w, h))
@@ -446,7 +446,7 @@ impl Cli {
 /// source checkout the binary was built from.
 pub const SAMPLE: &str = "trace_collection/llama_fsdp_8gpu";
 
-pub fn sample_path() -> Option<PathBuf> {
+pub(crate) fn sample_path() -> Option<PathBuf> {
     [
         PathBuf::from(SAMPLE),
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(SAMPLE),

@@ -37,7 +37,7 @@ impl<'a> Ops<'a> {
 
 impl Ops<'_> {
     /// Gives `f` each rank in scope as a whole timeline, in scope order.
-    pub fn each_rank(
+    pub(crate) fn each_rank(
         self,
         ctx: &Ctx,
         f: &mut dyn FnMut(&RankTimeline) -> Result<(), String>,
@@ -53,7 +53,7 @@ impl Ops<'_> {
     /// when loaded, read from its table when paged) to `take`, in scope
     /// order: as many ranks at once as there are threads, made in
     /// parallel, so that paged, memory holds their ops, not the run's.
-    pub fn map_ranks<'t, T: Send>(
+    pub(crate) fn map_ranks<'t, T: Send>(
         self,
         ctx: &'t Ctx,
         make: &(dyn Fn(Cow<'t, RankTimeline>) -> Result<T, String> + Sync),
@@ -79,7 +79,11 @@ impl Ops<'_> {
 /// of its inputs (a trace, or a summary's file), or the traces a summary
 /// read stands for (`folder`: `out` is a folder of Parquet tables, each
 /// checked). The export would change the run under later commands.
-pub fn check_target(out: &Path, folder: bool, found: &crate::session::load::Found) -> Result<()> {
+pub(crate) fn check_target(
+    out: &Path,
+    folder: bool,
+    found: &crate::session::load::Found,
+) -> Result<()> {
     let targets: Vec<PathBuf> = if folder {
         TABLES
             .iter()

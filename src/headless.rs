@@ -15,9 +15,9 @@ use crate::session::load::{self, LoadOptions, Progress};
 use crate::session::{self, Need};
 
 /// Exit status: the metric does not apply to this trace.
-pub const EXIT_NOT_APPLICABLE: u8 = 3;
+pub(crate) const EXIT_NOT_APPLICABLE: u8 = 3;
 /// Exit status: usage error (unknown metric, missing argument).
-pub const EXIT_USAGE: u8 = 2;
+pub(crate) const EXIT_USAGE: u8 = 2;
 
 pub fn run(cli: &Cli) -> Result<u8> {
     let mut out = crate::safe::Safe(io::stdout().lock());
@@ -546,7 +546,7 @@ fn list_classes(out: &mut dyn Write) -> io::Result<()> {
 }
 
 /// Exit status of `hang`: a hang or desync was found.
-pub const EXIT_HANG: u8 = 1;
+pub(crate) const EXIT_HANG: u8 = 1;
 
 /// `ccl-bench hang DIR`: the verdict from the Flight Recorder dumps.
 pub fn hang(args: &crate::cli::HangArgs) -> Result<u8> {

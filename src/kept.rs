@@ -34,7 +34,7 @@ pub struct Results {
 /// Everything a metrics run on `found` depends on besides the summary's own
 /// files, as the command line gave it.
 #[derive(Debug)]
-pub struct Query<'a> {
+pub(crate) struct Query<'a> {
     pub path: &'a Path,
     pub opts: &'a LoadOptions,
     pub rank: Option<u32>,
@@ -147,7 +147,7 @@ impl Results {
 /// Whether a command may keep results in the summary `sum`: only one in
 /// the cache folder it named (`--cache`), the one place besides
 /// `summarize`, `export` and `w` where reading a run writes.
-pub fn in_cache(sum: &Path, opts: &LoadOptions) -> bool {
+pub(crate) fn in_cache(sum: &Path, opts: &LoadOptions) -> bool {
     opts.cache.as_deref().is_some_and(|c| sum.starts_with(c))
 }
 

@@ -83,7 +83,7 @@ impl About {
     }
 
     /// One line naming the applied clock offsets, when any rank was moved.
-    pub fn offsets_line(&self) -> Option<String> {
+    pub(crate) fn offsets_line(&self) -> Option<String> {
         let moved: Vec<String> = self
             .offsets
             .iter()

@@ -59,7 +59,7 @@ pub fn open(path: &Path, opts: &LoadOptions, need: Need, progress: &Progress) ->
 
 /// The run whose inputs are `found` held as `need` asks; an error naming
 /// why when nothing was loaded.
-pub fn open_found(
+pub(crate) fn open_found(
     path: &Path,
     found: &Found,
     opts: &LoadOptions,
@@ -209,7 +209,7 @@ impl Run {
     }
 
     /// [`Run::ctx`] taking the stats, not copying them.
-    pub fn into_parts(self) -> (Trace, LoadReport, Option<Vec<RankStats>>) {
+    pub(crate) fn into_parts(self) -> (Trace, LoadReport, Option<Vec<RankStats>>) {
         (self.trace, self.report, self.stats)
     }
 }

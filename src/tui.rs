@@ -78,13 +78,13 @@ pub fn load_data(
 }
 
 /// What the UI opens: one run, or two to compare.
-pub enum Loaded {
+pub(crate) enum Loaded {
     One(Box<Data>),
     Two(Pair),
 }
 
 impl Loaded {
-    pub fn into_app(self, theme: Theme, size: (u16, u16)) -> App {
+    pub(crate) fn into_app(self, theme: Theme, size: (u16, u16)) -> App {
         match self {
             Self::One(d) => App::new(Arc::new(*d), theme, size),
             Self::Two(p) => App::with_pair(p, theme, size),
@@ -94,7 +94,7 @@ impl Loaded {
 
 /// Loads one run, or two (one after the other, sharing `progress`) and their
 /// comparison with changes beyond `threshold` marked.
-pub fn load_runs(
+pub(crate) fn load_runs(
     paths: &[PathBuf],
     load: &LoadOptions,
     opts: Options,

@@ -12,7 +12,8 @@ use crate::model::time::{human, Ns};
 
 /// Columns the instance list can be sorted by (largest first, but `id` and
 /// `start`, which go in time order).
-pub const SORT_KEYS: [&str; 7] = ["id", "start", "wait", "transfer", "busbw", "size", "late"];
+pub(crate) const SORT_KEYS: [&str; 7] =
+    ["id", "start", "wait", "transfer", "busbw", "size", "late"];
 
 /// Sorts `rows` by `key` (one of [`SORT_KEYS`]).
 pub fn sort(rows: &mut [InstanceRow], key: &str) {

@@ -23,7 +23,7 @@ pub enum Kind {
 /// the user's code called in.
 const FRAMES: usize = 5;
 /// Ranks listed in the "when" table; the rest are counted.
-pub const RANKS_SHOWN: usize = 16;
+pub(crate) const RANKS_SHOWN: usize = 16;
 
 pub fn lines(r: &HangReport) -> Vec<(Kind, String)> {
     let mut out = Vec::new();

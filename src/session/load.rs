@@ -60,7 +60,7 @@ pub enum Pages {
 
 /// Ops past which `Pages::Auto` opens a summary in pages: read whole, a
 /// run takes about 150 bytes an op (ops and lanes), so about 1.2 GB.
-pub const PAGED_OPS: usize = 8 << 20;
+pub(crate) const PAGED_OPS: usize = 8 << 20;
 
 /// Collectives a lean load holds in memory under `Pages::Auto`, over all
 /// ranks (about 235 MB at 56 bytes an op): each further rank's are spilled
@@ -80,7 +80,7 @@ impl Pages {
 }
 
 /// How the warning that collectives could not be spilled begins.
-pub const NOT_SPILLED: &str = "collectives held in memory, not spilled to a temporary file";
+pub(crate) const NOT_SPILLED: &str = "collectives held in memory, not spilled to a temporary file";
 
 impl LoadReport {
     /// One line per input found: what it is, its rank, whether it was read.
@@ -128,7 +128,7 @@ impl Default for LoadOptions {
 const MAX_RULES_FILE: u64 = 1 << 20;
 
 /// The rules file name looked for beside a trace.
-pub const CLASSES_FILE: &str = "ccl-bench-classes.toml";
+pub(crate) const CLASSES_FILE: &str = "ccl-bench-classes.toml";
 
 /// Reads the inputs `found` (by [`inputs`]), then applies user class rules
 /// and clock alignment as `opts` asks.
@@ -192,7 +192,7 @@ fn lean_with(
 }
 
 /// How the warning that lanes could not be binned afresh begins.
-pub const NOT_REBINNED: &str = "lanes not binned afresh";
+pub(crate) const NOT_REBINNED: &str = "lanes not binned afresh";
 
 /// What a load keeps of each rank.
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -323,7 +323,7 @@ impl Data {
 
     /// The ops of rank `rank_index` running at `t` (on `stream` when given),
     /// the latest to start first: the one a cursor put on an op's start names.
-    pub fn ops_at(&self, rank_index: usize, stream: Option<u32>, t: Ns) -> Vec<DeviceOp> {
+    pub(crate) fn ops_at(&self, rank_index: usize, stream: Option<u32>, t: Ns) -> Vec<DeviceOp> {
         let at = Interval::new(t, t.saturating_add(Ns(1)));
         let mut ops = self
             .ops_in(rank_index, stream, at, usize::MAX)
@@ -359,7 +359,7 @@ impl Data {
 
     /// Each op of rank `rank_index` overlapping `view` to `f`, in start
     /// order; in pages, a row group at a time, whatever the view's width.
-    pub fn visit_ops(
+    pub(crate) fn visit_ops(
         &self,
         rank_index: usize,
         view: Interval,
@@ -386,7 +386,7 @@ impl Data {
 
     /// Where `op` (one of rank `rank_index`'s, read from anywhere) sits in
     /// the rank's resident ops: every op, or in pages its collectives.
-    pub fn op_index(&self, rank_index: usize, op: &DeviceOp) -> Option<usize> {
+    pub(crate) fn op_index(&self, rank_index: usize, op: &DeviceOp) -> Option<usize> {
         self.trace.ranks.get(rank_index)?.find_op(op)
     }
 
@@ -410,14 +410,14 @@ impl Data {
 
     /// Reads what [`Data::shown`] will need for each (rank index, view),
     /// ranks in parallel.
-    pub fn prefetch(&self, views: &[(usize, Interval)], width: u16) {
+    pub(crate) fn prefetch(&self, views: &[(usize, Interval)], width: u16) {
         if let Some(p) = &self.paged {
             p.prefetch(self.run(), views, width);
         }
     }
 
     /// Keeps an error reading pages for the Timeline to show.
-    pub fn page_failed(&self, e: String) {
+    pub(crate) fn page_failed(&self, e: String) {
         if let Some(p) = &self.paged {
             p.fail(e);
         }
@@ -441,7 +441,7 @@ fn hull_of(spans: impl Iterator<Item = Interval>) -> Interval {
 
 /// At most `max` points keeping each bucket's highest value, so a peak narrower
 /// than a screen column still shows. x: ms since the first sample; y: GB.
-pub fn series(
+pub(crate) fn series(
     samples: &[crate::model::memory::MemSample],
     value: fn(&crate::model::memory::MemSample) -> i64,
     max: usize,

@@ -9,12 +9,12 @@ use super::tabs::Tab;
 
 /// Where a binding applies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scope {
+pub(crate) enum Scope {
     Global,
     Tab(Tab),
 }
 
-pub struct Binding {
+pub(crate) struct Binding {
     pub scope: Scope,
     pub keys: &'static [KeyCode],
     /// How the keys are written in the help screen.
@@ -55,7 +55,7 @@ macro_rules! bind {
     };
 }
 
-pub static BINDINGS: &[Binding] = &[
+pub(crate) static BINDINGS: &[Binding] = &[
     bind!(
         Global,
         [
@@ -444,7 +444,7 @@ pub enum Mode {
 }
 
 /// The action for a terminal event, if any.
-pub fn action_for(event: &Event, tab: Tab, mode: Mode) -> Option<Action> {
+pub(crate) fn action_for(event: &Event, tab: Tab, mode: Mode) -> Option<Action> {
     match event {
         Event::Key(key) => key_action(key, tab, mode),
         Event::Mouse(m) => {
@@ -499,7 +499,7 @@ pub fn key_action(key: &KeyEvent, tab: Tab, mode: Mode) -> Option<Action> {
 }
 
 /// The status line's key hints for `tab`: its bindings that have a status word.
-pub fn status_hints(tab: Tab) -> String {
+pub(crate) fn status_hints(tab: Tab) -> String {
     BINDINGS
         .iter()
         .filter(|b| b.scope == Scope::Tab(tab) && !b.status.is_empty())

@@ -54,7 +54,7 @@ impl Lane {
 
     /// A lane drawn from a summary's bins (`derive::lanes::Bin`) of one
     /// level, in time order.
-    pub fn of_bins(
+    pub(crate) fn of_bins(
         rank_index: usize,
         rank: u32,
         stream: Option<u32>,

@@ -272,7 +272,7 @@ impl Paged {
         }
     }
 
-    pub fn prefetch(&self, run: Run<'_>, views: &[(usize, Interval)], width: u16) {
+    pub(crate) fn prefetch(&self, run: Run<'_>, views: &[(usize, Interval)], width: u16) {
         let mut todo: Vec<(usize, Interval, Want)> = views
             .iter()
             .map(|&(ri, v)| (ri, v, self.want(ri, v, width)))

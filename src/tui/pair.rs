@@ -46,7 +46,7 @@ fn steps(d: &Data) -> usize {
 
 /// The time window of step `i` (by position, not number: the runs may number
 /// their steps differently) in run `d`, with its number when it has one.
-pub fn step_window(d: &Data, i: usize) -> Option<(Option<i64>, Interval)> {
+pub(crate) fn step_window(d: &Data, i: usize) -> Option<(Option<i64>, Interval)> {
     if d.steps.is_empty() {
         return (i == 0).then_some((None, d.span));
     }

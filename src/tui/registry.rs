@@ -8,7 +8,7 @@ use super::tabs::{
 };
 
 /// Every tab, in tab-bar order (number keys follow it).
-pub static TABS: &[TabSpec] = &[
+pub(crate) static TABS: &[TabSpec] = &[
     summary::TAB,
     kernels::TAB,
     timeline::TAB,
@@ -54,7 +54,7 @@ impl Tab {
     }
 
     /// The tab a session with two runs opens on.
-    pub fn for_two_runs() -> Tab {
+    pub(crate) fn for_two_runs() -> Tab {
         TABS.iter()
             .find(|s| s.needs == Needs::TwoRuns)
             .map_or_else(Tab::default, |s| s.tab)
@@ -69,7 +69,7 @@ impl Tab {
         TABS.iter().position(|s| s.tab == self).unwrap_or(0)
     }
 
-    pub fn spec(self) -> &'static TabSpec {
+    pub(crate) fn spec(self) -> &'static TabSpec {
         &TABS[self.index()]
     }
 
@@ -79,7 +79,7 @@ impl Tab {
         tabs[(i + 1) % tabs.len()]
     }
 
-    pub fn prev(self, tabs: &[Tab]) -> Self {
+    pub(crate) fn prev(self, tabs: &[Tab]) -> Self {
         let i = tabs.iter().position(|&t| t == self).unwrap_or(0);
         tabs[(i + tabs.len() - 1) % tabs.len()]
     }

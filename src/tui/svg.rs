@@ -42,7 +42,7 @@ fn escape(s: &str) -> String {
 }
 
 /// The buffer as an SVG document.
-pub fn buffer_to_svg(buf: &Buffer) -> String {
+pub(crate) fn buffer_to_svg(buf: &Buffer) -> String {
     let (w, h) = (u32::from(buf.area.width), u32::from(buf.area.height));
     let mut out = String::new();
     let _ = writeln!(
@@ -132,7 +132,7 @@ fn opacity(sym: &str) -> &'static str {
 }
 
 /// The buffer as plain text, one line per row, trailing blanks cut.
-pub fn buffer_to_text(buf: &Buffer) -> String {
+pub(crate) fn buffer_to_text(buf: &Buffer) -> String {
     let mut out = String::new();
     for y in 0..buf.area.height {
         let row: String = (0..buf.area.width).map(|x| buf[(x, y)].symbol()).collect();

@@ -60,7 +60,7 @@ pub struct Jump {
 
 /// When a tab is in the tab bar.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Needs {
+pub(crate) enum Needs {
     Nothing,
     /// A CUDA memory snapshot in the run.
     MemorySnapshot,
@@ -71,7 +71,7 @@ pub enum Needs {
 }
 
 /// One registered tab.
-pub struct TabSpec {
+pub(crate) struct TabSpec {
     pub tab: Tab,
     pub needs: Needs,
     /// Its state for a run, fresh.

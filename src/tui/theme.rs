@@ -32,7 +32,7 @@ pub enum Shade {
 }
 
 impl Shade {
-    pub fn glyph(self) -> &'static str {
+    pub(crate) fn glyph(self) -> &'static str {
         match self {
             Self::Idle => " ",
             Self::Compute => "█",
@@ -48,7 +48,7 @@ impl Shade {
     /// The glyph drawn for a fully busy cell: without colour the kind is told
     /// by its glyph; with colour every kind is a full block in its colour, so
     /// a cell's height alone reads as how busy it was.
-    pub fn full_glyph(self, theme: Theme) -> &'static str {
+    pub(crate) fn full_glyph(self, theme: Theme) -> &'static str {
         if theme.color && self != Self::Idle {
             "█"
         } else {
@@ -71,11 +71,11 @@ impl Shade {
 }
 
 /// Partial blocks, one to seven eighths of a cell high.
-pub const EIGHTHS: [&str; 8] = ["▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"];
+pub(crate) const EIGHTHS: [&str; 8] = ["▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"];
 
 impl Theme {
     /// Colour unless `NO_COLOR` is set to anything non-empty (no-color.org).
-    pub fn from_env() -> Self {
+    pub(crate) fn from_env() -> Self {
         let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
         Self { color: !no_color }
     }
@@ -117,7 +117,7 @@ impl Theme {
         self.fg(Color::Yellow).add_modifier(Modifier::BOLD)
     }
 
-    pub fn dim(self) -> Style {
+    pub(crate) fn dim(self) -> Style {
         if self.color {
             Style::new().fg(Color::DarkGray)
         } else {
@@ -129,7 +129,7 @@ impl Theme {
         Style::new().add_modifier(Modifier::REVERSED)
     }
 
-    pub fn tab_active(self) -> Style {
+    pub(crate) fn tab_active(self) -> Style {
         self.fg(Color::Black)
             .bg(if self.color {
                 Color::Cyan
@@ -144,7 +144,7 @@ impl Theme {
     }
 
     /// The slowest rank, a warning.
-    pub fn alert(self) -> Style {
+    pub(crate) fn alert(self) -> Style {
         self.fg(Color::LightRed).add_modifier(Modifier::BOLD)
     }
 

@@ -180,7 +180,7 @@ pub fn compare(a: &Ctx, b: &Ctx, threshold: f64) -> Comparison {
 /// A kernel name without template arguments, parameter list or launch-config
 /// suffixes, so the same kernel matches across builds and vendors' spellings:
 /// `void at::native::foo<float, 4>(int)` → `at::native::foo`.
-pub fn normalize(name: &str) -> String {
+pub(crate) fn normalize(name: &str) -> String {
     // Not a parameter list: part of the qualified name.
     let name = name.replace("(anonymous namespace)::", "");
     let mut out = String::with_capacity(name.len());

@@ -315,11 +315,11 @@ impl RankStats {
         }
     }
 
-    pub fn kernel_class(&self, c: KernelClass) -> Ns {
+    pub(crate) fn kernel_class(&self, c: KernelClass) -> Ns {
         self.kernel_class_sum[class_index(c)]
     }
 
-    pub fn op_class(&self, c: KernelClass) -> Ns {
+    pub(crate) fn op_class(&self, c: KernelClass) -> Ns {
         self.op_class_sum[class_index(c)]
     }
 }

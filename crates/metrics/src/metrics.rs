@@ -1105,7 +1105,7 @@ pub fn lookup_part(name: &str) -> Result<(&'static Metric, Option<&str>), Unknow
 
 /// A metric, or one part of its breakdown as CSV names it
 /// (`comm_time_by_role_s.tp`, `hockney_alpha_by_role_s.all_reduce_dp`).
-pub fn find_part(name: &str) -> Option<(&'static Metric, Option<&str>)> {
+pub(crate) fn find_part(name: &str) -> Option<(&'static Metric, Option<&str>)> {
     if let Some(m) = find(name) {
         return Some((m, None));
     }
@@ -1132,7 +1132,7 @@ pub fn part_of(out: Outcome, part: &str) -> Outcome {
 }
 
 /// Metric names close to a mistyped one, closest first.
-pub fn suggest(name: &str) -> Vec<&'static str> {
+pub(crate) fn suggest(name: &str) -> Vec<&'static str> {
     let mut scored: Vec<(f64, &str)> = METRICS
         .iter()
         .map(|m| {
@@ -1168,7 +1168,8 @@ pub mod testing {
     }
 
     /// The sample workload card attached to `trace`.
-    pub fn with_card(trace: &mut Trace) {
+    #[cfg(test)]
+    pub(crate) fn with_card(trace: &mut Trace) {
         trace.card = Some(
             crate::read::card::parse(crate::synth::SAMPLE_CARD, "card.yaml".as_ref())
                 .expect("sample card parses"),
@@ -1176,7 +1177,8 @@ pub mod testing {
     }
 
     /// The value of `metric` with command-line options.
-    pub fn eval_with(trace: &Trace, metric: &str, opts: super::Options) -> super::Outcome {
+    #[cfg(test)]
+    pub(crate) fn eval_with(trace: &Trace, metric: &str, opts: super::Options) -> super::Outcome {
         let ctx = super::Ctx::new(trace, None)
             .expect("all ranks")
             .with_options(opts);

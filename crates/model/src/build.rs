@@ -46,7 +46,7 @@ pub struct TimelineBuilder {
 
 /// The most CPU ranges kept for one rank's CPU lanes (128 MiB of them): a
 /// profile of a few steps has far fewer; past it they are counted, not kept.
-pub const MAX_CPU_OPS: usize = 1 << 22;
+pub(crate) const MAX_CPU_OPS: usize = 1 << 22;
 
 /// A process's CPU-side events, shared by its devices' ranks (see
 /// [`TimelineBuilder::into_shared`]).
@@ -410,7 +410,7 @@ fn engine_steps(t: &mut RankTimeline) -> bool {
     }
 }
 
-pub fn step_at(steps: &[Step], t: Ns) -> Option<u32> {
+pub(crate) fn step_at(steps: &[Step], t: Ns) -> Option<u32> {
     let i = steps.partition_point(|s| s.start <= t);
     let s = steps.get(i.checked_sub(1)?)?;
     (t < s.end).then_some((i - 1) as u32)

@@ -198,7 +198,7 @@ fn join<const N: usize>(parts: [Option<String>; N]) -> String {
 }
 
 /// `1.3e9` → `1.3B`: parameter counts as people say them.
-pub fn human_count(v: f64) -> String {
+pub(crate) fn human_count(v: f64) -> String {
     let (div, suffix) = match v.abs() {
         a if a >= 1e12 => (1e12, "T"),
         a if a >= 1e9 => (1e9, "B"),

@@ -336,7 +336,7 @@ const LIBRARY_NAMESPACES: &[&str] = &["fbgemm_gpu", "fbgemm"];
 /// is MoE) except library ones in `LIBRARY_NAMESPACES`. For a generic wrapper
 /// (`cutlass::Kernel2<…>`), the wrapped kernel's name and then the wrapper's.
 /// Expects a lowercased name.
-pub fn own_name(name: &str) -> String {
+pub(crate) fn own_name(name: &str) -> String {
     let stripped = strip_templates(name);
     let path = stripped.trim().trim_start_matches("void ").trim();
     let parts: Vec<&str> = path
@@ -397,8 +397,8 @@ struct RuleEntry {
 
 /// Limits on a rules file: how many rules, how many bytes of patterns, and
 /// how large one compiled pattern may grow.
-pub const MAX_RULES: usize = 256;
-pub const MAX_PATTERN_BYTES: usize = 64 * 1024;
+pub(crate) const MAX_RULES: usize = 256;
+pub(crate) const MAX_PATTERN_BYTES: usize = 64 * 1024;
 const MAX_COMPILED: usize = 1 << 20;
 
 impl UserRules {
@@ -445,7 +445,7 @@ impl UserRules {
     }
 
     /// The class the first matching user rule gives, if any.
-    pub fn class_of(&self, name: &str) -> Option<KernelClass> {
+    pub(crate) fn class_of(&self, name: &str) -> Option<KernelClass> {
         self.rules
             .iter()
             .find(|(_, _, re)| re.is_match(name))

@@ -11,7 +11,7 @@ use super::trace::Trace;
 use super::RankTimeline;
 
 /// The first rank's end of each matched collective it took part in.
-pub type RefEnds = BySeq<Ns>;
+pub(crate) type RefEnds = BySeq<Ns>;
 
 pub fn ref_ends(trace: &Trace, inst: &Instances) -> RefEnds {
     BySeq::of(inst, |i| {

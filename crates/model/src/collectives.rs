@@ -210,7 +210,7 @@ pub struct MemberOp {
 }
 
 /// When the last of `members` started (the transfer's start, barrier model).
-pub fn last_start_of(members: &[MemberOp]) -> Ns {
+pub(crate) fn last_start_of(members: &[MemberOp]) -> Ns {
     members.iter().map(|m| m.op.start).max().unwrap_or(Ns::ZERO)
 }
 
@@ -270,7 +270,7 @@ impl Blame {
     }
 
     /// From each member's (start, wait), the wait already clamped to its op.
-    pub fn of_waits(members: Vec<(Ns, Ns)>) -> Self {
+    pub(crate) fn of_waits(members: Vec<(Ns, Ns)>) -> Self {
         let mut starts: Vec<Ns> = members.iter().map(|m| m.0).collect();
         let mut ends: Vec<Ns> = members.iter().map(|m| m.0 + m.1).collect();
         starts.sort_unstable();
@@ -457,7 +457,7 @@ pub fn group_of<'t>(t: &'t super::RankTimeline, op: &super::DeviceOp) -> &'t str
 /// the group's (source, destination) pair, so that a send pairs with its
 /// recv by their order between those two ranks, not with the group's next
 /// collective.
-pub fn channel_of<'t>(
+pub(crate) fn channel_of<'t>(
     t: &'t super::RankTimeline,
     op: &super::DeviceOp,
 ) -> std::borrow::Cow<'t, str> {
@@ -768,7 +768,7 @@ pub fn disagreements(trace: &Trace, inst: &Instances) -> Vec<String> {
 }
 
 /// Offsets from per-rank samples of (reference end, rank end) (see `clock::samples`).
-pub fn offsets_from(trace: &Trace, samples: &[Vec<(Ns, Ns)>]) -> Vec<Offset> {
+pub(crate) fn offsets_from(trace: &Trace, samples: &[Vec<(Ns, Ns)>]) -> Vec<Offset> {
     trace
         .ranks
         .iter()
@@ -973,7 +973,7 @@ impl<T: Unset> BySeq<T> {
 
     /// `value` of each instance from its members' ops (read as
     /// [`Instances::walk`] reads them).
-    pub fn of_members(
+    pub(crate) fn of_members(
         inst: &Instances,
         trace: &Trace,
         mut value: impl FnMut(Instance<'_>, &[MemberOp]) -> Option<T>,

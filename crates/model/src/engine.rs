@@ -19,7 +19,7 @@ pub struct EngineStep {
     pub prefill: bool,
 }
 
-pub fn engine_step(name: &str) -> Option<bool> {
+pub(crate) fn engine_step(name: &str) -> Option<bool> {
     static VLLM: OnceLock<Regex> = OnceLock::new();
     static SGLANG: OnceLock<Regex> = OnceLock::new();
     let vllm = VLLM.get_or_init(|| {
@@ -38,7 +38,7 @@ pub fn engine_steps(t: &RankTimeline) -> Vec<EngineStep> {
 }
 
 /// The engine steps among CPU annotations, outermost of nested ones, by start.
-pub fn from_annotations(annotations: &[Annotation], strings: &Interner) -> Vec<EngineStep> {
+pub(crate) fn from_annotations(annotations: &[Annotation], strings: &Interner) -> Vec<EngineStep> {
     let mut v: Vec<EngineStep> = annotations
         .iter()
         .filter(|a| !a.on_gpu)
@@ -65,7 +65,7 @@ pub fn from_annotations(annotations: &[Annotation], strings: &Interner) -> Vec<E
 
 /// The engine steps as the rank's steps, numbered 0, 1, … by start, for a
 /// trace without `ProfilerStep` annotations.
-pub fn as_steps(annotations: &[Annotation], strings: &Interner) -> Vec<Step> {
+pub(crate) fn as_steps(annotations: &[Annotation], strings: &Interner) -> Vec<Step> {
     from_annotations(annotations, strings)
         .iter()
         .zip(0..)

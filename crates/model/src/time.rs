@@ -52,13 +52,8 @@ impl Ns {
     }
 
     #[inline]
-    pub fn unsigned_abs(self) -> u64 {
+    pub(crate) fn unsigned_abs(self) -> u64 {
         self.0.unsigned_abs()
-    }
-
-    #[inline]
-    pub fn signum(self) -> i64 {
-        self.0.signum()
     }
 
     #[inline]

@@ -33,14 +33,9 @@ pub struct Trace {
 }
 
 impl Trace {
-    /// Whether any rank's collectives were spilled (a lean load past
-    /// `load::HELD_COMM_OPS`).
-    pub fn collectives_spilled(&self) -> bool {
-        self.spilled_to().is_some()
-    }
-
-    /// Where the ranks' collectives were spilled, if any were: what is made
-    /// per collective from them goes there too.
+    /// Where the ranks' collectives were spilled (a lean load past
+    /// `load::HELD_COMM_OPS`), if any were: what is made per collective
+    /// from them goes there too.
     pub fn spilled_to(&self) -> Option<&'static dyn super::slab::Spill> {
         self.ranks.iter().find_map(|t| t.ops.spilled_to())
     }

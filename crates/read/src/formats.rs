@@ -17,7 +17,7 @@ use crate::source::FileIn;
 pub type Ranked = (Option<u32>, RankFile);
 
 /// A per-rank reader: what it read, and warnings about it.
-pub type ReadWithNotes<T> = fn(&FileIn) -> Result<(T, Vec<String>)>;
+pub(crate) type ReadWithNotes<T> = fn(&FileIn) -> Result<(T, Vec<String>)>;
 
 /// One input format.
 #[derive(Clone, Copy)]
@@ -101,7 +101,7 @@ impl Format {
 
     /// Whether a directory holding only files of this format has something
     /// to show (a card alone does not).
-    pub fn is_usable(&self) -> bool {
+    pub(crate) fn is_usable(&self) -> bool {
         matches!(
             self.role,
             Role::Timeline { .. } | Role::Memory(_) | Role::ExecTrace(_) | Role::Flight(_)
@@ -109,7 +109,7 @@ impl Format {
     }
 
     /// Whether `name` (lowercase) ends like a file of this format.
-    pub fn named_like(&self, name: &str) -> bool {
+    pub(crate) fn named_like(&self, name: &str) -> bool {
         self.exts.iter().any(|e| name.ends_with(e))
     }
 }
@@ -138,7 +138,7 @@ impl Head {
 }
 
 /// How much of a file sniffing looks at.
-pub const HEAD: usize = 64 * 1024;
+pub(crate) const HEAD: usize = 64 * 1024;
 
 const JSON: &[&str] = &[".json", ".json.gz", ".gz"];
 
@@ -322,7 +322,7 @@ fn nsys_report_advice(path: &Path) -> String {
 }
 
 /// Whether any format of `table` needs a file's first bytes to decide.
-pub fn needs_head(table: &[Format], name: &str) -> bool {
+pub(crate) fn needs_head(table: &[Format], name: &str) -> bool {
     table
         .iter()
         .any(|f| f.sniff.is_some() && f.named_like(name))

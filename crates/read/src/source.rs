@@ -112,7 +112,7 @@ pub struct FileIn<'a> {
 impl<'a> FileIn<'a> {
     /// Counts the whole file as read, for readers that open it themselves
     /// (SQLite).
-    pub fn count_whole(&self) {
+    pub(crate) fn count_whole(&self) {
         let size = std::fs::metadata(self.path).map_or(0, |m| m.len());
         self.counter
             .fetch_add(size, std::sync::atomic::Ordering::Relaxed);

@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 
 /// Whether `name` is a temporary this module makes: hidden, ending in
 /// `.partial` (no `*.parquet` or `*.json` glob picks it up).
-pub fn is_partial(name: &str) -> bool {
+pub(crate) fn is_partial(name: &str) -> bool {
     name.starts_with('.') && name.ends_with(".partial")
 }
 

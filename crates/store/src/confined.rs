@@ -24,7 +24,7 @@ pub fn inside(root: &Path, rel: &str) -> Result<PathBuf, String> {
 }
 
 /// [`inside`] for a folder: `rel`'s last component is checked too.
-pub fn folder_inside(root: &Path, rel: &str) -> Result<PathBuf, String> {
+pub(crate) fn folder_inside(root: &Path, rel: &str) -> Result<PathBuf, String> {
     checked(root, rel, 0)
 }
 
@@ -58,7 +58,7 @@ fn checked(root: &Path, rel: &str, unchecked: usize) -> Result<PathBuf, String> 
 /// The entries of `dir` that are links, by name: a folder the tool writes
 /// holds none, and one that does could lead reads, writes and removals out
 /// of it.
-pub fn links_in(dir: &Path) -> Vec<String> {
+pub(crate) fn links_in(dir: &Path) -> Vec<String> {
     let Ok(list) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
@@ -74,7 +74,7 @@ pub fn links_in(dir: &Path) -> Vec<String> {
 /// Opens `path` for reading when it is a regular file: a link at its last
 /// component is not followed, and a FIFO or device is refused without
 /// waiting for a writer.
-pub fn open_file(path: &Path) -> io::Result<File> {
+pub(crate) fn open_file(path: &Path) -> io::Result<File> {
     let mut o = OpenOptions::new();
     o.read(true);
     #[cfg(unix)]
@@ -130,7 +130,7 @@ pub fn read_file(path: &Path, max: u64) -> io::Result<Vec<u8>> {
 /// Removes `root/rel` when it is inside `root` ([`inside`]), a regular file
 /// and `ours` says its content is the tool's; returns whether it did.
 /// Anything else (a link, a folder, a stranger's file) is left alone.
-pub fn remove_own(root: &Path, rel: &str, max: u64, ours: impl Fn(&[u8]) -> bool) -> bool {
+pub(crate) fn remove_own(root: &Path, rel: &str, max: u64, ours: impl Fn(&[u8]) -> bool) -> bool {
     let Ok(path) = inside(root, rel) else {
         return false;
     };

@@ -404,7 +404,7 @@ pub fn render(state: &CollectivesState, data: &Data, theme: Theme, area: Rect, b
     .render(table, buf);
 }
 
-pub const TAB: TabSpec = TabSpec {
+pub(crate) const TAB: TabSpec = TabSpec {
     tab: super::Tab::Collectives,
     needs: Needs::Nothing,
     make: |data| Box::new(CollectivesState::new(data)),

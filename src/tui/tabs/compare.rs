@@ -343,7 +343,7 @@ fn render_steps(state: &CompareState, pair: &Pair, theme: Theme, area: Rect, buf
     }
 }
 
-pub const TAB: TabSpec = TabSpec {
+pub(crate) const TAB: TabSpec = TabSpec {
     tab: super::Tab::Compare,
     needs: Needs::TwoRuns,
     make: |_| Box::new(CompareState::default()),

@@ -17,7 +17,7 @@ use crate::tui::tabs::{Needs, TabCtx, TabSpec, TabView};
 use crate::tui::theme::Theme;
 use crate::tui::widgets::fit;
 
-pub struct HangState {
+pub(crate) struct HangState {
     lines: Vec<(Kind, String)>,
     /// The first line shown.
     top: usize,
@@ -59,7 +59,7 @@ fn style(kind: Kind, theme: Theme) -> Style {
     }
 }
 
-pub const TAB: TabSpec = TabSpec {
+pub(crate) const TAB: TabSpec = TabSpec {
     tab: super::Tab::Hang,
     needs: Needs::FlightDumps,
     make: |d| Box::new(HangState::new(d)),

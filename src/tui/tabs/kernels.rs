@@ -392,7 +392,7 @@ pub fn render(state: &KernelsState, _data: &Data, theme: Theme, area: Rect, buf:
     .render(table_area(area), buf);
 }
 
-pub const TAB: TabSpec = TabSpec {
+pub(crate) const TAB: TabSpec = TabSpec {
     tab: super::Tab::Kernels,
     needs: Needs::Nothing,
     make: |data| Box::new(KernelsState::new(data)),

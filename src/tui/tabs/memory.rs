@@ -159,7 +159,7 @@ fn header(
     out
 }
 
-pub const TAB: TabSpec = TabSpec {
+pub(crate) const TAB: TabSpec = TabSpec {
     tab: super::Tab::Memory,
     needs: Needs::MemorySnapshot,
     make: |_| Box::new(MemoryState::default()),

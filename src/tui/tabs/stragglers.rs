@@ -421,7 +421,7 @@ pub fn render(state: &StragglersState, data: &Data, theme: Theme, area: Rect, bu
     render_heatmap(data, theme, rest, buf);
 }
 
-pub const TAB: TabSpec = TabSpec {
+pub(crate) const TAB: TabSpec = TabSpec {
     tab: super::Tab::Stragglers,
     needs: Needs::Nothing,
     make: |data| Box::new(StragglersState::new(data)),

@@ -567,7 +567,7 @@ fn capitalize(s: &str) -> String {
         .unwrap_or_default()
 }
 
-pub const TAB: TabSpec = TabSpec {
+pub(crate) const TAB: TabSpec = TabSpec {
     tab: super::Tab::Summary,
     needs: Needs::Nothing,
     make: |_| Box::new(SummaryState::default()),

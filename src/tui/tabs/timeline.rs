@@ -51,7 +51,7 @@ pub struct TimelineState {
 }
 
 /// Where the parts of the tab go.
-pub struct Areas {
+pub(crate) struct Areas {
     pub ruler: Rect,
     pub labels: Rect,
     pub lanes: Rect,
@@ -60,7 +60,7 @@ pub struct Areas {
 
 /// `pane`: rows for the details or range pane below the info lines; it
 /// never takes more than half the tab.
-pub fn areas(area: Rect, pane: u16) -> Areas {
+pub(crate) fn areas(area: Rect, pane: u16) -> Areas {
     let info_h = if pane > 0 {
         (pane + 3).min(area.height / 2).max(3)
     } else {
@@ -695,7 +695,7 @@ pub struct RangeTotals {
 const RANGE_COLUMNS: u16 = 1024;
 
 impl RangeTotals {
-    pub const TERMS: [&'static str; 6] = [
+    pub(crate) const TERMS: [&'static str; 6] = [
         "compute",
         "overlap",
         "exp. comm",
@@ -1147,7 +1147,7 @@ fn render_info(
     }
 }
 
-pub const TAB: TabSpec = TabSpec {
+pub(crate) const TAB: TabSpec = TabSpec {
     tab: super::Tab::Timeline,
     needs: Needs::Nothing,
     make: |data| Box::new(TimelineState::new(data)),

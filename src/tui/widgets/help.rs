@@ -9,7 +9,7 @@ use crate::tui::keymap::{Scope, BINDINGS};
 use crate::tui::tabs::Tab;
 use crate::tui::theme::Theme;
 
-pub struct Help {
+pub(crate) struct Help {
     pub theme: Theme,
     pub scroll: u16,
 }

@@ -22,7 +22,7 @@ pub fn col_time(view: Interval, width: u16, c: u16) -> Ns {
 }
 
 /// The column showing time `t`, if visible.
-pub fn time_col(view: Interval, width: u16, t: Ns) -> Option<u16> {
+pub(crate) fn time_col(view: Interval, width: u16, t: Ns) -> Option<u16> {
     if t < view.start || t >= view.end || width == 0 {
         return None;
     }
@@ -56,7 +56,7 @@ impl Cell {
     /// Eighths of a `rows`-row cell to fill: at least one when anything ran,
     /// so a single short kernel stays visible; all of them only when the
     /// device was busy for (nearly) the whole cell.
-    pub fn eighths(&self, rows: u16) -> u32 {
+    pub(crate) fn eighths(&self, rows: u16) -> u32 {
         let total = 8 * u32::from(rows.max(1));
         if self.busy <= 0.0 {
             return 0;
@@ -128,7 +128,7 @@ fn cpu_shades(lane: &Lane, slices: &[(Ns, Ns)]) -> Vec<Cell> {
 }
 
 /// A round tick interval (1, 2 or 5 × 10^k ns) at least `min` long.
-pub fn tick_step(min: Ns) -> Ns {
+pub(crate) fn tick_step(min: Ns) -> Ns {
     let mut step: Ns = Ns(1);
     loop {
         for m in [1, 2, 5] {
@@ -146,7 +146,7 @@ pub fn tick_step(min: Ns) -> Ns {
 
 /// Draws `lane` over the time range `view` into `r`, one column per slice of
 /// time, the column `cursor` reversed.
-pub fn draw_lane(
+pub(crate) fn draw_lane(
     lane: &Lane,
     view: Interval,
     r: Rect,
@@ -188,7 +188,7 @@ pub fn draw_lane(
 /// Names inside the ops wide enough to hold some of one (at least
 /// `MIN_NAME_COLS` columns), on the lane's first row: `ops` are (start, end,
 /// name) on the lane's clock. Wider ops are drawn last, so they win overlaps.
-pub fn draw_names(
+pub(crate) fn draw_names(
     ops: &mut [(Ns, Ns, String)],
     view: Interval,
     r: Rect,
@@ -224,11 +224,11 @@ pub fn draw_names(
 }
 
 /// The narrowest op that gets its name drawn inside it, in columns.
-pub const MIN_NAME_COLS: u16 = 6;
+pub(crate) const MIN_NAME_COLS: u16 = 6;
 
 /// Step starts on the ruler's tick row: `│` and the step's label, for each
 /// (start, label) in view.
-pub fn render_step_marks(
+pub(crate) fn render_step_marks(
     view: Interval,
     steps: &[(Ns, String)],
     r: Rect,
@@ -256,7 +256,7 @@ pub fn render_step_marks(
 }
 
 /// Tick marks and labels for `view`, labelled as time since `origin`.
-pub fn render_ruler(view: Interval, origin: Ns, r: Rect, theme: Theme, buf: &mut Buffer) {
+pub(crate) fn render_ruler(view: Interval, origin: Ns, r: Rect, theme: Theme, buf: &mut Buffer) {
     if r.height == 0 || r.width == 0 {
         return;
     }

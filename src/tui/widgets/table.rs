@@ -53,7 +53,7 @@ pub fn widths(columns: &[Column], total: u16) -> Vec<u16> {
 }
 
 /// The column under x (relative to the table's left edge).
-pub fn column_at(columns: &[Column], total: u16, x: u16) -> Option<usize> {
+pub(crate) fn column_at(columns: &[Column], total: u16, x: u16) -> Option<usize> {
     let mut left = 0u16;
     for (i, w) in widths(columns, total).into_iter().enumerate() {
         if x >= left && x < left.saturating_add(w) {

@@ -85,14 +85,14 @@ impl GroupInfo {
     }
 
     /// Distance between consecutive members when it is constant.
-    pub fn stride(&self) -> Option<u32> {
+    pub(crate) fn stride(&self) -> Option<u32> {
         let d = self.ranks.get(1)?.checked_sub(self.ranks[0])?;
         self.ranks.windows(2).all(|w| w[1] - w[0] == d).then_some(d)
     }
 }
 
 /// Every group a communication kernel of `trace` names, by name, with its role.
-pub fn infer(trace: &Trace) -> Vec<GroupInfo> {
+pub(crate) fn infer(trace: &Trace) -> Vec<GroupInfo> {
     struct Seen {
         desc: Option<String>,
         listed: Option<Vec<u32>>,
@@ -192,7 +192,7 @@ pub fn parse_ranks(text: &str) -> Option<Vec<u32>> {
 /// The role a group description names: its first word that names one
 /// (`mesh_dp_shard` → dp, `EXPERT_MODEL_PARALLEL_GROUP` → ep, `default_pg` →
 /// world); `None` for `undefined` and descriptions naming none.
-pub fn by_desc(desc: &str) -> Option<Role> {
+pub(crate) fn by_desc(desc: &str) -> Option<Role> {
     desc.split(|c: char| !c.is_ascii_alphanumeric())
         .find_map(|w| match w.to_ascii_lowercase().as_str() {
             "tp" | "tensor" => Some(Role::Tp),
@@ -209,7 +209,7 @@ pub fn by_desc(desc: &str) -> Option<Role> {
 /// first, in the order Megatron-LM and torchtitan lay ranks out: tp, cp,
 /// dp_shard, dp_replicate, pp (expert groups span the ranks next to tp × cp).
 /// Dimensions of size 1 are left out.
-pub fn dims(p: &Parallelism) -> Vec<(Role, u32, u32)> {
+pub(crate) fn dims(p: &Parallelism) -> Vec<(Role, u32, u32)> {
     let n = |x: Option<f64>| {
         x.filter(|v| v.fract() == 0.0 && *v >= 1.0 && *v <= f64::from(u32::MAX))
             .map_or(1, |v| v as u32)
@@ -285,7 +285,7 @@ fn by_card(g: &GroupInfo, dims: &[(Role, u32, u32)], kinds: &BTreeSet<CollKind>)
 /// parallel (the innermost dimension in Megatron-LM, torchtitan and
 /// DeviceMesh layouts) and evenly spaced ones data parallel. A guess a card
 /// or `pg_desc` overrides.
-pub fn by_layout(g: &GroupInfo, world: u32, kinds: &BTreeSet<CollKind>) -> Option<Role> {
+pub(crate) fn by_layout(g: &GroupInfo, world: u32, kinds: &BTreeSet<CollKind>) -> Option<Role> {
     let n = g.ranks.len();
     if n < 2 {
         return None;

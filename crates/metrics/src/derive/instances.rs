@@ -132,7 +132,7 @@ impl Member {
 
     /// The member `m`, in a collective whose last member started at
     /// `last_start`.
-    pub fn from_op(trace: &Trace, m: &MemberOp, last_start: Ns) -> Self {
+    pub(crate) fn from_op(trace: &Trace, m: &MemberOp, last_start: Ns) -> Self {
         let op = &m.op;
         let wait = (last_start - op.start).clamp(Ns::ZERO, op.dur);
         Member {
@@ -255,7 +255,7 @@ impl<'a> IntoIterator for &'a Rows {
 /// `trace`) and its members, in order, the members read as
 /// [`Instances::walk`] reads them: a pass over every member of every
 /// collective reads collectives on disk in blocks.
-pub fn with_members<'r>(
+pub(crate) fn with_members<'r>(
     trace: &Trace,
     inst: &Instances,
     rows: &'r Rows,

@@ -60,7 +60,7 @@ impl RankKernels {
     }
 
     /// Summed duration per kernel name (kernels only, not copies or sets).
-    pub fn kernel_times(&self) -> impl Iterator<Item = (StrId, Ns)> + '_ {
+    pub(crate) fn kernel_times(&self) -> impl Iterator<Item = (StrId, Ns)> + '_ {
         self.names
             .iter()
             .filter(|n| n.1 == Activity::Kernel)

@@ -61,7 +61,7 @@ pub fn by_stream(ops: &[DeviceOp]) -> BTreeMap<u32, Vec<&DeviceOp>> {
 /// Ops per finest bin, on average: fine enough that a view showing a few
 /// hundred ops per column is drawn from bins, coarse enough that the bins
 /// are a small fraction of the ops.
-pub const OPS_PER_BIN: usize = 32;
+pub(crate) const OPS_PER_BIN: usize = 32;
 /// Each level's bins are this many of the level below.
 pub const FACTOR: i64 = 16;
 /// The coarsest level has at most this many bins over the rank's window

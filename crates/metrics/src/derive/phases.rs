@@ -4,7 +4,7 @@
 use crate::model::{Annotation, Interval, IntervalSet, Ns, RankTimeline};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Phase {
+pub(crate) enum Phase {
     Forward,
     Backward,
     Optimizer,
@@ -80,7 +80,7 @@ impl Phase {
 ///
 /// Every phase of a rank at once (indexed like [`Phase::ALL`]), so that its ops
 /// are put in launch order once; `None` where the rank has no such range.
-pub fn phase_times(t: &RankTimeline) -> [Option<Ns>; Phase::ALL.len()] {
+pub(crate) fn phase_times(t: &RankTimeline) -> [Option<Ns>; Phase::ALL.len()] {
     // Only ranges that start in a measured step, as per-step averages divide
     // by the measured steps.
     let measured = t.measured_steps();

@@ -106,7 +106,7 @@ pub fn slowest_rank(ctx: &Ctx) -> Outcome {
 }
 
 /// Population standard deviation of every step's duration on every rank.
-pub fn step_time_std(ctx: &Ctx) -> Outcome {
+pub(crate) fn step_time_std(ctx: &Ctx) -> Outcome {
     // In integer nanoseconds (exact in f64), so equal steps give exactly 0.
     let d: Vec<f64> = ctx
         .ranks
@@ -130,7 +130,7 @@ pub fn step_time_std(ctx: &Ctx) -> Outcome {
 
 /// Exposed communication of the rank that waits most minus that of the rank
 /// that waits least, per step: time ranks spend waiting for each other.
-pub fn sync_wait_time(ctx: &Ctx) -> Outcome {
+pub(crate) fn sync_wait_time(ctx: &Ctx) -> Outcome {
     if let Some(na) = two_ranks_needed(ctx) {
         return na;
     }
@@ -158,7 +158,7 @@ pub fn sync_wait_time(ctx: &Ctx) -> Outcome {
 }
 
 /// Communication not overlapped by compute, per step, averaged over ranks.
-pub fn exposed_comm_time(ctx: &Ctx) -> Outcome {
+pub(crate) fn exposed_comm_time(ctx: &Ctx) -> Outcome {
     if !ctx.ranks.iter().any(|t| t.ops.iter().any(|o| o.is_comm())) {
         return Outcome::na("the trace has no communication ops");
     }
@@ -172,7 +172,7 @@ pub fn exposed_comm_time(ctx: &Ctx) -> Outcome {
 }
 
 /// Step time with no device activity (step time − busy), per step, averaged.
-pub fn bubble_time(ctx: &Ctx) -> Outcome {
+pub(crate) fn bubble_time(ctx: &Ctx) -> Outcome {
     let rows = ctx.rank_rows();
     Outcome::rank_mean(
         rows.iter().map(|r| {
@@ -186,7 +186,7 @@ pub fn bubble_time(ctx: &Ctx) -> Outcome {
 }
 
 /// Kernel-launch calls' CPU time per step, averaged over ranks.
-pub fn cpu_launch_overhead(ctx: &Ctx) -> Outcome {
+pub(crate) fn cpu_launch_overhead(ctx: &Ctx) -> Outcome {
     Outcome::rank_mean(
         ctx.ranks.iter().map(|t| {
             let steps = t.step_count() as f64;
@@ -232,7 +232,7 @@ pub fn comm_wait_time(ctx: &Ctx) -> Outcome {
 }
 
 /// Time inside collectives after every rank has arrived (moving data), per step.
-pub fn comm_transfer_time(ctx: &Ctx) -> Outcome {
+pub(crate) fn comm_transfer_time(ctx: &Ctx) -> Outcome {
     Outcome::rank_mean(
         waits_in_scope(ctx).map(|(r, w, n)| (r, Some(ns_to_s(w.transfer) / n as f64))),
         NO_MATCHES,

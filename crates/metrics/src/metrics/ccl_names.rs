@@ -103,7 +103,7 @@ pub fn straggler_metrics(ctx: &Ctx) -> Outcome {
 
 /// `total_trace_time`: first kernel start to last kernel end over every rank,
 /// in seconds (CCL-Bench's span of all `kernel` events across the files).
-pub fn total_trace_time(ctx: &Ctx) -> Outcome {
+pub(crate) fn total_trace_time(ctx: &Ctx) -> Outcome {
     if !ctx.has_kernels() {
         return Outcome::na("the trace has no GPU kernels");
     }
@@ -127,7 +127,7 @@ pub fn total_trace_time(ctx: &Ctx) -> Outcome {
 
 /// `kernel_compute_time_group_6`: every non-communication kernel's duration,
 /// summed over the ranks (CCL-Bench sums its nodes' files), in seconds.
-pub fn kernel_compute_time(ctx: &Ctx) -> Outcome {
+pub(crate) fn kernel_compute_time(ctx: &Ctx) -> Outcome {
     if !ctx.has_kernels() {
         return Outcome::na("the trace has no GPU kernels");
     }
@@ -219,7 +219,7 @@ fn first_rank<'a>(ctx: &Ctx<'a>) -> Option<&'a RankTimeline> {
 /// inside one is data parallel, any other tensor parallel; broadcasts are
 /// tensor parallel, all-gathers and reduce-scatters data parallel, send/recv
 /// pipeline parallel.
-pub fn traffic_window(ctx: &Ctx) -> Outcome {
+pub(crate) fn traffic_window(ctx: &Ctx) -> Outcome {
     let Some(first) = first_rank(ctx) else {
         return Outcome::na("no ranks");
     };
@@ -293,7 +293,7 @@ pub fn traffic_window(ctx: &Ctx) -> Outcome {
 
 /// `communication_overhead`: the first rank's NCCL kernel time / all its
 /// kernel time (a fraction, 0-1).
-pub fn communication_overhead(ctx: &Ctx) -> Outcome {
+pub(crate) fn communication_overhead(ctx: &Ctx) -> Outcome {
     let Some((t, s)) = ctx.each().min_by_key(|(t, _)| t.rank) else {
         return Outcome::na("no ranks");
     };
@@ -316,7 +316,7 @@ const GROUP1_LINK: f64 = 100e9;
 /// `bandwidth_utilization`: over the first rank's NCCL all-reduce kernels with
 /// sizes, the mean of T_exp / T_obs, where T_exp = S (n − 1) / n / 100 GB/s
 /// (CCL-Bench's ring model at its fixed 100 GB/s link).
-pub fn bandwidth_utilization(ctx: &Ctx) -> Outcome {
+pub(crate) fn bandwidth_utilization(ctx: &Ctx) -> Outcome {
     let Some(t) = first_rank(ctx) else {
         return Outcome::na("no ranks");
     };
@@ -360,7 +360,7 @@ const SCORE_W: f64 = 0.5;
 
 /// `gpu_step_score`: w · G0 / G + (1 − w) · T0 / T, with G the ranks loaded,
 /// T `avg_step_time`, and CCL-Bench's defaults G0 = 16, T0 = 0.44 s, w = 0.5.
-pub fn gpu_step_score(ctx: &Ctx) -> Outcome {
+pub(crate) fn gpu_step_score(ctx: &Ctx) -> Outcome {
     let step = match super::steps::avg_step_time(ctx) {
         Outcome::Value(v) => v.value,
         Outcome::NotApplicable(why) => return Outcome::na(why),

@@ -94,22 +94,22 @@ fn busbw(ctx: &Ctx, kind: CollKind) -> Outcome {
     ))
 }
 
-pub fn bw_allreduce(ctx: &Ctx) -> Outcome {
+pub(crate) fn bw_allreduce(ctx: &Ctx) -> Outcome {
     busbw(ctx, CollKind::AllReduce)
 }
-pub fn bw_allgather(ctx: &Ctx) -> Outcome {
+pub(crate) fn bw_allgather(ctx: &Ctx) -> Outcome {
     busbw(ctx, CollKind::AllGather)
 }
-pub fn bw_reducescatter(ctx: &Ctx) -> Outcome {
+pub(crate) fn bw_reducescatter(ctx: &Ctx) -> Outcome {
     busbw(ctx, CollKind::ReduceScatter)
 }
-pub fn bw_alltoall(ctx: &Ctx) -> Outcome {
+pub(crate) fn bw_alltoall(ctx: &Ctx) -> Outcome {
     busbw(ctx, CollKind::AllToAll)
 }
 
 /// Point-to-point transfers' bandwidth as % of the card's link bandwidth
 /// (scale-up within a node, scale-out across nodes).
-pub fn bw_peertopeer(ctx: &Ctx) -> Outcome {
+pub(crate) fn bw_peertopeer(ctx: &Ctx) -> Outcome {
     let (link_gbps, link) = match link_gbps(ctx) {
         Ok(l) => l,
         Err(na) => return na,
@@ -139,7 +139,7 @@ pub fn bw_peertopeer(ctx: &Ctx) -> Outcome {
 
 /// The link bandwidth of the workload card in Gb/s, and which link it is:
 /// scale-up within a node, else scale-out; not applicable without it.
-pub fn link_gbps(ctx: &Ctx) -> Result<(f64, &'static str), Outcome> {
+pub(crate) fn link_gbps(ctx: &Ctx) -> Result<(f64, &'static str), Outcome> {
     let Some(card) = &ctx.trace.card else {
         return Err(Outcome::na(
             "needs the link bandwidth from a workload card (network_topo.bandwidth_gbps)",
@@ -199,24 +199,24 @@ fn volume(ctx: &Ctx, kind: Option<CollKind>) -> Outcome {
     ))
 }
 
-pub fn vol_allreduce(ctx: &Ctx) -> Outcome {
+pub(crate) fn vol_allreduce(ctx: &Ctx) -> Outcome {
     volume(ctx, Some(CollKind::AllReduce))
 }
-pub fn vol_allgather(ctx: &Ctx) -> Outcome {
+pub(crate) fn vol_allgather(ctx: &Ctx) -> Outcome {
     volume(ctx, Some(CollKind::AllGather))
 }
-pub fn vol_reducescatter(ctx: &Ctx) -> Outcome {
+pub(crate) fn vol_reducescatter(ctx: &Ctx) -> Outcome {
     volume(ctx, Some(CollKind::ReduceScatter))
 }
-pub fn vol_alltoall(ctx: &Ctx) -> Outcome {
+pub(crate) fn vol_alltoall(ctx: &Ctx) -> Outcome {
     volume(ctx, Some(CollKind::AllToAll))
 }
-pub fn vol_total(ctx: &Ctx) -> Outcome {
+pub(crate) fn vol_total(ctx: &Ctx) -> Outcome {
     volume(ctx, None)
 }
 
 /// Least-squares fit of t = α + β · bytes over all-reduce ops with a size.
-pub fn hockney_fit(ctx: &Ctx) -> Result<(f64, f64, usize), String> {
+pub(crate) fn hockney_fit(ctx: &Ctx) -> Result<(f64, f64, usize), String> {
     // Points by size, not one per op (see `fit::Points`).
     let mut pts = crate::derive::fit::Points::default();
     for c in ctx.ranks.iter().flat_map(|t| sized(t)) {
@@ -235,21 +235,21 @@ pub fn hockney_fit(ctx: &Ctx) -> Result<(f64, f64, usize), String> {
     Ok((l.alpha, l.beta, l.points))
 }
 
-pub fn hockney_alpha(ctx: &Ctx) -> Outcome {
+pub(crate) fn hockney_alpha(ctx: &Ctx) -> Outcome {
     match hockney_fit(ctx) {
         Ok((a, _, n)) => Outcome::value(a).with_note(format!("fit over {n} all-reduce ops")),
         Err(e) => Outcome::na(e),
     }
 }
 
-pub fn hockney_beta(ctx: &Ctx) -> Outcome {
+pub(crate) fn hockney_beta(ctx: &Ctx) -> Outcome {
     match hockney_fit(ctx) {
         Ok((_, b, n)) => Outcome::value(b).with_note(format!("fit over {n} all-reduce ops")),
         Err(e) => Outcome::na(e),
     }
 }
 
-pub fn hockney_inverse_beta(ctx: &Ctx) -> Outcome {
+pub(crate) fn hockney_inverse_beta(ctx: &Ctx) -> Outcome {
     match hockney_fit(ctx) {
         Ok((_, b, _)) if b > 0.0 => Outcome::value(1.0 / b),
         Ok((_, b, _)) => Outcome::na(format!(

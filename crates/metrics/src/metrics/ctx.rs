@@ -167,7 +167,7 @@ impl<'a> Ctx<'a> {
 
     /// The execution trace of the focus rank (of the first rank with one, for
     /// a trace without timelines).
-    pub fn focus_et(&self) -> Option<&'a crate::model::exec_trace::EtRank> {
+    pub(crate) fn focus_et(&self) -> Option<&'a crate::model::exec_trace::EtRank> {
         match self.focus {
             Some(t) => self.trace.et.iter().find(|e| e.rank == t.rank),
             None => self.trace.et.first(),
@@ -179,7 +179,7 @@ impl<'a> Ctx<'a> {
         self.ranks.iter().copied().zip(self.stats())
     }
 
-    pub fn has_kernels(&self) -> bool {
+    pub(crate) fn has_kernels(&self) -> bool {
         self.stats().iter().any(|s| s.kernel_sum > Ns::ZERO)
     }
 }

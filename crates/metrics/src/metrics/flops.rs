@@ -53,7 +53,7 @@ pub fn achieved_flops_from_trace_json(ctx: &Ctx) -> Outcome {
     Outcome::value(per_rank.iter().map(|p| p.1).sum()).with_per_rank(per_rank)
 }
 
-pub fn flops_per_token_used(ctx: &Ctx) -> Outcome {
+pub(crate) fn flops_per_token_used(ctx: &Ctx) -> Outcome {
     match flops_per_token(ctx) {
         Some(f) => Outcome::value(f).with_note(if is_inference(ctx) {
             "2 x parameters (inference)"
@@ -76,7 +76,7 @@ pub fn estimated_total_tokens(ctx: &Ctx) -> Outcome {
 }
 
 /// Estimated tokens / mean wall time.
-pub fn estimated_throughput(ctx: &Ctx) -> Outcome {
+pub(crate) fn estimated_throughput(ctx: &Ctx) -> Outcome {
     let wall = super::window::wall_time_s(ctx).as_value();
     match (tokens(ctx), wall) {
         (Ok(t), Some(w)) if w > 0.0 => Outcome::value(t / w),
@@ -104,7 +104,7 @@ fn tokens_per_step(ctx: &Ctx) -> Result<f64, String> {
 }
 
 /// Card batch × sequence length / mean step time: tokens per second of the job.
-pub fn tokens_per_s(ctx: &Ctx) -> Outcome {
+pub(crate) fn tokens_per_s(ctx: &Ctx) -> Outcome {
     let tokens = match tokens_per_step(ctx) {
         Ok(t) => t,
         Err(e) => return Outcome::na(e),

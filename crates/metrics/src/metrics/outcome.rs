@@ -233,7 +233,7 @@ impl Outcome {
     }
 
     #[must_use]
-    pub fn with_per_rank(mut self, per_rank: Vec<(u32, f64)>) -> Self {
+    pub(crate) fn with_per_rank(mut self, per_rank: Vec<(u32, f64)>) -> Self {
         if let Self::Value(m) = &mut self {
             m.per_rank = per_rank;
         }
@@ -241,7 +241,7 @@ impl Outcome {
     }
 
     #[must_use]
-    pub fn with_parts(mut self, parts: Vec<(String, f64)>) -> Self {
+    pub(crate) fn with_parts(mut self, parts: Vec<(String, f64)>) -> Self {
         if let Self::Value(m) = &mut self {
             m.parts = parts;
         }
@@ -249,7 +249,7 @@ impl Outcome {
     }
 
     #[must_use]
-    pub fn with_note(mut self, note: impl Into<String>) -> Self {
+    pub(crate) fn with_note(mut self, note: impl Into<String>) -> Self {
         if let Self::Value(m) = &mut self {
             m.note = Some(note.into());
         }
@@ -259,7 +259,7 @@ impl Outcome {
     /// Mean over ranks of `num / den` (× 100 for percentages); ranks whose
     /// denominator is zero are left out. The first rank's terms are kept as the
     /// readable `fraction` line.
-    pub fn share_mean(
+    pub(crate) fn share_mean(
         parts: impl IntoIterator<Item = (u32, Ns, Ns)>,
         (num, den): (&str, &str),
         unit: Unit,
@@ -301,7 +301,7 @@ impl Outcome {
 
     /// Mean of per-rank values (ranks where `value` is `None` are left out), or
     /// not applicable with `why` when no rank has a value.
-    pub fn rank_mean(
+    pub(crate) fn rank_mean(
         values: impl IntoIterator<Item = (u32, Option<f64>)>,
         why: impl Into<Why>,
     ) -> Self {

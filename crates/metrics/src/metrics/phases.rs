@@ -44,34 +44,34 @@ fn share(ctx: &Ctx, phase: Phase) -> Outcome {
     )
 }
 
-pub fn forward_time(ctx: &Ctx) -> Outcome {
+pub(crate) fn forward_time(ctx: &Ctx) -> Outcome {
     per_step(ctx, Phase::Forward)
 }
-pub fn backward_time(ctx: &Ctx) -> Outcome {
+pub(crate) fn backward_time(ctx: &Ctx) -> Outcome {
     per_step(ctx, Phase::Backward)
 }
-pub fn optimizer_time(ctx: &Ctx) -> Outcome {
+pub(crate) fn optimizer_time(ctx: &Ctx) -> Outcome {
     per_step(ctx, Phase::Optimizer)
 }
-pub fn forward_fraction(ctx: &Ctx) -> Outcome {
+pub(crate) fn forward_fraction(ctx: &Ctx) -> Outcome {
     share(ctx, Phase::Forward)
 }
-pub fn backward_fraction(ctx: &Ctx) -> Outcome {
+pub(crate) fn backward_fraction(ctx: &Ctx) -> Outcome {
     share(ctx, Phase::Backward)
 }
-pub fn optimizer_fraction(ctx: &Ctx) -> Outcome {
+pub(crate) fn optimizer_fraction(ctx: &Ctx) -> Outcome {
     share(ctx, Phase::Optimizer)
 }
-pub fn fsdp_all_gather_time(ctx: &Ctx) -> Outcome {
+pub(crate) fn fsdp_all_gather_time(ctx: &Ctx) -> Outcome {
     per_step(ctx, Phase::FsdpAllGather)
 }
-pub fn fsdp_reduce_scatter_time(ctx: &Ctx) -> Outcome {
+pub(crate) fn fsdp_reduce_scatter_time(ctx: &Ctx) -> Outcome {
     per_step(ctx, Phase::FsdpReduceScatter)
 }
-pub fn fsdp_copy_in_time(ctx: &Ctx) -> Outcome {
+pub(crate) fn fsdp_copy_in_time(ctx: &Ctx) -> Outcome {
     per_step(ctx, Phase::FsdpCopyIn)
 }
-pub fn fsdp_copy_out_time(ctx: &Ctx) -> Outcome {
+pub(crate) fn fsdp_copy_out_time(ctx: &Ctx) -> Outcome {
     per_step(ctx, Phase::FsdpCopyOut)
 }
 

@@ -8,14 +8,14 @@ use super::Metric;
 
 /// Fastest GPU-to-GPU link per GPU today (NVLink 5, 1,800 GB/s both
 /// directions together), with headroom: no collective's bus bandwidth beats it.
-pub const MAX_LINK_GBPS: f64 = 2_000.0;
+pub(crate) const MAX_LINK_GBPS: f64 = 2_000.0;
 
 /// Fastest GPU memory today (HBM3e, ~8 TB/s), with headroom: no copy beats it.
-pub const MAX_MEMORY_GBPS: f64 = 20_000.0;
+pub(crate) const MAX_MEMORY_GBPS: f64 = 20_000.0;
 
 /// A year, in seconds: no profile runs that long, and even a time summed
 /// over thousands of ranks stays below it.
-pub const MAX_SECONDS: f64 = 365.0 * 86_400.0;
+pub(crate) const MAX_SECONDS: f64 = 365.0 * 86_400.0;
 
 /// Slack for shares computed in floating point (100.000000001 %).
 const EPS: f64 = 1e-6;

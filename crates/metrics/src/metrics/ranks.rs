@@ -98,7 +98,7 @@ impl Verdict {
     }
 
     /// The late ranks (the straggler alone, or its set).
-    pub fn late_set(&self) -> Vec<u32> {
+    pub(crate) fn late_set(&self) -> Vec<u32> {
         match self {
             Verdict::Straggler {
                 basis: Basis::Arrival { set, .. },

@@ -35,7 +35,7 @@ fn restated(lack: Lack, format: SourceFormat) -> Option<&'static str> {
 }
 
 /// `out`, what it lacks worded for `format`.
-pub fn for_format(out: Outcome, format: SourceFormat) -> Outcome {
+pub(crate) fn for_format(out: Outcome, format: SourceFormat) -> Outcome {
     match out {
         Outcome::NotApplicable(Why::Lacks(lack, pytorch)) => match restated(lack, format) {
             Some(said) => Outcome::na(said),

@@ -103,7 +103,7 @@ fn per_label(per_rank: Vec<(u32, Vec<f64>)>, l: &Labels, why: &str) -> Outcome {
 
 /// Communication kernel time per step by group role, per rank (kernels
 /// launched in measured steps / steps), averaged over ranks with kernels.
-pub fn comm_time_by_role(ctx: &Ctx) -> Outcome {
+pub(crate) fn comm_time_by_role(ctx: &Ctx) -> Outcome {
     let l = labels(ctx);
     if l.names.is_empty() {
         return Outcome::na(NO_COMM);
@@ -131,7 +131,7 @@ pub fn comm_time_by_role(ctx: &Ctx) -> Outcome {
 
 /// Time waiting inside matched collectives for their last member, per step,
 /// by group role; averaged over the ranks with matched collectives.
-pub fn comm_wait_by_role(ctx: &Ctx) -> Outcome {
+pub(crate) fn comm_wait_by_role(ctx: &Ctx) -> Outcome {
     let l = labels(ctx);
     let n = ctx.trace.ranks.len();
     let mut sums: Vec<Vec<Ns>> = vec![vec![Ns::ZERO; l.names.len()]; n];
@@ -166,7 +166,7 @@ pub fn comm_wait_by_role(ctx: &Ctx) -> Outcome {
 /// Bus bandwidth of the transfer (once every member has arrived) by group
 /// role: Σ S × bus factor / Σ transfer over matched collectives with a size,
 /// in GB/s; with `--rank`, the collectives that rank took part in.
-pub fn busbw_by_role(ctx: &Ctx) -> Outcome {
+pub(crate) fn busbw_by_role(ctx: &Ctx) -> Outcome {
     let l = labels(ctx);
     let whole = ctx.ranks.len() == ctx.trace.ranks.len();
     // Whether each rank index is asked for: a collective's members are its
@@ -249,15 +249,15 @@ fn fit_parts(ctx: &Ctx, pick: fn(&FitRow) -> f64) -> Outcome {
         ))
 }
 
-pub fn hockney_alpha_by_role(ctx: &Ctx) -> Outcome {
+pub(crate) fn hockney_alpha_by_role(ctx: &Ctx) -> Outcome {
     fit_parts(ctx, |f| f.line.alpha)
 }
 
-pub fn hockney_beta_by_role(ctx: &Ctx) -> Outcome {
+pub(crate) fn hockney_beta_by_role(ctx: &Ctx) -> Outcome {
     fit_parts(ctx, |f| f.line.beta)
 }
 
-pub fn hockney_residual_by_role(ctx: &Ctx) -> Outcome {
+pub(crate) fn hockney_residual_by_role(ctx: &Ctx) -> Outcome {
     fit_parts(ctx, |f| f.line.residual)
 }
 

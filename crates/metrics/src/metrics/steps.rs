@@ -6,7 +6,7 @@ use crate::model::time::ns_to_s;
 use crate::model::Ns;
 
 /// Mean step duration in ns (per rank, then over ranks), `None` without steps.
-pub fn mean_step_ns(ctx: &Ctx) -> Option<f64> {
+pub(crate) fn mean_step_ns(ctx: &Ctx) -> Option<f64> {
     avg_step_time(ctx).as_value().map(|s| s * 1e9)
 }
 

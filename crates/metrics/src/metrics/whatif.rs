@@ -109,7 +109,7 @@ fn step_minus(savings: Vec<(&RankRow, Ns)>, what: &str) -> Outcome {
 /// A step's saving is what its rank's last collective in it gained,
 /// capped at the rank's exposed communication. The measured step without
 /// a straggler; not applicable when the verdict is unknown.
-pub fn no_straggler_step(ctx: &Ctx) -> Outcome {
+pub(crate) fn no_straggler_step(ctx: &Ctx) -> Outcome {
     let rows = ctx.collective_rows();
     if rows.is_empty() {
         return Outcome::na(NO_MATCHED);
@@ -184,7 +184,7 @@ pub fn no_straggler_step(ctx: &Ctx) -> Outcome {
 
 /// Step time with all communication hidden under compute: the measured step
 /// minus its exposed communication (waiting included).
-pub fn full_overlap_step(ctx: &Ctx) -> Outcome {
+pub(crate) fn full_overlap_step(ctx: &Ctx) -> Outcome {
     if !ctx.ranks.iter().any(|t| t.ops.iter().any(|o| o.is_comm())) {
         return Outcome::na("the trace has no communication ops");
     }
@@ -200,7 +200,7 @@ pub fn full_overlap_step(ctx: &Ctx) -> Outcome {
 
 /// Step time had every sized collective transferred at the card's link
 /// bandwidth: each member's transfer above S × factor / link is saved.
-pub fn link_bandwidth_step(ctx: &Ctx) -> Outcome {
+pub(crate) fn link_bandwidth_step(ctx: &Ctx) -> Outcome {
     let link = match super::collectives::link_gbps(ctx) {
         Ok((gbps, _)) => gbps * 1e9 / 8.0,
         Err(na) => return na,

@@ -74,7 +74,7 @@ pub fn avg_comm_kernel_time_s(ctx: &Ctx) -> Outcome {
 }
 
 /// Non-communication busy time / wall time, per rank, averaged.
-pub fn compute_utilization_proxy(ctx: &Ctx) -> Outcome {
+pub(crate) fn compute_utilization_proxy(ctx: &Ctx) -> Outcome {
     Outcome::rank_mean(
         ctx.each().map(|(t, s)| {
             let w = t.window.map_or(Ns::ZERO, |w| w.len());
@@ -124,7 +124,7 @@ fn sized<'a>(ctx: &'a Ctx) -> impl Iterator<Item = (u64, Ns)> + 'a {
     })
 }
 
-pub fn num_comm_kernels_w_size_and_time(ctx: &Ctx) -> Outcome {
+pub(crate) fn num_comm_kernels_w_size_and_time(ctx: &Ctx) -> Outcome {
     if ctx.ranks.iter().all(|t| !t.ops.iter().any(|o| o.is_comm())) {
         return Outcome::na(NO_COMM);
     }
@@ -132,7 +132,7 @@ pub fn num_comm_kernels_w_size_and_time(ctx: &Ctx) -> Outcome {
 }
 
 /// Mean over sized communication ops of message bytes / duration.
-pub fn avg_comm_bandwidth_gbps(ctx: &Ctx) -> Outcome {
+pub(crate) fn avg_comm_bandwidth_gbps(ctx: &Ctx) -> Outcome {
     // In the order the ops come, so the sum is the same to the bit.
     let (n, sum) = sized(ctx).fold((0usize, 0.0f64), |(n, sum), (b, d)| {
         (n + 1, sum + b as f64 / d.as_f64())
@@ -149,7 +149,7 @@ pub fn avg_comm_bandwidth_gbps(ctx: &Ctx) -> Outcome {
 }
 
 /// Summed all-reduce time per rank, averaged.
-pub fn allreduce_comm_time_s(ctx: &Ctx) -> Outcome {
+pub(crate) fn allreduce_comm_time_s(ctx: &Ctx) -> Outcome {
     if ctx.ranks.iter().all(|t| !t.ops.iter().any(|o| o.is_comm())) {
         return Outcome::na(NO_COMM);
     }

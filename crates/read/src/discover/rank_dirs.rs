@@ -45,7 +45,7 @@ static STAMP: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 /// The rank a folder's name gives (`rank_3`, `rank-3`, `worker_3`).
-pub fn rank_of_dir(path: &Path) -> Option<u32> {
+pub(crate) fn rank_of_dir(path: &Path) -> Option<u32> {
     let name = path.file_name()?.to_str()?.to_ascii_lowercase();
     RANK_DIR.captures(&name)?[1].parse().ok()
 }

@@ -65,7 +65,7 @@ pub(crate) use non_map_arms;
 /// 2 thousand for a plain scan). Strings are borrowed from the input when they
 /// hold no escapes.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Scalar<'de> {
+pub(crate) enum Scalar<'de> {
     U64(u64),
     I64(i64),
     F64(f64),
@@ -105,7 +105,7 @@ impl Scalar<'_> {
 
     /// A timestamp or duration in microseconds (integer, float or string).
     /// Integers stay exact; whether it fits the model is [`Micros::ns`]'s call.
-    pub fn micros(&self) -> Option<Micros> {
+    pub(crate) fn micros(&self) -> Option<Micros> {
         match self {
             Scalar::U64(v) => i64::try_from(*v).ok().map(Micros::Whole),
             Scalar::I64(v) => Some(Micros::Whole(*v)),
@@ -194,7 +194,7 @@ impl<'de> Visitor<'de> for ScalarVisitor {
 
 /// Map keys matched against a fixed vocabulary without allocating: `K` maps the
 /// key text to an enum (with a catch-all for unknown keys).
-pub struct KeyOf<K>(pub fn(&str) -> K);
+pub(crate) struct KeyOf<K>(pub fn(&str) -> K);
 
 impl<'de, K> DeserializeSeed<'de> for KeyOf<K> {
     type Value = K;

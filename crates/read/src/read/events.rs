@@ -84,7 +84,7 @@ pub fn walk<S: Sink>(
 }
 
 /// The warning for a document with two event arrays (see [`Sink::events_again`]).
-pub fn again_warning(path: &Path, at: Pos, dropped: u64) -> String {
+pub(crate) fn again_warning(path: &Path, at: Pos, dropped: u64) -> String {
     format!(
         "{}: a second event array at {at}; JSON's last member of a name wins, so it is read and \
          the {dropped} events of the first are left out",
@@ -316,7 +316,7 @@ fn is_flat_object(raw: &[u8]) -> bool {
 
 /// serde_json's message without its position, which is relative to the event's
 /// slice (the caller reports the position in the file).
-pub fn serde_message(e: &serde_json::Error) -> String {
+pub(crate) fn serde_message(e: &serde_json::Error) -> String {
     let s = e.to_string();
     match s.rfind(" at line ") {
         Some(i) => s[..i].to_owned(),

@@ -119,7 +119,7 @@ pub fn read_with(reader: impl Read, path: &Path, cpu_ranges: bool) -> Result<Ran
 
 /// A warning when step numbers repeat (the profiler was restarted in one
 /// process): each instance stays a step of its own.
-pub fn repeated_steps(steps: &[Step]) -> Option<String> {
+pub(crate) fn repeated_steps(steps: &[Step]) -> Option<String> {
     let mut numbers: Vec<i64> = steps.iter().map(|s| s.number).collect();
     numbers.sort_unstable();
     let total = numbers.len();

@@ -8,7 +8,7 @@
 //! runs anything: like the decoder, it only reads.
 
 /// The deepest nesting decoded.
-pub const MAX_DEPTH: u32 = 256;
+pub(crate) const MAX_DEPTH: u32 = 256;
 
 /// Values decoded per byte of pickle (plus a floor for small files): real
 /// snapshots build fewer than one per byte.
@@ -41,7 +41,7 @@ pub fn check(bytes: &[u8]) -> Result<(), String> {
 /// "entries": [e1, e2, <cut>` becoming `{..., "entries": [e1, e2]}`.
 /// Returns the mended bytes (`None`: whole, or no such point to mend at),
 /// or why decoding would exceed the bounds.
-pub fn check_and_mend(bytes: &[u8]) -> Result<Option<Vec<u8>>, String> {
+pub(crate) fn check_and_mend(bytes: &[u8]) -> Result<Option<Vec<u8>>, String> {
     let cut = match walk(bytes) {
         Ok(Walk { stopped: true, .. }) => return Ok(None),
         Ok(Walk { cut, .. }) => cut,

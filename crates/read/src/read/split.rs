@@ -12,7 +12,7 @@ use std::io::{self, Read};
 const CHUNK: usize = 64 << 10;
 
 /// The largest single JSON value held at once: 256 MiB.
-pub const MAX_VALUE: usize = 256 << 20;
+pub(crate) const MAX_VALUE: usize = 256 << 20;
 
 /// How far `line_value` and `block_value` look for the end of a value.
 const GUESS_LIMIT: usize = 64 << 10;
@@ -27,7 +27,7 @@ pub struct Pos {
 impl Pos {
     /// Where an error that serde_json found inside a value starting here is in
     /// the document (serde counts from the start of the value's slice).
-    pub fn advanced_to(self, e: &serde_json::Error) -> Pos {
+    pub(crate) fn advanced_to(self, e: &serde_json::Error) -> Pos {
         let (line, column) = (e.line() as u64, e.column() as u64);
         if line <= 1 {
             Pos {
@@ -55,7 +55,7 @@ impl std::fmt::Display for Pos {
 /// the next `{` (all on one line). A raw newline cannot occur inside a JSON
 /// string, so the first form is never inside one; the second can be, and the
 /// caller checks what it takes.
-pub struct Closer {
+pub(crate) struct Closer {
     finder: memchr::memmem::Finder<'static>,
     /// Bytes of a match that belong to the value.
     keep: usize,
@@ -63,7 +63,7 @@ pub struct Closer {
 
 impl Closer {
     /// From a value just split by brackets, `raw`, and the bytes after it.
-    pub fn learn(raw: &[u8], after: &[u8]) -> Option<Closer> {
+    pub(crate) fn learn(raw: &[u8], after: &[u8]) -> Option<Closer> {
         if let Some(nl) = memchr::memrchr(b'\n', raw) {
             let (brace, indent) = raw[nl + 1..].split_last()?;
             let own_line = *brace == b'}' && indent.iter().all(|&c| c == b' ' || c == b'\t');
@@ -169,7 +169,7 @@ impl<R: Read> Splitter<R> {
     }
 
     /// The next byte that is not whitespace, left unconsumed; `None` at the end.
-    pub fn peek(&mut self) -> io::Result<Option<u8>> {
+    pub(crate) fn peek(&mut self) -> io::Result<Option<u8>> {
         loop {
             while self.start < self.end && is_ws(self.buf[self.start]) {
                 self.start += 1;
@@ -185,7 +185,7 @@ impl<R: Read> Splitter<R> {
 
     /// Whether the unconsumed bytes start with `prefix`, reading more as
     /// needed (a read can return fewer bytes than asked).
-    pub fn next_is(&mut self, prefix: &[u8]) -> io::Result<bool> {
+    pub(crate) fn next_is(&mut self, prefix: &[u8]) -> io::Result<bool> {
         while self.end - self.start < prefix.len() {
             if !self.fill()? {
                 break;
@@ -195,7 +195,7 @@ impl<R: Read> Splitter<R> {
     }
 
     /// Consumes one byte (after `peek`).
-    pub fn bump(&mut self) {
+    pub(crate) fn bump(&mut self) {
         self.start += 1;
     }
 
@@ -284,7 +284,7 @@ impl<R: Read> Splitter<R> {
     /// ends with its line (the line trimmed of trailing whitespace and one `,`
     /// ends with `}`); not consumed, and not checked: parse `ahead(len)`, then
     /// `consume(len)`. `None` when no newline comes within 64 KiB.
-    pub fn line_value(&mut self) -> io::Result<Option<usize>> {
+    pub(crate) fn line_value(&mut self) -> io::Result<Option<usize>> {
         loop {
             let bytes = &self.buf[self.start..self.end];
             if let Some(nl) = memchr::memchr(b'\n', bytes) {
@@ -308,7 +308,7 @@ impl<R: Read> Splitter<R> {
     /// length of the next value if it ends at the first match of `closer`; not
     /// consumed, and not checked, as with `line_value`. `None` when no match
     /// comes within 64 KiB.
-    pub fn closed_value(&mut self, closer: &Closer) -> io::Result<Option<usize>> {
+    pub(crate) fn closed_value(&mut self, closer: &Closer) -> io::Result<Option<usize>> {
         let n = closer.finder.needle().len();
         // Offset from `start` where the search resumes after a refill.
         let mut from = 0;
@@ -330,7 +330,7 @@ impl<R: Read> Splitter<R> {
     }
 
     /// The bytes read but not yet consumed (possibly none).
-    pub fn buffered(&self) -> &[u8] {
+    pub(crate) fn buffered(&self) -> &[u8] {
         &self.buf[self.start..self.end]
     }
 
@@ -340,7 +340,7 @@ impl<R: Read> Splitter<R> {
     }
 
     /// Consumes `len` bytes (after `line_value` or `closed_value`).
-    pub fn consume(&mut self, len: usize) {
+    pub(crate) fn consume(&mut self, len: usize) {
         self.start += len;
     }
 
@@ -370,7 +370,7 @@ impl<R: Read> Splitter<R> {
     }
 
     /// Position of the value last returned by `value`, `len` bytes long.
-    pub fn pos_of_last(&self, len: usize) -> Pos {
+    pub(crate) fn pos_of_last(&self, len: usize) -> Pos {
         self.pos_at(self.start - len)
     }
 }

@@ -23,7 +23,7 @@ fn schema(fields: &[(&str, DataType)]) -> Arc<Schema> {
     ))
 }
 
-pub fn memory_table(m: &MemoryTimeline) -> Result<RecordBatch, ArrowError> {
+pub(crate) fn memory_table(m: &MemoryTimeline) -> Result<RecordBatch, ArrowError> {
     let col = |f: fn(&MemSample) -> i64| -> ArrayRef {
         Arc::new(Int64Array::from_iter_values(m.samples.iter().map(f)))
     };
@@ -41,7 +41,7 @@ pub fn memory_table(m: &MemoryTimeline) -> Result<RecordBatch, ArrowError> {
     )
 }
 
-pub fn memory_meta(m: &MemoryTimeline, source: &str) -> MemoryMeta {
+pub(crate) fn memory_meta(m: &MemoryTimeline, source: &str) -> MemoryMeta {
     MemoryMeta {
         source: source.to_owned(),
         end: [
@@ -64,7 +64,10 @@ fn ints<'a>(b: &'a RecordBatch, name: &str) -> Result<&'a [i64], String> {
     Ok(a.values())
 }
 
-pub fn memory_from(meta: &MemoryMeta, batches: &[RecordBatch]) -> Result<MemoryTimeline, String> {
+pub(crate) fn memory_from(
+    meta: &MemoryMeta,
+    batches: &[RecordBatch],
+) -> Result<MemoryTimeline, String> {
     let mut samples = Vec::new();
     for b in batches {
         let (t, a, r) = (
@@ -94,7 +97,7 @@ pub fn memory_from(meta: &MemoryMeta, batches: &[RecordBatch]) -> Result<MemoryT
     })
 }
 
-pub fn et_table(et: &EtRank) -> Result<RecordBatch, ArrowError> {
+pub(crate) fn et_table(et: &EtRank) -> Result<RecordBatch, ArrowError> {
     RecordBatch::try_new(
         schema(&[("kind", DataType::Utf8), ("bytes", DataType::UInt64)]),
         vec![
@@ -108,14 +111,14 @@ pub fn et_table(et: &EtRank) -> Result<RecordBatch, ArrowError> {
     )
 }
 
-pub fn et_meta(et: &EtRank, source: &str) -> EtMeta {
+pub(crate) fn et_meta(et: &EtRank, source: &str) -> EtMeta {
     EtMeta {
         source: source.to_owned(),
         schema: et.schema.clone(),
     }
 }
 
-pub fn et_from(meta: &EtMeta, batches: &[RecordBatch]) -> Result<EtRank, String> {
+pub(crate) fn et_from(meta: &EtMeta, batches: &[RecordBatch]) -> Result<EtRank, String> {
     let mut colls = Vec::new();
     for b in batches {
         let kind = b

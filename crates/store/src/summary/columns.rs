@@ -233,7 +233,7 @@ fn ops_table(t: &RankTimeline, ops: &[DeviceOp]) -> Res<RecordBatch> {
 /// The ops a lean load keeps of a rank (`RankTimeline::slim`), with the
 /// ops table's columns: what the reduce reads in place of every op when
 /// the rank's figures were made in the map step (`summary::stats`).
-pub fn comm_table(t: &RankTimeline) -> Res<RecordBatch> {
+pub(crate) fn comm_table(t: &RankTimeline) -> Res<RecordBatch> {
     let kept: Vec<DeviceOp> = t
         .ops
         .iter()
@@ -250,7 +250,7 @@ pub const COVERAGE: &str = "coverage";
 /// lane (a null stream for the rank's lane) and bin, the ops starting in it
 /// and the time it is covered by compute, communication, their overlap,
 /// copies and any of them. Times in ns on the rank's own clock.
-pub fn coverage_table(t: &RankTimeline) -> Res<RecordBatch> {
+pub(crate) fn coverage_table(t: &RankTimeline) -> Res<RecordBatch> {
     let bins = crate::derive::lanes::bins(t);
     let n = bins.len();
     let level: UInt32Array = bins.iter().map(|b| b.level).collect();
@@ -655,7 +655,7 @@ pub fn fill(
 
 /// Appends the ops of one batch of an ops table (names' ids from `id`)
 /// to `out`.
-pub fn ops_of(
+pub(crate) fn ops_of(
     b: &RecordBatch,
     id: &dyn Fn(&str) -> Option<StrId>,
     out: &mut Vec<DeviceOp>,
@@ -703,7 +703,7 @@ pub fn ops_of(
 
 /// What [`check`] asks of ops (`colls` and `steps`: the lengths of the
 /// tables their indexes point into), for ops read on their own.
-pub fn check_ops(ops: &[DeviceOp], colls: usize, steps: usize) -> Result<(), String> {
+pub(crate) fn check_ops(ops: &[DeviceOp], colls: usize, steps: usize) -> Result<(), String> {
     use crate::model::build::MAX_OP_TIME;
     use crate::model::time::{in_range, TIME_LIMIT};
     let mut total: Ns = Ns::ZERO;
@@ -809,7 +809,7 @@ pub fn decode<R: parquet::file::reader::ChunkReader + 'static>(
 }
 
 /// [`decode`] of the row groups `groups` only.
-pub fn decode_groups<R: parquet::file::reader::ChunkReader + 'static>(
+pub(crate) fn decode_groups<R: parquet::file::reader::ChunkReader + 'static>(
     reader: R,
     size: u64,
     table: &str,
@@ -820,7 +820,7 @@ pub fn decode_groups<R: parquet::file::reader::ChunkReader + 'static>(
 
 /// A table's row groups, for each integer column of `columns`: rows, and
 /// the column's least and greatest value (from the footer's statistics).
-pub fn group_ranges<R: parquet::file::reader::ChunkReader + 'static, const N: usize>(
+pub(crate) fn group_ranges<R: parquet::file::reader::ChunkReader + 'static, const N: usize>(
     reader: R,
     columns: [&str; N],
 ) -> Result<[Vec<GroupRange>; N], String> {
@@ -865,7 +865,7 @@ pub fn group_ranges<R: parquet::file::reader::ChunkReader + 'static, const N: us
 
 /// One row group of a table file: its rows and a column's range.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct GroupRange {
+pub(crate) struct GroupRange {
     pub rows: usize,
     pub min: i64,
     pub max: i64,

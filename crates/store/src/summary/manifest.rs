@@ -15,7 +15,7 @@ use crate::model::Ns;
 pub const MANIFEST: &str = "ccl-bench-summary.json";
 
 /// The layout's version; a summary of another is rebuilt or refused.
-pub const VERSION: u32 = 1;
+pub(crate) const VERSION: u32 = 1;
 
 /// Entries' folder.
 pub const ENTRIES: &str = "inputs";
@@ -61,12 +61,12 @@ pub struct InputRec {
 }
 
 /// A file name of the summary's own (no folders, not hidden).
-pub fn safe_name(name: &str) -> bool {
+pub(crate) fn safe_name(name: &str) -> bool {
     !name.is_empty() && !name.starts_with('.') && !name.contains(['/', '\\'])
 }
 
 /// A relative path that stays inside the summary (an entry is input too).
-pub fn safe_rel(rel: &str) -> bool {
+pub(crate) fn safe_rel(rel: &str) -> bool {
     !rel.is_empty()
         && Path::new(rel)
             .components()
@@ -204,13 +204,13 @@ pub fn hash(path: &Path) -> Result<String> {
 }
 
 /// Reads and parses a manifest or entry, bounded in size.
-pub fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
+pub(crate) fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
     read_json_hashed(path).map(|(v, _)| v)
 }
 
 /// `read_json`, and the XXH3-64 of the bytes read. Only a regular file is
 /// read, never through a link (see [`crate::confined`]).
-pub fn read_json_hashed<T: serde::de::DeserializeOwned>(path: &Path) -> Result<(T, u64)> {
+pub(crate) fn read_json_hashed<T: serde::de::DeserializeOwned>(path: &Path) -> Result<(T, u64)> {
     let text = crate::confined::read_file(path, MAX_JSON).map_err(|e| match e.kind() {
         std::io::ErrorKind::InvalidData => damaged(path, "larger than any summary writes"),
         std::io::ErrorKind::InvalidInput => damaged(path, e),
@@ -224,7 +224,7 @@ pub fn read_json_hashed<T: serde::de::DeserializeOwned>(path: &Path) -> Result<(
 }
 
 /// Serializes and writes atomically.
-pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
+pub(crate) fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
     let text = serde_json::to_vec_pretty(value).map_err(|e| Error::Output {
         path: path.to_owned(),
         why: e.to_string(),

@@ -199,7 +199,7 @@ pub fn discover(
 /// Refuses a summary holding links among its folders and files: the tool
 /// writes none, and one planted there could lead reads, and the removals
 /// of kept results and old tables, to files outside the summary.
-pub fn refuse_links(sum: &Path) -> Result<()> {
+pub(crate) fn refuse_links(sum: &Path) -> Result<()> {
     let links = crate::confined::links_in(sum);
     if links.is_empty() {
         return Ok(());

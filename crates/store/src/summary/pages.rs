@@ -253,7 +253,7 @@ impl RankPages {
     /// Every op of the rank, in stored order, on the trace's clock, its
     /// collectives with their metadata from the lean rank `t`: what the
     /// rank's whole timeline holds.
-    pub fn all_ops(&self, t: &RankTimeline) -> Result<Vec<DeviceOp>, String> {
+    pub(crate) fn all_ops(&self, t: &RankTimeline) -> Result<Vec<DeviceOp>, String> {
         let groups = (0..self.footer()?.ops.len()).collect();
         let mut ops = self.decode(t, groups)?;
         match share_meta(t, &mut ops) {

@@ -10,7 +10,7 @@ use parquet::file::properties::WriterProperties;
 use crate::error::Result;
 
 /// Writes `batches` as one Parquet file, atomically (see [`crate::atomic`]).
-pub fn write_file(
+pub(crate) fn write_file(
     path: &Path,
     schema: &arrow_schema::SchemaRef,
     batches: &[RecordBatch],

@@ -22,7 +22,7 @@ use crate::model::{Activity, Interval, IntervalSet, KernelClass, Ns, StrId};
 /// The table of each rank's collectives (the ops table's columns).
 pub const COMM: &str = "comm";
 /// The folder of the stats files.
-pub const STATS: &str = "stats";
+pub(crate) const STATS: &str = "stats";
 
 /// The most ops (or ops of one name) a rank is taken to hold: 2^40.
 const MAX_COUNT: u64 = 1 << 40;
