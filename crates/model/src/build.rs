@@ -163,7 +163,7 @@ impl TimelineBuilder {
 
     /// Checks an event lasting `dur` from `start` and widens the window to
     /// it; returns its end. A failure is counted (see [`Self::out_of_range`]).
-    pub fn span(&mut self, start: Ns, dur: Ns) -> Result<Ns, TimeError> {
+    pub(crate) fn span(&mut self, start: Ns, dur: Ns) -> Result<Ns, TimeError> {
         if dur < Ns::ZERO {
             return Err(TimeError::Negative);
         }

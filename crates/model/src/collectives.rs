@@ -287,7 +287,7 @@ impl Blame {
     }
 
     /// Member `i`'s wait.
-    pub fn wait(&self, i: usize) -> Ns {
+    pub(crate) fn wait(&self, i: usize) -> Ns {
         self.members[i].1
     }
 
@@ -956,7 +956,7 @@ impl Unset for Ns {
 
 impl<T: Unset> BySeq<T> {
     /// `value` of each instance (`None`: none for it).
-    pub fn of(inst: &Instances, mut value: impl FnMut(Instance<'_>) -> Option<T>) -> Self {
+    pub(crate) fn of(inst: &Instances, mut value: impl FnMut(Instance<'_>) -> Option<T>) -> Self {
         let mut by_group: HashMap<Arc<str>, Vec<T>> = HashMap::new();
         for i in inst.iter() {
             let seqs = by_group.entry(i.group.clone()).or_default();
@@ -1012,7 +1012,7 @@ impl<T: Unset> BySeq<T> {
 
     /// Calls `f` with each of `t`'s matched collective ops that has a value,
     /// in op order.
-    pub fn walk<'t>(&self, t: &'t super::RankTimeline, mut f: impl FnMut(&'t DeviceOp, T)) {
+    pub(crate) fn walk<'t>(&self, t: &'t super::RankTimeline, mut f: impl FnMut(&'t DeviceOp, T)) {
         let mut next: HashMap<std::borrow::Cow<'t, str>, usize> = HashMap::new();
         for op in t.ops.iter().filter(|op| op.is_comm() && op.is_kernel()) {
             let g = channel_of(t, op);

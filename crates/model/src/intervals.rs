@@ -109,11 +109,6 @@ impl IntervalSet {
         self.0.iter().map(Interval::len).sum()
     }
 
-    /// Smallest interval containing the whole set.
-    pub fn hull(&self) -> Option<Interval> {
-        Some(Interval::new(self.0.first()?.start, self.0.last()?.end))
-    }
-
     pub fn union(&self, other: &Self) -> Self {
         Self::from_unsorted(self.0.iter().chain(&other.0).copied().collect())
     }
@@ -339,7 +334,7 @@ impl Coverage {
     }
 
     /// Length covered before `t`, i.e. of `(-inf, t)`.
-    pub fn upto(&self, t: Ns) -> Ns {
+    pub(crate) fn upto(&self, t: Ns) -> Ns {
         match self {
             Self::Exact(e) => e.upto(t),
             Self::Binned(b) => b.upto(t),
@@ -494,7 +489,6 @@ mod tests {
         ]);
         assert_eq!(s, set(&[(Ns::ZERO, Ns(4)), (Ns(5), Ns(8))]));
         assert_eq!(s.total(), Ns(7));
-        assert_eq!(s.hull(), Some(Interval::new(Ns::ZERO, Ns(8))));
     }
 
     #[test]

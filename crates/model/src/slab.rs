@@ -103,7 +103,7 @@ impl<T: Spillable> Slab<T> {
     }
 
     /// Where the values were spilled to, if they were.
-    pub fn spilled_to(&self) -> Option<&'static dyn Spill> {
+    pub(crate) fn spilled_to(&self) -> Option<&'static dyn Spill> {
         match &self.0 {
             Store::Held(_) => None,
             Store::Spilled(b) => Some(b.store()),

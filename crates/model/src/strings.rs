@@ -20,7 +20,7 @@ pub struct Interner {
 impl Interner {
     /// These names frozen and shared: every clone of the result holds them
     /// once between them, and interns its own after them.
-    pub fn into_shared(self) -> Self {
+    pub(crate) fn into_shared(self) -> Self {
         Self {
             shared: Some(std::sync::Arc::new(self)),
             ..Self::default()

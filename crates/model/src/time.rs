@@ -62,11 +62,6 @@ impl Ns {
     }
 
     #[inline]
-    pub fn checked_sub(self, o: Self) -> Option<Self> {
-        self.0.checked_sub(o.0).map(Self)
-    }
-
-    #[inline]
     pub fn checked_mul(self, k: i64) -> Option<Self> {
         self.0.checked_mul(k).map(Self)
     }
