@@ -447,7 +447,7 @@ fn not_a_trace_why(path: &Path) -> String {
 
 /// The format of a file, from its name and, where that is not enough, its
 /// first bytes (gzip is detected by magic bytes, not by extension).
-pub fn sniff(path: &Path, table: &[Format]) -> Result<Option<Format>> {
+pub(crate) fn sniff(path: &Path, table: &[Format]) -> Result<Option<Format>> {
     let name = path
         .file_name()
         .and_then(|n| n.to_str())

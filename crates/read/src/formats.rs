@@ -124,12 +124,12 @@ pub struct Head {
 impl Head {
     /// Whether the bytes contain `needle` (a SIMD search: a directory of
     /// 1,024 ranks sniffs 64 MB).
-    pub fn has(&self, needle: &str) -> bool {
+    pub(crate) fn has(&self, needle: &str) -> bool {
         memchr::memmem::find(&self.bytes, needle.as_bytes()).is_some()
     }
 
     /// The bytes after a UTF-8 byte order mark and leading whitespace.
-    pub fn text(&self) -> &[u8] {
+    pub(crate) fn text(&self) -> &[u8] {
         let b = &self.bytes;
         b.strip_prefix(b"\xEF\xBB\xBF")
             .unwrap_or(b)
@@ -330,7 +330,11 @@ pub(crate) fn needs_head(table: &[Format], name: &str) -> bool {
 
 /// The format of a file named `name` (lowercase) whose first bytes are
 /// `head` (read only when [`needs_head`] says so).
-pub fn recognise<'t>(table: &'t [Format], head: Option<&Head>, name: &str) -> Option<&'t Format> {
+pub(crate) fn recognise<'t>(
+    table: &'t [Format],
+    head: Option<&Head>,
+    name: &str,
+) -> Option<&'t Format> {
     let mut best: Option<(u8, &Format)> = None;
     for f in table.iter().filter(|f| f.named_like(name)) {
         let score = match (f.sniff, head) {
@@ -385,7 +389,7 @@ pub fn markdown_table() -> String {
 
 /// What the formats of `table` are, for "not a trace" messages: timelines
 /// in order of precedence, then the files that annotate them.
-pub fn summary(table: &[Format]) -> String {
+pub(crate) fn summary(table: &[Format]) -> String {
     let mut usable: Vec<&Format> = table.iter().filter(|f| f.is_usable()).collect();
     usable.sort_by_key(|f| match f.role {
         Role::Timeline { precedence, .. } => precedence,

@@ -15,7 +15,7 @@ pub struct Progress {
 
 impl Progress {
     /// One line: `what [#####.....] 3/8 files, 1.2 GB`.
-    pub fn line(&self, what: &str) -> String {
+    pub(crate) fn line(&self, what: &str) -> String {
         let total = self.files_total.load(Ordering::Relaxed);
         let done = self.files_done.load(Ordering::Relaxed);
         let bytes = self.bytes.load(Ordering::Relaxed);

@@ -36,7 +36,7 @@ impl Read for Source {
 
 /// Opens a file for reading, transparently decompressing gzip (recognised by its
 /// magic bytes `1f 8b`, whatever the extension says).
-pub fn open(path: &Path) -> Result<Source> {
+pub(crate) fn open(path: &Path) -> Result<Source> {
     let io = |source| Error::Io {
         path: path.to_owned(),
         source,
@@ -65,7 +65,7 @@ pub struct Counting<'a, R> {
 }
 
 impl<'a, R> Counting<'a, R> {
-    pub fn new(inner: R, bytes: &'a AtomicU64) -> Self {
+    pub(crate) fn new(inner: R, bytes: &'a AtomicU64) -> Self {
         Self {
             inner,
             bytes,
@@ -126,7 +126,7 @@ impl<'a> FileIn<'a> {
     /// The whole file, decompressed, for readers that need it at once. A
     /// gzip that expands past 100 times its size (and 64 MiB) is refused:
     /// real profiles compress 5-20 times, a crafted one a thousand.
-    pub fn bytes(&self) -> Result<Vec<u8>> {
+    pub(crate) fn bytes(&self) -> Result<Vec<u8>> {
         let io = |source| Error::Io {
             path: self.path.to_owned(),
             source,

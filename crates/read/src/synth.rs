@@ -197,17 +197,6 @@ impl RankTrace {
         )
     }
 
-    pub fn memset(&mut self, ts: f64, dur: f64, stream: u32, bytes: u64) -> u64 {
-        self.device_op(
-            "gpu_memset",
-            "Memset (Device)",
-            ts,
-            dur,
-            stream,
-            json!({ "bytes": bytes }),
-        )
-    }
-
     /// The CPU-side launch of the op with `correlation`, at `ts`.
     pub fn launch(&mut self, correlation: u64, ts: f64) {
         self.events.push(json!({

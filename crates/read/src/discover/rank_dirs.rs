@@ -51,7 +51,7 @@ pub(crate) fn rank_of_dir(path: &Path) -> Option<u32> {
 }
 
 /// The per-rank folders directly under `dir`, by rank.
-pub fn rank_dirs(dir: &Path) -> Result<Vec<(u32, PathBuf)>> {
+pub(crate) fn rank_dirs(dir: &Path) -> Result<Vec<(u32, PathBuf)>> {
     let mut found: Vec<(u32, PathBuf)> = read_dir(dir)?
         .into_iter()
         .filter_map(|p| Some((rank_of_dir(&p)?, p)))
@@ -95,7 +95,7 @@ fn windows_of(dir: &Path) -> Result<Vec<PathBuf>> {
 
 /// Where the rank folders of a run were found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Found {
+pub(crate) enum Found {
     None,
     /// Under the folder searched.
     Below,

@@ -79,7 +79,7 @@ pub(crate) enum Scalar<'de> {
 
 impl Scalar<'_> {
     /// A number given as integer, float or numeric string; anything else is `None`.
-    pub fn f64(&self) -> Option<f64> {
+    pub(crate) fn f64(&self) -> Option<f64> {
         match self {
             Scalar::U64(v) => Some(*v as f64),
             Scalar::I64(v) => Some(*v as f64),
@@ -90,7 +90,7 @@ impl Scalar<'_> {
     }
 
     /// A non-negative integer given as integer, whole float or numeric string.
-    pub fn u64(&self) -> Option<u64> {
+    pub(crate) fn u64(&self) -> Option<u64> {
         match self {
             Scalar::U64(v) => Some(*v),
             Scalar::I64(v) => u64::try_from(*v).ok(),
@@ -117,7 +117,7 @@ impl Scalar<'_> {
 
     /// The product of a numeric array such as `grid: [8, 1, 1]` (a bare number
     /// is itself).
-    pub fn product(&self) -> Option<f64> {
+    pub(crate) fn product(&self) -> Option<f64> {
         match self {
             Scalar::Array(p) => *p,
             Scalar::U64(v) => Some(*v as f64),
@@ -129,7 +129,7 @@ impl Scalar<'_> {
 
     /// Text: a string as it is, an integer written out (an id used as a name);
     /// anything else is `None`.
-    pub fn text(&self) -> Option<Cow<'_, str>> {
+    pub(crate) fn text(&self) -> Option<Cow<'_, str>> {
         match self {
             Scalar::Str(s) => Some(Cow::Borrowed(s)),
             Scalar::U64(v) => Some(Cow::Owned(v.to_string())),

@@ -13,7 +13,7 @@ use crate::error::Error;
 
 /// What a reader does with the events (and other top-level members) of a
 /// Chrome-trace document.
-pub trait Sink {
+pub(crate) trait Sink {
     type Event;
 
     /// The top-level member that holds the event array.
@@ -58,7 +58,7 @@ pub trait Sink {
 /// Walks the document in `reader` into `sink`. A document that stops early
 /// (cut off or damaged) after `kept(sink)` events is a warning, before any an
 /// error; `what` names the file's kind in both ("an XLA profiler trace").
-pub fn walk<S: Sink>(
+pub(crate) fn walk<S: Sink>(
     reader: impl Read,
     sink: &mut S,
     path: &Path,
@@ -93,7 +93,7 @@ pub(crate) fn again_warning(path: &Path, at: Pos, dropped: u64) -> String {
 }
 
 /// Why reading stopped early.
-pub enum Stop {
+pub(crate) enum Stop {
     /// The input ended inside the document.
     Cut,
     Bad {
@@ -105,7 +105,7 @@ pub enum Stop {
 
 impl Stop {
     /// Where reading stopped and why, for messages.
-    pub fn describe<R: Read>(self, sp: &Splitter<R>) -> (Pos, String) {
+    pub(crate) fn describe<R: Read>(self, sp: &Splitter<R>) -> (Pos, String) {
         match self {
             Stop::Io(e) => (sp.pos(), format!("read error: {e}")),
             Stop::Cut => (sp.pos(), "unexpected end of file".to_owned()),
@@ -120,7 +120,7 @@ impl From<std::io::Error> for Stop {
     }
 }
 
-pub fn bad<R: Read>(sp: &Splitter<R>, msg: impl Into<String>) -> Stop {
+pub(crate) fn bad<R: Read>(sp: &Splitter<R>, msg: impl Into<String>) -> Stop {
     Stop::Bad {
         at: sp.pos(),
         msg: msg.into(),
@@ -129,7 +129,7 @@ pub fn bad<R: Read>(sp: &Splitter<R>, msg: impl Into<String>) -> Stop {
 
 /// A Chrome trace: an object with `traceEvents` (and metadata such as
 /// `deviceProperties`), or a bare array of events.
-pub fn document<R: Read, S: Sink>(sp: &mut Splitter<R>, b: &mut S) -> Result<(), Stop> {
+pub(crate) fn document<R: Read, S: Sink>(sp: &mut Splitter<R>, b: &mut S) -> Result<(), Stop> {
     // A UTF-8 byte order mark (some editors write one) is not JSON: skip it.
     if sp.peek()? == Some(0xEF) && sp.next_is(b"\xEF\xBB\xBF")? {
         sp.consume(3);

@@ -183,7 +183,7 @@ pub fn read(reader: impl Read, path: &Path) -> Result<(EtRank, Vec<String>), Err
 
 /// The rank in an execution trace's file name: `torch_et_3.json`,
 /// `dlrm_eg_3.json`, `rank3_et.json`.
-pub fn rank_of(path: &std::path::Path) -> Option<u32> {
+pub(crate) fn rank_of(path: &std::path::Path) -> Option<u32> {
     static TRAILING: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
         regex::Regex::new(r"[-_]([0-9]+)\.json(?:\.gz)?$").expect("valid regex")
     });

@@ -156,7 +156,7 @@ struct RawFrame<'a> {
 
 /// Whether a file's first bytes look like a dump: a pickle or JSON object
 /// naming the dump's own keys.
-pub fn sniff(bytes: &[u8], has: impl Fn(&str) -> bool) -> u8 {
+pub(crate) fn sniff(bytes: &[u8], has: impl Fn(&str) -> bool) -> u8 {
     let entries = has("profiling_name") && has("collective_seq_id");
     // A profiler trace's `distributedInfo` has a `pg_config` too, but no
     // `pg_status`.
@@ -169,7 +169,7 @@ pub fn sniff(bytes: &[u8], has: impl Fn(&str) -> bool) -> u8 {
 
 /// The rank in a dump's file name: `nccl_trace_rank_12`, or the digits
 /// ending any prefix (`TORCH_FR_DUMP_TEMP_FILE=/tmp/trace_` gives `trace_12`).
-pub fn rank_of(path: &Path) -> Option<u32> {
+pub(crate) fn rank_of(path: &Path) -> Option<u32> {
     crate::naming::rank_from_name(path).or_else(|| split_name(path).1?.parse().ok())
 }
 

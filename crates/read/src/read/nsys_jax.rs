@@ -254,7 +254,7 @@ fn launchers(bytes: Vec<u8>, path: &Path) -> Result<HashMap<(i64, i64), u32>> {
 }
 
 /// Reads one nsys-jax archive: a rank per device its process drove.
-pub fn read(path: &Path, rank: Option<u32>) -> Result<Vec<(Option<u32>, RankFile)>> {
+pub(crate) fn read(path: &Path, rank: Option<u32>) -> Result<Vec<(Option<u32>, RankFile)>> {
     let file = std::fs::File::open(path).map_err(|source| Error::Io {
         path: path.to_owned(),
         source,

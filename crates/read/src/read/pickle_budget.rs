@@ -31,7 +31,7 @@ const LEAF: Item = Item {
 };
 
 /// Checks that decoding `bytes` stays within the bounds; says why not.
-pub fn check(bytes: &[u8]) -> Result<(), String> {
+pub(crate) fn check(bytes: &[u8]) -> Result<(), String> {
     walk(bytes).map(|_| ())
 }
 

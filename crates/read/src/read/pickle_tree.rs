@@ -14,7 +14,7 @@
 
 /// A decoded value; containers are indices into [`Tree::items`].
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum V<'a> {
+pub(crate) enum V<'a> {
     None,
     Bool(bool),
     Int(i64),
@@ -27,7 +27,7 @@ pub enum V<'a> {
 }
 
 #[derive(Debug, Default)]
-pub struct Tree<'a> {
+pub(crate) struct Tree<'a> {
     /// Each container's items; a dict's as key, value, key, value.
     pub items: Vec<Vec<V<'a>>>,
     pub root: Option<V<'a>>,
@@ -35,7 +35,7 @@ pub struct Tree<'a> {
 
 impl<'a> Tree<'a> {
     /// The items of a list (or tuple), empty for anything else.
-    pub fn list(&self, v: V<'a>) -> &[V<'a>] {
+    pub(crate) fn list(&self, v: V<'a>) -> &[V<'a>] {
         match v {
             V::List(i) => &self.items[i as usize],
             _ => &[],
@@ -43,7 +43,7 @@ impl<'a> Tree<'a> {
     }
 
     /// A dict's (key, value) pairs, none for anything else.
-    pub fn pairs(&self, v: V<'a>) -> impl Iterator<Item = (V<'a>, V<'a>)> + '_ {
+    pub(crate) fn pairs(&self, v: V<'a>) -> impl Iterator<Item = (V<'a>, V<'a>)> + '_ {
         let items: &[V<'a>] = match v {
             V::Dict(i) => &self.items[i as usize],
             _ => &[],
@@ -52,7 +52,7 @@ impl<'a> Tree<'a> {
     }
 
     /// The value under a string key.
-    pub fn get(&self, v: V<'a>, key: &str) -> Option<V<'a>> {
+    pub(crate) fn get(&self, v: V<'a>, key: &str) -> Option<V<'a>> {
         self.pairs(v)
             .find(|(k, _)| matches!(k, V::Str(s) if *s == key))
             .map(|(_, v)| v)
@@ -60,7 +60,7 @@ impl<'a> Tree<'a> {
 }
 
 impl<'a> V<'a> {
-    pub fn str(self) -> Option<&'a str> {
+    pub(crate) fn str(self) -> Option<&'a str> {
         match self {
             V::Str(s) => Some(s),
             V::Bytes(b) => std::str::from_utf8(b).ok(),
@@ -68,7 +68,7 @@ impl<'a> V<'a> {
         }
     }
 
-    pub fn int(self) -> Option<i64> {
+    pub(crate) fn int(self) -> Option<i64> {
         match self {
             V::Int(i) => Some(i),
             V::Bool(b) => Some(i64::from(b)),
@@ -77,7 +77,7 @@ impl<'a> V<'a> {
         }
     }
 
-    pub fn bool(self) -> Option<bool> {
+    pub(crate) fn bool(self) -> Option<bool> {
         match self {
             V::Bool(b) => Some(b),
             V::Int(i) => Some(i != 0),
@@ -93,7 +93,7 @@ enum Slot<'a> {
     Mark,
 }
 
-pub fn decode(bytes: &[u8]) -> Result<Tree<'_>, String> {
+pub(crate) fn decode(bytes: &[u8]) -> Result<Tree<'_>, String> {
     let mut t = Tree::default();
     let mut stack: Vec<Slot> = Vec::with_capacity(64);
     let mut memo: Vec<Option<V>> = Vec::new();

@@ -19,7 +19,7 @@ const GUESS_LIMIT: usize = 64 << 10;
 
 /// A line and column (both from 1) in the document.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Pos {
+pub(crate) struct Pos {
     pub line: u64,
     pub column: u64,
 }
@@ -87,7 +87,7 @@ impl Closer {
     }
 }
 
-pub struct Splitter<R> {
+pub(crate) struct Splitter<R> {
     src: R,
     buf: Vec<u8>,
     /// First byte not yet consumed.
@@ -106,7 +106,7 @@ fn is_ws(b: u8) -> bool {
 }
 
 impl<R: Read> Splitter<R> {
-    pub fn new(src: R) -> Self {
+    pub(crate) fn new(src: R) -> Self {
         Self {
             src,
             buf: vec![0; CHUNK],
@@ -202,7 +202,7 @@ impl<R: Read> Splitter<R> {
     /// The complete JSON value starting at the next non-whitespace byte,
     /// consumed; `None` when the input ends inside it. The value's syntax is not
     /// checked beyond brackets and strings: parsing the slice does that.
-    pub fn value(&mut self) -> io::Result<Option<&[u8]>> {
+    pub(crate) fn value(&mut self) -> io::Result<Option<&[u8]>> {
         if self.peek()?.is_none() {
             return Ok(None);
         }
@@ -325,7 +325,7 @@ impl<R: Read> Splitter<R> {
     }
 
     /// The `len` bytes last consumed (the value `value` just returned).
-    pub fn last(&self, len: usize) -> &[u8] {
+    pub(crate) fn last(&self, len: usize) -> &[u8] {
         &self.buf[self.start - len..self.start]
     }
 
@@ -335,7 +335,7 @@ impl<R: Read> Splitter<R> {
     }
 
     /// The next `len` unconsumed bytes (after `line_value` or `closed_value`).
-    pub fn ahead(&self, len: usize) -> &[u8] {
+    pub(crate) fn ahead(&self, len: usize) -> &[u8] {
         &self.buf[self.start..self.start + len]
     }
 
@@ -351,7 +351,7 @@ impl<R: Read> Splitter<R> {
     }
 
     /// Position of the next unconsumed byte.
-    pub fn pos(&self) -> Pos {
+    pub(crate) fn pos(&self) -> Pos {
         self.pos_at(self.start)
     }
 

@@ -143,7 +143,7 @@ pub(super) struct DeviceOps {
 }
 
 impl DeviceOps {
-    pub fn new(device: u32, path: &Path) -> Self {
+    pub(crate) fn new(device: u32, path: &Path) -> Self {
         let mut t = TimelineBuilder::new(path, SourceFormat::Xla);
         t.set_rank(device);
         Self {
@@ -153,7 +153,7 @@ impl DeviceOps {
     }
 
     /// One op: `full` is its HLO text (or kernel name), `[start, end)` in ns.
-    pub fn push(&mut self, full: &str, start: Ns, end: Ns, stream: u32, memcpy: bool) {
+    pub(crate) fn push(&mut self, full: &str, start: Ns, end: Ns, stream: u32, memcpy: bool) {
         let device = self.t.rank();
         let (name, coll, part) = hlo(full);
         let (start, name) = match part {
@@ -205,7 +205,7 @@ impl DeviceOps {
     }
 
     /// The rank's file, if the device had any op.
-    pub fn finish(self) -> Option<(Option<u32>, RankFile)> {
+    pub(crate) fn finish(self) -> Option<(Option<u32>, RankFile)> {
         if self.t.op_count() == 0 && self.t.out_of_range() == 0 {
             return None;
         }
