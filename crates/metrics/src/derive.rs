@@ -39,13 +39,14 @@ pub struct Derived {
 impl Derived {
     /// Derives the data of `ranks` (a subset of `trace.ranks`); the
     /// cross-rank parts always use every rank of the trace.
-    pub fn of(trace: &Trace, ranks: &[&RankTimeline]) -> Self {
+    #[cfg(test)]
+    pub(crate) fn of(trace: &Trace, ranks: &[&RankTimeline]) -> Self {
         Self::with_stats(trace, ranks, None)
     }
 
     /// [`Derived::of`] with the ranks' stats made beforehand (same order as
     /// `ranks`), as they must be for timelines kept slim.
-    pub fn with_stats(
+    pub(crate) fn with_stats(
         trace: &Trace,
         ranks: &[&RankTimeline],
         stats: Option<Vec<RankStats>>,

@@ -1186,7 +1186,7 @@ pub mod testing {
     }
 
     /// The value of `metric` on `trace`, over all ranks or one.
-    pub fn eval(trace: &Trace, metric: &str, rank: Option<u32>) -> super::Outcome {
+    pub(crate) fn eval(trace: &Trace, metric: &str, rank: Option<u32>) -> super::Outcome {
         let ctx = super::Ctx::new(trace, rank).expect("rank exists");
         super::find(metric).expect("metric exists").eval(&ctx)
     }
@@ -1198,7 +1198,8 @@ pub mod testing {
         }
     }
 
-    pub fn assert_close(got: f64, want: f64) {
+    #[cfg(test)]
+    pub(crate) fn assert_close(got: f64, want: f64) {
         assert!(
             (got - want).abs() <= 1e-9 * want.abs().max(1.0),
             "got {got}, want {want}"

@@ -15,7 +15,7 @@ pub struct Line {
 /// The least-squares line through `pts`; `None` with fewer than two
 /// distinct x. (The fits hold [`Points`]; this is their reference.)
 #[cfg(test)]
-pub fn line(pts: &[(f64, f64)]) -> Option<Line> {
+pub(crate) fn line(pts: &[(f64, f64)]) -> Option<Line> {
     let n = pts.len() as f64;
     let mx = pts.iter().map(|p| p.0).sum::<f64>() / n;
     let my = pts.iter().map(|p| p.1).sum::<f64>() / n;
@@ -54,7 +54,7 @@ struct Moments {
 }
 
 impl Points {
-    pub fn add(&mut self, x: f64, y: f64) {
+    pub(crate) fn add(&mut self, x: f64, y: f64) {
         let m = self.by_x.entry(x.to_bits()).or_default();
         m.n += 1.0;
         let d = y - m.mean;
@@ -63,12 +63,12 @@ impl Points {
     }
 
     /// How many points were added.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.by_x.values().map(|m| m.n as usize).sum()
     }
 
     /// How many distinct x they have.
-    pub fn distinct(&self) -> usize {
+    pub(crate) fn distinct(&self) -> usize {
         self.by_x.len()
     }
 
@@ -76,7 +76,7 @@ impl Points {
     /// distinct x. Over a group of points at one x, Σ(x − x̄)(y − ȳ) is
     /// n (x − x̄)(mean − ȳ), and the residuals' squares are the group's
     /// deviations from its mean plus n (mean − fit)².
-    pub fn line(&self) -> Option<Line> {
+    pub(crate) fn line(&self) -> Option<Line> {
         let groups: Vec<(f64, Moments)> = self
             .by_x
             .iter()

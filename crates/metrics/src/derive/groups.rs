@@ -80,7 +80,7 @@ pub struct GroupInfo {
 
 impl GroupInfo {
     /// The role's name, or `group NAME` when none could be inferred.
-    pub fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         label(self.role.map(|r| r.0), &self.name)
     }
 
@@ -175,7 +175,7 @@ pub(crate) fn infer(trace: &Trace) -> Vec<GroupInfo> {
 
 /// `[0, 2, 4]` as written in `Process Group Ranks`; `None` when cut short
 /// (`[0, 1, ..., 63]`) or not a list of ranks.
-pub fn parse_ranks(text: &str) -> Option<Vec<u32>> {
+pub(crate) fn parse_ranks(text: &str) -> Option<Vec<u32>> {
     let inner = text.trim().strip_prefix('[')?.strip_suffix(']')?;
     if inner.trim().is_empty() {
         return None;

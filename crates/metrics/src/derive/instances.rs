@@ -93,7 +93,7 @@ pub struct InstanceRow<'a> {
 
 impl<'a> InstanceRow<'a> {
     /// Its group's role, or `group NAME` (see [`super::groups::label`]).
-    pub fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         super::groups::label(self.role, self.group)
     }
 
@@ -225,7 +225,8 @@ impl Rows {
     }
 
     /// Whether every row is in a temporary file (none: not spilled).
-    pub fn is_spilled(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_spilled(&self) -> bool {
         !self.chunks.is_empty() && self.chunks.iter().all(Slab::is_spilled)
     }
 
@@ -287,7 +288,7 @@ pub(crate) fn with_members<'r>(
 /// Rows for `inst` (the instances of `trace`, in `groups`), in instance
 /// order; spilled to a temporary file when any rank's collectives are
 /// (held where one cannot be made: the results are the same).
-pub fn rows(trace: &Trace, inst: &Instances, groups: &[GroupInfo]) -> Rows {
+pub(crate) fn rows(trace: &Trace, inst: &Instances, groups: &[GroupInfo]) -> Rows {
     rows_in_chunks(trace, inst, groups, ROWS_PER_CHUNK)
 }
 

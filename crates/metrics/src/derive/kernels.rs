@@ -14,7 +14,7 @@ pub struct Acc {
 }
 
 impl Acc {
-    pub fn add(&mut self, other: Acc) {
+    pub(crate) fn add(&mut self, other: Acc) {
         self.count += other.count;
         self.total += other.total;
         self.max = self.max.max(other.max);

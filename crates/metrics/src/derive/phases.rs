@@ -15,7 +15,7 @@ pub(crate) enum Phase {
 }
 
 impl Phase {
-    pub const ALL: [Self; 7] = [
+    pub(crate) const ALL: [Self; 7] = [
         Self::Forward,
         Self::Backward,
         Self::Optimizer,
@@ -25,7 +25,7 @@ impl Phase {
         Self::FsdpCopyOut,
     ];
 
-    pub fn matches(self, name: &str) -> bool {
+    pub(crate) fn matches(self, name: &str) -> bool {
         let fsdp = name.strip_prefix("FSDP::");
         match self {
             Self::Forward => name == "forward" || name.ends_with("## forward ##"),
@@ -42,7 +42,7 @@ impl Phase {
         }
     }
 
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             Self::Forward => "forward",
             Self::Backward => "backward",
@@ -54,7 +54,7 @@ impl Phase {
         }
     }
 
-    pub fn describe(self) -> &'static str {
+    pub(crate) fn describe(self) -> &'static str {
         match self {
             Self::Forward => "`forward` ranges",
             Self::Backward => "`backward` ranges",

@@ -17,7 +17,7 @@ pub struct SmCoverage {
 }
 
 impl SmCoverage {
-    pub fn of(t: &RankTimeline) -> Self {
+    pub(crate) fn of(t: &RankTimeline) -> Self {
         let ks: Vec<(Ns, f64)> = t
             .kernels()
             .filter_map(|k| Some((k.dur, k.sm_coverage(t.num_sms(k.device))?)))

@@ -7,7 +7,7 @@ use crate::model::time::{ns_to_s, Ns};
 
 /// Union of device activity over the rank's device window (first op start to
 /// last op end).
-pub fn aggregate_gpu_utilization(ctx: &Ctx) -> Outcome {
+pub(crate) fn aggregate_gpu_utilization(ctx: &Ctx) -> Outcome {
     Outcome::share_mean(
         ctx.stats().iter().map(|s| {
             let window = s.device_window.map_or(Ns::ZERO, |w| w.len());
@@ -20,7 +20,7 @@ pub fn aggregate_gpu_utilization(ctx: &Ctx) -> Outcome {
 }
 
 /// Busiest rank's GPU busy time over the least busy rank's.
-pub fn load_imbalance_ratio(ctx: &Ctx) -> Outcome {
+pub(crate) fn load_imbalance_ratio(ctx: &Ctx) -> Outcome {
     if ctx.ranks.len() < 2 {
         return Outcome::na(format!(
             "needs at least 2 ranks; the trace{} has {}",
@@ -59,7 +59,7 @@ fn two_ranks_needed(ctx: &Ctx) -> Option<Outcome> {
 /// The straggler as a ratio (see `ranks::Verdict::ratio`): 1 + the wait it
 /// causes per step / the step; without matched collectives, the busiest
 /// rank's work / the median's. 1 when no rank stands out beyond noise.
-pub fn straggler(ctx: &Ctx) -> Outcome {
+pub(crate) fn straggler(ctx: &Ctx) -> Outcome {
     if let Some(na) = two_ranks_needed(ctx) {
         return na;
     }
@@ -91,7 +91,7 @@ pub fn straggler(ctx: &Ctx) -> Outcome {
 }
 
 /// The rank number of the straggler; not applicable when no rank stands out.
-pub fn slowest_rank(ctx: &Ctx) -> Outcome {
+pub(crate) fn slowest_rank(ctx: &Ctx) -> Outcome {
     if let Some(na) = two_ranks_needed(ctx) {
         return na;
     }
@@ -224,7 +224,7 @@ const NO_MATCHES: &str =
     "no collective is seen on two or more ranks (needs the traces of several ranks of one run)";
 
 /// Time inside collectives spent waiting for the last rank to arrive, per step.
-pub fn comm_wait_time(ctx: &Ctx) -> Outcome {
+pub(crate) fn comm_wait_time(ctx: &Ctx) -> Outcome {
     Outcome::rank_mean(
         waits_in_scope(ctx).map(|(r, w, n)| (r, Some(ns_to_s(w.wait) / n as f64))),
         NO_MATCHES,
@@ -240,7 +240,7 @@ pub(crate) fn comm_transfer_time(ctx: &Ctx) -> Outcome {
 }
 
 /// Wait / (wait + transfer) over matched collectives × 100.
-pub fn comm_wait_fraction(ctx: &Ctx) -> Outcome {
+pub(crate) fn comm_wait_fraction(ctx: &Ctx) -> Outcome {
     Outcome::share_mean(
         waits_in_scope(ctx).map(|(r, w, _)| (r, w.wait, w.wait + w.transfer)),
         ("wait", "matched collectives"),
@@ -249,7 +249,7 @@ pub fn comm_wait_fraction(ctx: &Ctx) -> Outcome {
     )
 }
 
-pub fn scale_up_bw_utility(_: &Ctx) -> Outcome {
+pub(crate) fn scale_up_bw_utility(_: &Ctx) -> Outcome {
     Outcome::na("needs a network simulator's link model; a profiler trace alone cannot give it")
 }
 

@@ -77,7 +77,7 @@ fn delay_and_slowdown(ctx: &Ctx) -> Result<Spread, Outcome> {
 
 /// `straggler`: CCL-Bench's straggler delay, (max − min) / max of the ranks'
 /// NCCL kernel time. 0 when every rank spends the same time in NCCL.
-pub fn straggler(ctx: &Ctx) -> Outcome {
+pub(crate) fn straggler(ctx: &Ctx) -> Outcome {
     match delay_and_slowdown(ctx) {
         Ok(s) => Outcome::value(s.delay)
             .with_per_rank(s.per_rank)
@@ -88,7 +88,7 @@ pub fn straggler(ctx: &Ctx) -> Outcome {
 
 /// `straggler_metrics`: the delay, with the delay and the slowdown (max / min)
 /// as its parts (`--metric straggler_metrics` prints both as CCL-Bench does).
-pub fn straggler_metrics(ctx: &Ctx) -> Outcome {
+pub(crate) fn straggler_metrics(ctx: &Ctx) -> Outcome {
     match delay_and_slowdown(ctx) {
         Ok(s) => Outcome::value(s.delay)
             .with_per_rank(s.per_rank)
@@ -151,15 +151,15 @@ fn bench_results(what: &str, ours: &str) -> Outcome {
     ))
 }
 
-pub fn ttft_group_6(_: &Ctx) -> Outcome {
+pub(crate) fn ttft_group_6(_: &Ctx) -> Outcome {
     bench_results("median time to first token", "ttft")
 }
 
-pub fn tpot_group_6(_: &Ctx) -> Outcome {
+pub(crate) fn tpot_group_6(_: &Ctx) -> Outcome {
     bench_results("median time per output token", "tpot")
 }
 
-pub fn throughput_group_6(_: &Ctx) -> Outcome {
+pub(crate) fn throughput_group_6(_: &Ctx) -> Outcome {
     bench_results("output tokens per second", "throughput_tokens_per_s")
 }
 
@@ -167,7 +167,7 @@ pub fn throughput_group_6(_: &Ctx) -> Outcome {
 /// every device, in seconds, by kind (CCL-Bench's per-type table, which it
 /// gives in µs and only for XLA traces: NCCL kernel names match none of its
 /// keys).
-pub fn comm_kernel_breakdown_tpu(ctx: &Ctx) -> Outcome {
+pub(crate) fn comm_kernel_breakdown_tpu(ctx: &Ctx) -> Outcome {
     let xla: Vec<&RankTimeline> = ctx
         .ranks
         .iter()
@@ -200,7 +200,7 @@ pub fn comm_kernel_breakdown_tpu(ctx: &Ctx) -> Outcome {
     )
 }
 
-pub fn estimated_bandwidth(_: &Ctx) -> Outcome {
+pub(crate) fn estimated_bandwidth(_: &Ctx) -> Outcome {
     Outcome::na(
         "CCL-Bench sums the XLA ops' `bytes_accessed` over the trace span; ccl-bench does not \
          read those per-op byte counts (device memory traffic: average_memory_bandwidth)",

@@ -7,7 +7,7 @@ use crate::model::{CollKind, DeviceOp, Ns, RankTimeline};
 
 /// A communication op with what its size metadata tells.
 #[derive(Debug, Clone, Copy)]
-pub struct SizedColl {
+pub(crate) struct SizedColl {
     pub kind: CollKind,
     /// Bytes this rank contributes (`In msg nelems` × element size).
     pub msg_bytes: u64,
@@ -23,7 +23,7 @@ pub struct SizedColl {
 impl SizedColl {
     /// nccl-tests' bus-bandwidth factor: 2(n−1)/n for all-reduce, (n−1)/n for
     /// all-gather, reduce-scatter and all-to-all, 1 for point-to-point.
-    pub fn bus_factor(&self) -> Option<f64> {
+    pub(crate) fn bus_factor(&self) -> Option<f64> {
         self.kind.bus_factor(self.n?)
     }
 }
@@ -50,7 +50,7 @@ fn sized_op(t: &RankTimeline, o: &DeviceOp) -> Option<SizedColl> {
 }
 
 /// Sized collectives of one rank.
-pub fn sized(t: &RankTimeline) -> impl Iterator<Item = SizedColl> + '_ {
+pub(crate) fn sized(t: &RankTimeline) -> impl Iterator<Item = SizedColl> + '_ {
     t.ops.iter().filter_map(|o| sized_op(t, o))
 }
 

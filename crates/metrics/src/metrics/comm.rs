@@ -10,7 +10,7 @@ const NO_KERNELS: &str = "the trace has no GPU kernels";
 /// Communication kernels launched during the rank's last step (all of them when
 /// the trace has no steps); without kernels, the communication nodes of the
 /// rank's execution trace (which records one iteration).
-pub fn coll_call_num(ctx: &Ctx) -> Outcome {
+pub(crate) fn coll_call_num(ctx: &Ctx) -> Outcome {
     let et = ctx.focus_et();
     let has_kernels = ctx.stats().first().is_some_and(|s| s.kernels > 0);
     let Some(t) = ctx.focus.filter(|_| has_kernels) else {
@@ -61,14 +61,14 @@ fn comm_per_step(t: &RankTimeline, s: &RankStats) -> Option<f64> {
     Some(ns_to_s(sum) / t.step_count() as f64)
 }
 
-pub fn total_communication_time(ctx: &Ctx) -> Outcome {
+pub(crate) fn total_communication_time(ctx: &Ctx) -> Outcome {
     Outcome::rank_mean(
         ctx.each().map(|(t, s)| (t.rank, comm_per_step(t, s))),
         NO_KERNELS,
     )
 }
 
-pub fn communication_ratio(ctx: &Ctx) -> Outcome {
+pub(crate) fn communication_ratio(ctx: &Ctx) -> Outcome {
     Outcome::share_mean(
         ctx.stats().iter().map(|s| {
             (
@@ -83,7 +83,7 @@ pub fn communication_ratio(ctx: &Ctx) -> Outcome {
     )
 }
 
-pub fn communication_fraction(ctx: &Ctx) -> Outcome {
+pub(crate) fn communication_fraction(ctx: &Ctx) -> Outcome {
     Outcome::share_mean(
         ctx.stats()
             .iter()
@@ -106,12 +106,12 @@ fn overlap(ctx: &Ctx, unit: Unit) -> Outcome {
 }
 
 /// Share of communication time during which compute kernels also ran.
-pub fn communication_overlap_ratio(ctx: &Ctx) -> Outcome {
+pub(crate) fn communication_overlap_ratio(ctx: &Ctx) -> Outcome {
     overlap(ctx, Unit::Ratio)
 }
 
 /// `communication_overlap_ratio` as a percentage (the leaderboard's name).
-pub fn compute_comm_overlap(ctx: &Ctx) -> Outcome {
+pub(crate) fn compute_comm_overlap(ctx: &Ctx) -> Outcome {
     overlap(ctx, Unit::Percent)
 }
 

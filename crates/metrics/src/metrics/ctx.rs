@@ -74,7 +74,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// Devices the run spans: `--n-chips`, the card's `total_count`, else ranks.
-    pub fn n_chips(&self) -> u32 {
+    pub(crate) fn n_chips(&self) -> u32 {
         self.opts
             .n_chips
             .or_else(|| {
@@ -93,7 +93,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// Model parameters: `--model-params`, else the card's `num_params`.
-    pub fn model_params(&self) -> Option<f64> {
+    pub(crate) fn model_params(&self) -> Option<f64> {
         self.opts.model_params.or_else(|| {
             self.trace
                 .card
@@ -139,7 +139,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// The members of a row of [`Ctx::collective_rows`].
-    pub fn members(
+    pub(crate) fn members(
         &self,
         row: &crate::derive::instances::InstanceRow,
     ) -> impl ExactSizeIterator<Item = crate::derive::instances::Member> + '_ {
@@ -175,7 +175,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// Pairs of (timeline, stats) for the ranks in scope.
-    pub fn each(&self) -> impl Iterator<Item = (&'a RankTimeline, &RankStats)> {
+    pub(crate) fn each(&self) -> impl Iterator<Item = (&'a RankTimeline, &RankStats)> {
         self.ranks.iter().copied().zip(self.stats())
     }
 

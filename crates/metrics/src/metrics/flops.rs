@@ -25,7 +25,7 @@ fn flops_per_token(ctx: &Ctx) -> Option<f64> {
     Some(k * ctx.model_params()?)
 }
 
-pub fn total_model_flops_from_args(ctx: &Ctx) -> Outcome {
+pub(crate) fn total_model_flops_from_args(ctx: &Ctx) -> Outcome {
     let per_rank: Vec<(u32, f64)> = ctx
         .ranks
         .iter()
@@ -38,7 +38,7 @@ pub fn total_model_flops_from_args(ctx: &Ctx) -> Outcome {
 }
 
 /// Σ over ranks of the rank's FLOPs / its wall time: aggregate FLOP/s.
-pub fn achieved_flops_from_trace_json(ctx: &Ctx) -> Outcome {
+pub(crate) fn achieved_flops_from_trace_json(ctx: &Ctx) -> Outcome {
     let per_rank: Vec<(u32, f64)> = ctx
         .ranks
         .iter()
@@ -71,7 +71,7 @@ fn tokens(ctx: &Ctx) -> Result<f64, Why> {
     Ok(flops / flops_per_token(ctx).ok_or_else(|| Why::from(NO_PARAMS))?)
 }
 
-pub fn estimated_total_tokens(ctx: &Ctx) -> Outcome {
+pub(crate) fn estimated_total_tokens(ctx: &Ctx) -> Outcome {
     tokens(ctx).map_or_else(Outcome::na, Outcome::value)
 }
 
@@ -117,7 +117,7 @@ pub(crate) fn tokens_per_s(ctx: &Ctx) -> Outcome {
 }
 
 /// Model FLOPs per step / step time / (peak FLOP/s × devices) × 100.
-pub fn mfu(ctx: &Ctx) -> Outcome {
+pub(crate) fn mfu(ctx: &Ctx) -> Outcome {
     let tokens = match tokens_per_step(ctx) {
         Ok(t) => t,
         Err(e) => return Outcome::na(e),

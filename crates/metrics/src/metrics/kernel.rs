@@ -8,7 +8,7 @@ use crate::model::{KernelClass, Ns};
 
 const NO_KERNELS: &str = "the trace has no GPU kernels";
 
-pub fn total_kernel_time(ctx: &Ctx) -> Outcome {
+pub(crate) fn total_kernel_time(ctx: &Ctx) -> Outcome {
     if !ctx.has_kernels() {
         return Outcome::na(NO_KERNELS);
     }
@@ -21,7 +21,7 @@ pub fn total_kernel_time(ctx: &Ctx) -> Outcome {
     Outcome::seconds(total).with_per_rank(per_rank)
 }
 
-pub fn dominant_kernel_concentration(ctx: &Ctx) -> Outcome {
+pub(crate) fn dominant_kernel_concentration(ctx: &Ctx) -> Outcome {
     let out = Outcome::share_mean(
         ctx.stats().iter().map(|s| {
             let top = s.kernel_table.kernel_times().map(|k| k.1).max();
@@ -48,7 +48,7 @@ pub fn dominant_kernel_concentration(ctx: &Ctx) -> Outcome {
     }
 }
 
-pub fn moe_fraction(ctx: &Ctx) -> Outcome {
+pub(crate) fn moe_fraction(ctx: &Ctx) -> Outcome {
     Outcome::share_mean(
         ctx.stats()
             .iter()
@@ -63,7 +63,7 @@ pub fn moe_fraction(ctx: &Ctx) -> Outcome {
 /// means the class metrics (communication included) are missing something,
 /// and a `--classes` rule would fix it. The note names the unrecognised
 /// kernel with the most time.
-pub fn unclassified_fraction(ctx: &Ctx) -> Outcome {
+pub(crate) fn unclassified_fraction(ctx: &Ctx) -> Outcome {
     let out = Outcome::share_mean(
         ctx.stats()
             .iter()
@@ -111,7 +111,7 @@ fn breakdown_bucket(c: KernelClass) -> usize {
 
 /// Device time per class over the ops launched during steps (all ops when the
 /// trace has no steps), as % of that time. Headline: the compute share.
-pub fn break_down_steps(ctx: &Ctx) -> Outcome {
+pub(crate) fn break_down_steps(ctx: &Ctx) -> Outcome {
     let mut shares: Vec<(u32, [f64; 6])> = Vec::new();
     for (t, s) in ctx.each() {
         let mut sums = [Ns::ZERO; 6];
@@ -144,7 +144,7 @@ pub fn break_down_steps(ctx: &Ctx) -> Outcome {
 const NO_GRID: &str =
     "no kernel has launch-grid information (args.grid or blocks per SM) with a known SM count";
 
-pub fn mean_sm_coverage(ctx: &Ctx) -> Outcome {
+pub(crate) fn mean_sm_coverage(ctx: &Ctx) -> Outcome {
     Outcome::rank_mean(
         ctx.each().map(|(t, s)| {
             let sm = &s.sm;
@@ -167,11 +167,11 @@ fn coverage_share(ctx: &Ctx, label: &str, hit: fn(&SmCoverage) -> Ns) -> Outcome
     )
 }
 
-pub fn compute_bound_fraction(ctx: &Ctx) -> Outcome {
+pub(crate) fn compute_bound_fraction(ctx: &Ctx) -> Outcome {
     coverage_share(ctx, "kernels > 70 % SMs, > median", |s| s.compute_bound)
 }
 
-pub fn memory_bound_fraction(ctx: &Ctx) -> Outcome {
+pub(crate) fn memory_bound_fraction(ctx: &Ctx) -> Outcome {
     coverage_share(ctx, "kernels < 50 % SMs", |s| s.memory_bound)
 }
 

@@ -8,7 +8,7 @@ use crate::model::Ns;
 
 /// Memcpy/memset time not hidden under compute kernels, as % of the device-side
 /// step time.
-pub fn memory_transfer_overhead(ctx: &Ctx) -> Outcome {
+pub(crate) fn memory_transfer_overhead(ctx: &Ctx) -> Outcome {
     Outcome::share_mean(
         ctx.stats()
             .iter()
@@ -20,7 +20,7 @@ pub fn memory_transfer_overhead(ctx: &Ctx) -> Outcome {
 }
 
 /// Bytes over time of all memory copies with a byte count, pooled over ranks.
-pub fn average_memory_bandwidth(ctx: &Ctx) -> Outcome {
+pub(crate) fn average_memory_bandwidth(ctx: &Ctx) -> Outcome {
     let mut per_rank = Vec::new();
     let (mut bytes, mut ns): (u64, Ns) = (0, Ns::ZERO);
     for s in ctx.stats() {
@@ -103,7 +103,7 @@ fn rank_max(values: Vec<(u32, f64)>) -> Outcome {
     }
 }
 
-pub fn peak_memory_allocated_gb(ctx: &Ctx) -> Outcome {
+pub(crate) fn peak_memory_allocated_gb(ctx: &Ctx) -> Outcome {
     rank_max(
         snapshots(ctx)
             .into_iter()
@@ -112,7 +112,7 @@ pub fn peak_memory_allocated_gb(ctx: &Ctx) -> Outcome {
     )
 }
 
-pub fn peak_memory_reserved_gb(ctx: &Ctx) -> Outcome {
+pub(crate) fn peak_memory_reserved_gb(ctx: &Ctx) -> Outcome {
     rank_max(
         snapshots(ctx)
             .into_iter()
@@ -121,7 +121,7 @@ pub fn peak_memory_reserved_gb(ctx: &Ctx) -> Outcome {
     )
 }
 
-pub fn memory_fragmentation(ctx: &Ctx) -> Outcome {
+pub(crate) fn memory_fragmentation(ctx: &Ctx) -> Outcome {
     let snaps = snapshots(ctx);
     if snaps.is_empty() {
         return Outcome::lacks(Lack::MemorySnapshot, NO_SNAPSHOT);
@@ -141,7 +141,7 @@ pub fn memory_fragmentation(ctx: &Ctx) -> Outcome {
     )
 }
 
-pub fn memory_allocation_efficiency(ctx: &Ctx) -> Outcome {
+pub(crate) fn memory_allocation_efficiency(ctx: &Ctx) -> Outcome {
     let snaps = snapshots(ctx);
     if snaps.is_empty() {
         return Outcome::lacks(Lack::MemorySnapshot, NO_SNAPSHOT);
@@ -161,7 +161,7 @@ pub fn memory_allocation_efficiency(ctx: &Ctx) -> Outcome {
     )
 }
 
-pub fn memory_alloc_count(ctx: &Ctx) -> Outcome {
+pub(crate) fn memory_alloc_count(ctx: &Ctx) -> Outcome {
     let snaps = snapshots(ctx);
     let frees: u64 = snaps.iter().map(|m| m.frees).sum();
     let o = Outcome::rank_mean(

@@ -151,7 +151,7 @@ pub enum Why {
 }
 
 impl Why {
-    pub fn as_str(&self) -> &str {
+    pub(crate) fn as_str(&self) -> &str {
         match self {
             Self::Said(s) => s,
             Self::Lacks(_, s) => s,
@@ -218,7 +218,7 @@ impl Outcome {
         })
     }
 
-    pub fn seconds(ns: Ns) -> Self {
+    pub(crate) fn seconds(ns: Ns) -> Self {
         Self::value(ns_to_s(ns))
     }
 
@@ -228,7 +228,7 @@ impl Outcome {
 
     /// Not applicable: the trace lacks `lack`; `pytorch` says so for a
     /// PyTorch profiler trace.
-    pub fn lacks(lack: Lack, pytorch: &'static str) -> Self {
+    pub(crate) fn lacks(lack: Lack, pytorch: &'static str) -> Self {
         Self::NotApplicable(Why::Lacks(lack, pytorch))
     }
 

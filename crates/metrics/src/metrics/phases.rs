@@ -89,7 +89,7 @@ fn focus_engine_steps(ctx: &Ctx) -> Result<Vec<EngineStep>, Outcome> {
 }
 
 /// Time to first token: the first prefill engine step on rank 0 (or `--rank`).
-pub fn ttft(ctx: &Ctx) -> Outcome {
+pub(crate) fn ttft(ctx: &Ctx) -> Outcome {
     let steps = match focus_engine_steps(ctx) {
         Ok(s) => s,
         Err(na) => return na,
@@ -101,7 +101,7 @@ pub fn ttft(ctx: &Ctx) -> Outcome {
 }
 
 /// Time per output token: mean decode engine step after the first prefill.
-pub fn tpot(ctx: &Ctx) -> Outcome {
+pub(crate) fn tpot(ctx: &Ctx) -> Outcome {
     let steps = match focus_engine_steps(ctx) {
         Ok(s) => s,
         Err(na) => return na,

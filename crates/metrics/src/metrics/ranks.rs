@@ -15,7 +15,7 @@ use crate::model::Ns;
 
 /// The slowest rank's index in `rows` by [`RankRow::work`] (the lowest rank
 /// among equals), and the median work.
-pub fn slowest(rows: &[RankRow]) -> Option<(usize, Ns)> {
+pub(crate) fn slowest(rows: &[RankRow]) -> Option<(usize, Ns)> {
     let (i, _) = rows
         .iter()
         .enumerate()
@@ -82,7 +82,7 @@ impl Verdict {
     /// share of the step for it, overlapped with their compute or not: not
     /// a claim about a step without it), its work / the median's by work; 1
     /// without a straggler; none when unknown.
-    pub fn ratio(&self) -> Option<f64> {
+    pub(crate) fn ratio(&self) -> Option<f64> {
         match self {
             Verdict::OneRank | Verdict::Unknown { .. } => None,
             Verdict::NoStraggler(_) => Some(1.0),

@@ -12,7 +12,7 @@ pub(crate) fn mean_step_ns(ctx: &Ctx) -> Option<f64> {
 
 /// Mean `ProfilerStep#N` duration per rank over its measured steps (first and
 /// last left out with three or more), averaged over ranks.
-pub fn avg_step_time(ctx: &Ctx) -> Outcome {
+pub(crate) fn avg_step_time(ctx: &Ctx) -> Outcome {
     let out = Outcome::rank_mean(
         ctx.ranks.iter().map(|t| {
             let steps = t.measured_steps();

@@ -11,7 +11,7 @@ const NO_OPS: &str = "the trace has no device activity";
 const NO_COMM: &str = "the trace has no communication ops";
 
 /// Last event end − first event start, per rank, averaged.
-pub fn wall_time_s(ctx: &Ctx) -> Outcome {
+pub(crate) fn wall_time_s(ctx: &Ctx) -> Outcome {
     Outcome::rank_mean(
         ctx.ranks
             .iter()
@@ -21,7 +21,7 @@ pub fn wall_time_s(ctx: &Ctx) -> Outcome {
 }
 
 /// Union of non-communication device ops (compute kernels, copies, sets).
-pub fn total_compute_time_s(ctx: &Ctx) -> Outcome {
+pub(crate) fn total_compute_time_s(ctx: &Ctx) -> Outcome {
     Outcome::rank_mean(
         ctx.each().map(|(t, s)| {
             let busy = s.whole.compute_or_memory;
@@ -33,7 +33,7 @@ pub fn total_compute_time_s(ctx: &Ctx) -> Outcome {
 
 /// Union of communication ops; the breakdown gives each collective kind's
 /// summed op time (per rank, averaged), so the types can be compared.
-pub fn total_comm_time_s(ctx: &Ctx) -> Outcome {
+pub(crate) fn total_comm_time_s(ctx: &Ctx) -> Outcome {
     let mut kinds: Vec<(CollKind, Ns)> = Vec::new();
     for t in &ctx.ranks {
         for o in t.ops.iter().filter(|o| o.is_comm()) {
@@ -60,7 +60,7 @@ pub fn total_comm_time_s(ctx: &Ctx) -> Outcome {
 }
 
 /// Mean duration of one communication op, pooled over ranks.
-pub fn avg_comm_kernel_time_s(ctx: &Ctx) -> Outcome {
+pub(crate) fn avg_comm_kernel_time_s(ctx: &Ctx) -> Outcome {
     // Counted and summed in one walk: a run has millions.
     let (n, sum) = ctx
         .ranks
@@ -89,7 +89,7 @@ pub(crate) fn compute_utilization_proxy(ctx: &Ctx) -> Outcome {
 }
 
 /// Communication ops over all ranks in scope.
-pub fn num_comm_kernels(ctx: &Ctx) -> Outcome {
+pub(crate) fn num_comm_kernels(ctx: &Ctx) -> Outcome {
     if ctx.stats().iter().all(|s| s.ops == 0) {
         return Outcome::na(NO_OPS);
     }
