@@ -19,7 +19,7 @@ use std::path::{Component, Path, PathBuf};
 /// followed by [`open_file`], and a rename into place replaces it (one
 /// look fewer per file on a cluster file system, where each is a round
 /// trip).
-pub fn inside(root: &Path, rel: &str) -> Result<PathBuf, String> {
+pub(crate) fn inside(root: &Path, rel: &str) -> Result<PathBuf, String> {
     checked(root, rel, 1)
 }
 

@@ -297,7 +297,7 @@ pub(crate) fn coverage_table(t: &RankTimeline) -> Res<RecordBatch> {
 
 /// The bins of one batch of a coverage table, checked: on the time range,
 /// a level below 64, each bin covered at most its length.
-pub fn bins_of(b: &RecordBatch) -> Result<Vec<crate::derive::lanes::Bin>, String> {
+pub(crate) fn bins_of(b: &RecordBatch) -> Result<Vec<crate::derive::lanes::Bin>, String> {
     use crate::model::time::in_range;
     let tb = COVERAGE;
     let level = values::<UInt32Type>(b, tb, "level")?;
@@ -770,7 +770,7 @@ fn check(t: &RankTimeline) -> Result<(), String> {
 
 /// The schema each table is written with, by its folder's name (the
 /// timeline's tables, `memory` and `et`).
-pub fn schema_of(table: &str) -> Option<arrow_schema::SchemaRef> {
+pub(crate) fn schema_of(table: &str) -> Option<arrow_schema::SchemaRef> {
     static SCHEMAS: std::sync::LazyLock<HashMap<&'static str, arrow_schema::SchemaRef>> =
         std::sync::LazyLock::new(|| {
             let mut m: HashMap<&'static str, arrow_schema::SchemaRef> = TABLES

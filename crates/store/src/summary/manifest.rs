@@ -166,7 +166,7 @@ pub struct Device {
 }
 
 /// A stable name for an input's files: its path's hash.
-pub fn key(rel: &str) -> String {
+pub(crate) fn key(rel: &str) -> String {
     format!("{:016x}", xxhash_rust::xxh3::xxh3_64(rel.as_bytes()))
 }
 
@@ -189,7 +189,7 @@ pub fn stat(path: &Path) -> Result<Fingerprint> {
 }
 
 /// The file's XXH3-64, hex (reads it whole, at memory speed).
-pub fn hash(path: &Path) -> Result<String> {
+pub(crate) fn hash(path: &Path) -> Result<String> {
     let mut f = std::fs::File::open(path).map_err(io(path))?;
     let mut h = xxhash_rust::xxh3::Xxh3::new();
     let mut buf = vec![0u8; 1 << 20];
@@ -233,7 +233,7 @@ pub(crate) fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
 }
 
 /// The error for a summary file that is not what the summary wrote.
-pub fn damaged(path: &Path, why: impl std::fmt::Display) -> Error {
+pub(crate) fn damaged(path: &Path, why: impl std::fmt::Display) -> Error {
     Error::NotATrace {
         path: path.to_owned(),
         why: format!("damaged summary ({why}); run `ccl-bench summarize` again to rebuild it"),

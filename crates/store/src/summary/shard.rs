@@ -80,7 +80,7 @@ impl Shard {
     /// Deals `sizes` (one per input) to `count` shards, the largest first to
     /// the least loaded (ties to the lower shard), and returns the inputs of
     /// this one. Every shard computes the same deal from the same listing.
-    pub fn pick(&self, sizes: &[u64]) -> Vec<usize> {
+    pub(crate) fn pick(&self, sizes: &[u64]) -> Vec<usize> {
         let mut order: Vec<usize> = (0..sizes.len()).collect();
         order.sort_by_key(|&i| (std::cmp::Reverse(sizes[i]), i));
         let mut load = vec![0u64; self.count as usize];

@@ -20,7 +20,7 @@ use crate::model::time::in_range;
 use crate::model::{Activity, Interval, IntervalSet, KernelClass, Ns, StrId};
 
 /// The table of each rank's collectives (the ops table's columns).
-pub const COMM: &str = "comm";
+pub(crate) const COMM: &str = "comm";
 /// The folder of the stats files.
 pub(crate) const STATS: &str = "stats";
 
