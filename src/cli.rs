@@ -25,7 +25,7 @@ pub use crate::report::Format;
     after_help = AFTER_HELP,
     args_conflicts_with_subcommands = true
 )]
-pub struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
 
@@ -124,7 +124,7 @@ pub struct Cli {
 /// How a trace is read: which iteration and windows, clock alignment, class
 /// rules and steps (shared by the main command and `export`).
 #[derive(Debug, Clone, Args)]
-pub struct LoadArgs {
+pub(crate) struct LoadArgs {
     /// Read profile_traces/iteration_K (default: the newest)
     #[arg(long, value_name = "K")]
     pub iteration: Option<u32>,
@@ -169,7 +169,7 @@ pub struct LoadArgs {
 }
 
 impl LoadArgs {
-    pub fn options(&self) -> crate::session::load::LoadOptions {
+    pub(crate) fn options(&self) -> crate::session::load::LoadOptions {
         crate::session::load::LoadOptions {
             pick: crate::discover::Pick {
                 iteration: self.iteration,
@@ -187,13 +187,13 @@ impl LoadArgs {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Align {
+pub(crate) enum Align {
     None,
     Collectives,
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Compare two runs: every metric with both values and the change, the
     /// kernels and collectives whose time changed most, and per-rank steps
     Compare(CompareArgs),
@@ -217,7 +217,7 @@ pub enum Command {
 }
 
 #[derive(Debug, Args)]
-pub struct HangArgs {
+pub(crate) struct HangArgs {
     /// Folder of dumps (nccl_trace_rank_N, pickle or JSON), or one dump
     #[arg(value_name = "DIR")]
     pub dir: PathBuf,
@@ -228,7 +228,7 @@ pub struct HangArgs {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum HangFormat {
+pub(crate) enum HangFormat {
     /// The verdict in words
     Table,
     /// Every finding, rank and stack (docs/hang.md)
@@ -236,7 +236,7 @@ pub enum HangFormat {
 }
 
 #[derive(Debug, Args)]
-pub struct SummarizeArgs {
+pub(crate) struct SummarizeArgs {
     /// Trace directory or file
     #[arg(value_name = "DIR")]
     pub dir: PathBuf,
@@ -267,7 +267,7 @@ pub struct SummarizeArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct CollectivesArgs {
+pub(crate) struct CollectivesArgs {
     /// Trace directory or file
     #[arg(value_name = "DIR")]
     pub dir: PathBuf,
@@ -289,7 +289,7 @@ pub struct CollectivesArgs {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ExportFormat {
+pub(crate) enum ExportFormat {
     /// One .parquet file per table in OUT/ (schema: docs/schema.md)
     Parquet,
     /// One Chrome trace JSON file (gzipped when OUT ends in .gz)
@@ -297,7 +297,7 @@ pub enum ExportFormat {
 }
 
 #[derive(Debug, Args)]
-pub struct ExportArgs {
+pub(crate) struct ExportArgs {
     /// Trace directory or file
     #[arg(value_name = "DIR")]
     pub dir: PathBuf,
@@ -315,7 +315,7 @@ pub struct ExportArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct CompareArgs {
+pub(crate) struct CompareArgs {
     /// The baseline run (trace directory or file)
     #[arg(value_name = "DIR_A")]
     pub a: PathBuf,
@@ -386,7 +386,7 @@ impl Cli {
     }
 
     /// The metric options given on the command line.
-    pub fn options(&self) -> crate::metrics::Options {
+    pub(crate) fn options(&self) -> crate::metrics::Options {
         crate::metrics::Options {
             n_chips: self.n_chips,
             model_params: self.model_params,
@@ -399,7 +399,7 @@ impl Cli {
     }
 
     /// The runs to open: the trace, and the second run when given.
-    pub fn runs(&self) -> Vec<PathBuf> {
+    pub(crate) fn runs(&self) -> Vec<PathBuf> {
         self.trace_path()
             .into_iter()
             .chain(self.dir_b.as_ref())
@@ -444,7 +444,7 @@ impl Cli {
 
 /// The sample the README opens, relative to the working directory or to the
 /// source checkout the binary was built from.
-pub const SAMPLE: &str = "trace_collection/llama_fsdp_8gpu";
+pub(crate) const SAMPLE: &str = "trace_collection/llama_fsdp_8gpu";
 
 pub(crate) fn sample_path() -> Option<PathBuf> {
     [

@@ -19,7 +19,7 @@ pub(crate) const EXIT_NOT_APPLICABLE: u8 = 3;
 /// Exit status: usage error (unknown metric, missing argument).
 pub(crate) const EXIT_USAGE: u8 = 2;
 
-pub fn run(cli: &Cli) -> Result<u8> {
+pub(crate) fn run(cli: &Cli) -> Result<u8> {
     let mut out = crate::safe::Safe(io::stdout().lock());
     if cli.list_metrics {
         list_metrics(&mut out)?;
@@ -197,7 +197,7 @@ fn unknown_metric(e: &metrics::UnknownMetric) -> u8 {
 }
 
 /// `ccl-bench compare A B`.
-pub fn compare(args: &crate::cli::CompareArgs) -> Result<u8> {
+pub(crate) fn compare(args: &crate::cli::CompareArgs) -> Result<u8> {
     use crate::report::compare::{write, Sides};
     let metric = match args.metric.as_deref().map(metrics::lookup).transpose() {
         Ok(m) => m,
@@ -263,7 +263,7 @@ pub fn compare(args: &crate::cli::CompareArgs) -> Result<u8> {
 }
 
 /// `ccl-bench export DIR --to parquet|perfetto OUT`.
-pub fn export(args: &crate::cli::ExportArgs) -> Result<u8> {
+pub(crate) fn export(args: &crate::cli::ExportArgs) -> Result<u8> {
     use crate::cli::ExportFormat;
     let opts = args.load.options();
     let found = session::find(&args.dir, &opts)?;
@@ -305,7 +305,7 @@ pub fn export(args: &crate::cli::ExportArgs) -> Result<u8> {
 }
 
 /// `ccl-bench summarize DIR [--out SUM] [--shard I/N]`.
-pub fn summarize(args: &crate::cli::SummarizeArgs) -> Result<u8> {
+pub(crate) fn summarize(args: &crate::cli::SummarizeArgs) -> Result<u8> {
     use crate::summary;
     let (shard, from) = match args.shard {
         Some(s) => (s, "--shard"),
@@ -442,7 +442,7 @@ pub fn keep_answers(
 }
 
 /// `ccl-bench collectives DIR`.
-pub fn collectives(args: &crate::cli::CollectivesArgs) -> Result<u8> {
+pub(crate) fn collectives(args: &crate::cli::CollectivesArgs) -> Result<u8> {
     let trace = load(&args.dir, &args.load.options())?;
     let ctx = Ctx::new(&trace, None).map_err(|e| anyhow!(e))?;
     let mut rows = ctx.collective_rows().to_vec();
@@ -549,7 +549,7 @@ fn list_classes(out: &mut dyn Write) -> io::Result<()> {
 pub(crate) const EXIT_HANG: u8 = 1;
 
 /// `ccl-bench hang DIR`: the verdict from the Flight Recorder dumps.
-pub fn hang(args: &crate::cli::HangArgs) -> Result<u8> {
+pub(crate) fn hang(args: &crate::cli::HangArgs) -> Result<u8> {
     let (dumps, warnings) = match load::flight_dumps(&args.dir) {
         Ok(d) => d,
         Err(e) => {

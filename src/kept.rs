@@ -25,7 +25,7 @@ use crate::summary::{kept, manifest};
 
 /// What a metrics run computed and printed, apart from the discovery notes
 /// (which the open that serves them says afresh).
-pub struct Results {
+pub(crate) struct Results {
     pub warnings: Vec<String>,
     pub about: About,
     pub rows: Vec<Row>,
@@ -43,7 +43,7 @@ pub(crate) struct Query<'a> {
 
 /// The key of `q`'s results in the summary `found` reads; `None` when one
 /// of the files it depends on cannot be read (then nothing is served).
-pub fn key(found: &Found, q: &Query) -> Option<String> {
+pub(crate) fn key(found: &Found, q: &Query) -> Option<String> {
     let sum = found.summary.as_ref()?;
     let mut h = xxhash_rust::xxh3::Xxh3::new();
     let mut part = |label: &str, bytes: &[u8]| {
@@ -90,7 +90,7 @@ pub fn key(found: &Found, q: &Query) -> Option<String> {
 /// whole, their content is what was written for this key, and every value
 /// passes the checks a fresh computation passes; anything else is a miss
 /// (computed afresh), never an error and never served.
-pub fn get(sum: &Path, key: &str) -> Option<Results> {
+pub(crate) fn get(sum: &Path, key: &str) -> Option<Results> {
     let body = kept::get(sum, key)?;
     let s: Stored = serde_json::from_str(&body).ok()?;
     if s.key != key || s.rows.len() != METRICS.len() {
@@ -131,7 +131,7 @@ impl Results {
     /// discovery's notes (the next open says its own), without the one
     /// saying that this process could not spill (its memory, not its
     /// results).
-    pub fn of(found: &Found, warnings: &[String], about: About, rows: Vec<Row>) -> Self {
+    pub(crate) fn of(found: &Found, warnings: &[String], about: About, rows: Vec<Row>) -> Self {
         Self {
             warnings: warnings[found.discovery.notes.len().min(warnings.len())..]
                 .iter()
@@ -153,7 +153,7 @@ pub(crate) fn in_cache(sum: &Path, opts: &LoadOptions) -> bool {
 
 /// Stores `r` under `key`; whether it was (see `summary::kept::put`: a
 /// summary that cannot be written to keeps none).
-pub fn put(sum: &Path, key: &str, r: &Results) -> bool {
+pub(crate) fn put(sum: &Path, key: &str, r: &Results) -> bool {
     let s = Stored {
         key: key.to_owned(),
         warnings: r.warnings.clone(),

@@ -30,7 +30,7 @@ pub struct Row {
 
 impl Row {
     /// (min, rank of min, max, rank of max) over per-rank values, when there are ≥ 2.
-    pub fn spread(&self) -> Option<((u32, f64), (u32, f64))> {
+    pub(crate) fn spread(&self) -> Option<((u32, f64), (u32, f64))> {
         let Outcome::Value(m) = &self.outcome else {
             return None;
         };
@@ -118,7 +118,12 @@ pub fn rows(ctx: &crate::metrics::Ctx) -> Vec<Row> {
         .collect()
 }
 
-pub fn write(format: Format, about: &About, rows: &[Row], out: &mut dyn Write) -> io::Result<()> {
+pub(crate) fn write(
+    format: Format,
+    about: &About,
+    rows: &[Row],
+    out: &mut dyn Write,
+) -> io::Result<()> {
     match format {
         Format::Table => table::write(about, rows, out),
         Format::Json => json::write(about, rows, out),

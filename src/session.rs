@@ -48,7 +48,7 @@ pub struct Run {
 
 /// The inputs of the run at `path`: a summary's when one stands for it
 /// (see `load::inputs`).
-pub fn find(path: &Path, opts: &LoadOptions) -> Result<Found> {
+pub(crate) fn find(path: &Path, opts: &LoadOptions) -> Result<Found> {
     load::inputs(path, opts).with_context(|| cannot(path))
 }
 

@@ -121,7 +121,12 @@ enum Screen {
 /// Runs the UI on one run (or two to compare) until the user quits. A load error
 /// is shown in the UI and then returned, so the exit status says the trace could
 /// not be read.
-pub fn run(paths: Vec<PathBuf>, load: LoadOptions, opts: Options, threshold: f64) -> Result<()> {
+pub(crate) fn run(
+    paths: Vec<PathBuf>,
+    load: LoadOptions,
+    opts: Options,
+    threshold: f64,
+) -> Result<()> {
     let theme = Theme::from_env();
     let progress = Arc::new(Progress::default());
     let source = paths

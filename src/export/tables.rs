@@ -32,14 +32,15 @@ pub struct Table {
 }
 
 impl Table {
-    pub fn rows(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn rows(&self) -> usize {
         self.batches.iter().map(RecordBatch::num_rows).sum()
     }
 }
 
 /// Builds the table called `name` (one of [`TABLES`]) from the loaded
 /// timelines; `None` for other names.
-pub fn table(ctx: &Ctx, name: &str) -> Option<Result<Table, ArrowError>> {
+pub(crate) fn table(ctx: &Ctx, name: &str) -> Option<Result<Table, ArrowError>> {
     Some(match name {
         "collectives" => collectives(ctx),
         "ranks" => ranks(ctx),
@@ -331,7 +332,7 @@ fn collectives_schema() -> SchemaRef {
 /// One row per member of each collective matched across ranks: when it
 /// started and ended on the aligned clock, how long it waited for the last
 /// member, and who that was.
-pub fn collectives(ctx: &Ctx) -> Result<Table, ArrowError> {
+pub(crate) fn collectives(ctx: &Ctx) -> Result<Table, ArrowError> {
     let schema = collectives_schema();
     let mut batches = Vec::new();
     collective_batches(ctx, &schema, &mut |b| {
@@ -515,7 +516,7 @@ fn ranks_schema() -> SchemaRef {
 
 /// One row per rank: where it came from, its clock offset, and where its
 /// measured steps went (means per step, as the Summary's budget).
-pub fn ranks(ctx: &Ctx) -> Result<Table, ArrowError> {
+pub(crate) fn ranks(ctx: &Ctx) -> Result<Table, ArrowError> {
     let schema = ranks_schema();
     let rows = ctx.rank_rows();
     let offset = |rank: u32| {

@@ -16,7 +16,7 @@ pub(crate) const SORT_KEYS: [&str; 7] =
     ["id", "start", "wait", "transfer", "busbw", "size", "late"];
 
 /// Sorts `rows` by `key` (one of [`SORT_KEYS`]).
-pub fn sort(rows: &mut [InstanceRow], key: &str) {
+pub(crate) fn sort(rows: &mut [InstanceRow], key: &str) {
     let bw = |r: &InstanceRow| r.busbw().unwrap_or(-1.0);
     match key {
         "start" => rows.sort_by_key(|r| (r.start, r.id)),
@@ -46,7 +46,7 @@ fn bytes(v: Option<u64>) -> String {
 }
 
 /// What the command shows: the instances, their groups and the fits.
-pub struct View<'a> {
+pub(crate) struct View<'a> {
     /// The run the rows are of (their members' ops).
     pub trace: &'a crate::model::Trace,
     /// The run's matched instances (the rows' members).
@@ -59,7 +59,7 @@ pub struct View<'a> {
     pub grouped_only: bool,
 }
 
-pub fn write(format: Format, v: &View, out: &mut dyn Write) -> io::Result<()> {
+pub(crate) fn write(format: Format, v: &View, out: &mut dyn Write) -> io::Result<()> {
     match format {
         Format::Table => {
             table(v.rows, v.groups, v.grouped_only, out)?;

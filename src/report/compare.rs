@@ -16,7 +16,12 @@ pub struct Sides<'a> {
     pub top: usize,
 }
 
-pub fn write(format: Format, s: &Sides, c: &Comparison, out: &mut dyn Write) -> io::Result<()> {
+pub(crate) fn write(
+    format: Format,
+    s: &Sides,
+    c: &Comparison,
+    out: &mut dyn Write,
+) -> io::Result<()> {
     match format {
         Format::Table => table(s, c, out),
         Format::Json => {

@@ -5,7 +5,7 @@ use std::io::{self, Write};
 use super::Row;
 use crate::metrics::Outcome;
 
-pub fn write(rows: &[Row], out: &mut dyn Write) -> io::Result<()> {
+pub(crate) fn write(rows: &[Row], out: &mut dyn Write) -> io::Result<()> {
     let mut w = csv::Writer::from_writer(out);
     let num = |v: Option<f64>| v.map_or(String::new(), |v| v.to_string());
     w.write_record([

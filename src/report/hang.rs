@@ -7,7 +7,7 @@ use crate::metrics::hang::{
 
 /// How a line reads on screen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     /// The verdict.
     Verdict,
     Heading,
@@ -25,7 +25,7 @@ const FRAMES: usize = 5;
 /// Ranks listed in the "when" table; the rest are counted.
 pub(crate) const RANKS_SHOWN: usize = 16;
 
-pub fn lines(r: &HangReport) -> Vec<(Kind, String)> {
+pub(crate) fn lines(r: &HangReport) -> Vec<(Kind, String)> {
     let mut out = Vec::new();
     let mut push = |k: Kind, s: String| out.push((k, s));
     let tag = match r.verdict {
@@ -283,7 +283,7 @@ fn ago(c: &CallRef, now: Option<i64>) -> String {
 }
 
 /// `0.52 s`, `31.0 s`, `12 min 5 s`, `3 h 2 min`.
-pub fn seconds(s: f64) -> String {
+pub(crate) fn seconds(s: f64) -> String {
     if s >= 3600.0 {
         format!(
             "{} h {} min",

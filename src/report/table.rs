@@ -5,7 +5,7 @@ use std::io::{self, Write};
 use super::{About, Row};
 use crate::metrics::Outcome;
 
-pub fn write(about: &About, rows: &[Row], out: &mut dyn Write) -> io::Result<()> {
+pub(crate) fn write(about: &About, rows: &[Row], out: &mut dyn Write) -> io::Result<()> {
     writeln!(
         out,
         "{}: {} rank{} ({}), {} GPU ops",

@@ -65,7 +65,7 @@ pub(crate) const PAGED_OPS: usize = 8 << 20;
 /// Collectives a lean load holds in memory under `Pages::Auto`, over all
 /// ranks (about 235 MB at 56 bytes an op): each further rank's are spilled
 /// to a temporary file (see `model::slab`).
-pub const HELD_COMM_OPS: usize = 4 << 20;
+pub(crate) const HELD_COMM_OPS: usize = 4 << 20;
 
 impl Pages {
     /// How many collectives a lean load holds before it spills them:
@@ -431,7 +431,7 @@ pub(crate) fn rules_path(path: &Path, traces: &Path, opts: &LoadOptions) -> Opti
 /// What a load reads: the inputs, where the traces are, and the summary
 /// read in their place, if one is.
 #[derive(Debug)]
-pub struct Found {
+pub(crate) struct Found {
     pub discovery: Discovery,
     pub traces: PathBuf,
     pub summary: Option<SummaryUsed>,
@@ -439,7 +439,7 @@ pub struct Found {
 
 /// A summary read in place of the traces.
 #[derive(Debug)]
-pub struct SummaryUsed {
+pub(crate) struct SummaryUsed {
     pub path: PathBuf,
     /// Of its manifest and entries (see `summary::open::Opened`).
     pub digest: u64,

@@ -43,7 +43,7 @@ pub struct App {
 }
 
 /// Tab bar, tab body, status line.
-pub fn layout(area: Rect) -> (Rect, Rect, Rect) {
+pub(crate) fn layout(area: Rect) -> (Rect, Rect, Rect) {
     let bar = Rect::new(area.x, area.y, area.width, 1.min(area.height));
     let status_h = 1.min(area.height - bar.height);
     let body = Rect::new(

@@ -204,7 +204,7 @@ impl Data {
     /// figures from the ranks' stats, its lanes from the summary's coarsest
     /// bins, finer bins and ops read a window at a time as the Timeline
     /// zooms. `Err` when a table cannot be read.
-    pub fn paged(run: crate::session::Run, opts: Options) -> Result<Self, String> {
+    pub(crate) fn paged(run: crate::session::Run, opts: Options) -> Result<Self, String> {
         use crate::tui::paged::Paged;
         let crate::session::Run {
             trace,

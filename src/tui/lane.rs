@@ -30,7 +30,7 @@ pub struct Lane {
 }
 
 impl Lane {
-    pub fn of<'a>(
+    pub(crate) fn of<'a>(
         rank_index: usize,
         rank: u32,
         stream: Option<u32>,
@@ -119,7 +119,7 @@ impl Lane {
     }
 
     /// The rank's launching thread this CPU lane shows.
-    pub fn thread<'a>(&self, trace: &'a Trace) -> Option<&'a CpuThread> {
+    pub(crate) fn thread<'a>(&self, trace: &'a Trace) -> Option<&'a CpuThread> {
         let (_, k) = self.cpu?;
         trace.ranks.get(self.rank_index)?.cpu.get(k)
     }

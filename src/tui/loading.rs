@@ -10,7 +10,7 @@ use ratatui::widgets::{Gauge, Paragraph, Widget, Wrap};
 use super::theme::Theme;
 use crate::session::load::Progress;
 
-pub struct Loading<'a> {
+pub(crate) struct Loading<'a> {
     pub source: &'a str,
     pub progress: &'a Progress,
     pub theme: Theme,

@@ -38,7 +38,7 @@ fn max_rows(on_screen: usize) -> usize {
 /// What reading pages needs of the run: its ranks as held (lean) and
 /// where each collective's last member started (a lane's waits).
 #[derive(Clone, Copy)]
-pub struct Run<'a> {
+pub(crate) struct Run<'a> {
     pub trace: &'a Trace,
     pub last_starts: &'a LastStarts,
 }
@@ -135,7 +135,7 @@ struct Detail {
 
 impl Paged {
     /// `top`: per rank, its coarsest bins' level and width.
-    pub fn new(pages: Pages, top: Vec<Option<(u32, Ns)>>) -> Self {
+    pub(crate) fn new(pages: Pages, top: Vec<Option<(u32, Ns)>>) -> Self {
         Self {
             pages,
             top,
@@ -150,13 +150,13 @@ impl Paged {
     }
 
     /// Keeps `e` for the Timeline to show.
-    pub fn fail(&self, e: String) {
+    pub(crate) fn fail(&self, e: String) {
         if let Ok(mut slot) = self.error.lock() {
             *slot = Some(e);
         }
     }
 
-    pub fn error(&self) -> Option<String> {
+    pub(crate) fn error(&self) -> Option<String> {
         self.error.lock().ok()?.clone()
     }
 
@@ -252,7 +252,13 @@ impl Paged {
         })
     }
 
-    pub fn shown<'a>(&self, run: Run<'_>, lane: &'a Lane, view: Interval, width: u16) -> Shown<'a> {
+    pub(crate) fn shown<'a>(
+        &self,
+        run: Run<'_>,
+        lane: &'a Lane,
+        view: Interval,
+        width: u16,
+    ) -> Shown<'a> {
         let want = self.want(lane.rank_index, view, width);
         let Some(d) = self.detail(run, lane.rank_index, view, want) else {
             return Shown::Resident(lane);
@@ -289,7 +295,7 @@ impl Paged {
         });
     }
 
-    pub fn ops_in(
+    pub(crate) fn ops_in(
         &self,
         run: Run<'_>,
         ri: usize,
@@ -324,7 +330,7 @@ impl Paged {
         (ops.len() <= max).then_some(ops)
     }
 
-    pub fn visit(
+    pub(crate) fn visit(
         &self,
         run: Run<'_>,
         ri: usize,

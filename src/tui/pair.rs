@@ -35,7 +35,7 @@ impl Pair {
 
     /// Steps shown side by side: the longer of the two runs' step lists (a run
     /// without step markers counts as one step, its whole span).
-    pub fn steps(&self) -> usize {
+    pub(crate) fn steps(&self) -> usize {
         steps(&self.a).max(steps(&self.b))
     }
 }

@@ -61,11 +61,11 @@ impl Tab {
     }
 
     /// The `n`th tab of the registry (0-based), as number keys select them.
-    pub fn nth(n: usize) -> Option<Tab> {
+    pub(crate) fn nth(n: usize) -> Option<Tab> {
         TABS.get(n).map(|s| s.tab)
     }
 
-    pub fn index(self) -> usize {
+    pub(crate) fn index(self) -> usize {
         TABS.iter().position(|s| s.tab == self).unwrap_or(0)
     }
 
@@ -74,7 +74,7 @@ impl Tab {
     }
 
     /// The tab after this one among `tabs`, wrapping around.
-    pub fn next(self, tabs: &[Tab]) -> Self {
+    pub(crate) fn next(self, tabs: &[Tab]) -> Self {
         let i = tabs.iter().position(|&t| t == self).unwrap_or(0);
         tabs[(i + 1) % tabs.len()]
     }
@@ -85,13 +85,13 @@ impl Tab {
     }
 
     /// Parses a tab name as given to `--tab` (case-insensitive, prefix allowed).
-    pub fn parse(s: &str) -> Option<Self> {
+    pub(crate) fn parse(s: &str) -> Option<Self> {
         let s = s.to_ascii_lowercase();
         Self::all().find(|t| !s.is_empty() && t.title().to_ascii_lowercase().starts_with(&s))
     }
 
     /// Every tab's name in lower case, for messages and `--help`.
-    pub fn names() -> String {
+    pub(crate) fn names() -> String {
         Self::all()
             .map(|t| t.title().to_ascii_lowercase())
             .collect::<Vec<_>>()
@@ -99,7 +99,7 @@ impl Tab {
     }
 
     /// The label in the tab bar, e.g. ` 1 Summary `.
-    pub fn label(self) -> String {
+    pub(crate) fn label(self) -> String {
         format!(" {} {} ", self.index() + 1, self.title())
     }
 }

@@ -20,7 +20,7 @@ use crate::headless::EXIT_USAGE;
 use crate::session::load::Progress;
 
 /// Draws `app` into an off-screen buffer of `width` × `height` cells.
-pub fn render(app: &mut App, width: u16, height: u16) -> Buffer {
+pub(crate) fn render(app: &mut App, width: u16, height: u16) -> Buffer {
     app.update(Action::Resize { width, height });
     let mut terminal = Terminal::new(TestBackend::new(width, height)).expect("test backend");
     terminal
@@ -30,7 +30,7 @@ pub fn render(app: &mut App, width: u16, height: u16) -> Buffer {
 }
 
 /// Renders one tab of the UI to an SVG file (`--screenshot FILE --tab T --size WxH`).
-pub fn write(cli: &Cli, out: &Path) -> Result<u8> {
+pub(crate) fn write(cli: &Cli, out: &Path) -> Result<u8> {
     let Some(tab) = Tab::parse(&cli.tab) else {
         crate::say!(
             "ccl-bench: unknown tab '{}'; tabs: {}",

@@ -144,7 +144,7 @@ pub(crate) fn buffer_to_text(buf: &Buffer) -> String {
 
 /// Writes `buf`, a screen of tab `tab`, to `dir/ccl-bench-<tab>-N.svg` and
 /// `.txt`, N the first number free for both; returns the two paths.
-pub fn save(
+pub(crate) fn save(
     buf: &Buffer,
     tab: &str,
     dir: &Path,

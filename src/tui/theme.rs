@@ -56,7 +56,7 @@ impl Shade {
         }
     }
 
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             Self::Idle => "idle",
             Self::Compute => "compute",
@@ -92,7 +92,7 @@ impl Theme {
         }
     }
 
-    pub fn shade(self, s: Shade) -> Style {
+    pub(crate) fn shade(self, s: Shade) -> Style {
         match s {
             Shade::Idle => Style::new(),
             Shade::Compute => self.fg(Color::Blue),
@@ -105,15 +105,15 @@ impl Theme {
         }
     }
 
-    pub fn title(self) -> Style {
+    pub(crate) fn title(self) -> Style {
         self.fg(Color::Cyan).add_modifier(Modifier::BOLD)
     }
 
-    pub fn header(self) -> Style {
+    pub(crate) fn header(self) -> Style {
         Style::new().add_modifier(Modifier::BOLD | Modifier::UNDERLINED)
     }
 
-    pub fn key(self) -> Style {
+    pub(crate) fn key(self) -> Style {
         self.fg(Color::Yellow).add_modifier(Modifier::BOLD)
     }
 
@@ -125,7 +125,7 @@ impl Theme {
         }
     }
 
-    pub fn selected(self) -> Style {
+    pub(crate) fn selected(self) -> Style {
         Style::new().add_modifier(Modifier::REVERSED)
     }
 
@@ -148,19 +148,19 @@ impl Theme {
         self.fg(Color::LightRed).add_modifier(Modifier::BOLD)
     }
 
-    pub fn good(self) -> Style {
+    pub(crate) fn good(self) -> Style {
         self.fg(Color::Green)
     }
 
-    pub fn bar(self) -> Style {
+    pub(crate) fn bar(self) -> Style {
         self.fg(Color::Cyan)
     }
 
-    pub fn cursor(self) -> Style {
+    pub(crate) fn cursor(self) -> Style {
         self.fg(Color::Yellow).add_modifier(Modifier::BOLD)
     }
 
-    pub fn error(self) -> Style {
+    pub(crate) fn error(self) -> Style {
         self.fg(Color::Red).add_modifier(Modifier::BOLD)
     }
 }

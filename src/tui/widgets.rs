@@ -6,7 +6,7 @@ pub mod table;
 
 /// A horizontal bar `width` cells wide filled to `fraction` (0..=1), with
 /// eighth-block precision.
-pub fn bar(fraction: f64, width: u16) -> String {
+pub(crate) fn bar(fraction: f64, width: u16) -> String {
     const EIGHTHS: [&str; 8] = ["", "▏", "▎", "▍", "▌", "▋", "▊", "▉"];
     let f = if fraction.is_finite() {
         fraction.clamp(0.0, 1.0)

@@ -62,7 +62,7 @@ pub struct CollectivesState {
 }
 
 impl CollectivesState {
-    pub fn new(data: &Data) -> Self {
+    pub(crate) fn new(data: &Data) -> Self {
         let mut s = Self {
             grouped: false,
             sort: [(0, false), (8, true)],
@@ -138,7 +138,7 @@ impl CollectivesState {
         })
     }
 
-    pub fn update(&mut self, action: Action, data: &Data, area: Rect) {
+    pub(crate) fn update(&mut self, action: Action, data: &Data, area: Rect) {
         let page = usize::from(area.height.saturating_sub(3)).max(1);
         let last = self.shown.len().saturating_sub(1);
         if let Some(to) = moved(self.selected, &action, page, last) {
@@ -289,7 +289,13 @@ fn gbps(v: Option<f64>) -> String {
     v.map_or("-".to_owned(), |v| format!("{:.2}", v / 1e9))
 }
 
-pub fn render(state: &CollectivesState, data: &Data, theme: Theme, area: Rect, buf: &mut Buffer) {
+pub(crate) fn render(
+    state: &CollectivesState,
+    data: &Data,
+    theme: Theme,
+    area: Rect,
+    buf: &mut Buffer,
+) {
     if area.height == 0 {
         return;
     }

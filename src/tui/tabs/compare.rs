@@ -23,7 +23,7 @@ use crate::tui::widgets::table::{self, col, Column, Row, Table};
 
 /// What the table lists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum View {
+pub(crate) enum View {
     #[default]
     Metrics,
     Kernels,
@@ -71,7 +71,7 @@ const TIME_COLUMNS: [Column; 6] = [
 ];
 
 #[derive(Debug, Clone, Default)]
-pub struct CompareState {
+pub(crate) struct CompareState {
     pub view: View,
     /// Only rows changed beyond the threshold (metrics view).
     pub changed_only: bool,
@@ -120,7 +120,7 @@ fn row_count(state: &CompareState, pair: &Pair) -> usize {
 }
 
 impl CompareState {
-    pub fn update(&mut self, action: Action, pair: &Pair, area: Rect) {
+    pub(crate) fn update(&mut self, action: Action, pair: &Pair, area: Rect) {
         let (t, _) = split(area, pair);
         let rows = row_count(self, pair);
         let page = usize::from(t.height.saturating_sub(1)).max(1);
@@ -164,7 +164,7 @@ impl CompareState {
     }
 
     /// What the table shows, for the status line.
-    pub fn scope(&self) -> String {
+    pub(crate) fn scope(&self) -> String {
         format!(
             "{} · {}",
             self.view.title(),
@@ -191,7 +191,13 @@ fn secs(s: f64) -> String {
     human(Ns::rounded(s * 1e9))
 }
 
-pub fn render(state: &CompareState, pair: &Pair, theme: Theme, area: Rect, buf: &mut Buffer) {
+pub(crate) fn render(
+    state: &CompareState,
+    pair: &Pair,
+    theme: Theme,
+    area: Rect,
+    buf: &mut Buffer,
+) {
     if area.width == 0 || area.height == 0 {
         return;
     }

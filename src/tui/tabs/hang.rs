@@ -24,7 +24,7 @@ pub(crate) struct HangState {
 }
 
 impl HangState {
-    pub fn new(data: &Data) -> Self {
+    pub(crate) fn new(data: &Data) -> Self {
         let lines = if data.trace.flight.is_empty() {
             vec![(Kind::Dim, "no Flight Recorder dumps in this run".into())]
         } else {

@@ -50,7 +50,7 @@ pub struct KernelsState {
 }
 
 impl KernelsState {
-    pub fn new(data: &Data) -> Self {
+    pub(crate) fn new(data: &Data) -> Self {
         let mut s = Self {
             grouping: Grouping::Kernel,
             rank: None,
@@ -198,7 +198,7 @@ impl KernelsState {
         self.selected = self.selected.min(self.shown.len().saturating_sub(1));
     }
 
-    pub fn update(&mut self, action: Action, data: &Data, area: Rect) {
+    pub(crate) fn update(&mut self, action: Action, data: &Data, area: Rect) {
         if self.typing {
             match action {
                 Action::Input(c) => self.filter.push(c),
@@ -277,7 +277,7 @@ impl KernelsState {
     }
 
     /// What the table shows, for the status line.
-    pub fn scope(&self) -> String {
+    pub(crate) fn scope(&self) -> String {
         let scope = self
             .rank
             .map_or("all ranks".to_owned(), |r| format!("rank {r}"));
@@ -313,7 +313,13 @@ fn table_area(area: Rect) -> Rect {
     )
 }
 
-pub fn render(state: &KernelsState, _data: &Data, theme: Theme, area: Rect, buf: &mut Buffer) {
+pub(crate) fn render(
+    state: &KernelsState,
+    _data: &Data,
+    theme: Theme,
+    area: Rect,
+    buf: &mut Buffer,
+) {
     if area.height == 0 {
         return;
     }

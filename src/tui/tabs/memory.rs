@@ -16,13 +16,13 @@ use crate::tui::theme::{Shade, Theme};
 use crate::tui::widgets::fit;
 
 #[derive(Debug, Clone, Default)]
-pub struct MemoryState {
+pub(crate) struct MemoryState {
     /// Index into the trace's memory timelines.
     pub index: usize,
 }
 
 impl MemoryState {
-    pub fn update(&mut self, action: Action, data: &Data) {
+    pub(crate) fn update(&mut self, action: Action, data: &Data) {
         let n = data.trace.memory.len().max(1);
         match action {
             Action::NextRank | Action::Down => self.index = (self.index + 1) % n,
@@ -38,7 +38,7 @@ fn gb(bytes: i64) -> String {
     format!("{:.3} GB", bytes as f64 / GB)
 }
 
-pub fn render(state: &MemoryState, data: &Data, theme: Theme, area: Rect, buf: &mut Buffer) {
+pub(crate) fn render(state: &MemoryState, data: &Data, theme: Theme, area: Rect, buf: &mut Buffer) {
     if area.width == 0 || area.height == 0 {
         return;
     }

@@ -46,7 +46,7 @@ pub struct StragglersState {
 }
 
 impl StragglersState {
-    pub fn new(data: &Data) -> Self {
+    pub(crate) fn new(data: &Data) -> Self {
         let mut s = Self {
             sort: (0, false),
             selected: 0,
@@ -67,7 +67,7 @@ impl StragglersState {
         });
     }
 
-    pub fn update(&mut self, action: Action, data: &Data, area: Rect) {
+    pub(crate) fn update(&mut self, action: Action, data: &Data, area: Rect) {
         let last = self.order.len().saturating_sub(1);
         match action {
             Action::Up | Action::ScrollUp { .. } => self.selected = self.selected.saturating_sub(1),
@@ -321,7 +321,13 @@ fn render_heatmap(data: &Data, theme: Theme, area: Rect, buf: &mut Buffer) {
     }
 }
 
-pub fn render(state: &StragglersState, data: &Data, theme: Theme, area: Rect, buf: &mut Buffer) {
+pub(crate) fn render(
+    state: &StragglersState,
+    data: &Data,
+    theme: Theme,
+    area: Rect,
+    buf: &mut Buffer,
+) {
     if area.height == 0 {
         return;
     }

@@ -22,7 +22,7 @@ use crate::tui::widgets::fit;
 use crate::tui::widgets::table::moved;
 
 #[derive(Debug, Default, Clone)]
-pub struct SummaryState {
+pub(crate) struct SummaryState {
     pub scroll: u16,
     /// Index into the metric rows shown (see [`shown`]).
     pub selected: usize,
@@ -36,7 +36,7 @@ const DETAIL: u16 = 4;
 const BUDGET_RANKS: usize = 8;
 
 impl SummaryState {
-    pub fn update(&mut self, action: Action, data: &Data, area: Rect) {
+    pub(crate) fn update(&mut self, action: Action, data: &Data, area: Rect) {
         let n = shown(data, self.show_na).len();
         let page = usize::from(area.height.saturating_sub(DETAIL).max(1));
         let last = n.saturating_sub(1);
@@ -78,7 +78,13 @@ fn body_height(area: Rect) -> u16 {
     }
 }
 
-pub fn render(state: &SummaryState, data: &Data, theme: Theme, area: Rect, buf: &mut Buffer) {
+pub(crate) fn render(
+    state: &SummaryState,
+    data: &Data,
+    theme: Theme,
+    area: Rect,
+    buf: &mut Buffer,
+) {
     let (text, _) = lines(data, theme, area.width, state);
     let body = body_height(area);
     Paragraph::new(text)

@@ -89,7 +89,7 @@ fn clock_shift(state: &TimelineState, data: &Data, rank_index: usize) -> Ns {
 }
 
 impl TimelineState {
-    pub fn new(data: &Data) -> Self {
+    pub(crate) fn new(data: &Data) -> Self {
         Self {
             view: data.span,
             cursor: data.span.start,
@@ -143,7 +143,7 @@ impl TimelineState {
         }
     }
 
-    pub fn typing(&self) -> bool {
+    pub(crate) fn typing(&self) -> bool {
         self.prompt.is_some() || self.query.is_some()
     }
 
@@ -203,7 +203,7 @@ impl TimelineState {
 
     /// Shows `j` (Enter on another tab's row): its rank's lane (its stream's
     /// with one lane per stream), its range and cursor.
-    pub fn show(&mut self, data: &Data, j: &Jump, area: Rect) {
+    pub(crate) fn show(&mut self, data: &Data, j: &Jump, area: Rect) {
         let width = areas(area, self.pane_rows(data)).lanes.width;
         self.select_lane(data, j.rank_index, j.stream);
         self.set_view(data, j.span.start, j.span.len(), width);
@@ -221,7 +221,7 @@ impl TimelineState {
         self.message = Some(s.label());
     }
 
-    pub fn update(&mut self, action: Action, data: &Data, area: Rect) {
+    pub(crate) fn update(&mut self, action: Action, data: &Data, area: Rect) {
         let a = areas(area, self.pane_rows(data));
         let width = a.lanes.width;
         let ns_per_col = (self.view.len() / i64::from(width.max(1))).max(Ns(1));
@@ -504,7 +504,7 @@ impl Hits {
     }
 
     /// "hit 3 of 16 for "gemm" · r0 8, r1 8 · } next  { previous".
-    pub fn say(&self) -> String {
+    pub(crate) fn say(&self) -> String {
         let ranks: Vec<String> = self
             .per_rank
             .iter()
@@ -567,7 +567,13 @@ fn lane_offset(selected: usize, rows: u16) -> usize {
     crate::tui::widgets::table::offset(selected, usize::from(rows))
 }
 
-pub fn render(state: &TimelineState, data: &Data, theme: Theme, area: Rect, buf: &mut Buffer) {
+pub(crate) fn render(
+    state: &TimelineState,
+    data: &Data,
+    theme: Theme,
+    area: Rect,
+    buf: &mut Buffer,
+) {
     if area.width == 0 || area.height == 0 {
         return;
     }

@@ -14,7 +14,7 @@ pub(crate) struct Help {
     pub scroll: u16,
 }
 
-pub fn lines(theme: Theme) -> Vec<Line<'static>> {
+pub(crate) fn lines(theme: Theme) -> Vec<Line<'static>> {
     let mut out = Vec::new();
     let scopes = std::iter::once(Scope::Global).chain(Tab::all().map(Scope::Tab));
     for scope in scopes {

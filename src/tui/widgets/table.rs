@@ -19,7 +19,7 @@ pub struct Column {
     pub right: bool,
 }
 
-pub const fn col(title: &'static str, width: u16, right: bool) -> Column {
+pub(crate) const fn col(title: &'static str, width: u16, right: bool) -> Column {
     Column {
         title,
         width,
@@ -42,7 +42,7 @@ pub struct Table<'a> {
 }
 
 /// Each column's width within `total` cells (one space between columns).
-pub fn widths(columns: &[Column], total: u16) -> Vec<u16> {
+pub(crate) fn widths(columns: &[Column], total: u16) -> Vec<u16> {
     let fixed: u16 =
         columns.iter().map(|c| c.width).sum::<u16>() + columns.len().saturating_sub(1) as u16;
     let flex = total.saturating_sub(fixed).max(8);
@@ -66,14 +66,14 @@ pub(crate) fn column_at(columns: &[Column], total: u16, x: u16) -> Option<usize>
 
 /// What a click at (col, row) in a table drawn in `area` landed on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Hit {
+pub(crate) enum Hit {
     /// A column header.
     Header(usize),
     /// A data row, by index into the rows (scrolling accounted for).
     Row(usize),
 }
 
-pub fn hit(
+pub(crate) fn hit(
     columns: &[Column],
     area: Rect,
     selected: usize,
@@ -95,7 +95,7 @@ pub fn hit(
 /// First row shown so that `selected` is visible in `height` rows (header excluded).
 /// Where a row selection moves for `action` in a list of `last + 1` rows
 /// showing `page` at a time; `None` when the action is not a move.
-pub fn moved(selected: usize, action: &Action, page: usize, last: usize) -> Option<usize> {
+pub(crate) fn moved(selected: usize, action: &Action, page: usize, last: usize) -> Option<usize> {
     Some(match action {
         Action::Up | Action::ScrollUp { .. } => selected.saturating_sub(1),
         Action::Down | Action::ScrollDown { .. } => (selected + 1).min(last),
@@ -107,7 +107,7 @@ pub fn moved(selected: usize, action: &Action, page: usize, last: usize) -> Opti
     })
 }
 
-pub fn offset(selected: usize, visible: usize) -> usize {
+pub(crate) fn offset(selected: usize, visible: usize) -> usize {
     if visible == 0 {
         return selected;
     }
