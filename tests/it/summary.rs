@@ -7,7 +7,7 @@ use std::process::{Command, Output};
 
 use ccl_bench::synth::{training_run, RunShape};
 
-use crate::support::{corpus, metrics_doc, run, stderr, stdout, write_ranks};
+use crate::support::{corpus, metrics_doc, run, snapshot, stderr, stdout, write_ranks};
 
 /// The metrics document without what names the files: the run's path,
 /// and the absolute paths a summary records where the traces were named
@@ -452,25 +452,6 @@ fn a_summary_keeps_its_results_for_the_same_question_only() {
     assert_ne!(stdout(&metric(&sum, "avg_step_time")), raw_step);
 }
 
-/// Every file under `dir`, with its bytes and modification time.
-fn files_of(dir: &Path) -> Vec<(std::path::PathBuf, Vec<u8>, std::time::SystemTime)> {
-    let mut out = Vec::new();
-    let mut todo = vec![dir.to_owned()];
-    while let Some(d) = todo.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            let m = std::fs::symlink_metadata(&p).unwrap();
-            if m.is_dir() {
-                todo.push(p);
-            } else {
-                out.push((p.clone(), std::fs::read(&p).unwrap(), m.modified().unwrap()));
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
 /// Reading a run writes nothing: metrics of a summary whose results were
 /// never kept (or of other options), by its path or its traces' folder,
 /// compute and print, and leave both folders as they were.
@@ -485,7 +466,7 @@ fn reading_a_summary_writes_nothing() {
     let sum = ccl_bench::summary::beside(&dir).unwrap();
     assert!(summarize(&dir, &sum, &[]).status.success());
     std::fs::remove_dir_all(sum.join("results")).unwrap();
-    let (traces, summary) = (files_of(&dir), files_of(&sum));
+    let (traces, summary) = (snapshot(&dir), snapshot(&sum));
     for p in [&sum, &dir] {
         let p = p.to_str().unwrap();
         for args in [
@@ -499,8 +480,8 @@ fn reading_a_summary_writes_nothing() {
             assert!(o.status.success(), "{args:?}: {}", stderr(&o));
         }
     }
-    assert!(files_of(&dir) == traces, "the traces' folder changed");
-    assert!(files_of(&sum) == summary, "the summary changed");
+    assert!(snapshot(&dir) == traces, "the traces' folder changed");
+    assert!(snapshot(&sum) == summary, "the summary changed");
 }
 
 #[test]

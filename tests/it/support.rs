@@ -64,3 +64,24 @@ pub fn metrics_doc(path: &Path, what: &str) -> serde_json::Value {
     assert!(o.status.success(), "{what}: {}", stderr(&o));
     serde_json::from_str(&stdout(&o)).unwrap()
 }
+
+/// Every file under `dir` (recursively, links not followed) with its bytes.
+pub fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            let m = std::fs::symlink_metadata(&p).unwrap();
+            if m.is_dir() {
+                stack.push(p);
+            } else if m.is_file() {
+                out.push((p.clone(), std::fs::read(&p).unwrap()));
+            } else {
+                out.push((p, Vec::new()));
+            }
+        }
+    }
+    out.sort();
+    out
+}

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use ccl_bench::synth::{training_run, RunShape};
 
-use crate::support::{stderr, stdout, write_ranks};
+use crate::support::{snapshot, stderr, stdout, write_ranks};
 
 /// Runs ccl-bench, killing it past `DEADLINE` (a hang fails the test).
 fn run(args: &[&str]) -> Output {
@@ -37,27 +37,6 @@ fn run(args: &[&str]) -> Output {
 
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
-}
-
-/// Every file under `dir` (recursively, links not followed) with its bytes.
-fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_owned()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            let m = std::fs::symlink_metadata(&p).unwrap();
-            if m.is_dir() {
-                stack.push(p);
-            } else if m.is_file() {
-                out.push((p.clone(), std::fs::read(&p).unwrap()));
-            } else {
-                out.push((p, Vec::new()));
-            }
-        }
-    }
-    out.sort();
-    out
 }
 
 fn shape() -> RunShape {
