@@ -119,9 +119,8 @@ pub(crate) fn run(cli: &Cli) -> Result<u8> {
     let kept = key.filter(|(sum, _)| kept::in_cache(sum, &opts));
     // Metrics need each rank's ops only while it is read (see `load::Lean`).
     let run = session::open_found(path, &found, &opts, Need::Figures, &Progress::default())?;
-    let (trace, report, stats) = run.into_parts();
-    let warnings = report.warnings;
-    for w in &warnings {
+    let (trace, said, stats) = run.into_parts();
+    for w in &said.warnings {
         crate::say!("warning: {w}");
     }
     let ctx = match Ctx::with_stats(&trace, cli.rank, stats) {
@@ -139,7 +138,7 @@ pub(crate) fn run(cli: &Cli) -> Result<u8> {
         }
         (_, None) => print(metric, &about, &report::rows(&ctx), cli, &mut out),
         (_, Some((sum, key))) => {
-            let r = kept::Results::of(&found, &warnings, about, report::rows(&ctx));
+            let r = kept::Results::of(&found, &said, about, report::rows(&ctx));
             kept::put(sum, &key, &r);
             print(metric, &r.about, &r.rows, cli, &mut out)
         }
@@ -423,14 +422,14 @@ pub fn keep_answers(
         else {
             continue;
         };
-        let (trace, report, stats) = run.into_parts();
+        let (trace, said, stats) = run.into_parts();
         let Ok(ctx) = Ctx::with_stats(&trace, None, stats) else {
             continue;
         };
-        let warnings = report.warnings;
+
         let ctx = ctx.with_options(metric_opts);
         let about = About::of(&ctx);
-        let r = kept::Results::of(&found, &warnings, about, report::rows(&ctx));
+        let r = kept::Results::of(&found, &said, about, report::rows(&ctx));
         if kept::put(sum, &key, &r) {
             notes.push(format!(
                 "kept every metric's result for `ccl-bench {}`",

@@ -19,7 +19,7 @@ use crate::metrics::{Measured, Outcome, METRICS};
 use crate::model::trace::Offset;
 use crate::model::Ns;
 use crate::report::{About, Row};
-use crate::session::load::{Found, LoadOptions};
+use crate::session::load::{Found, LoadOptions, LoadReport, Shortfall};
 
 use crate::summary::{kept, manifest};
 
@@ -127,15 +127,17 @@ fn plausible(metric: &crate::metrics::Metric, o: &Outcome) -> bool {
 }
 
 impl Results {
-    /// What to keep of a metrics run on `found`: its `warnings` past the
-    /// discovery's notes (the next open says its own), without the one
-    /// saying that this process could not spill (its memory, not its
-    /// results).
-    pub(crate) fn of(found: &Found, warnings: &[String], about: About, rows: Vec<Row>) -> Self {
+    /// What to keep of a metrics run on `found` whose load reported
+    /// `report`: its warnings past the discovery's notes (the next open says
+    /// its own), without the one saying that this process could not spill
+    /// (its memory, not its results).
+    pub(crate) fn of(found: &Found, report: &LoadReport, about: About, rows: Vec<Row>) -> Self {
+        let unspilled = report.shortfall(Shortfall::NotSpilled);
+        let w = &report.warnings;
         Self {
-            warnings: warnings[found.discovery.notes.len().min(warnings.len())..]
+            warnings: w[found.discovery.notes.len().min(w.len())..]
                 .iter()
-                .filter(|w| !w.starts_with(crate::session::load::NOT_SPILLED))
+                .filter(|w| Some(w.as_str()) != unspilled)
                 .cloned()
                 .collect(),
             about,
@@ -373,6 +375,45 @@ mod tests {
             &kept::get(dir.path(), "00000000000000aa").unwrap(),
         );
         assert!(get(dir.path(), "00000000000000bb").is_none());
+    }
+
+    /// The warning that this process could not spill is not kept: it says
+    /// something of its memory, not of the run. The discovery's notes are
+    /// not kept either (the next open says its own).
+    #[test]
+    fn what_is_kept_of_the_warnings() {
+        let dir = tempfile::tempdir().unwrap();
+        for (i, r) in crate::synth::two_rank_example().iter().enumerate() {
+            std::fs::write(dir.path().join(format!("rank{i}_trace.json")), r.to_json()).unwrap();
+        }
+        let opts = LoadOptions::default();
+        let mut found = crate::session::find(dir.path(), &opts).unwrap();
+        found.discovery.notes = vec!["a note".into()];
+        let mut report = LoadReport {
+            warnings: vec!["a note".into(), "rank 1: cut off".into()],
+            ..Default::default()
+        };
+        report.warn(
+            Shortfall::NotSpilled,
+            "collectives held in memory: no TMPDIR".into(),
+        );
+        report.warnings.push("rules applied".into());
+        let about = About {
+            source: "x".into(),
+            ranks: vec![0],
+            ops: 1,
+            memory: vec![],
+            et: vec![],
+            offsets: vec![],
+            steps: String::new(),
+        };
+        let r = Results::of(&found, &report, about, Vec::new());
+        assert_eq!(r.warnings, ["rank 1: cut off", "rules applied"]);
+        assert_eq!(
+            report.shortfall(Shortfall::NotSpilled),
+            Some("collectives held in memory: no TMPDIR")
+        );
+        assert_eq!(report.shortfall(Shortfall::NotRebinned), None);
     }
 
     #[test]

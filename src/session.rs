@@ -125,8 +125,7 @@ fn screen(path: &Path, found: &Found, opts: &LoadOptions, progress: &Progress) -
         return whole(path, found, opts, progress);
     }
     // Why pages may be missing lanes, said with the refusal.
-    let unbinned = (run.report.warnings.iter())
-        .find(|w| w.starts_with(load::NOT_REBINNED))
+    let unbinned = (run.report.shortfall(load::Shortfall::NotRebinned))
         .map(|w| format!(" ({w})"))
         .unwrap_or_default();
     // The lanes are drawn from stored bins: a rank whose were of other

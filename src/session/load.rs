@@ -231,12 +231,13 @@ fn load_with(
         .rebin
         .and_then(|r| r.failed.into_inner().ok().flatten());
     if let Some(why) = failed {
-        report.warnings.push(format!(
-            "{NOT_REBINNED} under the class rules, so they are not read in pages: {why}"
-        ));
+        report.warn(
+            Shortfall::NotRebinned,
+            format!("{NOT_REBINNED} under the class rules, so they are not read in pages: {why}"),
+        );
     }
     if let Some(why) = prepare.spill.failed.into_inner().ok().flatten() {
-        report.warnings.push(format!("{NOT_SPILLED}: {why}"));
+        report.warn(Shortfall::NotSpilled, format!("{NOT_SPILLED}: {why}"));
     }
     if let Some(card) = &opts.card {
         trace.card = Some(crate::read::card::read(card)?);
@@ -592,11 +593,40 @@ pub use crate::progress::Progress;
 #[derive(Debug, Default)]
 pub struct LoadReport {
     pub warnings: Vec<String>,
+    /// The warnings a view acts on, by kind: each with its index in
+    /// `warnings`.
+    pub shortfalls: Vec<(Shortfall, usize)>,
     /// Everything discovery found, read or not (`--inputs`).
     pub inputs: Vec<crate::discover::Input>,
     pub files: Vec<PathBuf>,
     pub events: u64,
     pub bytes: u64,
+}
+
+/// What this process could not do that another may (its memory, its
+/// temporary folder): said among a load's warnings, and acted on by kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shortfall {
+    /// A lean rank's collectives stayed in memory: no temporary file could
+    /// be made. Not kept with a summary's results (the next run may spill).
+    NotSpilled,
+    /// Lanes a summary stored of other classes could not be binned afresh
+    /// under the class rules: the screen cannot draw them in pages.
+    NotRebinned,
+}
+
+impl LoadReport {
+    /// Adds the warning `text` of kind `kind`.
+    pub(crate) fn warn(&mut self, kind: Shortfall, text: String) {
+        self.shortfalls.push((kind, self.warnings.len()));
+        self.warnings.push(text);
+    }
+
+    /// The warning of kind `kind`, if the load gave one.
+    pub fn shortfall(&self, kind: Shortfall) -> Option<&str> {
+        let &(_, i) = self.shortfalls.iter().find(|(k, _)| *k == kind)?;
+        self.warnings.get(i).map(String::as_str)
+    }
 }
 
 /// Reads the inputs in `discovery` into one [`Trace`]: the per-rank
