@@ -398,16 +398,7 @@ mod tests {
             "collectives held in memory: no TMPDIR".into(),
         );
         report.warnings.push("rules applied".into());
-        let about = About {
-            source: "x".into(),
-            ranks: vec![0],
-            ops: 1,
-            memory: vec![],
-            et: vec![],
-            offsets: vec![],
-            steps: String::new(),
-        };
-        let r = Results::of(&found, &report, about, Vec::new());
+        let r = Results::of(&found, &report, one_rank(), Vec::new());
         assert_eq!(r.warnings, ["rank 1: cut off", "rules applied"]);
         assert_eq!(
             report.shortfall(Shortfall::NotSpilled),
@@ -416,21 +407,26 @@ mod tests {
         assert_eq!(report.shortfall(Shortfall::NotRebinned), None);
     }
 
+    /// What a run of one rank covers.
+    fn one_rank() -> About {
+        About {
+            source: "runs/x".into(),
+            ranks: vec![0],
+            ops: 1,
+            memory: vec![],
+            et: vec![],
+            offsets: vec![],
+            steps: String::new(),
+        }
+    }
+
     #[test]
     fn edited_or_implausible_results_are_a_miss() {
         let dir = tempfile::tempdir().unwrap();
         let key = "00000000000000cc";
         let r = |v: f64| Results {
             warnings: vec![],
-            about: About {
-                source: "runs/x".into(),
-                ranks: vec![0],
-                ops: 1,
-                memory: vec![],
-                et: vec![],
-                offsets: vec![],
-                steps: String::new(),
-            },
+            about: one_rank(),
             rows: METRICS
                 .iter()
                 .map(|metric| Row {
