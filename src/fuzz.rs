@@ -203,9 +203,11 @@ pub fn summary_stats_seed() -> Vec<u8> {
 
 /// The seed of [`summary_ops`]: the ops table a summary of that rank holds.
 pub fn summary_ops_seed() -> Vec<u8> {
-    let ops = crate::summary::columns::to_tables(&base().ranks[0])
+    use crate::summary::columns;
+    let ops = columns::to_tables(&base().ranks[0])
         .expect("the example's tables")
         .swap_remove(1);
+    let ops = columns::packed(&ops, Some(0), "0000000000000000-0").expect("the columns add");
     let mut out = Vec::new();
     let mut w = parquet::arrow::ArrowWriter::try_new(&mut out, ops.schema(), None)
         .expect("a Parquet writer");

@@ -1294,21 +1294,43 @@ fn a_summarys_coverage_bins_add_up_to_each_lanes_ops() {
                 let t = &f.timeline;
                 let path = sum
                     .join(columns::COVERAGE)
-                    .join(&p.partition)
-                    .join(format!("{}.parquet", p.stem));
+                    .join(format!("{}.parquet", p.pack));
                 let file = std::fs::File::open(&path).unwrap();
                 let size = file.metadata().unwrap().len();
                 let batches = columns::decode(file, size, columns::COVERAGE).unwrap();
+                // The part's rows of the pack's file.
+                let (_, a, z) = p.rows.iter().find(|r| r.0 == columns::COVERAGE).unwrap();
+                let mut at = 0;
+                let mine: Vec<_> = (batches.iter())
+                    .filter_map(|b| {
+                        let (s, e) = (at, at + b.num_rows() as u64);
+                        at = e;
+                        let (lo, hi) = (s.max(*a), e.min(*z));
+                        (lo < hi).then(|| b.slice((lo - s) as usize, (hi - lo) as usize))
+                    })
+                    .collect();
                 // (level, stream) -> [(start, len, ops, cover)]
                 type Row = (i64, i64, u64, [i64; 5]);
                 let mut lanes: BTreeMap<(u32, Option<u32>), Vec<Row>> = BTreeMap::new();
-                for b in &batches {
-                    let u32s = |k: usize| b.column(k).as_primitive::<UInt32Type>().clone();
-                    let i64s = |k: usize| b.column(k).as_primitive::<Int64Type>().values().to_vec();
-                    let (level, stream) = (u32s(0), u32s(1));
-                    let ops = b.column(4).as_primitive::<UInt64Type>().values().to_vec();
-                    let (start, len) = (i64s(2), i64s(3));
-                    let cover: Vec<Vec<i64>> = (5..10).map(i64s).collect();
+                for b in &mine {
+                    let part = b.column_by_name("part").unwrap();
+                    let part = part.as_dictionary::<arrow_array::types::Int32Type>();
+                    let names = part.values().as_string::<i32>();
+                    assert!(
+                        (part.keys().iter()).all(|k| names.value(k.unwrap() as usize) == p.stem),
+                        "{rel}: rows of {} only",
+                        p.stem
+                    );
+                    let c = |name: &str| b.column_by_name(name).unwrap();
+                    let u32s = |k: &str| c(k).as_primitive::<UInt32Type>().clone();
+                    let i64s = |k: &str| c(k).as_primitive::<Int64Type>().values().to_vec();
+                    let (level, stream) = (u32s("level"), u32s("stream"));
+                    let ops = c("ops").as_primitive::<UInt64Type>().values().to_vec();
+                    let (start, len) = (i64s("start"), i64s("len"));
+                    let cover: Vec<Vec<i64>> = ["compute", "comm", "overlap", "memory", "busy"]
+                        .into_iter()
+                        .map(i64s)
+                        .collect();
                     for i in 0..b.num_rows() {
                         let key = (level.value(i), stream.is_valid(i).then(|| stream.value(i)));
                         let c = std::array::from_fn(|k| cover[k][i]);

@@ -184,11 +184,7 @@ fn a_killed_writer_leaves_a_set_that_is_refused_then_completed() {
         })
         .unwrap();
     std::fs::remove_file(victim).unwrap();
-    std::fs::write(
-        sum.join("ops/rank=2/.half.parquet.123.partial"),
-        b"PAR1\0\0",
-    )
-    .unwrap();
+    std::fs::write(sum.join("ops/.half.parquet.123.partial"), b"PAR1\0\0").unwrap();
     let o = metric(&sum, "avg_step_time");
     assert_eq!(o.status.code(), Some(1), "refused, not trusted");
     assert!(
@@ -197,13 +193,11 @@ fn a_killed_writer_leaves_a_set_that_is_refused_then_completed() {
         stderr(&o)
     );
     // Every file a query's `*.parquet` glob sees is whole.
-    for table in std::fs::read_dir(sum.join("ops")).unwrap() {
-        for f in std::fs::read_dir(table.unwrap().path()).unwrap() {
-            let f = f.unwrap().path();
-            if f.extension().is_some_and(|e| e == "parquet") {
-                parquet::file::reader::SerializedFileReader::new(std::fs::File::open(&f).unwrap())
-                    .unwrap_or_else(|e| panic!("{}: {e}", f.display()));
-            }
+    for f in std::fs::read_dir(sum.join("ops")).unwrap() {
+        let f = f.unwrap().path();
+        if f.extension().is_some_and(|e| e == "parquet") {
+            parquet::file::reader::SerializedFileReader::new(std::fs::File::open(&f).unwrap())
+                .unwrap_or_else(|e| panic!("{}: {e}", f.display()));
         }
     }
     let o = summarize(dir.path(), &sum, &[]);
@@ -276,7 +270,7 @@ fn a_damaged_table_is_refused_with_its_name() {
     let sum = out.path().join("s");
     assert!(summarize(dir.path(), &sum, &[]).status.success());
     let first = |table: &str| {
-        std::fs::read_dir(sum.join(table).join("rank=0"))
+        std::fs::read_dir(sum.join(table))
             .unwrap()
             .next()
             .unwrap()
@@ -290,7 +284,7 @@ fn a_damaged_table_is_refused_with_its_name() {
     let refused = |o: Output| {
         assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
         let e = stderr(&o);
-        assert!(e.contains("damaged summary") && e.contains("rank=0"), "{e}");
+        assert!(e.contains("damaged summary") && e.contains("/pack-"), "{e}");
         assert!(!e.contains("panicked"), "{e}");
     };
     // The reduce reads each rank's collectives and figures, not its ops:
@@ -321,10 +315,11 @@ fn a_damaged_table_is_refused_with_its_name() {
     std::fs::remove_file(&table).unwrap();
     let e = stderr(&all_steps(&sum));
     assert!(e.contains("missing or changed: the file is gone"), "{e}");
-    // And a re-run rebuilds it.
+    // And a re-run rebuilds it: these small ranks shared the file, so
+    // every one of them is read again.
     let o = summarize(dir.path(), &sum, &[]);
     assert!(
-        stderr(&o).contains("1 written, 5 unchanged"),
+        stderr(&o).contains("6 written, 0 unchanged"),
         "{}",
         stderr(&o)
     );
@@ -383,7 +378,7 @@ fn a_summary_keeps_its_results_for_the_same_question_only() {
     );
     // It is the kept file that answers: with rank 0's collectives table
     // moved away the summary cannot compute, yet the answer is printed.
-    let comm = std::fs::read_dir(sum.join("comm").join("rank=0"))
+    let comm = std::fs::read_dir(sum.join("comm"))
         .unwrap()
         .next()
         .unwrap()
@@ -636,4 +631,81 @@ fn spilled_collectives_give_the_traces_metrics() {
     let o = run(&["--trace", sum.to_str().unwrap(), "--metrics"]);
     assert!(o.status.success());
     assert!(!stderr(&o).contains("not spilled"), "{}", stderr(&o));
+}
+
+/// The table files (not entries, results or the manifest) of a summary.
+fn table_files(sum: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    for dir in std::fs::read_dir(sum).unwrap().flatten() {
+        let name = dir.file_name().to_string_lossy().into_owned();
+        if !dir.path().is_dir() || ["inputs", "results"].contains(&name.as_str()) {
+            continue;
+        }
+        for f in std::fs::read_dir(dir.path()).unwrap().flatten() {
+            out.push(format!("{name}/{}", f.file_name().to_string_lossy()));
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Small ranks share table files: 130 ranks of a few kB make three packs
+/// (64, 64 and 2 ranks) of 9 files each, not 9 files a rank, with the
+/// traces' results. A changed rank is written alone, the pack others still
+/// name is kept; once no entry names a pack, a whole `summarize` removes
+/// it, and nothing it did not write.
+#[test]
+fn small_ranks_share_table_files() {
+    let shape = RunShape {
+        ranks: 130,
+        steps: 1,
+        ..RunShape::default()
+    };
+    let dir = write_ranks(&training_run(&shape));
+    let out = tempfile::tempdir().unwrap();
+    let sum = out.path().join("s");
+    let o = summarize(dir.path(), &sum, &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let files = table_files(&sum);
+    assert_eq!(files.len(), 3 * 9, "{files:?}");
+    assert!(files.iter().all(|f| f.contains("/pack-")), "{files:?}");
+    same_as_traces(dir.path(), &sum);
+
+    // Rank 1 re-profiled: it alone is read, into a pack of its own.
+    let mut slow = training_run(&RunShape {
+        straggler: Some(1),
+        straggler_factor: 2.0,
+        ..shape
+    });
+    std::fs::write(dir.path().join("rank1_trace.json"), slow[1].to_json()).unwrap();
+    let o = summarize(dir.path(), &sum, &[]);
+    assert!(
+        stderr(&o).contains("1 written, 129 unchanged"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(
+        table_files(&sum).len(),
+        4 * 9,
+        "the old pack is still named"
+    );
+    same_as_traces(dir.path(), &sum);
+
+    // Every rank re-profiled: the old packs are named by no entry and go;
+    // a file named like a pack that the tool did not write stays.
+    let planted = sum.join("ops/pack-0123456789abcdef.parquet");
+    std::fs::write(&planted, b"not a table of ours").unwrap();
+    for (i, r) in slow.iter_mut().enumerate() {
+        std::fs::write(dir.path().join(format!("rank{i}_trace.json")), r.to_json()).unwrap();
+    }
+    let o = summarize(dir.path(), &sum, &[]);
+    assert!(
+        stderr(&o).contains("129 written, 1 unchanged"),
+        "{}",
+        stderr(&o)
+    );
+    std::fs::remove_file(&planted).expect("the planted file is left");
+    // The three new packs and rank 1's.
+    assert_eq!(table_files(&sum).len(), 4 * 9);
+    same_as_traces(dir.path(), &sum);
 }

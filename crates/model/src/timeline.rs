@@ -491,14 +491,24 @@ pub struct RankTimeline {
 /// a window at a time by views that draw ops (`summary::pages`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredTables {
-    pub ops: (PathBuf, u64),
+    pub ops: TableFile,
     /// The binned lanes (`derive::lanes::bins`); `None` where they are not
     /// of the load's classes (class rules changed the rank's ops and no view
     /// had them made afresh).
-    pub coverage: Option<(PathBuf, u64)>,
+    pub coverage: Option<TableFile>,
     /// The folder of tables made while loading (lanes binned afresh), kept
     /// while a timeline points into it.
     pub scratch: Option<Scratch>,
+}
+
+/// One table file and the rows of it that are the rank's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableFile {
+    pub path: PathBuf,
+    /// Its size as written: a file of another size is not read.
+    pub size: u64,
+    /// The rank's rows, `[start, end)`: a summary's small ranks share files.
+    pub rows: (u64, u64),
 }
 
 /// A temporary folder, removed when the last timeline holding it goes.

@@ -14,6 +14,7 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::{Float64Type, Int32Type, Int64Type, UInt32Type, UInt64Type, UInt8Type};
 use arrow_array::{Array, ArrayRef, RecordBatch, StringArray, UInt32Array};
 use arrow_schema::{ArrowError, DataType, Field, Schema};
+use parquet::arrow::arrow_reader::{RowSelection, RowSelector};
 
 use crate::model::intervals::IntervalSet;
 use crate::model::time::Ns;
@@ -484,14 +485,25 @@ fn enums<T: Copy>(
             .values()
             .as_string_opt::<i32>()
             .ok_or_else(|| bad(table, format!("column {name} is not text")))?;
-        let values: Vec<T> = (0..dv.len())
-            .map(|i| parsed(dv.value(i)))
-            .collect::<Result<_, _>>()?;
-        return Ok(d
+        // Only the values rows use: a file several ranks share holds, in a
+        // page's dictionary, the other ranks' names too.
+        let mut values: Vec<Option<T>> = vec![None; dv.len()];
+        return d
             .keys()
             .iter()
-            .map(|k| k.and_then(|k| values.get(k as usize).copied()))
-            .collect());
+            .map(|k| {
+                let Some(k) = k
+                    .and_then(|k| usize::try_from(k).ok())
+                    .filter(|&k| k < dv.len())
+                else {
+                    return Ok(None);
+                };
+                if values[k].is_none() {
+                    values[k] = Some(parsed(dv.value(k))?);
+                }
+                Ok(values[k])
+            })
+            .collect();
     }
     let s = c
         .as_string_opt::<i32>()
@@ -768,6 +780,29 @@ fn check(t: &RankTimeline) -> Result<(), String> {
     Ok(())
 }
 
+/// The columns a timeline's table file starts with: the rank each row is
+/// of (null where the file stated none) and its timeline (`<key>-<j>`), for
+/// small ranks share files.
+pub fn packed(b: &RecordBatch, rank: Option<u32>, part: &str) -> Res<RecordBatch> {
+    let n = b.num_rows();
+    let ranks: UInt32Array = std::iter::repeat_n(rank, n).collect();
+    let mut cols = vec![
+        Arc::new(ranks) as ArrayRef,
+        text(std::iter::repeat_n(Some(part), n)),
+    ];
+    cols.extend(b.columns().iter().cloned());
+    RecordBatch::try_new(Arc::new(packed_schema(&b.schema())), cols)
+}
+
+fn packed_schema(s: &Schema) -> Schema {
+    let mut fields = vec![
+        Field::new("rank", DataType::UInt32, true),
+        Field::new("part", dict(), false),
+    ];
+    fields.extend(s.fields().iter().map(|f| f.as_ref().clone()));
+    Schema::new(fields)
+}
+
 /// The schema each table is written with, by its folder's name (the
 /// timeline's tables, `memory` and `et`).
 pub(crate) fn schema_of(table: &str) -> Option<arrow_schema::SchemaRef> {
@@ -788,6 +823,9 @@ pub(crate) fn schema_of(table: &str) -> Option<arrow_schema::SchemaRef> {
             m.insert(super::stats::COMM, m["ops"].clone());
             let coverage = coverage_table(&RankTimeline::default());
             m.insert(COVERAGE, coverage.expect("an empty table builds").schema());
+            for s in m.values_mut() {
+                *s = Arc::new(packed_schema(s));
+            }
             m.insert("memory", memory.expect("an empty table builds").schema());
             m.insert("et", et.expect("an empty table builds").schema());
             m
@@ -805,17 +843,76 @@ pub fn decode<R: parquet::file::reader::ChunkReader + 'static>(
     size: u64,
     table: &str,
 ) -> Result<Vec<RecordBatch>, String> {
-    guarded(|| decode_unguarded(reader, size, table, None))
+    guarded(|| decode_unguarded(reader, size, table, None, None))
 }
 
-/// [`decode`] of the row groups `groups` only.
+/// [`decode`] of the rows `rows` (`[start, end)`) only: one rank's of a
+/// file it shares with others.
+pub(crate) fn decode_rows<R: parquet::file::reader::ChunkReader + 'static>(
+    reader: R,
+    size: u64,
+    table: &str,
+    rows: (u64, u64),
+) -> Result<Vec<RecordBatch>, String> {
+    guarded(|| decode_unguarded(reader, size, table, None, Some(rows)))
+}
+
+/// [`decode`] of the row groups `groups` only, and of those of the rows
+/// `rows` only.
 pub(crate) fn decode_groups<R: parquet::file::reader::ChunkReader + 'static>(
     reader: R,
     size: u64,
     table: &str,
     groups: Vec<usize>,
+    rows: (u64, u64),
 ) -> Result<Vec<RecordBatch>, String> {
-    guarded(|| decode_unguarded(reader, size, table, Some(groups)))
+    guarded(|| decode_unguarded(reader, size, table, Some(groups), Some(rows)))
+}
+
+/// Of row groups `groups` (ascending; every group when `None`), of
+/// `group_rows` rows each, those holding rows in `rows`, and which of
+/// their rows those are.
+fn select(
+    group_rows: &[u64],
+    groups: Option<Vec<usize>>,
+    rows: Option<(u64, u64)>,
+) -> Result<(Vec<usize>, Option<RowSelection>), String> {
+    let total: u64 = group_rows.iter().sum();
+    let groups = groups.unwrap_or_else(|| (0..group_rows.len()).collect());
+    if groups.iter().any(|&g| g >= group_rows.len()) {
+        return Err("a row group past the file's".into());
+    }
+    let Some((a, b)) = rows else {
+        return Ok((groups, None));
+    };
+    if a > b || b > total {
+        return Err(format!("rows {a}..{b} of a table of {total}"));
+    }
+    let starts: Vec<u64> = (group_rows.iter())
+        .scan(0, |at, &n| {
+            *at += n;
+            Some(*at - n)
+        })
+        .collect();
+    let mut picked = Vec::new();
+    let mut selectors = Vec::new();
+    for g in groups {
+        let (s, e) = (starts[g], starts[g] + group_rows[g]);
+        let (lo, hi) = (a.max(s), b.min(e));
+        if lo >= hi {
+            continue;
+        }
+        picked.push(g);
+        for (n, keep) in [(lo - s, false), (hi - lo, true), (e - hi, false)] {
+            let n = usize::try_from(n).map_err(|_| "a row count".to_owned())?;
+            match (n, keep) {
+                (0, _) => {}
+                (n, true) => selectors.push(RowSelector::select(n)),
+                (n, false) => selectors.push(RowSelector::skip(n)),
+            }
+        }
+    }
+    Ok((picked, Some(selectors.into())))
 }
 
 /// A table's row groups, for each integer column of `columns`: rows, and
@@ -905,21 +1002,24 @@ fn decode_unguarded<R: parquet::file::reader::ChunkReader + 'static>(
     size: u64,
     table: &str,
     groups: Option<Vec<usize>>,
+    rows: Option<(u64, u64)>,
 ) -> Result<Vec<RecordBatch>, String> {
     use parquet::arrow::arrow_reader::{ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
     let schema = schema_of(table).ok_or_else(|| format!("no table {table}"))?;
     let options = ArrowReaderOptions::new().with_schema(schema);
     let builder = ParquetRecordBatchReaderBuilder::try_new_with_options(reader, options)
         .map_err(|e| e.to_string())?;
-    let rows = builder.metadata().file_metadata().num_rows();
-    if rows < 0 || rows as u64 > size.max(4096) {
-        return Err(format!("{rows} rows claimed in {size} bytes"));
+    let claimed = builder.metadata().file_metadata().num_rows();
+    if claimed < 0 || claimed as u64 > size.max(4096) {
+        return Err(format!("{claimed} rows claimed in {size} bytes"));
     }
-    let builder = match groups {
-        Some(g) if g.iter().all(|&i| i < builder.metadata().num_row_groups()) => {
-            builder.with_row_groups(g)
-        }
-        Some(_) => return Err("a row group past the file's".into()),
+    let group_rows: Vec<u64> = (builder.metadata().row_groups().iter())
+        .map(|g| u64::try_from(g.num_rows()).map_err(|_| "a negative row count".to_owned()))
+        .collect::<Result<_, _>>()?;
+    let (groups, selection) = select(&group_rows, groups, rows)?;
+    let builder = builder.with_row_groups(groups);
+    let builder = match selection {
+        Some(s) => builder.with_row_selection(s),
         None => builder,
     };
     builder
@@ -1067,5 +1167,86 @@ mod tests {
         no_names.remove("names");
         let e = fill(&mut RankTimeline::default(), &no_names, &[]).unwrap_err();
         assert!(e.contains("unknown name 'k'"), "{e}");
+    }
+
+    #[test]
+    fn timelines_sharing_a_file_read_back_their_own_rows() {
+        // Two ranks' tables in one file, each read back by its row range
+        // (in row groups of 3 rows, so one group holds rows of both).
+        let rank = |r: u32, names: &[&str]| {
+            let mut t = RankTimeline::default();
+            let ops: Vec<DeviceOp> = (names.iter().enumerate())
+                .map(|(k, n)| {
+                    let id = t.strings.intern(n);
+                    let start = Ns(10 * k as i64);
+                    DeviceOp::new(id, Activity::Kernel, KernelClass::Gemm, start, Ns(5))
+                })
+                .collect();
+            t.ops = ops.into();
+            t.rank = r;
+            t
+        };
+        let (a, b) = (rank(0, &["a0", "a1"]), rank(1, &["b0", "b1", "b2", "b3"]));
+        let mut files: HashMap<&str, Vec<RecordBatch>> = HashMap::new();
+        let mut rows = Vec::new();
+        for (t, part) in [(&a, "x-0"), (&b, "y-0")] {
+            let mut made = HashMap::new();
+            for (name, batch) in TABLES.iter().zip(to_tables(t).unwrap()) {
+                let at: usize = files
+                    .get(name)
+                    .map_or(0, |v| v.iter().map(|b| b.num_rows()).sum());
+                made.insert(*name, (at as u64, (at + batch.num_rows()) as u64));
+                files
+                    .entry(name)
+                    .or_default()
+                    .push(packed(&batch, Some(t.rank), part).unwrap());
+            }
+            rows.push(made);
+        }
+        let bytes: HashMap<&str, bytes::Bytes> = files
+            .iter()
+            .map(|(name, batches)| {
+                let mut out = Vec::new();
+                let props = parquet::file::properties::WriterProperties::builder()
+                    .set_max_row_group_row_count(Some(3))
+                    .build();
+                let mut w = parquet::arrow::ArrowWriter::try_new(
+                    &mut out,
+                    batches[0].schema(),
+                    Some(props),
+                )
+                .unwrap();
+                for b in batches {
+                    w.write(b).unwrap();
+                }
+                w.close().unwrap();
+                (*name, bytes::Bytes::from(out))
+            })
+            .collect();
+        for (t, made) in [&a, &b].into_iter().zip(&rows) {
+            let tables: HashMap<&str, Vec<RecordBatch>> = TABLES
+                .iter()
+                .filter(|n| **n != "cpu")
+                .map(|n| {
+                    let f = &bytes[n];
+                    (
+                        *n,
+                        decode_rows(f.clone(), f.len() as u64, n, made[n]).unwrap(),
+                    )
+                })
+                .collect();
+            let mut back = RankTimeline::default();
+            fill(&mut back, &tables, &[]).unwrap();
+            assert_eq!(format!("{:?}", back.ops), format!("{:?}", t.ops));
+            assert!(back.strings.iter().eq(t.strings.iter()));
+        }
+        // Rows past the file's are a damaged table, not a panic.
+        let f = &bytes["ops"];
+        let e = decode_rows(f.clone(), f.len() as u64, "ops", (5, 7)).unwrap_err();
+        assert!(e.contains("rows 5..7 of a table of 6"), "{e}");
+        // Row groups picked and rows selected within them: groups 0 and 1
+        // (rows 0-2, 3-5), of which rows 2..4 (a1, b0).
+        let got = decode_groups(f.clone(), f.len() as u64, "ops", vec![0, 1], (2, 4)).unwrap();
+        assert_eq!(got.iter().map(|b| b.num_rows()).sum::<usize>(), 2);
     }
 }

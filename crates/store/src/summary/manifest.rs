@@ -15,7 +15,7 @@ use crate::model::Ns;
 pub const MANIFEST: &str = "ccl-bench-summary.json";
 
 /// The layout's version; a summary of another is rebuilt or refused.
-pub(crate) const VERSION: u32 = 1;
+pub(crate) const VERSION: u32 = 2;
 
 /// Entries' folder.
 pub const ENTRIES: &str = "inputs";
@@ -111,10 +111,16 @@ pub struct Entry {
 /// One timeline: the reader's scalar fields (tables hold the rest).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Part {
-    /// File stem of its tables (`ops/rank=R/<stem>.parquet`, ...).
+    /// Which timeline of which input (`<key>-<j>`): its rows' `part`.
     pub stem: String,
-    /// The hive partition its tables sit in (`rank=3`).
-    pub partition: String,
+    /// The stem of the table files it shares with the other timelines
+    /// summarized with it (`ops/<pack>.parquet`, ...): small ranks share
+    /// files.
+    pub pack: String,
+    /// Its rows in each of those files, `[start, end)`, by table.
+    pub rows: Vec<(String, u64, u64)>,
+    /// Its place in the pack's stats file (`stats/<pack>.json`, a list).
+    pub stats: usize,
     /// The rank the file name gave, and the one its content states.
     pub name_rank: Option<u32>,
     pub dist_rank: Option<u32>,

@@ -9,14 +9,14 @@
 //! it whole: that is what paging avoids.
 
 use std::fs::File;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
 use super::columns::{self, GroupRange};
 use crate::derive::lanes::Bin;
 use crate::derive::RankStats;
 use crate::model::classify::UserRules;
-use crate::model::timeline::StoredTables;
+use crate::model::timeline::{StoredTables, TableFile};
 use crate::model::{DeviceOp, Interval, Ns, RankTimeline, Slot, Trace};
 
 /// Every rank's pages, indexed like the trace's ranks.
@@ -91,14 +91,16 @@ impl Pages {
 
 /// Bins the lanes of `t` (a whole rank, its ops of the load's classes) as
 /// the map step bins them, into table `name` in `dir`: the lanes a summary
-/// opened under class rules draws. Returns the file and its size.
-pub fn rebin(t: &RankTimeline, dir: &Path, name: &str) -> Result<(PathBuf, u64), String> {
+/// opened under class rules draws. Returns the file.
+pub fn rebin(t: &RankTimeline, dir: &Path, name: &str) -> Result<TableFile, String> {
     let path = dir.join(format!("{name}.parquet"));
     let why = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
     let table = columns::coverage_table(t).map_err(|e| why(&e))?;
-    super::write::write_parquet(&path, &table, name).map_err(|e| why(&e))?;
+    let rows = (0, table.num_rows() as u64);
+    let table = columns::packed(&table, Some(t.rank), name).map_err(|e| why(&e))?;
+    super::write::write_parquet(&path, &[table], name).map_err(|e| why(&e))?;
     let size = std::fs::metadata(&path).map_err(|e| why(&e))?.len();
-    Ok((path, size))
+    Ok(TableFile { path, size, rows })
 }
 
 /// Gives collectives read from a rank's ops table the metadata their lean
@@ -128,19 +130,33 @@ pub struct RankPages {
 }
 
 /// The row groups' ranges: of the ops' starts; of the bins' levels and
-/// starts.
+/// starts; each with how many of its rows are the rank's (a file may hold
+/// other ranks' rows too, and a group none of the rank's).
 struct Footer {
-    ops: Vec<GroupRange>,
-    levels: Vec<GroupRange>,
+    ops: Vec<(GroupRange, usize)>,
+    levels: Vec<(GroupRange, usize)>,
     starts: Vec<GroupRange>,
 }
 
+/// Each group of `ranges` with how many of rows `rows` it holds.
+fn mine(ranges: Vec<GroupRange>, (a, b): (u64, u64)) -> Vec<(GroupRange, usize)> {
+    let mut at = 0u64;
+    ranges
+        .into_iter()
+        .map(|g| {
+            let (s, e) = (at, at + g.rows as u64);
+            at = e;
+            (g, e.min(b).saturating_sub(s.max(a)) as usize)
+        })
+        .collect()
+}
+
 /// A table file opened after checking its size against the entry's.
-fn open((path, size): &(std::path::PathBuf, u64)) -> Result<File, String> {
-    let why = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
-    let f = crate::confined::open_file(path).map_err(|e| why(&e))?;
+fn open(t: &TableFile) -> Result<File, String> {
+    let why = |e: &dyn std::fmt::Display| format!("{}: {e}", t.path.display());
+    let f = crate::confined::open_file(&t.path).map_err(|e| why(&e))?;
     let len = f.metadata().map_err(|e| why(&e))?.len();
-    if len != *size {
+    if len != t.size {
         return Err(why(&"its size changed since the summary was written"));
     }
     Ok(f)
@@ -152,11 +168,11 @@ fn damaged(path: &Path, why: impl std::fmt::Display) -> String {
 
 impl RankPages {
     /// The coverage table, when its bins are of the load's classes.
-    fn coverage(&self) -> Result<&(std::path::PathBuf, u64), String> {
+    fn coverage(&self) -> Result<&TableFile, String> {
         self.tables.coverage.as_ref().ok_or_else(|| {
             format!(
                 "{}: the stored lanes are of other classes than the rules applied",
-                self.tables.ops.0.display()
+                self.tables.ops.path.display()
             )
         })
     }
@@ -166,14 +182,18 @@ impl RankPages {
             .get_or_init(|| {
                 let ops = &self.tables.ops;
                 let [ops_ranges] = columns::group_ranges(open(ops)?, ["start_ns"])
-                    .map_err(|e| damaged(&ops.0, e))?;
-                let [levels, starts] = match &self.tables.coverage {
-                    Some(cov) => columns::group_ranges(open(cov)?, ["level", "start"])
-                        .map_err(|e| damaged(&cov.0, e))?,
+                    .map_err(|e| damaged(&ops.path, e))?;
+                let (levels, starts) = match &self.tables.coverage {
+                    Some(cov) => {
+                        let [levels, starts] =
+                            columns::group_ranges(open(cov)?, ["level", "start"])
+                                .map_err(|e| damaged(&cov.path, e))?;
+                        (mine(levels, cov.rows), starts)
+                    }
                     None => Default::default(),
                 };
                 Ok(Footer {
-                    ops: ops_ranges,
+                    ops: mine(ops_ranges, ops.rows),
                     levels,
                     starts,
                 })
@@ -191,7 +211,7 @@ impl RankPages {
             .ops
             .iter()
             .enumerate()
-            .filter(|(_, g)| g.max >= lo && g.min < view.end.get())
+            .filter(|(_, (g, n))| *n > 0 && g.max >= lo && g.min < view.end.get())
             .map(|(i, _)| i)
             .collect())
     }
@@ -203,15 +223,16 @@ impl RankPages {
     /// Rows the ops table holds in the groups `groups`.
     fn rows(&self, groups: &[usize]) -> Result<usize, String> {
         let f = self.footer()?;
-        Ok(groups.iter().map(|&g| f.ops[g].rows).sum())
+        Ok(groups.iter().map(|&g| f.ops[g].1).sum())
     }
 
     /// Decodes row groups `groups` of the ops table into ops on the
     /// trace's clock, checked against the rank `t` they belong to. Their
     /// collective metadata is not kept (the lean rank holds it, shared).
     fn decode(&self, t: &RankTimeline, groups: Vec<usize>) -> Result<Vec<DeviceOp>, String> {
-        let (path, size) = &self.tables.ops;
-        let batches = columns::decode_groups(open(&self.tables.ops)?, *size, "ops", groups)
+        let file = &self.tables.ops;
+        let path = &file.path;
+        let batches = columns::decode_groups(open(file)?, file.size, "ops", groups, file.rows)
             .map_err(|e| damaged(path, e))?;
         let mut ops = Vec::new();
         for b in &batches {
@@ -254,12 +275,13 @@ impl RankPages {
     /// collectives with their metadata from the lean rank `t`: what the
     /// rank's whole timeline holds.
     pub(crate) fn all_ops(&self, t: &RankTimeline) -> Result<Vec<DeviceOp>, String> {
-        let groups = (0..self.footer()?.ops.len()).collect();
+        let f = self.footer()?;
+        let groups = (0..f.ops.len()).filter(|&g| f.ops[g].1 > 0).collect();
         let mut ops = self.decode(t, groups)?;
         match share_meta(t, &mut ops) {
             0 => Ok(ops),
             lost => Err(damaged(
-                &self.tables.ops.0,
+                &self.tables.ops.path,
                 format!("{lost} collective(s) not in the rank's comm table"),
             )),
         }
@@ -294,11 +316,13 @@ impl RankPages {
             .enumerate()
             // Bins are in time order within a lane only: a group's least
             // start is all that bounds it.
-            .filter(|(_, (l, s))| (l.min..=l.max).contains(&level_i) && s.min < v.end.get())
+            .filter(|(_, ((l, n), s))| {
+                *n > 0 && (l.min..=l.max).contains(&level_i) && s.min < v.end.get()
+            })
             .map(|(i, _)| i)
             .collect();
-        let (path, size) = cov;
-        let batches = columns::decode_groups(open(cov)?, *size, "coverage", groups)
+        let path = &cov.path;
+        let batches = columns::decode_groups(open(cov)?, cov.size, "coverage", groups, cov.rows)
             .map_err(|e| damaged(path, e))?;
         let mut out = Vec::new();
         for b in &batches {
@@ -318,8 +342,26 @@ impl RankPages {
     pub fn top_bins(&self) -> Result<Vec<Bin>, String> {
         let cov = self.coverage()?;
         let f = self.footer()?;
-        let top = f.levels.iter().map(|l| l.max).max().unwrap_or(0);
-        let top = u32::try_from(top).map_err(|_| damaged(&cov.0, "a level"))?;
+        // A group the rank's rows fill gives its levels by its statistics;
+        // one it shares with other ranks, by its rows (a small rank's few).
+        let shared: Vec<usize> = (f.levels.iter().enumerate())
+            .filter(|(_, (g, n))| *n > 0 && *n < g.rows)
+            .map(|(i, _)| i)
+            .collect();
+        let mut top = (f.levels.iter().filter(|(g, n)| *n > 0 && *n == g.rows))
+            .map(|(g, _)| g.max)
+            .max()
+            .unwrap_or(0);
+        if !shared.is_empty() {
+            let batches =
+                columns::decode_groups(open(cov)?, cov.size, "coverage", shared, cov.rows)
+                    .map_err(|e| damaged(&cov.path, e))?;
+            for b in &batches {
+                let bins = columns::bins_of(b).map_err(|e| damaged(&cov.path, e))?;
+                top = top.max(bins.iter().map(|b| i64::from(b.level)).max().unwrap_or(0));
+            }
+        }
+        let top = u32::try_from(top).map_err(|_| damaged(&cov.path, "a level"))?;
         use crate::model::time::TIME_LIMIT;
         self.bins(top, Interval::new(Ns::ZERO - TIME_LIMIT, TIME_LIMIT))
     }

@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::formats::Ranked;
 use crate::model::exec_trace::EtRank;
 use crate::model::memory::MemoryTimeline;
-use crate::model::timeline::SourceFormat;
+use crate::model::timeline::{SourceFormat, TableFile};
 use crate::model::{DeviceInfo, Interval, ProcessGroup, RankTimeline};
 use crate::read::RankFile;
 use crate::source::FileIn;
@@ -51,6 +51,31 @@ fn table(f: &FileIn, sum: &Path, file: &Listed, name: &str) -> Result<Vec<Record
     let bytes = checked(f, path, file)?;
     let size = bytes.len() as u64;
     super::columns::decode(bytes::Bytes::from(bytes), size, name).map_err(|e| damaged(path, e))
+}
+
+/// A part's rows `rows` of a table file it may share with others, after
+/// checking the file's size and hash.
+fn part_rows(
+    f: &FileIn,
+    sum: &Path,
+    file: &Listed,
+    name: &str,
+    rows: (u64, u64),
+) -> Result<Vec<RecordBatch>> {
+    let path = &place(f, sum, &file.0)?;
+    let bytes = checked(f, path, file)?;
+    let size = bytes.len() as u64;
+    super::columns::decode_rows(bytes::Bytes::from(bytes), size, name, rows)
+        .map_err(|e| damaged(path, e))
+}
+
+/// A part's rows in the pack's file of table `table`.
+fn rows_of(f: &FileIn, p: &Part, table: &str) -> Result<(u64, u64)> {
+    (p.rows.iter())
+        .find(|r| r.0 == table)
+        .map(|r| (r.1, r.2))
+        .filter(|(a, b)| a <= b)
+        .ok_or_else(|| damaged(f.path, format!("{}: no rows of {table}", p.stem)))
 }
 
 /// One file's bytes, after checking its size and hash against those
@@ -135,7 +160,7 @@ pub fn timelines(f: &FileIn) -> Result<Vec<Ranked>> {
 /// The path of a part's file in folder `table`, checked to stay inside
 /// the summary.
 fn rel_of(f: &FileIn, p: &Part, table: &str, ext: &str) -> Result<String> {
-    let rel = format!("{table}/{}/{}.{ext}", p.partition, p.stem);
+    let rel = format!("{table}/{}.{ext}", p.pack);
     if manifest::safe_rel(&rel) {
         Ok(rel)
     } else {
@@ -157,7 +182,8 @@ fn read_part(
     for &name in names {
         let from = if name == "ops" { ops_from } else { name };
         let rel = rel_of(f, p, from, "parquet")?;
-        tables.insert(name, table(f, sum, listed(f, e, &rel)?, from)?);
+        let rows = rows_of(f, p, from)?;
+        tables.insert(name, part_rows(f, sum, listed(f, e, &rel)?, from, rows)?);
     }
     let mut t = scalars(p).map_err(|why| damaged(f.path, why))?;
     super::columns::fill(&mut t, &tables, &p.threads)
@@ -194,8 +220,15 @@ fn lean(
         return Ok(None);
     };
     let path = place(f, sum, &stats_rel)?;
+    // The pack's timelines' figures, in a list: this part's alone is parsed.
+    let bytes = checked(f, &path, stats_file)?;
+    let list: Vec<&serde_json::value::RawValue> =
+        serde_json::from_slice(&bytes).map_err(|e| damaged(&path, e))?;
+    let one = list
+        .get(p.stats)
+        .ok_or_else(|| damaged(&path, format!("no figures for {}", p.stem)))?;
     let stored: super::stats::Stored =
-        serde_json::from_slice(&checked(f, &path, stats_file)?).map_err(|e| damaged(&path, e))?;
+        serde_json::from_str(one.get()).map_err(|e| damaged(&path, e))?;
     let names = ["names", "ops", "colls", "steps", "annotations"];
     let mut t = read_part(f, e, sum, p, &names, COMM)?;
     let Some(stats) = super::stats::from_stored(stored, t.rank, t.strings.len())
@@ -223,12 +256,18 @@ fn stored_tables(
     sum: &Path,
     p: &Part,
 ) -> Result<Option<crate::model::timeline::StoredTables>> {
-    let file = |table: &str| -> Result<Option<(PathBuf, u64)>> {
+    let file = |table: &str| -> Result<Option<TableFile>> {
         let rel = rel_of(f, p, table, "parquet")?;
         e.files
             .iter()
             .find(|x| x.0 == rel)
-            .map(|x| Ok((place(f, sum, &rel)?, x.1)))
+            .map(|x| {
+                Ok(TableFile {
+                    path: place(f, sum, &rel)?,
+                    size: x.1,
+                    rows: rows_of(f, p, table)?,
+                })
+            })
             .transpose()
     };
     Ok(match (file("ops")?, file(super::columns::COVERAGE)?) {

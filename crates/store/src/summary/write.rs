@@ -150,33 +150,47 @@ pub fn summarize_with(
     for (&i, &size) in read.iter().zip(&sizes) {
         size_of[i] = size;
     }
-    let done: Vec<Result<Done>> = mine
+    let done: Vec<Result<Vec<Done>>> = packs(&discovery, &mine, &size_of)
         .par_iter()
-        .map(|&i| {
-            let input = &discovery.inputs[i];
-            let done = one(out, &m.root, input, &m.inputs[i], fresh_start);
-            progress.bytes.fetch_add(size_of[i], Ordering::Relaxed);
-            progress.files_done.fetch_add(1, Ordering::Relaxed);
+        .map(|group| {
+            let members: Vec<(&Input, &InputRec)> = (group.iter())
+                .map(|&i| (&discovery.inputs[i], &m.inputs[i]))
+                .collect();
+            let done = match members[..] {
+                [(input, rec)] if !matches!(input.format.role, Role::Timeline { .. }) => {
+                    one(out, &m.root, input, rec, fresh_start).map(|d| vec![d])
+                }
+                _ => pack(out, &m.root, &members, fresh_start),
+            };
+            for &i in group {
+                progress.bytes.fetch_add(size_of[i], Ordering::Relaxed);
+                progress.files_done.fetch_add(1, Ordering::Relaxed);
+            }
             done
         })
         .collect();
-    for d in done {
-        match d? {
-            Done::Skipped => report.skipped += 1,
-            Done::Written {
-                bytes_out,
-                error,
-                bytes_in,
-            } => {
-                report.written += 1;
-                report.bytes_in += bytes_in;
-                report.bytes_out += bytes_out;
-                report.failed.extend(error);
+    for d in done.into_iter().map(|d| d.map(Vec::into_iter)) {
+        for d in d? {
+            match d {
+                Done::Skipped => report.skipped += 1,
+                Done::Written {
+                    bytes_out,
+                    error,
+                    bytes_in,
+                } => {
+                    report.written += 1;
+                    report.bytes_in += bytes_in;
+                    report.bytes_out += bytes_out;
+                    report.failed.extend(error);
+                }
             }
         }
     }
     if opts.shard.index == 0 {
         prune(out, &m)?;
+    }
+    if opts.shard.count == 1 && opts.only.is_empty() {
+        collect_packs(out, &m);
     }
     Ok(report)
 }
@@ -201,6 +215,41 @@ fn selected(d: &Discovery) -> Vec<usize> {
         })
         .map(|(k, _)| k)
         .collect()
+}
+
+/// The most timelines, and input bytes, that share table files: small
+/// ranks' tables in files of their own would be mostly footers (10,000
+/// one-event ranks made 90,000 files), and a rank read from a shared file
+/// decodes its rows only.
+const PACK_INPUTS: usize = 64;
+const PACK_BYTES: u64 = 4 << 20;
+
+/// This task's inputs `mine` (ascending) in the groups written together:
+/// timelines in runs of consecutive inputs up to [`PACK_INPUTS`] and
+/// [`PACK_BYTES`] (a larger one alone), every other input alone. The
+/// groups depend on the task's share only, so a re-run finds them again.
+fn packs(d: &Discovery, mine: &[usize], size_of: &[u64]) -> Vec<Vec<usize>> {
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    let mut open: Option<(Vec<usize>, u64)> = None;
+    for &i in mine {
+        if !matches!(d.inputs[i].format.role, Role::Timeline { .. }) {
+            groups.push(vec![i]);
+            continue;
+        }
+        let size = size_of[i];
+        match &mut open {
+            Some((g, bytes)) if g.len() < PACK_INPUTS && *bytes + size <= PACK_BYTES => {
+                g.push(i);
+                *bytes += size;
+            }
+            _ => {
+                groups.extend(open.take().map(|(g, _)| g));
+                open = Some((vec![i], size));
+            }
+        }
+    }
+    groups.extend(open.map(|(g, _)| g));
+    groups
 }
 
 /// The inputs (indices into `d.inputs`, among `read`) that `files` name.
@@ -270,33 +319,15 @@ enum Done {
 
 /// Summarizes one input unless its entry is current.
 fn one(out: &Path, root: &Path, input: &Input, rec: &InputRec, fresh_start: bool) -> Result<Done> {
-    let entry_name = rec.entry.as_deref().expect("selected inputs have entries");
-    let entry_path = out.join(ENTRIES).join(entry_name);
-    let mut fp = manifest::stat(&input.path)?;
-    let old: Option<Entry> = if fresh_start {
-        None
-    } else {
-        manifest::read_json(&entry_path).ok()
-    };
-    let old = old.filter(|o| o.path == rec.path && o.format == rec.format && intact(out, o));
-    if let Some(o) = &old {
-        let same = |a: &Fingerprint| a.size == fp.size && a.mtime_ns == fp.mtime_ns;
-        if same(&o.fingerprint) {
-            return Ok(Done::Skipped);
-        }
+    let mut m = Member::of(out, input, rec, fresh_start)?;
+    if m.unchanged()? {
+        return Ok(Done::Skipped);
     }
-    fp.xxh3 = manifest::hash(&input.path)?;
-    if let Some(mut o) = old.clone() {
-        // Touched, not changed: the tables stand, the entry takes the new time.
-        if o.fingerprint.size == fp.size && o.fingerprint.xxh3 == fp.xxh3 {
-            o.fingerprint = fp;
-            manifest::write_json(&entry_path, &o)?;
-            return Ok(Done::Skipped);
-        }
-    }
-    if let Some(o) = &old {
+    if let Some(o) = &m.old {
         remove_files(out, o);
     }
+    let (entry_path, fp) = (m.entry_path, m.fp);
+    let entry_name = rec.entry.as_deref().expect("selected inputs have entries");
     let counter = AtomicU64::new(0);
     let file = FileIn {
         path: &input.path,
@@ -318,58 +349,14 @@ fn one(out: &Path, root: &Path, input: &Input, rec: &InputRec, fresh_start: bool
         files: Vec::new(),
     };
     match input.format.role {
-        Role::Timeline { read, .. } => match read(&file) {
-            Ok(ranked) => {
-                for (j, (name_rank, f)) in ranked.into_iter().enumerate() {
-                    let rank = f.dist_rank.or(name_rank);
-                    let partition = rank.map_or_else(
-                        || "rank=__HIVE_DEFAULT_PARTITION__".to_owned(),
-                        |r| format!("rank={r}"),
-                    );
-                    let stem = format!("{key}-{j}");
-                    let batches = super::columns::to_tables(&f.timeline)
-                        .map_err(|e| output_error(out, &rec.path, e))?;
-                    for (table, b) in super::columns::TABLES.iter().zip(&batches) {
-                        let rel = format!("{table}/{partition}/{stem}.parquet");
-                        write_parquet(&place(out, &rel)?, b, &rec.path)?;
-                        entry.files.push(written(out, rel)?);
-                    }
-                    // What the reduce reads in place of every op.
-                    let comm = super::columns::comm_table(&f.timeline)
-                        .map_err(|e| output_error(out, &rec.path, e))?;
-                    let rel = format!("{}/{partition}/{stem}.parquet", super::stats::COMM);
-                    write_parquet(&place(out, &rel)?, &comm, &rec.path)?;
-                    entry.files.push(written(out, rel)?);
-                    // What a view too wide to draw each op shows.
-                    let coverage = super::columns::coverage_table(&f.timeline)
-                        .map_err(|e| output_error(out, &rec.path, e))?;
-                    let rel = format!("{}/{partition}/{stem}.parquet", super::columns::COVERAGE);
-                    write_parquet(&place(out, &rel)?, &coverage, &rec.path)?;
-                    entry.files.push(written(out, rel)?);
-                    let rel = format!("{}/{partition}/{stem}.json", super::stats::STATS);
-                    write_stats(&place(out, &rel)?, &f.timeline)?;
-                    entry.files.push(written(out, rel)?);
-                    entry.parts.push(part(
-                        &f.timeline,
-                        root,
-                        stem,
-                        partition,
-                        name_rank,
-                        f.dist_rank,
-                        f.events,
-                        f.warnings,
-                    ));
-                }
-            }
-            Err(e) => entry.error = Some(e.to_string()),
-        },
+        Role::Timeline { .. } => unreachable!("timelines are written in packs"),
         Role::Memory(how) => match (how.read)(&file) {
             Ok((m, warnings)) => {
                 entry.warnings = warnings;
                 let b =
                     super::annex::memory_table(&m).map_err(|e| output_error(out, &rec.path, e))?;
                 let rel = format!("memory/{key}.parquet");
-                write_parquet(&place(out, &rel)?, &b, &rec.path)?;
+                write_parquet(&place(out, &rel)?, std::slice::from_ref(&b), &rec.path)?;
                 entry.files.push(written(out, rel)?);
                 entry.memory = Some(super::annex::memory_meta(&m, &absolute(root, &m.source)));
             }
@@ -380,7 +367,7 @@ fn one(out: &Path, root: &Path, input: &Input, rec: &InputRec, fresh_start: bool
                 entry.warnings = warnings;
                 let b = super::annex::et_table(&et).map_err(|e| output_error(out, &rec.path, e))?;
                 let rel = format!("et/{key}.parquet");
-                write_parquet(&place(out, &rel)?, &b, &rec.path)?;
+                write_parquet(&place(out, &rel)?, std::slice::from_ref(&b), &rec.path)?;
                 entry.files.push(written(out, rel)?);
                 entry.et = Some(super::annex::et_meta(&et, &absolute(root, &et.source)));
             }
@@ -413,12 +400,305 @@ fn one(out: &Path, root: &Path, input: &Input, rec: &InputRec, fresh_start: bool
     })
 }
 
-#[allow(clippy::too_many_arguments)]
+/// An input to summarize: its entry's path, its fingerprint now, and its
+/// entry if one is there for it, whole.
+struct Member<'a> {
+    input: &'a Input,
+    rec: &'a InputRec,
+    entry_path: PathBuf,
+    fp: Fingerprint,
+    old: Option<Entry>,
+}
+
+impl<'a> Member<'a> {
+    fn of(out: &Path, input: &'a Input, rec: &'a InputRec, fresh_start: bool) -> Result<Self> {
+        let name = rec.entry.as_deref().expect("selected inputs have entries");
+        let entry_path = out.join(ENTRIES).join(name);
+        let old: Option<Entry> = match fresh_start {
+            true => None,
+            false => manifest::read_json(&entry_path).ok(),
+        };
+        let old = old.filter(|o| o.path == rec.path && o.format == rec.format && intact(out, o));
+        Ok(Self {
+            input,
+            rec,
+            entry_path,
+            fp: manifest::stat(&input.path)?,
+            old,
+        })
+    }
+
+    /// Whether its entry stands: the input of the size and time it records,
+    /// or touched with its content unchanged (the entry then takes the new
+    /// time). Its content's hash is made here when it is needed.
+    fn unchanged(&mut self) -> Result<bool> {
+        let Some(o) = &self.old else {
+            return Ok(false);
+        };
+        let was = &o.fingerprint;
+        if was.size == self.fp.size && was.mtime_ns == self.fp.mtime_ns {
+            return Ok(true);
+        }
+        self.fp.xxh3 = manifest::hash(&self.input.path)?;
+        if was.size != self.fp.size || was.xxh3 != self.fp.xxh3 {
+            return Ok(false);
+        }
+        let mut o = o.clone();
+        o.fingerprint = self.fp.clone();
+        manifest::write_json(&self.entry_path, &o)?;
+        Ok(true)
+    }
+
+    fn hashed(&mut self) -> Result<()> {
+        if self.fp.xxh3.is_empty() {
+            self.fp.xxh3 = manifest::hash(&self.input.path)?;
+        }
+        Ok(())
+    }
+}
+
+/// The stem of a pack's files: the hash of its inputs' entries and
+/// contents, so that a pack of other inputs, or of changed ones, is written
+/// beside the files other entries still name, never over them.
+fn pack_stem<'a>(members: impl Iterator<Item = (&'a str, &'a str)>) -> String {
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    for (entry, xxh3) in members {
+        h.update(entry.as_bytes());
+        h.update(b"\0");
+        h.update(xxh3.as_bytes());
+        h.update(b"\0");
+    }
+    format!("pack-{:016x}", h.digest())
+}
+
+/// Summarizes the timeline inputs of `group` whose entries do not stand
+/// into table files they share (a pack). Files the rewritten inputs' old
+/// entries named are left: other entries may name them too (a whole
+/// `summarize` removes those no entry names, see [`collect_packs`]).
+fn pack(
+    out: &Path,
+    root: &Path,
+    group: &[(&Input, &InputRec)],
+    fresh_start: bool,
+) -> Result<Vec<Done>> {
+    let mut done = Vec::with_capacity(group.len());
+    let mut members = Vec::new();
+    for &(input, rec) in group {
+        let mut m = Member::of(out, input, rec, fresh_start)?;
+        if m.unchanged()? {
+            done.push(Done::Skipped);
+        } else {
+            m.hashed()?;
+            members.push(m);
+        }
+    }
+    if members.is_empty() {
+        return Ok(done);
+    }
+    let names: Vec<String> = (members.iter())
+        .map(|m| m.rec.entry.clone().unwrap_or_default())
+        .collect();
+    let stem = pack_stem(
+        (names.iter().map(String::as_str)).zip(members.iter().map(|m| m.fp.xxh3.as_str())),
+    );
+    let mut tables = Tables::default();
+    let mut entries = Vec::with_capacity(members.len());
+    for (m, name) in members.iter().zip(&names) {
+        let key = name.trim_end_matches(".json");
+        let mut entry = Entry {
+            path: m.rec.path.clone(),
+            format: m.rec.format.clone(),
+            fingerprint: m.fp.clone(),
+            error: None,
+            parts: Vec::new(),
+            warnings: Vec::new(),
+            memory: None,
+            et: None,
+            files: Vec::new(),
+        };
+        let Role::Timeline { read, .. } = m.input.format.role else {
+            unreachable!("packs hold timelines only")
+        };
+        let counter = AtomicU64::new(0);
+        let file = FileIn {
+            path: &m.input.path,
+            rank: m.input.rank,
+            counter: &counter,
+            cpu_ranges: true,
+            stats: false,
+        };
+        match read(&file) {
+            Ok(ranked) => {
+                for (j, (name_rank, f)) in ranked.into_iter().enumerate() {
+                    let part_stem = format!("{key}-{j}");
+                    let rank = f.dist_rank.or(name_rank);
+                    let rows = tables
+                        .add(&f.timeline, rank, &part_stem)
+                        .map_err(|e| output_error(out, &m.rec.path, e))?;
+                    let mut p = part(
+                        &f.timeline,
+                        root,
+                        part_stem,
+                        name_rank,
+                        f.dist_rank,
+                        f.events,
+                        f.warnings,
+                    );
+                    p.pack = stem.clone();
+                    p.rows = rows;
+                    p.stats = tables.stats.len() - 1;
+                    entry.parts.push(p);
+                }
+            }
+            Err(e) => entry.error = Some(e.to_string()),
+        }
+        entries.push(entry);
+    }
+    let files = tables.write(out, &stem, &members[0].rec.path)?;
+    let mut bytes_out: u64 = files.iter().map(|f| f.1).sum();
+    for (m, mut entry) in members.iter().zip(entries) {
+        if !entry.parts.is_empty() {
+            entry.files = files.clone();
+        }
+        manifest::write_json(&m.entry_path, &entry)?;
+        done.push(Done::Written {
+            bytes_out: std::mem::take(&mut bytes_out),
+            error: entry.error,
+            bytes_in: m.fp.size,
+        });
+    }
+    Ok(done)
+}
+
+/// Whether `name` is a pack file's name as [`pack_stem`] makes them.
+fn pack_file_name(name: &str) -> bool {
+    let stem = name
+        .strip_suffix(".parquet")
+        .or_else(|| name.strip_suffix(".json"));
+    stem.and_then(|s| s.strip_prefix("pack-"))
+        .is_some_and(|h| h.len() == 16 && h.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+/// Removes the pack files no entry of the run names (left when inputs
+/// changed, or by a fan-out into other shares): regular files inside the
+/// summary's table folders, named as packs are, and of a pack's content (a
+/// Parquet file with this layout's mark, or a JSON list). Run by a whole
+/// `summarize` only, which no other task writes beside.
+fn collect_packs(out: &Path, m: &Manifest) {
+    let mut named = std::collections::HashSet::new();
+    for rec in &m.inputs {
+        let Some(entry) = &rec.entry else { continue };
+        match manifest::read_json::<Entry>(&out.join(ENTRIES).join(entry)) {
+            Ok(e) => named.extend(e.files.into_iter().map(|f| f.0)),
+            // An entry not read names files we cannot know: keep them all.
+            Err(_) => return,
+        }
+    }
+    for table in TABLE_FILES.iter().chain([&super::stats::STATS]) {
+        let Ok(list) = std::fs::read_dir(out.join(table)) else {
+            continue;
+        };
+        for f in list.flatten() {
+            let name = f.file_name().to_string_lossy().into_owned();
+            let rel = format!("{table}/{name}");
+            if named.contains(&rel) || !pack_file_name(&name) {
+                continue;
+            }
+            let size = std::fs::symlink_metadata(f.path()).map_or(0, |m| m.len());
+            crate::confined::remove_own(out, &rel, size, |bytes| {
+                if name.ends_with(".json") {
+                    serde_json::from_slice::<Vec<&serde_json::value::RawValue>>(bytes).is_ok()
+                } else {
+                    bytes.starts_with(b"PAR1")
+                        && bytes.ends_with(b"PAR1")
+                        && bytes
+                            .windows(b"ccl_bench.summary".len())
+                            .any(|w| w == b"ccl_bench.summary")
+                }
+            });
+        }
+    }
+}
+
+/// A pack's tables as they are made, a timeline at a time, and its
+/// timelines' figures.
+#[derive(Default)]
+struct Tables {
+    /// Batches by table, in [`TABLE_FILES`] order.
+    batches: [Vec<arrow_array::RecordBatch>; 8],
+    rows: [u64; 8],
+    stats: Vec<Box<serde_json::value::RawValue>>,
+}
+
+/// The table files of a pack: a timeline's tables, what the reduce reads
+/// in place of every op, and what a view too wide to draw each op shows.
+const TABLE_FILES: [&str; 8] = [
+    "names",
+    "ops",
+    "colls",
+    "steps",
+    "annotations",
+    "cpu",
+    super::stats::COMM,
+    super::columns::COVERAGE,
+];
+
+impl Tables {
+    /// Adds a timeline's rows; returns where they lie in each table.
+    fn add(
+        &mut self,
+        t: &RankTimeline,
+        rank: Option<u32>,
+        part: &str,
+    ) -> std::result::Result<Vec<(String, u64, u64)>, String> {
+        let e = |e: arrow_schema::ArrowError| e.to_string();
+        let mut made = super::columns::to_tables(t).map_err(e)?;
+        made.push(super::columns::comm_table(t).map_err(e)?);
+        made.push(super::columns::coverage_table(t).map_err(e)?);
+        let mut rows = Vec::with_capacity(made.len());
+        for (k, b) in made.iter().enumerate() {
+            let n = b.num_rows() as u64;
+            let at = self.rows[k];
+            rows.push((TABLE_FILES[k].to_owned(), at, at + n));
+            self.rows[k] += n;
+            self.batches[k].push(super::columns::packed(b, rank, part).map_err(e)?);
+        }
+        let stored = super::stats::to_stored(&crate::derive::RankStats::of(t));
+        let text = serde_json::to_string(&stored).map_err(|e| e.to_string())?;
+        self.stats
+            .push(serde_json::value::RawValue::from_string(text).map_err(|e| e.to_string())?);
+        Ok(rows)
+    }
+
+    /// Writes the pack's files (none for a pack of no timeline), named
+    /// `stem`; returns them as entries list them.
+    fn write(&self, out: &Path, stem: &str, input: &str) -> Result<Vec<(String, u64, String)>> {
+        let mut files = Vec::new();
+        if self.stats.is_empty() {
+            return Ok(files);
+        }
+        for (table, batches) in TABLE_FILES.iter().zip(&self.batches) {
+            let rel = format!("{table}/{stem}.parquet");
+            write_parquet(&place(out, &rel)?, batches, input)?;
+            files.push(written(out, rel)?);
+        }
+        let rel = format!("{}/{stem}.json", super::stats::STATS);
+        let path = place(out, &rel)?;
+        let text = serde_json::to_vec(&self.stats).map_err(|e| Error::Output {
+            path: path.clone(),
+            why: e.to_string(),
+        })?;
+        make_parent(&path)?;
+        crate::atomic::write(&path, &text)?;
+        files.push(written(out, rel)?);
+        Ok(files)
+    }
+}
+
 fn part(
     t: &RankTimeline,
     root: &Path,
     stem: String,
-    partition: String,
     name_rank: Option<u32>,
     dist_rank: Option<u32>,
     events: u64,
@@ -426,7 +706,9 @@ fn part(
 ) -> Part {
     Part {
         stem,
-        partition,
+        pack: String::new(),
+        rows: Vec::new(),
+        stats: 0,
         name_rank,
         dist_rank,
         rank: t.rank,
@@ -477,17 +759,6 @@ fn output_error(out: &Path, input: &str, e: impl std::fmt::Display) -> Error {
     }
 }
 
-/// The rank's figures as a load with the default preparation makes them.
-fn write_stats(path: &Path, t: &RankTimeline) -> Result<()> {
-    let stored = super::stats::to_stored(&crate::derive::RankStats::of(t));
-    let text = serde_json::to_vec(&stored).map_err(|e| Error::Output {
-        path: path.to_owned(),
-        why: e.to_string(),
-    })?;
-    make_parent(path)?;
-    crate::atomic::write(path, &text)
-}
-
 fn make_parent(path: &Path) -> Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(|source| Error::Io {
@@ -507,7 +778,7 @@ fn written(out: &Path, rel: String) -> Result<(String, u64, String)> {
 /// Writes one table atomically.
 pub(super) fn write_parquet(
     path: &Path,
-    batch: &arrow_array::RecordBatch,
+    batches: &[arrow_array::RecordBatch],
     input: &str,
 ) -> Result<()> {
     make_parent(path)?;
@@ -522,7 +793,13 @@ pub(super) fn write_parquet(
             KeyValue::new("ccl_bench.input".to_owned(), input.to_owned()),
         ]))
         .build();
-    super::parquet_file::write_file(path, &batch.schema(), std::slice::from_ref(batch), props)
+    let Some(first) = batches.first() else {
+        return Err(Error::Output {
+            path: path.to_owned(),
+            why: "a table of no batch".into(),
+        });
+    };
+    super::parquet_file::write_file(path, &first.schema(), batches, props)
 }
 
 /// Where `rel` is written in the summary `out`: inside it, through no link.
@@ -595,9 +872,14 @@ fn prune(out: &Path, m: &Manifest) -> Result<()> {
         }
         // Read as a regular file, never through a link, and an entry by its
         // content: then it and its files are the tool's own.
-        let Ok(old) = manifest::read_json::<Entry>(&e.path()) else {
+        let Ok(mut old) = manifest::read_json::<Entry>(&e.path()) else {
             continue;
         };
+        // A pack's files may be other entries' too: see `collect_packs`.
+        old.files.retain(|f| {
+            let name = f.0.rsplit('/').next().unwrap_or_default();
+            !pack_file_name(name)
+        });
         remove_files(out, &old);
         let _ = std::fs::remove_file(e.path());
     }
