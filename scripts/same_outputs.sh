@@ -16,11 +16,15 @@ mkdir -p "$out"
 tree=$(mktemp -d)
 trap 'git worktree remove --force "$tree" >/dev/null 2>&1 || true; rm -rf "$tree"' EXIT
 git worktree add --detach --quiet "$tree" "$rev"
-# One target folder: the dependencies are built once for both.
-CARGO_TARGET_DIR="$PWD/target" cargo build --quiet --manifest-path "$tree/Cargo.toml" --bin ccl-bench
-cp target/debug/ccl-bench "$out/before"
+# REV is built in a target folder of its own, kept between runs: cargo
+# names a workspace's units alike wherever the checkout lies, so REV built
+# into this tree's target would replace this tree's build, and a build of
+# this tree then found "fresh" would hand back REV's binary.
+CARGO_TARGET_DIR="$PWD/target/rev" cargo build --quiet --manifest-path "$tree/Cargo.toml" --bin ccl-bench
+cp target/rev/debug/ccl-bench "$out/before"
 cargo build --quiet --bin ccl-bench
 cp target/debug/ccl-bench "$out/after"
+cmp -s "$out/before" "$out/after" && echo "note: the two binaries are the same" >&2
 
 dirs=(trace_collection/llama_fsdp_8gpu trace_collection/llama_fsdp_8gpu_balanced)
 if [ -d ../shared/corpus ]; then

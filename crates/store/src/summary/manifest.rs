@@ -119,8 +119,9 @@ pub struct Part {
     pub pack: String,
     /// Its rows in each of those files, `[start, end)`, by table.
     pub rows: Vec<(String, u64, u64)>,
-    /// Its place in the pack's stats file (`stats/<pack>.json`, a list).
-    pub stats: usize,
+    /// Its figures' bytes, `[start, end)`, in the pack's stats file
+    /// (`stats/<pack>.json`, a list of one object per timeline).
+    pub stats: (u64, u64),
     /// The rank the file name gave, and the one its content states.
     pub name_rank: Option<u32>,
     pub dist_rank: Option<u32>,
@@ -229,9 +230,11 @@ pub(crate) fn read_json_hashed<T: serde::de::DeserializeOwned>(path: &Path) -> R
     Ok((v, xxhash_rust::xxh3::xxh3_64(&text)))
 }
 
-/// Serializes and writes atomically.
+/// Serializes and writes atomically, compact: a run's manifest and entries
+/// are read on every open, and a small rank's entry would be mostly
+/// indentation.
 pub(crate) fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
-    let text = serde_json::to_vec_pretty(value).map_err(|e| Error::Output {
+    let text = serde_json::to_vec(value).map_err(|e| Error::Output {
         path: path.to_owned(),
         why: e.to_string(),
     })?;
@@ -258,15 +261,12 @@ mod tests {
         assert_eq!(read_json::<Vec<u32>>(&p).unwrap(), vec![1, 2, 3]);
         let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
         assert_eq!(names.len(), 1, "only the final file remains");
-        // XXH3-64 of the 17 bytes serde_json pretty-prints.
+        // XXH3-64 of the 7 bytes serde_json writes.
         assert_eq!(
             hash(&p).unwrap(),
-            format!(
-                "{:016x}",
-                xxhash_rust::xxh3::xxh3_64(b"[\n  1,\n  2,\n  3\n]")
-            )
+            format!("{:016x}", xxhash_rust::xxh3::xxh3_64(b"[1,2,3]"))
         );
-        assert_eq!(stat(&p).unwrap().size, 17);
+        assert_eq!(stat(&p).unwrap().size, 7);
         std::fs::write(&p, b"{").unwrap();
         let e = read_json::<Vec<u32>>(&p).unwrap_err().to_string();
         assert!(e.contains("damaged summary"), "{e}");

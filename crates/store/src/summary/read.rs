@@ -222,13 +222,14 @@ fn lean(
     let path = place(f, sum, &stats_rel)?;
     // The pack's timelines' figures, in a list: this part's alone is parsed.
     let bytes = checked(f, &path, stats_file)?;
-    let list: Vec<&serde_json::value::RawValue> =
-        serde_json::from_slice(&bytes).map_err(|e| damaged(&path, e))?;
-    let one = list
-        .get(p.stats)
-        .ok_or_else(|| damaged(&path, format!("no figures for {}", p.stem)))?;
+    let (a, z) = p.stats;
+    let one = usize::try_from(a)
+        .ok()
+        .zip(usize::try_from(z).ok())
+        .and_then(|(a, z)| bytes.get(a..z))
+        .ok_or_else(|| damaged(&path, format!("no figures at {a}..{z} for {}", p.stem)))?;
     let stored: super::stats::Stored =
-        serde_json::from_str(one.get()).map_err(|e| damaged(&path, e))?;
+        serde_json::from_slice(one).map_err(|e| damaged(&path, e))?;
     let names = ["names", "ops", "colls", "steps", "annotations"];
     let mut t = read_part(f, e, sum, p, &names, COMM)?;
     let Some(stats) = super::stats::from_stored(stored, t.rank, t.strings.len())

@@ -532,7 +532,7 @@ fn pack(
                 for (j, (name_rank, f)) in ranked.into_iter().enumerate() {
                     let part_stem = format!("{key}-{j}");
                     let rank = f.dist_rank.or(name_rank);
-                    let rows = tables
+                    let (rows, stats) = tables
                         .add(&f.timeline, rank, &part_stem)
                         .map_err(|e| output_error(out, &m.rec.path, e))?;
                     let mut p = part(
@@ -546,7 +546,7 @@ fn pack(
                     );
                     p.pack = stem.clone();
                     p.rows = rows;
-                    p.stats = tables.stats.len() - 1;
+                    p.stats = stats;
                     entry.parts.push(p);
                 }
             }
@@ -627,7 +627,10 @@ struct Tables {
     /// Batches by table, in [`TABLE_FILES`] order.
     batches: [Vec<arrow_array::RecordBatch>; 8],
     rows: [u64; 8],
-    stats: Vec<Box<serde_json::value::RawValue>>,
+    /// The stats file as written so far: a JSON list, one object per
+    /// timeline, whose byte ranges the entries record (a rank's is parsed
+    /// alone, not the pack's).
+    stats: Vec<u8>,
 }
 
 /// The table files of a pack: a timeline's tables, what the reduce reads
@@ -644,13 +647,15 @@ const TABLE_FILES: [&str; 8] = [
 ];
 
 impl Tables {
-    /// Adds a timeline's rows; returns where they lie in each table.
+    /// Adds a timeline's rows; returns where they lie in each table, and
+    /// its figures in the stats file.
+    #[allow(clippy::type_complexity)]
     fn add(
         &mut self,
         t: &RankTimeline,
         rank: Option<u32>,
         part: &str,
-    ) -> std::result::Result<Vec<(String, u64, u64)>, String> {
+    ) -> std::result::Result<(Vec<(String, u64, u64)>, (u64, u64)), String> {
         let e = |e: arrow_schema::ArrowError| e.to_string();
         let mut made = super::columns::to_tables(t).map_err(e)?;
         made.push(super::columns::comm_table(t).map_err(e)?);
@@ -664,10 +669,11 @@ impl Tables {
             self.batches[k].push(super::columns::packed(b, rank, part).map_err(e)?);
         }
         let stored = super::stats::to_stored(&crate::derive::RankStats::of(t));
-        let text = serde_json::to_string(&stored).map_err(|e| e.to_string())?;
         self.stats
-            .push(serde_json::value::RawValue::from_string(text).map_err(|e| e.to_string())?);
-        Ok(rows)
+            .push(if self.stats.is_empty() { b'[' } else { b',' });
+        let at = self.stats.len() as u64;
+        serde_json::to_writer(&mut self.stats, &stored).map_err(|e| e.to_string())?;
+        Ok((rows, (at, self.stats.len() as u64)))
     }
 
     /// Writes the pack's files (none for a pack of no timeline), named
@@ -684,10 +690,8 @@ impl Tables {
         }
         let rel = format!("{}/{stem}.json", super::stats::STATS);
         let path = place(out, &rel)?;
-        let text = serde_json::to_vec(&self.stats).map_err(|e| Error::Output {
-            path: path.clone(),
-            why: e.to_string(),
-        })?;
+        let mut text = self.stats.clone();
+        text.push(b']');
         make_parent(&path)?;
         crate::atomic::write(&path, &text)?;
         files.push(written(out, rel)?);
@@ -708,7 +712,7 @@ fn part(
         stem,
         pack: String::new(),
         rows: Vec::new(),
-        stats: 0,
+        stats: (0, 0),
         name_rank,
         dist_rank,
         rank: t.rank,
