@@ -169,7 +169,6 @@ pub fn summary_ops(data: &[u8]) {
                 dist_rank: None,
                 events: 0,
                 warnings: Vec::new(),
-                stats: None,
             },
         )]);
     }

@@ -225,8 +225,7 @@ fn load_with(
     };
     // A lean rank keeps no CPU ranges: reading them would be for nothing.
     let cpu_ranges = opts.cpu_ranges && keep == Keep::Whole;
-    let (mut trace, mut report, mut stats) =
-        load(path, &found.discovery, progress, cpu_ranges, &prepare)?;
+    let (mut trace, mut report, mut stats) = load(path, found, progress, cpu_ranges, &prepare)?;
     let failed = prepare
         .rebin
         .and_then(|r| r.failed.into_inner().ok().flatten());
@@ -634,11 +633,12 @@ impl LoadReport {
 /// snapshots, execution traces and workload card beside them.
 fn load(
     source: &Path,
-    discovery: &Discovery,
+    found: &Found,
     progress: &Progress,
     cpu_ranges: bool,
     prepare: &Prepare,
 ) -> Result<(Trace, LoadReport, Option<Vec<RankStats>>)> {
+    let (discovery, summary) = (&found.discovery, found.summary.is_some());
     let mut report = LoadReport {
         warnings: discovery.notes.clone(),
         inputs: discovery.inputs.clone(),
@@ -673,21 +673,26 @@ fn load(
                 unreachable!("only timeline inputs are selected")
             };
             let several = several_windows(input);
-            let stats = prepare.default_lean() && !several;
-            let files = read(&file_in(input, &progress.bytes, cpu_ranges, stats))?;
+            let file = file_in(input, &progress.bytes, cpu_ranges);
+            // A summary's entry gives, for a lean load with the default
+            // preparation, the figures the map step made of the ops.
+            let files: Vec<(Ranked, Option<RankStats>)> =
+                if summary && prepare.default_lean() && !several {
+                    crate::summary::read::lean_timelines(&file)?
+                } else {
+                    read(&file)?.into_iter().map(|f| (f, None)).collect()
+                };
             let files = files
                 .into_iter()
-                .map(
-                    |mut f| match f.1.stats.take().and_then(|s| s.downcast().ok()) {
-                        // Made in the map step; the timeline is already slim.
-                        Some(mut stats) => {
-                            prepare.keep(&mut f.1.timeline, Some(&mut stats));
-                            (f, Some(*stats))
-                        }
-                        None if several => (f, None),
-                        None => prepare.file(f),
-                    },
-                )
+                .map(|(mut f, stats)| match stats {
+                    // Made in the map step; the timeline is already slim.
+                    Some(mut stats) => {
+                        prepare.keep(&mut f.1.timeline, Some(&mut stats));
+                        (f, Some(stats))
+                    }
+                    None if several => (f, None),
+                    None => prepare.file(f),
+                })
                 .collect();
             progress.files_done.fetch_add(1, Ordering::Relaxed);
             Ok(files)
@@ -808,23 +813,16 @@ fn join_windows(group: Vec<Ranked>, report: &mut LoadReport) -> Option<Ranked> {
             dist_rank,
             events,
             warnings,
-            stats: None,
         },
     ))
 }
 
-fn file_in<'a>(
-    input: &'a Input,
-    counter: &'a AtomicU64,
-    cpu_ranges: bool,
-    stats: bool,
-) -> FileIn<'a> {
+fn file_in<'a>(input: &'a Input, counter: &'a AtomicU64, cpu_ranges: bool) -> FileIn<'a> {
     FileIn {
         path: &input.path,
         rank: input.rank,
         counter,
         cpu_ranges,
-        stats,
     }
 }
 
@@ -874,7 +872,7 @@ fn read_per_rank<T: Send>(
     let counter = AtomicU64::new(0);
     let results: Vec<_> = inputs
         .par_iter()
-        .map(|(i, how)| (how.read)(&file_in(i, &counter, false, false)))
+        .map(|(i, how)| (how.read)(&file_in(i, &counter, false)))
         .collect();
     let only = (ranks.len() <= 1 && inputs.len() == 1).then(|| ranks.first().map_or(0, |r| r.rank));
     let mut out: Vec<(u32, &Path, T)> = Vec::new();

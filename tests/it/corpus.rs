@@ -1168,26 +1168,23 @@ fn a_summarys_stored_stats_give_every_metric_of_a_full_load() {
         let mut parts = 0;
         for e in std::fs::read_dir(&entries).unwrap().flatten() {
             let counter = Default::default();
-            let read = |stats| {
-                summary::read::timelines(&ccl_bench::source::FileIn {
-                    path: &e.path(),
-                    rank: None,
-                    counter: &counter,
-                    cpu_ranges: false,
-                    stats,
-                })
+            let file = ccl_bench::source::FileIn {
+                path: &e.path(),
+                rank: None,
+                counter: &counter,
+                cpu_ranges: false,
             };
-            let (Ok(lean), Ok(whole)) = (read(true), read(false)) else {
+            let read = (
+                summary::read::lean_timelines(&file),
+                summary::read::timelines(&file),
+            );
+            let (Ok(lean), Ok(whole)) = read else {
                 continue;
             };
-            for ((_, l), (_, w)) in lean.iter().zip(&whole) {
-                let s = l
-                    .stats
-                    .as_ref()
-                    .and_then(|s| s.downcast_ref::<RankStats>())
-                    .expect("stats stored for the reduce");
+            for (((_, l), s), (_, w)) in lean.iter().zip(&whole) {
+                let s = s.as_ref().expect("stats stored for the reduce");
                 assert_eq!(stored(s), stored(&RankStats::of(&w.timeline)), "{name}");
-                assert!(l.timeline.comm_only && w.stats.is_none());
+                assert!(l.timeline.comm_only && !w.timeline.comm_only);
                 // What a lean load of the traces keeps of the rank.
                 let mut slim = w.timeline.clone();
                 slim.slim();
@@ -1284,7 +1281,6 @@ fn a_summarys_coverage_bins_add_up_to_each_lanes_ops() {
                 rank: None,
                 counter: &counter,
                 cpu_ranges: false,
-                stats: false,
             }) else {
                 continue;
             };

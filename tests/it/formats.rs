@@ -49,7 +49,6 @@ fn read_toy(f: &FileIn) -> Result<Vec<Ranked>> {
             dist_rank: None,
             events,
             warnings,
-            stats: None,
         },
     )])
 }

@@ -26,9 +26,4 @@ pub struct RankFile {
     pub dist_rank: Option<u32>,
     pub events: u64,
     pub warnings: Vec<String>,
-    /// The rank's figures as the map step made them, when a summary is read
-    /// for a lean load (see `FileIn::stats`); the timeline then holds only
-    /// the rank's collectives. A `derive::RankStats`, which the readers
-    /// cannot name: the summary's reader puts it here, the load takes it.
-    pub stats: Option<Box<dyn std::any::Any + Send>>,
 }

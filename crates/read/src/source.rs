@@ -103,10 +103,6 @@ pub struct FileIn<'a> {
     pub counter: &'a AtomicU64,
     /// Keep the CPU ranges of launching threads (see `LoadOptions`).
     pub cpu_ranges: bool,
-    /// A lean load with the default preparation (no class rules, measured
-    /// steps): a summary's reader may return the rank's figures made in
-    /// the map step and only its collectives (`RankFile::stats`).
-    pub stats: bool,
 }
 
 impl<'a> FileIn<'a> {

@@ -113,7 +113,6 @@ pub fn read_with(reader: impl Read, path: &Path, cpu_ranges: bool) -> Result<Ran
         dist_rank,
         events,
         warnings,
-        stats: None,
     })
 }
 

@@ -491,7 +491,6 @@ pub(super) fn assemble(
                 dist_rank: None,
                 events,
                 warnings,
-                stats: None,
             },
         ));
     }

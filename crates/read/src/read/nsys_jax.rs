@@ -431,7 +431,6 @@ fn assemble(
                     dist_rank: None,
                     events,
                     warnings,
-                    stats: None,
                 },
             )
         })

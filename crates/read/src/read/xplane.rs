@@ -218,7 +218,6 @@ impl DeviceOps {
                 dist_rank: None,
                 events,
                 warnings,
-                stats: None,
             },
         ))
     }

@@ -8,6 +8,7 @@ use std::sync::atomic::Ordering;
 use arrow_array::RecordBatch;
 
 use super::manifest::{self, damaged, Entry, Part};
+use crate::derive::RankStats;
 use crate::error::{Error, Result};
 use crate::formats::Ranked;
 use crate::model::exec_trace::EtRank;
@@ -136,25 +137,37 @@ fn listed<'e>(f: &FileIn, e: &'e Entry, rel: &str) -> Result<&'e Listed> {
 /// returned them. The CPU ranges are read only when asked for.
 pub fn timelines(f: &FileIn) -> Result<Vec<Ranked>> {
     let (e, sum) = entry(f)?;
-    let mut out = Vec::with_capacity(e.parts.len());
-    for p in &e.parts {
-        let lean = if f.stats { lean(f, &e, &sum, p)? } else { None };
-        let (t, stats) = match lean {
-            Some((t, stats)) => (t, Some(Box::new(stats) as Box<dyn std::any::Any + Send>)),
-            None => (whole(f, &e, &sum, p)?, None),
-        };
-        out.push((
-            p.name_rank,
-            RankFile {
-                timeline: t,
-                dist_rank: p.dist_rank,
-                events: p.events,
-                warnings: p.warnings.clone(),
-                stats,
-            },
-        ));
-    }
-    Ok(out)
+    (e.parts.iter())
+        .map(|p| Ok(ranked(p, whole(f, &e, &sum, p)?)))
+        .collect()
+}
+
+/// [`timelines`] for a lean load with the default preparation (no class
+/// rules, the measured steps): each timeline's collectives alone, with the
+/// figures the map step made of its ops, where the summary holds them
+/// (else the whole timeline, and no figures).
+pub fn lean_timelines(f: &FileIn) -> Result<Vec<(Ranked, Option<RankStats>)>> {
+    let (e, sum) = entry(f)?;
+    (e.parts.iter())
+        .map(|p| {
+            Ok(match lean(f, &e, &sum, p)? {
+                Some((t, stats)) => (ranked(p, t), Some(stats)),
+                None => (ranked(p, whole(f, &e, &sum, p)?), None),
+            })
+        })
+        .collect()
+}
+
+fn ranked(p: &Part, timeline: RankTimeline) -> Ranked {
+    (
+        p.name_rank,
+        RankFile {
+            timeline,
+            dist_rank: p.dist_rank,
+            events: p.events,
+            warnings: p.warnings.clone(),
+        },
+    )
 }
 
 /// The path of a part's file in folder `table`, checked to stay inside
@@ -207,12 +220,7 @@ fn whole(f: &FileIn, e: &Entry, sum: &Path, p: &Part) -> Result<RankTimeline> {
 /// A part's collectives and the figures the map step made of its ops, when
 /// it wrote them (a summary by an older version did not): the reduce then
 /// reads neither its ops nor its CPU ranges.
-fn lean(
-    f: &FileIn,
-    e: &Entry,
-    sum: &Path,
-    p: &Part,
-) -> Result<Option<(RankTimeline, crate::derive::RankStats)>> {
+fn lean(f: &FileIn, e: &Entry, sum: &Path, p: &Part) -> Result<Option<(RankTimeline, RankStats)>> {
     use super::stats::{COMM, STATS};
     let (comm_rel, stats_rel) = (rel_of(f, p, COMM, "parquet")?, rel_of(f, p, STATS, "json")?);
     let find = |rel: &str| e.files.iter().find(|x| x.0 == rel);

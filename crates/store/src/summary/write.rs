@@ -334,7 +334,6 @@ fn one(out: &Path, root: &Path, input: &Input, rec: &InputRec, fresh_start: bool
         rank: input.rank,
         counter: &counter,
         cpu_ranges: true,
-        stats: false,
     };
     let key = entry_name.trim_end_matches(".json");
     let mut entry = Entry {
@@ -525,7 +524,6 @@ fn pack(
             rank: m.input.rank,
             counter: &counter,
             cpu_ranges: true,
-            stats: false,
         };
         match read(&file) {
             Ok(ranked) => {
