@@ -709,3 +709,45 @@ fn small_ranks_share_table_files() {
     assert_eq!(table_files(&sum).len(), 4 * 9);
     same_as_traces(dir.path(), &sum);
 }
+
+/// An entry whose rows or figures lie past its pack's files is a damaged
+/// summary, named, not a panic nor another rank's rows.
+#[test]
+fn rows_past_a_packs_files_are_refused() {
+    let dir = write_ranks(&training_run(&shape()));
+    let out = tempfile::tempdir().unwrap();
+    let sum = out.path().join("s");
+    assert!(summarize(dir.path(), &sum, &[]).status.success());
+    std::fs::remove_dir_all(sum.join("results")).unwrap();
+    let entry = std::fs::read_dir(sum.join("inputs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            std::fs::read_to_string(p)
+                .unwrap()
+                .contains("rank2_trace.json")
+        })
+        .unwrap();
+    let original = std::fs::read_to_string(&entry).unwrap();
+    let edit = |f: &dyn Fn(&mut serde_json::Value)| {
+        let mut v: serde_json::Value = serde_json::from_str(&original).unwrap();
+        f(&mut v["parts"][0]);
+        std::fs::write(&entry, v.to_string()).unwrap();
+        let o = metric(&sum, "avg_step_time");
+        assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+        let e = stderr(&o);
+        assert!(e.contains("damaged summary"), "{e}");
+        assert!(!e.contains("panicked"), "{e}");
+        e
+    };
+    let e = edit(&|p| {
+        let rows = p["rows"].as_array_mut().unwrap();
+        let comm = rows.iter_mut().find(|r| r[0] == "comm").unwrap();
+        comm[2] = serde_json::json!(1u64 << 40);
+    });
+    assert!(e.contains("of a table of"), "{e}");
+    let e = edit(&|p| p["stats"] = serde_json::json!([1u64 << 40, (1u64 << 40) + 5]));
+    assert!(e.contains("no figures at"), "{e}");
+    let e = edit(&|p| p["rows"] = serde_json::json!([]));
+    assert!(e.contains("no rows of"), "{e}");
+}

@@ -4,12 +4,13 @@
 //!
 //! Layout of a summary folder (documented in docs/summary.md):
 //! `ccl-bench-summary.json` (the manifest), `inputs/<key>.json` (one entry
-//! per input), and one folder per table, hive-partitioned by rank:
-//! `ops/rank=3/<key>-0.parquet`, `steps/...`, `colls/...`, `names/...`,
+//! per input), and one folder per table, each file a pack of the timelines
+//! of up to 64 small inputs (or one large) with `rank` and `part` columns:
+//! `ops/<pack>.parquet`, `steps/...`, `colls/...`, `names/...`,
 //! `annotations/...`, `cpu/...`, plus `memory/`, `et/` and `card/`; and for
-//! the reduce, each rank's collectives (`comm/...`) and figures
-//! (`stats/rank=3/<key>-0.json`); for wide views, each lane's time per
-//! time bin (`coverage/...`).
+//! the reduce, each timeline's collectives (`comm/...`) and figures
+//! (`stats/<pack>.json`, a list); for wide views, each lane's time per time
+//! bin (`coverage/...`).
 
 pub mod annex;
 pub mod columns;

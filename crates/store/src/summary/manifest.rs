@@ -108,6 +108,24 @@ pub struct Entry {
     pub files: Vec<(String, u64, String)>,
 }
 
+impl Entry {
+    /// The entry of the input `rec` of fingerprint `fingerprint`, before
+    /// its reader ran.
+    pub(crate) fn of(rec: &InputRec, fingerprint: Fingerprint) -> Self {
+        Self {
+            path: rec.path.clone(),
+            format: rec.format.clone(),
+            fingerprint,
+            error: None,
+            parts: Vec::new(),
+            warnings: Vec::new(),
+            memory: None,
+            et: None,
+            files: Vec::new(),
+        }
+    }
+}
+
 /// One timeline: the reader's scalar fields (tables hold the rest).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Part {

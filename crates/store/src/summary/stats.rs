@@ -1,5 +1,5 @@
 //! A rank's figures made in the map step (`derive::RankStats`), stored
-//! beside its tables as `stats/rank=R/<stem>.json`, so that the reduce
+//! beside its tables in its pack's `stats/<pack>.json`, so that the reduce
 //! reads them and the rank's collectives (the `comm` table) instead of
 //! every op.
 //!

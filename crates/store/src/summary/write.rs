@@ -329,24 +329,9 @@ fn one(out: &Path, root: &Path, input: &Input, rec: &InputRec, fresh_start: bool
     let (entry_path, fp) = (m.entry_path, m.fp);
     let entry_name = rec.entry.as_deref().expect("selected inputs have entries");
     let counter = AtomicU64::new(0);
-    let file = FileIn {
-        path: &input.path,
-        rank: input.rank,
-        counter: &counter,
-        cpu_ranges: true,
-    };
+    let file = file_in(input, &counter);
     let key = entry_name.trim_end_matches(".json");
-    let mut entry = Entry {
-        path: rec.path.clone(),
-        format: rec.format.clone(),
-        fingerprint: fp.clone(),
-        error: None,
-        parts: Vec::new(),
-        warnings: Vec::new(),
-        memory: None,
-        et: None,
-        files: Vec::new(),
-    };
+    let mut entry = Entry::of(rec, fp.clone());
     match input.format.role {
         Role::Timeline { .. } => unreachable!("timelines are written in packs"),
         Role::Memory(how) => match (how.read)(&file) {
@@ -397,6 +382,16 @@ fn one(out: &Path, root: &Path, input: &Input, rec: &InputRec, fresh_start: bool
         error: entry.error,
         bytes_in: fp.size,
     })
+}
+
+/// An input read in full, CPU ranges and all.
+fn file_in<'a>(input: &'a Input, counter: &'a AtomicU64) -> FileIn<'a> {
+    FileIn {
+        path: &input.path,
+        rank: input.rank,
+        counter,
+        cpu_ranges: true,
+    }
 }
 
 /// An input to summarize: its entry's path, its fingerprint now, and its
@@ -504,28 +499,12 @@ fn pack(
     let mut entries = Vec::with_capacity(members.len());
     for (m, name) in members.iter().zip(&names) {
         let key = name.trim_end_matches(".json");
-        let mut entry = Entry {
-            path: m.rec.path.clone(),
-            format: m.rec.format.clone(),
-            fingerprint: m.fp.clone(),
-            error: None,
-            parts: Vec::new(),
-            warnings: Vec::new(),
-            memory: None,
-            et: None,
-            files: Vec::new(),
-        };
+        let mut entry = Entry::of(m.rec, m.fp.clone());
         let Role::Timeline { read, .. } = m.input.format.role else {
             unreachable!("packs hold timelines only")
         };
         let counter = AtomicU64::new(0);
-        let file = FileIn {
-            path: &m.input.path,
-            rank: m.input.rank,
-            counter: &counter,
-            cpu_ranges: true,
-        };
-        match read(&file) {
+        match read(&file_in(m.input, &counter)) {
             Ok(ranked) => {
                 for (j, (name_rank, f)) in ranked.into_iter().enumerate() {
                     let part_stem = format!("{key}-{j}");
