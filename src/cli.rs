@@ -208,12 +208,52 @@ pub(crate) enum Command {
     /// cluster): any command then opens the summary folder like the traces,
     /// without parsing them. Unchanged inputs are skipped on a re-run
     Summarize(SummarizeArgs),
+    /// Gate run B against run A for CI: per-step samples of step time,
+    /// exposed communication, collective wait and busy share give a 95 %
+    /// interval for each change, judged against the threshold: regressed,
+    /// improved, no change or inconclusive. Exit 0: passed, 4: regressed, 5:
+    /// inconclusive under --inconclusive fail
+    Gate(GateArgs),
     /// Why a run hung, from its NCCL Flight Recorder dumps: per process
     /// group the first collective not every member completed, the ranks that
     /// never scheduled it and where each side is, desyncs, unposted sends and
     /// receives, and how long each rank has been idle. Exit 0: no hang found,
     /// 1: a hang or desync, 2: no dumps or bad input
     Hang(HangArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct GateArgs {
+    /// The baseline run
+    #[arg(value_name = "DIR_A")]
+    pub a: PathBuf,
+
+    /// The run judged against it
+    #[arg(value_name = "DIR_B")]
+    pub b: PathBuf,
+
+    /// Relative change that counts, e.g. 5% or 0.05
+    #[arg(long, value_name = "PCT", default_value = "5%", value_parser = parse_threshold)]
+    pub threshold: f64,
+
+    /// Count every step, the first and last too (by default they are left
+    /// out with three or more: warm-up and the profiler's flush)
+    #[arg(long)]
+    pub all_steps: bool,
+
+    /// What an inconclusive gate does: pass (exit 0) or fail (exit 5)
+    #[arg(long, value_enum, default_value_t = Inconclusive::Pass)]
+    pub inconclusive: Inconclusive,
+
+    /// Output format
+    #[arg(long, value_enum, default_value_t = crate::report::gate::GateFormat::Table)]
+    pub format: crate::report::gate::GateFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Inconclusive {
+    Pass,
+    Fail,
 }
 
 #[derive(Debug, Args)]
@@ -364,11 +404,13 @@ Examples:
   ccl-bench --trace runs/llama_8gpu --metrics --format json
   ccl-bench --list-metrics
   ccl-bench compare runs/nccl runs/msccl --threshold 3% --fail-on-regression
+  ccl-bench gate runs/main runs/pr --threshold 3% --format markdown
   srun -n 64 ccl-bench summarize runs/big --out runs/big.sum && ccl-bench runs/big.sum
 
 Exit status: 0 ok, 1 unreadable or invalid input, 2 usage error (e.g. unknown metric),
 3 the metric does not apply to this trace (reason on stderr); compare --fail-on-regression
-exits 1 when a metric got worse beyond the threshold.";
+exits 1 when a metric got worse beyond the threshold; gate exits 4 when run B regressed
+and 5 when the gate is inconclusive under --inconclusive fail.";
 
 fn parse_params(s: &str) -> Result<f64, String> {
     crate::model::card::parse_count(s)

@@ -43,6 +43,7 @@ fn run(cli: &Cli) -> Result<u8> {
         Some(Command::Collectives(args)) => return headless::collectives(args),
         Some(Command::Summarize(args)) => return headless::summarize(args),
         Some(Command::Hang(args)) => return headless::hang(args),
+        Some(Command::Gate(args)) => return headless::gate(args),
         None => {}
     }
     if let Some(out) = &cli.screenshot {

@@ -261,6 +261,48 @@ pub(crate) fn compare(args: &crate::cli::CompareArgs) -> Result<u8> {
     Ok(0)
 }
 
+/// Exit status of a gate that found run B regressed.
+pub(crate) const EXIT_REGRESSED: u8 = 4;
+/// Exit status of an inconclusive gate under `--inconclusive fail`.
+pub(crate) const EXIT_INCONCLUSIVE: u8 = 5;
+
+/// `ccl-bench gate A B`.
+pub(crate) fn gate(args: &crate::cli::GateArgs) -> Result<u8> {
+    use crate::gate::Verdict;
+    let opts = LoadOptions {
+        all_steps: args.all_steps,
+        ..LoadOptions::default()
+    };
+    // Every op: a step's exposed communication and busy time are unions of
+    // the ops launched in it.
+    let open = |path: &std::path::Path| -> Result<session::Run> {
+        let run = session::open(path, &opts, Need::EveryOp, &Progress::default())?;
+        for w in run.warnings() {
+            crate::say!("warning: {}: {w}", path.display());
+        }
+        Ok(run)
+    };
+    let (ra, rb) = (open(&args.a)?, open(&args.b)?);
+    let (ca, cb) = (
+        ra.ctx(None).map_err(|e| anyhow!(e))?,
+        rb.ctx(None).map_err(|e| anyhow!(e))?,
+    );
+    let g = crate::gate::gate(&ca, &cb, args.threshold);
+    let sides = crate::report::gate::Sides {
+        a: &args.a.display().to_string(),
+        b: &args.b.display().to_string(),
+    };
+    let mut out = crate::safe::Safe(io::stdout().lock());
+    crate::report::gate::write(args.format, &sides, &g, &mut out)?;
+    Ok(match g.verdict {
+        Verdict::Regressed => EXIT_REGRESSED,
+        Verdict::Inconclusive if args.inconclusive == crate::cli::Inconclusive::Fail => {
+            EXIT_INCONCLUSIVE
+        }
+        _ => 0,
+    })
+}
+
 /// `ccl-bench export DIR --to parquet|perfetto OUT`.
 pub(crate) fn export(args: &crate::cli::ExportArgs) -> Result<u8> {
     use crate::cli::ExportFormat;

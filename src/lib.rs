@@ -24,7 +24,7 @@ mod kept;
 
 pub use ccl_model as model;
 // The crates below the application, used by their modules' names.
-pub use ccl_metrics::{compare, derive, metrics};
+pub use ccl_metrics::{compare, derive, gate, metrics};
 pub use ccl_read::{
     discover, error, formats, human, naming, progress, read, safe, say, source, synth,
 };

@@ -3,6 +3,7 @@
 pub mod collectives;
 pub mod compare;
 mod csv;
+pub mod gate;
 pub mod hang;
 pub use crate::human;
 pub mod json;

@@ -19,8 +19,9 @@ const LAYERS: &[&str] = &[
     "model",
     // Synthetic traces, readers, the format table, discovery (crate ccl-read).
     "synth", "read", "formats", "discover",
-    // Figures derived once per rank, metrics, two runs compared (crate ccl-metrics).
-    "derive", "metrics", "compare",
+    // Figures derived once per rank, metrics, two runs compared and gated
+    // (crate ccl-metrics).
+    "derive", "metrics", "compare", "gate",
     // Storage: summaries, pages, kept results' files, spill files (crate ccl-store).
     "spill", "summary",
     // Reading a run, and how it is held (session/load.rs reads).

@@ -12,6 +12,7 @@ mod docs;
 mod export;
 mod formats;
 mod fuzz_smoke;
+mod gate;
 mod glance;
 mod hang;
 mod hostile;

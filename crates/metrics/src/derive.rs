@@ -11,6 +11,7 @@ pub mod kernels;
 pub mod lanes;
 pub mod phases;
 pub mod sm;
+pub mod steps;
 
 use std::collections::HashMap;
 

@@ -16,7 +16,6 @@ use arrow_array::{Array, ArrayRef, RecordBatch, StringArray, UInt32Array};
 use arrow_schema::{ArrowError, DataType, Field, Schema};
 use parquet::arrow::arrow_reader::{RowSelection, RowSelector};
 
-use crate::model::intervals::IntervalSet;
 use crate::model::time::Ns;
 use crate::model::{
     Activity, Annotation, CollKind, CollMeta, CpuKind, CpuOp, DeviceOp, Interner, KernelClass,
@@ -337,30 +336,18 @@ pub(crate) fn bins_of(b: &RecordBatch) -> Result<Vec<crate::derive::lanes::Bin>,
 /// breakdown metrics split it. Times in ns.
 fn steps_table(t: &RankTimeline) -> Res<RecordBatch> {
     let n = t.steps.len();
-    let mut by_step: Vec<Vec<&DeviceOp>> = vec![Vec::new(); n];
-    for o in &t.ops {
-        if let Some(i) = o.step.get().filter(|&i| (i as usize) < n) {
-            by_step[i as usize].push(o);
-        }
-    }
     let mut cols: [Int64Builder; 4] = std::array::from_fn(|_| Int64Builder::with_capacity(n));
     let mut ops = UInt64Builder::with_capacity(n);
     let mut launches = UInt64Builder::with_capacity(n);
     let mut launch_ns = Int64Builder::with_capacity(n);
-    for (i, step_ops) in by_step.iter().enumerate() {
-        let set = |keep: &dyn Fn(&DeviceOp) -> bool| {
-            IntervalSet::from_iter_unsorted(
-                step_ops.iter().filter(|o| keep(o)).map(|o| o.interval()),
-            )
-        };
-        let busy = set(&|_| true);
-        let compute = set(&|o| o.is_compute());
-        let comm = set(&|o| o.is_comm());
-        let exposed = comm.subtract(&compute);
-        for (b, v) in cols.iter_mut().zip([busy, compute, comm, exposed]) {
-            b.append_value(v.total().get());
+    for (i, s) in crate::derive::steps::sums(t).iter().enumerate() {
+        for (b, v) in cols
+            .iter_mut()
+            .zip([s.busy, s.compute, s.comm, s.exposed_comm])
+        {
+            b.append_value(v.get());
         }
-        ops.append_value(step_ops.len() as u64);
+        ops.append_value(s.ops);
         let l = t.launch_by_step.get(i);
         launches.append_option(l.map(|l| l.0));
         launch_ns.append_option(l.map(|l| l.1).map(Ns::get));
