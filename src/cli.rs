@@ -214,6 +214,8 @@ pub(crate) enum Command {
     /// improved, no change or inconclusive. Exit 0: passed, 4: regressed, 5:
     /// inconclusive under --inconclusive fail
     Gate(GateArgs),
+    /// Keep a run as a named baseline for `gate --against`, or list them
+    Baseline(BaselineArgs),
     /// Why a run hung, from its NCCL Flight Recorder dumps: per process
     /// group the first collective not every member completed, the ranks that
     /// never scheduled it and where each side is, desyncs, unposted sends and
@@ -224,13 +226,20 @@ pub(crate) enum Command {
 
 #[derive(Debug, Args)]
 pub(crate) struct GateArgs {
-    /// The baseline run
-    #[arg(value_name = "DIR_A")]
-    pub a: PathBuf,
+    /// The baseline run and the run judged against it (DIR_A DIR_B), or
+    /// with --against the run judged alone
+    #[arg(value_name = "DIR", num_args = 1..=2, required = true)]
+    pub runs: Vec<PathBuf>,
 
-    /// The run judged against it
-    #[arg(value_name = "DIR_B")]
-    pub b: PathBuf,
+    /// Judge the run against this saved baseline (`ccl-bench baseline
+    /// save`) instead of a second run
+    #[arg(long, value_name = "NAME")]
+    pub against: Option<String>,
+
+    /// The folder of baselines (default: $CCL_BENCH_BASELINES, else
+    /// .ccl-bench/baselines at the repository's root)
+    #[arg(long, value_name = "DIR")]
+    pub baselines: Option<PathBuf>,
 
     /// Relative change that counts, e.g. 5% or 0.05
     #[arg(long, value_name = "PCT", default_value = "5%", value_parser = parse_threshold)]
@@ -248,6 +257,34 @@ pub(crate) struct GateArgs {
     /// Output format
     #[arg(long, value_enum, default_value_t = crate::report::gate::GateFormat::Table)]
     pub format: crate::report::gate::GateFormat,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct BaselineArgs {
+    #[command(subcommand)]
+    pub action: BaselineAction,
+
+    /// The folder of baselines (default: $CCL_BENCH_BASELINES, else
+    /// .ccl-bench/baselines at the repository's root)
+    #[arg(long, value_name = "DIR", global = true)]
+    pub baselines: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum BaselineAction {
+    /// Keep what a later gate needs of a run (its figures per rank and
+    /// measured step, every metric's value) under NAME
+    Save {
+        #[arg(value_name = "NAME")]
+        name: String,
+        #[arg(value_name = "DIR")]
+        dir: PathBuf,
+        /// Count every step, the first and last too
+        #[arg(long)]
+        all_steps: bool,
+    },
+    /// The baselines kept: name, run, when, ranks and steps
+    List,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -405,6 +442,7 @@ Examples:
   ccl-bench --list-metrics
   ccl-bench compare runs/nccl runs/msccl --threshold 3% --fail-on-regression
   ccl-bench gate runs/main runs/pr --threshold 3% --format markdown
+  ccl-bench baseline save main runs/main && ccl-bench gate runs/pr --against main
   srun -n 64 ccl-bench summarize runs/big --out runs/big.sum && ccl-bench runs/big.sum
 
 Exit status: 0 ok, 1 unreadable or invalid input, 2 usage error (e.g. unknown metric),

@@ -44,6 +44,7 @@ fn run(cli: &Cli) -> Result<u8> {
         Some(Command::Summarize(args)) => return headless::summarize(args),
         Some(Command::Hang(args)) => return headless::hang(args),
         Some(Command::Gate(args)) => return headless::gate(args),
+        Some(Command::Baseline(args)) => return headless::baseline(args),
         None => {}
     }
     if let Some(out) = &cli.screenshot {

@@ -266,31 +266,52 @@ pub(crate) const EXIT_REGRESSED: u8 = 4;
 /// Exit status of an inconclusive gate under `--inconclusive fail`.
 pub(crate) const EXIT_INCONCLUSIVE: u8 = 5;
 
-/// `ccl-bench gate A B`.
-pub(crate) fn gate(args: &crate::cli::GateArgs) -> Result<u8> {
-    use crate::gate::Verdict;
+/// A run read whole (a step's exposed communication and busy time are
+/// unions of its ops), its warnings said with its path.
+fn whole_run(path: &std::path::Path, all_steps: bool) -> Result<session::Run> {
     let opts = LoadOptions {
-        all_steps: args.all_steps,
+        all_steps,
         ..LoadOptions::default()
     };
-    // Every op: a step's exposed communication and busy time are unions of
-    // the ops launched in it.
-    let open = |path: &std::path::Path| -> Result<session::Run> {
-        let run = session::open(path, &opts, Need::EveryOp, &Progress::default())?;
-        for w in run.warnings() {
-            crate::say!("warning: {}: {w}", path.display());
-        }
-        Ok(run)
+    let run = session::open(path, &opts, Need::EveryOp, &Progress::default())?;
+    for w in run.warnings() {
+        crate::say!("warning: {}: {w}", path.display());
+    }
+    Ok(run)
+}
+
+/// `ccl-bench gate A B`, or `gate B --against NAME`.
+pub(crate) fn gate(args: &crate::cli::GateArgs) -> Result<u8> {
+    use crate::gate::{StepFigures, Verdict};
+    let figures = |path: &std::path::Path| -> Result<StepFigures> {
+        let run = whole_run(path, args.all_steps)?;
+        Ok(StepFigures::of(&run.ctx(None).map_err(|e| anyhow!(e))?))
     };
-    let (ra, rb) = (open(&args.a)?, open(&args.b)?);
-    let (ca, cb) = (
-        ra.ctx(None).map_err(|e| anyhow!(e))?,
-        rb.ctx(None).map_err(|e| anyhow!(e))?,
-    );
-    let g = crate::gate::gate(&ca, &cb, args.threshold);
+    let (a_name, fa, b) = match (&args.against, args.runs.as_slice()) {
+        (Some(name), [b]) => {
+            let dir = crate::baseline::folder(args.baselines.as_deref());
+            let base = crate::baseline::load(&dir, name)?;
+            (
+                format!("baseline {name} ({}, saved {})", base.run, base.saved),
+                base.figures,
+                b,
+            )
+        }
+        (None, [a, b]) => (a.display().to_string(), figures(a)?, b),
+        (Some(_), _) => {
+            crate::say!("ccl-bench: gate --against NAME takes one run, the one judged");
+            return Ok(EXIT_USAGE);
+        }
+        (None, _) => {
+            crate::say!("ccl-bench: gate takes two runs, A then B (or one with --against NAME)");
+            return Ok(EXIT_USAGE);
+        }
+    };
+    let fb = figures(b)?;
+    let g = crate::gate::gate_samples(&fa.samples(), &fb.samples(), args.threshold);
     let sides = crate::report::gate::Sides {
-        a: &args.a.display().to_string(),
-        b: &args.b.display().to_string(),
+        a: &a_name,
+        b: &b.display().to_string(),
     };
     let mut out = crate::safe::Safe(io::stdout().lock());
     crate::report::gate::write(args.format, &sides, &g, &mut out)?;
@@ -301,6 +322,52 @@ pub(crate) fn gate(args: &crate::cli::GateArgs) -> Result<u8> {
         }
         _ => 0,
     })
+}
+
+/// `ccl-bench baseline save NAME DIR` and `baseline list`.
+pub(crate) fn baseline(args: &crate::cli::BaselineArgs) -> Result<u8> {
+    use crate::cli::BaselineAction;
+    let dir = crate::baseline::folder(args.baselines.as_deref());
+    match &args.action {
+        BaselineAction::Save {
+            name,
+            dir: run_dir,
+            all_steps,
+        } => {
+            let run = whole_run(run_dir, *all_steps)?;
+            let ctx = run.ctx(None).map_err(|e| anyhow!(e))?;
+            let figures = crate::gate::StepFigures::of(&ctx);
+            let metrics = (metrics::METRICS.iter())
+                .zip(metrics::eval_all(&ctx))
+                .filter_map(|(m, o)| Some((m.name.to_owned(), o.as_value()?)))
+                .collect();
+            let (ranks, steps) = (figures.ranks.len(), figures.steps);
+            let path = crate::baseline::save(&dir, name, run_dir, figures, metrics)?;
+            crate::say!(
+                "ccl-bench: kept baseline {name} ({ranks} rank(s), {steps} measured step(s)) in {}",
+                path.display()
+            );
+        }
+        BaselineAction::List => {
+            let list = crate::baseline::list(&dir)?;
+            let mut out = crate::safe::Safe(io::stdout().lock());
+            if list.is_empty() {
+                crate::say!("ccl-bench: no baselines in {}", dir.display());
+            }
+            for b in list {
+                writeln!(
+                    out,
+                    "{}  {}  {}  {} rank(s), {} measured step(s)",
+                    b.name,
+                    b.saved,
+                    b.run,
+                    b.figures.ranks.len(),
+                    b.figures.steps
+                )?;
+            }
+        }
+    }
+    Ok(0)
 }
 
 /// `ccl-bench export DIR --to parquet|perfetto OUT`.

@@ -15,6 +15,7 @@
 //! - [`headless`], [`report`], [`cli`]: the command-line views.
 //! - [`synth`]: a deterministic trace writer for tests and samples.
 
+mod baseline;
 pub mod cli;
 pub mod entry;
 pub mod export;

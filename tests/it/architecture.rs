@@ -28,8 +28,9 @@ const LAYERS: &[&str] = &[
     "session",
     // Views.
     "report",
-    // What a summary's metrics printed, kept for the next ask (its files: ccl-store).
-    "kept",
+    // What a summary's metrics printed, kept for the next ask (its files:
+    // ccl-store); a run's figures kept as a named baseline for the gate.
+    "kept", "baseline",
     "export", "fuzz", "cli", "headless", "tui", "entry",
 ];
 

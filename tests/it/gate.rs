@@ -175,3 +175,86 @@ fn the_bundled_pair_improved_over_all_its_steps() {
     let change = d["gate"]["figures"][0]["change"].as_f64().unwrap();
     assert!((change + 0.225).abs() < 0.005, "{change}");
 }
+
+/// A run kept as a baseline gates a later run as the run itself would,
+/// from a small file; `baseline list` names it; a name that is not kept is
+/// an error naming the ones that are.
+#[test]
+fn a_saved_baseline_gates_like_its_run() {
+    let (a, b) = runs(20, 0.05, 0.01);
+    let store = tempfile::tempdir().unwrap();
+    let dir = store.path().join("baselines");
+    let d = dir.to_str().unwrap();
+    let o = run(&[
+        "baseline",
+        "save",
+        "main",
+        a.path().to_str().unwrap(),
+        "--baselines",
+        d,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("kept baseline main (2 rank(s), 20 measured step(s))"),
+        "{}",
+        stderr(&o)
+    );
+    let size = std::fs::metadata(dir.join("main.json")).unwrap().len();
+    assert!(size < 8 << 10, "{size} bytes");
+    let listed = stdout(&run(&["baseline", "list", "--baselines", d]));
+    assert!(
+        listed.starts_with("main  ") && listed.contains("20 measured step(s)"),
+        "{listed}"
+    );
+    let direct = gate(
+        a.path(),
+        b.path(),
+        &["--threshold", "3%", "--format", "json"],
+    );
+    let against = run(&[
+        "gate",
+        b.path().to_str().unwrap(),
+        "--against",
+        "main",
+        "--baselines",
+        d,
+        "--threshold",
+        "3%",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(against.status.code(), Some(4), "{}", stderr(&against));
+    let (x, y) = (doc(&direct), doc(&against));
+    assert_eq!(x["gate"], y["gate"], "the same verdicts and figures");
+    assert!(
+        y["a"].as_str().unwrap().starts_with("baseline main ("),
+        "{}",
+        y["a"]
+    );
+    // Not kept: named, with what is.
+    let o = run(&[
+        "gate",
+        b.path().to_str().unwrap(),
+        "--against",
+        "nope",
+        "--baselines",
+        d,
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("baseline nope") && stderr(&o).contains("there: main"),
+        "{}",
+        stderr(&o)
+    );
+    // Two runs and --against: a usage error.
+    let o = run(&[
+        "gate",
+        a.path().to_str().unwrap(),
+        b.path().to_str().unwrap(),
+        "--against",
+        "main",
+        "--baselines",
+        d,
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+}

@@ -15,7 +15,7 @@
 //! A run as a whole has regressed when any figure has; else it is
 //! inconclusive when any figure is; else improved when any figure is.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
 use crate::metrics::Ctx;
@@ -94,68 +94,117 @@ impl Verdict {
     }
 }
 
+/// Per figure (indexed like [`Figure::ALL`]): per rank, per measured step
+/// position; or why the run cannot give it.
+pub type PerRank = Vec<Result<Vec<Vec<f64>>, String>>;
+
+/// One run's figures per rank and measured step: what a baseline keeps.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepFigures {
+    /// Measured steps every rank in scope has (the step positions kept).
+    pub steps: usize,
+    /// The ranks in scope, in the order of each figure's rows.
+    pub ranks: Vec<u32>,
+    pub values: PerRank,
+}
+
 /// One run's samples of each figure (indexed like [`Figure::ALL`]): per
-/// measured step position, the mean over the ranks in scope; or why none.
+/// measured step position, the mean over the ranks; or why none.
 #[derive(Debug, Clone)]
 pub struct Samples {
-    /// Measured steps every rank in scope has.
-    pub steps: usize,
-    pub values: [Result<Vec<f64>, String>; 4],
+    pub values: Vec<Result<Vec<f64>, String>>,
 }
 
-/// The samples of the run `ctx` holds (its ops are needed: a whole load).
-pub fn samples(ctx: &Ctx) -> Samples {
-    let ranks = &ctx.ranks;
-    let steps = ranks
-        .iter()
-        .map(|t| t.measured_steps().len())
-        .min()
-        .unwrap_or(0);
-    let none = |why: &str| Err(why.to_owned());
-    if steps == 0 {
-        let why = "no measured steps (ProfilerStep ranges) on some rank";
-        return Samples {
-            steps,
-            values: [none(why), none(why), none(why), none(why)],
-        };
-    }
-    let per_rank = ranks.len() as f64;
-    let mean_over_ranks = |f: &dyn Fn(usize, usize) -> f64| -> Vec<f64> {
-        (0..steps)
-            .map(|p| (0..ranks.len()).map(|k| f(k, p)).sum::<f64>() / per_rank)
-            .collect()
-    };
-    let sums: Vec<Vec<crate::derive::steps::StepSums>> = ranks
-        .iter()
-        .map(|t| crate::derive::steps::sums(t))
-        .collect();
-    let step = |k: usize, p: usize| ranks[k].measured().start + p;
-    let dur = |k: usize, p: usize| ranks[k].steps[step(k, p)].dur();
-    let step_time = mean_over_ranks(&|k, p| ns_to_s(dur(k, p)));
-    let any_comm = sums.iter().flatten().any(|s| s.comm.get() > 0);
-    let exposed = match any_comm {
-        true => Ok(mean_over_ranks(&|k, p| {
-            ns_to_s(sums[k][step(k, p)].exposed_comm)
-        })),
-        false => none("no communication ops"),
-    };
-    let busy = mean_over_ranks(&|k, p| {
-        let d = dur(k, p).get();
-        if d > 0 {
-            sums[k][step(k, p)].busy.get() as f64 / d as f64
-        } else {
-            0.0
+impl StepFigures {
+    /// The figures of the run `ctx` holds (its ops are needed: a whole load).
+    pub fn of(ctx: &Ctx) -> Self {
+        let ranks = &ctx.ranks;
+        let steps = ranks
+            .iter()
+            .map(|t| t.measured_steps().len())
+            .min()
+            .unwrap_or(0);
+        let rank_numbers = ranks.iter().map(|t| t.rank).collect();
+        if steps == 0 {
+            let why = "no measured steps (ProfilerStep ranges) on some rank";
+            return Self {
+                steps,
+                ranks: rank_numbers,
+                values: vec![Err(why.to_owned()); Figure::ALL.len()],
+            };
         }
-    });
-    Samples {
-        steps,
-        values: [Ok(step_time), exposed, waits(ctx, steps), Ok(busy)],
+        let sums: Vec<Vec<crate::derive::steps::StepSums>> = ranks
+            .iter()
+            .map(|t| crate::derive::steps::sums(t))
+            .collect();
+        let per_rank = |f: &dyn Fn(usize, usize) -> f64| -> Vec<Vec<f64>> {
+            (0..ranks.len())
+                .map(|k| (0..steps).map(|p| f(k, p)).collect())
+                .collect()
+        };
+        let step = |k: usize, p: usize| ranks[k].measured().start + p;
+        let dur = |k: usize, p: usize| ranks[k].steps[step(k, p)].dur();
+        let step_time = per_rank(&|k, p| ns_to_s(dur(k, p)));
+        let any_comm = sums.iter().flatten().any(|s| s.comm.get() > 0);
+        let exposed = match any_comm {
+            true => Ok(per_rank(&|k, p| ns_to_s(sums[k][step(k, p)].exposed_comm))),
+            false => Err("no communication ops".to_owned()),
+        };
+        let busy = per_rank(&|k, p| match dur(k, p).get() {
+            d if d > 0 => sums[k][step(k, p)].busy.get() as f64 / d as f64,
+            _ => 0.0,
+        });
+        Self {
+            steps,
+            ranks: rank_numbers,
+            values: vec![Ok(step_time), exposed, waits(ctx, steps), Ok(busy)],
+        }
+    }
+
+    /// Whether the figures are of the shape [`StepFigures::of`] makes and
+    /// every value plausible (finite, not negative): a baseline is read
+    /// from a file.
+    pub fn check(&self) -> Result<(), String> {
+        if self.values.len() != Figure::ALL.len() {
+            return Err(format!(
+                "{} figures, not {}",
+                self.values.len(),
+                Figure::ALL.len()
+            ));
+        }
+        for (f, v) in Figure::ALL.iter().zip(&self.values) {
+            let Ok(rows) = v else { continue };
+            if rows.len() != self.ranks.len() || rows.iter().any(|r| r.len() != self.steps) {
+                return Err(format!("{}: not one value per rank and step", f.name()));
+            }
+            if rows.iter().flatten().any(|x| !x.is_finite() || *x < 0.0) {
+                return Err(format!(
+                    "{}: a value that is not a finite time or share",
+                    f.name()
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Per step position, the mean over the ranks.
+    pub fn samples(&self) -> Samples {
+        let values = (self.values.iter())
+            .map(|v| {
+                let rows = v.as_ref().map_err(Clone::clone)?;
+                let n = rows.len().max(1) as f64;
+                Ok((0..self.steps)
+                    .map(|p| rows.iter().map(|r| r[p]).sum::<f64>() / n)
+                    .collect())
+            })
+            .collect();
+        Samples { values }
     }
 }
 
-/// Per measured step position, the mean over the ranks in scope of the
-/// time their collectives launched in that step waited for the last member.
-fn waits(ctx: &Ctx, steps: usize) -> Result<Vec<f64>, String> {
+/// Per rank in scope and measured step position, the time its collectives
+/// launched in that step waited for the last member.
+fn waits(ctx: &Ctx, steps: usize) -> Result<Vec<Vec<f64>>, String> {
     let trace = ctx.trace;
     // Scope index of each rank of the trace, if in scope.
     let scope: Vec<Option<usize>> = (trace.ranks.iter())
@@ -181,13 +230,10 @@ fn waits(ctx: &Ctx, steps: usize) -> Result<Vec<f64>, String> {
             }
         }
     });
-    if !matched {
-        return Err("no collective is matched across ranks".into());
+    match matched {
+        true => Ok(sum),
+        false => Err("no collective is matched across ranks".into()),
     }
-    let n = ctx.ranks.len() as f64;
-    Ok((0..steps)
-        .map(|p| sum.iter().map(|s| s[p]).sum::<f64>() / n)
-        .collect())
 }
 
 /// A run's samples of one figure, summarized.
@@ -340,7 +386,12 @@ pub struct Gate {
 
 /// Judges every figure of B against A's (see the module's rules).
 pub fn gate(a: &Ctx, b: &Ctx, threshold: f64) -> Gate {
-    let (sa, sb) = (samples(a), samples(b));
+    let (sa, sb) = (StepFigures::of(a).samples(), StepFigures::of(b).samples());
+    gate_samples(&sa, &sb, threshold)
+}
+
+/// [`gate`] of two runs' samples (one may come from a baseline).
+pub fn gate_samples(sa: &Samples, sb: &Samples, threshold: f64) -> Gate {
     let figures: Vec<Judgement> = (Figure::ALL.iter().enumerate())
         .map(|(k, &f)| judge(f, &sa.values[k], &sb.values[k], threshold))
         .collect();
