@@ -31,8 +31,33 @@ pub(crate) struct Baseline {
     pub saved: String,
     pub tool: String,
     pub figures: StepFigures,
-    /// Every metric that applied, by name.
+    /// Every metric that applied, by name; written as text, which reads
+    /// back to the last bit (a JSON number read back may not).
+    #[serde(with = "exact")]
     pub metrics: BTreeMap<String, f64>,
+}
+
+/// `f64` values as their shortest round-trip text.
+mod exact {
+    use std::collections::BTreeMap;
+
+    use serde::{de::Error, Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<S: Serializer>(m: &BTreeMap<String, f64>, s: S) -> Result<S::Ok, S::Error> {
+        let text: BTreeMap<&str, String> =
+            m.iter().map(|(k, v)| (k.as_str(), v.to_string())).collect();
+        text.serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<String, f64>, D::Error> {
+        let text = BTreeMap::<String, String>::deserialize(d)?;
+        text.into_iter()
+            .map(|(k, v)| match v.parse::<f64>() {
+                Ok(x) => Ok((k, x)),
+                Err(_) => Err(D::Error::custom(format!("{k}: '{v}' is not a number"))),
+            })
+            .collect()
+    }
 }
 
 /// The folder of baselines: `flag`, else `$CCL_BENCH_BASELINES`, else

@@ -393,13 +393,20 @@ pub(crate) struct ExportArgs {
 
 #[derive(Debug, Args)]
 pub(crate) struct CompareArgs {
-    /// The baseline run (trace directory or file)
-    #[arg(value_name = "DIR_A")]
-    pub a: PathBuf,
+    /// The baseline run and the run compared with it (DIR_A DIR_B), or
+    /// with --against the run compared alone
+    #[arg(value_name = "DIR", num_args = 1..=2, required = true)]
+    pub runs: Vec<PathBuf>,
 
-    /// The run compared with it
-    #[arg(value_name = "DIR_B")]
-    pub b: PathBuf,
+    /// Compare the run with this saved baseline's metric values (`ccl-bench
+    /// baseline save`) instead of a second run
+    #[arg(long, value_name = "NAME")]
+    pub against: Option<String>,
+
+    /// The folder of baselines (default: $CCL_BENCH_BASELINES, else
+    /// .ccl-bench/baselines at the repository's root)
+    #[arg(long, value_name = "DIR")]
+    pub baselines: Option<PathBuf>,
 
     /// Relative change that counts, e.g. 5% or 0.05
     #[arg(long, value_name = "PCT", default_value = "5%", value_parser = parse_threshold)]
@@ -492,8 +499,9 @@ impl Cli {
     pub(crate) fn as_compare(&self) -> Option<CompareArgs> {
         let b = self.dir_b.clone()?;
         Some(CompareArgs {
-            a: self.trace_path()?.clone(),
-            b,
+            runs: vec![self.trace_path()?.clone(), b],
+            against: None,
+            baselines: None,
             threshold: self.threshold,
             metric: self.metric.clone(),
             fail_on_regression: false,
@@ -570,7 +578,7 @@ mod tests {
         let Some(Command::Compare(args)) = c.command else {
             panic!("compare parses")
         };
-        assert_eq!((args.a, args.b), (PathBuf::from("a"), PathBuf::from("b")));
+        assert_eq!(args.runs, [PathBuf::from("a"), PathBuf::from("b")]);
         assert!((args.threshold - 0.025).abs() < 1e-12);
         assert!(
             Cli::try_parse_from(["ccl-bench", "compare", "a", "b", "--threshold", "x"]).is_err()

@@ -205,14 +205,48 @@ pub(crate) fn compare(args: &crate::cli::CompareArgs) -> Result<u8> {
     let opts = LoadOptions::default();
     // Lean: what compare reads of a rank's ops (metrics, the kernel table,
     // collectives) is in its stats and collectives.
-    let ((ta, sa), (tb, sb)) = (lean(&args.a, &opts)?, lean(&args.b, &opts)?);
-    let (ca, cb) = (
-        Ctx::with_stats(&ta, None, Some(sa)).map_err(|e| anyhow!(e))?,
-        Ctx::with_stats(&tb, None, Some(sb)).map_err(|e| anyhow!(e))?,
-    );
+    let run = |path: &std::path::Path| -> Result<(Trace, Vec<crate::derive::RankStats>)> {
+        lean(path, &opts)
+    };
+    let (held, base, b) = match (&args.against, args.runs.as_slice()) {
+        (Some(name), [b]) => {
+            let dir = crate::baseline::folder(args.baselines.as_deref());
+            (None, Some(crate::baseline::load(&dir, name)?), b)
+        }
+        (None, [a, b]) => (Some(run(a)?), None, b),
+        (Some(_), _) => {
+            crate::say!("ccl-bench: compare --against NAME takes one run, the one compared");
+            return Ok(EXIT_USAGE);
+        }
+        (None, _) => {
+            crate::say!("ccl-bench: compare takes two runs, A then B (or one with --against NAME)");
+            return Ok(EXIT_USAGE);
+        }
+    };
+    let (tb, sb) = run(b)?;
+    let cb = Ctx::with_stats(&tb, None, Some(sb)).map_err(|e| anyhow!(e))?;
+    // Run A held, or the baseline's values.
+    let (ta, sa) = held.map_or((None, None), |(t, s)| (Some(t), Some(s)));
+    let ca = match &ta {
+        Some(ta) => Some(Ctx::with_stats(ta, None, sa).map_err(|e| anyhow!(e))?),
+        None => None,
+    };
+    let a_name = match (&base, args.runs.first()) {
+        (Some(base), _) => format!(
+            "baseline {} ({}, saved {})",
+            base.name, base.run, base.saved
+        ),
+        (None, Some(p)) => p.display().to_string(),
+        (None, None) => String::new(),
+    };
     let mut out = crate::safe::Safe(io::stdout().lock());
     if let Some(m) = metric {
-        return match (m.eval(&ca), m.eval(&cb)) {
+        let oa = match (&ca, &base) {
+            (Some(ca), _) => m.eval(ca),
+            (None, Some(base)) => crate::compare::kept(&base.metrics, m),
+            (None, None) => unreachable!("run A held or a baseline"),
+        };
+        return match (oa, m.eval(&cb)) {
             (Outcome::Value(a), Outcome::Value(b)) => {
                 writeln!(out, "{}", b.value - a.value)?;
                 Ok(0)
@@ -227,10 +261,14 @@ pub(crate) fn compare(args: &crate::cli::CompareArgs) -> Result<u8> {
             }
         };
     }
-    let cmp = crate::compare::compare(&ca, &cb, args.threshold);
+    let cmp = match (&ca, &base) {
+        (Some(ca), _) => crate::compare::compare(ca, &cb, args.threshold),
+        (None, Some(base)) => crate::compare::against(&base.metrics, &cb, args.threshold),
+        (None, None) => unreachable!("run A held or a baseline"),
+    };
     let sides = Sides {
-        a: &args.a.display().to_string(),
-        b: &args.b.display().to_string(),
+        a: &a_name,
+        b: &b.display().to_string(),
         threshold: args.threshold,
         top: args.top,
     };
@@ -335,8 +373,16 @@ pub(crate) fn baseline(args: &crate::cli::BaselineArgs) -> Result<u8> {
             all_steps,
         } => {
             let run = whole_run(run_dir, *all_steps)?;
-            let ctx = run.ctx(None).map_err(|e| anyhow!(e))?;
-            let figures = crate::gate::StepFigures::of(&ctx);
+            let figures = crate::gate::StepFigures::of(&run.ctx(None).map_err(|e| anyhow!(e))?);
+            drop(run);
+            // The values `--metrics` and `compare` print: of the run held
+            // as they hold it (lean), to the last digit.
+            let opts = LoadOptions {
+                all_steps: *all_steps,
+                ..LoadOptions::default()
+            };
+            let (trace, stats) = lean(run_dir, &opts)?;
+            let ctx = Ctx::with_stats(&trace, None, Some(stats)).map_err(|e| anyhow!(e))?;
             let metrics = (metrics::METRICS.iter())
                 .zip(metrics::eval_all(&ctx))
                 .filter_map(|(m, o)| Some((m.name.to_owned(), o.as_value()?)))

@@ -73,11 +73,13 @@ fn table(s: &Sides, c: &Comparison, out: &mut dyn Write) -> io::Result<()> {
             d.verdict.label()
         )?;
     }
-    for (title, rows) in [
+    let sections = [
         ("kernels (templates and arguments stripped)", &c.kernels),
         ("kernel classes", &c.classes),
         ("collectives", &c.collectives),
-    ] {
+    ];
+    // Against a baseline's values there are none to list.
+    for (title, rows) in sections.into_iter().filter(|_| c.detailed) {
         writeln!(
             out,
             "\n{title}: largest change in device time first, all ranks"

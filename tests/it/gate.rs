@@ -258,3 +258,59 @@ fn a_saved_baseline_gates_like_its_run() {
     ]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+/// `compare --against NAME` gives, metric by metric, what comparing with
+/// the run itself gives; kernels and ranks are not kept, and it says so.
+#[test]
+fn compare_against_a_baseline_gives_the_runs_metric_rows() {
+    let (a, b) = (
+        "trace_collection/llama_fsdp_8gpu",
+        "trace_collection/llama_fsdp_8gpu_balanced",
+    );
+    let store = tempfile::tempdir().unwrap();
+    let d = store.path().to_str().unwrap();
+    assert!(run(&["baseline", "save", "main", a, "--baselines", d])
+        .status
+        .success());
+    let json = |o: std::process::Output| -> serde_json::Value {
+        assert!(o.status.success(), "{}", stderr(&o));
+        serde_json::from_str(&stdout(&o)).unwrap()
+    };
+    let direct = json(run(&["compare", a, b, "--format", "json"]));
+    let kept = json(run(&[
+        "compare",
+        b,
+        "--against",
+        "main",
+        "--baselines",
+        d,
+        "--format",
+        "json",
+    ]));
+    assert_eq!(direct["metrics"], kept["metrics"]);
+    assert_eq!(kept["kernels"], serde_json::json!([]));
+    let text = stdout(&run(&["compare", b, "--against", "main", "--baselines", d]));
+    assert!(
+        text.starts_with("A: baseline main (trace_collection/llama_fsdp_8gpu, saved "),
+        "{text}"
+    );
+    assert!(
+        text.contains("a baseline keeps the metrics' values"),
+        "{text}"
+    );
+    assert!(!text.contains("(none in either run)"), "{text}");
+    let one = |args: &[&str]| stdout(&run(args));
+    assert_eq!(
+        one(&["compare", a, b, "-m", "avg_step_time"]),
+        one(&[
+            "compare",
+            b,
+            "--against",
+            "main",
+            "--baselines",
+            d,
+            "-m",
+            "avg_step_time"
+        ])
+    );
+}

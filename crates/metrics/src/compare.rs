@@ -86,6 +86,9 @@ pub struct Comparison {
     pub collectives: Vec<TimeDiff>,
     /// Per rank, when both runs have the same ranks; otherwise why not.
     pub ranks: Result<Vec<RankDiff>, String>,
+    /// Whether run A was a run (false: a baseline's values, so kernels,
+    /// classes and collectives were not compared).
+    pub detailed: bool,
 }
 
 /// Smallest change of a share (a `%` metric, or a 0-1 ratio) that counts, in
@@ -144,9 +147,43 @@ impl MetricDiff {
 }
 
 pub fn compare(a: &Ctx, b: &Ctx, threshold: f64) -> Comparison {
-    let metrics = METRICS
+    Comparison {
+        metrics: diffs(eval_all(a), eval_all(b), threshold),
+        kernels: time_diffs(a, b, Grouping::Kernel, true),
+        classes: time_diffs(a, b, Grouping::Class, false),
+        collectives: coll_diffs(a.trace, b.trace),
+        ranks: rank_diffs(a, b),
+        detailed: true,
+    }
+}
+
+/// Run B against the metric values kept of a run A (a baseline, by metric
+/// name): the metrics alone, since a baseline keeps no kernels or ranks.
+pub fn against(a: &std::collections::BTreeMap<String, f64>, b: &Ctx, threshold: f64) -> Comparison {
+    let oa = (METRICS.iter()).map(|m| kept(a, m)).collect();
+    Comparison {
+        metrics: diffs(oa, eval_all(b), threshold),
+        kernels: Vec::new(),
+        classes: Vec::new(),
+        collectives: Vec::new(),
+        ranks: Err("a baseline keeps the metrics' values, not kernels or ranks: compare two runs for those".into()),
+        detailed: false,
+    }
+}
+
+/// Metric `m`'s value kept of a run (a baseline).
+pub fn kept(a: &std::collections::BTreeMap<String, f64>, m: &Metric) -> Outcome {
+    a.get(m.name).map_or_else(
+        || Outcome::na("not in the baseline: it did not apply to the run saved"),
+        |&v| Outcome::value(v),
+    )
+}
+
+/// Each metric's outcomes in A and B (in registry order), judged.
+fn diffs(a: Vec<Outcome>, b: Vec<Outcome>, threshold: f64) -> Vec<MetricDiff> {
+    METRICS
         .iter()
-        .zip(eval_all(a).into_iter().zip(eval_all(b)))
+        .zip(a.into_iter().zip(b))
         .map(|(m, (oa, ob))| {
             let mut d = MetricDiff {
                 metric: m,
@@ -167,14 +204,7 @@ pub fn compare(a: &Ctx, b: &Ctx, threshold: f64) -> Comparison {
             };
             d
         })
-        .collect();
-    Comparison {
-        metrics,
-        kernels: time_diffs(a, b, Grouping::Kernel, true),
-        classes: time_diffs(a, b, Grouping::Class, false),
-        collectives: coll_diffs(a.trace, b.trace),
-        ranks: rank_diffs(a, b),
-    }
+        .collect()
 }
 
 /// A kernel name without template arguments, parameter list or launch-config
