@@ -39,18 +39,7 @@ const UPWARD: &[(&str, &str, &str)] = &[];
 
 /// Files that import each other in a loop today, with why; each loop must
 /// still be exactly this.
-const LOOPS: &[(&[&str], &str)] = &[(
-    &[
-        "model/collectives",
-        "model/intervals",
-        "model/slab",
-        "model/timeline",
-        "model/trace",
-    ],
-    "the spill interface (slab.rs) names the values a store may take (ops, intervals, \
-     collective figures), and each of them holds slabs; the store itself (files, maps, \
-     the unsafe code) is ccl-store's spill.rs",
-)];
+const LOOPS: &[(&[&str], &str)] = &[];
 
 /// The source folders and the module each stands for: the application's
 /// `src/`, and each crate it is made of as the module it is used as

@@ -5,25 +5,7 @@
 use super::slab::Slab;
 use super::time::Ns;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Interval {
-    pub start: Ns,
-    pub end: Ns,
-}
-
-impl Interval {
-    pub fn new(start: Ns, end: Ns) -> Self {
-        Self { start, end }
-    }
-
-    pub fn len(&self) -> Ns {
-        self.end - self.start
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.end <= self.start
-    }
-}
+pub use super::interval::Interval;
 
 /// A normalized set of intervals: sorted, non-empty, pairwise disjoint and not
 /// touching. Constructing one is the only way to get the invariant, so every

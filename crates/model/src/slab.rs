@@ -8,9 +8,9 @@
 
 use std::ops::{Deref, DerefMut};
 
-use super::collectives::Figures;
-use super::intervals::Interval;
-use super::DeviceOp;
+use super::figures::Figures;
+use super::interval::Interval;
+use super::op::DeviceOp;
 
 /// A rank's device ops, held or spilled.
 pub type Ops = Slab<DeviceOp>;
