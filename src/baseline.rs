@@ -60,6 +60,16 @@ mod exact {
     }
 }
 
+impl Baseline {
+    /// How it is named where run A would be.
+    pub(crate) fn describe(&self) -> String {
+        format!(
+            "baseline {} ({}, saved {})",
+            self.name, self.run, self.saved
+        )
+    }
+}
+
 /// The folder of baselines: `flag`, else `$CCL_BENCH_BASELINES`, else
 /// `.ccl-bench/baselines` at the root of the git repository holding the
 /// working directory (or in it, outside any repository).

@@ -224,15 +224,16 @@ pub(crate) enum Command {
     Hang(HangArgs),
 }
 
+/// Two runs, or a run and a saved baseline, and the change that counts:
+/// what `compare` and `gate` take.
 #[derive(Debug, Args)]
-pub(crate) struct GateArgs {
-    /// The baseline run and the run judged against it (DIR_A DIR_B), or
-    /// with --against the run judged alone
+pub(crate) struct PairArgs {
+    /// Run A then run B (DIR_A DIR_B), or with --against run B alone
     #[arg(value_name = "DIR", num_args = 1..=2, required = true)]
     pub runs: Vec<PathBuf>,
 
-    /// Judge the run against this saved baseline (`ccl-bench baseline
-    /// save`) instead of a second run
+    /// Take run A from this saved baseline (`ccl-bench baseline save`)
+    /// instead of a second run
     #[arg(long, value_name = "NAME")]
     pub against: Option<String>,
 
@@ -244,6 +245,12 @@ pub(crate) struct GateArgs {
     /// Relative change that counts, e.g. 5% or 0.05
     #[arg(long, value_name = "PCT", default_value = "5%", value_parser = parse_threshold)]
     pub threshold: f64,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct GateArgs {
+    #[command(flatten)]
+    pub pair: PairArgs,
 
     /// Count every step, the first and last too (by default they are left
     /// out with three or more: warm-up and the profiler's flush)
@@ -393,24 +400,8 @@ pub(crate) struct ExportArgs {
 
 #[derive(Debug, Args)]
 pub(crate) struct CompareArgs {
-    /// The baseline run and the run compared with it (DIR_A DIR_B), or
-    /// with --against the run compared alone
-    #[arg(value_name = "DIR", num_args = 1..=2, required = true)]
-    pub runs: Vec<PathBuf>,
-
-    /// Compare the run with this saved baseline's metric values (`ccl-bench
-    /// baseline save`) instead of a second run
-    #[arg(long, value_name = "NAME")]
-    pub against: Option<String>,
-
-    /// The folder of baselines (default: $CCL_BENCH_BASELINES, else
-    /// .ccl-bench/baselines at the repository's root)
-    #[arg(long, value_name = "DIR")]
-    pub baselines: Option<PathBuf>,
-
-    /// Relative change that counts, e.g. 5% or 0.05
-    #[arg(long, value_name = "PCT", default_value = "5%", value_parser = parse_threshold)]
-    pub threshold: f64,
+    #[command(flatten)]
+    pub pair: PairArgs,
 
     /// Print only this metric's difference B - A as a bare number
     #[arg(long, short = 'm', value_name = "NAME")]
@@ -499,10 +490,12 @@ impl Cli {
     pub(crate) fn as_compare(&self) -> Option<CompareArgs> {
         let b = self.dir_b.clone()?;
         Some(CompareArgs {
-            runs: vec![self.trace_path()?.clone(), b],
-            against: None,
-            baselines: None,
-            threshold: self.threshold,
+            pair: PairArgs {
+                runs: vec![self.trace_path()?.clone(), b],
+                against: None,
+                baselines: None,
+                threshold: self.threshold,
+            },
             metric: self.metric.clone(),
             fail_on_regression: false,
             format: self.format,
@@ -578,8 +571,8 @@ mod tests {
         let Some(Command::Compare(args)) = c.command else {
             panic!("compare parses")
         };
-        assert_eq!(args.runs, [PathBuf::from("a"), PathBuf::from("b")]);
-        assert!((args.threshold - 0.025).abs() < 1e-12);
+        assert_eq!(args.pair.runs, [PathBuf::from("a"), PathBuf::from("b")]);
+        assert!((args.pair.threshold - 0.025).abs() < 1e-12);
         assert!(
             Cli::try_parse_from(["ccl-bench", "compare", "a", "b", "--threshold", "x"]).is_err()
         );
@@ -588,7 +581,7 @@ mod tests {
         let c = Cli::parse_from(["ccl-bench", "a", "b", "--threshold", "10%"]);
         assert_eq!(c.runs(), vec![PathBuf::from("a"), PathBuf::from("b")]);
         let args = c.as_compare().expect("two runs compare");
-        assert!((args.threshold - 0.1).abs() < 1e-12);
+        assert!((args.pair.threshold - 0.1).abs() < 1e-12);
         assert!(Cli::parse_from(["ccl-bench", "a"]).as_compare().is_none());
     }
 }

@@ -208,21 +208,11 @@ pub(crate) fn compare(args: &crate::cli::CompareArgs) -> Result<u8> {
     let run = |path: &std::path::Path| -> Result<(Trace, Vec<crate::derive::RankStats>)> {
         lean(path, &opts)
     };
-    let (held, base, b) = match (&args.against, args.runs.as_slice()) {
-        (Some(name), [b]) => {
-            let dir = crate::baseline::folder(args.baselines.as_deref());
-            (None, Some(crate::baseline::load(&dir, name)?), b)
-        }
-        (None, [a, b]) => (Some(run(a)?), None, b),
-        (Some(_), _) => {
-            crate::say!("ccl-bench: compare --against NAME takes one run, the one compared");
-            return Ok(EXIT_USAGE);
-        }
-        (None, _) => {
-            crate::say!("ccl-bench: compare takes two runs, A then B (or one with --against NAME)");
-            return Ok(EXIT_USAGE);
-        }
+    let (a, base, b) = match sides(&args.pair, "compare")? {
+        Ok(sides) => sides,
+        Err(code) => return Ok(code),
     };
+    let held = a.map(run).transpose()?;
     let (tb, sb) = run(b)?;
     let cb = Ctx::with_stats(&tb, None, Some(sb)).map_err(|e| anyhow!(e))?;
     // Run A held, or the baseline's values.
@@ -231,11 +221,8 @@ pub(crate) fn compare(args: &crate::cli::CompareArgs) -> Result<u8> {
         Some(ta) => Some(Ctx::with_stats(ta, None, sa).map_err(|e| anyhow!(e))?),
         None => None,
     };
-    let a_name = match (&base, args.runs.first()) {
-        (Some(base), _) => format!(
-            "baseline {} ({}, saved {})",
-            base.name, base.run, base.saved
-        ),
+    let a_name = match (&base, a) {
+        (Some(base), _) => base.describe(),
         (None, Some(p)) => p.display().to_string(),
         (None, None) => String::new(),
     };
@@ -262,14 +249,14 @@ pub(crate) fn compare(args: &crate::cli::CompareArgs) -> Result<u8> {
         };
     }
     let cmp = match (&ca, &base) {
-        (Some(ca), _) => crate::compare::compare(ca, &cb, args.threshold),
-        (None, Some(base)) => crate::compare::against(&base.metrics, &cb, args.threshold),
+        (Some(ca), _) => crate::compare::compare(ca, &cb, args.pair.threshold),
+        (None, Some(base)) => crate::compare::against(&base.metrics, &cb, args.pair.threshold),
         (None, None) => unreachable!("run A held or a baseline"),
     };
     let sides = Sides {
         a: &a_name,
         b: &b.display().to_string(),
-        threshold: args.threshold,
+        threshold: args.pair.threshold,
         top: args.top,
     };
     write(args.format, &sides, &cmp, &mut out)?;
@@ -290,8 +277,8 @@ pub(crate) fn compare(args: &crate::cli::CompareArgs) -> Result<u8> {
         crate::say!(
             "ccl-bench: {} metric(s) got worse beyond the threshold ({:.1} %, for shares {:.1} points): {}",
             worse.len(),
-            args.threshold * 100.0,
-            (args.threshold * 100.0).max(crate::compare::SHARE_FLOOR_POINTS),
+            args.pair.threshold * 100.0,
+            (args.pair.threshold * 100.0).max(crate::compare::SHARE_FLOOR_POINTS),
             worse.join(", ")
         );
         return Ok(1);
@@ -318,6 +305,35 @@ fn whole_run(path: &std::path::Path, all_steps: bool) -> Result<session::Run> {
     Ok(run)
 }
 
+/// Run A and B of `compare` or `gate` (`what`); with `--against`, B and
+/// the baseline standing for A. `Err`: a usage error's status, said.
+type Pair<'p> = (
+    Option<&'p std::path::Path>,
+    Option<crate::baseline::Baseline>,
+    &'p std::path::Path,
+);
+
+fn sides<'p>(
+    pair: &'p crate::cli::PairArgs,
+    what: &str,
+) -> Result<std::result::Result<Pair<'p>, u8>> {
+    Ok(match (&pair.against, pair.runs.as_slice()) {
+        (Some(name), [b]) => {
+            let dir = crate::baseline::folder(pair.baselines.as_deref());
+            Ok((None, Some(crate::baseline::load(&dir, name)?), b))
+        }
+        (None, [a, b]) => Ok((Some(a), None, b)),
+        (Some(_), _) => {
+            crate::say!("ccl-bench: {what} --against NAME takes one run, run B");
+            Err(EXIT_USAGE)
+        }
+        (None, _) => {
+            crate::say!("ccl-bench: {what} takes two runs, A then B (or B with --against NAME)");
+            Err(EXIT_USAGE)
+        }
+    })
+}
+
 /// `ccl-bench gate A B`, or `gate B --against NAME`.
 pub(crate) fn gate(args: &crate::cli::GateArgs) -> Result<u8> {
     use crate::gate::{StepFigures, Verdict};
@@ -325,28 +341,17 @@ pub(crate) fn gate(args: &crate::cli::GateArgs) -> Result<u8> {
         let run = whole_run(path, args.all_steps)?;
         Ok(StepFigures::of(&run.ctx(None).map_err(|e| anyhow!(e))?))
     };
-    let (a_name, fa, b) = match (&args.against, args.runs.as_slice()) {
-        (Some(name), [b]) => {
-            let dir = crate::baseline::folder(args.baselines.as_deref());
-            let base = crate::baseline::load(&dir, name)?;
-            (
-                format!("baseline {name} ({}, saved {})", base.run, base.saved),
-                base.figures,
-                b,
-            )
-        }
-        (None, [a, b]) => (a.display().to_string(), figures(a)?, b),
-        (Some(_), _) => {
-            crate::say!("ccl-bench: gate --against NAME takes one run, the one judged");
-            return Ok(EXIT_USAGE);
-        }
-        (None, _) => {
-            crate::say!("ccl-bench: gate takes two runs, A then B (or one with --against NAME)");
-            return Ok(EXIT_USAGE);
-        }
+    let (a, base, b) = match sides(&args.pair, "gate")? {
+        Ok(sides) => sides,
+        Err(code) => return Ok(code),
+    };
+    let (a_name, fa) = match (base, a) {
+        (Some(base), _) => (base.describe(), base.figures),
+        (None, Some(a)) => (a.display().to_string(), figures(a)?),
+        (None, None) => unreachable!("run A or a baseline"),
     };
     let fb = figures(b)?;
-    let g = crate::gate::gate_samples(&fa.samples(), &fb.samples(), args.threshold);
+    let g = crate::gate::gate_samples(&fa.samples(), &fb.samples(), args.pair.threshold);
     let sides = crate::report::gate::Sides {
         a: &a_name,
         b: &b.display().to_string(),
