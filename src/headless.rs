@@ -367,6 +367,28 @@ pub(crate) fn gate(args: &crate::cli::GateArgs) -> Result<u8> {
     })
 }
 
+/// The gate of run `b` against run `a` as `gate A B --format json` prints
+/// it: for the Python package.
+pub fn gate_json(
+    a: &std::path::Path,
+    b: &std::path::Path,
+    threshold: f64,
+    all_steps: bool,
+) -> Result<serde_json::Value> {
+    let figures = |path: &std::path::Path| -> Result<crate::gate::StepFigures> {
+        let run = whole_run(path, all_steps)?;
+        Ok(crate::gate::StepFigures::of(
+            &run.ctx(None).map_err(|e| anyhow!(e))?,
+        ))
+    };
+    let g = crate::gate::gate_samples(&figures(a)?.samples(), &figures(b)?.samples(), threshold);
+    let sides = crate::report::gate::Sides {
+        a: &a.display().to_string(),
+        b: &b.display().to_string(),
+    };
+    Ok(crate::report::gate::to_json(&sides, &g))
+}
+
 /// `ccl-bench baseline save NAME DIR` and `baseline list`.
 pub(crate) fn baseline(args: &crate::cli::BaselineArgs) -> Result<u8> {
     use crate::cli::BaselineAction;

@@ -47,6 +47,7 @@ __all__ = [
     "TraceError",
     "TraceWarning",
     "compare",
+    "gate",
     "hang",
     "load",
     "metric_cal",
@@ -326,6 +327,24 @@ def compare(a: Union[Run, PathLike], b: Union[Run, PathLike], threshold: float =
     """
     ra, rb = _run(a), _run(b)
     return json.loads(_native.compare_json(ra._r, rb._r, threshold=threshold))
+
+
+def gate(
+    a: PathLike, b: PathLike, threshold: float = 0.05, all_steps: bool = False
+) -> Dict[str, Any]:
+    """Run ``b`` judged against run ``a`` by their per-step samples, as
+    ``ccl-bench gate A B --format json`` gives it (docs/compare.md).
+
+    ``gate["verdict"]`` is ``"regressed"``, ``"improved"``, ``"no_change"``
+    or ``"inconclusive"``; ``gate["figures"]`` has, per figure (step time,
+    exposed communication, collective wait, busy share), each run's mean,
+    spread and steps, the change relative to A and its 95 % interval, and
+    why. ``threshold`` is relative (0.05: 5 %); ``all_steps`` counts the
+    first and last steps too.
+    """
+    return json.loads(
+        _native.gate_json(os.fspath(a), os.fspath(b), float(threshold), bool(all_steps))
+    )
 
 
 def hang(path: PathLike) -> Dict[str, Any]:

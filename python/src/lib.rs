@@ -374,6 +374,24 @@ fn hang_json(py: Python<'_>, path: PathBuf) -> PyResult<String> {
     })
 }
 
+/// `ccl-bench gate A B --format json`: run `b` judged against run `a` by
+/// their per-step samples.
+#[pyfunction]
+#[pyo3(signature = (a, b, threshold, all_steps))]
+fn gate_json(
+    py: Python<'_>,
+    a: PathBuf,
+    b: PathBuf,
+    threshold: f64,
+    all_steps: bool,
+) -> PyResult<String> {
+    py.detach(move || {
+        ccl_bench::headless::gate_json(&a, &b, threshold, all_steps)
+            .map(|doc| doc.to_string())
+            .map_err(|e| TraceError::new_err(format!("{e:#}")))
+    })
+}
+
 /// Every metric: (name, unit, group, about).
 #[pyfunction]
 fn metric_list() -> Vec<(&'static str, &'static str, &'static str, &'static str)> {
@@ -401,6 +419,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<Run>()?;
     m.add_function(wrap_pyfunction!(load, m)?)?;
+    m.add_function(wrap_pyfunction!(gate_json, m)?)?;
     m.add_function(wrap_pyfunction!(compare_json, m)?)?;
     m.add_function(wrap_pyfunction!(hang_json, m)?)?;
     m.add_function(wrap_pyfunction!(metric_list, m)?)?;

@@ -104,6 +104,20 @@ def test_compare_equals_the_cli():
     assert {m["verdict"] for m in same_run["metrics"]} <= {"same", "n/a"}
 
 
+def test_gate_equals_the_cli():
+    import json
+
+    balanced = SAMPLE.parent / "llama_fsdp_8gpu_balanced"
+    got = ccl_bench.gate(SAMPLE, balanced, threshold=0.05, all_steps=True)
+    run = cli("gate", str(SAMPLE), str(balanced), "--all-steps", "--format", "json")
+    assert got == json.loads(run.stdout)
+    assert got["gate"]["verdict"] == "improved"
+    # One measured step of each run: too few to judge.
+    assert ccl_bench.gate(SAMPLE, balanced)["gate"]["verdict"] == "inconclusive"
+    with pytest.raises(ccl_bench.TraceError):
+        ccl_bench.gate(SAMPLE, SAMPLE.parent / "no_such_run")
+
+
 def test_no_progress_bar_when_not_a_terminal(capfd):
     ccl_bench.load(SAMPLE)
     assert capfd.readouterr().err == ""

@@ -37,16 +37,20 @@ pub(crate) fn write(
         GateFormat::Table => table(s, g, out),
         GateFormat::Markdown => markdown(s, g, out),
         GateFormat::Json => {
-            let doc = json!({
-                "schema": SCHEMA,
-                "a": s.a,
-                "b": s.b,
-                "gate": g,
-            });
-            serde_json::to_writer_pretty(&mut *out, &doc)?;
+            serde_json::to_writer_pretty(&mut *out, &to_json(s, g))?;
             writeln!(out)
         }
     }
+}
+
+/// The `--format json` document (also what Python's `ccl_bench.gate` returns).
+pub fn to_json(s: &Sides, g: &Gate) -> serde_json::Value {
+    json!({
+        "schema": SCHEMA,
+        "a": s.a,
+        "b": s.b,
+        "gate": g,
+    })
 }
 
 /// A figure's value for people: a time, or a share in percent.
