@@ -334,13 +334,18 @@ fn sides<'p>(
     })
 }
 
+/// The gate's figures of the run at `path`, read whole.
+fn step_figures(path: &std::path::Path, all_steps: bool) -> Result<crate::gate::StepFigures> {
+    let run = whole_run(path, all_steps)?;
+    Ok(crate::gate::StepFigures::of(
+        &run.ctx(None).map_err(|e| anyhow!(e))?,
+    ))
+}
+
 /// `ccl-bench gate A B`, or `gate B --against NAME`.
 pub(crate) fn gate(args: &crate::cli::GateArgs) -> Result<u8> {
-    use crate::gate::{StepFigures, Verdict};
-    let figures = |path: &std::path::Path| -> Result<StepFigures> {
-        let run = whole_run(path, args.all_steps)?;
-        Ok(StepFigures::of(&run.ctx(None).map_err(|e| anyhow!(e))?))
-    };
+    use crate::gate::Verdict;
+    let figures = |path: &std::path::Path| step_figures(path, args.all_steps);
     let (a, base, b) = match sides(&args.pair, "gate")? {
         Ok(sides) => sides,
         Err(code) => return Ok(code),
@@ -375,12 +380,7 @@ pub fn gate_json(
     threshold: f64,
     all_steps: bool,
 ) -> Result<serde_json::Value> {
-    let figures = |path: &std::path::Path| -> Result<crate::gate::StepFigures> {
-        let run = whole_run(path, all_steps)?;
-        Ok(crate::gate::StepFigures::of(
-            &run.ctx(None).map_err(|e| anyhow!(e))?,
-        ))
-    };
+    let figures = |path: &std::path::Path| step_figures(path, all_steps);
     let g = crate::gate::gate_samples(&figures(a)?.samples(), &figures(b)?.samples(), threshold);
     let sides = crate::report::gate::Sides {
         a: &a.display().to_string(),
@@ -399,9 +399,7 @@ pub(crate) fn baseline(args: &crate::cli::BaselineArgs) -> Result<u8> {
             dir: run_dir,
             all_steps,
         } => {
-            let run = whole_run(run_dir, *all_steps)?;
-            let figures = crate::gate::StepFigures::of(&run.ctx(None).map_err(|e| anyhow!(e))?);
-            drop(run);
+            let figures = step_figures(run_dir, *all_steps)?;
             // The values `--metrics` and `compare` print: of the run held
             // as they hold it (lean), to the last digit.
             let opts = LoadOptions {
