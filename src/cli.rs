@@ -222,6 +222,19 @@ pub(crate) enum Command {
     /// receives, and how long each rank has been idle. Exit 0: no hang found,
     /// 1: a hang or desync, 2: no dumps or bad input
     Hang(HangArgs),
+    /// What the Summary tab says first: the run, the headline verdicts
+    /// (step time, communication, overlap, utilization, straggler) and
+    /// where the mean rank's step went
+    Overview(AskArgs),
+    /// Who holds the others up and why: the straggler verdict, the ranks
+    /// charged most wait with where their steps went, and who waits for
+    /// whom at the collectives matched across ranks
+    Stragglers(StragglersArgs),
+    /// One rank's device ops in a step or a time window, in start order
+    Ops(OpsArgs),
+    /// Serve the same answers to language-model agents: a Model Context
+    /// Protocol server on stdin/stdout (docs/mcp.md)
+    Mcp,
 }
 
 /// Two runs, or a run and a saved baseline, and the change that counts:
@@ -307,16 +320,69 @@ pub(crate) struct HangArgs {
     pub dir: PathBuf,
 
     /// Output format
-    #[arg(long, value_enum, default_value_t = HangFormat::Table)]
-    pub format: HangFormat,
+    #[arg(long, value_enum, default_value_t = DocFormat::Table)]
+    pub format: DocFormat,
 }
 
+/// How a command that answers one question prints its answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum HangFormat {
-    /// The verdict in words
+pub(crate) enum DocFormat {
+    /// In words, for people
     Table,
-    /// Every finding, rank and stack (docs/hang.md)
+    /// The JSON document (docs/schema.md; `hang`: docs/hang.md)
     Json,
+}
+
+/// A run and how to read it, for the commands that answer one question of it.
+#[derive(Debug, Args)]
+pub(crate) struct AskArgs {
+    /// Trace directory or file
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+
+    /// Output format
+    #[arg(long, value_enum, default_value_t = DocFormat::Table)]
+    pub format: DocFormat,
+
+    #[command(flatten)]
+    pub load: LoadArgs,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct StragglersArgs {
+    #[command(flatten)]
+    pub ask: AskArgs,
+
+    /// Ranks and waiting pairs listed (the rest are counted)
+    #[arg(long, value_name = "N", default_value_t = 16)]
+    pub top: usize,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct OpsArgs {
+    #[command(flatten)]
+    pub ask: AskArgs,
+
+    /// The rank whose ops to list
+    #[arg(long, value_name = "N")]
+    pub rank: u32,
+
+    /// Only ops launched during this step (its ProfilerStep number)
+    #[arg(long, value_name = "K")]
+    pub step: Option<i64>,
+
+    /// Only ops that end after this time (ns on the run's clock, as the
+    /// JSON's start_ns)
+    #[arg(long, value_name = "NS", allow_hyphen_values = true)]
+    pub from: Option<i64>,
+
+    /// Only ops that start before this time (ns)
+    #[arg(long, value_name = "NS", allow_hyphen_values = true)]
+    pub to: Option<i64>,
+
+    /// Ops listed at most (the rest are counted)
+    #[arg(long, value_name = "N", default_value_t = 200)]
+    pub limit: usize,
 }
 
 #[derive(Debug, Args)]
@@ -367,6 +433,19 @@ pub(crate) struct CollectivesArgs {
     /// Sort instances by: id, start, wait, transfer, busbw, size or late
     #[arg(long, value_name = "COL", default_value = "id", value_parser = clap::builder::PossibleValuesParser::new(crate::report::collectives::SORT_KEYS))]
     pub sort: String,
+
+    /// Only collectives of this kind: all_reduce, all_gather,
+    /// reduce_scatter, all_to_all, send_recv, broadcast, reduce
+    #[arg(long, value_name = "KIND")]
+    pub kind: Option<String>,
+
+    /// Only the first N instances after sorting (the JSON counts the rest)
+    #[arg(long, value_name = "N")]
+    pub top: Option<usize>,
+
+    /// JSON: leave out each instance's members
+    #[arg(long)]
+    pub no_members: bool,
 
     #[command(flatten)]
     pub load: LoadArgs,

@@ -45,6 +45,10 @@ fn run(cli: &Cli) -> Result<u8> {
         Some(Command::Hang(args)) => return headless::hang(args),
         Some(Command::Gate(args)) => return headless::gate(args),
         Some(Command::Baseline(args)) => return headless::baseline(args),
+        Some(Command::Overview(args)) => return headless::overview(args),
+        Some(Command::Stragglers(args)) => return headless::stragglers(args),
+        Some(Command::Ops(args)) => return headless::ops(args),
+        Some(Command::Mcp) => return crate::mcp::serve(),
         None => {}
     }
     if let Some(out) = &cli.screenshot {

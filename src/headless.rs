@@ -87,8 +87,8 @@ pub(crate) fn run(cli: &Cli) -> Result<u8> {
             .all(|i| matches!(i.format.role, crate::formats::Role::Flight(_)));
     if cli.browse() && dumps_only {
         let format = match cli.format {
-            crate::cli::Format::Json => crate::cli::HangFormat::Json,
-            _ => crate::cli::HangFormat::Table,
+            crate::cli::Format::Json => crate::cli::DocFormat::Json,
+            _ => crate::cli::DocFormat::Table,
         };
         return hang(&crate::cli::HangArgs {
             dir: path.clone(),
@@ -345,18 +345,11 @@ fn step_figures(path: &std::path::Path, all_steps: bool) -> Result<crate::gate::
 /// `ccl-bench gate A B`, or `gate B --against NAME`.
 pub(crate) fn gate(args: &crate::cli::GateArgs) -> Result<u8> {
     use crate::gate::Verdict;
-    let figures = |path: &std::path::Path| step_figures(path, args.all_steps);
     let (a, base, b) = match sides(&args.pair, "gate")? {
         Ok(sides) => sides,
         Err(code) => return Ok(code),
     };
-    let (a_name, fa) = match (base, a) {
-        (Some(base), _) => (base.describe(), base.figures),
-        (None, Some(a)) => (a.display().to_string(), figures(a)?),
-        (None, None) => unreachable!("run A or a baseline"),
-    };
-    let fb = figures(b)?;
-    let g = crate::gate::gate_samples(&fa.samples(), &fb.samples(), args.pair.threshold);
+    let (a_name, g) = judged(a, base, b, args.pair.threshold, args.all_steps)?;
     let sides = crate::report::gate::Sides {
         a: &a_name,
         b: &b.display().to_string(),
@@ -372,18 +365,51 @@ pub(crate) fn gate(args: &crate::cli::GateArgs) -> Result<u8> {
     })
 }
 
-/// The gate of run `b` against run `a` as `gate A B --format json` prints
-/// it: for the Python package.
+/// Run `b` judged against run `a` or the baseline `base` (one of them):
+/// A's name, and the gate.
+fn judged(
+    a: Option<&std::path::Path>,
+    base: Option<crate::baseline::Baseline>,
+    b: &std::path::Path,
+    threshold: f64,
+    all_steps: bool,
+) -> Result<(String, crate::gate::Gate)> {
+    let (a_name, fa) = match (base, a) {
+        (Some(base), _) => (base.describe(), base.figures),
+        (None, Some(a)) => (a.display().to_string(), step_figures(a, all_steps)?),
+        (None, None) => return Err(anyhow!("gate needs run A or a baseline")),
+    };
+    let fb = step_figures(b, all_steps)?;
+    let g = crate::gate::gate_samples(&fa.samples(), &fb.samples(), threshold);
+    Ok((a_name, g))
+}
+
+/// The gate of run `b` against run `a`, or against the baseline `against`
+/// kept in `baselines` (default folder without), as `gate --format json`
+/// prints it: for the Python package and the MCP server.
 pub fn gate_json(
-    a: &std::path::Path,
+    a: Option<&std::path::Path>,
+    against: Option<&str>,
+    baselines: Option<&std::path::Path>,
     b: &std::path::Path,
     threshold: f64,
     all_steps: bool,
 ) -> Result<serde_json::Value> {
-    let figures = |path: &std::path::Path| step_figures(path, all_steps);
-    let g = crate::gate::gate_samples(&figures(a)?.samples(), &figures(b)?.samples(), threshold);
+    let base = match (a, against) {
+        (None, Some(name)) => Some(crate::baseline::load(
+            &crate::baseline::folder(baselines),
+            name,
+        )?),
+        (Some(_), None) => None,
+        _ => {
+            return Err(anyhow!(
+                "the gate takes run A or a baseline's name, one of them"
+            ))
+        }
+    };
+    let (a_name, g) = judged(a, base, b, threshold, all_steps)?;
     let sides = crate::report::gate::Sides {
-        a: &a.display().to_string(),
+        a: &a_name,
         b: &b.display().to_string(),
     };
     Ok(crate::report::gate::to_json(&sides, &g))
@@ -622,24 +648,71 @@ pub fn keep_answers(
 
 /// `ccl-bench collectives DIR`.
 pub(crate) fn collectives(args: &crate::cli::CollectivesArgs) -> Result<u8> {
-    let trace = load(&args.dir, &args.load.options())?;
-    let ctx = Ctx::new(&trace, None).map_err(|e| anyhow!(e))?;
-    let mut rows = ctx.collective_rows().to_vec();
-    let groups = crate::derive::instances::grouped(rows.iter().cloned());
-    let fits = crate::derive::instances::fits(rows.iter().cloned());
-    report::collectives::sort(&mut rows, &args.sort);
-    let mut out = crate::safe::Safe(io::stdout().lock());
-    let view = report::collectives::View {
-        trace: &trace,
-        instances: ctx.instances(),
-        rows: &rows,
-        groups: &groups,
-        fits: &fits,
-        process_groups: ctx.groups(),
+    let run = opened(&args.dir, &args.load.options(), Need::EveryOp)?;
+    let q = crate::answers::CollectivesQuery {
+        kind: args.kind.clone(),
+        sort: args.sort.clone(),
+        top: args.top,
         grouped_only: args.grouped,
+        members: !args.no_members,
     };
-    report::collectives::write(args.format, &view, &mut out)?;
+    let mut out = crate::safe::Safe(io::stdout().lock());
+    crate::answers::with_collectives(&run, &q, |view| {
+        report::collectives::write(args.format, view, &mut out)
+    })??;
     Ok(0)
+}
+
+/// The run at `path` held as `need` asks, its load warnings said.
+fn opened(path: &std::path::Path, opts: &LoadOptions, need: Need) -> Result<session::Run> {
+    let run = session::open(path, opts, need, &Progress::default())?;
+    for w in run.warnings() {
+        crate::say!("warning: {w}");
+    }
+    Ok(run)
+}
+
+/// Prints `doc` as `format` asks, `text` writing it in words.
+fn print_doc(
+    format: crate::cli::DocFormat,
+    doc: &serde_json::Value,
+    text: fn(&serde_json::Value, &mut dyn Write) -> io::Result<()>,
+) -> Result<u8> {
+    let mut out = crate::safe::Safe(io::stdout().lock());
+    match format {
+        crate::cli::DocFormat::Json => {
+            serde_json::to_writer_pretty(&mut out, doc)?;
+            writeln!(out)?;
+        }
+        crate::cli::DocFormat::Table => text(doc, &mut out)?,
+    }
+    Ok(0)
+}
+
+/// `ccl-bench overview DIR`.
+pub(crate) fn overview(args: &crate::cli::AskArgs) -> Result<u8> {
+    let run = opened(&args.dir, &args.load.options(), Need::Figures)?;
+    let doc = crate::answers::overview(&run)?;
+    print_doc(args.format, &doc, report::overview::write_text)
+}
+
+/// `ccl-bench stragglers DIR`.
+pub(crate) fn stragglers(args: &crate::cli::StragglersArgs) -> Result<u8> {
+    let run = opened(&args.ask.dir, &args.ask.load.options(), Need::Figures)?;
+    let doc = crate::answers::stragglers(&run, args.top)?;
+    print_doc(args.ask.format, &doc, report::stragglers::write_text)
+}
+
+/// `ccl-bench ops DIR --rank N`.
+pub(crate) fn ops(args: &crate::cli::OpsArgs) -> Result<u8> {
+    let run = opened(&args.ask.dir, &args.ask.load.options(), Need::Listing)?;
+    let window = report::ops::Window {
+        step: args.step,
+        from: args.from.map(crate::model::Ns),
+        to: args.to.map(crate::model::Ns),
+    };
+    let doc = crate::answers::ops(&run, args.rank, window, args.limit)?;
+    print_doc(args.ask.format, &doc, report::ops::write_text)
 }
 
 fn print_one(
@@ -727,34 +800,41 @@ fn list_classes(out: &mut dyn Write) -> io::Result<()> {
 /// Exit status of `hang`: a hang or desync was found.
 pub(crate) const EXIT_HANG: u8 = 1;
 
-/// `ccl-bench hang DIR`: the verdict from the Flight Recorder dumps.
-pub(crate) fn hang(args: &crate::cli::HangArgs) -> Result<u8> {
-    let (dumps, warnings) = match load::flight_dumps(&args.dir) {
-        Ok(d) => d,
-        Err(e) => {
-            crate::say!("ccl-bench: error: {e}");
-            return Ok(EXIT_USAGE);
-        }
-    };
+/// The hang report of the Flight Recorder dumps at `path`, the warnings
+/// of reading them first among its own; an error when none could be read.
+pub fn hang_report(path: &std::path::Path) -> Result<metrics::hang::HangReport> {
+    let (dumps, warnings) = load::flight_dumps(path)?;
     if dumps.is_empty() {
-        for w in &warnings {
-            crate::say!("warning: {w}");
-        }
-        crate::say!(
-            "ccl-bench: error: {}: none of the Flight Recorder dumps could be read",
-            args.dir.display()
-        );
-        return Ok(EXIT_USAGE);
+        let why = match warnings.as_slice() {
+            [] => String::new(),
+            w => format!(" ({})", w.join("; ")),
+        };
+        return Err(anyhow!(
+            "{}: none of the Flight Recorder dumps could be read{why}",
+            path.display()
+        ));
     }
     let mut r = metrics::hang::analyze(&dumps);
     r.warnings.splice(0..0, warnings);
+    Ok(r)
+}
+
+/// `ccl-bench hang DIR`: the verdict from the Flight Recorder dumps.
+pub(crate) fn hang(args: &crate::cli::HangArgs) -> Result<u8> {
+    let r = match hang_report(&args.dir) {
+        Ok(r) => r,
+        Err(e) => {
+            crate::say!("ccl-bench: error: {}", crate::error::one_line(&e));
+            return Ok(EXIT_USAGE);
+        }
+    };
     let mut out = crate::safe::Safe(io::stdout().lock());
     match args.format {
-        crate::cli::HangFormat::Json => {
-            serde_json::to_writer_pretty(&mut out, &r)?;
+        crate::cli::DocFormat::Json => {
+            serde_json::to_writer_pretty(&mut out, &report::hang::to_json(&r))?;
             writeln!(out)?;
         }
-        crate::cli::HangFormat::Table => {
+        crate::cli::DocFormat::Table => {
             for (_, line) in report::hang::lines(&r) {
                 writeln!(out, "{line}")?;
             }

@@ -15,6 +15,7 @@
 //! - [`headless`], [`report`], [`cli`]: the command-line views.
 //! - [`synth`]: a deterministic trace writer for tests and samples.
 
+mod answers;
 mod baseline;
 pub mod cli;
 pub mod entry;
@@ -22,6 +23,7 @@ pub mod export;
 pub mod fuzz;
 pub mod headless;
 mod kept;
+mod mcp;
 
 pub use ccl_model as model;
 // The crates below the application, used by their modules' names.

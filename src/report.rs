@@ -7,7 +7,10 @@ pub mod gate;
 pub mod hang;
 pub use crate::human;
 pub mod json;
+pub mod ops;
+pub mod overview;
 pub use crate::safe;
+pub mod stragglers;
 mod table;
 
 use std::io::{self, Write};

@@ -359,18 +359,9 @@ fn compare_json(py: Python<'_>, a: &Run, b: &Run, threshold: f64, top: usize) ->
 #[pyfunction]
 fn hang_json(py: Python<'_>, path: PathBuf) -> PyResult<String> {
     py.detach(move || {
-        let (dumps, warnings) =
-            ccl_bench::load::flight_dumps(&path).map_err(|e| TraceError::new_err(e.to_string()))?;
-        if dumps.is_empty() {
-            return Err(TraceError::new_err(format!(
-                "{}: none of the Flight Recorder dumps could be read ({})",
-                path.display(),
-                warnings.join("; ")
-            )));
-        }
-        let mut r = metrics::hang::analyze(&dumps);
-        r.warnings.splice(0..0, warnings);
-        serde_json::to_string(&r).map_err(|e| TraceError::new_err(e.to_string()))
+        ccl_bench::headless::hang_report(&path)
+            .map(|r| ccl_bench::report::hang::to_json(&r).to_string())
+            .map_err(trace_error)
     })
 }
 
@@ -386,7 +377,7 @@ fn gate_json(
     all_steps: bool,
 ) -> PyResult<String> {
     py.detach(move || {
-        ccl_bench::headless::gate_json(&a, &b, threshold, all_steps)
+        ccl_bench::headless::gate_json(Some(&a), None, None, &b, threshold, all_steps)
             .map(|doc| doc.to_string())
             .map_err(|e| TraceError::new_err(format!("{e:#}")))
     })

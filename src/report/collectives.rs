@@ -57,6 +57,11 @@ pub(crate) struct View<'a> {
     /// The process groups and their roles.
     pub process_groups: &'a [GroupInfo],
     pub grouped_only: bool,
+    /// The instances matched (of the kind asked for), of which `rows` are
+    /// the first (`--top`).
+    pub matched: usize,
+    /// Whether the JSON lists each instance's members.
+    pub members: bool,
 }
 
 pub(crate) fn write(format: Format, v: &View, out: &mut dyn Write) -> io::Result<()> {
@@ -68,40 +73,58 @@ pub(crate) fn write(format: Format, v: &View, out: &mut dyn Write) -> io::Result
         }
         Format::Csv => csv(v.rows, v.groups, v.grouped_only, out),
         Format::Json => {
-            let mut doc = to_json(v, v.rows, v.groups, v.grouped_only);
-            doc["fits"] = v
-                .fits
-                .iter()
-                .map(|f| {
-                    json!({
-                        "kind": f.kind.name(),
-                        "role": f.role,
-                        "n": f.size,
-                        "alpha_s": f.line.alpha,
-                        "beta_s_per_byte": f.line.beta,
-                        "residual_s": f.line.residual,
-                        "points": f.line.points,
-                        "sizes": f.sizes,
-                    })
-                })
-                .collect();
-            doc["process_groups"] = v
-                .process_groups
-                .iter()
-                .map(|g| {
-                    json!({
-                        "name": g.name,
-                        "desc": g.desc,
-                        "ranks": g.ranks,
-                        "role": g.role.map(|r| r.0.name()),
-                        "role_from": g.role.map(|r| r.1.name()),
-                    })
-                })
-                .collect();
-            serde_json::to_writer_pretty(&mut *out, &doc)?;
+            serde_json::to_writer_pretty(&mut *out, &document(v))?;
             writeln!(out)
         }
     }
+}
+
+/// The JSON document: the instances (with their members when
+/// `v.members`), the grouped view, the fits and the process groups.
+pub(crate) fn document(v: &View) -> serde_json::Value {
+    let mut doc = to_json(v, v.rows, v.groups, v.grouped_only);
+    doc["schema_version"] = json!(super::json::SCHEMA_VERSION);
+    if !v.grouped_only {
+        doc["matched"] = json!(v.matched);
+        doc["left_out"] = json!(v.matched.saturating_sub(v.rows.len()));
+        if v.rows.is_empty() {
+            doc["not_applicable"] = json!(if v.matched == 0 {
+                "no collective is matched across ranks (it needs communication kernels on 2 or more ranks)"
+            } else {
+                "no matched collective is of the kind asked for"
+            });
+        }
+    }
+    doc["fits"] = v
+        .fits
+        .iter()
+        .map(|f| {
+            json!({
+                "kind": f.kind.name(),
+                "role": f.role,
+                "n": f.size,
+                "alpha_s": f.line.alpha,
+                "beta_s_per_byte": f.line.beta,
+                "residual_s": f.line.residual,
+                "points": f.line.points,
+                "sizes": f.sizes,
+            })
+        })
+        .collect();
+    doc["process_groups"] = v
+        .process_groups
+        .iter()
+        .map(|g| {
+            json!({
+                "name": g.name,
+                "desc": g.desc,
+                "ranks": g.ranks,
+                "role": g.role.map(|r| r.0.name()),
+                "role_from": g.role.map(|r| r.1.name()),
+            })
+        })
+        .collect();
+    doc
 }
 
 fn fits_table(fits: &[FitRow], out: &mut dyn Write) -> io::Result<()> {
@@ -358,7 +381,7 @@ fn to_json(
     let instances: Vec<_> = rows
         .iter()
         .map(|r| {
-            json!({
+            let mut i = json!({
                 "id": r.id,
                 "kind": r.kind.map(|k| k.name()),
                 "group": crate::model::collectives::group_of_channel(r.group),
@@ -382,15 +405,25 @@ fn to_json(
                 "busbw_Bps": r.busbw(),
                 "last_rank": r.last_rank,
                 "last_by_ns": r.last_by,
-                "members": r.members(v.trace, v.instances).map(|m| json!({
-                    "rank": m.rank,
-                    "start_ns": m.start,
-                    "end_ns": m.end(),
-                    "wait_ns": m.wait,
-                    "transfer_ns": m.transfer,
-                    "step": m.step(v.trace),
-                })).collect::<Vec<_>>(),
-            })
+
+            });
+            if v.members {
+                i["members"] = r
+                    .members(v.trace, v.instances)
+                    .map(|m| {
+                        json!({
+                            "rank": m.rank,
+                            "start_ns": m.start,
+                            "end_ns": m.end(),
+                            "wait_ns": m.wait,
+                            "transfer_ns": m.transfer,
+                            "step": m.step(v.trace),
+                        })
+                    })
+                    .collect::<Vec<_>>()
+                    .into();
+            }
+            i
         })
         .collect();
     json!({ "instances": instances, "groups": groups })

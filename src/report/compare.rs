@@ -190,6 +190,7 @@ pub fn to_json(s: &Sides, c: &Comparison) -> Value {
         Err(why) => json!({ "not_compared": why }),
     };
     json!({
+        "schema_version": super::json::SCHEMA_VERSION,
         "a": s.a, "b": s.b, "threshold": s.threshold,
         "metrics": metrics,
         "kernels": time_rows(&c.kernels),

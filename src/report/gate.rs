@@ -46,7 +46,7 @@ pub(crate) fn write(
 /// The `--format json` document (also what Python's `ccl_bench.gate` returns).
 pub fn to_json(s: &Sides, g: &Gate) -> serde_json::Value {
     json!({
-        "schema": SCHEMA,
+        "schema_version": SCHEMA,
         "a": s.a,
         "b": s.b,
         "gate": g,

@@ -25,6 +25,16 @@ const FRAMES: usize = 5;
 /// Ranks listed in the "when" table; the rest are counted.
 pub(crate) const RANKS_SHOWN: usize = 16;
 
+/// The report as `hang --format json` prints it (docs/hang.md), with the
+/// version of the JSON layouts.
+pub fn to_json(r: &HangReport) -> serde_json::Value {
+    let mut doc = serde_json::to_value(r).unwrap_or(serde_json::Value::Null);
+    if let Some(o) = doc.as_object_mut() {
+        o.insert("schema_version".into(), super::json::SCHEMA_VERSION.into());
+    }
+    doc
+}
+
 pub(crate) fn lines(r: &HangReport) -> Vec<(Kind, String)> {
     let mut out = Vec::new();
     let mut push = |k: Kind, s: String| out.push((k, s));

@@ -36,7 +36,7 @@ struct OffsetJson {
 }
 
 #[derive(Serialize)]
-struct MetricJson<'a> {
+pub(crate) struct MetricJson<'a> {
     name: &'a str,
     unit: &'a str,
     value: Option<f64>,
@@ -54,51 +54,52 @@ struct MetricJson<'a> {
 }
 
 #[derive(Serialize)]
-struct Part<'a> {
+pub(crate) struct Part<'a> {
     label: &'a str,
     value: f64,
 }
 
-pub fn write(about: &About, rows: &[Row], out: &mut dyn Write) -> io::Result<()> {
-    let metrics = rows
-        .iter()
-        .map(|r| {
-            let mut m = MetricJson {
-                name: r.metric.name,
-                unit: r.metric.unit.symbol(),
-                value: None,
-                not_applicable: None,
-                per_rank: BTreeMap::new(),
-                parts: Vec::new(),
-                note: None,
-                fraction: None,
-                about: r.metric.about,
-            };
-            match &r.outcome {
-                Outcome::Value(v) => {
-                    m.value = Some(v.value);
-                    m.per_rank = v
-                        .per_rank
-                        .iter()
-                        .map(|(k, x)| (k.to_string(), *x))
-                        .collect();
-                    m.parts = v
-                        .parts
-                        .iter()
-                        .map(|(label, value)| Part {
-                            label,
-                            value: *value,
-                        })
-                        .collect();
-                    m.note = v.note.as_deref();
-                    m.fraction = v.fraction.as_deref();
-                }
-                Outcome::NotApplicable(why) => m.not_applicable = Some(why),
-            }
-            m
-        })
-        .collect();
-    let doc = Doc {
+/// One metric as the document lists it: value, unit, per-rank values,
+/// parts, or why it does not apply.
+pub(crate) fn metric(r: &Row) -> MetricJson<'_> {
+    let mut m = MetricJson {
+        name: r.metric.name,
+        unit: r.metric.unit.symbol(),
+        value: None,
+        not_applicable: None,
+        per_rank: BTreeMap::new(),
+        parts: Vec::new(),
+        note: None,
+        fraction: None,
+        about: r.metric.about,
+    };
+    match &r.outcome {
+        Outcome::Value(v) => {
+            m.value = Some(v.value);
+            m.per_rank = v
+                .per_rank
+                .iter()
+                .map(|(k, x)| (k.to_string(), *x))
+                .collect();
+            m.parts = v
+                .parts
+                .iter()
+                .map(|(label, value)| Part {
+                    label,
+                    value: *value,
+                })
+                .collect();
+            m.note = v.note.as_deref();
+            m.fraction = v.fraction.as_deref();
+        }
+        Outcome::NotApplicable(why) => m.not_applicable = Some(why),
+    }
+    m
+}
+
+fn doc<'a>(about: &'a About, rows: &'a [Row]) -> Doc<'a> {
+    let metrics = rows.iter().map(metric).collect();
+    Doc {
         schema_version: SCHEMA_VERSION,
         trace: &about.source,
         ranks: &about.ranks,
@@ -115,7 +116,16 @@ pub fn write(about: &About, rows: &[Row], out: &mut dyn Write) -> io::Result<()>
             })
             .collect(),
         metrics,
-    };
+    }
+}
+
+/// The document as a JSON value (what the MCP server answers).
+pub fn document(about: &About, rows: &[Row]) -> serde_json::Value {
+    serde_json::to_value(doc(about, rows)).unwrap_or(serde_json::Value::Null)
+}
+
+pub fn write(about: &About, rows: &[Row], out: &mut dyn Write) -> io::Result<()> {
+    let doc = doc(about, rows);
     serde_json::to_writer_pretty(&mut *out, &doc)?;
     writeln!(out)
 }

@@ -31,7 +31,10 @@ const LAYERS: &[&str] = &[
     // What a summary's metrics printed, kept for the next ask (its files:
     // ccl-store); a run's figures kept as a named baseline for the gate.
     "kept", "baseline",
-    "export", "fuzz", "cli", "headless", "tui", "entry",
+    "export",
+    // The questions one-answer commands and the MCP server answer, as JSON.
+    "answers",
+    "fuzz", "cli", "headless", "mcp", "tui", "entry",
 ];
 
 /// Imports that run upward today, with why; each must still exist.

@@ -98,7 +98,7 @@ fn a_five_percent_shift_in_twenty_steps_of_one_percent_noise_regressed() {
     );
     assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
     let d = doc(&o);
-    assert_eq!(d["schema"], 1);
+    assert_eq!(d["schema_version"], 1);
     assert_eq!(d["gate"]["verdict"], "regressed");
     let step = &d["gate"]["figures"][0];
     assert_eq!(step["figure"], "step_time");

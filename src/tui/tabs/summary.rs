@@ -255,7 +255,7 @@ fn budget(data: &Data, theme: Theme, width: usize, out: &mut Vec<Line<'static>>)
     head += &format!("{:>COL$}  ", "waiting");
     out.push(Line::styled(fit(&head, width), theme.header()));
     let bar_w = width.saturating_sub(head.chars().count());
-    let mean = mean_row(rows);
+    let mean = crate::report::overview::mean_row(rows);
     out.push(budget_line("mean", &mean, bar_w, width, theme, false));
     out.push(budget_line("share", &mean, bar_w, width, theme, true));
     if rows.len() > 1 {
@@ -278,28 +278,6 @@ fn budget(data: &Data, theme: Theme, width: usize, out: &mut Vec<Line<'static>>)
                 theme.dim(),
             ));
         }
-    }
-}
-
-/// The ranks' mean row (rank field unused).
-fn mean_row(rows: &[RankRow]) -> RankRow {
-    let n = rows.len().max(1) as i64;
-    let avg = |f: fn(&RankRow) -> Ns| rows.iter().map(f).sum::<Ns>() / n;
-    RankRow {
-        rank: 0,
-        steps: rows.iter().map(|r| r.steps).max().unwrap_or(0),
-        step_time: None,
-        span: avg(|r| r.span),
-        busy: avg(|r| r.busy),
-        compute: avg(|r| r.compute),
-        comm: avg(|r| r.comm),
-        exposed_comm: avg(|r| r.exposed_comm),
-        idle: avg(|r| r.idle),
-        waiting: avg(|r| r.waiting),
-        wait: avg(|r| r.wait),
-        caused: avg(|r| r.caused),
-        last: 0,
-        matched: 0,
     }
 }
 
@@ -441,7 +419,7 @@ fn unclassified(data: &Data) -> Option<String> {
 /// GPU busy share of the step (the budget's terms), and of the whole device
 /// window (`aggregate_gpu_utilization`), which includes the time between steps.
 fn utilization(data: &Data, window: String) -> String {
-    let mean = mean_row(&data.ranks);
+    let mean = crate::report::overview::mean_row(&data.ranks);
     if mean.span <= Ns::ZERO {
         return format!("GPU busy {window} of its window");
     }
