@@ -23,35 +23,88 @@ pub struct Pair {
     pub collectives: usize,
 }
 
-/// Who waits for whom: each member of a matched collective waits from its
-/// start until the last member starts (`Member::wait`), and that wait is
-/// the last starter's doing. Summed per (waiter, last starter) over the
-/// waiter's measured steps; the most wait first.
+/// Per matched collective, the members waited for are at most this many,
+/// the latest to start: a waiter's charge to a member grows with how late
+/// that member starts, so they hold each waiter's largest charges.
+const WAITED_FOR: usize = 16;
+
+/// Who waits for whom, split as `model::collectives::Blame` splits it (the
+/// split behind each rank's `caused`): each member waits from its start
+/// until the last member starts, and over each stretch of that wait the
+/// members still absent share it equally. Summed per (waiter, absentee)
+/// over the waiter's measured steps; the most wait first. Two ranks late
+/// together are each charged half, not one of them all by a tie-break.
 pub fn pairs(ctx: &Ctx) -> Vec<Pair> {
-    let mut sums: HashMap<(u32, u32), (Ns, usize)> = HashMap::new();
+    let mut sums: HashMap<(u32, u32), (f64, usize)> = HashMap::new();
     let trace = ctx.trace;
-    ctx.each_with_members(|row, members| {
-        for m in members {
-            let t = &trace.ranks[m.index as usize];
-            if m.rank == row.last_rank || m.wait <= Ns::ZERO || !t.counts(m.step) {
-                continue;
+    ctx.each_with_members(|_, members| {
+        charge(members, &mut |w, a, c| {
+            let waiter = &members[w];
+            if trace.ranks[waiter.index as usize].counts(waiter.step) {
+                let e = sums.entry((waiter.rank, members[a].rank)).or_default();
+                e.0 += c;
+                e.1 += 1;
             }
-            let e = sums.entry((m.rank, row.last_rank)).or_default();
-            e.0 += m.wait;
-            e.1 += 1;
-        }
+        });
     });
     let mut out: Vec<Pair> = sums
         .into_iter()
         .map(|((waiter, late), (wait, collectives))| Pair {
             waiter,
             late,
-            wait,
+            wait: Ns::rounded(wait),
             collectives,
         })
+        .filter(|p| p.wait > Ns::ZERO)
         .collect();
     out.sort_by_key(|p| (std::cmp::Reverse(p.wait), p.waiter, p.late));
     out
+}
+
+/// Calls `f(waiter, absentee, ns)` for each member index pair of one
+/// collective with a charge: the integral, over the waiter's wait before
+/// the absentee starts, of 1 / the members absent at each instant.
+fn charge(members: &[crate::derive::instances::Member], f: &mut dyn FnMut(usize, usize, f64)) {
+    let n = members.len();
+    let mut starts: Vec<Ns> = members.iter().map(|m| m.start).collect();
+    starts.sort_unstable();
+    let mut points: Vec<Ns> = starts
+        .iter()
+        .copied()
+        .chain(members.iter().map(|m| m.start + m.wait))
+        .collect();
+    points.sort_unstable();
+    points.dedup();
+    // at[k]: the integral of 1 / absent from points[0] to points[k].
+    let mut at = Vec::with_capacity(points.len());
+    let mut sum = 0.0;
+    at.push(0.0);
+    for w in points.windows(2) {
+        let absent = n - starts.partition_point(|&s| s <= w[0]);
+        if absent > 0 {
+            sum += (w[1] - w[0]).as_f64() / absent as f64;
+        }
+        at.push(sum);
+    }
+    let integral = |t: Ns| at[points.partition_point(|&p| p < t)];
+    let mut latest: Vec<usize> = (0..n).collect();
+    latest.sort_by_key(|&i| std::cmp::Reverse(members[i].start));
+    latest.truncate(WAITED_FOR);
+    for (w, m) in members.iter().enumerate() {
+        if m.wait <= Ns::ZERO {
+            continue;
+        }
+        for &a in &latest {
+            let start = members[a].start;
+            if start <= m.start {
+                continue;
+            }
+            let c = integral((m.start + m.wait).min(start)) - integral(m.start);
+            if c > 0.0 {
+                f(w, a, c);
+            }
+        }
+    }
 }
 
 /// The stragglers document: the verdict, the `top` ranks that cause the
@@ -105,7 +158,8 @@ pub fn to_json(ctx: &Ctx, verdict: &Verdict, top: usize) -> Value {
         "ranks": ranks,
         "ranks_left_out": rows.len().saturating_sub(top),
         "waits_cover": "summed over the waiter's measured steps: each member of a matched \
-                        collective waits from its start until the last member starts",
+                        collective waits from its start until the last member starts, and the \
+                        members still absent share each instant of that wait equally",
         "waits": waits,
         "waits_left_out": all.len().saturating_sub(top),
     })

@@ -2,6 +2,7 @@
 //! traces from ../shared/corpus, and bad input.
 
 mod architecture;
+mod ask;
 mod bad_corpus;
 mod bad_input;
 mod cli;

@@ -85,3 +85,8 @@ pub fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     out.sort();
     out
 }
+
+/// The bundled sample run (rank 5 straggles).
+pub fn sample() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("trace_collection/llama_fsdp_8gpu")
+}
