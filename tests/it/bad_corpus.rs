@@ -278,10 +278,10 @@ fn wrong_field_types_are_skipped_and_counted() {
         &["--metric", "total_kernel_time"],
         0,
         &[
-            // "abc", u64::MAX, the missing dur and the arrays.
-            "skipped 4 events (ph \"X\" without a usable ts or dur",
-            // 1e300 µs.
-            "rank0_trace.json: 1 event(s) with a time beyond ±2^61 ns (±73 years) skipped as damaged",
+            // "abc", the missing dur and the arrays.
+            "skipped 3 events (ph \"X\" without a usable ts or dur",
+            // 1e300 µs and u64::MAX µs: numbers, out of the model's range.
+            "rank0_trace.json: 2 event(s) with a time beyond ±2^61 ns (±73 years) skipped as damaged",
             "the first at line 3, column 1",
             "skipped 1 event (ph \"X\" with a negative dur); the first at line 5, column 1",
             "skipped 1 event (not valid JSON); the first at line 8, column 63: expected value",

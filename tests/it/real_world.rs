@@ -10,6 +10,71 @@ use ccl_bench::tui::theme::Theme;
 use crate::support::{assert_close, run, stdout, write_ranks};
 use crate::tui::{draw, load, text};
 
+/// DeepEP's layout kernel, in a fork's namespace as a DeepSeek-V3 trace
+/// names it, counts tokens on the local GPU: MoE routing, not one of the
+/// all-to-all kernels of its namespace. Per rank 10 µs of it and 30 µs of
+/// dispatch: communication 30 / 40, MoE 10 / 40, and one communication
+/// kernel per rank.
+#[test]
+fn deepep_layout_is_routing_not_communication() {
+    let ranks: Vec<RankTrace> = (0..2)
+        .map(|r| {
+            let mut t = RankTrace::new(Some(r), 2, 10);
+            t.step(1, 0.0, 100.0);
+            t.kernel(
+                "void dpsk::ep::cuda::get_dispatch_layout<256, 32, 8>(long const*, int*, int*, int*, bool*, int, int, int, int)",
+                0.0,
+                10.0,
+                7,
+                8,
+            );
+            t.kernel(
+                "void dpsk::ep::internode::dispatch<true, 8, 2, 4, 8>(int4*, float*, int*)",
+                10.0,
+                30.0,
+                20,
+                24,
+            );
+            t
+        })
+        .collect();
+    let dir = write_ranks(&ranks);
+    assert_close(
+        metric(dir.path(), "communication_fraction"),
+        75.0,
+        "communication_fraction",
+    );
+    assert_close(metric(dir.path(), "moe_fraction"), 25.0, "moe_fraction");
+    assert_close(
+        metric(dir.path(), "num_comm_kernels"),
+        2.0,
+        "num_comm_kernels",
+    );
+}
+
+/// HTA's `ns_resolution_trace` writes epoch microseconds with nanosecond
+/// fractions (`ts` ~1.7e15). Read as doubles, all of its device ops landed on
+/// multiples of 250 ns; the file itself has 31 such starts among them.
+#[test]
+fn epoch_microseconds_keep_their_nanoseconds() {
+    let Some(dir) = crate::support::corpus("kineto/hta/ns_resolution_trace") else {
+        return;
+    };
+    let p = dir.to_str().unwrap();
+    let out = run(&[
+        "ops", p, "--rank", "0", "--limit", "100000", "--format", "json",
+    ]);
+    assert!(out.status.success(), "{}", crate::support::stderr(&out));
+    let doc: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let ops = doc["ops"].as_array().unwrap();
+    assert_eq!(doc["left_out"], 0);
+    let on_grid = ops
+        .iter()
+        .filter(|o| o["start_ns"].as_i64().unwrap() % 250 == 0)
+        .count();
+    assert_eq!((ops.len(), on_grid), (6095, 31));
+}
+
 fn metric(dir: &std::path::Path, name: &str) -> f64 {
     let out = run(&["--trace", dir.to_str().unwrap(), "--metric", name]);
     assert!(out.status.success(), "{name}: {}", stdout(&out));

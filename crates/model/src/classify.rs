@@ -173,6 +173,14 @@ const fn rule(class: KernelClass, what: &'static str, pattern: &'static str) -> 
 /// Communication libraries that bypass NCCL are matched by their namespaces
 /// and prefixes, since their kernel names need not name a collective.
 pub const RULES: &[Rule] = &[
+    // DeepEP's layout kernel counts the tokens each rank and expert gets,
+    // on the local GPU: it moves no data between ranks, though its
+    // namespace is that of the all-to-all kernels below.
+    rule(
+        KernelClass::Moe,
+        "DeepEP's local dispatch layout (get_dispatch_layout): routing counts, no communication",
+        r"(deep_ep|dpsk::ep)::[a-z_:]*get_dispatch_layout",
+    ),
     rule(
         KernelClass::Communication,
         "NCCL, RCCL, MSCCL, MSCCL++ kernels",
@@ -714,6 +722,20 @@ mod tests {
         assert_eq!(k("attn_fwd"), Attention);
         assert_eq!(k("fused_moe_kernel"), Moe);
         assert_eq!(k("grouped_gemm_kernel"), Moe);
+        // DeepEP's layout kernel (and a fork's) is local routing, not an
+        // all-to-all like the rest of its namespace.
+        assert_eq!(
+            k("void dpsk::ep::cuda::get_dispatch_layout<256, 32, 8>(long const*, int*, int*, int*, bool*, int, int, int, int)"),
+            Moe
+        );
+        assert_eq!(
+            k("void deep_ep::layout::get_dispatch_layout<256, 32, 8>(long const*, int*)"),
+            Moe
+        );
+        assert_eq!(
+            k("void dpsk::ep::internode::dispatch<true, 8>(int4*)"),
+            Communication
+        );
         assert_eq!(
             k("void moe::dev::routing::routingIndicesHistogramKernel<moe::dev::X>(int)"),
             Moe

@@ -194,6 +194,9 @@ pub enum Micros {
     Whole(i64),
     /// Fractional microseconds, rounded to the nearest nanosecond.
     Frac(f64),
+    /// Microseconds read from their decimal text to the nanosecond (see
+    /// [`Micros::from_decimal`]), here in nanoseconds.
+    Exact(i64),
 }
 
 impl Micros {
@@ -205,8 +208,36 @@ impl Micros {
                 us_to_ns(us)
             }
             Self::Frac(_) => return None,
+            Self::Exact(ns) => Ns(ns),
         };
         in_range(ns).then_some(ns)
+    }
+
+    /// Microseconds written as a plain decimal (`-?digits(.digits)?`, as
+    /// Kineto writes `ts` and `dur`), exactly to the nanosecond: the fourth
+    /// decimal and beyond round it, half away from zero. A double holds
+    /// today's epoch microseconds (~1.7e15) only to 0.25 µs, so parsing the
+    /// text as one would put every op on a 250 ns grid. `None` for any other
+    /// form (an exponent, more than 18 whole digits): read those as a float.
+    pub fn from_decimal(text: &str) -> Option<Micros> {
+        let (neg, digits) = match text.strip_prefix('-') {
+            Some(rest) => (true, rest),
+            None => (false, text),
+        };
+        let (whole, frac) = digits.split_once('.').unwrap_or((digits, ""));
+        let all_digits = |s: &str| s.bytes().all(|c| c.is_ascii_digit());
+        if whole.is_empty() || whole.len() > 18 || !all_digits(whole) || !all_digits(frac) {
+            return None;
+        }
+        let f = frac.as_bytes();
+        let digit = |k: usize| f.get(k).map_or(0, |c| i64::from(c - b'0'));
+        let sub = digit(0) * 100 + digit(1) * 10 + digit(2) + i64::from(digit(3) >= 5);
+        let ns = whole
+            .parse::<i64>()
+            .ok()?
+            .checked_mul(1_000)?
+            .checked_add(sub)?;
+        Some(Micros::Exact(if neg { -ns } else { ns }))
     }
 }
 
@@ -329,6 +360,71 @@ mod tests {
         assert_eq!(Micros::Frac(f64::NAN).ns(), None);
         assert_eq!(Micros::Frac(f64::INFINITY).ns(), None);
         assert!(in_range(TIME_LIMIT) && !in_range(TIME_LIMIT + Ns(1)));
+    }
+
+    /// Epoch microseconds with a nanosecond fraction, as the PyTorch
+    /// profiler writes them: a double would round each to 0.25 µs.
+    #[test]
+    fn decimal_microseconds_are_exact() {
+        let ns = |t: &str| Micros::from_decimal(t).and_then(Micros::ns);
+        assert_eq!(
+            ns("1700000000000000.123"),
+            Some(Ns(1_700_000_000_000_000_123))
+        );
+        assert_eq!(
+            Micros::Frac(1_700_000_000_000_000.123).ns(),
+            Some(Ns(1_700_000_000_000_000_000))
+        );
+        assert_eq!(
+            ns("1700000000000000.1234"),
+            Some(Ns(1_700_000_000_000_000_123))
+        );
+        assert_eq!(
+            ns("1700000000000000.1235"),
+            Some(Ns(1_700_000_000_000_000_124))
+        );
+        assert_eq!(ns("0.9999"), Some(Ns(1_000)));
+        assert_eq!(ns("12"), Some(Ns(12_000)));
+        assert_eq!(ns("12.5"), Some(Ns(12_500)));
+        assert_eq!(ns("-1.5"), Some(Ns(-1_500)));
+        assert_eq!(ns("-0.0005"), Some(Ns(-1)));
+        assert_eq!(ns("2305843009213693.952"), Some(TIME_LIMIT));
+        assert_eq!(ns("2305843009213693.953"), None);
+        for other in [
+            "1e3",
+            "1.5E+2",
+            "",
+            "-",
+            ".5",
+            "5.",
+            "1.2.3",
+            "0x10",
+            "999999999999999999999",
+        ] {
+            let got = Micros::from_decimal(other);
+            // "5." is digits and an empty fraction: 5 µs.
+            if other == "5." {
+                assert_eq!(got, Some(Micros::Exact(5_000)));
+            } else {
+                assert_eq!(got, None, "{other}");
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// Against a decimal reference in integers: any whole part up to
+        /// 15 digits and any fraction up to 9 digits.
+        #[test]
+        fn decimal_matches_integer_reference(whole in 0i64..1_000_000_000_000_000, frac in 0u64..1_000_000_000, places in 1usize..10, neg: bool) {
+            let frac = frac % 10u64.pow(places as u32);
+            let text = format!("{}{whole}.{frac:0places$}", if neg { "-" } else { "" });
+            // The reference: the fraction scaled to 9 places, rounded at ns.
+            let nine = frac * 10u64.pow(9 - places as u32);
+            let sub = (nine / 1_000_000) as i64 + i64::from(nine % 1_000_000 >= 500_000);
+            let want = whole * 1_000 + sub;
+            let want = if neg { -want } else { want };
+            proptest::prop_assert_eq!(Micros::from_decimal(&text), Some(Micros::Exact(want)));
+        }
     }
 
     #[test]

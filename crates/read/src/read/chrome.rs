@@ -56,6 +56,30 @@ macro_rules! non_map_arms {
 }
 pub(crate) use non_map_arms;
 
+/// A timestamp or duration in microseconds from its JSON text: a plain
+/// decimal, or a string holding one, exactly to the nanosecond (see
+/// `Micros::from_decimal`); another number (an exponent) as a float;
+/// anything else (`null`, an object) is `None`.
+pub(crate) fn micros_of(raw: &str) -> Option<Micros> {
+    let text = raw.trim();
+    let text = match text.strip_prefix('"').and_then(|t| t.strip_suffix('"')) {
+        Some(inner) => inner.trim(),
+        None => text,
+    };
+    Micros::from_decimal(text).or_else(|| text.parse::<f64>().ok().map(Micros::Frac))
+}
+
+/// A `ts` or `dur` field read from its text with [`micros_of`]: the JSON
+/// must be parsed from a slice (the readers parse each event from its own).
+pub(crate) struct TimeText(pub Option<Micros>);
+
+impl<'de> serde::Deserialize<'de> for TimeText {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let raw = <&'de serde_json::value::RawValue>::deserialize(d)?;
+        Ok(TimeText(micros_of(raw.get())))
+    }
+}
+
 /// One field value of a trace event, as the lenient readers below need it.
 ///
 /// Every field goes through this one visitor rather than a visitor per field
@@ -99,18 +123,6 @@ impl Scalar<'_> {
                 (*v >= 0.0 && *v < 18_446_744_073_709_551_616.0).then(|| v.round() as u64)
             }
             Scalar::Str(s) => s.trim().parse().ok(),
-            Scalar::Array(_) | Scalar::Other => None,
-        }
-    }
-
-    /// A timestamp or duration in microseconds (integer, float or string).
-    /// Integers stay exact; whether it fits the model is [`Micros::ns`]'s call.
-    pub(crate) fn micros(&self) -> Option<Micros> {
-        match self {
-            Scalar::U64(v) => i64::try_from(*v).ok().map(Micros::Whole),
-            Scalar::I64(v) => Some(Micros::Whole(*v)),
-            Scalar::F64(v) => Some(Micros::Frac(*v)),
-            Scalar::Str(s) => s.trim().parse().ok().map(Micros::Frac),
             Scalar::Array(_) | Scalar::Other => None,
         }
     }
@@ -236,15 +248,27 @@ mod tests {
     }
 
     #[test]
-    fn micros_to_nanos() {
-        let ns = |text: &str| value(text).micros().and_then(Micros::ns);
-        assert_eq!(ns("1694128201429795"), Some(Ns(1_694_128_201_429_795_000)));
+    fn micros_from_text() {
+        let ns = |text: &str| {
+            serde_json::from_str::<TimeText>(text)
+                .unwrap()
+                .0
+                .and_then(Micros::ns)
+        };
+        assert_eq!(
+            ns("1694128201429795.123"),
+            Some(Ns(1_694_128_201_429_795_123))
+        );
+        assert_eq!(
+            ns("\"1694128201429795.123\""),
+            Some(Ns(1_694_128_201_429_795_123))
+        );
         assert_eq!(ns("2636.669"), Some(Ns(2_636_669)));
         assert_eq!(ns("-3"), Some(Ns(-3_000)));
-        assert_eq!(ns("\"12.5\""), Some(Ns(12_500)));
+        assert_eq!(ns("2.5e3"), Some(Ns(2_500_000)));
         assert_eq!(ns("null"), None);
-        // Present but beyond the model's range: not "missing".
-        assert_eq!(value("1e300").micros(), Some(Micros::Frac(1e300)));
+        assert_eq!(ns("{\"a\": 1}"), None);
+        assert_eq!(micros_of("1e300"), Some(Micros::Frac(1e300)));
         assert_eq!(ns("1e300"), None);
         assert_eq!(ns("18446744073709551615"), None);
     }

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 
-use super::chrome::{non_map_arms, KeyOf, Scalar};
+use super::chrome::{non_map_arms, KeyOf, Scalar, TimeText};
 use super::events::{again_warning, document, serde_message, Sink, Stop};
 use super::split::{Pos, Splitter};
 use super::RankFile;
@@ -893,8 +893,9 @@ impl<'de> Visitor<'de> for EventSeed<'_> {
                         e.has_name = true;
                     }
                 }
-                EventKey::Ts => e.ts = map.next_value::<Scalar>()?.micros(),
-                EventKey::Dur => e.dur = map.next_value::<Scalar>()?.micros(),
+                // From the text: a double holds epoch µs only to 0.25 µs.
+                EventKey::Ts => e.ts = map.next_value::<TimeText>()?.0,
+                EventKey::Dur => e.dur = map.next_value::<TimeText>()?.0,
                 EventKey::Tid => e.tid = map.next_value::<Scalar>()?.u64(),
                 EventKey::Args => {
                     // The profiler writes `cat` and `name` before `args`; when

@@ -30,8 +30,8 @@ struct Event {
     tid: Value,
     #[serde(default)]
     name: String,
-    ts: Option<f64>,
-    dur: Option<f64>,
+    ts: Option<super::chrome::TimeText>,
+    dur: Option<super::chrome::TimeText>,
     #[serde(default)]
     args: Args,
 }
@@ -154,12 +154,15 @@ pub fn read(reader: impl Read, path: &Path) -> Result<Vec<(Option<u32>, RankFile
             continue;
         };
         let line = threads.get(&(pid, id(&e.tid))).map_or("", String::as_str);
-        let (Some(stream), Some(ts)) = (op_stream(line), e.ts) else {
+        let (Some(stream), Some(ts)) = (op_stream(line), e.ts.as_ref().and_then(|t| t.0)) else {
             continue;
         };
         // Beyond the model's range: the builder skips and counts it.
-        let start = Micros::Frac(ts).ns().unwrap_or(Ns::MAX);
-        let dur = Micros::Frac(e.dur.unwrap_or(0.0)).ns().unwrap_or(Ns::MAX);
+        let start = ts.ns().unwrap_or(Ns::MAX);
+        let dur = (e.dur.as_ref().and_then(|d| d.0))
+            .unwrap_or(Micros::Whole(0))
+            .ns()
+            .unwrap_or(Ns::MAX);
         let end = start.saturating_add(dur.max(Ns::ZERO));
         let full = e.args.long_name.as_deref().unwrap_or(&e.name);
         by_device
