@@ -6,15 +6,19 @@ use super::{About, Row};
 use crate::metrics::Outcome;
 
 pub(crate) fn write(about: &About, rows: &[Row], out: &mut dyn Write) -> io::Result<()> {
-    writeln!(
-        out,
-        "{}: {} rank{} ({}), {} GPU ops",
-        about.source,
-        about.ranks.len(),
-        if about.ranks.len() == 1 { "" } else { "s" },
-        rank_list(&about.ranks),
-        about.ops
-    )?;
+    if about.ranks.is_empty() {
+        writeln!(out, "{}: no device timeline", about.source)?;
+    } else {
+        writeln!(
+            out,
+            "{}: {} rank{} ({}), {} GPU ops",
+            about.source,
+            about.ranks.len(),
+            if about.ranks.len() == 1 { "" } else { "s" },
+            rank_list(&about.ranks),
+            about.ops
+        )?;
+    }
     if !about.memory.is_empty() {
         writeln!(out, "memory snapshots: {}", rank_list(&about.memory))?;
     }

@@ -874,6 +874,7 @@ fn read_per_rank<T: Send>(
         .par_iter()
         .map(|(i, how)| (how.read)(&file_in(i, &counter, false)))
         .collect();
+    report.bytes += counter.load(Ordering::Relaxed);
     let only = (ranks.len() <= 1 && inputs.len() == 1).then(|| ranks.first().map_or(0, |r| r.rank));
     let mut out: Vec<(u32, &Path, T)> = Vec::new();
     for ((input, how), r) in inputs.iter().zip(results) {

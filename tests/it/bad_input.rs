@@ -106,10 +106,16 @@ fn mixed_runs_are_not_merged() {
 #[test]
 fn nsys_report_gets_the_export_command() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("nsys_0.nsys-rep"), b"binary").unwrap();
+    let report = dir.path().join("nsys_0.nsys-rep");
+    std::fs::write(&report, b"binary").unwrap();
     fails_naming(
         &["--trace", dir.path().to_str().unwrap(), "--metrics"],
         "nsys export --type sqlite",
+    );
+    // Given directly, the same advice (it said "no ranks loaded").
+    fails_naming(
+        &["--trace", report.to_str().unwrap(), "--metrics"],
+        "nsys export --type sqlite --output",
     );
 }
 

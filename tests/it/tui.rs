@@ -581,6 +581,23 @@ fn memory_tab_charts_the_snapshot() {
     }
     a.update(Action::SelectTab(Tab::Memory));
     assert!(text(draw(&a).buffer()).contains("peak allocated 0.135 GB"));
+    // Named whatever it is called, it is read, and the Summary counts what
+    // was read rather than "0 ranks · 0 B".
+    let renamed = tempfile::tempdir().unwrap();
+    for e in std::fs::read_dir(&only).unwrap() {
+        std::fs::copy(e.unwrap().path(), renamed.path().join("after_oom.pickle")).unwrap();
+    }
+    let a = app(load(renamed.path()), (140, 30));
+    let screen = text(draw(&a).buffer());
+    assert!(
+        screen.contains("no device timeline · 1 memory snapshot · 1 file · 511 kB"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("straggler     n/a: no device timeline"),
+        "{screen}"
+    );
+    assert!(!screen.contains("per-step values use"), "{screen}");
 }
 
 /// Loads one rank's trace text the way the UI does.

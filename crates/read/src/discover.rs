@@ -135,6 +135,13 @@ pub fn discover_known(
                     formats::summary(table)
                 ),
             })?;
+        // A file this tool cannot read, but knows how to make readable.
+        if let Role::Unreadable { advice } = format.role {
+            return Err(Error::Unsupported {
+                path: path.to_owned(),
+                why: advice(path),
+            });
+        }
         return Ok(Discovery {
             inputs: vec![Input {
                 path: path.to_owned(),

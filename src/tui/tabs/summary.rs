@@ -167,11 +167,34 @@ fn lines(
 
 fn run_header(data: &Data, theme: Theme, width: usize, out: &mut Vec<Line<'static>>) {
     let t = &data.trace;
+    // Without timelines, what was read instead: snapshots, execution traces.
+    let what = if t.ranks.is_empty() {
+        let mut parts = vec!["no device timeline".to_owned()];
+        if !t.memory.is_empty() {
+            parts.push(human::plural(
+                t.memory.len(),
+                "memory snapshot",
+                "memory snapshots",
+            ));
+        }
+        if !t.et.is_empty() {
+            parts.push(human::plural(
+                t.et.len(),
+                "execution trace",
+                "execution traces",
+            ));
+        }
+        parts.join(" · ")
+    } else {
+        format!(
+            "{} · {}",
+            human::plural(t.ranks.len(), "rank", "ranks"),
+            human::plural(data.events as usize, "event", "events"),
+        )
+    };
     let mut run = format!(
-        "{} · {} · {} · {} · {}",
+        "{} · {what} · {} · {}",
         t.source.display(),
-        human::plural(t.ranks.len(), "rank", "ranks"),
-        human::plural(data.events as usize, "event", "events"),
         human::plural(data.files, "file", "files"),
         human::bytes(data.bytes)
     );
@@ -188,16 +211,18 @@ fn run_header(data: &Data, theme: Theme, width: usize, out: &mut Vec<Line<'stati
         Span::raw(fit(&run, width.saturating_sub(4))),
     ]));
     let ranks: Vec<&crate::model::RankTimeline> = t.ranks.iter().collect();
-    out.push(Line::styled(
-        fit(
-            &format!(
-                "    per-step values use: {}",
-                crate::model::timeline::steps_used(&ranks)
+    if !ranks.is_empty() {
+        out.push(Line::styled(
+            fit(
+                &format!(
+                    "    per-step values use: {}",
+                    crate::model::timeline::steps_used(&ranks)
+                ),
+                width,
             ),
-            width,
-        ),
-        theme.dim(),
-    ));
+            theme.dim(),
+        ));
+    }
     match data.warnings.len() {
         0 => {}
         1 => out.push(Line::styled(
@@ -375,9 +400,18 @@ fn verdicts(data: &Data, theme: Theme, width: usize, out: &mut Vec<Line<'static>
         ),
         (
             "utilization",
-            utilization(data, or_why(value("aggregate_gpu_utilization"))),
+            match value("aggregate_gpu_utilization") {
+                Ok(v) => utilization(data, v),
+                Err(why) => format!("n/a: {why}"),
+            },
         ),
-        ("straggler", data.verdict.sentence()),
+        (
+            "straggler",
+            match data.trace.ranks.is_empty() {
+                true => "n/a: no device timeline".to_owned(),
+                false => data.verdict.sentence(),
+            },
+        ),
     ];
     let classes = unclassified(data).map(|v| ("classes", v));
     for (k, v) in items.into_iter().chain(classes) {
