@@ -75,6 +75,19 @@ fn epoch_microseconds_keep_their_nanoseconds() {
     assert_eq!((ops.len(), on_grid), (6095, 31));
 }
 
+/// vLLM's `std::enable_if<(((8)>(0)))&&…, void>::type
+/// vllm::fused_add_rms_norm_kernel<…>(…)` on tracelens/b200: a return type,
+/// and a `>` inside parentheses in its template arguments. It is a norm;
+/// read as unclassified it doubled the unclassified share (7.35 %).
+#[test]
+fn a_return_type_does_not_hide_the_kernel() {
+    let Some(dir) = crate::support::corpus("kineto/tracelens/b200") else {
+        return;
+    };
+    let share = metric(&dir, "unclassified_fraction");
+    assert!((share - 3.4716).abs() < 1e-3, "{share}");
+}
+
 fn metric(dir: &std::path::Path, name: &str) -> f64 {
     let out = run(&["--trace", dir.to_str().unwrap(), "--metric", name]);
     assert!(out.status.success(), "{name}: {}", stdout(&out));

@@ -275,10 +275,15 @@ static COMPILED: LazyLock<Vec<(&'static Rule, Regex)>> = LazyLock::new(|| {
 
 /// `name` without template arguments (`<…>`, nested) and without the
 /// parameter list; `(anonymous namespace)` is kept as part of the path.
+/// How C++ names an anonymous namespace in a qualified name.
+const ANON: &str = "(anonymous namespace)";
+
 fn strip_templates(name: &str) -> String {
-    const ANON: &str = "(anonymous namespace)";
     let mut out = String::with_capacity(name.len());
     let mut depth = 0usize;
+    // Parentheses inside template arguments: a `>` in them compares
+    // (`enable_if<((8)>(0)), void>`), it closes nothing.
+    let mut parens = 0usize;
     let mut rest = name;
     while let Some(c) = rest.chars().next() {
         if depth == 0 && rest.starts_with(ANON) {
@@ -287,8 +292,10 @@ fn strip_templates(name: &str) -> String {
             continue;
         }
         match c {
-            '<' => depth += 1,
-            '>' if depth > 0 => depth -= 1,
+            '(' if depth > 0 => parens += 1,
+            ')' if depth > 0 => parens = parens.saturating_sub(1),
+            '<' if parens == 0 => depth += 1,
+            '>' if depth > 0 && parens == 0 => depth -= 1,
             // The parameter list ends the name (`Memcpy HtoD (Pageable -> Device)` too).
             '(' if depth == 0 && !out.trim().is_empty() => break,
             _ if depth == 0 => out.push(c),
@@ -299,11 +306,22 @@ fn strip_templates(name: &str) -> String {
     out
 }
 
+/// A function's name without the return type its signature starts with,
+/// when that type is a qualified one (`std::enable_if::type vllm::f` ->
+/// `vllm::f`; `void` is dropped by the callers). A name with spaces of its
+/// own (`Memcpy HtoD`, `(anonymous namespace)::f`) stays whole.
+fn without_return_type(path: &str) -> &str {
+    match path.rsplit_once(' ') {
+        Some((ret, own)) if ret.contains("::") && !own.is_empty() && !path.contains(ANON) => own,
+        _ => path,
+    }
+}
+
 /// `name` as a person scans it: without `void`, template arguments and
 /// parameters (`void at::native::reduce_kernel<512, 1>(…)` -> `at::native::reduce_kernel`).
 pub fn bare_name(name: &str) -> String {
     let bare = strip_templates(name);
-    let bare = bare.trim().trim_start_matches("void ").trim();
+    let bare = without_return_type(bare.trim().trim_start_matches("void ").trim());
     if bare.is_empty() {
         name.to_owned()
     } else {
@@ -314,9 +332,12 @@ pub fn bare_name(name: &str) -> String {
 /// The first template argument of `name`, if it has any.
 fn first_template_arg(name: &str) -> Option<&str> {
     let open = name.find('<')?;
-    let mut depth = 0usize;
+    let (mut depth, mut parens) = (0usize, 0usize);
     for (i, c) in name[open..].char_indices() {
         match c {
+            '(' => parens += 1,
+            ')' => parens = parens.saturating_sub(1),
+            _ if parens > 0 => {}
             '<' => depth += 1,
             '>' if depth == 1 => return Some(&name[open + 1..open + i]),
             '>' => depth -= 1,
@@ -346,7 +367,7 @@ const LIBRARY_NAMESPACES: &[&str] = &["fbgemm_gpu", "fbgemm"];
 /// Expects a lowercased name.
 pub(crate) fn own_name(name: &str) -> String {
     let stripped = strip_templates(name);
-    let path = stripped.trim().trim_start_matches("void ").trim();
+    let path = without_return_type(stripped.trim().trim_start_matches("void ").trim());
     let parts: Vec<&str> = path
         .split("::")
         .map(str::trim)
@@ -722,6 +743,15 @@ mod tests {
         assert_eq!(k("attn_fwd"), Attention);
         assert_eq!(k("fused_moe_kernel"), Moe);
         assert_eq!(k("grouped_gemm_kernel"), Moe);
+        // A return type before the name (vLLM, tracelens/b200), with a `>`
+        // inside parentheses inside its template arguments.
+        let vllm = "std::enable_if<(((8)>(0)))&&vllm::_typeConvert<c10::BFloat16>::exists, void>::type vllm::fused_add_rms_norm_kernel<c10::BFloat16, 8>(c10::BFloat16*, long, c10::BFloat16*, c10::BFloat16 const*, float, int, int)";
+        assert_eq!(
+            own_name(&vllm.to_ascii_lowercase()),
+            "vllm::fused_add_rms_norm_kernel"
+        );
+        assert_eq!(k(vllm), Normalization);
+        assert_eq!(bare_name(vllm), "vllm::fused_add_rms_norm_kernel");
         // DeepEP's layout kernel (and a fork's) is local routing, not an
         // all-to-all like the rest of its namespace.
         assert_eq!(
