@@ -40,6 +40,8 @@ const DLRM: &[(&str, Option<f64>)] = &[
     ("coll_call_num", Some(8.0)),
     ("communication_fraction", Some(81.0837109280298)),
     ("communication_overlap_ratio", Some(0.04553887813074647)),
+    // CCL-Bench's own tools/compute_comm_overlap on these files.
+    ("compute_comm_overlap", Some(4.553887813074646)),
     ("communication_ratio", Some(81.35637280308184)),
     ("dominant_kernel_concentration", Some(62.46427789870828)),
     ("load_imbalance_ratio", Some(4.633696878525762)),
@@ -71,6 +73,10 @@ const NCCL_PARSER: &[(&str, Option<f64>)] = &[
     ("coll_call_num", Some(7.0)),
     ("communication_fraction", Some(28.378033836048342)),
     ("communication_overlap_ratio", Some(0.15609156171303173)),
+    // CCL-Bench's tools/compute_comm_overlap, its `ts`/`dur` read as exact
+    // decimals (as floats it gives 14.312315: doubles hold these epoch µs
+    // to 0.25 µs). Over the whole trace it was 15.609.
+    ("compute_comm_overlap", Some(14.312323979073547)),
     ("communication_ratio", Some(28.841332746455258)),
     ("dominant_kernel_concentration", Some(28.770987361653688)),
     ("load_imbalance_ratio", None),

@@ -125,6 +125,11 @@ pub struct RankStats {
     pub whole: Unions,
     /// The same, within `window`.
     pub in_window: Unions,
+    /// CCL-Bench's `compute_comm_overlap` terms: communication kernels under
+    /// compute kernels, and communication kernels, within the measured
+    /// steps' CPU ranges (`ProfilerStep`, each op clipped to them); over
+    /// the whole trace without steps.
+    pub step_overlap: (Ns, Ns),
     /// Communication not under compute (comm − compute): the wait parts of
     /// matched collectives are cut from it once every rank is known.
     pub exposed: IntervalSet,
@@ -223,6 +228,26 @@ fn union_sets(t: &RankTimeline) -> Unions<IntervalSet> {
     }
 }
 
+/// (communication kernels under compute kernels, communication kernels)
+/// within the measured steps' CPU ranges, as CCL-Bench's
+/// `compute_comm_overlap` clips kernels to each step; the whole trace
+/// without steps. Kernels only: copies are neither.
+fn step_overlap(t: &RankTimeline, compute: &IntervalSet) -> (Ns, Ns) {
+    let comm = t.busy(|o| o.is_kernel() && o.is_comm());
+    if t.steps.is_empty() {
+        return (comm.intersect(compute).total(), comm.total());
+    }
+    let steps = IntervalSet::from_iter_unsorted(
+        t.measured_steps()
+            .iter()
+            .map(|s| Interval::new(s.start, s.end)),
+    );
+    (
+        comm.intersect(compute).overlap_len(&steps),
+        comm.overlap_len(&steps),
+    )
+}
+
 /// The CPU ops CCL-Bench's `traffic_window` counts iterations by.
 fn iteration_marks(t: &RankTimeline) -> Vec<Interval> {
     let Some(id) = t.strings.id("RedistributeBackward") else {
@@ -275,6 +300,7 @@ impl RankStats {
             sets.map(IntervalSet::total),
             sets.map(|s| s.overlap_len(&window)),
         );
+        let step_overlap = step_overlap(t, &sets.compute);
         let exposed = sets.exposed_comm;
         Self {
             rank: t.rank,
@@ -292,6 +318,7 @@ impl RankStats {
             iteration_marks: iteration_marks(t),
             whole,
             in_window,
+            step_overlap,
             window,
             exposed,
             sm: sm::SmCoverage::of(t),

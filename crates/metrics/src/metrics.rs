@@ -669,7 +669,7 @@ pub static METRICS: &[Metric] = &[
         unit: Unit::Percent,
         group: Group::Communication,
         better: Better::Higher,
-        about: "100 x communication_overlap_ratio",
+        about: "communication kernels under compute kernels / communication kernels x 100, within the measured steps' CPU ranges (ProfilerStep; with 3 or more steps the first and last left out, as CCL-Bench does; each kernel clipped to them), the whole trace without steps; per rank, averaged over ranks with communication. communication_overlap_ratio is the same over the whole trace, copies included",
         needs: &[CommKernels],
         compute: comm::compute_comm_overlap,
     },

@@ -110,9 +110,18 @@ pub(crate) fn communication_overlap_ratio(ctx: &Ctx) -> Outcome {
     overlap(ctx, Unit::Ratio)
 }
 
-/// `communication_overlap_ratio` as a percentage (the leaderboard's name).
+/// CCL-Bench's `compute_comm_overlap`: as `communication_overlap_ratio`,
+/// in %, but within the measured steps' CPU ranges (the whole trace
+/// without steps), over kernels only.
 pub(crate) fn compute_comm_overlap(ctx: &Ctx) -> Outcome {
-    overlap(ctx, Unit::Percent)
+    Outcome::share_mean(
+        ctx.stats()
+            .iter()
+            .map(|s| (s.rank, s.step_overlap.0, s.step_overlap.1)),
+        ("comm under compute in steps", "comm in steps"),
+        Unit::Percent,
+        "the trace has no communication kernels (in the measured steps)",
+    )
 }
 
 #[cfg(test)]
@@ -130,6 +139,37 @@ mod tests {
         assert_eq!(
             m.fraction.as_deref(),
             Some("rank 0: comm kernels 60.0 µs / all kernels 145 µs = 41.379 %")
+        );
+    }
+
+    /// One rank, steps [0, 100), [100, 200), [200, 300) µs; the first and
+    /// last are left out, and the middle one's kernels clipped to it:
+    /// comm [110, 150) and [190, 210) -> [190, 200), compute [100, 130) and
+    /// [195, 205) -> [195, 200). Under compute 20 + 5 of 40 + 10 µs: 50 %.
+    /// Over the whole trace (communication_overlap_ratio) the other steps'
+    /// fully hidden comm count too: comm [10, 50) under [0, 50), and
+    /// [190, 250) under [195, 260): (40 + 20 + 55) / (40 + 40 + 60).
+    #[test]
+    fn compute_comm_overlap_is_ccl_benchs_within_the_measured_steps() {
+        let c = crate::synth::Coll::all_reduce_f32(1 << 20, 2);
+        let mut r = RankTrace::new(Some(0), 1, 10);
+        for (n, at) in [(1, 0.0), (2, 100.0), (3, 200.0)] {
+            r.step(n, at, 100.0);
+        }
+        const AR: &str = "ncclDevKernel_AllReduce_Sum_f32_RING_LL";
+        r.kernel("sm90_xmma_gemm_bf16", 0.0, 50.0, 7, 10);
+        r.collective(AR, 10.0, 40.0, 20, &c);
+        r.kernel("sm90_xmma_gemm_bf16", 100.0, 30.0, 7, 10);
+        r.collective(AR, 110.0, 40.0, 20, &c);
+        r.collective(AR, 190.0, 20.0, 20, &c);
+        r.kernel("sm90_xmma_gemm_bf16", 195.0, 10.0, 7, 10);
+        r.kernel("sm90_xmma_gemm_bf16", 205.0, 55.0, 7, 10);
+        r.collective(AR, 210.0, 40.0, 20, &c);
+        let t = trace(&[r]);
+        assert_close(value(&t, "compute_comm_overlap", None), 50.0);
+        assert_close(
+            value(&t, "communication_overlap_ratio", None),
+            115.0 / 140.0,
         );
     }
 

@@ -30,7 +30,7 @@ const MAX_COUNT: u64 = 1 << 40;
 const MAX_BYTES: u64 = 1 << 52;
 
 /// Layout of a stats file; another one is not used (every op is read).
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
 
 /// `RankStats` as stored: maps as sorted pairs (a file the same run writes
 /// is the same bytes), the SM figure's float as its bits (exact).
@@ -58,6 +58,9 @@ pub struct Stored {
     /// comm, exposed memory.
     whole: [Ns; 7],
     in_window: [Ns; 7],
+    /// Communication kernels under compute, and communication kernels,
+    /// within the measured steps' CPU ranges (version 2).
+    step_overlap: (Ns, Ns),
     exposed: Vec<(Ns, Ns)>,
     sm: (Ns, u64, Ns, Ns),
     phases: Vec<Option<Ns>>,
@@ -98,6 +101,7 @@ pub fn to_stored(s: &RankStats) -> Stored {
         window: spans(&s.window),
         whole: s.whole.to_array(),
         in_window: s.in_window.to_array(),
+        step_overlap: s.step_overlap,
         exposed: spans(&s.exposed),
         sm: (
             s.sm.total,
@@ -290,6 +294,10 @@ pub fn from_stored(s: Stored, rank: u32, names: usize) -> Result<Option<RankStat
         window: set(s.window, "step window")?,
         whole: read_unions(s.whole, "unions")?,
         in_window: read_unions(s.in_window, "unions in steps")?,
+        step_overlap: (
+            length(s.step_overlap.0, "communication under compute in steps")?,
+            length(s.step_overlap.1, "communication in steps")?,
+        ),
         exposed: set(s.exposed, "exposed communication")?,
         sm: SmCoverage {
             total: length(s.sm.0, "SM-covered time")?,
