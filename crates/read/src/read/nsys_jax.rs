@@ -52,10 +52,13 @@ static LAUNCHER: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^XlaLauncher:#global=(\d+),local=(\d+),process=(\d+)").expect("valid regex")
 });
 /// An HLO instruction named after a collective opcode (`all-reduce.3`,
-/// `all-gather-start.1`, `collective-permute-done`).
+/// `all-gather-start.1`, `collective-permute-done`), with the suffixes XLA's
+/// passes add to the copies they make (`reduce-scatter.57.double_buffer_clone.1`,
+/// `reduce-scatter.57.peeled_double_buffer.1`, `all-to-all.1.1`): still
+/// that collective, whose NCCL range inside is then not counted again.
 static COLLECTIVE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"^(all-reduce|all-gather|reduce-scatter|all-to-all|collective-permute|collective-broadcast|send|recv)(-start|-done)?(\.\d+)?$",
+        r"^(all-reduce|all-gather|reduce-scatter|all-to-all|collective-permute|collective-broadcast|send|recv)(-start|-done)?(\.[A-Za-z0-9_]+)*$",
     )
     .expect("valid regex")
 });
@@ -539,6 +542,85 @@ mod tests {
             assert_eq!(t.annotations.len(), 1);
             assert_eq!(t.name(t.annotations[0].name), "jit_train_step");
         }
+    }
+
+    /// Thunks of collectives XLA's loop passes copied (names from a
+    /// MaxText archive) are communication of their opcode's kind, and the
+    /// NCCL range inside each is that collective, not a second one.
+    #[test]
+    fn cloned_and_peeled_collectives_are_communication_once() {
+        use crate::model::CollKind::{AllToAll, ReduceScatter};
+        let r = |id, parent, name: &str, start, end| ProjRange {
+            id,
+            parent,
+            name: name.into(),
+            start,
+            end,
+            pid: 100,
+            tid: 7,
+        };
+        let ranges = vec![
+            r(1, None, "XlaModule:#hlo_module=jit_train_step#", 0, 1000),
+            r(
+                2,
+                Some(1),
+                "Thunk:#hlo_op=reduce-scatter.57.double_buffer_clone.1#",
+                0,
+                200,
+            ),
+            r(3, Some(2), "ncclReduceScatter", 10, 190),
+            r(
+                4,
+                Some(1),
+                "Thunk:#hlo_op=reduce-scatter.57.peeled_double_buffer.1#",
+                200,
+                400,
+            ),
+            r(5, Some(4), "ncclReduceScatter", 210, 390),
+            r(6, Some(1), "Thunk:#hlo_op=all-to-all.1.1#", 400, 500),
+            r(7, Some(6), "ncclAllToAll", 410, 490),
+            r(
+                8,
+                Some(1),
+                "Thunk:#hlo_op=all-gather-done.3.clone#",
+                500,
+                510,
+            ),
+            r(9, Some(1), "Thunk:#hlo_op=fusion.57.clone.1#", 510, 600),
+        ];
+        let bytes = archive("run", &trace_table(&ranges, Layout::StartEnd), None);
+        let f = zip_file(&bytes);
+        let files = read(f.path(), None).unwrap();
+        let file = &files[0].1;
+        assert_eq!(
+            ops(file),
+            vec![
+                (
+                    "reduce-scatter.57.double_buffer_clone.1".to_owned(),
+                    0,
+                    200,
+                    Some(ReduceScatter)
+                ),
+                (
+                    "reduce-scatter.57.peeled_double_buffer.1".to_owned(),
+                    200,
+                    200,
+                    Some(ReduceScatter)
+                ),
+                ("all-to-all.1.1".to_owned(), 400, 100, Some(AllToAll)),
+                ("fusion.57.clone.1".to_owned(), 510, 90, None),
+            ]
+        );
+        let classes: Vec<KernelClass> = file.timeline.ops.iter().map(|o| o.class).collect();
+        assert_eq!(
+            classes,
+            [
+                KernelClass::Communication,
+                KernelClass::Communication,
+                KernelClass::Communication,
+                KernelClass::Other
+            ]
+        );
     }
 
     #[test]
