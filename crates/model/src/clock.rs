@@ -34,25 +34,70 @@ pub fn samples(trace: &Trace, inst: &Instances) -> Vec<Vec<(Ns, Ns)>> {
     trace.ranks.iter().map(|t| samples_of(t, &ends)).collect()
 }
 
+/// Samples a drift fit uses at most (evenly spaced in time order): the fit
+/// compares every pair.
+const MAX_FIT: usize = 1024;
+
+/// Samples further from the median offset than 5 median deviations, and
+/// than this, are collectives that ended late on one rank, not the clock.
+const INLIER_FLOOR: Ns = Ns(10_000);
+
 /// How much faster this rank's clock runs than the first rank's, in parts per
-/// million: the change of the offset between the earlier and the later half of
-/// the shared collectives (medians, so a few late collectives do not tilt it).
-/// `None` below 8 samples.
+/// million: the slope of the offset over time, fitted as the offset is
+/// found. The samples far off the median offset (beyond 5 median
+/// deviations and 10 µs: collectives that ended late on one rank) are left
+/// out, and the rest fitted by Siegel's repeated median (for each sample
+/// the median slope to every other, then the median of those), which a
+/// bunch of late ones in one part of the trace does not tilt. A real drift
+/// keeps its samples: its ends are about 2 median deviations off. `None`
+/// below 8 samples.
 pub fn drift_ppm(samples: &[(Ns, Ns)]) -> Option<f64> {
     if samples.len() < 8 {
         return None;
     }
-    let mut s = samples.to_vec();
+    // Collectives that ended late on one rank are off the line by far more
+    // than the clocks' jitter: left out, as the offset's median leaves them.
+    let mid = median(samples.iter().map(|x| x.1).collect());
+    let spread = median(samples.iter().map(|x| (x.1 - mid).abs()).collect());
+    let reach = (spread * 5).max(INLIER_FLOOR);
+    let mut s: Vec<(Ns, Ns)> = samples
+        .iter()
+        .copied()
+        .filter(|x| (x.1 - mid).abs() <= reach)
+        .collect();
+    if s.len() < 8 {
+        return None;
+    }
     s.sort_unstable();
-    let (a, b) = s.split_at(s.len() / 2);
-    let mid = |h: &[(Ns, Ns)]| {
-        (
-            median(h.iter().map(|x| x.0).collect()),
-            median(h.iter().map(|x| x.1).collect()),
-        )
-    };
-    let ((ta, da), (tb, db)) = (mid(a), mid(b));
-    (tb > ta).then(|| (da - db).as_f64() / (tb - ta).as_f64() * 1e6)
+    let every = s.len().div_ceil(MAX_FIT);
+    let s: Vec<(Ns, Ns)> = s.into_iter().step_by(every).collect();
+    let mut slopes = Vec::with_capacity(s.len());
+    let mut per_sample = Vec::with_capacity(s.len());
+    for &(ti, di) in &s {
+        slopes.clear();
+        // The offset falls as this rank's clock gains: (di - dj) / (tj - ti).
+        slopes.extend(
+            s.iter()
+                .filter(|&&(tj, _)| tj != ti)
+                .map(|&(tj, dj)| (di - dj).as_f64() / (tj - ti).as_f64()),
+        );
+        per_sample.extend(median_of(&mut slopes));
+    }
+    median_of(&mut per_sample).map(|m| m * 1e6)
+}
+
+/// The median of `v` (mean of the middle two for an even count), reordering it.
+fn median_of(v: &mut [f64]) -> Option<f64> {
+    let n = v.len();
+    if n == 0 {
+        return None;
+    }
+    let (_, &mut hi, _) = v.select_nth_unstable_by(n / 2, f64::total_cmp);
+    if n % 2 == 1 {
+        return Some(hi);
+    }
+    let lo = v[..n / 2].iter().copied().max_by(f64::total_cmp)?;
+    Some((lo + hi) / 2.0)
 }
 
 /// Drift below this many ns of offset change over the trace is noise.
