@@ -17,6 +17,7 @@ mod gate;
 mod glance;
 mod hang;
 mod hostile;
+mod mcp;
 mod paged;
 mod real_world;
 mod summary;
