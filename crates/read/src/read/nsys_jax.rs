@@ -447,19 +447,31 @@ mod tests {
     use super::*;
     use crate::synth::nsys_jax::{archive, thread_table, trace_table, Layout, ProjRange};
 
-    /// One training step of process `p` (device `p`) on its launcher thread:
-    /// a fusion, an async all-reduce whose NCCL range sits inside its start
-    /// thunk, a command buffer holding a GEMM, and a NCCL range of its own.
-    fn step(p: i64) -> Vec<ProjRange> {
-        let r = |id, parent, name: &str, start, end| ProjRange {
+    /// A projected range of process `pid`'s thread 7.
+    fn range(
+        pid: i64,
+        id: i64,
+        parent: Option<i64>,
+        name: &str,
+        start: i64,
+        end: i64,
+    ) -> ProjRange {
+        ProjRange {
             id,
             parent,
             name: name.into(),
             start,
             end,
-            pid: 100 + p,
+            pid,
             tid: 7,
-        };
+        }
+    }
+
+    /// One training step of process `p` (device `p`) on its launcher thread:
+    /// a fusion, an async all-reduce whose NCCL range sits inside its start
+    /// thunk, a command buffer holding a GEMM, and a NCCL range of its own.
+    fn step(p: i64) -> Vec<ProjRange> {
+        let r = |id, parent, name: &str, start, end| range(100 + p, id, parent, name, start, end);
         vec![
             r(
                 1,
@@ -550,15 +562,7 @@ mod tests {
     #[test]
     fn cloned_and_peeled_collectives_are_communication_once() {
         use crate::model::CollKind::{AllToAll, ReduceScatter};
-        let r = |id, parent, name: &str, start, end| ProjRange {
-            id,
-            parent,
-            name: name.into(),
-            start,
-            end,
-            pid: 100,
-            tid: 7,
-        };
+        let r = |id, parent, name: &str, start, end| range(100, id, parent, name, start, end);
         let ranges = vec![
             r(1, None, "XlaModule:#hlo_module=jit_train_step#", 0, 1000),
             r(
