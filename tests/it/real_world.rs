@@ -344,3 +344,33 @@ fn nsys_jax_archives_are_one_rank_per_device() {
 fn text_of(app: &App) -> String {
     text(draw(app).buffer())
 }
+
+/// A folder of execution traces alone (no timelines) answers for the rank
+/// asked: its own trace describes it; a rank it lacks is named with the
+/// ranks it has (it said "ranks: " before).
+#[test]
+fn execution_traces_alone_answer_for_a_rank() {
+    let Some(dir) = crate::support::corpus("et/dlrm_8rank_v100") else {
+        return;
+    };
+    let p = dir.to_str().unwrap();
+    let out = run(&["--trace", p, "--rank", "3", "--metrics", "--format", "json"]);
+    assert!(out.status.success(), "{}", crate::support::stderr(&out));
+    let doc: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let calls = (doc["metrics"].as_array().unwrap().iter())
+        .find(|m| m["name"] == "coll_call_num")
+        .unwrap();
+    let note = calls["note"].as_str().unwrap();
+    assert!(
+        note.contains("rank 3") && note.contains("dlrm_eg_3.json"),
+        "{note}"
+    );
+    let out = run(&["--trace", p, "--rank", "9", "--metric", "coll_call_num"]);
+    assert!(!out.status.success());
+    assert!(
+        crate::support::stderr(&out)
+            .contains("rank 9 is not in the trace (ranks: 0, 1, 2, 3, 4, 5, 6, 7)"),
+        "{}",
+        crate::support::stderr(&out)
+    );
+}

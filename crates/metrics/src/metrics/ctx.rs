@@ -22,6 +22,9 @@ pub struct Ctx<'a> {
     pub ranks: Vec<&'a RankTimeline>,
     /// The rank that single-rank metrics describe: `--rank`, else rank 0 (or the lowest).
     pub focus: Option<&'a RankTimeline>,
+    /// The rank asked for with `--rank` in a run without timelines (its
+    /// execution trace or memory snapshot is what describes it).
+    only: Option<u32>,
     derived: Derived,
 }
 
@@ -38,13 +41,29 @@ impl<'a> Ctx<'a> {
         rank: Option<u32>,
         stats: Option<Vec<RankStats>>,
     ) -> Result<Self, String> {
+        // Without timelines, the ranks are those of the execution traces and
+        // memory snapshots read.
+        let annotated = || {
+            let mut r: Vec<u32> = (trace.et.iter().map(|e| e.rank))
+                .chain(trace.memory.iter().map(|m| m.rank))
+                .collect();
+            r.sort_unstable();
+            r.dedup();
+            r
+        };
         let ranks: Vec<&RankTimeline> = match rank {
             None => trace.ranks.iter().collect(),
+            Some(r) if trace.ranks.is_empty() && annotated().contains(&r) => Vec::new(),
             Some(r) => vec![trace.rank(r).ok_or_else(|| {
-                let have: Vec<String> = trace.ranks.iter().map(|t| t.rank.to_string()).collect();
+                let have: Vec<u32> = match trace.ranks.is_empty() {
+                    true => annotated(),
+                    false => trace.ranks.iter().map(|t| t.rank).collect(),
+                };
+                let have: Vec<String> = have.iter().map(u32::to_string).collect();
                 format!("rank {r} is not in the trace (ranks: {})", have.join(", "))
             })?],
         };
+        let only = rank.filter(|_| trace.ranks.is_empty());
         let focus = ranks.first().copied();
         let stats = stats.map(|all| {
             let mut all: Vec<Option<RankStats>> = all.into_iter().map(Some).collect();
@@ -63,6 +82,7 @@ impl<'a> Ctx<'a> {
             opts: Options::default(),
             ranks,
             focus,
+            only,
             derived,
         })
     }
@@ -165,13 +185,19 @@ impl<'a> Ctx<'a> {
         &self.derived.groups
     }
 
-    /// The execution trace of the focus rank (of the first rank with one, for
-    /// a trace without timelines).
+    /// The execution trace of the focus rank (of the rank asked for, else the
+    /// first with one, for a trace without timelines).
     pub(crate) fn focus_et(&self) -> Option<&'a crate::model::exec_trace::EtRank> {
-        match self.focus {
-            Some(t) => self.trace.et.iter().find(|e| e.rank == t.rank),
-            None => self.trace.et.first(),
+        match (self.focus, self.only) {
+            (Some(t), _) => self.trace.et.iter().find(|e| e.rank == t.rank),
+            (None, Some(r)) => self.trace.et.iter().find(|e| e.rank == r),
+            (None, None) => self.trace.et.first(),
         }
+    }
+
+    /// The rank asked for in a run without timelines (see `only`).
+    pub(crate) fn only_rank(&self) -> Option<u32> {
+        self.only
     }
 
     /// Pairs of (timeline, stats) for the ranks in scope.

@@ -83,13 +83,17 @@ mod tests {
 const NO_SNAPSHOT: &str =
     "no CUDA memory snapshot (rank{N}_memory_snapshot.pickle from torch.cuda.memory._dump_snapshot) beside the traces";
 
-/// The snapshots of the ranks in scope (all of them for a snapshot-only trace).
+/// The snapshots of the ranks in scope (all of them for a snapshot-only
+/// trace, or the one `--rank` names).
 fn snapshots<'a>(ctx: &Ctx<'a>) -> Vec<&'a MemoryTimeline> {
     let all = ctx.trace.ranks.len() == ctx.ranks.len();
     ctx.trace
         .memory
         .iter()
-        .filter(|m| all || ctx.ranks.iter().any(|r| r.rank == m.rank))
+        .filter(|m| match ctx.only_rank() {
+            Some(r) => m.rank == r,
+            None => all || ctx.ranks.iter().any(|r| r.rank == m.rank),
+        })
         .collect()
 }
 
