@@ -4,4 +4,5 @@
 
 mod clock;
 mod collectives;
+mod exec_trace;
 mod synth;

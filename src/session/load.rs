@@ -738,7 +738,7 @@ fn load(
     }
     files.extend(join_windows(group, &mut report).map(|f| prepare.file(f)));
     report.bytes = progress.bytes.load(Ordering::Relaxed);
-    let (ranks, stats): (Vec<RankTimeline>, Vec<Option<RankStats>>) =
+    let (mut ranks, stats): (Vec<RankTimeline>, Vec<Option<RankStats>>) =
         assign_ranks_with(files, &mut report)?.into_iter().unzip();
     let stats = prepare.lean.then(|| {
         ranks
@@ -758,13 +758,15 @@ fn load(
     .into_iter()
     .map(|(rank, m)| crate::model::memory::MemoryTimeline { rank, ..m })
     .collect();
-    let et = read_per_rank(discovery, &ranks, &mut report, |role| match role {
-        Role::ExecTrace(how) => Some(*how),
-        _ => None,
-    })
-    .into_iter()
-    .map(|(rank, e)| crate::model::exec_trace::EtRank { rank, ..e })
-    .collect();
+    let et: Vec<crate::model::exec_trace::EtRank> =
+        read_per_rank(discovery, &ranks, &mut report, |role| match role {
+            Role::ExecTrace(how) => Some(*how),
+            _ => None,
+        })
+        .into_iter()
+        .map(|(rank, e)| crate::model::exec_trace::EtRank { rank, ..e })
+        .collect();
+    link_execution_traces(&mut ranks, &et, &mut report);
     let flight = read_per_rank(discovery, &ranks, &mut report, |role| match role {
         Role::Flight(how) => Some(*how),
         _ => None,
@@ -789,6 +791,35 @@ fn load(
         stats,
     ))
 }
+/// Each rank's communication kernels without message sizes take them from
+/// its execution trace's nodes, linked in order (see
+/// `exec_trace::link_sizes`); a step that does not line up is said.
+fn link_execution_traces(
+    ranks: &mut [RankTimeline],
+    et: &[crate::model::exec_trace::EtRank],
+    report: &mut LoadReport,
+) {
+    for t in ranks.iter_mut() {
+        let Some(e) = et.iter().find(|e| e.rank == t.rank) else {
+            continue;
+        };
+        let linked = crate::model::exec_trace::link_sizes(t, e);
+        if let Some((step, n)) = linked.unmatched.first() {
+            report.warnings.push(format!(
+                "rank {}: {} step(s) of its communication kernels do not line up with the {}                  communication nodes of its execution trace {} (step {step}: {n} kernels), so                  they take no sizes from it{}",
+                t.rank,
+                linked.unmatched.len(),
+                e.colls.len(),
+                e.source.display(),
+                match linked.kernels {
+                    0 => String::new(),
+                    k => format!(" ({k} kernels of other steps did)"),
+                }
+            ));
+        }
+    }
+}
+
 /// One rank's profiling windows, in time order, as one file: the first
 /// window's path and stated rank stand for the rest (all listed as read).
 fn join_windows(group: Vec<Ranked>, report: &mut LoadReport) -> Option<Ranked> {

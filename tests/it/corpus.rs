@@ -761,7 +761,7 @@ fn memory_snapshots() {
 /// together: every rank's profiler and ET agree on the collectives of the
 /// profiled iteration (5 all-to-all + 3 all-reduce), and the volumes the
 /// Kineto traces lack come from the ET (bytes summed in Python over the nodes'
-/// tensor inputs: numel x element size).
+/// tensor inputs: numel x element size), each node linked to its kernel.
 #[test]
 fn kineto_and_execution_traces_of_one_run() {
     let (Some(kineto), Some(et)) = (
@@ -807,6 +807,17 @@ fn kineto_and_execution_traces_of_one_run() {
         "all-reduce",
     );
     assert_close(v("collective_vol_total_gb"), 2_549_700.0 / 1e9, "total");
+    // Each ET node linked to its kernel, in order (8 of 8 on every rank):
+    // the volumes above now come from the kernels' own sizes, and bus
+    // bandwidth applies.
+    for t in &trace.ranks {
+        let sized = t
+            .kernels()
+            .filter(|o| o.is_comm() && t.coll_meta(o).and_then(|m| m.in_bytes()).is_some())
+            .count();
+        assert_eq!(sized, 8, "rank {}", t.rank);
+    }
+    assert!(v("avg_comm_bandwidth_GBps") > 0.0);
     // The ET alone gives the same count.
     check(
         "et/dlrm_8rank_v100",

@@ -23,3 +23,100 @@ pub struct EtRank {
     /// In node order (the order the program issued them).
     pub colls: Vec<EtColl>,
 }
+
+/// Whether a kernel's collective kind and an ET node's can be one call:
+/// the same, either unknown, or an all-to-all NCCL runs as send/recv kernels.
+fn compatible(kernel: Option<CollKind>, node: CollKind) -> bool {
+    match kernel {
+        None | Some(CollKind::Unknown) => true,
+        Some(k) => {
+            k == node
+                || node == CollKind::Unknown
+                || (k == CollKind::SendRecv && node == CollKind::AllToAll)
+        }
+    }
+}
+
+/// What [`link_sizes`] did to one rank.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Linked {
+    /// Communication kernels that got a size.
+    pub kernels: usize,
+    /// Steps whose sizeless communication kernels are not the ET's nodes
+    /// one for one: (step number, their count); none linked in them.
+    pub unmatched: Vec<(i64, usize)>,
+}
+
+/// Gives `t`'s communication kernels that carry no message size the sizes
+/// of `et`'s communication nodes, linked in order. The ET records one
+/// iteration, so each step's sizeless communication kernels (those it
+/// launched; the whole trace's without steps) must be its nodes one for
+/// one, each of a compatible kind, or none of that step's is linked. A
+/// linked kernel also takes the node's kind where its own name did not
+/// tell it (unknown, or the send/recv kernels of an all-to-all).
+pub fn link_sizes(t: &mut super::RankTimeline, et: &EtRank) -> Linked {
+    let mut out = Linked::default();
+    if et.colls.is_empty() || et.colls.iter().all(|c| c.bytes == 0) {
+        return out;
+    }
+    let mut by_step: std::collections::BTreeMap<Option<u32>, Vec<usize>> = Default::default();
+    for (i, o) in t.ops.iter().enumerate() {
+        let sized = t.coll_meta(o).and_then(|m| m.in_bytes()).is_some();
+        if o.is_kernel() && o.is_comm() && !sized {
+            by_step.entry(o.step.get()).or_default().push(i);
+        }
+    }
+    for (step, mut idx) in by_step {
+        // Launched outside every step: no iteration to line up with.
+        if step.is_none() && !t.steps.is_empty() {
+            continue;
+        }
+        idx.sort_by_key(|&i| (t.ops[i].start, i));
+        let lines_up = idx.len() == et.colls.len()
+            && idx
+                .iter()
+                .zip(&et.colls)
+                .all(|(&i, c)| compatible(t.ops[i].coll, c.kind));
+        if !lines_up {
+            let number = step.map_or(0, |s| t.steps[s as usize].number);
+            out.unmatched.push((number, idx.len()));
+            continue;
+        }
+        for (&i, c) in idx.iter().zip(&et.colls) {
+            if c.bytes == 0 {
+                continue;
+            }
+            let op = t.ops[i].clone();
+            let kind = match op.coll {
+                Some(k) if k != CollKind::Unknown && k != CollKind::SendRecv => k,
+                _ => c.kind,
+            };
+            let mut meta = t
+                .coll_meta(&op)
+                .cloned()
+                .unwrap_or_else(|| super::CollMeta {
+                    kind,
+                    name: t.strings.intern(kind.name()),
+                    in_nelems: None,
+                    out_nelems: None,
+                    dtype_size: None,
+                    group_size: None,
+                    pg_name: None,
+                    pg_ranks: None,
+                    seq: None,
+                    peer: None,
+                });
+            // Bytes as one-byte elements: the node's size is in bytes.
+            meta.in_nelems = Some(c.bytes);
+            meta.dtype_size = Some(1);
+            meta.kind = kind;
+            t.colls.push(meta);
+            let slot = super::Slot::from(Some((t.colls.len() - 1) as u32));
+            let o = &mut t.ops[i];
+            o.meta = slot;
+            o.coll = Some(kind);
+            out.kernels += 1;
+        }
+    }
+    out
+}

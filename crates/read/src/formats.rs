@@ -370,7 +370,7 @@ pub fn markdown_table() -> String {
             }
             Role::Memory(_) => "memory metrics, Memory tab".into(),
             Role::ExecTrace(_) => {
-                "collective counts and sizes, checked against the timelines".into()
+                "collective counts and sizes, linked to the timelines' kernels".into()
             }
             Role::Card { .. } => "MFU, tokens, group roles, Summary".into(),
             Role::Flight(_) => "`ccl-bench hang`, Hang tab".into(),
