@@ -15,12 +15,18 @@ use crate::session::Run;
 pub(crate) fn overview(run: &Run) -> Result<Value> {
     let ctx = run.ctx(None).map_err(|e| anyhow!(e))?;
     let rows = report::overview::headline_rows(&ctx);
-    Ok(report::overview::to_json(
-        &ctx,
-        &rows,
-        &verdict(&ctx),
-        run.warnings(),
-    ))
+    let mut doc = report::overview::to_json(&ctx, &rows, &verdict(&ctx), run.warnings());
+    // Flight Recorder dumps beside the traces: the hang verdict in brief
+    // (the `hang` command and tool give every finding).
+    if !run.trace.flight.is_empty() {
+        let r = crate::metrics::hang::analyze(&run.trace.flight);
+        doc["hang"] = serde_json::json!({
+            "verdict": r.verdict,
+            "headline": r.headline,
+            "dumps": r.dumps,
+        });
+    }
+    Ok(doc)
 }
 
 /// The stragglers document (`report::stragglers`), `top` ranks and pairs.

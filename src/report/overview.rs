@@ -196,6 +196,16 @@ pub fn write_text(doc: &Value, out: &mut dyn Write) -> io::Result<()> {
         "straggler",
         s(&doc["straggler"]["sentence"])
     )?;
+    if let Some(h) = doc.get("hang") {
+        writeln!(
+            out,
+            "{:<27} {}: {} ({} Flight Recorder dumps; ccl-bench hang gives every finding)",
+            "hang",
+            s(&h["verdict"]),
+            s(&h["headline"]),
+            h["dumps"]
+        )?;
+    }
     let mean = &doc["budget"]["mean"];
     if let Some(step) = mean["step_ns"].as_i64().filter(|v| *v > 0) {
         writeln!(out)?;

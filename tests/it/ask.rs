@@ -258,3 +258,35 @@ fn collectives_of_one_kind_capped() {
         stderr(&o)
     );
 }
+
+/// Traces with Flight Recorder dumps beside them: the overview (and so the
+/// MCP `open_run`) carries the hang verdict in brief, as `hang` gives it.
+#[test]
+fn overview_names_the_hang_where_dumps_are_present() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("trace_collection");
+    let dir = tempfile::tempdir().unwrap();
+    for src in ["llama_fsdp_8gpu", "llama_fsdp_8gpu_hang"] {
+        for f in std::fs::read_dir(root.join(src)).unwrap() {
+            let f = f.unwrap().path();
+            std::fs::copy(&f, dir.path().join(f.file_name().unwrap())).unwrap();
+        }
+    }
+    let p = dir.path().to_str().unwrap();
+    let o = doc(&["overview", p, "--format", "json"]);
+    // `hang` exits 1 when it finds one.
+    let hung = root.join("llama_fsdp_8gpu_hang");
+    let out = run(&["hang", hung.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let h: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(o["hang"]["verdict"], "hang");
+    assert_eq!(o["hang"]["headline"], h["headline"]);
+    assert_eq!(o["hang"]["dumps"], 8);
+    // Without dumps, no such field.
+    let plain = doc(&[
+        "overview",
+        crate::support::sample().to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    assert!(plain.get("hang").is_none());
+}
