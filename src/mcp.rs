@@ -346,8 +346,9 @@ impl Server {
         Returns what the Summary says first: ranks, steps used, load warnings, the headline \
         metrics (avg_step_time, communication_fraction, exposed_comm_time_s, \
         compute_comm_overlap, aggregate_gpu_utilization, unclassified_fraction), the straggler \
-        verdict and where the mean rank's step went (ns per measured step and % of it). Same \
-        JSON as `ccl-bench overview DIR --format json`.",
+        verdict, where the mean rank's step went (ns per measured step and % of it), and the \
+        hang verdict in brief where Flight Recorder dumps lie beside the traces. Same JSON as \
+        `ccl-bench overview DIR --format json`.",
         annotations(read_only_hint = true)
     )]
     async fn open_run(
