@@ -1016,16 +1016,28 @@ fn assign_ranks_with<P>(
         }
     }
     let several = by_rank.len() + unranked.len() > 1;
+    // One line per file: a file of several devices takes several ranks.
+    let mut given: Vec<(PathBuf, Vec<u32>)> = Vec::new();
     for (mut t, p) in unranked {
         let rank = (0..).find(|r| !by_rank.contains_key(r)).unwrap_or(0);
-        if several {
-            report.warnings.push(format!(
-                "{}: no rank in distributedInfo or file name; using rank {rank}",
-                t.source.display()
-            ));
+        match given.last_mut() {
+            Some((source, ranks)) if *source == t.source => ranks.push(rank),
+            _ => given.push((t.source.clone(), vec![rank])),
         }
         t.rank = rank;
         by_rank.insert(rank, (t, p));
+    }
+    if several {
+        for (source, ranks) in given {
+            let which = match ranks[..] {
+                [one] => format!("rank {one}"),
+                _ => format!("ranks {}", crate::human::ranks(&ranks)),
+            };
+            report.warnings.push(format!(
+                "{}: no rank in distributedInfo or file name; using {which}",
+                source.display()
+            ));
+        }
     }
     let sizes: BTreeMap<u32, Vec<u32>> = by_rank.values().fold(BTreeMap::new(), |mut m, (t, _)| {
         if let Some(w) = t.world_size {

@@ -341,6 +341,78 @@ fn nsys_jax_archives_are_one_rank_per_device() {
     assert!(text_of(&app).contains("2 ranks"));
 }
 
+/// One process driving 4 GPUs, archived without thread names (an older
+/// nsys-jax): each launcher thread is a rank, so the all-reduce is one
+/// collective of 4 members, not 4 ops of one rank. Device `i` finishes its
+/// fusion 50 ns later than device `i - 1`; the all-reduce ends at 700 ns
+/// everywhere.
+#[test]
+fn one_process_driving_four_gpus_without_thread_names_is_four_ranks() {
+    use ccl_bench::synth::nsys_jax::{archive, trace_table, Layout, ProjRange};
+    let dir = tempfile::tempdir().unwrap();
+    let mut ranges = Vec::new();
+    for i in 0..4i64 {
+        let r = |id: i64, parent: Option<i64>, name: &str, start: i64, end: i64| ProjRange {
+            id: id + 10 * i,
+            parent: parent.map(|p| p + 10 * i),
+            name: name.into(),
+            start,
+            end,
+            pid: 77,
+            tid: 200 + i,
+        };
+        let arrive = 300 + 50 * i;
+        ranges.extend([
+            r(
+                1,
+                None,
+                "XlaModule:#hlo_module=jit_train_step,program_id=5#",
+                0,
+                1000,
+            ),
+            r(2, Some(1), "Thunk:#hlo_op=fusion.1#", 0, arrive),
+            r(3, Some(1), "Thunk:#hlo_op=all-reduce-start.2#", arrive, 700),
+            r(4, Some(3), "ncclAllReduce", arrive + 5, 695),
+            r(5, Some(1), "Thunk:#hlo_op=all-reduce-done.2#", 700, 705),
+            r(6, Some(1), "Thunk:#hlo_op=cublas-gemm.3#", 705, 905),
+        ]);
+    }
+    let bytes = archive("maxtext", &trace_table(&ranges, Layout::StartEnd), None);
+    std::fs::write(dir.path().join("maxtext_fsdp4.zip"), bytes).unwrap();
+    let d = dir.path().to_str().unwrap();
+    let out = run(&["--trace", d, "--metrics"]);
+    let table = stdout(&out);
+    assert!(table.contains("4 ranks (ranks 0-3)"), "{table}");
+    assert!(
+        crate::support::stderr(&out).contains("read as 4 devices, numbered in thread order"),
+        "{}",
+        crate::support::stderr(&out)
+    );
+    let stderr = crate::support::stderr(&out);
+    assert!(
+        stderr.contains("no rank in distributedInfo or file name; using ranks 0-3"),
+        "{stderr}"
+    );
+    let doc: serde_json::Value =
+        serde_json::from_str(&stdout(&run(&["collectives", d, "--format", "json"]))).unwrap();
+    let list = doc["instances"].as_array().unwrap();
+    assert_eq!(list.len(), 1, "{doc}");
+    let waits: Vec<i64> = (list[0]["members"].as_array().unwrap().iter())
+        .map(|m| m["wait_ns"].as_i64().unwrap())
+        .collect();
+    // Each waits from its arrival until rank 3's at 450 ns.
+    assert_eq!(waits, [150, 100, 50, 0], "{doc}");
+    assert_eq!(list[0]["last_rank"], 3);
+    assert_eq!(list[0]["last_by_ns"], 50);
+    // One all-reduce on each of the 4 ranks (it was 4 on one rank).
+    assert_close(
+        metric(dir.path(), "num_comm_kernels"),
+        4.0,
+        "num_comm_kernels",
+    );
+    assert_close(metric(dir.path(), "coll_call_num"), 1.0, "coll_call_num");
+}
+
 fn text_of(app: &App) -> String {
     text(draw(app).buffer())
 }

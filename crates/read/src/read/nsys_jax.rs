@@ -349,6 +349,7 @@ fn assemble(
     ranges: &[Range],
     devices: &HashMap<(i64, i64), u32>,
 ) -> Vec<(Option<u32>, RankFile)> {
+    let mut warnings = Vec::new();
     let by_id: HashMap<i64, &Range> = ranges.iter().map(|r| (r.id, r)).collect();
     let is_thunk = |r: &Range| THUNK.is_match(&r.name);
     let is_nccl = |r: &Range| r.name.to_ascii_lowercase().starts_with("nccl");
@@ -375,28 +376,42 @@ fn assemble(
     };
     // A process driving one GPU launches from its main thread, which has no
     // launcher name: its device is the process's only (or first) one.
-    let first_device: HashMap<i64, u32> =
+    let first_device: HashMap<i64, Device> =
         devices
             .iter()
             .fold(HashMap::new(), |mut m, (&(pid, _), &d)| {
-                let e = m.entry(pid).or_insert(d);
-                *e = (*e).min(d);
+                let e = m.entry(pid).or_insert(Device::Global(d));
+                *e = (*e).min(Device::Global(d));
                 m
             });
+    let (unnamed, told) = unnamed_launchers(ranges, devices);
+    warnings.extend(told.into_iter().map(|w| format!("{}: {w}", path.display())));
     let device_of = |r: &Range| {
         devices
             .get(&(r.pid, r.tid))
-            .or_else(|| first_device.get(&r.pid))
-            .copied()
+            .map(|&d| Device::Global(d))
+            .or_else(|| {
+                unnamed
+                    .get(&(r.pid, r.tid))
+                    .map(|&i| Device::Local(r.pid, i))
+            })
+            .or_else(|| first_device.get(&r.pid).copied())
+            .or_else(|| {
+                unnamed
+                    .iter()
+                    .any(|(&(pid, _), _)| pid == r.pid)
+                    .then_some(Device::Local(r.pid, 0))
+            })
+            .unwrap_or(Device::Unknown)
     };
-    let mut builders: HashMap<Option<u32>, TimelineBuilder> = HashMap::new();
+    let mut builders: HashMap<Device, TimelineBuilder> = HashMap::new();
     for r in ranges {
         let is_op = (is_thunk(r) && !outer.contains(&r.id)) || (is_nccl(r) && !in_collective(r));
         let op = if is_op { op_of(&r.name) } else { None };
         let device = device_of(r);
         let t = builders.entry(device).or_insert_with(|| {
             let mut t = TimelineBuilder::new(path, SourceFormat::Xla);
-            if let Some(d) = device.or(rank) {
+            if let Some(d) = device.global().or(rank) {
                 t.set_rank(d);
             }
             t
@@ -417,18 +432,34 @@ fn assemble(
         let name = t.intern(&name);
         let _ = t.push_op(DeviceOp {
             coll,
-            device: device.unwrap_or(0),
+            device: device.index(),
             ..DeviceOp::new(name, Activity::Kernel, class, r.start, dur)
         });
     }
-    let mut out: Vec<(Option<u32>, RankFile)> = builders
+    let mut built: Vec<(Device, TimelineBuilder)> = builders
         .into_iter()
         .filter(|(_, t)| t.op_count() > 0)
+        .collect();
+    built.sort_by_key(|(d, _)| *d);
+    // Devices told apart only by their threads have no global number: they
+    // take the next free ranks in this order (the file's own number would
+    // be one rank for all of them).
+    let locals = built
+        .iter()
+        .filter(|(d, _)| matches!(d, Device::Local(..)))
+        .count();
+    let mut out: Vec<(Option<u32>, RankFile)> = built
+        .into_iter()
         .map(|(device, t)| {
             let events = t.op_count() as u64;
             let (timeline, warnings) = t.finish();
+            let named = match device {
+                Device::Global(g) => Some(g),
+                Device::Local(..) if locals > 1 => None,
+                Device::Local(..) | Device::Unknown => rank,
+            };
             (
-                device.or(rank),
+                named,
                 RankFile {
                     timeline,
                     dist_rank: None,
@@ -438,8 +469,102 @@ fn assemble(
             )
         })
         .collect();
-    out.sort_by_key(|(r, _)| *r);
+    if let Some(first) = out.first_mut() {
+        first.1.warnings.splice(0..0, warnings);
+    }
     out
+}
+
+/// Which device a range's work ran on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum Device {
+    /// The global device its launcher thread's name gives.
+    Global(u32),
+    /// The `i`th launcher thread of a process whose threads have no names.
+    Local(i64, u32),
+    /// The process's only device, not named.
+    Unknown,
+}
+
+impl Device {
+    fn global(self) -> Option<u32> {
+        match self {
+            Device::Global(g) => Some(g),
+            _ => None,
+        }
+    }
+
+    /// The device number within what the archive says.
+    fn index(self) -> u32 {
+        match self {
+            Device::Global(g) => g,
+            Device::Local(_, i) => i,
+            Device::Unknown => 0,
+        }
+    }
+}
+
+/// Launcher threads of processes that have no `XlaLauncher` thread names
+/// (archives from nsys-jax before `thread-metadata.parquet`): a process
+/// driving N GPUs launches each executable on N threads at once, one per
+/// device, where a process driving one GPU launches from its main thread.
+/// So the threads of a process that run the same program (an
+/// `XlaModule` range with its `program_id`) are its devices, numbered in
+/// thread-id order (XLA starts them in device order). Autotuning runs
+/// modules without a program id on worker threads; those do not count.
+/// Returns the devices by (PID, TID), and what to tell the user.
+fn unnamed_launchers(
+    ranges: &[Range],
+    named: &HashMap<(i64, i64), u32>,
+) -> (HashMap<(i64, i64), u32>, Vec<String>) {
+    let named_pids: HashSet<i64> = named.keys().map(|&(pid, _)| pid).collect();
+    let with_program = ranges
+        .iter()
+        .any(|r| MODULE.is_match(&r.name) && r.name.contains("program_id="));
+    // (pid, module text) -> threads that ran it; pid -> threads running programs.
+    let mut runs: HashMap<(i64, &str), HashSet<i64>> = HashMap::new();
+    let mut launching: HashMap<i64, HashSet<i64>> = HashMap::new();
+    for r in ranges.iter().filter(|r| !named_pids.contains(&r.pid)) {
+        if MODULE.is_match(&r.name) && (!with_program || r.name.contains("program_id=")) {
+            runs.entry((r.pid, &r.name)).or_default().insert(r.tid);
+            launching.entry(r.pid).or_default().insert(r.tid);
+        }
+    }
+    let mut shared: HashMap<i64, HashSet<i64>> = HashMap::new();
+    for ((pid, _), tids) in runs.into_iter().filter(|(_, t)| t.len() > 1) {
+        shared.entry(pid).or_default().extend(tids);
+    }
+    let mut out = HashMap::new();
+    let mut told = Vec::new();
+    let mut pids: Vec<i64> = launching.keys().copied().collect();
+    pids.sort_unstable();
+    for pid in pids {
+        let threads = launching[&pid].len();
+        match shared.get(&pid) {
+            Some(tids) => {
+                let mut tids: Vec<i64> = tids.iter().copied().collect();
+                tids.sort_unstable();
+                for (i, &tid) in tids.iter().enumerate() {
+                    out.insert((pid, tid), i as u32);
+                }
+                let rest = threads.saturating_sub(tids.len());
+                told.push(format!(
+                    "no XlaLauncher thread names (no {THREADS}): the {} threads of process {pid} that run the same XLA programs at once are read as {} devices, numbered in thread order; which global device each drove is not in the archive{}",
+                    tids.len(),
+                    tids.len(),
+                    match rest {
+                        0 => String::new(),
+                        n => format!(" (the programs of {n} other thread(s), such as the main thread, are counted on the first device)"),
+                    }
+                ));
+            }
+            None if threads > 1 => told.push(format!(
+                "no XlaLauncher thread names (no {THREADS}): process {pid} ran XLA programs from {threads} threads that never run the same XLA program at once, so it is read as one device; if it drove several GPUs, which thread drove which is not in the archive"
+            )),
+            None => {}
+        }
+    }
+    (out, told)
 }
 
 #[cfg(test)]
@@ -650,6 +775,99 @@ mod tests {
         let ranks: Vec<Option<u32>> = files.iter().map(|f| f.0).collect();
         assert_eq!(ranks, [Some(4), Some(5)]);
         assert!(files.iter().all(|(_, f)| f.timeline.ops.len() == 4));
+    }
+
+    /// MaxText driving 4 GPUs from one process, archived by an nsys-jax
+    /// that kept no thread names: each launcher thread runs the training
+    /// step at once, so each is a device; the main thread's one-device
+    /// program lands on the first, and autotuning (no program id) is no
+    /// device of its own.
+    #[test]
+    fn unnamed_launcher_threads_of_one_process_are_its_devices() {
+        let mut ranges = Vec::new();
+        for (i, tid) in [31i64, 32, 33, 34].into_iter().enumerate() {
+            ranges.extend(step(0).into_iter().map(|mut r| {
+                r.id += 100 * i as i64;
+                r.parent = r.parent.map(|p| p + 100 * i as i64);
+                r.tid = tid;
+                r
+            }));
+        }
+        let r = |id, parent, name: &str, start, end, tid| ProjRange {
+            tid,
+            ..range(100, id, parent, name, start, end)
+        };
+        ranges.extend([
+            r(
+                900,
+                None,
+                "XlaModule:#hlo_module=jit_convert,program_id=9#",
+                2000,
+                2100,
+                7,
+            ),
+            r(901, Some(900), "Thunk:#hlo_op=convert.1#", 2000, 2050, 7),
+            r(
+                910,
+                None,
+                "XlaModule:#hlo_module=gemm_autotune#",
+                3000,
+                3100,
+                50,
+            ),
+            r(
+                911,
+                Some(910),
+                "Thunk:#hlo_op=cublas-gemm.9#",
+                3000,
+                3050,
+                50,
+            ),
+        ]);
+        let bytes = archive("maxtext", &trace_table(&ranges, Layout::StartEnd), None);
+        let f = zip_file(&bytes);
+        let files = read(f.path(), Some(0)).unwrap();
+        assert_eq!(files.len(), 4, "one rank per launcher thread");
+        // No global numbers: the load gives them the next free ranks, in
+        // thread order.
+        assert!(files.iter().all(|(r, _)| r.is_none()));
+        let counts: Vec<usize> = files.iter().map(|(_, f)| f.timeline.ops.len()).collect();
+        assert_eq!(
+            counts,
+            [6, 4, 4, 4],
+            "the main thread's and autotuning's ops on the first"
+        );
+        let devices: Vec<u32> = files
+            .iter()
+            .map(|(_, f)| f.timeline.ops[0].device)
+            .collect();
+        assert_eq!(devices, [0, 1, 2, 3]);
+        let w = files[0].1.warnings.join("\n");
+        assert!(
+            w.contains("the 4 threads of process 100 that run the same XLA programs at once are read as 4 devices")
+                && w.contains("1 other thread(s)"),
+            "{w}"
+        );
+        // Two threads that never run the same program: one device, said.
+        let mut ranges = step(0);
+        ranges.extend([
+            r(
+                900,
+                None,
+                "XlaModule:#hlo_module=jit_eval,program_id=9#",
+                2000,
+                2100,
+                8,
+            ),
+            r(901, Some(900), "Thunk:#hlo_op=fusion.4#", 2000, 2050, 8),
+        ]);
+        let bytes = archive("maxtext", &trace_table(&ranges, Layout::StartEnd), None);
+        let f = zip_file(&bytes);
+        let files = read(f.path(), Some(3)).unwrap();
+        assert_eq!(files.len(), 1);
+        assert_eq!(files[0].0, Some(3), "the file's own rank");
+        let w = files[0].1.warnings.join("\n");
+        assert!(w.contains("from 2 threads that never run the same XLA program at once, so it is read as one device"), "{w}");
     }
 
     #[test]
