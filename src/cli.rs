@@ -135,6 +135,12 @@ pub(crate) struct LoadArgs {
     #[arg(long, visible_alias = "windows", value_name = "K|all", default_value = "newest", value_parser = crate::discover::rank_dirs::parse_windows)]
     pub window: crate::discover::Windows,
 
+    /// Of several unrelated runs in one folder (told apart by world size,
+    /// XLA programs or profiling time), read run K (in the order of their
+    /// first file's name; default: the newest). The warning lists them
+    #[arg(long, value_name = "K")]
+    pub run: Option<u32>,
+
     /// Per-step averages over every ProfilerStep. By default, with three or
     /// more steps on a rank, the first (warm-up) and the last (it runs until
     /// the profiler stops) are left out, as CCL-Bench does
@@ -174,6 +180,7 @@ impl LoadArgs {
             pick: crate::discover::Pick {
                 iteration: self.iteration,
                 windows: self.window,
+                run: self.run,
             },
             align: self.align == Align::Collectives,
             classes: self.classes.clone(),

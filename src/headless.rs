@@ -531,6 +531,8 @@ pub(crate) fn summarize(args: &crate::cli::SummarizeArgs) -> Result<u8> {
         pick: crate::discover::Pick {
             iteration: args.iteration,
             windows: args.window,
+            // A summary keeps every run's inputs; a load chooses.
+            run: None,
         },
         formats: crate::formats::FORMATS,
     };

@@ -47,6 +47,10 @@ struct Reading {
     /// K (1 = oldest), "newest" (default) or "all"
     #[serde(default)]
     window: Option<String>,
+    /// Of several unrelated runs in one folder, run K (in the order of
+    /// their first file's name; default: the newest; the warnings list them)
+    #[serde(default)]
+    run: Option<u32>,
 }
 
 impl Reading {
@@ -59,6 +63,7 @@ impl Reading {
             pick: crate::discover::Pick {
                 iteration: self.iteration,
                 windows,
+                run: self.run,
             },
             align: !self.no_align,
             all_steps: self.all_steps,

@@ -11,6 +11,7 @@ use std::path::Path;
 use anyhow::{anyhow, Context, Result};
 
 pub mod load;
+mod runs;
 
 use crate::derive::RankStats;
 use crate::metrics::Ctx;

@@ -229,6 +229,7 @@ def load(
     card: Optional[PathLike] = None,
     progress: Optional[bool] = None,
     cache: Optional[PathLike] = None,
+    run: Optional[int] = None,
 ) -> Run:
     """Loads a trace directory or file, as ``ccl-bench --trace PATH`` does.
 
@@ -241,7 +242,9 @@ def load(
     ``progress``: a progress bar on stderr (default: when stderr is a terminal).
     ``cache``: a folder of summaries: the trace's summary there is used when
     current, and built first otherwise (see :func:`summarize`). ``path`` may
-    be a summary folder itself.
+    be a summary folder itself. ``run``: of several unrelated runs in one
+    folder, the ``run``-th in the order of their first file's name (default:
+    the newest; a warning lists them).
     Raises :class:`TraceError` when the input cannot be read.
     """
     if align not in ("collectives", "none"):
@@ -258,6 +261,7 @@ def load(
         card=os.fspath(card) if card is not None else None,
         progress=bool(progress),
         cache=os.fspath(cache) if cache is not None else None,
+        run=run,
     )
     for w in native.warnings:
         warnings.warn(w, TraceWarning, stacklevel=2)

@@ -37,6 +37,7 @@ def load(
     card: Optional[str] = None,
     progress: bool = False,
     cache: Optional[str] = None,
+    run: Optional[int] = None,
 ) -> Run: ...
 def summarize(
     path: str,

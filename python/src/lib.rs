@@ -215,7 +215,7 @@ impl Run {
 
 /// Loads a trace directory or file. `progress` draws a bar on stderr.
 #[pyfunction]
-#[pyo3(signature = (path, iteration=None, window=None, align=true, classes=None, all_steps=false, card=None, progress=false, cache=None))]
+#[pyo3(signature = (path, iteration=None, window=None, align=true, classes=None, all_steps=false, card=None, progress=false, cache=None, run=None))]
 #[allow(clippy::too_many_arguments)]
 fn load(
     py: Python<'_>,
@@ -228,10 +228,15 @@ fn load(
     card: Option<PathBuf>,
     progress: bool,
     cache: Option<PathBuf>,
+    run: Option<u32>,
 ) -> PyResult<Run> {
     let windows = windows(window)?;
     let opts = LoadOptions {
-        pick: Pick { iteration, windows },
+        pick: Pick {
+            iteration,
+            windows,
+            run,
+        },
         align,
         classes,
         all_steps,
@@ -296,6 +301,8 @@ fn summarize(
         pick: Pick {
             iteration,
             windows: windows(window)?,
+            // A summary keeps every run's inputs; a load chooses.
+            run: None,
         },
         formats: ccl_bench::formats::FORMATS,
     };

@@ -225,7 +225,8 @@ fn load_with(
     };
     // A lean rank keeps no CPU ranges: reading them would be for nothing.
     let cpu_ranges = opts.cpu_ranges && keep == Keep::Whole;
-    let (mut trace, mut report, mut stats) = load(path, found, progress, cpu_ranges, &prepare)?;
+    let (mut trace, mut report, mut stats) =
+        load(path, found, progress, cpu_ranges, &prepare, opts.pick.run)?;
     let failed = prepare
         .rebin
         .and_then(|r| r.failed.into_inner().ok().flatten());
@@ -637,6 +638,7 @@ fn load(
     progress: &Progress,
     cpu_ranges: bool,
     prepare: &Prepare,
+    run: Option<u32>,
 ) -> Result<(Trace, LoadReport, Option<Vec<RankStats>>)> {
     let (discovery, summary) = (&found.discovery, found.summary.is_some());
     let mut report = LoadReport {
@@ -738,6 +740,10 @@ fn load(
     }
     files.extend(join_windows(group, &mut report).map(|f| prepare.file(f)));
     report.bytes = progress.bytes.load(Ordering::Relaxed);
+    let signs = super::runs::Sign::of(files.iter().map(|((_, f), _)| &f.timeline));
+    if let Some(run) = super::runs::choose(source, &signs, run, &mut report.warnings)? {
+        files.retain(|((_, f), _)| run.contains(&f.timeline.source));
+    }
     let (mut ranks, stats): (Vec<RankTimeline>, Vec<Option<RankStats>>) =
         assign_ranks_with(files, &mut report)?.into_iter().unzip();
     let stats = prepare.lean.then(|| {

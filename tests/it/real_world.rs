@@ -343,40 +343,12 @@ fn nsys_jax_archives_are_one_rank_per_device() {
 
 /// One process driving 4 GPUs, archived without thread names (an older
 /// nsys-jax): each launcher thread is a rank, so the all-reduce is one
-/// collective of 4 members, not 4 ops of one rank. Device `i` finishes its
-/// fusion 50 ns later than device `i - 1`; the all-reduce ends at 700 ns
-/// everywhere.
+/// collective of 4 members, not 4 ops of one rank (see [`xla_process`]).
 #[test]
 fn one_process_driving_four_gpus_without_thread_names_is_four_ranks() {
-    use ccl_bench::synth::nsys_jax::{archive, trace_table, Layout, ProjRange};
+    use ccl_bench::synth::nsys_jax::{archive, trace_table, Layout};
     let dir = tempfile::tempdir().unwrap();
-    let mut ranges = Vec::new();
-    for i in 0..4i64 {
-        let r = |id: i64, parent: Option<i64>, name: &str, start: i64, end: i64| ProjRange {
-            id: id + 10 * i,
-            parent: parent.map(|p| p + 10 * i),
-            name: name.into(),
-            start,
-            end,
-            pid: 77,
-            tid: 200 + i,
-        };
-        let arrive = 300 + 50 * i;
-        ranges.extend([
-            r(
-                1,
-                None,
-                "XlaModule:#hlo_module=jit_train_step,program_id=5#",
-                0,
-                1000,
-            ),
-            r(2, Some(1), "Thunk:#hlo_op=fusion.1#", 0, arrive),
-            r(3, Some(1), "Thunk:#hlo_op=all-reduce-start.2#", arrive, 700),
-            r(4, Some(3), "ncclAllReduce", arrive + 5, 695),
-            r(5, Some(1), "Thunk:#hlo_op=all-reduce-done.2#", 700, 705),
-            r(6, Some(1), "Thunk:#hlo_op=cublas-gemm.3#", 705, 905),
-        ]);
-    }
+    let ranges = xla_process(77, 0, 4, "jit_train_step");
     let bytes = archive("maxtext", &trace_table(&ranges, Layout::StartEnd), None);
     std::fs::write(dir.path().join("maxtext_fsdp4.zip"), bytes).unwrap();
     let d = dir.path().to_str().unwrap();
@@ -411,6 +383,116 @@ fn one_process_driving_four_gpus_without_thread_names_is_four_ranks() {
         "num_comm_kernels",
     );
     assert_close(metric(dir.path(), "coll_call_num"), 1.0, "coll_call_num");
+}
+
+/// `n` devices of process `pid`, each on launcher thread `200 + i`, running
+/// `program` once: a fusion, an all-reduce (its NCCL range inside) ending at
+/// 700 ns, its done thunk and a GEMM. Device `first + i` arrives at
+/// `300 + 50 (first + i)` ns.
+fn xla_process(
+    pid: i64,
+    first: i64,
+    n: i64,
+    program: &str,
+) -> Vec<ccl_bench::synth::nsys_jax::ProjRange> {
+    let mut ranges = Vec::new();
+    for i in 0..n {
+        let late = 50 * (first + i);
+        let r = |id: i64, parent: Option<i64>, name: &str, start: i64, end: i64| {
+            ccl_bench::synth::nsys_jax::ProjRange {
+                id: id + 10 * i,
+                parent: parent.map(|p| p + 10 * i),
+                name: name.into(),
+                start,
+                end,
+                pid,
+                tid: 200 + i,
+            }
+        };
+        let module = format!("XlaModule:#hlo_module={program},program_id=5#");
+        ranges.extend([
+            r(1, None, &module, 0, 1000),
+            r(2, Some(1), "Thunk:#hlo_op=fusion.1#", 0, 300 + late),
+            r(
+                3,
+                Some(1),
+                "Thunk:#hlo_op=all-reduce-start.2#",
+                300 + late,
+                700,
+            ),
+            r(4, Some(3), "ncclAllReduce", 305 + late, 695),
+            r(5, Some(1), "Thunk:#hlo_op=all-reduce-done.2#", 700, 705),
+            r(6, Some(1), "Thunk:#hlo_op=cublas-gemm.3#", 705, 905),
+        ]);
+    }
+    ranges
+}
+
+/// The 4 PAX archives and a MaxText archive in one folder are two runs,
+/// told apart by the XLA programs they ran: the newest is read and the
+/// other named, `--run K` reads either, and a run folder inside an
+/// otherwise empty folder is read with a note.
+#[test]
+fn unrelated_runs_in_one_folder_are_not_one_run() {
+    use ccl_bench::synth::nsys_jax::{archive, thread_table, trace_table, Layout};
+    use std::time::{Duration, SystemTime};
+    let top = tempfile::tempdir().unwrap();
+    let dir = top.path().join("jobs");
+    std::fs::create_dir(&dir).unwrap();
+    let day = SystemTime::now() - Duration::from_secs(86_400);
+    for p in 0..4i64 {
+        let name = format!("XlaLauncher:#global={p},local=0,process={p},slice=0#");
+        let threads = thread_table(&[(300 + p, 200, name.as_str())]);
+        let ranges = xla_process(300 + p, p, 1, "pjit__wrapped_step_fn");
+        let bytes = archive(
+            "pax",
+            &trace_table(&ranges, Layout::StartEnd),
+            Some(&threads),
+        );
+        let path = dir.join(format!("pax_fsdp_process{p}.zip"));
+        std::fs::write(&path, bytes).unwrap();
+        let f = std::fs::File::options().write(true).open(&path).unwrap();
+        f.set_modified(day).unwrap();
+    }
+    let ranges = xla_process(77, 0, 4, "jit_train_step");
+    let bytes = archive("maxtext", &trace_table(&ranges, Layout::StartEnd), None);
+    std::fs::write(dir.join("maxtext_fsdp4.zip"), bytes).unwrap();
+    let d = dir.to_str().unwrap();
+    let out = run(&["--trace", d, "--metrics"]);
+    assert!(out.status.success());
+    let (table, err) = (stdout(&out), crate::support::stderr(&out));
+    assert!(table.contains("4 ranks (ranks 0-3)"), "{table}");
+    assert!(
+        err.contains(
+            "2 unrelated runs in one folder (different XLA programs); reading run 1: \
+             maxtext_fsdp4.zip (4 ranks), the newest; not read: run 2: 4 files, \
+             pax_fsdp_process0.zip … pax_fsdp_process3.zip (4 ranks); choose another with --run K"
+        ),
+        "{err}"
+    );
+    // PAX alone: its all-reduce has 4 members, rank 3 last by 50 ns.
+    let out = run(&["collectives", d, "--run", "2", "--format", "json"]);
+    let doc: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let list = doc["instances"].as_array().unwrap();
+    assert_eq!(list.len(), 1, "{doc}");
+    assert_eq!(list[0]["members"].as_array().unwrap().len(), 4);
+    assert_eq!(list[0]["last_rank"], 3);
+    assert!(crate::support::stderr(&out).contains("reading run 2: 4 files"));
+    let out = run(&["--trace", d, "--run", "3", "--metric", "avg_step_time"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = crate::support::stderr(&out);
+    assert!(
+        err.contains(
+            "run 3 not found; the runs there: run 1: maxtext_fsdp4.zip (4 ranks); run 2: 4 files"
+        ),
+        "{err}"
+    );
+    // The folder above holds only this one: it is read, and said.
+    let up = top.path().to_str().unwrap();
+    let out = run(&["--trace", up, "--run", "2", "--metrics"]);
+    assert!(out.status.success());
+    let err = crate::support::stderr(&out);
+    assert!(err.contains("jobs, the only folder in"), "{err}");
 }
 
 fn text_of(app: &App) -> String {

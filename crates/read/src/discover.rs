@@ -47,6 +47,9 @@ pub struct Pick {
     pub iteration: Option<u32>,
     /// Profiling windows of per-rank folders (default: the newest).
     pub windows: Windows,
+    /// Of several unrelated runs in one folder, the `K`th in name order
+    /// (default: the newest).
+    pub run: Option<u32>,
 }
 
 /// Inputs at `path`: a single trace file, or a trace directory.
@@ -207,9 +210,41 @@ pub fn discover_known(
         }
     }
     if !d.inputs.iter().any(|i| i.format.is_usable()) {
+        // A run folder copied or unpacked into one of its own (`job/run_1/`):
+        // read it, and say so (never through a link).
+        if let (true, Some(inner)) = (d.inputs.is_empty(), only_folder(path)) {
+            if let Ok(mut found) = discover_known(&inner, pick, table, known) {
+                found.notes.insert(
+                    0,
+                    format!(
+                        "read {}, the only folder in {}",
+                        inner.display(),
+                        path.display()
+                    ),
+                );
+                return Ok(found);
+            }
+        }
         return Err(no_traces(path, &dir, &d));
     }
     Ok(d)
+}
+
+/// The one entry of `dir` (hidden ones aside) when it is a folder, not a
+/// link to one.
+fn only_folder(dir: &Path) -> Option<PathBuf> {
+    let entries: Vec<PathBuf> = read_dir(dir)
+        .ok()?
+        .into_iter()
+        .filter(|p| {
+            !p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with('.'))
+        })
+        .collect();
+    match &entries[..] {
+        [one] if fs::symlink_metadata(one).is_ok_and(|m| m.is_dir()) => Some(one.clone()),
+        _ => None,
+    }
 }
 
 fn no_traces(path: &Path, dir: &Path, d: &Discovery) -> Error {

@@ -50,6 +50,12 @@ pub enum Error {
         first: PathBuf,
         second: PathBuf,
     },
+    #[error("{}: run {wanted} not found; the runs there: {available}", dir.display())]
+    RunNotFound {
+        dir: PathBuf,
+        wanted: u32,
+        available: String,
+    },
     #[error("{}: {why}", path.display())]
     BadConfig { path: PathBuf, why: String },
     /// An output (an export, a saved view) could not be written.

@@ -291,6 +291,8 @@ fn check_current(
     let pick = Pick {
         iteration: m.iteration,
         windows: crate::discover::rank_dirs::parse_windows(&m.windows).unwrap_or_default(),
+        // A summary keeps every run's inputs; a load chooses.
+        run: None,
     };
     if changed.is_empty() {
         // Inputs added or removed since: discovery again, by names and heads.
