@@ -200,6 +200,7 @@ struct AboutRec {
     /// (rank, offset, spread, samples).
     offsets: Vec<(u32, Ns, Ns, usize)>,
     steps: String,
+    accelerator: String,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -228,6 +229,7 @@ impl From<&About> for AboutRec {
                 .map(|o| (o.rank, o.offset, o.spread, o.samples))
                 .collect(),
             steps: a.steps.clone(),
+            accelerator: a.accelerator.to_owned(),
         }
     }
 }
@@ -251,6 +253,7 @@ impl From<AboutRec> for About {
                 })
                 .collect(),
             steps: a.steps,
+            accelerator: if a.accelerator == "TPU" { "TPU" } else { "GPU" },
         }
     }
 }
@@ -349,6 +352,7 @@ mod tests {
                 samples: 8,
             }],
             steps: "steps 2-3".into(),
+            accelerator: "TPU",
         };
         let rows = METRICS
             .iter()
@@ -417,6 +421,7 @@ mod tests {
             et: vec![],
             offsets: vec![],
             steps: String::new(),
+            accelerator: "GPU",
         }
     }
 

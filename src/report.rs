@@ -69,6 +69,8 @@ pub struct About {
     pub offsets: Vec<crate::model::trace::Offset>,
     /// Which steps per-step metrics use.
     pub steps: String,
+    /// "GPU" or "TPU" (see [`crate::model::Trace::accelerator`]).
+    pub accelerator: &'static str,
 }
 
 impl About {
@@ -83,6 +85,7 @@ impl About {
             et: trace.et.iter().map(|e| e.rank).collect(),
             offsets: trace.offsets.clone().unwrap_or_default(),
             steps: crate::model::timeline::steps_used(&ctx.ranks),
+            accelerator: trace.accelerator(),
         }
     }
 

@@ -11,12 +11,13 @@ pub(crate) fn write(about: &About, rows: &[Row], out: &mut dyn Write) -> io::Res
     } else {
         writeln!(
             out,
-            "{}: {} rank{} ({}), {} GPU ops",
+            "{}: {} rank{} ({}), {} {} ops",
             about.source,
             about.ranks.len(),
             if about.ranks.len() == 1 { "" } else { "s" },
             rank_list(&about.ranks),
-            about.ops
+            about.ops,
+            about.accelerator,
         )?;
     }
     if !about.memory.is_empty() {

@@ -495,6 +495,62 @@ fn unrelated_runs_in_one_folder_are_not_one_run() {
     assert!(err.contains("jobs, the only folder in"), "{err}");
 }
 
+/// Without step markers, the runs of the program run repeatedly (PAX's
+/// `pjit__wrapped_step_fn`) make the steps, from one run to the next, the
+/// first and last left out as for ProfilerStep: runs at 0, 1500 and 3000 ns
+/// give a measured step of 1500 ns (1200 running, 300 idle).
+#[test]
+fn xla_program_runs_are_steps() {
+    use ccl_bench::synth::nsys_jax::{archive, trace_table, Layout, ProjRange};
+    let dir = tempfile::tempdir().unwrap();
+    let mut ranges = Vec::new();
+    for (k, (start, end)) in [(0i64, 1000i64), (1500, 2700), (3000, 4000)]
+        .into_iter()
+        .enumerate()
+    {
+        let id = 10 * k as i64;
+        let r = |id: i64, parent: Option<i64>, name: &str, start: i64, end: i64| ProjRange {
+            id,
+            parent,
+            name: name.into(),
+            start,
+            end,
+            pid: 5,
+            tid: 6,
+        };
+        ranges.extend([
+            r(
+                id + 1,
+                None,
+                "XlaModule:#hlo_module=pjit__wrapped_step_fn,program_id=2#",
+                start,
+                end,
+            ),
+            r(
+                id + 2,
+                Some(id + 1),
+                "Thunk:#hlo_op=fusion.1#",
+                start,
+                start + 600,
+            ),
+        ]);
+    }
+    let bytes = archive("pax", &trace_table(&ranges, Layout::StartEnd), None);
+    std::fs::write(dir.path().join("pax.zip"), bytes).unwrap();
+    assert_close(metric(dir.path(), "avg_step_time"), 1.5e-6, "avg_step_time");
+    let table = stdout(&run(&[
+        "--trace",
+        dir.path().to_str().unwrap(),
+        "--metrics",
+    ]));
+    assert!(
+        table.contains(
+            "runs of the XLA program pjit__wrapped_step_fn: no step markers in the trace"
+        ),
+        "{table}"
+    );
+}
+
 fn text_of(app: &App) -> String {
     text(draw(app).buffer())
 }

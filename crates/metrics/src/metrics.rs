@@ -145,7 +145,7 @@ pub static METRICS: &[Metric] = &[
         unit: Unit::Seconds,
         group: Group::Time,
         better: Better::Lower,
-        about: "mean step duration (ProfilerStep ranges; in a serving trace without them, vLLM/SGLang engine steps) per rank over the measured steps (with 3 or more steps the first, warm-up, and the last, which runs until the profiler stops, are left out, as CCL-Bench does; --all-steps keeps them), averaged over ranks",
+        about: "mean step duration (ProfilerStep ranges; in a serving trace without them, vLLM/SGLang engine steps; in an XLA trace, the device runs of the program run repeatedly that takes most of the time, such as jit_train_step) per rank over the measured steps (with 3 or more steps the first, warm-up, and the last, which runs until the profiler stops, are left out, as CCL-Bench does; --all-steps keeps them), averaged over ranks",
         needs: &[Steps],
         compute: steps::avg_step_time,
     },

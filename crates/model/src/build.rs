@@ -348,6 +348,13 @@ impl TimelineBuilder {
         if !self.cpu_shared {
             t.engine_steps = engine_steps(t);
         }
+        // Annotations come in any order; programs are found in start order.
+        if !t.annotations.is_sorted_by_key(|a| a.start) {
+            Arc::make_mut(&mut t.annotations).sort_by_key(|a| a.start);
+        }
+        if t.steps.is_empty() && t.format == super::timeline::SourceFormat::Xla {
+            t.steps = super::program::program_steps(&t.annotations);
+        }
         for op in &mut t.ops {
             op.step = step_at(&t.steps, op.launch).into();
         }
@@ -358,10 +365,6 @@ impl TimelineBuilder {
         // The timeline is kept for the whole run; growth slack is not.
         t.ops.vec_mut().shrink_to_fit();
         sort_ops(&mut t.ops);
-        // Shared annotations come sorted: sorting them would copy them.
-        if !t.annotations.is_sorted_by_key(|a| a.start) {
-            Arc::make_mut(&mut t.annotations).sort_by_key(|a| a.start);
-        }
         t.cpu = cpu_threads(std::mem::take(&mut self.cpu));
         let mut warnings = Vec::new();
         if self.cpu_dropped > 0 {

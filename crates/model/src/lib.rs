@@ -16,6 +16,7 @@ pub mod intervals;
 pub mod join;
 pub mod memory;
 pub mod op;
+pub mod program;
 pub mod slab;
 pub mod strings;
 pub mod time;

@@ -402,8 +402,23 @@ impl RankTimeline {
         };
         if self.engine_steps {
             text.push_str(" (inference engine steps: no ProfilerStep in the trace)");
+        } else if let Some(p) = self.step_program() {
+            text.push_str(&format!(
+                " (runs of the XLA program {p}: no step markers in the trace)"
+            ));
         }
         text
+    }
+
+    /// The XLA program whose runs are the steps (see `program`), if they are
+    /// one's.
+    pub fn step_program(&self) -> Option<&str> {
+        let first = self.steps.first()?;
+        (self.format == SourceFormat::Xla).then_some(())?;
+        self.annotations
+            .iter()
+            .find(|a| a.on_gpu && a.start == first.start && a.end <= first.end)
+            .map(|a| self.strings.get(a.name))
     }
 
     /// Each step's (number, occurrence): occurrence 0 for the first

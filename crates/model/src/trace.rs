@@ -49,6 +49,17 @@ impl Trace {
             && self.flight.is_empty()
     }
 
+    /// What the ranks' devices are, for words on screen: "TPU" where every
+    /// device a reader named is a TPU (`/device:TPU:0`), else "GPU".
+    pub fn accelerator(&self) -> &'static str {
+        let mut named = self.ranks.iter().flat_map(|t| &t.devices).peekable();
+        if named.peek().is_some() && named.all(|d| d.name.contains(":TPU:")) {
+            "TPU"
+        } else {
+            "GPU"
+        }
+    }
+
     pub fn rank(&self, rank: u32) -> Option<&RankTimeline> {
         self.ranks.iter().find(|r| r.rank == rank)
     }

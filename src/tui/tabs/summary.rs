@@ -381,12 +381,13 @@ fn verdicts(data: &Data, theme: Theme, width: usize, out: &mut Vec<Line<'static>
     let or_why = |r: Result<String, String>| r.unwrap_or_else(|why| format!("n/a: {why}"));
     out.push(Line::raw(""));
     out.push(Line::styled("Verdicts", theme.title()));
+    let xpu = data.trace.accelerator();
     let comm = match (
         value("communication_fraction"),
         value("exposed_comm_time_s"),
     ) {
-        (Ok(share), Ok(exposed)) => format!("{share} of GPU time; {exposed} exposed per step"),
-        (Ok(share), Err(_)) => format!("{share} of GPU time"),
+        (Ok(share), Ok(exposed)) => format!("{share} of {xpu} time; {exposed} exposed per step"),
+        (Ok(share), Err(_)) => format!("{share} of {xpu} time"),
         (Err(why), _) => format!("n/a: {why}"),
     };
     let items = [
@@ -450,15 +451,17 @@ fn unclassified(data: &Data) -> Option<String> {
     ))
 }
 
-/// GPU busy share of the step (the budget's terms), and of the whole device
-/// window (`aggregate_gpu_utilization`), which includes the time between steps.
+/// Device busy share of the step (the budget's terms), and of the whole
+/// device window (`aggregate_gpu_utilization`), which includes the time
+/// between steps.
 fn utilization(data: &Data, window: String) -> String {
     let mean = crate::report::overview::mean_row(&data.ranks);
+    let xpu = data.trace.accelerator();
     if mean.span <= Ns::ZERO {
-        return format!("GPU busy {window} of its window");
+        return format!("{xpu} busy {window} of its window");
     }
     format!(
-        "GPU busy {:.1} % of the step; {window} of the whole device window",
+        "{xpu} busy {:.1} % of the step; {window} of the whole device window",
         mean.busy.as_f64() / mean.span.as_f64() * 100.0
     )
 }

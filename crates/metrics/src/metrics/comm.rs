@@ -30,10 +30,16 @@ pub(crate) fn coll_call_num(ctx: &Ctx) -> Outcome {
         .filter(|k| k.is_comm() && (last.is_none() || k.step.get() == last))
         .count();
     let mut scope = match last {
-        Some(i) => format!(
-            "ProfilerStep#{} on rank {}",
-            t.steps[i as usize].number, t.rank
-        ),
+        Some(i) => match t.step_program() {
+            Some(p) => format!(
+                "run {} of the XLA program {p} (the step) on rank {}",
+                t.steps[i as usize].number, t.rank
+            ),
+            None => format!(
+                "ProfilerStep#{} on rank {}",
+                t.steps[i as usize].number, t.rank
+            ),
+        },
         None => format!("whole trace of rank {} (no steps)", t.rank),
     };
     if let Some(e) = et {

@@ -30,7 +30,9 @@ fn restated(lack: Lack, format: SourceFormat) -> Option<&'static str> {
         (Steps, Nsys) => {
             "the export has no steps (NVTX ranges named ProfilerStep#N or step_N mark them)"
         }
-        (Steps, Xla) => "XLA traces carry no step markers, so per-step figures do not apply",
+        (Steps, Xla) => {
+            "no XLA program ran repeatedly and took most of the device's program time (as a training step does), so per-step figures do not apply"
+        }
     })
 }
 

@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use super::events::{again_warning, serde_message, walk, Sink};
 use super::split::Pos;
-use super::xplane::{device_number, op_stream, DeviceOps};
+use super::xplane::{device_number, op_stream, DeviceOps, MODULES};
 use super::RankFile;
 use crate::error::Error;
 use crate::model::time::Micros;
@@ -57,7 +57,8 @@ fn id(v: &Value) -> String {
 /// (the profiler may write metadata after the events).
 #[derive(Default)]
 struct Collect {
-    devices: HashMap<String, u32>,
+    /// Device number and process name, by process id.
+    devices: HashMap<String, (u32, String)>,
     threads: HashMap<(String, String), String>,
     complete: Vec<Event>,
     events: u64,
@@ -99,7 +100,7 @@ impl Sink for Collect {
                 match e.name.as_str() {
                     "process_name" => {
                         if let Some(d) = device_number(label) {
-                            self.devices.insert(id(&e.pid), d);
+                            self.devices.insert(id(&e.pid), (d, label.clone()));
                         }
                     }
                     "thread_name" => {
@@ -150,13 +151,18 @@ pub fn read(reader: impl Read, path: &Path) -> Result<Vec<(Option<u32>, RankFile
     let mut by_device: HashMap<u32, DeviceOps> = HashMap::new();
     for e in &complete {
         let pid = id(&e.pid);
-        let Some(&device) = devices.get(&pid) else {
+        let Some((device, device_name)) = devices.get(&pid) else {
             continue;
         };
         let line = threads.get(&(pid, id(&e.tid))).map_or("", String::as_str);
-        let (Some(stream), Some(ts)) = (op_stream(line), e.ts.as_ref().and_then(|t| t.0)) else {
+        let stream = op_stream(line);
+        let modules = line == MODULES;
+        let Some(ts) = e.ts.as_ref().and_then(|t| t.0) else {
             continue;
         };
+        if stream.is_none() && !modules {
+            continue;
+        }
         // Beyond the model's range: the builder skips and counts it.
         let start = ts.ns().unwrap_or(Ns::MAX);
         let dur = (e.dur.as_ref().and_then(|d| d.0))
@@ -165,10 +171,13 @@ pub fn read(reader: impl Read, path: &Path) -> Result<Vec<(Option<u32>, RankFile
             .unwrap_or(Ns::MAX);
         let end = start.saturating_add(dur.max(Ns::ZERO));
         let full = e.args.long_name.as_deref().unwrap_or(&e.name);
-        by_device
-            .entry(device)
-            .or_insert_with(|| DeviceOps::new(device, path))
-            .push(full, start, end, stream, line.contains("Memcpy"));
+        let ops = by_device
+            .entry(*device)
+            .or_insert_with(|| DeviceOps::new(*device, device_name, path));
+        match stream {
+            Some(stream) => ops.push(full, start, end, stream, line.contains("Memcpy")),
+            None => ops.module(&e.name, start, end),
+        }
     }
     let mut out: Vec<_> = by_device
         .into_values()
@@ -214,6 +223,46 @@ mod tests {
          "args": {"long_name": "%all-gather-done = f32[8] all-gather-done((f32[2], f32[8]) %all-gather-start)"}},
         {"ph": "X", "pid": 9, "tid": 1, "name": "host op", "ts": 0, "dur": 50}
     ]}"#;
+
+    /// A training loop: `jit_train_step` (its fingerprint in the name) run
+    /// three times on the device, a one-off `jit_init` before; from one run
+    /// to the next is a step, and each op is in the step it started in.
+    #[test]
+    fn repeated_program_runs_are_the_steps() {
+        let trace = r#"{"traceEvents": [
+            {"ph": "M", "pid": 1, "name": "process_name", "args": {"name": "/device:TPU:0"}},
+            {"ph": "M", "pid": 1, "tid": 3, "name": "thread_name", "args": {"name": "XLA Ops"}},
+            {"ph": "M", "pid": 1, "tid": 4, "name": "thread_name", "args": {"name": "XLA Modules"}},
+            {"ph": "X", "pid": 1, "tid": 4, "name": "jit_init(77)", "ts": 0, "dur": 5},
+            {"ph": "X", "pid": 1, "tid": 3, "name": "fusion.0", "ts": 1, "dur": 3},
+            {"ph": "X", "pid": 1, "tid": 4, "name": "jit_train_step(12190760917235803885)", "ts": 10, "dur": 20},
+            {"ph": "X", "pid": 1, "tid": 3, "name": "fusion.1", "ts": 11, "dur": 10},
+            {"ph": "X", "pid": 1, "tid": 4, "name": "jit_train_step(12190760917235803885)", "ts": 40, "dur": 25},
+            {"ph": "X", "pid": 1, "tid": 3, "name": "fusion.1", "ts": 41, "dur": 10},
+            {"ph": "X", "pid": 1, "tid": 4, "name": "jit_train_step(12190760917235803885)", "ts": 70, "dur": 20},
+            {"ph": "X", "pid": 1, "tid": 3, "name": "fusion.1", "ts": 71, "dur": 10}
+        ]}"#;
+        let files = read(trace.as_bytes(), Path::new("t.trace.json")).unwrap();
+        let t = &files[0].1.timeline;
+        let steps: Vec<(i64, i64, i64)> = (t.steps.iter())
+            .map(|s| (s.number, s.start.get(), s.end.get()))
+            .collect();
+        assert_eq!(
+            steps,
+            [
+                (0, 10_000, 40_000),
+                (1, 40_000, 70_000),
+                (2, 70_000, 90_000)
+            ]
+        );
+        let in_step: Vec<Option<u32>> = t.ops.iter().map(|o| o.step.get()).collect();
+        assert_eq!(in_step, [None, Some(0), Some(1), Some(2)]);
+        assert_eq!(
+            t.steps_used(),
+            "step 1 of steps 0-2 (first and last left out; --all-steps keeps them) \
+             (runs of the XLA program jit_train_step: no step markers in the trace)"
+        );
+    }
 
     #[test]
     fn devices_become_ranks_with_hlo_collectives() {

@@ -143,12 +143,32 @@ pub(super) struct DeviceOps {
 }
 
 impl DeviceOps {
-    pub(crate) fn new(device: u32, path: &Path) -> Self {
+    /// Device `device`, named `name` (`/device:TPU:0`), of file `path`.
+    pub(crate) fn new(device: u32, name: &str, path: &Path) -> Self {
         let mut t = TimelineBuilder::new(path, SourceFormat::Xla);
         t.set_rank(device);
+        t.push_device(crate::model::DeviceInfo {
+            id: device,
+            name: name.to_owned(),
+            num_sms: None,
+        });
         Self {
             t,
             pending: HashMap::new(),
+        }
+    }
+
+    /// One program execution (an `XLA Modules` event): `full` is the
+    /// module's name, with its fingerprint (`jit_f(1219…)`) left out so the
+    /// runs of one program share a name.
+    pub(crate) fn module(&mut self, full: &str, start: Ns, end: Ns) {
+        let name = full.split('(').next().unwrap_or(full).trim();
+        if name.is_empty() {
+            return;
+        }
+        if let Ok(span) = self.t.between(start, end) {
+            let name = self.t.intern(name);
+            self.t.push_annotation(name, start, start + span, true);
         }
     }
 
@@ -228,6 +248,9 @@ pub(super) fn device_number(name: &str) -> Option<u32> {
     DEVICE.captures(name)?[1].parse().ok()
 }
 
+/// The line (thread) of a device's program executions.
+pub(super) const MODULES: &str = "XLA Modules";
+
 /// Which lines (threads) hold device ops: `XLA Ops` (TPU, stream 0) and
 /// `Stream #N(...)` (GPU); `None` for the others.
 pub(super) fn op_stream(line: &str) -> Option<u32> {
@@ -300,11 +323,13 @@ pub fn read(bytes: &[u8], path: &Path) -> Result<Vec<(Option<u32>, RankFile)>, E
 
 /// The ops of one device plane, as that device's rank.
 fn device_ops(plane: &XPlane, device: u32, path: &Path) -> Option<(Option<u32>, RankFile)> {
-    let mut ops = DeviceOps::new(device, path);
+    let mut ops = DeviceOps::new(device, &plane.name, path);
     for line in &plane.lines {
-        let Some(stream) = op_stream(&line.name) else {
+        let stream = op_stream(&line.name);
+        let modules = line.name == MODULES;
+        if stream.is_none() && !modules {
             continue;
-        };
+        }
         let memcpy = line.name.contains("Memcpy");
         for e in &line.events {
             let full = plane
@@ -316,7 +341,10 @@ fn device_ops(plane: &XPlane, device: u32, path: &Path) -> Option<(Option<u32>, 
                 .checked_add(ps_to_ns(e.offset_ps))
                 .unwrap_or(Ns::MAX);
             let end = start.saturating_add(ps_to_ns(e.duration_ps).max(Ns::ZERO));
-            ops.push(full, start, end, stream, memcpy);
+            match stream {
+                Some(stream) => ops.push(full, start, end, stream, memcpy),
+                None => ops.module(full, start, end),
+            }
         }
     }
     ops.finish()

@@ -15,7 +15,8 @@ use crate::model::Ns;
 pub const MANIFEST: &str = "ccl-bench-summary.json";
 
 /// The layout's version; a summary of another is rebuilt or refused.
-pub(crate) const VERSION: u32 = 2;
+/// 3: XLA timelines carry program runs as steps and their devices' names.
+pub(crate) const VERSION: u32 = 3;
 
 /// Entries' folder.
 pub const ENTRIES: &str = "inputs";
