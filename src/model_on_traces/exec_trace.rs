@@ -42,10 +42,16 @@ fn nodes_link_to_kernels_step_by_step() {
             EtColl {
                 kind: CollKind::AllReduce,
                 bytes: 1_000,
+                elem_size: None,
+                seq: None,
+                group: None,
             },
             EtColl {
                 kind: CollKind::AllToAll,
                 bytes: 64,
+                elem_size: None,
+                seq: None,
+                group: None,
             },
         ],
         ..Default::default()

@@ -818,6 +818,23 @@ fn kineto_and_execution_traces_of_one_run() {
         assert_eq!(sized, 8, "rank {}", t.rank);
     }
     assert!(v("avg_comm_bandwidth_GBps") > 0.0);
+    // The nodes' element sizes, sequence numbers and groups come along:
+    // rank 0's calls are seq 147-154 (its record_param_comms), float (4 B)
+    // but for the second all-to-all of int64 indices (8 B: 24 x 8 = 192 B);
+    // the all-to-all-v's 8 split sizes give its group of 8.
+    let t = trace.rank(0).unwrap();
+    let linked: Vec<_> = t
+        .kernels()
+        .filter(|o| o.is_comm())
+        .filter_map(|o| t.coll_meta(o))
+        .map(|m| (m.seq, m.dtype_size, m.in_nelems, m.group_size))
+        .collect();
+    assert_eq!(
+        linked.iter().map(|l| l.0).collect::<Vec<_>>(),
+        (147..=154).map(Some).collect::<Vec<_>>()
+    );
+    assert_eq!(linked[1], (Some(148), Some(8), Some(24), None));
+    assert_eq!(linked[0], (Some(147), Some(4), Some(6144), Some(8)));
     // The ET alone gives the same count.
     check(
         "et/dlrm_8rank_v100",

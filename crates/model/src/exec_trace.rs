@@ -12,6 +12,14 @@ pub struct EtColl {
     pub kind: CollKind,
     /// Bytes of the node's input tensors (numel × element size).
     pub bytes: u64,
+    /// Bytes per element, where every input tensor has the same.
+    pub elem_size: Option<u64>,
+    /// The process group's collective sequence number its
+    /// `record_param_comms` gives: equal on every member of one call.
+    pub seq: Option<u64>,
+    /// Members of the group: the group size `record_param_comms` states,
+    /// else the number of split sizes of an all-to-all-v.
+    pub group: Option<u32>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -106,9 +114,20 @@ pub fn link_sizes(t: &mut super::RankTimeline, et: &EtRank) -> Linked {
                     seq: None,
                     peer: None,
                 });
-            // Bytes as one-byte elements: the node's size is in bytes.
-            meta.in_nelems = Some(c.bytes);
-            meta.dtype_size = Some(1);
+            // Elements of the node's element size; bytes as one-byte
+            // elements where the tensors' element sizes differ.
+            match c.elem_size.filter(|&e| e > 0 && c.bytes % e == 0) {
+                Some(e) => {
+                    meta.in_nelems = Some(c.bytes / e);
+                    meta.dtype_size = Some(e);
+                }
+                None => {
+                    meta.in_nelems = Some(c.bytes);
+                    meta.dtype_size = Some(1);
+                }
+            }
+            meta.group_size = meta.group_size.or(c.group);
+            meta.seq = meta.seq.or(c.seq);
             meta.kind = kind;
             t.colls.push(meta);
             let slot = super::Slot::from(Some((t.colls.len() - 1) as u32));

@@ -321,14 +321,23 @@ mod tests {
             EtColl {
                 kind: CollKind::AllReduce,
                 bytes: 400,
+                elem_size: None,
+                seq: None,
+                group: None,
             },
             EtColl {
                 kind: CollKind::AllToAll,
                 bytes: 60,
+                elem_size: None,
+                seq: None,
+                group: None,
             },
             EtColl {
                 kind: CollKind::AllReduce,
                 bytes: 600,
+                elem_size: None,
+                seq: None,
+                group: None,
             },
         ];
         let et = |rank, colls| EtRank {

@@ -23,6 +23,67 @@ struct Node<'a> {
     name: String,
     #[serde(borrow, default)]
     inputs: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    id: Option<&'a RawValue>,
+    /// The node above (1.0.x); `ctrl_deps` in chakra schemas.
+    #[serde(borrow, default)]
+    parent: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    ctrl_deps: Option<&'a RawValue>,
+}
+
+/// An integer field, whatever else a schema put there.
+fn int(v: Option<&RawValue>) -> Option<i64> {
+    v.and_then(|r| serde_json::from_str::<i64>(r.get()).ok())
+}
+
+/// The values of a node's `inputs`: the list itself (1.0.x) or its
+/// `values` (chakra).
+fn values(v: Value) -> Value {
+    match v {
+        Value::Object(mut o) => o.remove("values").unwrap_or(Value::Null),
+        v => v,
+    }
+}
+
+/// What a `record_param_comms` node says of its call: `[tensors, seq,
+/// group, rank, name, in splits, out splits]` (1.0.x; the seq a plain
+/// integer) or with `[seq, is p2p]`, `[pg name, desc]` and then global rank
+/// start, stride and group size (1.1.x).
+fn params(v: &Value) -> (Option<u64>, Option<u32>) {
+    let Value::Array(a) = v else {
+        return (None, None);
+    };
+    if a.len() < 7 || !a[4].is_string() {
+        return (None, None);
+    }
+    let seq = match &a[1] {
+        Value::Array(t) => t.first().and_then(Value::as_u64),
+        n => n.as_u64(),
+    };
+    let splits = a[5].as_array().map_or(0, Vec::len);
+    let group = match a.get(9).and_then(Value::as_u64) {
+        Some(n) if n > 0 => u32::try_from(n).ok(),
+        _ => (splits > 0).then(|| u32::try_from(splits).ok()).flatten(),
+    };
+    (seq, group)
+}
+
+/// The element size every tensor value in `v` shares, if one.
+fn elem_size(v: &Value) -> Option<u64> {
+    fn each(v: &Value, out: &mut Vec<u64>) {
+        match v {
+            Value::Array(a) if a.len() == 6 && a[5].is_string() && a[3].is_u64() => {
+                out.extend(a[4].as_u64());
+            }
+            Value::Array(a) => a.iter().for_each(|v| each(v, out)),
+            _ => {}
+        }
+    }
+    let mut sizes = Vec::new();
+    each(v, &mut sizes);
+    let first = *sizes.first()?;
+    sizes.iter().all(|&s| s == first).then_some(first)
 }
 
 /// Sum of numel × element bytes over the tensor values in `v`; `None` when
@@ -60,42 +121,68 @@ struct Nodes {
     implausible: u64,
     saw_nodes: bool,
     again: Option<(Pos, u64)>,
+    /// The node above each of `colls`.
+    above: Vec<Option<i64>>,
+    /// What each `record_param_comms` node said, by id.
+    params: std::collections::HashMap<i64, (Option<u64>, Option<u32>)>,
 }
 
 impl Sink for Nodes {
     /// A communication node, or `None` for any other node.
-    type Event = Option<EtColl>;
+    type Event = Option<(EtColl, Option<i64>)>;
     const EVENTS: &'static str = "nodes";
 
-    fn parse(&mut self, raw: &[u8]) -> Result<Option<Option<EtColl>>, serde_json::Error> {
+    fn parse(
+        &mut self,
+        raw: &[u8],
+    ) -> Result<Option<Option<(EtColl, Option<i64>)>>, serde_json::Error> {
         let node: Node = serde_json::from_slice(raw)?;
+        let inputs = || {
+            node.inputs
+                .and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok())
+                .map(values)
+        };
+        if node.name == "record_param_comms" {
+            if let (Some(id), Some(v)) = (int(node.id), inputs()) {
+                self.params.insert(id, params(&v));
+            }
+            return Ok(Some(None));
+        }
         if !is_comm(&node.name) {
             return Ok(Some(None));
         }
-        let bytes = match node.inputs {
-            None => Some(0),
-            Some(raw) => serde_json::from_str::<Value>(raw.get())
-                .ok()
-                .map_or(Some(0), |v| tensor_bytes(&v)),
-        };
+        let v = inputs();
+        let bytes = v.as_ref().map_or(Some(0), tensor_bytes);
         if bytes.is_none() {
             self.implausible += 1;
         }
-        Ok(Some(Some(EtColl {
-            kind: coll_kind(&node.name),
-            bytes: bytes.unwrap_or(0),
-        })))
+        // The backend's node sits under the record_param_comms of its call,
+        // which the file may hold later: looked up at the end.
+        let above = int(node.parent).or(int(node.ctrl_deps));
+        Ok(Some(Some((
+            EtColl {
+                kind: coll_kind(&node.name),
+                bytes: bytes.unwrap_or(0),
+                elem_size: v.as_ref().and_then(elem_size),
+                seq: None,
+                group: None,
+            },
+            above,
+        ))))
     }
 
     fn take(
         &mut self,
-        parsed: Result<Option<Option<EtColl>>, serde_json::Error>,
+        parsed: Result<Option<Option<(EtColl, Option<i64>)>>, serde_json::Error>,
         start: impl FnOnce() -> Pos,
     ) {
         match parsed {
             Ok(Some(coll)) => {
                 self.nodes += 1;
-                self.colls.extend(coll);
+                if let Some((coll, above)) = coll {
+                    self.colls.push(coll);
+                    self.above.push(above);
+                }
             }
             Ok(None) => self.skipped += 1,
             Err(e) => {
@@ -122,6 +209,8 @@ impl Sink for Nodes {
     fn events_again(&mut self, at: Pos) {
         self.again = Some((at, self.nodes));
         self.colls.clear();
+        self.above.clear();
+        self.params.clear();
         (self.nodes, self.skipped, self.implausible) = (0, 0, 0);
         self.first_skip = None;
     }
@@ -152,6 +241,11 @@ pub fn read(reader: impl Read, path: &Path) -> Result<(EtRank, Vec<String>), Err
     }
     if let Some((at, dropped)) = n.again {
         warnings.push(again_warning(path, at, dropped));
+    }
+    for (c, above) in n.colls.iter_mut().zip(&n.above) {
+        if let Some(&(seq, group)) = above.and_then(|a| n.params.get(&a)) {
+            (c.seq, c.group) = (seq, group);
+        }
     }
     if n.skipped > 0 {
         let first = n.first_skip.as_ref().map_or(String::new(), |(at, msg)| {
@@ -216,16 +310,50 @@ mod tests {
             vec![
                 EtColl {
                     kind: CollKind::AllReduce,
-                    bytes: 400
+                    bytes: 400,
+                    elem_size: Some(4),
+                    seq: None,
+                    group: None,
                 },
+                // Elements of 2 and 8 bytes: no one element size.
                 EtColl {
                     kind: CollKind::AllToAll,
-                    bytes: 60
+                    bytes: 60,
+                    elem_size: None,
+                    seq: None,
+                    group: None,
                 },
             ]
         );
         let bad = read(&b"{\"nodes\": ["[..], Path::new("et.json")).unwrap_err();
         assert!(bad.to_string().contains("et.json"), "{bad}");
+    }
+
+    /// The call's `record_param_comms` above each backend node gives its
+    /// sequence number and group, in both layouts (nodes as the DLRM 1.0.1
+    /// and the chakra 1.1.1 corpus traces write them).
+    #[test]
+    fn sequence_numbers_and_groups_from_the_call_above() {
+        let doc = br#"{"schema": "1.0.1", "nodes": [
+            {"name": "record_param_comms", "id": 605, "parent": 604, "inputs": [[718, 715, 0, 6144, 4, "cuda:0"], 147, 94594108284448, 0, "all_to_allv", [768, 768, 768, 768, 768, 768, 768, 768], [768, 768, 768, 768, 768, 768, 768, 768]]},
+            {"name": "nccl:all_to_all", "id": 606, "parent": 605, "inputs": [[718, 715, 0, 6144, 4, "cuda:0"]]},
+            {"name": "record_param_comms", "id": 700, "parent": 604, "inputs": [[[1244, 1156, 0, 394241, 4, "cuda:0"]], 151, 94594108284448, 0, "allreduce", [], []]},
+            {"name": "nccl:all_reduce", "id": 701, "parent": 700, "inputs": [[1244, 1156, 0, 394241, 4, "cuda:0"]]}
+        ]}"#;
+        let (et, _) = read(&doc[..], Path::new("dlrm_eg_0.json")).unwrap();
+        let got = |c: &EtColl| (c.bytes, c.elem_size, c.seq, c.group);
+        assert_eq!(got(&et.colls[0]), (24_576, Some(4), Some(147), Some(8)));
+        assert_eq!(got(&et.colls[1]), (1_576_964, Some(4), Some(151), None));
+        let doc = br#"{"schema": "1.1.1-chakra.0.0.4", "nodes": [
+            {"id": 1495, "name": "record_param_comms", "ctrl_deps": 1494, "inputs": {"values": [[[1493, 104, 0, 196608, 4, "cuda:0"]], [49, false], ["0", "default_pg"], 0, "allreduce", [], [], 0, 1, 2], "types": []}},
+            {"id": 1496, "name": "nccl:all_reduce", "ctrl_deps": 1495, "inputs": {"values": [[1493, 104, 0, 196608, 4, "cuda:0"]], "types": ["Tensor(float)"]}}
+        ]}"#;
+        let (et, _) = read(&doc[..], Path::new("et.json")).unwrap();
+        let c = et.colls[0];
+        assert_eq!(
+            (c.bytes, c.elem_size, c.seq, c.group),
+            (786_432, Some(4), Some(49), Some(2))
+        );
     }
 
     #[test]

@@ -98,8 +98,19 @@ pub(crate) fn memory_from(
 }
 
 pub(crate) fn et_table(et: &EtRank) -> Result<RecordBatch, ArrowError> {
+    let optional = |n: &str| Field::new(n, DataType::UInt64, true);
+    let fields = vec![
+        Field::new("kind", DataType::Utf8, false),
+        Field::new("bytes", DataType::UInt64, false),
+        optional("elem_size"),
+        optional("seq"),
+        optional("group_size"),
+    ];
+    let col = |f: fn(&EtColl) -> Option<u64>| -> ArrayRef {
+        Arc::new(UInt64Array::from_iter(et.colls.iter().map(f)))
+    };
     RecordBatch::try_new(
-        schema(&[("kind", DataType::Utf8), ("bytes", DataType::UInt64)]),
+        Arc::new(Schema::new(fields)),
         vec![
             Arc::new(StringArray::from_iter_values(
                 et.colls.iter().map(|c| c.kind.name()),
@@ -107,6 +118,9 @@ pub(crate) fn et_table(et: &EtRank) -> Result<RecordBatch, ArrowError> {
             Arc::new(UInt64Array::from_iter_values(
                 et.colls.iter().map(|c| c.bytes),
             )),
+            col(|c| c.elem_size),
+            col(|c| c.seq),
+            col(|c| c.group.map(u64::from)),
         ],
     )
 }
@@ -129,11 +143,25 @@ pub(crate) fn et_from(meta: &EtMeta, batches: &[RecordBatch]) -> Result<EtRank, 
             .column_by_name("bytes")
             .and_then(|c| c.as_primitive_opt::<UInt64Type>())
             .ok_or("no column bytes of integers")?;
+        let optional = |name: &str| {
+            b.column_by_name(name)
+                .and_then(|c| c.as_primitive_opt::<UInt64Type>())
+                .ok_or_else(|| format!("no column {name} of integers"))
+        };
+        let (elem_size, seq, group) = (
+            optional("elem_size")?,
+            optional("seq")?,
+            optional("group_size")?,
+        );
+        let at = |a: &UInt64Array, i: usize| a.is_valid(i).then(|| a.value(i));
         for i in 0..kind.len() {
             colls.push(EtColl {
                 kind: CollKind::from_name(kind.value(i))
                     .ok_or_else(|| format!("unknown collective kind '{}'", kind.value(i)))?,
                 bytes: bytes.value(i),
+                elem_size: at(elem_size, i),
+                seq: at(seq, i),
+                group: at(group, i).and_then(|g| u32::try_from(g).ok()),
             });
         }
     }
