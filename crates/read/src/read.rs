@@ -7,6 +7,7 @@ pub mod chrome;
 pub mod events;
 pub mod exec_trace;
 pub mod flight_recorder;
+mod hlo;
 pub mod kineto;
 pub mod nsys;
 pub mod nsys_jax;

@@ -22,7 +22,7 @@ use parquet::file::reader::{FileReader, SerializedFileReader};
 use parquet::record::Field;
 use regex::Regex;
 
-use super::RankFile;
+use super::{hlo, RankFile};
 use crate::error::{Error, Result};
 use crate::model::build::TimelineBuilder;
 use crate::model::classify::{classify, coll_kind};
@@ -45,8 +45,10 @@ static THUNK: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^(?:TSL:)?Thunk:#(?:name=.*?,)?hlo_op=([A-Za-z0-9._\-]+)#$").expect("valid regex")
 });
 static MODULE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^(?:TSL:)?XlaModule:#(?:prefix=.*?,)?hlo_module=([A-Za-z0-9._\-]+)")
-        .expect("valid regex")
+    Regex::new(
+        r"^(?:TSL:)?XlaModule:#(?:prefix=.*?,)?hlo_module=([A-Za-z0-9._\-]+)(?:,program_id=(\d+))?",
+    )
+    .expect("valid regex")
 });
 static LAUNCHER: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^XlaLauncher:#global=(\d+),local=(\d+),process=(\d+)").expect("valid regex")
@@ -96,8 +98,18 @@ fn member<R: Read + Seek>(
     else {
         return Ok(None);
     };
+    named(zip, &name, path, limit).map(Some)
+}
+
+/// The bytes of member `name`, read up to `limit`.
+fn named<R: Read + Seek>(
+    zip: &mut zip::ZipArchive<R>,
+    name: &str,
+    path: &Path,
+    limit: u64,
+) -> Result<Vec<u8>> {
     let mut f = zip
-        .by_name(&name)
+        .by_name(name)
         .map_err(|e| bad(path, format!("{name}: {e}")))?;
     let too_big = |n: u64| {
         bad(
@@ -117,7 +129,64 @@ fn member<R: Read + Seek>(
     if bytes.len() as u64 > limit {
         return Err(too_big(bytes.len() as u64));
     }
-    Ok(Some(bytes))
+    Ok(bytes)
+}
+
+/// The compiled programs' HLO, by module name: each dump's program id (the
+/// number in its file name) and instructions.
+type Dumps = HashMap<String, Vec<(Option<u64>, HashMap<String, hlo::Instr>)>>;
+
+/// XLA's dump of a program after optimization, as nsys-jax archives it:
+/// `dump/module_0012.jit_train_step.sm_9.0_gpu_after_optimizations.hlo.pb.xz`.
+static DUMP: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?:^|/)dump/module_(\d+)\.[^/]*after_optimizations\.hlo\.pb(\.xz)?$")
+        .expect("valid regex")
+});
+
+/// Every program dump in the archive; one that does not decode is said and
+/// left out (its program's thunks are then told apart by name).
+fn dumps<R: Read + Seek>(
+    zip: &mut zip::ZipArchive<R>,
+    path: &Path,
+    limit: u64,
+    warnings: &mut Vec<String>,
+) -> Result<Dumps> {
+    let names: Vec<(String, Option<u64>, bool)> = zip
+        .file_names()
+        .filter_map(|n| n.ok())
+        .filter_map(|n| {
+            let c = DUMP.captures(&n)?;
+            Some((n.to_string(), c[1].parse().ok(), c.get(2).is_some()))
+        })
+        .collect();
+    let mut out = Dumps::new();
+    for (name, id, xz) in names {
+        let bytes = named(zip, &name, path, limit)?;
+        match hlo::module(&bytes, xz) {
+            Ok((module, instrs)) => out.entry(module).or_default().push((id, instrs)),
+            Err(why) => warnings.push(format!(
+                "{}: {name}: {why}; its program's thunks are told apart by name",
+                path.display()
+            )),
+        }
+    }
+    Ok(out)
+}
+
+/// The instructions of program `module` (with `program_id`, when the
+/// module range names one) among `dumps`.
+fn program<'a>(
+    dumps: &'a Dumps,
+    module: &str,
+    program_id: Option<u64>,
+) -> Option<&'a HashMap<String, hlo::Instr>> {
+    match &dumps.get(module)?[..] {
+        [(_, one)] => Some(one),
+        many => many
+            .iter()
+            .find(|(id, _)| id.is_some() && *id == program_id)
+            .map(|(_, m)| m),
+    }
 }
 
 /// An integer cell: pandas writes integer columns with gaps as doubles.
@@ -290,14 +359,17 @@ pub fn read_from(
         Some(bytes) => launchers(bytes, path)?,
         None => HashMap::new(),
     };
+    let mut told = Vec::new();
+    let dumps = dumps(&mut zip, path, limit, &mut told)?;
     let (ranges, skipped, unread) = ranges(trace, path)?;
-    let mut out = assemble(path, rank, &ranges, &devices);
+    let mut out = assemble(path, rank, &ranges, &devices, &dumps);
     if out.is_empty() {
         return Err(bad(
             path,
             format!("{TRACE} holds no XLA thunk or NCCL ranges ({} ranges in all): was the run profiled with NVTX on?", ranges.len()),
         ));
     }
+    out[0].1.warnings.extend(told);
     if unread > 0 {
         out[0].1.warnings.push(format!(
             "{}: {TRACE}: rows past the {} read left out ({unread} more stated): more rows, or longer ones, than its data pages can hold",
@@ -314,33 +386,68 @@ pub fn read_from(
     Ok(out)
 }
 
-/// What a thunk or range is: its op name, class and collective kind; `None`
-/// for a collective's `-done`, whose work is its `-start`'s.
-fn op_of(name: &str) -> Option<(String, KernelClass, Option<crate::model::CollKind>)> {
+/// What a thunk or NCCL range is.
+struct Op {
+    name: String,
+    class: KernelClass,
+    coll: Option<crate::model::CollKind>,
+    /// A collective's sizes and group, from its program's dump.
+    sizes: Option<hlo::Coll>,
+}
+
+/// What a thunk or range is; `None` for a collective's `-done`, whose work
+/// is its `-start`'s. Where the thunk's program was dumped, its HLO
+/// instruction's opcode decides (a collective also takes its sizes), else
+/// its name does.
+fn op_of(name: &str, program: Option<&HashMap<String, hlo::Instr>>) -> Option<Op> {
+    let not_comm = |op: &str| match classify(op, Activity::Kernel) {
+        // HLO names such as `broadcast.2` are not collectives.
+        KernelClass::Communication => KernelClass::Other,
+        c => c,
+    };
     if let Some(c) = THUNK.captures(name) {
         let op = c[1].to_owned();
+        if let Some(instr) = program.and_then(|p| p.get(&op)) {
+            if instr.opcode.ends_with("-done") {
+                return None;
+            }
+            return Some(match instr.coll {
+                Some(sizes) => Op {
+                    class: KernelClass::Communication,
+                    coll: Some(sizes.kind),
+                    sizes: Some(sizes),
+                    name: op,
+                },
+                None => Op {
+                    class: not_comm(&op),
+                    coll: None,
+                    sizes: None,
+                    name: op,
+                },
+            });
+        }
         return match COLLECTIVE.captures(&op) {
             Some(k) if k.get(2).is_some_and(|m| m.as_str() == "-done") => None,
-            Some(k) => Some((
-                op.clone(),
-                KernelClass::Communication,
-                Some(coll_kind(&k[1])),
-            )),
-            None => {
-                // HLO names such as `broadcast.2` are not collectives.
-                let class = match classify(&op, Activity::Kernel) {
-                    KernelClass::Communication => KernelClass::Other,
-                    c => c,
-                };
-                Some((op, class, None))
-            }
+            Some(k) => Some(Op {
+                class: KernelClass::Communication,
+                coll: Some(coll_kind(&k[1])),
+                sizes: None,
+                name: op,
+            }),
+            None => Some(Op {
+                class: not_comm(&op),
+                coll: None,
+                sizes: None,
+                name: op,
+            }),
         };
     }
-    Some((
-        name.to_owned(),
-        KernelClass::Communication,
-        Some(coll_kind(name)),
-    ))
+    Some(Op {
+        name: name.to_owned(),
+        class: KernelClass::Communication,
+        coll: Some(coll_kind(name)),
+        sizes: None,
+    })
 }
 
 fn assemble(
@@ -348,9 +455,25 @@ fn assemble(
     rank: Option<u32>,
     ranges: &[Range],
     devices: &HashMap<(i64, i64), u32>,
+    dumps: &Dumps,
 ) -> Vec<(Option<u32>, RankFile)> {
     let mut warnings = Vec::new();
     let by_id: HashMap<i64, &Range> = ranges.iter().map(|r| (r.id, r)).collect();
+    // The dumped program a range ran in: its nearest module range's.
+    let program_of = |r: &Range| {
+        let mut p = r.parent;
+        let mut depth = 0;
+        while let (Some(id), true) = (p, depth < 64) {
+            let up = by_id.get(&id)?;
+            if let Some(m) = MODULE.captures(&up.name) {
+                let id = m.get(2).and_then(|i| i.as_str().parse().ok());
+                return program(dumps, &m[1], id);
+            }
+            p = up.parent;
+            depth += 1;
+        }
+        None
+    };
     let is_thunk = |r: &Range| THUNK.is_match(&r.name);
     let is_nccl = |r: &Range| r.name.to_ascii_lowercase().starts_with("nccl");
     // Thunks nest (a command buffer's thunk holds others): the innermost are
@@ -366,7 +489,10 @@ fn assemble(
         let mut depth = 0;
         while let (Some(id), true) = (p, depth < 64) {
             let Some(up) = by_id.get(&id) else { break };
-            if is_thunk(up) && op_of(&up.name).is_none_or(|o| o.1 == KernelClass::Communication) {
+            if is_thunk(up)
+                && op_of(&up.name, program_of(up))
+                    .is_none_or(|o| o.class == KernelClass::Communication)
+            {
                 return true;
             }
             p = up.parent;
@@ -407,7 +533,11 @@ fn assemble(
     let mut builders: HashMap<Device, TimelineBuilder> = HashMap::new();
     for r in ranges {
         let is_op = (is_thunk(r) && !outer.contains(&r.id)) || (is_nccl(r) && !in_collective(r));
-        let op = if is_op { op_of(&r.name) } else { None };
+        let op = if is_op {
+            op_of(&r.name, program_of(r))
+        } else {
+            None
+        };
         let device = device_of(r);
         let t = builders.entry(device).or_insert_with(|| {
             let mut t = TimelineBuilder::new(path, SourceFormat::Xla);
@@ -423,17 +553,32 @@ fn assemble(
             }
             continue;
         }
-        let Some((name, class, coll)) = op else {
+        let Some(op) = op else {
             continue;
         };
         let Ok(dur) = t.between(r.start, r.end) else {
             continue;
         };
-        let name = t.intern(&name);
+        let name = t.intern(&op.name);
+        let meta = op.sizes.map(|c| {
+            t.push_coll(crate::model::CollMeta {
+                kind: c.kind,
+                name,
+                in_nelems: c.in_elems,
+                out_nelems: c.out_elems,
+                dtype_size: c.elem_bytes,
+                group_size: c.group,
+                pg_name: None,
+                pg_ranks: None,
+                seq: None,
+                peer: None,
+            })
+        });
         let _ = t.push_op(DeviceOp {
-            coll,
+            coll: op.coll,
             device: device.index(),
-            ..DeviceOp::new(name, Activity::Kernel, class, r.start, dur)
+            meta: crate::model::Slot::from(meta),
+            ..DeviceOp::new(name, Activity::Kernel, op.class, r.start, dur)
         });
     }
     let mut built: Vec<(Device, TimelineBuilder)> = builders
@@ -750,6 +895,136 @@ mod tests {
                 KernelClass::Other
             ]
         );
+    }
+
+    /// With the programs' HLO dumped in the archive, a thunk is what its
+    /// instruction's opcode says: `all-gather-start.3` an all-gather of
+    /// PAX's sizes (a bf16 shard of 205,168,720 elements gathered over 4
+    /// devices), `ag-renamed.9` (an all-reduce by opcode) communication
+    /// whatever its name, `all-reduce-lookalike.5` (a fusion) compute.
+    #[test]
+    fn dumped_programs_decide_what_a_thunk_is_and_its_sizes() {
+        use super::hlo::write::{array, dump, instr, tuple};
+        use crate::model::CollKind::{AllGather, AllReduce};
+        const BF16: i32 = 16;
+        let module = dump(
+            "pjit__wrapped_step_fn",
+            vec![
+                instr(
+                    "p.1",
+                    "parameter",
+                    array(BF16, &[205_168_720]),
+                    1,
+                    &[],
+                    None,
+                ),
+                instr(
+                    "all-gather-start.3",
+                    "all-gather-start",
+                    tuple(vec![
+                        array(BF16, &[205_168_720]),
+                        array(BF16, &[820_674_880]),
+                    ]),
+                    2,
+                    &[1],
+                    Some(4),
+                ),
+                instr(
+                    "all-gather-done.3",
+                    "all-gather-done",
+                    array(BF16, &[820_674_880]),
+                    3,
+                    &[2],
+                    None,
+                ),
+                instr(
+                    "ag-renamed.9",
+                    "all-reduce",
+                    array(BF16, &[64]),
+                    4,
+                    &[1],
+                    Some(4),
+                ),
+                instr(
+                    "all-reduce-lookalike.5",
+                    "fusion",
+                    array(BF16, &[64]),
+                    5,
+                    &[1],
+                    None,
+                ),
+            ],
+        );
+        let r = |id, parent, name: &str, start, end| range(100, id, parent, name, start, end);
+        let ranges = vec![
+            r(
+                1,
+                None,
+                "XlaModule:#hlo_module=pjit__wrapped_step_fn,program_id=12#",
+                0,
+                1000,
+            ),
+            r(2, Some(1), "Thunk:#hlo_op=all-gather-start.3#", 0, 400),
+            r(3, Some(2), "ncclAllGather", 10, 390),
+            r(4, Some(1), "Thunk:#hlo_op=all-gather-done.3#", 400, 410),
+            r(5, Some(1), "Thunk:#hlo_op=ag-renamed.9#", 410, 500),
+            r(6, Some(5), "ncclAllReduce", 420, 490),
+            r(
+                7,
+                Some(1),
+                "Thunk:#hlo_op=all-reduce-lookalike.5#",
+                500,
+                600,
+            ),
+        ];
+        let bytes = crate::synth::nsys_jax::archive_with(
+            "pax",
+            &trace_table(&ranges, Layout::StartEnd),
+            None,
+            &[(
+                "dump/module_0012.pjit__wrapped_step_fn.sm_9.0_gpu_after_optimizations.hlo.pb.xz",
+                &module,
+            )],
+        );
+        let f = zip_file(&bytes);
+        let files = read(f.path(), None).unwrap();
+        let file = &files[0].1;
+        assert_eq!(
+            ops(file),
+            vec![
+                ("all-gather-start.3".to_owned(), 0, 400, Some(AllGather)),
+                ("ag-renamed.9".to_owned(), 410, 90, Some(AllReduce)),
+                ("all-reduce-lookalike.5".to_owned(), 500, 100, None),
+            ]
+        );
+        let t = &file.timeline;
+        assert_eq!(t.ops[2].class, KernelClass::Other);
+        let m = t.coll_meta(&t.ops[0]).expect("the all-gather's sizes");
+        assert_eq!(
+            (m.in_nelems, m.out_nelems, m.dtype_size, m.group_size),
+            (Some(205_168_720), Some(820_674_880), Some(2), Some(4))
+        );
+        assert_eq!(m.in_bytes(), Some(410_337_440));
+        // A dump that does not decode is said; names decide then.
+        let bytes = crate::synth::nsys_jax::archive_with(
+            "pax",
+            &trace_table(&ranges, Layout::StartEnd),
+            None,
+            &[(
+                "dump/module_0012.pjit__wrapped_step_fn.after_optimizations.hlo.pb.xz",
+                b"junk",
+            )],
+        );
+        let f = zip_file(&bytes);
+        let files = read(f.path(), None).unwrap();
+        let w = files[0].1.warnings.join("\n");
+        assert!(
+            w.contains("not xz-compressed") && w.contains("told apart by name"),
+            "{w}"
+        );
+        // By name, `ag-renamed.9` is compute and its NCCL range a
+        // collective of its own: what the dump sets right.
+        assert_eq!(files[0].1.timeline.ops.len(), 4);
     }
 
     #[test]

@@ -152,6 +152,17 @@ pub fn thread_table(threads: &[(i64, i64, &str)]) -> Vec<u8> {
 
 /// A zip of the two tables under `prefix/`, as nsys-jax writes it.
 pub fn archive(prefix: &str, trace: &[u8], threads: Option<&[u8]>) -> Vec<u8> {
+    archive_with(prefix, trace, threads, &[])
+}
+
+/// [`archive`] with more members (`dump/module_0001.….hlo.pb.xz`) under
+/// `prefix/`.
+pub fn archive_with(
+    prefix: &str,
+    trace: &[u8],
+    threads: Option<&[u8]>,
+    more: &[(&str, &[u8])],
+) -> Vec<u8> {
     let mut zip = zip::ZipWriter::new(Cursor::new(Vec::new()));
     let opts = zip::write::SimpleFileOptions::default()
         .compression_method(zip::CompressionMethod::Deflated);
@@ -164,6 +175,9 @@ pub fn archive(prefix: &str, trace: &[u8], threads: Option<&[u8]>) -> Vec<u8> {
         add(format!("{prefix}/thread-metadata.parquet"), t);
     }
     add(format!("{prefix}/report_nvtx_pushpop_trace.csv.xz"), b"");
+    for (name, bytes) in more {
+        add(format!("{prefix}/{name}"), bytes);
+    }
     zip.finish().expect("zip").into_inner()
 }
 
