@@ -45,6 +45,7 @@ fn nodes_link_to_kernels_step_by_step() {
                 elem_size: None,
                 seq: None,
                 group: None,
+                group_name: None,
             },
             EtColl {
                 kind: CollKind::AllToAll,
@@ -52,6 +53,7 @@ fn nodes_link_to_kernels_step_by_step() {
                 elem_size: None,
                 seq: None,
                 group: None,
+                group_name: None,
             },
         ],
         ..Default::default()

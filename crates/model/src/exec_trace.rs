@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use super::classify::CollKind;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EtColl {
     pub kind: CollKind,
     /// Bytes of the node's input tensors (numel × element size).
@@ -20,6 +20,9 @@ pub struct EtColl {
     /// Members of the group: the group size `record_param_comms` states,
     /// else the number of split sizes of an all-to-all-v.
     pub group: Option<u32>,
+    /// The process group's name (`pg_name`, "0" for the default group),
+    /// where `record_param_comms` states it (1.1.x).
+    pub group_name: Option<String>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -128,6 +131,9 @@ pub fn link_sizes(t: &mut super::RankTimeline, et: &EtRank) -> Linked {
             }
             meta.group_size = meta.group_size.or(c.group);
             meta.seq = meta.seq.or(c.seq);
+            if meta.pg_name.is_none() {
+                meta.pg_name = c.group_name.as_deref().map(|n| t.strings.intern(n));
+            }
             meta.kind = kind;
             t.colls.push(meta);
             let slot = super::Slot::from(Some((t.colls.len() - 1) as u32));

@@ -324,6 +324,7 @@ mod tests {
                 elem_size: None,
                 seq: None,
                 group: None,
+                group_name: None,
             },
             EtColl {
                 kind: CollKind::AllToAll,
@@ -331,6 +332,7 @@ mod tests {
                 elem_size: None,
                 seq: None,
                 group: None,
+                group_name: None,
             },
             EtColl {
                 kind: CollKind::AllReduce,
@@ -338,6 +340,7 @@ mod tests {
                 elem_size: None,
                 seq: None,
                 group: None,
+                group_name: None,
             },
         ];
         let et = |rank, colls| EtRank {

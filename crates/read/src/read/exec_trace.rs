@@ -50,12 +50,12 @@ fn values(v: Value) -> Value {
 /// group, rank, name, in splits, out splits]` (1.0.x; the seq a plain
 /// integer) or with `[seq, is p2p]`, `[pg name, desc]` and then global rank
 /// start, stride and group size (1.1.x).
-fn params(v: &Value) -> (Option<u64>, Option<u32>) {
+fn params(v: &Value) -> Params {
     let Value::Array(a) = v else {
-        return (None, None);
+        return Params::default();
     };
     if a.len() < 7 || !a[4].is_string() {
-        return (None, None);
+        return Params::default();
     }
     let seq = match &a[1] {
         Value::Array(t) => t.first().and_then(Value::as_u64),
@@ -66,7 +66,20 @@ fn params(v: &Value) -> (Option<u64>, Option<u32>) {
         Some(n) if n > 0 => u32::try_from(n).ok(),
         _ => (splits > 0).then(|| u32::try_from(splits).ok()).flatten(),
     };
-    (seq, group)
+    // `[pg name, desc]` in 1.1.x; 1.0.x records an address, no name.
+    let name = match &a[2] {
+        Value::Array(t) => t.first().and_then(Value::as_str).map(str::to_owned),
+        _ => None,
+    };
+    Params { seq, group, name }
+}
+
+/// What a `record_param_comms` node says of its call.
+#[derive(Debug, Clone, Default)]
+struct Params {
+    seq: Option<u64>,
+    group: Option<u32>,
+    name: Option<String>,
 }
 
 /// The element size every tensor value in `v` shares, if one.
@@ -124,7 +137,7 @@ struct Nodes {
     /// The node above each of `colls`.
     above: Vec<Option<i64>>,
     /// What each `record_param_comms` node said, by id.
-    params: std::collections::HashMap<i64, (Option<u64>, Option<u32>)>,
+    params: std::collections::HashMap<i64, Params>,
 }
 
 impl Sink for Nodes {
@@ -166,6 +179,7 @@ impl Sink for Nodes {
                 elem_size: v.as_ref().and_then(elem_size),
                 seq: None,
                 group: None,
+                group_name: None,
             },
             above,
         ))))
@@ -243,8 +257,8 @@ pub fn read(reader: impl Read, path: &Path) -> Result<(EtRank, Vec<String>), Err
         warnings.push(again_warning(path, at, dropped));
     }
     for (c, above) in n.colls.iter_mut().zip(&n.above) {
-        if let Some(&(seq, group)) = above.and_then(|a| n.params.get(&a)) {
-            (c.seq, c.group) = (seq, group);
+        if let Some(p) = above.and_then(|a| n.params.get(&a)) {
+            (c.seq, c.group, c.group_name) = (p.seq, p.group, p.name.clone());
         }
     }
     if n.skipped > 0 {
@@ -314,6 +328,7 @@ mod tests {
                     elem_size: Some(4),
                     seq: None,
                     group: None,
+                    group_name: None,
                 },
                 // Elements of 2 and 8 bytes: no one element size.
                 EtColl {
@@ -322,6 +337,7 @@ mod tests {
                     elem_size: None,
                     seq: None,
                     group: None,
+                    group_name: None,
                 },
             ]
         );
@@ -349,11 +365,12 @@ mod tests {
             {"id": 1496, "name": "nccl:all_reduce", "ctrl_deps": 1495, "inputs": {"values": [[1493, 104, 0, 196608, 4, "cuda:0"]], "types": ["Tensor(float)"]}}
         ]}"#;
         let (et, _) = read(&doc[..], Path::new("et.json")).unwrap();
-        let c = et.colls[0];
+        let c = &et.colls[0];
         assert_eq!(
             (c.bytes, c.elem_size, c.seq, c.group),
             (786_432, Some(4), Some(49), Some(2))
         );
+        assert_eq!(c.group_name.as_deref(), Some("0"));
     }
 
     #[test]

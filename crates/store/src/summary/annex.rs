@@ -105,6 +105,7 @@ pub(crate) fn et_table(et: &EtRank) -> Result<RecordBatch, ArrowError> {
         optional("elem_size"),
         optional("seq"),
         optional("group_size"),
+        Field::new("group_name", DataType::Utf8, true),
     ];
     let col = |f: fn(&EtColl) -> Option<u64>| -> ArrayRef {
         Arc::new(UInt64Array::from_iter(et.colls.iter().map(f)))
@@ -121,6 +122,9 @@ pub(crate) fn et_table(et: &EtRank) -> Result<RecordBatch, ArrowError> {
             col(|c| c.elem_size),
             col(|c| c.seq),
             col(|c| c.group.map(u64::from)),
+            Arc::new(StringArray::from_iter(
+                et.colls.iter().map(|c| c.group_name.as_deref()),
+            )),
         ],
     )
 }
@@ -154,6 +158,10 @@ pub(crate) fn et_from(meta: &EtMeta, batches: &[RecordBatch]) -> Result<EtRank, 
             optional("group_size")?,
         );
         let at = |a: &UInt64Array, i: usize| a.is_valid(i).then(|| a.value(i));
+        let names = b
+            .column_by_name("group_name")
+            .and_then(|c| c.as_string_opt::<i32>())
+            .ok_or("no column group_name of text")?;
         for i in 0..kind.len() {
             colls.push(EtColl {
                 kind: CollKind::from_name(kind.value(i))
@@ -162,6 +170,7 @@ pub(crate) fn et_from(meta: &EtMeta, batches: &[RecordBatch]) -> Result<EtRank, 
                 elem_size: at(elem_size, i),
                 seq: at(seq, i),
                 group: at(group, i).and_then(|g| u32::try_from(g).ok()),
+                group_name: names.is_valid(i).then(|| names.value(i).to_owned()),
             });
         }
     }
