@@ -324,6 +324,25 @@ pub(crate) mod write {
         }
     }
 
+    /// PAX's FSDP all-gather (a bf16 shard of 205,168,720 elements over 4
+    /// devices): its parameter (id 1), start (2) and done (3).
+    pub(crate) fn pax_all_gather() -> Vec<HloInstructionProto> {
+        const BF16: i32 = 16;
+        let (shard, whole) = (array(BF16, &[205_168_720]), array(BF16, &[820_674_880]));
+        vec![
+            instr("param.1", "parameter", shard.clone(), 1, &[], None),
+            instr(
+                "all-gather-start.3",
+                "all-gather-start",
+                tuple(vec![shard, whole.clone()]),
+                2,
+                &[1],
+                Some(4),
+            ),
+            instr("all-gather-done.3", "all-gather-done", whole, 3, &[2], None),
+        ]
+    }
+
     /// A module of one computation, xz-compressed as XLA dumps it.
     pub(crate) fn dump(name: &str, instructions: Vec<HloInstructionProto>) -> Vec<u8> {
         let proto = HloProto {
@@ -349,51 +368,22 @@ mod tests {
     /// async; an all-reduce of two f32 arrays; a fusion.
     #[test]
     fn collectives_have_their_sizes_and_groups() {
-        const BF16: i32 = 16;
         const F32: i32 = 11;
-        let dump = dump(
-            "pjit__wrapped_step_fn",
-            vec![
-                instr(
-                    "param.1",
-                    "parameter",
-                    array(BF16, &[205_168_720]),
-                    1,
-                    &[],
-                    None,
-                ),
-                instr(
-                    "all-gather-start.3",
-                    "all-gather-start",
-                    tuple(vec![
-                        array(BF16, &[205_168_720]),
-                        array(BF16, &[820_674_880]),
-                    ]),
-                    2,
-                    &[1],
-                    Some(4),
-                ),
-                instr(
-                    "all-gather-done.3",
-                    "all-gather-done",
-                    array(BF16, &[820_674_880]),
-                    3,
-                    &[2],
-                    None,
-                ),
-                instr("p.4", "parameter", array(F32, &[8, 16]), 4, &[], None),
-                instr("p.5", "parameter", array(F32, &[32]), 5, &[], None),
-                instr(
-                    "all-reduce.6",
-                    "all-reduce",
-                    tuple(vec![array(F32, &[8, 16]), array(F32, &[32])]),
-                    6,
-                    &[4, 5],
-                    Some(8),
-                ),
-                instr("fusion.7", "fusion", array(F32, &[8]), 7, &[4], None),
-            ],
-        );
+        let mut instrs = pax_all_gather();
+        instrs.extend([
+            instr("p.4", "parameter", array(F32, &[8, 16]), 4, &[], None),
+            instr("p.5", "parameter", array(F32, &[32]), 5, &[], None),
+            instr(
+                "all-reduce.6",
+                "all-reduce",
+                tuple(vec![array(F32, &[8, 16]), array(F32, &[32])]),
+                6,
+                &[4, 5],
+                Some(8),
+            ),
+            instr("fusion.7", "fusion", array(F32, &[8]), 7, &[4], None),
+        ]);
+        let dump = dump("pjit__wrapped_step_fn", instrs);
         let (name, m) = module(&dump, true).unwrap();
         assert_eq!(name, "pjit__wrapped_step_fn");
         let ag = m["all-gather-start.3"].coll.unwrap();

@@ -904,57 +904,29 @@ mod tests {
     /// whatever its name, `all-reduce-lookalike.5` (a fusion) compute.
     #[test]
     fn dumped_programs_decide_what_a_thunk_is_and_its_sizes() {
-        use super::hlo::write::{array, dump, instr, tuple};
+        use super::hlo::write::{array, dump, instr, pax_all_gather};
         use crate::model::CollKind::{AllGather, AllReduce};
         const BF16: i32 = 16;
-        let module = dump(
-            "pjit__wrapped_step_fn",
-            vec![
-                instr(
-                    "p.1",
-                    "parameter",
-                    array(BF16, &[205_168_720]),
-                    1,
-                    &[],
-                    None,
-                ),
-                instr(
-                    "all-gather-start.3",
-                    "all-gather-start",
-                    tuple(vec![
-                        array(BF16, &[205_168_720]),
-                        array(BF16, &[820_674_880]),
-                    ]),
-                    2,
-                    &[1],
-                    Some(4),
-                ),
-                instr(
-                    "all-gather-done.3",
-                    "all-gather-done",
-                    array(BF16, &[820_674_880]),
-                    3,
-                    &[2],
-                    None,
-                ),
-                instr(
-                    "ag-renamed.9",
-                    "all-reduce",
-                    array(BF16, &[64]),
-                    4,
-                    &[1],
-                    Some(4),
-                ),
-                instr(
-                    "all-reduce-lookalike.5",
-                    "fusion",
-                    array(BF16, &[64]),
-                    5,
-                    &[1],
-                    None,
-                ),
-            ],
-        );
+        let mut instrs = pax_all_gather();
+        instrs.extend([
+            instr(
+                "ag-renamed.9",
+                "all-reduce",
+                array(BF16, &[64]),
+                4,
+                &[1],
+                Some(4),
+            ),
+            instr(
+                "all-reduce-lookalike.5",
+                "fusion",
+                array(BF16, &[64]),
+                5,
+                &[1],
+                None,
+            ),
+        ]);
+        let module = dump("pjit__wrapped_step_fn", instrs);
         let r = |id, parent, name: &str, start, end| range(100, id, parent, name, start, end);
         let ranges = vec![
             r(
