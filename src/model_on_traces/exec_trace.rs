@@ -39,22 +39,8 @@ fn nodes_link_to_kernels_step_by_step() {
     let et = EtRank {
         rank: 0,
         colls: vec![
-            EtColl {
-                kind: CollKind::AllReduce,
-                bytes: 1_000,
-                elem_size: None,
-                seq: None,
-                group: None,
-                group_name: None,
-            },
-            EtColl {
-                kind: CollKind::AllToAll,
-                bytes: 64,
-                elem_size: None,
-                seq: None,
-                group: None,
-                group_name: None,
-            },
+            EtColl::sized(CollKind::AllReduce, 1_000),
+            EtColl::sized(CollKind::AllToAll, 64),
         ],
         ..Default::default()
     };

@@ -25,6 +25,20 @@ pub struct EtColl {
     pub group_name: Option<String>,
 }
 
+impl EtColl {
+    /// A node of `kind` moving `bytes`, nothing else known of it.
+    pub fn sized(kind: CollKind, bytes: u64) -> Self {
+        Self {
+            kind,
+            bytes,
+            elem_size: None,
+            seq: None,
+            group: None,
+            group_name: None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct EtRank {
     pub rank: u32,

@@ -318,30 +318,9 @@ mod tests {
         // Rank 0's ET: all-reduce 400 B + 600 B, all-to-all 60 B; rank 1's is
         // ignored (single-rank metrics describe rank 0).
         let colls = vec![
-            EtColl {
-                kind: CollKind::AllReduce,
-                bytes: 400,
-                elem_size: None,
-                seq: None,
-                group: None,
-                group_name: None,
-            },
-            EtColl {
-                kind: CollKind::AllToAll,
-                bytes: 60,
-                elem_size: None,
-                seq: None,
-                group: None,
-                group_name: None,
-            },
-            EtColl {
-                kind: CollKind::AllReduce,
-                bytes: 600,
-                elem_size: None,
-                seq: None,
-                group: None,
-                group_name: None,
-            },
+            EtColl::sized(CollKind::AllReduce, 400),
+            EtColl::sized(CollKind::AllToAll, 60),
+            EtColl::sized(CollKind::AllReduce, 600),
         ];
         let et = |rank, colls| EtRank {
             rank,

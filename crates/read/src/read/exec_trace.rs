@@ -331,14 +331,7 @@ mod tests {
                     group_name: None,
                 },
                 // Elements of 2 and 8 bytes: no one element size.
-                EtColl {
-                    kind: CollKind::AllToAll,
-                    bytes: 60,
-                    elem_size: None,
-                    seq: None,
-                    group: None,
-                    group_name: None,
-                },
+                EtColl::sized(CollKind::AllToAll, 60),
             ]
         );
         let bad = read(&b"{\"nodes\": ["[..], Path::new("et.json")).unwrap_err();
