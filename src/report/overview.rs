@@ -156,9 +156,9 @@ pub fn write_text(doc: &Value, out: &mut dyn Write) -> io::Result<()> {
     let s = |v: &Value| v.as_str().unwrap_or("").to_owned();
     writeln!(
         out,
-        "Run        {} · {} ranks · {} GPU ops",
+        "Run        {} · {} · {} GPU ops",
         s(&doc["trace"]),
-        doc["ranks"],
+        crate::human::plural(doc["ranks"].as_u64().unwrap_or(0) as usize, "rank", "ranks"),
         doc["gpu_ops"]
     )?;
     writeln!(

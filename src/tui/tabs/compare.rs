@@ -203,11 +203,11 @@ pub(crate) fn render(
     }
     let name = |d: &Data| d.trace.source.display().to_string();
     let head = format!(
-        "A {} ({} ranks) vs B {} ({} ranks) · {} · changes beyond {:.1}% coloured",
+        "A {} ({}) vs B {} ({}) · {} · changes beyond {:.1}% coloured",
         name(&pair.a),
-        pair.a.trace.ranks.len(),
+        crate::human::plural(pair.a.trace.ranks.len(), "rank", "ranks"),
         name(&pair.b),
-        pair.b.trace.ranks.len(),
+        crate::human::plural(pair.b.trace.ranks.len(), "rank", "ranks"),
         state.view.title(),
         pair.threshold * 100.0
     );

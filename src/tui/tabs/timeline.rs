@@ -1018,11 +1018,11 @@ fn render_info(
         Span::styled("cursor ", theme.dim()),
         Span::styled(human_tick(state.cursor - origin, col), theme.cursor()),
         Span::raw(format!(
-            "{step} · view {} – {} ({} wide) · {} lanes{clocks}",
+            "{step} · view {} – {} ({} wide) · {}{clocks}",
             human_tick(state.view.start - origin, col),
             human_tick(state.view.end - origin, col),
             human(state.view.len()),
-            lanes.len()
+            crate::human::plural(lanes.len(), "lane", "lanes")
         )),
     ]));
     let under = lanes.get(state.lane).map(|lane| {
