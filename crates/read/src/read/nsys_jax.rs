@@ -461,6 +461,10 @@ fn assemble(
     let by_id: HashMap<i64, &Range> = ranges.iter().map(|r| (r.id, r)).collect();
     // The dumped program a range ran in: its nearest module range's.
     let program_of = |r: &Range| {
+        // Most archives keep no dumps: no walk up for every range then.
+        if dumps.is_empty() {
+            return None;
+        }
         let mut p = r.parent;
         let mut depth = 0;
         while let (Some(id), true) = (p, depth < 64) {
