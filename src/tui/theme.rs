@@ -47,12 +47,14 @@ impl Shade {
 
     /// The glyph drawn for a fully busy cell: without colour the kind is told
     /// by its glyph; with colour every kind is a full block in its colour, so
-    /// a cell's height alone reads as how busy it was.
+    /// a cell's height alone reads as how busy it was, except waiting, which
+    /// is hatched: a hue alone is lost in themes that draw two reds alike.
     pub(crate) fn full_glyph(self, theme: Theme) -> &'static str {
-        if theme.color && self != Self::Idle {
-            "█"
-        } else {
-            self.glyph()
+        match self {
+            Self::Idle => self.glyph(),
+            _ if !theme.color => self.glyph(),
+            Self::Wait => "▒",
+            _ => "█",
         }
     }
 
@@ -97,9 +99,10 @@ impl Theme {
             Shade::Idle => Style::new(),
             Shade::Compute => self.fg(Color::Blue),
             Shade::Comm => self.fg(Color::LightRed),
-            Shade::Wait => self.fg(Color::Red),
+            // Amber, not a second red: many themes draw red and bright red alike.
+            Shade::Wait => self.fg(Color::Yellow),
             Shade::Overlap => self.fg(Color::Magenta),
-            Shade::Memory => self.fg(Color::Yellow),
+            Shade::Memory => self.fg(Color::Gray),
             Shade::CpuOp => self.fg(Color::Cyan),
             Shade::Runtime => self.fg(Color::Green),
         }

@@ -207,17 +207,28 @@ pub(crate) fn draw_names(
             continue;
         }
         // One column of the op's own shade stays on each side.
-        let room = usize::from(cols - 2);
-        let at = Rect::new(r.x + first + 1, r.y, cols - 2, 1);
-        // With colour, the name is written on the bar's own colour, so the
-        // bar reads as one piece; without, over the lane as text.
-        let shades: Vec<Color> = (at.x..at.right())
-            .map(|x| buf.cell((x, at.y)).map_or(Color::Reset, |c| c.fg))
+        let text = Line::styled(fit(name, usize::from(cols - 2)), theme.title());
+        // Only the cells the name covers change: the bar after it keeps its
+        // glyphs and colours (recolouring them drew busy time black).
+        let at = Rect::new(r.x + first + 1, r.y, (text.width() as u16).min(cols - 2), 1);
+        let under: Vec<(bool, Color)> = (at.x..at.right())
+            .map(|x| {
+                buf.cell((x, at.y))
+                    .map_or((false, Color::Reset), |c| (c.symbol() == "█", c.fg))
+            })
             .collect();
-        Line::styled(fit(name, room), theme.title()).render(at, buf);
-        for (x, bg) in (at.x..at.right()).zip(shades) {
-            if let (Some(cell), true) = (buf.cell_mut((x, at.y)), bg != Color::Reset) {
-                cell.set_style(Style::new().fg(Color::Black).bg(bg));
+        text.render(at, buf);
+        // With colour, a letter on a full cell is written on the bar's own
+        // colour, so the bar reads as one piece; on a partly filled cell in
+        // the bar's colour; without colour, as text over the lane.
+        for (x, (full, shade)) in (at.x..at.right()).zip(under) {
+            let style = match (full, shade) {
+                (_, Color::Reset) => continue,
+                (true, c) => Style::new().fg(Color::Black).bg(c),
+                (false, c) => Style::new().fg(c),
+            };
+            if let Some(cell) = buf.cell_mut((x, at.y)) {
+                cell.set_style(style);
             }
         }
     }
@@ -436,6 +447,27 @@ mod tests {
         assert_eq!(drawn(&lane, view, 4, 1, Theme::default()), vec!["█ ▄ "]);
     }
 
+    #[test]
+    fn waiting_differs_from_communication_in_hue_and_pattern() {
+        // [0, 100) communication after every rank arrived, [100, 200) waiting
+        // for the last one: two columns of 100 ns.
+        let mut lane = duty_lane(Ns::ZERO, Ns(100), 0);
+        lane.comm = cov(&[(Ns::ZERO, Ns(200))]);
+        lane.busy = cov(&[(Ns::ZERO, Ns(200))]);
+        lane.wait = cov(&[(Ns(100), Ns(200))]).into();
+        let view = Interval::new(Ns::ZERO, Ns(200));
+        let theme = Theme::default();
+        let mut buf = Buffer::empty(Rect::new(0, 0, 2, 1));
+        let area = buf.area;
+        draw_lane(&lane, view, area, None, theme, &mut buf);
+        assert_eq!(row(&buf, 0), "█▒");
+        let (comm, wait) = (buf[(0, 0)].fg, buf[(1, 0)].fg);
+        assert_eq!((comm, wait), (Color::LightRed, Color::Yellow));
+        // Neither is a red the other could pass for.
+        assert!(![Color::Red, Color::LightRed].contains(&wait));
+        assert_eq!(drawn(&lane, view, 2, 1, Theme::mono()), vec!["░╌"]);
+    }
+
     fn row(buf: &Buffer, y: u16) -> String {
         (0..buf.area.width).map(|x| buf[(x, y)].symbol()).collect()
     }
@@ -468,6 +500,33 @@ mod tests {
         );
         // An op running past the view is named within what is visible.
         assert_eq!(named(&[(Ns(130), Ns(900), "long")]), "              long  ");
+    }
+
+    #[test]
+    fn a_name_leaves_the_rest_of_its_bar_in_colour() {
+        // A communication op busy over all 20 columns (1 row, colour), named
+        // "ncclKernel": the name covers columns 1..=10; every other cell keeps
+        // the full block in the communication colour, none turns black.
+        let mut lane = duty_lane(Ns::ZERO, Ns(100), 0);
+        lane.comm = cov(&[(Ns::ZERO, Ns(200))]);
+        lane.busy = cov(&[(Ns::ZERO, Ns(200))]);
+        let view = Interval::new(Ns::ZERO, Ns(200));
+        let theme = Theme::default();
+        let mut buf = Buffer::empty(Rect::new(0, 0, 20, 1));
+        let area = buf.area;
+        draw_lane(&lane, view, area, None, theme, &mut buf);
+        let mut ops = vec![(Ns::ZERO, Ns(200), "ncclKernel".to_owned())];
+        draw_names(&mut ops, view, area, theme, &mut buf);
+        assert_eq!(row(&buf, 0), "█ncclKernel█████████");
+        let comm = theme.shade(Shade::Comm).fg.expect("a colour");
+        for x in 0..20 {
+            let c = &buf[(x, 0)];
+            if (1..=10).contains(&x) {
+                assert_eq!((c.fg, c.bg), (Color::Black, comm), "letter at {x}");
+            } else {
+                assert_eq!((c.fg, c.bg), (comm, Color::Reset), "bar at {x}");
+            }
+        }
     }
 
     #[test]
