@@ -9,15 +9,18 @@ use serde_json::{json, Value};
 
 use super::{About, Row};
 use crate::derive::RankRow;
+use crate::metrics::pace::Pace;
 use crate::metrics::ranks::{Basis, Verdict};
 use crate::metrics::Ctx;
 use crate::model::time::{human, Ns};
 
 /// The metrics the headline verdicts are made of, in the Summary's order.
-pub(crate) const HEADLINE: [&str; 6] = [
+pub(crate) const HEADLINE: [&str; 8] = [
+    "iteration_time_s",
     "avg_step_time",
     "communication_fraction",
     "exposed_comm_time_s",
+    "comm_wait_fraction",
     "compute_comm_overlap",
     "aggregate_gpu_utilization",
     "unclassified_fraction",
@@ -75,6 +78,37 @@ pub(crate) fn straggler(v: &Verdict) -> Value {
     }
 }
 
+/// Which side sets the pace of the steps, as data and as the sentence the
+/// Summary shows; null without steps.
+fn pace(rows: &[RankRow], xpu: &str) -> Value {
+    let Some(p) = Pace::of(rows) else {
+        return Value::Null;
+    };
+    let sentence = p.sentence(xpu);
+    match p {
+        Pace::DeviceBound {
+            ranks,
+            device,
+            cpu,
+            ahead,
+            ..
+        } => json!({
+            "bound": "device",
+            "ranks": ranks,
+            "device_step_ns": device.get(),
+            "cpu_step_ns": cpu.get(),
+            "cpu_ahead_ns": ahead.get(),
+            "sentence": sentence,
+        }),
+        Pace::HostBound { idle } => {
+            json!({"bound": "host", "device_idle_share": idle, "sentence": sentence})
+        }
+        Pace::Even { busy } => {
+            json!({"bound": "neither", "device_busy_share": busy, "sentence": sentence})
+        }
+    }
+}
+
 /// The mean of the ranks' rows (its `rank` unused), as the Summary's
 /// budget shows it.
 pub(crate) fn mean_row(rows: &[RankRow]) -> RankRow {
@@ -95,6 +129,7 @@ pub(crate) fn mean_row(rows: &[RankRow]) -> RankRow {
         caused: avg(|r| r.caused),
         last: 0,
         matched: 0,
+        ahead: None,
     }
 }
 
@@ -143,6 +178,7 @@ pub fn to_json(ctx: &Ctx, rows: &[Row], verdict: &Verdict, warnings: &[String]) 
         "warnings": warnings.iter().take(WARNINGS).collect::<Vec<_>>(),
         "warnings_left_out": warnings.len().saturating_sub(WARNINGS),
         "headline": headline,
+        "pace": pace(ranks, about.accelerator),
         "straggler": straggler(verdict),
         "budget": {
             "covers": "per measured step, device side, mean over the ranks",
@@ -189,6 +225,9 @@ pub fn write_text(doc: &Value, out: &mut dyn Write) -> io::Result<()> {
             },
         };
         writeln!(out, "{:<27} {value}", s(&m["name"]))?;
+    }
+    if let Some(p) = doc["pace"]["sentence"].as_str() {
+        writeln!(out, "{:<27} {p}", "pace")?;
     }
     writeln!(
         out,

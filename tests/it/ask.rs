@@ -174,7 +174,7 @@ fn overview_agrees(path: &std::path::Path) {
             .unwrap()
     };
     let headline = o["headline"].as_array().unwrap();
-    assert_eq!(headline.len(), 6, "{p}");
+    assert_eq!(headline.len(), 8, "{p}");
     for h in headline {
         let want = by_name(h["name"].as_str().unwrap());
         assert_eq!(h["value"], want["value"], "{p}: {}", h["name"]);

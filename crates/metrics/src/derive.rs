@@ -391,6 +391,11 @@ pub struct RankRow {
     /// measured steps.
     pub last: usize,
     pub matched: usize,
+    /// How far the device runs behind the CPU at the end of a step: the end
+    /// of the last op launched in the step − the end of the step's CPU
+    /// range, averaged over the measured steps that launched any (positive:
+    /// the CPU runs ahead); `None` without steps.
+    pub ahead: Option<Ns>,
 }
 
 impl RankRow {
@@ -457,9 +462,19 @@ fn rank_rows(
                 caused: w.caused / n,
                 last: w.last,
                 matched: w.ops,
+                ahead: s.step_hulls.as_deref().and_then(|h| ahead(t, h)),
             }
         })
         .collect()
+}
+
+/// See [`RankRow::ahead`]; `hulls` indexed like `t.steps`.
+fn ahead(t: &RankTimeline, hulls: &[Option<Interval>]) -> Option<Ns> {
+    let leads: Vec<Ns> = t
+        .measured()
+        .filter_map(|i| Some(hulls.get(i).copied().flatten()?.end - t.steps.get(i)?.end))
+        .collect();
+    (!leads.is_empty()).then(|| leads.iter().copied().sum::<Ns>() / leads.len() as i64)
 }
 
 /// The device-side extent of each measured step (see `RankTimeline::measured`):

@@ -13,6 +13,7 @@ pub mod hang;
 pub mod kernel;
 pub mod memory;
 pub mod outcome;
+pub mod pace;
 pub mod phases;
 pub mod plausible;
 pub mod ranks;
@@ -148,6 +149,33 @@ pub static METRICS: &[Metric] = &[
         about: "mean step duration (ProfilerStep ranges; in a serving trace without them, vLLM/SGLang engine steps; in an XLA trace, the device runs of the program run repeatedly that takes most of the time, such as jit_train_step) per rank over the measured steps (with 3 or more steps the first, warm-up, and the last, which runs until the profiler stops, are left out, as CCL-Bench does; --all-steps keeps them), averaged over ranks",
         needs: &[Steps],
         compute: steps::avg_step_time,
+    },
+    Metric {
+        name: "iteration_time_s",
+        unit: Unit::Seconds,
+        group: Group::Time,
+        better: Better::Lower,
+        about: "the step time the run sustains: per rank the longer of its mean CPU step (avg_step_time) and its mean device step (device_step_time_s), averaged over ranks; above avg_step_time when the device lags and the CPU runs ahead (the note says which side sets the pace)",
+        needs: &[Steps, Kernels],
+        compute: pace::iteration_time,
+    },
+    Metric {
+        name: "device_step_time_s",
+        unit: Unit::Seconds,
+        group: Group::Time,
+        better: Better::Lower,
+        about: "device-side step: first start to last end of the device ops launched in each measured step, per rank, averaged",
+        needs: &[Steps, Kernels],
+        compute: pace::device_step_time,
+    },
+    Metric {
+        name: "cpu_ahead_s",
+        unit: Unit::Seconds,
+        group: Group::Time,
+        better: Better::Neither,
+        about: "how far the CPU runs ahead of the device: end of the last device op launched in a step - end of the step's CPU range, over the measured steps, per rank, averaged (negative: the device finished first and waits for the CPU)",
+        needs: &[Steps, Kernels],
+        compute: pace::cpu_ahead,
     },
     Metric {
         name: "coll_call_num",

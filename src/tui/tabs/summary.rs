@@ -11,6 +11,7 @@ use ratatui::widgets::{Paragraph, Widget, Wrap};
 
 use crate::derive::RankRow;
 use crate::human;
+use crate::metrics::pace::Pace;
 use crate::metrics::{Group, Metric, Outcome};
 use crate::model::time::human;
 use crate::model::Ns;
@@ -40,6 +41,7 @@ impl SummaryState {
         let n = shown(data, self.show_na).len();
         let page = usize::from(area.height.saturating_sub(DETAIL).max(1));
         let last = n.saturating_sub(1);
+        let was_last = self.selected == last;
         if let Some(to) = moved(self.selected, &action, page, last) {
             self.selected = to;
             if action == Action::Home {
@@ -57,7 +59,7 @@ impl SummaryState {
             return;
         }
         // Keep the selected row on screen.
-        let (_, rows) = lines(data, Theme::mono(), area.width, self);
+        let (text, rows) = lines(data, Theme::mono(), area.width, self);
         let body = body_height(area);
         if let Some(&line) = rows.get(self.selected) {
             let line = line as u16;
@@ -66,6 +68,20 @@ impl SummaryState {
             } else if line >= self.scroll + body {
                 self.scroll = line + 1 - body;
             }
+        }
+        // Below the last metric are the warnings and the inputs: End shows
+        // them, and moving on past the last metric scrolls to them.
+        let bottom = u16::try_from(text.len())
+            .unwrap_or(u16::MAX)
+            .saturating_sub(body);
+        let further = match action {
+            Action::End => Some(bottom),
+            Action::Down | Action::ScrollDown { .. } if was_last => Some(self.scroll + 1),
+            Action::PageDown if was_last => Some(self.scroll.saturating_add(body)),
+            _ => None,
+        };
+        if let Some(to) = further {
+            self.scroll = to.min(bottom).max(self.scroll);
         }
     }
 }
@@ -378,7 +394,6 @@ fn verdicts(data: &Data, theme: Theme, width: usize, out: &mut Vec<Line<'static>
             None => Err("not computed".into()),
         }
     };
-    let or_why = |r: Result<String, String>| r.unwrap_or_else(|why| format!("n/a: {why}"));
     out.push(Line::raw(""));
     out.push(Line::styled("Verdicts", theme.title()));
     let xpu = data.trace.accelerator();
@@ -390,8 +405,16 @@ fn verdicts(data: &Data, theme: Theme, width: usize, out: &mut Vec<Line<'static>
         (Ok(share), Err(_)) => format!("{share} of {xpu} time"),
         (Err(why), _) => format!("n/a: {why}"),
     };
+    // Waiting for late ranks is communication time spent on nothing: say
+    // how much of it that is.
+    let comm = match value("comm_wait_fraction") {
+        Ok(wait) if !comm.starts_with("n/a") => {
+            format!("{comm}; {wait} of it waiting for late ranks")
+        }
+        _ => comm,
+    };
     let items = [
-        ("step time", or_why(value("avg_step_time"))),
+        ("step time", step_time(data, &value)),
         ("communication", comm),
         (
             "overlap",
@@ -420,6 +443,21 @@ fn verdicts(data: &Data, theme: Theme, width: usize, out: &mut Vec<Line<'static>
             Span::styled(format!("  {k:<14}"), theme.key()),
             Span::raw(fit(&v, width.saturating_sub(16))),
         ]));
+    }
+}
+
+/// The step the run sustains and which side sets its pace: the device's
+/// step when the device lags and the CPU runs ahead, the CPU's otherwise.
+fn step_time(data: &Data, value: &dyn Fn(&str) -> Result<String, String>) -> String {
+    let xpu = data.trace.accelerator();
+    let Ok(step) = value("iteration_time_s") else {
+        return value("avg_step_time").unwrap_or_else(|why| format!("n/a: {why}"));
+    };
+    match Pace::of(&data.ranks) {
+        Some(p @ (Pace::DeviceBound { .. } | Pace::HostBound { .. })) => {
+            format!("{step} · {}", p.sentence(xpu))
+        }
+        _ => step,
     }
 }
 

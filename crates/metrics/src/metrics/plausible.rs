@@ -63,9 +63,10 @@ fn bound_broken(m: &Metric, v: f64) -> Option<String> {
         } else {
             "a share cannot exceed 100 %; the trace's times are inconsistent".into()
         }),
-        // A fitted constant (Hockney's α, a fit's residual) may come out
-        // below zero; a measured duration cannot.
-        Unit::Seconds if v < -EPS && !m.name.starts_with("hockney_") => {
+        // A fitted constant (Hockney's α, a fit's residual) or a difference
+        // of times (how far the CPU runs ahead) may come out below zero; a
+        // measured duration cannot.
+        Unit::Seconds if v < -EPS && !m.name.starts_with("hockney_") && m.name != "cpu_ahead_s" => {
             Some("a duration cannot be negative; the trace's times are inconsistent".into())
         }
         // Copies run at memory speed, collectives at link speed.
