@@ -54,8 +54,17 @@ fn run(cli: &Cli) -> Result<u8> {
     if let Some(out) = &cli.screenshot {
         return tui::screenshot::write(cli, out);
     }
-    // Browsing needs a terminal on both ends; piped, print the metric table.
-    let interactive = std::io::stdout().is_terminal() && std::io::stdin().is_terminal();
+    // Browsing needs a terminal on both ends that can draw a screen; piped,
+    // or on a dumb terminal (Emacs shell, some CI logs), print the table.
+    let tty = std::io::stdout().is_terminal() && std::io::stdin().is_terminal();
+    let dumb = std::env::var_os("TERM").is_some_and(|t| t == "dumb");
+    let interactive = tty && !dumb;
+    if tty && dumb && cli.browse() {
+        crate::say!(
+            "ccl-bench: TERM=dumb cannot draw the interactive screen; printing the table \
+             instead (set TERM, e.g. TERM=xterm-256color, to browse)"
+        );
+    }
     if let Some(args) = cli.as_compare() {
         if cli.browse() && interactive && cli.format == crate::cli::Format::Table {
             tui::run(cli.runs(), cli.load_options(), cli.options(), cli.threshold)?;

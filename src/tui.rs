@@ -12,6 +12,7 @@ pub mod paged;
 pub mod pair;
 pub mod registry;
 pub mod screenshot;
+pub mod step_grid;
 pub mod svg;
 pub mod tab;
 pub mod tabs;

@@ -61,6 +61,8 @@ pub enum Action {
     NextRank,
     PrevRank,
     ToggleGrouping,
+    /// What a heatmap's cells show: the next measure.
+    NextMeasure,
     /// Start typing a filter.
     Filter,
     // Text entry (filter, step prompt).

@@ -285,6 +285,13 @@ impl App {
                 Action::SelectTab(t) => {
                     if self.tabs().contains(&t) {
                         self.tab = t;
+                    } else {
+                        // Say why the key did nothing rather than ignore it.
+                        self.notice = Some(format!(
+                            "no {} tab: it needs {}",
+                            t.title(),
+                            t.spec().needs.describe()
+                        ));
                     }
                     return;
                 }

@@ -14,6 +14,7 @@ use crate::model::collectives::{arrivals, Arrivals, Instances, LastStarts};
 use crate::model::{DeviceOp, Interval, Ns, RankTimeline, Trace};
 use crate::session::load::LoadReport;
 pub use crate::tui::lane::{bin_lanes, wait_of, Lane, Shown};
+use crate::tui::step_grid::{Keyed, StepGrid};
 
 pub struct Data {
     pub trace: Trace,
@@ -43,6 +44,8 @@ pub struct Data {
     pub span: Interval,
     /// Who arrives late at collectives, per rank and step.
     pub arrivals: Arrivals,
+    /// Every step of every rank: the steps × ranks heatmap.
+    pub step_grid: StepGrid,
     /// The collectives matched across ranks (a member op finds its own
     /// with `Instances::of_op`, for the Timeline's details).
     pub instances: Instances,
@@ -197,7 +200,25 @@ impl Data {
             .collect();
         let span = trace.ranks.iter().filter_map(|t| t.device_window());
         let span = hull_of(span);
-        Self::assemble(trace, report, common, kernels, per_rank, span, None)
+        // Exposed communication per step needs every op of the rank.
+        let exposed: Option<Vec<Keyed<Ns>>> = trace.ranks.iter().all(|t| !t.comm_only).then(|| {
+            trace
+                .ranks
+                .par_iter()
+                .map(|t| {
+                    let sums = crate::derive::steps::sums(t);
+                    t.step_keys()
+                        .into_iter()
+                        .zip(sums)
+                        .filter(|(_, s)| s.ops > 0)
+                        .map(|(k, s)| (k, s.exposed_comm))
+                        .collect()
+                })
+                .collect()
+        });
+        Self::assemble(
+            trace, report, common, kernels, per_rank, span, None, exposed,
+        )
     }
 
     /// A run the session held in pages (`session::Need::Screen`): its
@@ -261,9 +282,11 @@ impl Data {
             per_rank,
             span,
             Some(paged),
+            None,
         ))
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn assemble(
         trace: Trace,
         report: LoadReport,
@@ -272,6 +295,7 @@ impl Data {
         per_rank: Vec<RankLanes>,
         span: Interval,
         paged: Option<crate::tui::paged::Paged>,
+        exposed: Option<Vec<Keyed<Ns>>>,
     ) -> Self {
         let (mut lanes, mut stream_lanes, mut cpu_lanes) = (Vec::new(), Vec::new(), Vec::new());
         let (mut max_dur, mut hulls) = (Vec::new(), Vec::new());
@@ -294,7 +318,9 @@ impl Data {
                 ]
             })
             .collect();
+        let step_grid = StepGrid::of(&trace, &hulls, exposed.as_deref(), &common.arrivals);
         Self {
+            step_grid,
             memory,
             inputs: report.input_lines(),
             notes: Vec::new(),

@@ -110,8 +110,31 @@ pub(crate) static BINDINGS: &[Binding] = &[
         [Enter],
         "Enter",
         Action::Open,
-        "the rank's step where the others waited longest for it, on the Timeline",
+        "the rank's step under the heatmap's cursor (n/p), else its step where the others waited longest for it, on the Timeline",
         "timeline"
+    ),
+    bind!(
+        STRAGGLERS,
+        [Char('n'), Char(']')],
+        "n ]",
+        Action::NextStep,
+        "heatmap: the next step",
+        "step"
+    ),
+    bind!(
+        STRAGGLERS,
+        [Char('p'), Char('[')],
+        "p [",
+        Action::PrevStep,
+        "heatmap: the previous step"
+    ),
+    bind!(
+        STRAGGLERS,
+        [Char('m')],
+        "m",
+        Action::NextMeasure,
+        "heatmap: step time / exposed comm / wait caused",
+        "measure"
     ),
     bind!(
         COLLECTIVES,
@@ -156,7 +179,7 @@ pub(crate) static BINDINGS: &[Binding] = &[
         [Esc],
         "Esc",
         Action::Back,
-        "cancel: help, prompt, filter, zoom (never quits)"
+        "cancel: help, prompt, filter, the last zoom (never quits)"
     ),
     bind!(
         Global,
@@ -556,7 +579,7 @@ mod tests {
         }
         assert_eq!(
             status_hints(Tab::Stragglers),
-            "Enter timeline  s → sort  S ← reverse"
+            "Enter timeline  n ] step  m measure  s → sort  S ← reverse"
         );
         assert!(status_hints(Tab::Timeline).starts_with("+ zoom  - out"));
         // Number keys follow the registry; past its end they do nothing.

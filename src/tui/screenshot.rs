@@ -13,7 +13,7 @@ use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use super::action::Action;
 use super::app::App;
 use super::svg::buffer_to_svg;
-use super::tabs::{Needs, Tab};
+use super::tabs::Tab;
 use super::theme::Theme;
 use crate::cli::Cli;
 use crate::headless::EXIT_USAGE;
@@ -65,13 +65,11 @@ pub(crate) fn write(cli: &Cli, out: &Path) -> Result<u8> {
         crate::say!("warning: {w}");
     }
     if !app.tabs().contains(&tab) {
-        let needs = match tab.spec().needs {
-            Needs::TwoRuns => "two runs (--trace A B)",
-            Needs::MemorySnapshot => "a CUDA memory snapshot beside the traces",
-            Needs::FlightDumps => "NCCL Flight Recorder dumps beside the traces",
-            Needs::Nothing => "nothing more",
-        };
-        crate::say!("ccl-bench: the {} tab needs {needs}", tab.title());
+        crate::say!(
+            "ccl-bench: the {} tab needs {}",
+            tab.title(),
+            tab.spec().needs.describe()
+        );
         return Ok(EXIT_USAGE);
     }
     app.tab = tab;

@@ -70,6 +70,18 @@ pub(crate) enum Needs {
     TwoRuns,
 }
 
+impl Needs {
+    /// What a run must have for the tab to open, in words.
+    pub(crate) fn describe(self) -> &'static str {
+        match self {
+            Needs::TwoRuns => "two runs (--trace A B)",
+            Needs::MemorySnapshot => "a CUDA memory snapshot beside the traces",
+            Needs::FlightDumps => "NCCL Flight Recorder dumps beside the traces",
+            Needs::Nothing => "nothing more",
+        }
+    }
+}
+
 /// One registered tab.
 pub(crate) struct TabSpec {
     pub tab: Tab,

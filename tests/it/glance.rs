@@ -94,12 +94,14 @@ fn esc_cancels_and_never_quits() {
         ),
         ("", all)
     );
-    // Zoomed timeline: Esc shows the whole trace again.
+    // Zoomed timeline: Esc walks back to the whole trace.
     a.update(Action::SelectTab(Tab::Timeline));
     let full = a.state::<TimelineState>().unwrap().view;
     a.update(Action::ZoomIn);
     a.update(Action::ZoomIn);
     assert_ne!(a.state::<TimelineState>().unwrap().view, full);
+    // Esc goes back one zoom at a time, then stays on the whole trace.
+    a.update(Action::Back);
     a.update(Action::Back);
     assert!(!a.quit, "Esc on a zoomed timeline must not quit");
     assert_eq!(a.state::<TimelineState>().unwrap().view, full);
@@ -391,8 +393,11 @@ fn summary_opens_on_where_the_time_went() {
     for r in &a.data.ranks {
         assert_eq!(r.budget().iter().sum::<Ns>(), r.span, "rank {}", r.rank);
     }
-    // The selected metric is explained in full at the bottom, at any width.
-    a.update(Action::Down);
+    // The selected metric is explained in full at the bottom, at any width
+    // (past the step figures: iteration, device step, CPU ahead).
+    for _ in 0..4 {
+        a.update(Action::Down);
+    }
     let s = screen(&a);
     assert!(s.contains("wall_time_s = 16.2 ms"), "{s}");
     assert!(s.contains("(CPU and GPU"), "{s}");

@@ -78,14 +78,17 @@ fn epoch_microseconds_keep_their_nanoseconds() {
 /// vLLM's `std::enable_if<(((8)>(0)))&&…, void>::type
 /// vllm::fused_add_rms_norm_kernel<…>(…)` on tracelens/b200: a return type,
 /// and a `>` inside parentheses in its template arguments. It is a norm;
-/// read as unclassified it doubled the unclassified share (7.35 %).
+/// read as unclassified it doubled the unclassified share (7.35 %). Its one
+/// Inductor kernel, `triton_poi_fused_add_bitwise_…_0` (1.984 µs of
+/// 11,665.76 µs of device time), is pointwise: 405.0 - 1.98 µs of
+/// unrecognised time is 3.4546 %.
 #[test]
 fn a_return_type_does_not_hide_the_kernel() {
     let Some(dir) = crate::support::corpus("kineto/tracelens/b200") else {
         return;
     };
     let share = metric(&dir, "unclassified_fraction");
-    assert!((share - 3.4716).abs() < 1e-3, "{share}");
+    assert!((share - 3.4546).abs() < 1e-3, "{share}");
 }
 
 fn metric(dir: &std::path::Path, name: &str) -> f64 {

@@ -770,8 +770,8 @@ fn details_name_the_wait_and_the_last_rank() {
     // Rank 0's all-reduce: 30-60 µs, launched at 6 µs; rank 1's starts at 100 µs.
     for want in [
         "communication Kernel · rank 0 · device 0 · stream 20 · launched in step 1",
-        "start 30.0 µs · duration 30.0 µs · end 60.0 µs",
-        "launched by the CPU at 6.00 µs: 24.0 µs before it started",
+        "start 30 µs · duration 30.0 µs · end 60 µs",
+        "launched by the CPU at 6 µs: 24.0 µs before it started",
         "collective all_reduce · 4.19 MB in · group of 2 \"0\" ranks [0, 1]",
         "matched on 2 ranks: waited 30.0 µs for rank 1 (the last to arrive), transfer 0 ns",
     ] {
@@ -1099,4 +1099,73 @@ fn hang_tab_shows_the_flight_recorder_verdict() {
         "{screen}"
     );
     assert!(screen.contains("never scheduled it:    5"), "{screen}");
+}
+
+/// Steps × ranks on the sample: `p` puts the cursor on the last step, Enter
+/// opens that rank's step with its figure against its median (rank 0's
+/// steps, from its file: ProfilerStep#3 29,218.24 µs on the CPU, its device
+/// work 29,037.64 µs; the median of 29,218 / 29,271 / 29,281 µs is 29,271);
+/// `m` switches the measure (wait caused, step time, exposed comm).
+#[test]
+fn steps_by_ranks_walks_every_step_and_opens_one() {
+    let mut a = app(sample(), (160, 45));
+    a.update(Action::SelectTab(Tab::Stragglers));
+    // With collectives matched, it opens on who holds the others up.
+    let screen = text_of(&draw(&a));
+    assert!(screen.contains("Steps × ranks: wait caused"), "{screen}");
+    // Each rank's spread at the right: p50, p95, max.
+    assert!(screen.contains("p50       p95       max"), "{screen}");
+    a.update(Action::NextMeasure);
+    assert!(text_of(&draw(&a)).contains("Steps × ranks: step time"));
+    a.update(Action::PrevStep);
+    assert_eq!(a.state::<StragglersState>().unwrap().step, Some(2));
+    a.update(Action::Open);
+    assert_eq!(a.tab, Tab::Timeline);
+    let msg = a.state::<TimelineState>().unwrap().message.clone().unwrap();
+    assert_eq!(
+        msg,
+        "rank 0, step 3: step time 29.2 ms (its median 29.3 ms) (Backspace: back)"
+    );
+    a.update(Action::GoBack);
+    a.update(Action::NextMeasure);
+    let screen = text_of(&draw(&a));
+    assert!(screen.contains("Steps × ranks: exposed comm"), "{screen}");
+}
+
+/// A number key for a tab the run does not have says why.
+#[test]
+fn a_key_for_an_absent_tab_says_what_it_needs() {
+    let mut a = app(sample(), (160, 45));
+    a.update(Action::SelectTab(Tab::Memory));
+    assert_eq!(a.tab, Tab::Summary);
+    let screen = text_of(&draw(&a));
+    assert!(
+        screen.contains("no Memory tab: it needs a CUDA memory snapshot beside the traces"),
+        "{screen}"
+    );
+}
+
+/// Esc on a zoomed Timeline goes back one zoom, then to the whole trace.
+#[test]
+fn esc_walks_back_the_zooms() {
+    let mut a = app(sample(), (160, 45));
+    a.update(Action::SelectTab(Tab::Timeline));
+    let whole = a.state::<TimelineState>().unwrap().view;
+    a.update(Action::ZoomIn);
+    let once = a.state::<TimelineState>().unwrap().view;
+    a.update(Action::ZoomIn);
+    assert!(a.state::<TimelineState>().unwrap().view.len() < once.len());
+    a.update(Action::Back);
+    assert_eq!(a.state::<TimelineState>().unwrap().view, once);
+    a.update(Action::Back);
+    assert_eq!(a.state::<TimelineState>().unwrap().view, whole);
+}
+
+/// End on the Summary reaches the warnings and inputs below the metrics.
+#[test]
+fn summary_end_shows_the_bottom_of_the_tab() {
+    let mut a = app(sample(), (100, 24));
+    a.update(Action::End);
+    let screen = text_of(&draw(&a));
+    assert!(screen.contains("Inputs: "), "{screen}");
 }

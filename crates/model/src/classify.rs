@@ -233,7 +233,7 @@ pub const RULES: &[Rule] = &[
     rule(
         KernelClass::Gemm,
         "matrix multiplies and convolutions",
-        r"gemm|cutlass|cublas|matmul|^bmm_|^fc(-|_|$)|wgmma|sm90_xmma|nvjet|triton_mm|^cijk_|hipblaslt|rocblas|convolve|convolution|conv_(fwd|bwd|wrw)",
+        r"gemm|cutlass|cublas|matmul|^bmm_|^fc(-|_|$)|wgmma|sm90_xmma|nvjet|triton_mm|^triton_tem_|^cijk_|hipblaslt|rocblas|convolve|convolution|conv_(fwd|bwd|wrw)",
     ),
     rule(
         KernelClass::Normalization,
@@ -245,15 +245,19 @@ pub const RULES: &[Rule] = &[
         "fused optimizers",
         r"multi_tensor_apply|adam",
     ),
+    // torch.compile (Inductor) names its Triton kernels by kind: `triton_poi_`
+    // pointwise, `triton_per_` / `triton_red_` reductions (persistent or
+    // looped), `triton_tem_` templates (matmul, convolution; attention
+    // templates are caught above by name).
     rule(
         KernelClass::Reduction,
         "reductions and softmax",
-        r"reduce_kernel|sum_kernel|mean_kernel|softmax",
+        r"reduce_kernel|sum_kernel|mean_kernel|softmax|^triton_(per|red)_",
     ),
     rule(
         KernelClass::Elementwise,
         "elementwise",
-        r"elementwise|vectorized|unrolled|pointwise",
+        r"elementwise|vectorized|unrolled|pointwise|^triton_poi_",
     ),
 ];
 
@@ -784,6 +788,13 @@ mod tests {
             Other
         );
         assert_eq!(k("triton_red_fused_rms_norm_0"), Normalization);
+        // Inductor's kinds.
+        assert_eq!(k("triton_poi_fused__to_copy_add_mul_5"), Elementwise);
+        assert_eq!(k("triton_per_fused__log_softmax_sum_7"), Reduction);
+        assert_eq!(k("triton_red_fused_sum_12"), Reduction);
+        assert_eq!(k("triton_tem_fused_addmm_3"), Gemm);
+        assert_eq!(k("triton_tem_fused_flex_attention_0"), Attention);
+        assert_eq!(k("triton_per_fused_native_layer_norm_2"), Normalization);
         assert_eq!(
             k("void at::native::vectorized_elementwise_kernel<4>"),
             Elementwise

@@ -326,9 +326,31 @@ pub fn human_tick(ns: Ns, step: Ns) -> String {
     format!("{sign}{whole}.{} {}", &digits[..decimals], unit.1)
 }
 
+/// A point in time precise to a tenth of `dur` (at least 1 ns), so that the
+/// start and end of an op `dur` long read apart: `11.4001 ms` and
+/// `11.4025 ms` for a 2.4 µs op, not `11.4 ms` twice.
+pub fn human_at(ns: Ns, dur: Ns) -> String {
+    let mut step = Ns(1);
+    while step.get() <= i64::MAX / 1000 && step * 100 <= dur {
+        step = step * 10;
+    }
+    human_tick(ns, step)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn points_read_apart_at_their_op_s_scale() {
+        // A 2.4 µs op 11.4 ms in: to 100 ns.
+        assert_eq!(human_at(Ns(11_400_120), Ns(2_400)), "11.4001 ms");
+        assert_eq!(human_at(Ns(11_402_520), Ns(2_400)), "11.4025 ms");
+        // A 3 ms op: to 100 µs.
+        assert_eq!(human_at(Ns(11_400_120), Ns(3_000_000)), "11.4 ms");
+        // Zero-length: to the nanosecond.
+        assert_eq!(human_at(Ns(1_234_567), Ns::ZERO), "1.234567 ms");
+    }
 
     #[test]
     fn tick_labels_stay_distinct_when_zoomed() {

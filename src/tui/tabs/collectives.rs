@@ -104,16 +104,28 @@ impl CollectivesState {
         self.selected = self.selected.min(self.shown.len().saturating_sub(1));
     }
 
-    /// The selected instance on the Timeline: every member's op in view, the
-    /// cursor where the last member started, on the lane of the member that
-    /// waited longest.
+    /// The selected instance on the Timeline (in the grouped view, the
+    /// group's instance with the most waiting, the one to look at first):
+    /// every member's op in view, the cursor where the last member started,
+    /// on the lane of the member that waited longest.
     fn open(&self, data: &Data) -> Option<Jump> {
-        if self.grouped {
-            return None;
-        }
-        let r = data
-            .collectives
-            .get(*self.shown.get(self.selected)? as usize);
+        let selected = *self.shown.get(self.selected)? as usize;
+        let (id, of_group) = if self.grouped {
+            let g = self.groups.get(selected)?;
+            let of_group = |r: &InstanceRow| {
+                r.kind.map(|k| k.name()) == g.kind.map(|k| k.name())
+                    && r.bytes == g.bytes
+                    && r.group == g.group
+                    && r.size as usize == g.size
+            };
+            let worst = (0..data.collectives.len())
+                .filter(|&i| of_group(&data.collectives.get(i)))
+                .max_by_key(|&i| (data.collectives.get(i).wait, std::cmp::Reverse(i)))?;
+            (worst, Some(g.count))
+        } else {
+            (selected, None)
+        };
+        let r = data.collectives.get(id);
         let longest = r
             .members(&data.trace, &data.instances)
             .max_by_key(|m| m.wait)?;
@@ -127,10 +139,11 @@ impl CollectivesState {
             span: crate::model::Interval::new(r.start - pad, r.end + pad),
             cursor: last_start,
             why: format!(
-                "{} #{} in group {}: {} members, rank {} last by {} (Backspace: back)",
+                "{} #{} in group {}{}: {} members, rank {} last by {} (Backspace: back)",
                 r.kind.map_or("collective", |k| k.name()),
                 r.seq,
                 group_text(r.role, r.group),
+                of_group.map_or(String::new(), |n| format!(", the most waiting of its {n}")),
                 r.size,
                 r.last_rank,
                 human(r.last_by)
@@ -334,7 +347,9 @@ pub(crate) fn render(
         by_role.push(Span::raw(format!(" {text}")));
     }
     Line::from(by_role).render(Rect::new(area.x, area.y + 1, area.width, 1), buf);
-    let origin = rows.iter().map(|r| r.start).min().unwrap_or(Ns::ZERO);
+    // Times since the first op of the trace, as the Timeline's ruler and `d`
+    // give them, so a start read here is found there.
+    let origin = data.span.start;
     let kind = |k: Option<crate::model::CollKind>| k.map_or("?", |k| k.name());
     // Only the rows on screen are made: a run has millions of collectives
     // (made each frame, every row took 0.3 GB and its time to format).

@@ -7,7 +7,7 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::Widget;
+use ratatui::widgets::{Paragraph, Widget, Wrap};
 
 use crate::metrics::breakdown::{merged_table, Grouping, KernelRow};
 use crate::model::time::human;
@@ -303,13 +303,23 @@ fn compare(a: &KernelRow, b: &KernelRow, column: usize) -> Ordering {
     }
 }
 
-/// The table below the one-line title.
+/// Rows under the table for the selected row's full name (the table cuts
+/// names in the middle, which can hide what tells two variants apart).
+fn footer_h(area: Rect) -> u16 {
+    if area.height >= 10 {
+        2
+    } else {
+        0
+    }
+}
+
+/// The table below the one-line title, above the footer.
 fn table_area(area: Rect) -> Rect {
     Rect::new(
         area.x,
         area.y + 1,
         area.width,
-        area.height.saturating_sub(1),
+        area.height.saturating_sub(1 + footer_h(area)),
     )
 }
 
@@ -388,6 +398,7 @@ pub(crate) fn render(
             }
         })
         .collect();
+    let table = table_area(area);
     Table {
         columns: &COLUMNS,
         rows,
@@ -395,7 +406,17 @@ pub(crate) fn render(
         sort: Some(state.sort),
         theme,
     }
-    .render(table_area(area), buf);
+    .render(table, buf);
+    let footer = Rect::new(area.x, table.bottom(), area.width, footer_h(area));
+    let selected = state.shown.get(state.selected).map(|&i| &state.rows[i]);
+    if let (Some(r), true) = (selected, footer.height > 0) {
+        Paragraph::new(Line::from(vec![
+            Span::styled("▸ ", theme.key()),
+            Span::raw(crate::safe::text(&r.name).into_owned()),
+        ]))
+        .wrap(Wrap { trim: false })
+        .render(footer, buf);
+    }
 }
 
 pub(crate) const TAB: TabSpec = TabSpec {

@@ -14,10 +14,11 @@ use crate::metrics::ranks::Verdict;
 use crate::model::time::{human, Ns};
 use crate::tui::action::Action;
 use crate::tui::data::Data;
+use crate::tui::step_grid::Measure;
 use crate::tui::tabs::{Jump, Needs, TabCtx, TabSpec, TabView};
 use crate::tui::theme::Theme;
-use crate::tui::widgets::bar;
-use crate::tui::widgets::table::{self, col, Column, Hit, Row, Table};
+use crate::tui::widgets::table::{self, col, offset, Column, Hit, Row, Table};
+use crate::tui::widgets::{bar, fit};
 
 const COLUMNS: [Column; 10] = [
     col("rank", 5, true),
@@ -41,6 +42,10 @@ pub struct StragglersState {
     pub selected: usize,
     /// Indices into `Data::ranks` in sort order.
     pub order: Vec<usize>,
+    /// The heatmap's step column under the cursor (`n`/`p`), if moved.
+    pub step: Option<usize>,
+    /// What the heatmap's cells show (`m`).
+    pub measure: Measure,
     /// Where Enter asked the Timeline to go.
     jump: Option<Jump>,
 }
@@ -51,6 +56,13 @@ impl StragglersState {
             sort: (0, false),
             selected: 0,
             order: (0..data.ranks.len()).collect(),
+            step: None,
+            // Who holds the others up first, where collectives tell it.
+            measure: if data.arrivals.collectives > 0 {
+                Measure::Caused
+            } else {
+                Measure::Step
+            },
             jump: None,
         };
         s.resort(data);
@@ -81,11 +93,28 @@ impl StragglersState {
                 self.sort = (c, c > 0);
             }
             Action::ReverseSort => self.sort.1 = !self.sort.1,
+            Action::NextStep | Action::PrevStep => {
+                let n = data.step_grid.steps.len();
+                self.step = match (self.step, action == Action::NextStep) {
+                    _ if n == 0 => None,
+                    (None, true) => Some(0),
+                    (None, false) => Some(n - 1),
+                    (Some(k), true) => Some((k + 1).min(n - 1)),
+                    (Some(k), false) => Some(k.saturating_sub(1)),
+                };
+                return;
+            }
+            Action::NextMeasure => {
+                self.measure = self.measure.next();
+                return;
+            }
             Action::Open => {
-                self.jump = self
-                    .order
-                    .get(self.selected)
-                    .and_then(|&ri| step_of(data, ri));
+                let ri = self.order.get(self.selected).copied();
+                self.jump = match (ri, self.step) {
+                    (Some(ri), Some(k)) => step_jump(data, ri, k, self.measure),
+                    (Some(ri), None) => step_of(data, ri),
+                    _ => None,
+                };
                 return;
             }
             Action::Click { col, row } => {
@@ -103,8 +132,9 @@ impl StragglersState {
                     Some(Hit::Row(i)) => self.selected = i,
                     None => {
                         // A heatmap cell: that rank's step on the Timeline.
-                        if let Some((ri, k)) = heatmap_cell(data, area, col, row) {
-                            self.jump = step_jump(data, ri, k);
+                        if let Some((ri, k)) = self.heatmap_cell(data, area, col, row) {
+                            self.step = Some(k);
+                            self.jump = step_jump(data, ri, k, self.measure);
                             return;
                         }
                     }
@@ -117,41 +147,88 @@ impl StragglersState {
 }
 
 /// Rows above the heatmap's first rank row, and columns before its first
-/// step cell (`r12   `), and each cell's width: as `render_heatmap` lays it out.
+/// step cell (`r12   `), each cell's width, and the spread columns' width
+/// at the right: as `render_heatmap` lays it out.
 const HEAT_TOP: u16 = 4;
 const HEAT_LEFT: u16 = 6;
 const HEAT_CELL: u16 = 4;
+/// ` p50 p95 max`: a space and three columns of 9.
+const SPREAD_W: u16 = 30;
 
-/// The (rank index, step column) of the heatmap cell at a click.
-fn heatmap_cell(data: &Data, area: Rect, col: u16, row: u16) -> Option<(usize, usize)> {
-    let t = table_area(area, data.ranks.len());
-    let rest = Rect::new(area.x, t.bottom(), area.width, area.bottom() - t.bottom());
-    if data.arrivals.collectives == 0 || row < rest.y + HEAT_TOP || row >= rest.bottom() {
-        return None;
-    }
-    let ri = usize::from(row - rest.y - HEAT_TOP);
-    let k = usize::from(col.checked_sub(rest.x + HEAT_LEFT)? / HEAT_CELL);
-    (ri < data.arrivals.late.len() && k < data.arrivals.steps.len()).then_some((ri, k))
+/// What the heatmap shows of `data` in `area` (below the table): the first
+/// step column and how many, the first rank row (into the table's order)
+/// and how many.
+struct HeatView {
+    first_col: usize,
+    cols: usize,
+    first_row: usize,
+    rows: usize,
 }
 
-/// Rank `ri` in the heatmap's step column `k`, on the Timeline.
-fn step_jump(data: &Data, ri: usize, k: usize) -> Option<Jump> {
-    let rank = data.trace.ranks.get(ri)?.rank;
-    let (number, occurrence) = *data.arrivals.steps.get(k)?;
-    let s = data
-        .steps
+impl StragglersState {
+    fn heat_view(&self, data: &Data, rest: Rect) -> HeatView {
+        let room = rest.width.saturating_sub(HEAT_LEFT + SPREAD_W) / HEAT_CELL;
+        let cols = usize::from(room).min(data.step_grid.steps.len());
+        let first_col = match self.step {
+            Some(k) if cols > 0 && k >= cols => k + 1 - cols,
+            _ => 0,
+        };
+        let rows = usize::from(rest.height.saturating_sub(HEAT_TOP)).min(self.order.len());
+        HeatView {
+            first_col,
+            cols,
+            first_row: offset(self.selected, rows),
+            rows,
+        }
+    }
+
+    /// The (rank index, step column) of the heatmap cell at a click.
+    fn heatmap_cell(&self, data: &Data, area: Rect, col: u16, row: u16) -> Option<(usize, usize)> {
+        let t = table_area(area, data.ranks.len());
+        let rest = Rect::new(area.x, t.bottom(), area.width, area.bottom() - t.bottom());
+        let v = self.heat_view(data, rest);
+        let y = usize::from(row.checked_sub(rest.y + HEAT_TOP)?);
+        let x = usize::from(col.checked_sub(rest.x + HEAT_LEFT)? / HEAT_CELL);
+        if y >= v.rows || x >= v.cols {
+            return None;
+        }
+        let ri = *self.order.get(v.first_row + y)?;
+        Some((ri, v.first_col + x))
+    }
+}
+
+/// The step of the heatmap's column `k`.
+fn step_at(data: &Data, k: usize) -> Option<&crate::tui::data::StepSpan> {
+    let (number, occurrence) = *data.step_grid.steps.get(k)?;
+    data.steps
         .iter()
-        .find(|s| s.number == number && s.occurrence == occurrence)?;
-    let caused = data.arrivals.late.get(ri)?.get(k).copied().flatten();
-    let why = match caused {
-        Some(w) if w > Ns::ZERO => format!(
-            "rank {rank}, {}: the others waited {} for it here (Backspace: back)",
+        .find(|s| s.number == number && s.occurrence == occurrence)
+}
+
+/// Rank `ri` in the heatmap's step column `k`, on the Timeline, with the
+/// cell's figure against the rank's median.
+fn step_jump(data: &Data, ri: usize, k: usize, measure: Measure) -> Option<Jump> {
+    let rank = data.trace.ranks.get(ri)?.rank;
+    let s = step_at(data, k)?;
+    let cell = data
+        .step_grid
+        .cells(measure)
+        .get(ri)?
+        .get(k)
+        .copied()
+        .flatten();
+    let why = match (cell, data.step_grid.spread(measure, ri)) {
+        (Some(v), Some(sp)) => format!(
+            "rank {rank}, {}: {} {} (its median {}) (Backspace: back)",
             s.label(),
-            crate::model::time::human(w)
+            measure.name(),
+            human(v),
+            human(sp.p50)
         ),
         _ => format!(
-            "rank {rank}, {}: it kept no one waiting (Backspace: back)",
-            s.label()
+            "rank {rank}, {}: no {} here (Backspace: back)",
+            s.label(),
+            measure.name()
         ),
     };
     Some(Jump {
@@ -161,6 +238,22 @@ fn step_jump(data: &Data, ri: usize, k: usize) -> Option<Jump> {
         cursor: s.span.start,
         why,
     })
+}
+
+/// Rank `ri` in step column `k` on the Timeline, saying how long the others
+/// waited for it there.
+fn caused_jump(data: &Data, ri: usize, k: usize) -> Option<Jump> {
+    let mut j = step_jump(data, ri, k, Measure::Caused)?;
+    let rank = data.trace.ranks.get(ri)?.rank;
+    let label = step_at(data, k)?.label();
+    j.why = match data.arrivals.late.get(ri)?.get(k).copied().flatten() {
+        Some(w) if w > Ns::ZERO => format!(
+            "rank {rank}, {label}: the others waited {} for it here (Backspace: back)",
+            human(w)
+        ),
+        _ => format!("rank {rank}, {label}: it kept no one waiting (Backspace: back)"),
+    };
+    Some(j)
 }
 
 /// Rank `ri`'s step where the others waited longest for it; without any
@@ -174,7 +267,7 @@ fn step_of(data: &Data, ri: usize) -> Option<Jump> {
             .filter(|&(_, w)| w > Ns::ZERO)
             .max_by_key(|&(k, w)| (w, std::cmp::Reverse(k)))
     });
-    if let Some(j) = worst.and_then(|(k, _)| step_jump(data, ri, k)) {
+    if let Some(j) = worst.and_then(|(k, _)| caused_jump(data, ri, k)) {
         return Some(j);
     }
     let (span, why) = match data.steps.first() {
@@ -229,76 +322,96 @@ fn heat(frac: f64) -> &'static str {
     }
 }
 
-fn render_heatmap(data: &Data, theme: Theme, area: Rect, buf: &mut Buffer) {
-    let a = &data.arrivals;
-    if area.height < 3 || a.collectives == 0 {
-        if area.height > 1 && a.collectives == 0 {
-            Line::styled(
-                "No collective is matched across ranks: no arrival heatmap",
-                theme.dim(),
-            )
-            .render(Rect::new(area.x, area.y + 1, area.width, 1), buf);
-        }
+/// Steps × ranks: every step of every rank (rows in the table's order) in
+/// the chosen measure, outliers marked, each rank's spread at the right.
+fn render_heatmap(
+    state: &StragglersState,
+    data: &Data,
+    theme: Theme,
+    area: Rect,
+    buf: &mut Buffer,
+) {
+    let g = &data.step_grid;
+    let m = state.measure;
+    if area.height < 2 {
         return;
     }
-    let max = a
-        .late
+    let mut lines = vec![Line::raw("")];
+    if g.steps.is_empty() {
+        lines.push(Line::styled(
+            "No steps: no steps × ranks heatmap (it needs ProfilerStep ranges or repeated XLA programs)",
+            theme.dim(),
+        ));
+        return draw_lines(lines, area, buf);
+    }
+    let cells = g.cells(m);
+    let max = cells
         .iter()
         .flatten()
         .flatten()
         .copied()
         .max()
         .unwrap_or(Ns::ZERO);
-    let mut lines = vec![Line::raw("")];
-    // The verdict's rank, so the heatmap and the headline name the same one.
-    let who = match data.verdict {
-        Verdict::Straggler { rank, .. } => data.trace.ranks.iter().position(|t| t.rank == rank),
-        _ => None,
-    };
     lines.push(Line::from(vec![
-        Span::styled("Who the others wait for ", theme.title()),
+        Span::styled(format!("Steps × ranks: {} ", m.name()), theme.title()),
         Span::raw(format!(
-            "rank x step: the others' waiting charged to the rank, summed over them (darker = longer; max {}). ",
+            "({}; darker = longer, max {}; ! = an outlier of its rank) · m measure · n/p step · Enter: on the Timeline",
+            m.about(),
             human(max)
         )),
     ]));
-    match who.and_then(|w| Some((w, data.trace.ranks.get(w)?))) {
-        Some((w, t)) => lines.push(Line::styled(
-            format!(
-                "rank {} started last at {} of {} matched collectives, by a median {} after the others",
-                t.rank,
-                a.last[w],
-                a.collectives,
-                human(a.last_by[w])
-            ),
-            theme.alert(),
-        )),
-        None => lines.push(match &data.verdict {
-            // The cells are the raw charges; the verdict says why they
-            // name no one.
-            Verdict::Unknown { why, .. } => Line::styled(
-                format!("unknown ({why}): the cells are not a verdict"),
-                theme.key(),
-            ),
-            Verdict::NoStraggler(why) => Line::styled(format!("no straggler: {why}"), theme.dim()),
-            _ => Line::styled("no rank stands out", theme.dim()),
-        }),
+    lines.push(who_line(data, theme));
+    if let Some(why) = g.missing(m) {
+        lines.push(Line::styled(format!("{}: {why}", m.name()), theme.dim()));
+        return draw_lines(lines, area, buf);
     }
-    let cols = a.steps.len();
+    let v = state.heat_view(data, area);
     let cell = usize::from(HEAT_CELL);
     let mut head = String::from("step  ");
-    for &(number, k) in &a.steps {
+    for &(number, k) in g.steps.iter().skip(v.first_col).take(v.cols) {
         let label = if k == 0 {
             number.to_string()
         } else {
             format!("{number}'")
         };
-        head += &format!("{label:<cell$}");
+        head += &fit(&format!("{label:<cell$}"), cell);
     }
-    lines.push(Line::styled(head, theme.dim()));
-    for (i, row) in a.late.iter().enumerate() {
-        let mut spans = vec![Span::raw(format!("r{:<4} ", data.trace.ranks[i].rank))];
-        for c in row.iter().take(cols) {
+    // The spread sits at the right edge, whatever the columns shown.
+    let used = usize::from(HEAT_LEFT) + v.cols * cell;
+    let pad = usize::from(area.width).saturating_sub(used + usize::from(SPREAD_W));
+    let spread_head = format!("{:>9} {:>9} {:>9}", "p50", "p95", "max");
+    lines.push(Line::from(vec![
+        Span::styled(head, theme.dim()),
+        Span::styled(format!("{:pad$} {spread_head}", ""), theme.dim()),
+    ]));
+    let who = match data.verdict {
+        Verdict::Straggler { rank, .. } => data.trace.ranks.iter().position(|t| t.rank == rank),
+        _ => None,
+    };
+    for (y, &ri) in state
+        .order
+        .iter()
+        .enumerate()
+        .skip(v.first_row)
+        .take(v.rows)
+    {
+        let Some(row) = cells.get(ri) else { continue };
+        let outliers = g.outliers(m, ri);
+        let label_style = if y == state.selected {
+            theme.selected()
+        } else {
+            Style::new()
+        };
+        let mut spans = vec![
+            Span::styled(format!("r{:<4}", data.trace.ranks[ri].rank), label_style),
+            Span::raw(" "),
+        ];
+        let style = if Some(ri) == who {
+            theme.alert()
+        } else {
+            theme.bar()
+        };
+        for (k, c) in row.iter().enumerate().skip(v.first_col).take(v.cols) {
             let g = match c {
                 Some(l) => heat(if max > Ns::ZERO {
                     l.as_f64() / max.as_f64()
@@ -307,15 +420,65 @@ fn render_heatmap(data: &Data, theme: Theme, area: Rect, buf: &mut Buffer) {
                 }),
                 None => " ",
             };
-            let style = if Some(i) == who {
-                theme.alert()
+            let mark = if outliers.get(k).copied().unwrap_or(false) {
+                "!"
             } else {
-                theme.bar()
+                " "
             };
-            spans.push(Span::styled(g.repeat(cell - 1) + " ", style));
+            let mut st = style;
+            if y == state.selected && state.step == Some(k) {
+                st = st.patch(theme.selected());
+            }
+            spans.push(Span::styled(g.repeat(cell - 2) + mark, st));
+            spans.push(Span::raw(" "));
         }
+        let spread = g.spread(m, ri).map_or(String::new(), |sp| {
+            format!(
+                "{:>9} {:>9} {:>9}",
+                human(sp.p50),
+                human(sp.p95),
+                human(sp.max)
+            )
+        });
+        spans.push(Span::raw(format!("{:pad$} {spread}", "")));
         lines.push(Line::from(spans));
     }
+    draw_lines(lines, area, buf);
+}
+
+/// The verdict's late rank and its evidence at collectives, so the heatmap
+/// and the headline name the same one.
+fn who_line(data: &Data, theme: Theme) -> Line<'static> {
+    let a = &data.arrivals;
+    let who = match data.verdict {
+        Verdict::Straggler { rank, .. } => data.trace.ranks.iter().position(|t| t.rank == rank),
+        _ => None,
+    };
+    match who.and_then(|w| Some((w, data.trace.ranks.get(w)?))) {
+        Some((w, t)) if a.collectives > 0 => Line::styled(
+            format!(
+                "rank {} started last at {} of {} matched collectives, by a median {} after the others",
+                t.rank,
+                a.last[w],
+                a.collectives,
+                human(a.last_by[w])
+            ),
+            theme.alert(),
+        ),
+        _ => match &data.verdict {
+            // The cells are the raw figures; the verdict says why they
+            // name no one.
+            Verdict::Unknown { why, .. } => Line::styled(
+                format!("straggler unknown ({why}): the cells are not a verdict"),
+                theme.key(),
+            ),
+            Verdict::NoStraggler(why) => Line::styled(format!("no straggler: {why}"), theme.dim()),
+            _ => Line::styled("no rank stands out", theme.dim()),
+        },
+    }
+}
+
+fn draw_lines(lines: Vec<Line<'static>>, area: Rect, buf: &mut Buffer) {
     for (k, l) in lines.into_iter().enumerate().take(usize::from(area.height)) {
         l.render(Rect::new(area.x, area.y + k as u16, area.width, 1), buf);
     }
@@ -424,7 +587,7 @@ pub(crate) fn render(
     .render(table_area(area, data.ranks.len()), buf);
     let t = table_area(area, data.ranks.len());
     let rest = Rect::new(area.x, t.bottom(), area.width, area.bottom() - t.bottom());
-    render_heatmap(data, theme, rest, buf);
+    render_heatmap(state, data, theme, rest, buf);
 }
 
 pub(crate) const TAB: TabSpec = TabSpec {

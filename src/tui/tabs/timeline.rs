@@ -10,7 +10,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
 use crate::model::classify::bare_name;
-use crate::model::time::{human, human_tick};
+use crate::model::time::{human, human_at, human_tick};
 use crate::model::{Interval, Ns};
 use crate::tui::action::Action;
 use crate::tui::data::{Data, Lane, StepSpan};
@@ -48,7 +48,12 @@ pub struct TimelineState {
     /// A range being marked (its first end) or marked, with its totals.
     pub range: Option<Range>,
     drag: Option<(u16, Interval)>,
+    /// The views zoomed in from, latest last: Esc goes back one.
+    zooms: Vec<Interval>,
 }
+
+/// Zoom levels kept for Esc.
+const ZOOMS: usize = 100;
 
 /// Where the parts of the tab go.
 pub(crate) struct Areas {
@@ -105,6 +110,17 @@ impl TimelineState {
             details: false,
             range: None,
             drag: None,
+            zooms: Vec::new(),
+        }
+    }
+
+    /// Remembers `before` for Esc when the view has narrowed since.
+    fn remember(&mut self, before: Interval) {
+        if self.view.len() < before.len() {
+            if self.zooms.len() == ZOOMS {
+                self.zooms.remove(0);
+            }
+            self.zooms.push(before);
         }
     }
 
@@ -204,6 +220,12 @@ impl TimelineState {
     /// Shows `j` (Enter on another tab's row): its rank's lane (its stream's
     /// with one lane per stream), its range and cursor.
     pub(crate) fn show(&mut self, data: &Data, j: &Jump, area: Rect) {
+        let before = self.view;
+        self.show_jump(data, j, area);
+        self.remember(before);
+    }
+
+    fn show_jump(&mut self, data: &Data, j: &Jump, area: Rect) {
         let width = areas(area, self.pane_rows(data)).lanes.width;
         self.select_lane(data, j.rank_index, j.stream);
         self.set_view(data, j.span.start, j.span.len(), width);
@@ -222,6 +244,14 @@ impl TimelineState {
     }
 
     pub(crate) fn update(&mut self, action: Action, data: &Data, area: Rect) {
+        let before = self.view;
+        self.act(action, data, area);
+        if action != Action::Back {
+            self.remember(before);
+        }
+    }
+
+    fn act(&mut self, action: Action, data: &Data, area: Rect) {
         let a = areas(area, self.pane_rows(data));
         let width = a.lanes.width;
         let ns_per_col = (self.view.len() / i64::from(width.max(1))).max(Ns(1));
@@ -291,8 +321,14 @@ impl TimelineState {
                     },
                 });
             }
-            // Esc undoes the zoom (one level of "cancel"); it never quits.
-            Action::ResetZoom | Action::Back => {
+            // Esc goes back to the view zoomed in from (the whole trace when
+            // none is left); it never quits.
+            Action::Back => {
+                self.view = self.zooms.pop().unwrap_or(data.span);
+                self.step = None;
+            }
+            Action::ResetZoom => {
+                self.zooms.clear();
                 self.view = data.span;
                 self.step = None;
             }
@@ -842,16 +878,17 @@ fn details(data: &Data, lane: &Lane, at: Ns, shift: Ns, width: u16) -> Vec<Line<
         op.device,
         op.stream
     )));
+    let at = |t: Ns| human_at(t - shift - origin, op.dur);
     out.push(Line::raw(format!(
         "start {} · duration {} · end {} (since the first op of the trace)",
-        human(op.start - shift - origin),
+        at(op.start),
         human(op.dur),
-        human(op.end() - shift - origin)
+        at(op.end())
     )));
     if op.launch != op.start {
         out.push(Line::raw(format!(
             "launched by the CPU at {}: {} before it started",
-            human(op.launch - shift - origin),
+            at(op.launch),
             human(op.start - op.launch)
         )));
         if let Some((th, stack)) = launched_from(t, op.launch) {
