@@ -596,6 +596,9 @@ pub struct LoadReport {
     /// The warnings a view acts on, by kind: each with its index in
     /// `warnings`.
     pub shortfalls: Vec<(Shortfall, usize)>,
+    /// The warnings that put a verdict in doubt, by what they doubt: each
+    /// with its index in `warnings` (the Summary shows them under it).
+    pub doubts: Vec<(Doubt, usize)>,
     /// Everything discovery found, read or not (`--inputs`).
     pub inputs: Vec<crate::discover::Input>,
     pub files: Vec<PathBuf>,
@@ -615,7 +618,31 @@ pub enum Shortfall {
     NotRebinned,
 }
 
+/// What a warning puts in doubt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Doubt {
+    /// A file read only in part or with events left out: every figure of
+    /// its rank.
+    Data,
+    /// Ranks missing, guessed or beyond the world size: who waits for whom.
+    Ranks,
+}
+
 impl LoadReport {
+    /// Adds the warning `text`, which puts `what` in doubt.
+    pub(crate) fn doubt(&mut self, what: Doubt, text: String) {
+        self.doubts.push((what, self.warnings.len()));
+        self.warnings.push(text);
+    }
+
+    /// The warnings that put `what` in doubt.
+    pub fn doubts(&self, what: Doubt) -> impl Iterator<Item = &str> {
+        self.doubts
+            .iter()
+            .filter(move |(d, _)| *d == what)
+            .filter_map(|&(_, i)| self.warnings.get(i).map(String::as_str))
+    }
+
     /// Adds the warning `text` of kind `kind`.
     pub(crate) fn warn(&mut self, kind: Shortfall, text: String) {
         self.shortfalls.push((kind, self.warnings.len()));
@@ -1000,7 +1027,9 @@ fn assign_ranks_with<P>(
     let mut unranked = Vec::new();
     for ((name_rank, f), p) in files {
         report.events += f.events;
-        report.warnings.extend(f.warnings);
+        for w in f.warnings {
+            report.doubt(Doubt::Data, w);
+        }
         // A file of several devices (an XSpace, an nsys-jax archive) is one file.
         if report.files.last() != Some(&f.timeline.source) {
             report.files.push(f.timeline.source.clone());
@@ -1039,10 +1068,13 @@ fn assign_ranks_with<P>(
                 [one] => format!("rank {one}"),
                 _ => format!("ranks {}", crate::human::ranks(&ranks)),
             };
-            report.warnings.push(format!(
-                "{}: no rank in distributedInfo or file name; using {which}",
-                source.display()
-            ));
+            report.doubt(
+                Doubt::Ranks,
+                format!(
+                    "{}: no rank in distributedInfo or file name; using {which}",
+                    source.display()
+                ),
+            );
         }
     }
     let sizes: BTreeMap<u32, Vec<u32>> = by_rank.values().fold(BTreeMap::new(), |mut m, (t, _)| {
@@ -1080,7 +1112,7 @@ fn assign_ranks_with<P>(
                 .map(|r| r.to_string())
                 .collect();
             let rest = missing as usize - first.len();
-            report.warnings.push(format!(
+            report.doubt(Doubt::Ranks, format!(
                 "{present} of {world} ranks in the trace (world size {world}); missing: {}{}; cross-rank metrics use the ranks present",
                 first.join(", "),
                 if rest > 0 { format!(" and {rest} more") } else { String::new() }
@@ -1088,7 +1120,7 @@ fn assign_ranks_with<P>(
         }
         let beyond: Vec<&RankTimeline> = by_rank.range(world..).map(|(_, (t, _))| t).collect();
         if let Some(t) = beyond.first() {
-            report.warnings.push(format!(
+            report.doubt(Doubt::Ranks, format!(
                 "{}: rank {} is not below the world size {world} its distributedInfo gives{}; the file is read as that rank",
                 t.source.display(),
                 t.rank,

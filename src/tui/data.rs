@@ -12,13 +12,15 @@ use crate::metrics::ranks::{verdict, Verdict};
 use crate::metrics::{eval_all, Ctx, Metric, Options, Outcome, METRICS};
 use crate::model::collectives::{arrivals, Arrivals, Instances, LastStarts};
 use crate::model::{DeviceOp, Interval, Ns, RankTimeline, Trace};
-use crate::session::load::LoadReport;
+use crate::session::load::{Doubt, LoadReport};
 pub use crate::tui::lane::{bin_lanes, wait_of, Lane, Shown};
 use crate::tui::step_grid::{Keyed, StepGrid};
 
 pub struct Data {
     pub trace: Trace,
     pub warnings: Vec<String>,
+    /// The warnings that put a verdict in doubt, and what they doubt.
+    pub doubts: Vec<(Doubt, String)>,
     /// What was found beside the traces and whether it was read.
     pub inputs: Vec<String>,
     /// How the run is held (in pages, collectives on disk): a line each.
@@ -324,6 +326,11 @@ impl Data {
             memory,
             inputs: report.input_lines(),
             notes: Vec::new(),
+            doubts: report
+                .doubts
+                .iter()
+                .filter_map(|&(d, i)| Some((d, report.warnings.get(i)?.clone())))
+                .collect(),
             warnings: report.warnings,
             files: report.files.len(),
             events: report.events,

@@ -993,6 +993,15 @@ fn collectives_tab_opens_an_instance_on_the_timeline() {
     assert!(a.state::<CollectivesState>().unwrap().grouped);
     let screen = text(draw(&a).buffer());
     assert!(screen.contains("most wait caused by"), "{screen}");
+    // Enter on a group opens its instance with the most waiting (the
+    // example's one all-reduce).
+    a.update(Action::Open);
+    assert_eq!(a.tab, Tab::Timeline);
+    let msg = a.state::<TimelineState>().unwrap().message.clone().unwrap();
+    assert!(
+        msg.starts_with("all_reduce #0") && msg.contains("the most waiting of its 1"),
+        "{msg}"
+    );
 }
 
 /// `c` on the Timeline puts each rank's launching threads above its device
@@ -1168,4 +1177,48 @@ fn summary_end_shows_the_bottom_of_the_tab() {
     a.update(Action::End);
     let screen = text_of(&draw(&a));
     assert!(screen.contains("Inputs: "), "{screen}");
+}
+
+/// A warning that puts a verdict in doubt is on the Summary under it: a
+/// file cut short doubts every figure (under the step time), 2 of a world
+/// of 4 ranks doubt the straggler.
+#[test]
+fn warnings_sit_under_the_verdicts_they_qualify() {
+    let mut ranks = ccl_bench::synth::two_rank_example();
+    for r in &mut ranks {
+        r.world_size = Some(4);
+    }
+    let dir = write_ranks(&ranks);
+    // Rank 1's file loses its last 40 bytes (the end of the event list).
+    let f = dir.path().join("rank1_trace.json");
+    let text = std::fs::read_to_string(&f).unwrap();
+    std::fs::write(&f, &text[..text.len() - 40]).unwrap();
+    let d = load_data(
+        dir.path(),
+        &LoadOptions {
+            align: false,
+            ..LoadOptions::default()
+        },
+        Options::default(),
+        &Progress::default(),
+    )
+    .expect("loads as far as valid");
+    let screen = text_of(&draw(&app(d, (160, 45))));
+    let lines: Vec<&str> = screen.lines().collect();
+    let under = |verdict: &str| {
+        let at = lines
+            .iter()
+            .position(|l| l.trim_start().starts_with(verdict))
+            .unwrap_or_else(|| panic!("{verdict}\n{screen}"));
+        lines[at + 1].trim_start().to_owned()
+    };
+    assert!(
+        under("step time").starts_with("⚠ every figure: ")
+            && under("step time").contains("rank1_trace.json"),
+        "{screen}"
+    );
+    assert!(
+        under("straggler").starts_with("⚠ 2 of 4 ranks in the trace"),
+        "{screen}"
+    );
 }

@@ -15,6 +15,7 @@ use crate::metrics::pace::Pace;
 use crate::metrics::{Group, Metric, Outcome};
 use crate::model::time::human;
 use crate::model::Ns;
+use crate::session::load::Doubt;
 use crate::tui::action::Action;
 use crate::tui::data::Data;
 use crate::tui::tabs::{Needs, TabCtx, TabSpec, TabView};
@@ -443,6 +444,35 @@ fn verdicts(data: &Data, theme: Theme, width: usize, out: &mut Vec<Line<'static>
             Span::styled(format!("  {k:<14}"), theme.key()),
             Span::raw(fit(&v, width.saturating_sub(16))),
         ]));
+        // A warning that puts this verdict in doubt is said under it, not
+        // only at the end of the tab: a file read in part doubts every
+        // figure (said under the first), missing or guessed ranks the
+        // straggler.
+        let doubt = match k {
+            "step time" => Some(Doubt::Data),
+            "straggler" => Some(Doubt::Ranks),
+            _ => None,
+        };
+        let said: Vec<&String> = data
+            .doubts
+            .iter()
+            .filter(|(d, _)| Some(*d) == doubt)
+            .map(|(_, w)| w)
+            .collect();
+        if let Some(first) = said.first() {
+            let more = match said.len() {
+                1 => String::new(),
+                n => format!("1 of {n} (End lists them): "),
+            };
+            let whom = match doubt {
+                Some(Doubt::Data) => "every figure: ",
+                _ => "",
+            };
+            out.push(Line::styled(
+                fit(&format!("{:16}⚠ {more}{whom}{first}", ""), width),
+                theme.alert(),
+            ));
+        }
     }
 }
 
