@@ -63,6 +63,8 @@ pub enum Action {
     ToggleGrouping,
     /// What a heatmap's cells show: the next measure.
     NextMeasure,
+    /// Collectives: transfer time against message size, or the table.
+    TogglePlot,
     /// Start typing a filter.
     Filter,
     // Text entry (filter, step prompt).

@@ -146,6 +146,14 @@ pub(crate) static BINDINGS: &[Binding] = &[
     ),
     bind!(
         COLLECTIVES,
+        [Char('v')],
+        "v",
+        Action::TogglePlot,
+        "transfer time against message size per kind and group role, with the Hockney fit (↑↓ series, Enter the worst fit)",
+        "size plot"
+    ),
+    bind!(
+        COLLECTIVES,
         [Char('c')],
         "c",
         Action::ToggleGrouping,

@@ -1222,3 +1222,52 @@ fn warnings_sit_under_the_verdicts_they_qualify() {
         "{screen}"
     );
 }
+
+/// Collectives `v`: transfer time against size with the series' Hockney
+/// fit. On the tp × dp grid the dp all-reduces move 1 MiB in 30 µs and
+/// 2 MiB in 50 µs: α = 10 µs, 1/β = 1 MiB / 20 µs = 52.4 GB/s, no residual
+/// (so no outlier: Enter opens the slowest transfer, a 2 MiB one).
+#[test]
+fn collectives_size_plot_draws_the_fit() {
+    let dir = write_ranks(&ccl_bench::synth::tp_dp_grid(false));
+    let d = load_data(
+        dir.path(),
+        &LoadOptions {
+            align: false,
+            ..LoadOptions::default()
+        },
+        Options::default(),
+        &Progress::default(),
+    )
+    .expect("loads");
+    let mut a = app(d, (120, 30));
+    a.update(Action::SelectTab(Tab::Collectives));
+    a.update(Action::TogglePlot);
+    let mut screen = text_of(&draw(&a));
+    for _ in 0..4 {
+        if screen.contains("all_reduce dp n2") {
+            break;
+        }
+        a.update(Action::Down);
+        screen = text_of(&draw(&a));
+    }
+    assert!(
+        screen.contains("Transfer time × message size · all_reduce dp n2"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("α 10.0 µs · 1/β 52.4 GB/s · rms 0 ns · 0 beyond 3 rms"),
+        "{screen}"
+    );
+    a.update(Action::Open);
+    assert_eq!(a.tab, Tab::Timeline);
+    let msg = a.state::<TimelineState>().unwrap().message.clone().unwrap();
+    assert!(
+        msg.contains("the slowest transfer of all_reduce dp n2"),
+        "{msg}"
+    );
+    // Back on Collectives, `v` returns to the table.
+    a.update(Action::GoBack);
+    a.update(Action::TogglePlot);
+    assert!(text_of(&draw(&a)).contains("Collectives matched across ranks"));
+}

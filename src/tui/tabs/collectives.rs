@@ -10,6 +10,8 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
+mod bandwidth;
+
 use crate::derive::instances::{grouped, GroupRow, InstanceRow};
 use crate::model::time::{human, Ns};
 use crate::tui::action::Action;
@@ -17,6 +19,7 @@ use crate::tui::data::Data;
 use crate::tui::tabs::{Jump, Needs, TabCtx, TabSpec, TabView};
 use crate::tui::theme::Theme;
 use crate::tui::widgets::table::{self, col, moved, offset, Column, Hit, Row, Table};
+use bandwidth::Plot;
 
 // Who was late comes before the bandwidth: on a narrow terminal the
 // columns on the right are cut first.
@@ -58,6 +61,12 @@ pub struct CollectivesState {
     /// Row order of the view shown: indices into the instances or groups
     /// (4 bytes a collective: rows are numbered in u32 slots).
     pub shown: Vec<u32>,
+    /// Transfer time against size (`v`): the series shown (index into
+    /// `series`) and its points.
+    plot: Option<(usize, Plot)>,
+    series: Vec<(bandwidth::Key, usize)>,
+    /// Why the last key did nothing, for the status line.
+    said: Option<&'static str>,
     jump: Option<Jump>,
 }
 
@@ -69,6 +78,9 @@ impl CollectivesState {
             selected: 0,
             groups: grouped(&data.collectives),
             shown: Vec::new(),
+            plot: None,
+            series: Vec::new(),
+            said: None,
             jump: None,
         };
         s.resort(data);
@@ -125,6 +137,56 @@ impl CollectivesState {
         } else {
             (selected, None)
         };
+        let note = of_group.map_or(String::new(), |n| format!(", the most waiting of its {n}"));
+        jump_to(data, id, &note)
+    }
+
+    /// Shows series `k` on the plot.
+    fn show_series(&mut self, data: &Data, k: usize) {
+        self.plot = self
+            .series
+            .get(k)
+            .map(|(key, _)| (k, Plot::of(&data.collectives, key)));
+    }
+
+    /// In the plot: ↑↓ another series, Enter its worst outlier (else its
+    /// slowest transfer), `v` back to the table.
+    fn update_plot(&mut self, action: Action, data: &Data) {
+        let Some((k, plot)) = &self.plot else { return };
+        let n = self.series.len();
+        match action {
+            Action::Up | Action::ScrollUp { .. } => self.show_series(data, k.saturating_sub(1)),
+            Action::Down | Action::ScrollDown { .. } => {
+                self.show_series(data, (k + 1).min(n.saturating_sub(1)))
+            }
+            Action::Open => {
+                let worst = plot.outliers.first().copied().map(|i| (i, "the worst fit"));
+                let slowest = || {
+                    let &(i, _, _) = plot
+                        .points
+                        .iter()
+                        .max_by_key(|p| (p.2, std::cmp::Reverse(p.0)))?;
+                    Some((i, "the slowest transfer"))
+                };
+                self.jump = worst.or_else(slowest).and_then(|(i, what)| {
+                    jump_to(
+                        data,
+                        i,
+                        &format!(", {what} of {}", bandwidth::name(&plot.key)),
+                    )
+                });
+            }
+            Action::TogglePlot | Action::Back => self.plot = None,
+            _ => {}
+        }
+    }
+}
+
+/// Instance `id` on the Timeline: every member's op in view, the cursor
+/// where the last member started, on the lane of the member that waited
+/// longest; `note` follows the group in the status line.
+fn jump_to(data: &Data, id: usize, note: &str) -> Option<Jump> {
+    {
         let r = data.collectives.get(id);
         let longest = r
             .members(&data.trace, &data.instances)
@@ -143,15 +205,31 @@ impl CollectivesState {
                 r.kind.map_or("collective", |k| k.name()),
                 r.seq,
                 group_text(r.role, r.group),
-                of_group.map_or(String::new(), |n| format!(", the most waiting of its {n}")),
+                note,
                 r.size,
                 r.last_rank,
                 human(r.last_by)
             ),
         })
     }
+}
 
+impl CollectivesState {
     pub(crate) fn update(&mut self, action: Action, data: &Data, area: Rect) {
+        if self.plot.is_some() {
+            return self.update_plot(action, data);
+        }
+        self.said = None;
+        if action == Action::TogglePlot {
+            if self.series.is_empty() {
+                self.series = bandwidth::series(&data.collectives);
+            }
+            self.show_series(data, 0);
+            if self.plot.is_none() {
+                self.said = Some("no size plot: no matched collective has a known size");
+            }
+            return;
+        }
         let page = usize::from(area.height.saturating_sub(3)).max(1);
         let last = self.shown.len().saturating_sub(1);
         if let Some(to) = moved(self.selected, &action, page, last) {
@@ -312,6 +390,9 @@ pub(crate) fn render(
     if area.height == 0 {
         return;
     }
+    if let Some((k, plot)) = &state.plot {
+        return bandwidth::render(plot, *k, state.series.len(), theme, area, buf);
+    }
     let rows = &data.collectives;
     if rows.is_empty() {
         Line::styled(
@@ -442,7 +523,11 @@ impl TabView for CollectivesState {
     }
 
     fn status(&self) -> String {
-        if self.grouped { "grouped" } else { "instances" }.to_owned()
+        match (self.said, &self.plot) {
+            (Some(why), _) => why.to_owned(),
+            (None, Some(_)) => "size plot".to_owned(),
+            (None, None) => if self.grouped { "grouped" } else { "instances" }.to_owned(),
+        }
     }
 
     fn take_jump(&mut self) -> Option<Jump> {

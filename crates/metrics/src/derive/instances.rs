@@ -93,7 +93,7 @@ pub struct InstanceRow<'a> {
 
 impl<'a> InstanceRow<'a> {
     /// Its group's role, or `group NAME` (see [`super::groups::label`]).
-    pub(crate) fn label(&self) -> String {
+    pub fn label(&self) -> String {
         super::groups::label(self.role, self.group)
     }
 
