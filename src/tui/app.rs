@@ -108,10 +108,13 @@ pub fn tab_at(col: u16, tabs: &[Tab], active: Tab, width: u16) -> Option<Tab> {
 impl App {
     pub fn new(data: Arc<Data>, theme: Theme, size: (u16, u16)) -> Self {
         // Dumps alone: their verdict is all there is to show. Beside
-        // profiler traces: say where it is.
+        // profiler traces: say where it is. Memory snapshots alone: their
+        // chart, not a Summary of no device timeline.
         let dumps = !data.trace.flight.is_empty();
+        let snapshots = !data.trace.memory.is_empty();
         let (tab, notice) = match (dumps, data.trace.ranks.is_empty()) {
             (true, true) => (Tab::Hang, None),
+            (false, true) if snapshots => (Tab::Memory, None),
             (true, false) => (
                 Tab::default(),
                 Some(format!(

@@ -587,7 +587,10 @@ fn memory_tab_charts_the_snapshot() {
     for e in std::fs::read_dir(&only).unwrap() {
         std::fs::copy(e.unwrap().path(), renamed.path().join("after_oom.pickle")).unwrap();
     }
-    let a = app(load(renamed.path()), (140, 30));
+    let mut a = app(load(renamed.path()), (140, 30));
+    // Snapshots alone open on their chart.
+    assert_eq!(a.tab, Tab::Memory);
+    a.update(Action::SelectTab(Tab::Summary));
     let screen = text(draw(&a).buffer());
     assert!(
         screen.contains("no device timeline · 1 memory snapshot · 1 file · 511 kB"),
