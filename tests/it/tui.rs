@@ -1029,6 +1029,27 @@ fn cpu_lanes_show_what_launched_each_kernel() {
     }
     a.update(Action::Submit);
     assert_eq!(a.state::<TimelineState>().unwrap().lane, 1);
+    // Its launch (6 µs, on r0 cpu) and its start (30 µs) are marked `◆`,
+    // the launch to the left: the CPU ran 24 µs ahead.
+    let screen = text_of(&draw(&a));
+    let mark = |label: &str| {
+        let line = screen
+            .lines()
+            .find(|l| l.starts_with(label))
+            .unwrap_or_else(|| {
+                panic!(
+                    "{label}
+{screen}"
+                )
+            });
+        line.chars().position(|c| c == '◆')
+    };
+    let (launch, start) = (mark("r0 cpu"), mark("rank 0"));
+    assert!(
+        matches!((launch, start), (Some(l), Some(s)) if l < s),
+        "{launch:?} {start:?}
+{screen}"
+    );
     a.update(Action::ToggleDetails);
     let screen = text_of(&draw(&a));
     assert!(

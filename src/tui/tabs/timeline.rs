@@ -710,7 +710,69 @@ pub(crate) fn render(
             draw_names(&mut named, shown, r, theme, buf);
         }
     }
+    if state.cpu {
+        let rows: Vec<(usize, &Lane)> = visible().copied().enumerate().collect();
+        draw_launch_flow(state, data, (first, &rows), (a.lanes, h), theme, buf);
+    }
     render_info(state, data, theme, a.info, width, buf);
+}
+
+/// With CPU lanes on and the cursor on a kernel: `◆` at its launch on the
+/// launching thread's lane and at its start on the device lane, joined by
+/// `┆` on the rows between (the flow Perfetto draws as an arrow), so how far
+/// the CPU ran ahead reads off the screen. `rows`: the visible lanes with
+/// their row index, the first being lane `first`; `lanes`: their area and
+/// each lane's height.
+fn draw_launch_flow(
+    state: &TimelineState,
+    data: &Data,
+    (first, rows): (usize, &[(usize, &Lane)]),
+    (lanes, h): (Rect, u16),
+    theme: Theme,
+    buf: &mut Buffer,
+) {
+    let Some(&(k_dev, lane)) = rows.iter().find(|(k, _)| first + k == state.lane) else {
+        return;
+    };
+    if lane.cpu.is_some() {
+        return;
+    }
+    let ri = lane.rank_index;
+    let shift = clock_shift(state, data, ri);
+    let Some(op) = data
+        .ops_at(ri, lane.stream, state.cursor + shift)
+        .into_iter()
+        .next()
+    else {
+        return;
+    };
+    let t = &data.trace.ranks[ri];
+    let Some((th, _)) = launched_from(t, op.launch).filter(|_| op.launch != op.start) else {
+        return;
+    };
+    let Some(&(k_cpu, _)) = rows.iter().find(|(_, l)| {
+        l.rank_index == ri && l.thread(&data.trace).is_some_and(|x| std::ptr::eq(x, th))
+    }) else {
+        return;
+    };
+    let view = state.view;
+    let (Some(c_launch), Some(c_start)) = (
+        time_col(view, lanes.width, op.launch - shift),
+        time_col(view, lanes.width, op.start - shift),
+    ) else {
+        return;
+    };
+    let row = |k: usize| lanes.y + k as u16 * h;
+    let mut mark = |x: u16, y: u16, glyph: &str| {
+        if let Some(cell) = buf.cell_mut((lanes.x + x, y)) {
+            cell.set_symbol(glyph).set_style(theme.cursor());
+        }
+    };
+    mark(c_launch, row(k_cpu), "◆");
+    for y in row(k_cpu) + 1..row(k_dev) {
+        mark(c_launch, y, "┆");
+    }
+    mark(c_start, row(k_dev), "◆");
 }
 
 /// A time range marked with `m`: its first end, and once closed its totals.
