@@ -48,11 +48,23 @@ fn sample() -> Data {
     load(Path::new(SAMPLE))
 }
 
+/// A hand-made fixture, not a run: its clocks stay as written.
+fn unaligned(dir: &Path) -> Data {
+    load_data(
+        dir,
+        &LoadOptions {
+            align: false,
+            ..LoadOptions::default()
+        },
+        Options::default(),
+        &Progress::default(),
+    )
+    .expect("loads as far as valid")
+}
+
 fn two_ranks() -> Data {
     let dir = write_ranks(&two_rank_example());
-    let mut d =
-        // A hand-made fixture, not a run: its clocks stay as written.
-        load_data(dir.path(), &LoadOptions { align: false, ..LoadOptions::default() }, Options::default(), &Progress::default()).expect("loads");
+    let mut d = unaligned(dir.path());
     // The temporary directory's name changes every run.
     d.trace.source = "two_ranks".into();
     d
@@ -1217,16 +1229,7 @@ fn warnings_sit_under_the_verdicts_they_qualify() {
     let f = dir.path().join("rank1_trace.json");
     let text = std::fs::read_to_string(&f).unwrap();
     std::fs::write(&f, &text[..text.len() - 40]).unwrap();
-    let d = load_data(
-        dir.path(),
-        &LoadOptions {
-            align: false,
-            ..LoadOptions::default()
-        },
-        Options::default(),
-        &Progress::default(),
-    )
-    .expect("loads as far as valid");
+    let d = unaligned(dir.path());
     let screen = text_of(&draw(&app(d, (160, 45))));
     let lines: Vec<&str> = screen.lines().collect();
     let under = |verdict: &str| {
@@ -1254,16 +1257,7 @@ fn warnings_sit_under_the_verdicts_they_qualify() {
 #[test]
 fn collectives_size_plot_draws_the_fit() {
     let dir = write_ranks(&ccl_bench::synth::tp_dp_grid(false));
-    let d = load_data(
-        dir.path(),
-        &LoadOptions {
-            align: false,
-            ..LoadOptions::default()
-        },
-        Options::default(),
-        &Progress::default(),
-    )
-    .expect("loads");
+    let d = unaligned(dir.path());
     let mut a = app(d, (120, 30));
     a.update(Action::SelectTab(Tab::Collectives));
     a.update(Action::TogglePlot);
