@@ -473,6 +473,7 @@ fn who_line(data: &Data, theme: Theme) -> Line<'static> {
                 theme.key(),
             ),
             Verdict::NoStraggler(why) => Line::styled(format!("no straggler: {why}"), theme.dim()),
+            Verdict::OneRank => Line::styled("one rank: nothing to compare", theme.dim()),
             _ => Line::styled("no rank stands out", theme.dim()),
         },
     }
