@@ -599,3 +599,21 @@ fn inductor_kernels_are_classified_by_their_kind() {
     };
     assert_eq!(metric(&dir, "unclassified_fraction"), 0.0);
 }
+
+/// CPU lanes from an Nsight Systems export (nsys/h100_tiny_transformer, one
+/// process, one GPU), counted in its SQLite: thread 832 made 987 CUDA API
+/// calls, 470 of them launches; thread 769 6,632 calls (274 launches) and
+/// the 128 NVTX ranges; thread 806 launched nothing and has no lane.
+#[test]
+fn nsight_threads_that_launch_are_cpu_lanes() {
+    let Some(dir) = crate::support::corpus("nsys/h100_tiny_transformer") else {
+        return;
+    };
+    let data = crate::tui::load(&dir);
+    let threads: Vec<(u64, u64, usize)> = data.trace.ranks[0]
+        .cpu
+        .iter()
+        .map(|t| (t.tid, t.launches, t.ops.len()))
+        .collect();
+    assert_eq!(threads, [(832, 470, 987), (769, 274, 6_632 + 128)]);
+}

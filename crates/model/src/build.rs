@@ -42,6 +42,8 @@ pub struct TimelineBuilder {
     cpu: std::collections::HashMap<u64, CpuThread>,
     cpu_ops: usize,
     cpu_dropped: u64,
+    /// CPU lanes taken whole from a shared CPU side.
+    threads: Vec<CpuThread>,
 }
 
 /// The most CPU ranges kept for one rank's CPU lanes (128 MiB of them): a
@@ -63,6 +65,9 @@ pub struct SharedCpu {
     launch_time: Ns,
     window: Option<Interval>,
     out_of_range: u64,
+    /// The launching threads' CPU lanes, for the one device that takes them.
+    threads: Vec<CpuThread>,
+    cpu_dropped: u64,
 }
 
 /// The threads that launched device work, busiest first, each sorted with
@@ -99,6 +104,7 @@ impl TimelineBuilder {
             cpu: std::collections::HashMap::new(),
             cpu_ops: 0,
             cpu_dropped: 0,
+            threads: Vec::new(),
         }
     }
 
@@ -318,12 +324,17 @@ impl TimelineBuilder {
             launch_time: t.launch_time,
             window: t.window,
             out_of_range: self.out_of_range,
+            threads: cpu_threads(std::mem::take(&mut self.cpu)),
+            cpu_dropped: self.cpu_dropped,
         }
     }
 
     /// Takes a process's shared CPU side; first, on a fresh builder, so that
-    /// the shared annotations' names have the same ids here.
-    pub fn share(&mut self, cpu: &SharedCpu) {
+    /// the shared annotations' names have the same ids here. Its CPU lanes,
+    /// if it has any, go to the first rank that takes it.
+    pub fn share(&mut self, cpu: &mut SharedCpu) {
+        self.cpu_dropped += std::mem::take(&mut cpu.cpu_dropped);
+        self.threads = std::mem::take(&mut cpu.threads);
         debug_assert!(self.t.strings.is_empty() && self.t.annotations.is_empty());
         self.t.strings = cpu.names.clone();
         self.t.annotations = Arc::clone(&cpu.annotations);
@@ -365,7 +376,11 @@ impl TimelineBuilder {
         // The timeline is kept for the whole run; growth slack is not.
         t.ops.vec_mut().shrink_to_fit();
         sort_ops(&mut t.ops);
-        t.cpu = cpu_threads(std::mem::take(&mut self.cpu));
+        t.cpu = if self.threads.is_empty() {
+            cpu_threads(std::mem::take(&mut self.cpu))
+        } else {
+            std::mem::take(&mut self.threads)
+        };
         let mut warnings = Vec::new();
         if self.cpu_dropped > 0 {
             warnings.push(format!(

@@ -18,7 +18,7 @@ use crate::model::build::{SharedCpu, TimelineBuilder};
 use crate::model::classify::{classify, coll_kind};
 use crate::model::timeline::SourceFormat;
 use crate::model::Slot;
-use crate::model::{Activity, DeviceInfo, DeviceOp, KernelClass, Ns, Work};
+use crate::model::{Activity, CpuKind, DeviceInfo, DeviceOp, KernelClass, Ns, Work};
 
 /// CUPTI copy kinds (`ENUM_CUDA_MEMCPY_OPER`), named as Kineto names them.
 pub(super) fn copy_name(kind: i64) -> &'static str {
@@ -45,6 +45,11 @@ fn step_number(name: &str) -> Option<i64> {
 /// The process id inside an nsys `globalTid`/`globalPid` (bits 24..48).
 pub(super) fn pid(global: i64) -> i64 {
     (global >> 24) & 0xFF_FFFF
+}
+
+/// The thread id in a `globalTid` (its low 24 bits).
+pub(super) fn tid(global: i64) -> u64 {
+    (global & 0xFF_FFFF) as u64
 }
 
 struct Reader<'c> {
@@ -159,6 +164,7 @@ impl Raw {
 /// A CPU-side range (NVTX) or call (runtime), by process.
 pub(super) struct Cpu {
     pub pid: i64,
+    pub tid: u64,
     pub start: Ns,
     pub end: Ns,
     pub name: Arc<str>,
@@ -306,9 +312,11 @@ pub fn read(path: &Path, name_rank: Option<u32>) -> Result<Vec<(Option<u32>, Ran
         r.rows(
             "SELECT globalTid, correlationId, start, end, nameId FROM CUPTI_ACTIVITY_KIND_RUNTIME",
             |row| {
+                let global = row.get::<_, Option<i64>>(0)?.unwrap_or(0);
                 Ok((
                     Cpu {
-                        pid: pid(row.get::<_, Option<i64>>(0)?.unwrap_or(0)),
+                        pid: pid(global),
+                        tid: tid(global),
                         start: Ns(row.get(2)?),
                         end: Ns(row.get(3)?),
                         name: r.text(row.get_ref(4)?).unwrap_or_default(),
@@ -330,8 +338,10 @@ pub fn read(path: &Path, name_rank: Option<u32>) -> Result<Vec<(Option<u32>, Ran
                     .text(row.get_ref(3)?)
                     .or_else(|| r.text(row.get_ref(4).ok()?))
                     .unwrap_or_default();
+                let global = row.get::<_, Option<i64>>(0)?.unwrap_or(0);
                 Ok(Cpu {
-                    pid: pid(row.get::<_, Option<i64>>(0)?.unwrap_or(0)),
+                    pid: pid(global),
+                    tid: tid(global),
                     start: Ns(row.get(1)?),
                     end: Ns(row.get(2)?),
                     name,
@@ -370,27 +380,35 @@ fn rows_of<'a>(of: &HashMap<i64, Vec<&'a Cpu>>, pids: &[i64]) -> Vec<&'a Cpu> {
 }
 
 /// A process's CPU side: NVTX ranges (`ProfilerStep#N` ranges are steps)
-/// and kernel-launch calls.
-fn cpu_side(path: &Path, nvtx: &[&Cpu], runtime: &[&Cpu]) -> SharedCpu {
+/// and kernel-launch calls; with `lanes`, also each launching thread's NVTX
+/// ranges and CUDA API calls as its CPU lane (as the PyTorch profiler's
+/// threads are).
+fn cpu_side(path: &Path, nvtx: &[&Cpu], runtime: &[&Cpu], lanes: bool) -> SharedCpu {
     let mut t = TimelineBuilder::new(path, SourceFormat::Nsys);
     for c in nvtx {
         let Ok(dur) = t.between(c.start, c.end) else {
             continue;
         };
+        let name = t.intern(&c.name);
         match step_number(&c.name) {
             Some(number) => t.push_step(number, c.start, c.start + dur),
-            None => {
-                let name = t.intern(&c.name);
-                t.push_annotation(name, c.start, c.start + dur, false);
-            }
+            None => t.push_annotation(name, c.start, c.start + dur, false),
+        }
+        if lanes {
+            t.push_cpu(c.tid, name, CpuKind::Annotation, c.start, dur, false);
         }
     }
     for c in runtime {
         let Ok(dur) = t.between(c.start, c.end) else {
             continue;
         };
-        if c.name.contains("Launch") {
+        let launch = c.name.contains("Launch");
+        if launch {
             t.launch_call(c.start, dur);
+        }
+        if lanes {
+            let name = t.intern(&c.name);
+            t.push_cpu(c.tid, name, CpuKind::Runtime, c.start, dur, launch);
         }
     }
     t.into_shared()
@@ -427,10 +445,8 @@ pub(super) fn assemble(
     for (c, _) in runtime {
         runtime_of.entry(c.pid).or_default().push(c);
     }
-    let mut shared: HashMap<Vec<i64>, SharedCpu> = HashMap::new();
-    let mut out = Vec::new();
-    for (index, (device, ops)) in by_device.into_iter().enumerate() {
-        // One device: every process's CPU side is its own.
+    // One device: every process's CPU side is its own.
+    let pids_of = |ops: &[Raw]| {
         let mut pids: Vec<i64> = if several {
             ops.iter().map(|o| o.pid).collect()
         } else {
@@ -438,8 +454,26 @@ pub(super) fn assemble(
         };
         pids.sort_unstable();
         pids.dedup();
+        pids
+    };
+    // CPU lanes go with a set of processes only one device has: a process
+    // driving several GPUs would otherwise copy its threads to each.
+    let mut devices_of: HashMap<Vec<i64>, usize> = HashMap::new();
+    for ops in by_device.values() {
+        *devices_of.entry(pids_of(ops)).or_default() += 1;
+    }
+    let mut shared: HashMap<Vec<i64>, SharedCpu> = HashMap::new();
+    let mut out = Vec::new();
+    for (index, (device, ops)) in by_device.into_iter().enumerate() {
+        let pids = pids_of(&ops);
+        let lanes = devices_of.get(&pids) == Some(&1);
         let cpu = shared.entry(pids).or_insert_with_key(|pids| {
-            cpu_side(path, &rows_of(&nvtx_of, pids), &rows_of(&runtime_of, pids))
+            cpu_side(
+                path,
+                &rows_of(&nvtx_of, pids),
+                &rows_of(&runtime_of, pids),
+                lanes,
+            )
         });
         let mut t = TimelineBuilder::new(path, SourceFormat::Nsys);
         t.share(cpu);
@@ -508,6 +542,7 @@ mod tests {
     fn a_process_cpu_side_is_shared_by_its_devices() {
         let cpu = |pid, start, name: &str| Cpu {
             pid,
+            tid: 10 + pid as u64,
             start,
             end: start + Ns(5),
             name: name.into(),
@@ -529,14 +564,16 @@ mod tests {
         let mut nvtx: Vec<Cpu> = (0..2_000).map(|i| cpu(1, Ns(i * 10), "forward")).collect();
         nvtx.push(Cpu {
             pid: 1,
+            tid: 11,
             start: Ns::ZERO,
             end: Ns(50_000),
             name: "ProfilerStep#4".into(),
         });
         nvtx.push(cpu(2, Ns(7), "backward"));
-        let runtime: Vec<(Cpu, i64)> = (0..200)
+        let mut runtime: Vec<(Cpu, i64)> = (0..200)
             .map(|d| (cpu(1, Ns(900), "cudaLaunchKernel"), d))
             .collect();
+        runtime.push((cpu(2, Ns(950), "cudaLaunchKernel"), 200));
         let files = assemble(Path::new("x.sqlite"), None, raw, &runtime, &nvtx, &[]);
         assert_eq!(files.len(), 201);
         let first = &files[0].1.timeline;
@@ -556,6 +593,27 @@ mod tests {
         assert_eq!(other.annotations.len(), 1);
         assert_eq!(other.name(other.annotations[0].name), "backward");
         assert!(other.steps.is_empty());
+        // CPU lanes: the process driving 200 GPUs keeps none (each rank
+        // would copy them); the one-GPU process has its launching thread
+        // 12, its NVTX range and its launch call on it, the launch found
+        // where its kernel names it.
+        assert!(files[..200].iter().all(|(_, f)| f.timeline.cpu.is_empty()));
+        let th = &other.cpu;
+        assert_eq!(th.len(), 1);
+        assert_eq!((th[0].tid, th[0].launches, th[0].ops.len()), (12, 1, 2));
+        let kinds: Vec<(CpuKind, &str)> = th[0]
+            .ops
+            .iter()
+            .map(|o| (o.kind, other.name(o.name)))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                (CpuKind::Annotation, "backward"),
+                (CpuKind::Runtime, "cudaLaunchKernel")
+            ]
+        );
+        assert_eq!(other.ops[0].launch, Ns(950));
     }
 
     #[test]
@@ -572,5 +630,6 @@ mod tests {
     fn process_ids_from_global_ids() {
         // globalTid = (vm << 56) | (pid << 24) | tid.
         assert_eq!(pid((1 << 56) | (4242 << 24) | 17), 4242);
+        assert_eq!(tid((1 << 56) | (4242 << 24) | 17), 17);
     }
 }

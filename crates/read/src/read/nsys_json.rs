@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
-use super::nsys::{assemble, copy_name, pid, Cpu, Raw};
+use super::nsys::{assemble, copy_name, pid, tid, Cpu, Raw};
 use super::split::Splitter;
 use super::RankFile;
 use crate::error::Error;
@@ -283,6 +283,7 @@ pub fn read(
                 runtime.push((
                     Cpu {
                         pid: pid(p.global_tid.0.unwrap_or(0)),
+                        tid: tid(p.global_tid.0.unwrap_or(0)),
                         start: Ns(start),
                         end: Ns(end),
                         name: name(p.name).unwrap_or_default(),
@@ -298,6 +299,7 @@ pub fn read(
                     events += 1;
                     nvtx.push(Cpu {
                         pid: pid(n.global_tid.0.unwrap_or(0)),
+                        tid: tid(n.global_tid.0.unwrap_or(0)),
                         start: Ns(start),
                         end: Ns(end),
                         name: n
