@@ -384,10 +384,7 @@ fn render_heatmap(
         Span::styled(head, theme.dim()),
         Span::styled(format!("{:pad$} {spread_head}", ""), theme.dim()),
     ]));
-    let who = match data.verdict {
-        Verdict::Straggler { rank, .. } => data.trace.ranks.iter().position(|t| t.rank == rank),
-        _ => None,
-    };
+    let who = straggler_index(data);
     for (y, &ri) in state
         .order
         .iter()
@@ -446,14 +443,20 @@ fn render_heatmap(
     draw_lines(lines, area, buf);
 }
 
+/// The rank index of the verdict's straggler, so the heatmap and the
+/// headline name the same one.
+fn straggler_index(data: &Data) -> Option<usize> {
+    match data.verdict {
+        Verdict::Straggler { rank, .. } => data.trace.ranks.iter().position(|t| t.rank == rank),
+        _ => None,
+    }
+}
+
 /// The verdict's late rank and its evidence at collectives, so the heatmap
 /// and the headline name the same one.
 fn who_line(data: &Data, theme: Theme) -> Line<'static> {
     let a = &data.arrivals;
-    let who = match data.verdict {
-        Verdict::Straggler { rank, .. } => data.trace.ranks.iter().position(|t| t.rank == rank),
-        _ => None,
-    };
+    let who = straggler_index(data);
     match who.and_then(|w| Some((w, data.trace.ranks.get(w)?))) {
         Some((w, t)) if a.collectives > 0 => Line::styled(
             format!(
