@@ -617,3 +617,29 @@ fn nsight_threads_that_launch_are_cpu_lanes() {
         .collect();
     assert_eq!(threads, [(832, 470, 987), (769, 274, 6_632 + 128)]);
 }
+
+/// What is live at the allocation peak of memory/h100_tiny_transformer, by
+/// where it was allocated, replayed independently from the pickle's
+/// `device_traces` (peak after its 519th allocator event): 72,146,952 B
+/// from `g.py:12 step`, 12,636,160 B from `g.py:14 step`, 42,994,696 B with
+/// no Python frame (the autograd engine's), 33,554,432 of it cuBLAS's
+/// workspace.
+#[test]
+fn memory_peak_names_where_its_bytes_were_allocated() {
+    let Some(dir) = crate::support::corpus("memory/h100_tiny_transformer") else {
+        return;
+    };
+    let data = crate::tui::load(&dir);
+    let sites = &data.trace.memory[0].peak_sites;
+    let bytes = |at: &str| sites.iter().find(|s| s.0 == at).map(|s| s.1);
+    assert_eq!(
+        sites[0],
+        ("g.py:12 step".to_owned(), 72_146_952),
+        "{sites:?}"
+    );
+    assert_eq!(bytes("g.py:14 step"), Some(12_636_160));
+    assert_eq!(
+        bytes("C++ at::cuda::setWorkspaceForHandle"),
+        Some(33_554_432)
+    );
+}

@@ -37,18 +37,63 @@ pub struct MemoryTimeline {
     /// Allocations and completed frees in the recorded history.
     pub allocs: u64,
     pub frees: u64,
+    /// At the allocation peak, the bytes live by the code that allocated
+    /// them (`model.py:45 forward`), largest first, at most [`PEAK_SITES`];
+    /// bytes allocated before the history began have no site and are not
+    /// among them.
+    pub peak_sites: Vec<(String, i64)>,
+}
+
+/// Allocation sites kept for the peak.
+pub const PEAK_SITES: usize = 5;
+
+/// An allocator event, for what is live at a moment: an allocation of
+/// `size` bytes at `addr` from site `site`, or the completed free of the
+/// block at `addr`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Block {
+    Alloc { addr: u64, size: i64, site: u32 },
+    Free { addr: u64 },
+}
+
+/// The bytes live after `events`, by site, largest first (then by site).
+/// A free of a block allocated before them changes nothing here.
+pub fn live_by_site(events: &[Block]) -> Vec<(u32, i64)> {
+    let mut live: std::collections::HashMap<u64, (i64, u32)> = Default::default();
+    for e in events {
+        match *e {
+            Block::Alloc { addr, size, site } => {
+                live.insert(addr, (size, site));
+            }
+            Block::Free { addr } => {
+                live.remove(&addr);
+            }
+        }
+    }
+    let mut by: std::collections::HashMap<u32, i64> = Default::default();
+    for (size, site) in live.into_values() {
+        *by.entry(site).or_default() += size;
+    }
+    let mut out: Vec<(u32, i64)> = by.into_iter().collect();
+    out.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    out
 }
 
 impl MemoryTimeline {
     /// The sample with the most allocated bytes (the first of equals).
     pub fn peak_allocated(&self) -> Option<MemSample> {
-        self.samples.iter().copied().reduce(|best, s| {
-            if s.allocated > best.allocated {
-                s
-            } else {
-                best
+        self.samples.get(self.peak_index()?).copied()
+    }
+
+    /// The index of [`Self::peak_allocated`] in `samples`.
+    pub fn peak_index(&self) -> Option<usize> {
+        let mut best: Option<(usize, i64)> = None;
+        for (i, s) in self.samples.iter().enumerate() {
+            if best.is_none_or(|(_, b)| s.allocated > b) {
+                best = Some((i, s.allocated));
             }
-        })
+        }
+        best.map(|(i, _)| i)
     }
 
     pub fn peak_reserved(&self) -> Option<i64> {
@@ -111,5 +156,32 @@ mod tests {
             Some((3, 130, 300))
         );
         assert_eq!(t.peak_reserved(), Some(300));
+    }
+
+    #[test]
+    fn live_bytes_by_site() {
+        // Site 0 allocates 80 at a, site 1 50 at b, site 0 20 at c; a is
+        // freed, and a block from before the history at z.
+        let ev = [
+            Block::Alloc {
+                addr: 1,
+                size: 80,
+                site: 0,
+            },
+            Block::Alloc {
+                addr: 2,
+                size: 50,
+                site: 1,
+            },
+            Block::Alloc {
+                addr: 3,
+                size: 20,
+                site: 0,
+            },
+            Block::Free { addr: 1 },
+            Block::Free { addr: 99 },
+        ];
+        assert_eq!(live_by_site(&ev[..3]), vec![(0, 100), (1, 50)]);
+        assert_eq!(live_by_site(&ev), vec![(1, 50), (0, 20)]);
     }
 }

@@ -155,6 +155,17 @@ fn header(
             m.frees
         ));
     }
+    if !m.peak_sites.is_empty() {
+        let sites: Vec<String> = m
+            .peak_sites
+            .iter()
+            .map(|(at, bytes)| format!("{} {at}", crate::human::bytes(*bytes as u64)))
+            .collect();
+        facts.push(format!(
+            "live at the peak, by where it was allocated: {}",
+            sites.join(" · ")
+        ));
+    }
     out.extend(facts.into_iter().map(|f| Line::raw(fit(&f, w))));
     out
 }

@@ -1,42 +1,139 @@
 //! CUDA memory snapshots (`torch.cuda.memory._dump_snapshot`): a pickled dict
 //! with `segments` (the allocator's state) and `device_traces` (its recent
-//! history). Read with serde-pickle into plain structs: no pickle code runs, and
-//! class references are refused rather than resolved.
+//! history). Read with the project's data-only pickle decoder (`pickle_tree`):
+//! no pickle code runs, class references are refused, and a frame dict the
+//! pickle shares between events (PyTorch writes each once) is read where it
+//! is named rather than copied.
 
 use std::path::Path;
 
-use serde::Deserialize;
-
+use super::pickle_tree::{Tree, V};
 use crate::error::Error;
-use crate::model::memory::{replay, MemState, MemoryTimeline};
+use crate::model::memory::{live_by_site, replay, Block, MemState, MemoryTimeline, PEAK_SITES};
 
-#[derive(Deserialize)]
 struct Snapshot {
     segments: Vec<Segment>,
-    #[serde(default)]
     device_traces: Vec<Vec<Event>>,
 }
 
-#[derive(Deserialize)]
 struct Segment {
-    #[serde(default)]
     device: i64,
     total_size: i64,
-    #[serde(default)]
     allocated_size: i64,
-    #[serde(default)]
     active_size: i64,
-    #[serde(default)]
     requested_size: i64,
 }
 
-#[derive(Deserialize)]
 struct Event {
     action: String,
-    #[serde(default)]
     size: i64,
-    #[serde(default)]
     time_us: Option<i64>,
+    addr: Option<u64>,
+    /// Where it was allocated (see [`site`]), for allocations.
+    site: Option<String>,
+}
+
+struct Frame<'a> {
+    name: &'a str,
+    filename: &'a str,
+    line: i64,
+}
+
+/// The snapshot's fields from its decoded pickle: a dict with `segments`
+/// (a list) and, when history was recorded, `device_traces`.
+fn snapshot(t: &Tree) -> Result<Snapshot, String> {
+    let root = t.root.ok_or("an empty pickle")?;
+    let Some(segs @ V::List(_)) = t.get(root, "segments") else {
+        return Err("no `segments` list".into());
+    };
+    let int = |v: V, key: &str| t.get(v, key).and_then(V::int).unwrap_or(0);
+    let segments = t
+        .list(segs)
+        .iter()
+        .map(|&g| Segment {
+            device: int(g, "device"),
+            total_size: int(g, "total_size"),
+            allocated_size: int(g, "allocated_size"),
+            active_size: int(g, "active_size"),
+            requested_size: int(g, "requested_size"),
+        })
+        .collect();
+    let device_traces = t
+        .get(root, "device_traces")
+        .map(|d| t.list(d))
+        .unwrap_or_default()
+        .iter()
+        .map(|&dev| {
+            t.list(dev)
+                .iter()
+                .map(|&e| {
+                    let action = t.get(e, "action").and_then(V::str).unwrap_or_default();
+                    let site = (action == "alloc").then(|| {
+                        let frames: Vec<Frame> = t
+                            .get(e, "frames")
+                            .map(|f| t.list(f))
+                            .unwrap_or_default()
+                            .iter()
+                            .map(|&f| Frame {
+                                name: t.get(f, "name").and_then(V::str).unwrap_or_default(),
+                                filename: t.get(f, "filename").and_then(V::str).unwrap_or_default(),
+                                line: int(f, "line"),
+                            })
+                            .collect();
+                        site(&frames)
+                    });
+                    Event {
+                        action: action.to_owned(),
+                        size: int(e, "size"),
+                        time_us: t.get(e, "time_us").and_then(V::int),
+                        addr: t
+                            .get(e, "addr")
+                            .and_then(V::int)
+                            .and_then(|a| u64::try_from(a).ok()),
+                        site,
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    Ok(Snapshot {
+        segments,
+        device_traces,
+    })
+}
+
+/// Where an allocation was made, as a person looks for it: the innermost
+/// Python frame outside PyTorch itself (`model.py:45 forward`), else the
+/// innermost Python frame, else (the autograd engine's C++-only stacks) the
+/// innermost C++ function past the allocator's own (`C++
+/// at::native::structured_sum_out::impl`).
+fn site(frames: &[Frame]) -> String {
+    let py = |f: &&Frame| f.filename.ends_with(".py");
+    let own = |f: &&Frame| !f.filename.contains("/torch/") && !f.filename.contains("\\torch\\");
+    let f = frames
+        .iter()
+        .filter(py)
+        .find(own)
+        .or_else(|| frames.iter().find(py));
+    if let Some(f) = f {
+        let file = f.filename.rsplit(['/', '\\']).next().unwrap_or(f.filename);
+        return format!("{file}:{} {}", f.line, f.name);
+    }
+    // The stack capture and the caching allocator come first in every stack.
+    const ALLOCATOR: [&str; 5] = [
+        "unwind",
+        "CapturedTraceback",
+        "gather_with_cpp",
+        "Allocator",
+        "empty",
+    ];
+    frames
+        .iter()
+        .find(|f| !ALLOCATOR.iter().any(|a| f.name.contains(a)))
+        .map_or_else(
+            || "no stack recorded".to_owned(),
+            |f| format!("C++ {}", crate::model::classify::bare_name(f.name)),
+        )
 }
 
 /// Reads one snapshot. The device with the most history is the rank's (a
@@ -52,7 +149,8 @@ pub fn read(bytes: &[u8], path: &Path) -> Result<(MemoryTimeline, Vec<String>), 
             "a pickle that cannot be decoded within bounds: {why}"
         ))
     })?;
-    let snap: Snapshot = serde_pickle::from_slice(bytes, serde_pickle::DeOptions::new().replace_recursive_structures())
+    let snap = super::pickle_tree::decode(bytes)
+        .and_then(|t| snapshot(&t))
         .map_err(|e| {
             not(format!(
                 "not a CUDA memory snapshot (torch.cuda.memory._dump_snapshot pickle with `segments`): {e}"
@@ -94,6 +192,10 @@ pub fn read(bytes: &[u8], path: &Path) -> Result<(MemoryTimeline, Vec<String>), 
     }
     let (mut allocs, mut frees) = (0, 0);
     let mut last_t = 0;
+    // Allocation sites, each named once.
+    let mut sites: Vec<String> = Vec::new();
+    let mut site_ids: std::collections::HashMap<String, u32> = Default::default();
+    let mut blocks: Vec<Option<Block>> = Vec::new();
     let deltas: Vec<(i64, i64, i64)> = history
         .iter()
         .filter_map(|e| {
@@ -101,19 +203,31 @@ pub fn read(bytes: &[u8], path: &Path) -> Result<(MemoryTimeline, Vec<String>), 
             last_t = t;
             // A free counts when the block is back in the allocator, which is
             // when `free_completed` comes (after streams using it are done).
-            let d = match e.action.as_str() {
+            let (d, block) = match e.action.as_str() {
                 "alloc" => {
                     allocs += 1;
-                    (e.size, 0)
+                    let at = e.site.clone().unwrap_or_default();
+                    let next = sites.len() as u32;
+                    let id = *site_ids.entry(at.clone()).or_insert_with(|| {
+                        sites.push(at);
+                        next
+                    });
+                    let block = e.addr.map(|addr| Block::Alloc {
+                        addr,
+                        size: e.size,
+                        site: id,
+                    });
+                    ((e.size, 0), block)
                 }
                 "free_completed" => {
                     frees += 1;
-                    (-e.size, 0)
+                    ((-e.size, 0), e.addr.map(|addr| Block::Free { addr }))
                 }
-                "segment_alloc" | "segment_map" => (0, e.size),
-                "segment_free" | "segment_unmap" => (0, -e.size),
+                "segment_alloc" | "segment_map" => ((0, e.size), None),
+                "segment_free" | "segment_unmap" => ((0, -e.size), None),
                 _ => return None,
             };
+            blocks.push(block);
             Some((t, d.0, d.1))
         })
         .collect();
@@ -124,15 +238,28 @@ pub fn read(bytes: &[u8], path: &Path) -> Result<(MemoryTimeline, Vec<String>), 
             path.display()
         ));
     }
-    Ok((
-        MemoryTimeline {
-            rank: 0,
-            source: path.to_owned(),
-            samples,
-            end,
-            allocs,
-            frees,
-        },
-        warnings,
-    ))
+    let mut m = MemoryTimeline {
+        rank: 0,
+        source: path.to_owned(),
+        samples,
+        end,
+        allocs,
+        frees,
+        peak_sites: Vec::new(),
+    };
+    // Sample k follows event k - 1: the blocks live at the peak are those
+    // of the events before it.
+    if let Some(p) = m.peak_index() {
+        let upto: Vec<Block> = blocks[..p.min(blocks.len())]
+            .iter()
+            .flatten()
+            .copied()
+            .collect();
+        m.peak_sites = live_by_site(&upto)
+            .into_iter()
+            .take(PEAK_SITES)
+            .map(|(id, bytes)| (sites[id as usize].clone(), bytes))
+            .collect();
+    }
+    Ok((m, warnings))
 }

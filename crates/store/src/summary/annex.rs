@@ -52,6 +52,7 @@ pub(crate) fn memory_meta(m: &MemoryTimeline, source: &str) -> MemoryMeta {
         ],
         allocs: m.allocs,
         frees: m.frees,
+        peak_sites: m.peak_sites.clone(),
     }
 }
 
@@ -94,6 +95,7 @@ pub(crate) fn memory_from(
         },
         allocs: meta.allocs,
         frees: meta.frees,
+        peak_sites: meta.peak_sites.clone(),
     })
 }
 

@@ -169,6 +169,10 @@ pub struct MemoryMeta {
     pub end: [i64; 4],
     pub allocs: u64,
     pub frees: u64,
+    /// At the allocation peak, bytes live by allocation site (absent in a
+    /// summary written before they were kept).
+    #[serde(default)]
+    pub peak_sites: Vec<(String, i64)>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
