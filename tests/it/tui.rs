@@ -1289,3 +1289,49 @@ fn collectives_size_plot_draws_the_fit() {
     a.update(Action::TogglePlot);
     assert!(text_of(&draw(&a)).contains("Collectives matched across ranks"));
 }
+
+/// The size plot marks what its fit does not explain: two ranks all-reduce
+/// 1 MiB 20 times in 30 µs and 2 MiB 20 times in 50 µs, and once 1 MiB in
+/// 300 µs. The fit's mean at 1 MiB is (20 x 30 + 300) / 21 = 42.9 µs, so
+/// the slow one is 257 µs off while the rms is sqrt((20 x 12.86² + 257.1²)
+/// / 41) = 41.15 µs: beyond 3 rms, the only one, and Enter opens it.
+#[test]
+fn the_size_plot_marks_and_opens_what_the_fit_does_not_explain() {
+    use ccl_bench::synth::{Coll, RankTrace};
+    let (small, large) = (
+        Coll::all_reduce_f32(262_144, 2),
+        Coll::all_reduce_f32(524_288, 2),
+    );
+    let name = "ncclDevKernel_AllReduce_Sum_f32_RING_LL";
+    let ranks: Vec<RankTrace> = (0..2)
+        .map(|r| {
+            let mut t = RankTrace::new(Some(r), 2, 132);
+            for i in 0..20 {
+                t.collective(name, 1_000.0 * f64::from(i), 30.0, 20, &small);
+                t.collective(name, 1_000.0 * f64::from(i) + 500.0, 50.0, 20, &large);
+            }
+            t.collective(name, 30_000.0, 300.0, 20, &small);
+            t
+        })
+        .collect();
+    let dir = write_ranks(&ranks);
+    let mut a = app(unaligned(dir.path()), (120, 30));
+    a.update(Action::SelectTab(Tab::Collectives));
+    a.update(Action::TogglePlot);
+    let screen = text_of(&draw(&a));
+    assert!(screen.contains("41 instances · 2 sizes"), "{screen}");
+    assert!(
+        screen.contains("rms 41.2 µs · 1 beyond 3 rms (!), Enter opens the worst"),
+        "{screen}"
+    );
+    a.update(Action::Open);
+    assert_eq!(a.tab, Tab::Timeline);
+    let t = a.state::<TimelineState>().unwrap();
+    assert!(t
+        .message
+        .clone()
+        .unwrap()
+        .contains("the worst fit of all_reduce"));
+    // The op at the cursor is the slow one, at 30 ms.
+    assert_eq!(t.cursor, Ns(30_000_000));
+}
