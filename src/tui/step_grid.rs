@@ -54,6 +54,8 @@ pub struct Spread {
 /// more than 3 scaled median absolute deviations, a tenth of the median and
 /// this much (timer resolution, launch jitter).
 const OUTLIER_FLOOR: Ns = Ns(10_000);
+/// Outliers are looked for among at least this many steps of a rank.
+const OUTLIER_STEPS: usize = 5;
 
 #[derive(Debug, Clone, Default)]
 pub struct StepGrid {
@@ -150,7 +152,8 @@ impl StepGrid {
             return Vec::new();
         };
         let mut v: Vec<Ns> = row.iter().flatten().copied().collect();
-        if v.len() < 3 {
+        // Fewer steps say too little of what is usual for the rank.
+        if v.len() < OUTLIER_STEPS {
             return vec![false; row.len()];
         }
         v.sort_unstable();
