@@ -27,7 +27,7 @@ pub fn kineto(data: &[u8]) {
 /// Bytes as an `nsys export --type json` file.
 pub fn nsys_json(data: &[u8]) {
     let path = Path::new("fuzz/report.json");
-    if let Ok(files) = read::nsys_json::read(data, path, None) {
+    if let Ok(files) = read::nsys_json::read(data, path, None, true) {
         check_files(files);
     }
 }
@@ -56,7 +56,7 @@ pub fn nsys_sqlite(data: &[u8]) {
     if std::fs::write(&path, data).is_err() {
         return;
     }
-    let files = read::nsys::read(&path, None);
+    let files = read::nsys::read(&path, None, true);
     let _ = std::fs::remove_file(&path);
     if let Ok(files) = files {
         check_files(files);

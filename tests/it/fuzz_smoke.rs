@@ -204,7 +204,7 @@ fn seeds_are_accepted() {
     let db = tempfile::tempdir().unwrap();
     let f = db.path().join("seed.sqlite");
     std::fs::write(&f, seed("nsys_sqlite")).unwrap();
-    let files = read::nsys::read(&f, None).unwrap();
+    let files = read::nsys::read(&f, None, true).unwrap();
     assert_eq!(ops(files), [3]);
     let archive = std::io::Cursor::new(seed("nsys_jax"));
     assert_eq!(

@@ -170,7 +170,7 @@ pub static FORMATS: &[Format] = &[
         role: Role::Timeline {
             precedence: 1,
             read: |f| {
-                let files = read::nsys::read(f.path, f.rank)?;
+                let files = read::nsys::read(f.path, f.rank, f.cpu_ranges)?;
                 f.count_whole();
                 Ok(files)
             },
@@ -271,7 +271,7 @@ pub static FORMATS: &[Format] = &[
         sniff: Some(|h| 2 * u8::from(h.text().starts_with(b"{\"data\":["))),
         role: Role::Timeline {
             precedence: 2,
-            read: |f| read::nsys_json::read(f.stream()?, f.path, f.rank),
+            read: |f| read::nsys_json::read(f.stream()?, f.path, f.rank, f.cpu_ranges),
             devices_per_host: false,
         },
     },

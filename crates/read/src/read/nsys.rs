@@ -212,7 +212,11 @@ const QUERIED: [&str; 7] = [
 
 /// Reads one export; one `RankFile` per GPU with activity. `name_rank` is the
 /// rank in the file name, if any.
-pub fn read(path: &Path, name_rank: Option<u32>) -> Result<Vec<(Option<u32>, RankFile)>, Error> {
+pub fn read(
+    path: &Path,
+    name_rank: Option<u32>,
+    cpu_ranges: bool,
+) -> Result<Vec<(Option<u32>, RankFile)>, Error> {
     let conn = open(path)?;
     let mut r = Reader {
         conn: &conn,
@@ -364,7 +368,13 @@ pub fn read(path: &Path, name_rank: Option<u32>) -> Result<Vec<(Option<u32>, Ran
     } else {
         Vec::new()
     };
-    Ok(assemble(path, name_rank, raw, &runtime, &nvtx, &gpus))
+    Ok(assemble(
+        path,
+        name_rank,
+        raw,
+        (&runtime, &nvtx, cpu_ranges),
+        &gpus,
+    ))
 }
 
 /// The rows of `pids`, in the export's order (by start) whatever the process.
@@ -415,12 +425,14 @@ fn cpu_side(path: &Path, nvtx: &[&Cpu], runtime: &[&Cpu], lanes: bool) -> Shared
 }
 
 /// One rank per GPU from the ops of a whole export (SQLite or JSON).
+/// `cpu`: the runtime calls (with their correlation ids), the NVTX ranges,
+/// and whether the launching threads become CPU lanes (the UI's; a metric
+/// alone does not need them).
 pub(super) fn assemble(
     path: &Path,
     name_rank: Option<u32>,
     raw: Vec<Raw>,
-    runtime: &[(Cpu, i64)],
-    nvtx: &[Cpu],
+    (runtime, nvtx, cpu_ranges): (&[(Cpu, i64)], &[Cpu], bool),
     gpus: &[(i64, String, Option<u32>)],
 ) -> Vec<(Option<u32>, RankFile)> {
     let mut by_device: BTreeMap<i64, Vec<Raw>> = BTreeMap::new();
@@ -466,7 +478,7 @@ pub(super) fn assemble(
     let mut out = Vec::new();
     for (index, (device, ops)) in by_device.into_iter().enumerate() {
         let pids = pids_of(&ops);
-        let lanes = devices_of.get(&pids) == Some(&1);
+        let lanes = cpu_ranges && devices_of.get(&pids) == Some(&1);
         let cpu = shared.entry(pids).or_insert_with_key(|pids| {
             cpu_side(
                 path,
@@ -574,7 +586,13 @@ mod tests {
             .map(|d| (cpu(1, Ns(900), "cudaLaunchKernel"), d))
             .collect();
         runtime.push((cpu(2, Ns(950), "cudaLaunchKernel"), 200));
-        let files = assemble(Path::new("x.sqlite"), None, raw, &runtime, &nvtx, &[]);
+        let files = assemble(
+            Path::new("x.sqlite"),
+            None,
+            raw,
+            (&runtime, &nvtx, true),
+            &[],
+        );
         assert_eq!(files.len(), 201);
         let first = &files[0].1.timeline;
         for (_, f) in &files[..200] {

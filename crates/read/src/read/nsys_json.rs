@@ -131,10 +131,12 @@ struct NvtxEvent {
 
 /// Reads one export from `reader` (already decompressed); one `RankFile` per GPU.
 /// A truncated file is read up to its last complete line, with a warning.
+/// With `cpu_ranges`, the launching threads become CPU lanes.
 pub fn read(
     reader: impl Read,
     path: &Path,
     name_rank: Option<u32>,
+    cpu_ranges: bool,
 ) -> Result<Vec<(Option<u32>, RankFile)>, Error> {
     let mut strings: Vec<Arc<str>> = Vec::new();
     let mut raw = Vec::new();
@@ -328,7 +330,7 @@ pub fn read(
         "{}: an nsys JSON export names no GPU model or SM count; metrics that need them (SM coverage) apply to the SQLite export (`nsys export --type sqlite`)",
         path.display()
     ));
-    let mut files = assemble(path, name_rank, raw, &runtime, &nvtx, &[]);
+    let mut files = assemble(path, name_rank, raw, (&runtime, &nvtx, cpu_ranges), &[]);
     if let Some((_, first)) = files.first_mut() {
         first.warnings = warnings;
     }
