@@ -57,8 +57,14 @@ impl StragglersState {
             selected: 0,
             order: (0..data.ranks.len()).collect(),
             step: None,
-            // Who holds the others up first, where collectives tell it.
-            measure: if data.arrivals.collectives > 0 {
+            // Who holds the others up first, where someone waited for someone.
+            measure: if data
+                .arrivals
+                .late
+                .iter()
+                .flatten()
+                .any(|c| c.is_some_and(|w| w > Ns::ZERO))
+            {
                 Measure::Caused
             } else {
                 Measure::Step
