@@ -11,7 +11,7 @@ stage() {
 }
 stage "formatting" "cargo fmt --check"
 cargo fmt --all --check
-stage "lints" "cargo clippy -D warnings; a fresh clone compiles every dependency here, about 10 min on 2 cores"
+stage "lints" "cargo clippy -D warnings; a fresh clone compiles every dependency here, about 6 min on 2 cores"
 cargo clippy --workspace --all-targets -- -D warnings
 stage "Rust tests" "cargo test: unit tests, then tests/it"
 cargo test
