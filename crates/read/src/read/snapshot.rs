@@ -10,6 +10,7 @@ use std::path::Path;
 use super::pickle_tree::{Tree, V};
 use crate::error::Error;
 use crate::model::memory::{live_by_site, replay, Block, MemState, MemoryTimeline, PEAK_SITES};
+use crate::model::strings::StrId;
 
 struct Snapshot {
     segments: Vec<Segment>,
@@ -193,8 +194,7 @@ pub fn read(bytes: &[u8], path: &Path) -> Result<(MemoryTimeline, Vec<String>), 
     let (mut allocs, mut frees) = (0, 0);
     let mut last_t = 0;
     // Allocation sites, each named once.
-    let mut sites: Vec<String> = Vec::new();
-    let mut site_ids: std::collections::HashMap<String, u32> = Default::default();
+    let mut sites = crate::model::strings::Interner::default();
     let mut blocks: Vec<Option<Block>> = Vec::new();
     let deltas: Vec<(i64, i64, i64)> = history
         .iter()
@@ -206,16 +206,11 @@ pub fn read(bytes: &[u8], path: &Path) -> Result<(MemoryTimeline, Vec<String>), 
             let (d, block) = match e.action.as_str() {
                 "alloc" => {
                     allocs += 1;
-                    let at = e.site.clone().unwrap_or_default();
-                    let next = sites.len() as u32;
-                    let id = *site_ids.entry(at.clone()).or_insert_with(|| {
-                        sites.push(at);
-                        next
-                    });
+                    let site = sites.intern(e.site.as_deref().unwrap_or_default()).0;
                     let block = e.addr.map(|addr| Block::Alloc {
                         addr,
                         size: e.size,
-                        site: id,
+                        site,
                     });
                     ((e.size, 0), block)
                 }
@@ -258,7 +253,7 @@ pub fn read(bytes: &[u8], path: &Path) -> Result<(MemoryTimeline, Vec<String>), 
         m.peak_sites = live_by_site(&upto)
             .into_iter()
             .take(PEAK_SITES)
-            .map(|(id, bytes)| (sites[id as usize].clone(), bytes))
+            .map(|(id, bytes)| (sites.get(StrId(id)).to_owned(), bytes))
             .collect();
     }
     Ok((m, warnings))
