@@ -14,7 +14,7 @@ use crate::model::collectives::{arrivals, Arrivals, Instances, LastStarts};
 use crate::model::{DeviceOp, Interval, Ns, RankTimeline, Trace};
 use crate::session::load::{Doubt, LoadReport};
 pub use crate::tui::lane::{bin_lanes, wait_of, Lane, Shown};
-use crate::tui::step_grid::{Keyed, StepGrid};
+use crate::tui::step_grid::{Keyed, StepCells, StepGrid};
 
 pub struct Data {
     pub trace: Trace,
@@ -46,8 +46,9 @@ pub struct Data {
     pub span: Interval,
     /// Who arrives late at collectives, per rank and step.
     pub arrivals: Arrivals,
-    /// Every step of every rank: the steps × ranks heatmap.
-    pub step_grid: StepGrid,
+    /// Every step of every rank: the steps × ranks heatmap's own cells
+    /// (see [`Data::step_grid`]).
+    pub step_cells: StepCells,
     /// The collectives matched across ranks (a member op finds its own
     /// with `Instances::of_op`, for the Timeline's details).
     pub instances: Instances,
@@ -320,9 +321,9 @@ impl Data {
                 ]
             })
             .collect();
-        let step_grid = StepGrid::of(&trace, &hulls, exposed.as_deref(), &common.arrivals);
+        let step_cells = StepCells::of(&trace, &hulls, exposed.as_deref(), &common.arrivals);
         Self {
-            step_grid,
+            step_cells,
             memory,
             inputs: report.input_lines(),
             notes: Vec::new(),
@@ -352,6 +353,11 @@ impl Data {
             trace,
             paged,
         }
+    }
+
+    /// Every step of every rank in each measure (the Stragglers heatmap).
+    pub fn step_grid(&self) -> StepGrid<'_> {
+        self.step_cells.with(&self.arrivals)
     }
 
     /// The ops of rank `rank_index` running at `t` (on `stream` when given),

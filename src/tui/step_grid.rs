@@ -57,31 +57,32 @@ const OUTLIER_FLOOR: Ns = Ns(10_000);
 /// Outliers are looked for among at least this many steps of a rank.
 const OUTLIER_STEPS: usize = 5;
 
+/// What the grid holds of its own: the step time and exposed communication
+/// cells (the wait caused is `Arrivals::late`, read where it is kept).
 #[derive(Debug, Clone, Default)]
-pub struct StepGrid {
-    /// Columns: steps as (number, occurrence), like `Arrivals::steps`.
-    pub steps: Vec<(i64, u32)>,
-    /// Per measure (indexed like `Measure::ALL`), rank index and column;
-    /// `None` where the rank lacks the step or the figure.
-    cells: [Vec<Vec<Option<Ns>>>; 3],
-    /// Why a measure has no cells at all, when it has none.
-    missing: [Option<&'static str>; 3],
+pub struct StepCells {
+    /// Per rank index and column of `Arrivals::steps`; `None` where the
+    /// rank lacks the step or the figure.
+    step: Vec<Vec<Option<Ns>>>,
+    exposed: Vec<Vec<Option<Ns>>>,
+    /// The exposed communication needs every op, which a lean summary lacks.
+    no_ops: bool,
 }
 
 /// A rank's step keys paired with a figure each.
 pub type Keyed<T> = Vec<((i64, u32), T)>;
 
-impl StepGrid {
+impl StepCells {
     /// `hulls`: per rank index, the device work of each step; `exposed`:
     /// per rank index, each step's exposed communication (`None` when the
-    /// ops are not held, as in a lean summary).
+    /// ops are not held, as in a lean summary); columns: `arrivals.steps`.
     pub fn of(
         trace: &Trace,
         hulls: &[Keyed<Interval>],
         exposed: Option<&[Keyed<Ns>]>,
         arrivals: &Arrivals,
     ) -> Self {
-        let steps = arrivals.steps.clone();
+        let steps = &arrivals.steps;
         let col = |key: (i64, u32)| {
             steps
                 .binary_search_by_key(&(key.1, key.0), |&(n, k)| (k, n))
@@ -107,28 +108,51 @@ impl StepGrid {
                 }
             }
         }
-        let missing = [
-            None,
-            exposed.is_none().then_some(
-                "exposed communication per step needs the ops, which a lean summary does not hold",
-            ),
-            (arrivals.collectives == 0)
-                .then_some("no collective is matched across ranks: nobody waits for anyone"),
-        ];
         Self {
-            cells: [step, exp, arrivals.late.clone()],
-            missing,
-            steps,
+            step,
+            exposed: exp,
+            no_ops: exposed.is_none(),
         }
     }
 
-    pub fn cells(&self, m: Measure) -> &[Vec<Option<Ns>>] {
-        &self.cells[m as usize]
+    /// The grid with the wait caused from `arrivals` (the ones it was made with).
+    pub fn with<'a>(&'a self, arrivals: &'a Arrivals) -> StepGrid<'a> {
+        StepGrid {
+            steps: &arrivals.steps,
+            own: self,
+            arrivals,
+        }
+    }
+}
+
+/// Every step of every rank in each measure, borrowed from where it is kept.
+#[derive(Debug, Clone, Copy)]
+pub struct StepGrid<'a> {
+    /// Columns: steps as (number, occurrence), like `Arrivals::steps`.
+    pub steps: &'a [(i64, u32)],
+    own: &'a StepCells,
+    arrivals: &'a Arrivals,
+}
+
+impl<'a> StepGrid<'a> {
+    pub fn cells(&self, m: Measure) -> &'a [Vec<Option<Ns>>] {
+        match m {
+            Measure::Step => &self.own.step,
+            Measure::Exposed => &self.own.exposed,
+            Measure::Caused => &self.arrivals.late,
+        }
     }
 
     /// Why `m` has nothing to show, if so.
     pub fn missing(&self, m: Measure) -> Option<&'static str> {
-        self.missing[m as usize]
+        match m {
+            Measure::Step => None,
+            Measure::Exposed => self.own.no_ops.then_some(
+                "exposed communication per step needs the ops, which a lean summary does not hold",
+            ),
+            Measure::Caused => (self.arrivals.collectives == 0)
+                .then_some("no collective is matched across ranks: nobody waits for anyone"),
+        }
     }
 
     /// Rank `ri`'s spread of `m` over its steps.
@@ -214,7 +238,8 @@ mod tests {
             last_by: vec![Ns::ZERO; 2],
             collectives: 3,
         };
-        let g = StepGrid::of(&trace, &hulls, None, &arrivals);
+        let cells = StepCells::of(&trace, &hulls, None, &arrivals);
+        let g = cells.with(&arrivals);
         let ms = |v: i64| Some(Ns(v * us));
         assert_eq!(
             g.cells(Measure::Step)[0],

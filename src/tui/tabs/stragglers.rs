@@ -100,7 +100,7 @@ impl StragglersState {
             }
             Action::ReverseSort => self.sort.1 = !self.sort.1,
             Action::NextStep | Action::PrevStep => {
-                let n = data.step_grid.steps.len();
+                let n = data.step_grid().steps.len();
                 self.step = match (self.step, action == Action::NextStep) {
                     _ if n == 0 => None,
                     (None, true) => Some(0),
@@ -174,7 +174,7 @@ struct HeatView {
 impl StragglersState {
     fn heat_view(&self, data: &Data, rest: Rect) -> HeatView {
         let room = rest.width.saturating_sub(HEAT_LEFT + SPREAD_W) / HEAT_CELL;
-        let cols = usize::from(room).min(data.step_grid.steps.len());
+        let cols = usize::from(room).min(data.step_grid().steps.len());
         let first_col = match self.step {
             Some(k) if cols > 0 && k >= cols => k + 1 - cols,
             _ => 0,
@@ -205,7 +205,7 @@ impl StragglersState {
 
 /// The step of the heatmap's column `k`.
 fn step_at(data: &Data, k: usize) -> Option<&crate::tui::data::StepSpan> {
-    let (number, occurrence) = *data.step_grid.steps.get(k)?;
+    let (number, occurrence) = *data.step_grid().steps.get(k)?;
     data.steps
         .iter()
         .find(|s| s.number == number && s.occurrence == occurrence)
@@ -217,13 +217,13 @@ fn step_jump(data: &Data, ri: usize, k: usize, measure: Measure) -> Option<Jump>
     let rank = data.trace.ranks.get(ri)?.rank;
     let s = step_at(data, k)?;
     let cell = data
-        .step_grid
+        .step_grid()
         .cells(measure)
         .get(ri)?
         .get(k)
         .copied()
         .flatten();
-    let why = match (cell, data.step_grid.spread(measure, ri)) {
+    let why = match (cell, data.step_grid().spread(measure, ri)) {
         (Some(v), Some(sp)) => format!(
             "rank {rank}, {}: {} {} (its median {}) (Backspace: back)",
             s.label(),
@@ -337,7 +337,7 @@ fn render_heatmap(
     area: Rect,
     buf: &mut Buffer,
 ) {
-    let g = &data.step_grid;
+    let g = data.step_grid();
     let m = state.measure;
     if area.height < 2 {
         return;
