@@ -14,7 +14,7 @@ use crate::model::collectives::{arrivals, Arrivals, Instances, LastStarts};
 use crate::model::{DeviceOp, Interval, Ns, RankTimeline, Trace};
 use crate::session::load::{Doubt, LoadReport};
 pub use crate::tui::lane::{bin_lanes, wait_of, Lane, Shown};
-use crate::tui::step_grid::{Keyed, StepCells, StepGrid};
+use crate::tui::step_grid::{StepCells, StepGrid};
 
 pub struct Data {
     pub trace: Trace,
@@ -203,24 +203,11 @@ impl Data {
             .collect();
         let span = trace.ranks.iter().filter_map(|t| t.device_window());
         let span = hull_of(span);
-        // Exposed communication per step needs every op of the rank.
-        let exposed: Option<Vec<Keyed<Ns>>> = trace.ranks.iter().all(|t| !t.comm_only).then(|| {
-            trace
-                .ranks
-                .par_iter()
-                .map(|t| {
-                    let sums = crate::derive::steps::sums(t);
-                    t.step_keys()
-                        .into_iter()
-                        .zip(sums)
-                        .filter(|(_, s)| s.ops > 0)
-                        .map(|(k, s)| (k, s.exposed_comm))
-                        .collect()
-                })
-                .collect()
-        });
+        // Exposed communication per step needs every op of the rank (made
+        // when the heatmap first shows it).
+        let ops_held = trace.ranks.iter().all(|t| !t.comm_only);
         Self::assemble(
-            trace, report, common, kernels, per_rank, span, None, exposed,
+            trace, report, common, kernels, per_rank, span, None, ops_held,
         )
     }
 
@@ -285,7 +272,7 @@ impl Data {
             per_rank,
             span,
             Some(paged),
-            None,
+            false,
         ))
     }
 
@@ -298,7 +285,7 @@ impl Data {
         per_rank: Vec<RankLanes>,
         span: Interval,
         paged: Option<crate::tui::paged::Paged>,
-        exposed: Option<Vec<Keyed<Ns>>>,
+        ops_held: bool,
     ) -> Self {
         let (mut lanes, mut stream_lanes, mut cpu_lanes) = (Vec::new(), Vec::new(), Vec::new());
         let (mut max_dur, mut hulls) = (Vec::new(), Vec::new());
@@ -321,7 +308,7 @@ impl Data {
                 ]
             })
             .collect();
-        let step_cells = StepCells::of(&trace, &hulls, exposed.as_deref(), &common.arrivals);
+        let step_cells = StepCells::of(&trace, &hulls, ops_held, &common.arrivals);
         Self {
             step_cells,
             memory,
@@ -357,7 +344,7 @@ impl Data {
 
     /// Every step of every rank in each measure (the Stragglers heatmap).
     pub fn step_grid(&self) -> StepGrid<'_> {
-        self.step_cells.with(&self.arrivals)
+        self.step_cells.with(&self.trace, &self.arrivals)
     }
 
     /// The ops of rank `rank_index` running at `t` (on `stream` when given),

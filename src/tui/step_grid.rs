@@ -2,6 +2,10 @@
 //! per (rank, step) the step time, the exposed communication and the wait
 //! the rank caused the others, and each rank's spread over its steps.
 
+use std::sync::OnceLock;
+
+use rayon::prelude::*;
+
 use crate::model::collectives::Arrivals;
 use crate::model::{Interval, Ns, Trace};
 
@@ -64,7 +68,8 @@ pub struct StepCells {
     /// Per rank index and column of `Arrivals::steps`; `None` where the
     /// rank lacks the step or the figure.
     step: Vec<Vec<Option<Ns>>>,
-    exposed: Vec<Vec<Option<Ns>>>,
+    /// Made when first shown: a pass over every op, not start-up work.
+    exposed: OnceLock<Vec<Vec<Option<Ns>>>>,
     /// The exposed communication needs every op, which a lean summary lacks.
     no_ops: bool,
 }
@@ -73,56 +78,73 @@ pub struct StepCells {
 pub type Keyed<T> = Vec<((i64, u32), T)>;
 
 impl StepCells {
-    /// `hulls`: per rank index, the device work of each step; `exposed`:
-    /// per rank index, each step's exposed communication (`None` when the
-    /// ops are not held, as in a lean summary); columns: `arrivals.steps`.
+    /// `hulls`: per rank index, the device work of each step; `ops_held`:
+    /// every op of every rank is in `trace` (not in a lean summary), so
+    /// exposed communication per step can be made; columns: `arrivals.steps`.
     pub fn of(
         trace: &Trace,
         hulls: &[Keyed<Interval>],
-        exposed: Option<&[Keyed<Ns>]>,
+        ops_held: bool,
         arrivals: &Arrivals,
     ) -> Self {
         let steps = &arrivals.steps;
-        let col = |key: (i64, u32)| {
-            steps
-                .binary_search_by_key(&(key.1, key.0), |&(n, k)| (k, n))
-                .ok()
-        };
-        let empty = || vec![vec![None; steps.len()]; trace.ranks.len()];
-        let (mut step, mut exp) = (empty(), empty());
+        let mut step = vec![vec![None; steps.len()]; trace.ranks.len()];
         for (ri, t) in trace.ranks.iter().enumerate() {
             for (key, s) in t.step_keys().into_iter().zip(&t.steps) {
-                if let Some(c) = col(key) {
+                if let Some(c) = col(steps, key) {
                     step[ri][c] = Some(s.dur());
                 }
             }
             for &(key, h) in hulls.get(ri).into_iter().flatten() {
-                if let Some(c) = col(key) {
+                if let Some(c) = col(steps, key) {
                     let v = step[ri][c].get_or_insert(Ns::ZERO);
                     *v = (*v).max(h.len());
-                }
-            }
-            for &(key, e) in exposed.and_then(|x| x.get(ri)).into_iter().flatten() {
-                if let Some(c) = col(key) {
-                    exp[ri][c] = Some(e);
                 }
             }
         }
         Self {
             step,
-            exposed: exp,
-            no_ops: exposed.is_none(),
+            exposed: OnceLock::new(),
+            no_ops: !ops_held,
         }
     }
 
-    /// The grid with the wait caused from `arrivals` (the ones it was made with).
-    pub fn with<'a>(&'a self, arrivals: &'a Arrivals) -> StepGrid<'a> {
+    /// The grid over `trace` with the wait caused from `arrivals` (the ones
+    /// it was made with).
+    pub fn with<'a>(&'a self, trace: &'a Trace, arrivals: &'a Arrivals) -> StepGrid<'a> {
         StepGrid {
             steps: &arrivals.steps,
             own: self,
+            trace,
             arrivals,
         }
     }
+}
+
+/// The column of step `key` among `steps` (sorted by occurrence, then number).
+fn col(steps: &[(i64, u32)], key: (i64, u32)) -> Option<usize> {
+    steps
+        .binary_search_by_key(&(key.1, key.0), |&(n, k)| (k, n))
+        .ok()
+}
+
+/// Each rank's exposed communication per step (of the ops launched in it),
+/// ranks in parallel.
+fn exposed_cells(trace: &Trace, steps: &[(i64, u32)]) -> Vec<Vec<Option<Ns>>> {
+    trace
+        .ranks
+        .par_iter()
+        .map(|t| {
+            let mut row = vec![None; steps.len()];
+            let sums = crate::derive::steps::sums(t);
+            for (key, s) in t.step_keys().into_iter().zip(sums) {
+                if let (Some(c), true) = (col(steps, key), s.ops > 0) {
+                    row[c] = Some(s.exposed_comm);
+                }
+            }
+            row
+        })
+        .collect()
 }
 
 /// Every step of every rank in each measure, borrowed from where it is kept.
@@ -131,6 +153,7 @@ pub struct StepGrid<'a> {
     /// Columns: steps as (number, occurrence), like `Arrivals::steps`.
     pub steps: &'a [(i64, u32)],
     own: &'a StepCells,
+    trace: &'a Trace,
     arrivals: &'a Arrivals,
 }
 
@@ -138,7 +161,11 @@ impl<'a> StepGrid<'a> {
     pub fn cells(&self, m: Measure) -> &'a [Vec<Option<Ns>>] {
         match m {
             Measure::Step => &self.own.step,
-            Measure::Exposed => &self.own.exposed,
+            Measure::Exposed if self.own.no_ops => &[],
+            Measure::Exposed => self
+                .own
+                .exposed
+                .get_or_init(|| exposed_cells(self.trace, self.steps)),
             Measure::Caused => &self.arrivals.late,
         }
     }
@@ -238,8 +265,8 @@ mod tests {
             last_by: vec![Ns::ZERO; 2],
             collectives: 3,
         };
-        let cells = StepCells::of(&trace, &hulls, None, &arrivals);
-        let g = cells.with(&arrivals);
+        let cells = StepCells::of(&trace, &hulls, false, &arrivals);
+        let g = cells.with(&trace, &arrivals);
         let ms = |v: i64| Some(Ns(v * us));
         assert_eq!(
             g.cells(Measure::Step)[0],
