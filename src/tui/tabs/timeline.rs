@@ -734,10 +734,16 @@ fn draw_launch_flow(
     let Some(&(k_dev, lane)) = rows.iter().find(|(k, _)| first + k == state.lane) else {
         return;
     };
-    if lane.cpu.is_some() {
+    let ri = lane.rank_index;
+    // Only a device lane with its rank's CPU lanes on screen (none in a
+    // paged summary) looks up the op under the cursor.
+    if lane.cpu.is_some()
+        || !rows
+            .iter()
+            .any(|(_, l)| l.rank_index == ri && l.cpu.is_some())
+    {
         return;
     }
-    let ri = lane.rank_index;
     let shift = clock_shift(state, data, ri);
     let Some(op) = data
         .ops_at(ri, lane.stream, state.cursor + shift)
