@@ -8,6 +8,7 @@ pub mod data;
 pub mod keymap;
 pub mod lane;
 pub mod loading;
+pub(crate) mod memory_view;
 pub mod paged;
 pub mod pair;
 pub mod registry;

@@ -40,6 +40,11 @@ pub struct App {
     back: Vec<(Tab, Option<TimelineState>)>,
     /// Each registered tab's state, indexed like `TABS`.
     views: Vec<Box<dyn TabView>>,
+    /// The view and cursor last moved on a tab on the Timeline's clock, for
+    /// the next such tab opened; and the open tab's when it was opened (to
+    /// tell whether it moved).
+    shared: Option<(crate::model::Interval, crate::model::Ns)>,
+    entered: Option<(crate::model::Interval, crate::model::Ns)>,
 }
 
 /// Tab bar, tab body, status line.
@@ -136,6 +141,8 @@ impl App {
             save_dir: std::path::PathBuf::from("."),
             back: Vec::new(),
             notice,
+            shared: None,
+            entered: None,
         }
     }
 
@@ -162,6 +169,25 @@ impl App {
             .find_map(|v| (v.as_mut() as &mut dyn std::any::Any).downcast_mut::<T>())
     }
 
+    /// Opens tab `t`. A tab on the Timeline's clock (Timeline, Memory)
+    /// shows the view and cursor last moved on another such tab.
+    fn set_tab(&mut self, t: Tab) {
+        if t == self.tab {
+            return;
+        }
+        let data = Arc::clone(&self.data);
+        let left = self.views[self.tab.index()].clock(&data);
+        if left.is_some() && left != self.entered {
+            self.shared = left;
+        }
+        self.tab = t;
+        let area = self.body();
+        if let Some((view, cursor)) = self.shared {
+            self.views[t.index()].follow(view, cursor, &data, area);
+        }
+        self.entered = self.views[t.index()].clock(&data);
+    }
+
     /// Shows `j` on the Timeline, remembering where it came from.
     fn open(&mut self, j: &Jump) {
         let before = self.state::<TimelineState>().cloned();
@@ -172,6 +198,7 @@ impl App {
         if let Some(t) = self.state_mut::<TimelineState>() {
             t.show(&data, j, area);
         }
+        self.entered = None;
     }
 
     /// Back to the tab and Timeline view the last `open` left.
@@ -182,6 +209,7 @@ impl App {
                     *t = old;
                 }
                 self.tab = tab;
+                self.entered = self.views[tab.index()].clock(&Arc::clone(&self.data));
             }
             None => {
                 self.notice = Some(
@@ -223,6 +251,9 @@ impl App {
             }
         }
         self.data = other;
+        // The other run has its own clock.
+        self.shared = None;
+        self.entered = None;
         if !self.tabs().contains(&self.tab) {
             self.tab = Tab::default();
         }
@@ -283,11 +314,11 @@ impl App {
         }
         if self.mode() == Mode::Normal {
             match action {
-                Action::NextTab => return self.tab = self.tab.next(&self.tabs()),
-                Action::PrevTab => return self.tab = self.tab.prev(&self.tabs()),
+                Action::NextTab => return self.set_tab(self.tab.next(&self.tabs())),
+                Action::PrevTab => return self.set_tab(self.tab.prev(&self.tabs())),
                 Action::SelectTab(t) => {
                     if self.tabs().contains(&t) {
-                        self.tab = t;
+                        self.set_tab(t);
                     } else {
                         // Say why the key did nothing rather than ignore it.
                         self.notice = Some(format!(
@@ -302,7 +333,7 @@ impl App {
                 Action::GoBack => return self.go_back(),
                 Action::Click { col, row: 0 } => {
                     if let Some(t) = tab_at(col, &self.tabs(), self.tab, self.size.0) {
-                        self.tab = t;
+                        self.set_tab(t);
                     }
                     return;
                 }

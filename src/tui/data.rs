@@ -62,9 +62,9 @@ pub struct Data {
     /// Longest op of each rank (by rank index), to bound the search for the op
     /// under the cursor.
     pub max_dur: Vec<Ns>,
-    /// Per memory snapshot (same order as `trace.memory`): allocated and
-    /// reserved GB over ms, thinned once for the Memory tab's chart.
-    pub memory: Vec<[Vec<(f64, f64)>; 2]>,
+    /// Per memory snapshot (same order as `trace.memory`): its times on the
+    /// clock the Memory tab shows and its bytes by phase.
+    pub(crate) memory: Vec<crate::tui::memory_view::MemView>,
     /// A summary opened lean: lanes and ops read a window at a time.
     pub paged: Option<crate::tui::paged::Paged>,
 }
@@ -296,17 +296,10 @@ impl Data {
             max_dur.push(dur);
             hulls.push(h);
         }
-        // Enough points for a wide terminal's Braille chart (2 dots per cell).
-        const CHART_POINTS: usize = 2048;
         let memory = trace
             .memory
             .iter()
-            .map(|m| {
-                [
-                    series(&m.samples, |s| s.allocated, CHART_POINTS),
-                    series(&m.samples, |s| s.reserved, CHART_POINTS),
-                ]
-            })
+            .map(|m| crate::tui::memory_view::MemView::of(&trace, m))
             .collect();
         let step_cells = StepCells::of(&trace, &hulls, ops_held, &common.arrivals);
         Self {
@@ -465,30 +458,6 @@ fn hull_of(spans: impl Iterator<Item = Interval>) -> Interval {
         })
 }
 
-/// At most `max` points keeping each bucket's highest value, so a peak narrower
-/// than a screen column still shows. x: ms since the first sample; y: GB.
-pub(crate) fn series(
-    samples: &[crate::model::memory::MemSample],
-    value: fn(&crate::model::memory::MemSample) -> i64,
-    max: usize,
-) -> Vec<(f64, f64)> {
-    let Some(first) = samples.first() else {
-        return Vec::new();
-    };
-    let t0 = first.time_us;
-    let point = |s: &crate::model::memory::MemSample| {
-        ((s.time_us - t0) as f64 / 1e3, value(s) as f64 / 1e9)
-    };
-    let per = samples.len().div_ceil(max.max(1)).max(1);
-    samples
-        .chunks(per)
-        .map(|c| {
-            let top = c.iter().max_by_key(|s| value(s)).unwrap_or(&c[0]);
-            (point(&c[0]).0, point(top).1)
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -532,26 +501,5 @@ mod tests {
                 .collect::<Vec<_>>()
         };
         assert_eq!((matched(0), matched(1)), (vec![0], vec![0]));
-    }
-    use crate::model::memory::MemSample;
-
-    #[test]
-    fn series_keeps_peaks_when_thinning() {
-        let s: Vec<MemSample> = [1, 9, 2, 3, 4, 2]
-            .iter()
-            .enumerate()
-            .map(|(i, &a)| MemSample {
-                time_us: 1000 * i as i64,
-                allocated: a * 1_000_000_000,
-                reserved: 10_000_000_000,
-            })
-            .collect();
-        // Two samples per point: (0,1)→9 at 0 ms, (2,3)→3 at 2 ms, (4,5)→4 at 4 ms.
-        assert_eq!(
-            series(&s, |x| x.allocated, 3),
-            vec![(0.0, 9.0), (2.0, 3.0), (4.0, 4.0)]
-        );
-        assert_eq!(series(&s, |x| x.allocated, 100).len(), 6);
-        assert!(series(&[], |x| x.allocated, 10).is_empty());
     }
 }

@@ -419,6 +419,43 @@ pub(crate) static BINDINGS: &[Binding] = &[
     ),
     bind!(MEMORY, [Char('R')], "R", Action::PrevRank, "previous rank"),
     bind!(
+        MEMORY,
+        [Char('+'), Char('=')],
+        "+",
+        Action::ZoomIn,
+        "zoom in at the cursor (or wheel)",
+        "zoom"
+    ),
+    bind!(MEMORY, [Char('-')], "-", Action::ZoomOut, "zoom out"),
+    bind!(
+        MEMORY,
+        [Char('0')],
+        "0",
+        Action::ResetZoom,
+        "the whole history"
+    ),
+    bind!(MEMORY, [Left, Char('h')], "← h", Action::PanLeft, "pan left"),
+    bind!(MEMORY, [Right, Char('l')], "→ l", Action::PanRight, "pan right"),
+    bind!(
+        MEMORY,
+        [Char(','), Char('<')],
+        ", <",
+        Action::CursorLeft,
+        "cursor left (or click)",
+        "cursor"
+    ),
+    bind!(MEMORY, [Char('.'), Char('>')], ". >", Action::CursorRight, "cursor right"),
+    bind!(MEMORY, [Char('n'), Char(']')], "n ]", Action::NextStep, "next step"),
+    bind!(MEMORY, [Char('p'), Char('[')], "p [", Action::PrevStep, "previous step"),
+    bind!(
+        MEMORY,
+        [Enter],
+        "Enter",
+        Action::Open,
+        "this view and cursor on the Timeline (it shares them both ways)",
+        "timeline"
+    ),
+    bind!(
         COMPARE,
         [Char('c')],
         "c",

@@ -45,6 +45,21 @@ pub trait TabView: Send + std::any::Any {
     fn take_jump(&mut self) -> Option<Jump> {
         None
     }
+    /// The time range and cursor shown, when on the Timeline's clock: the
+    /// next tab opened that shares the clock shows them too.
+    fn clock(&self, _data: &Data) -> Option<(crate::model::Interval, crate::model::Ns)> {
+        None
+    }
+    /// Shows another tab's range and cursor (see [`TabView::clock`]) where
+    /// this tab is on the same clock; `area` is the tab's.
+    fn follow(
+        &mut self,
+        _view: crate::model::Interval,
+        _cursor: crate::model::Ns,
+        _data: &Data,
+        _area: Rect,
+    ) {
+    }
 }
 
 /// A place to show on the Timeline: a rank's lane (its stream's when given),

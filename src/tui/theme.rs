@@ -72,6 +72,22 @@ impl Shade {
     }
 }
 
+/// A full cell of bytes allocated in `p`: a block in colour, and without
+/// colour a pattern per phase.
+pub(crate) fn phase_glyph(p: crate::model::memory::Phase, theme: Theme) -> &'static str {
+    use crate::model::memory::Phase;
+    if theme.color {
+        return "█";
+    }
+    match p {
+        Phase::Before => "▓",
+        Phase::Forward => "█",
+        Phase::Backward => "▒",
+        Phase::Optimizer => "░",
+        Phase::Other => "▞",
+    }
+}
+
 /// Partial blocks, one to seven eighths of a cell high.
 pub(crate) const EIGHTHS: [&str; 8] = ["▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"];
 
@@ -105,6 +121,19 @@ impl Theme {
             Shade::Memory => self.fg(Color::Gray),
             Shade::CpuOp => self.fg(Color::Cyan),
             Shade::Runtime => self.fg(Color::Green),
+        }
+    }
+
+    /// The Memory tab's bytes allocated in `p`: a colour, and without
+    /// colour a glyph of its own (see [`phase_glyph`]).
+    pub(crate) fn phase(self, p: crate::model::memory::Phase) -> Style {
+        use crate::model::memory::Phase;
+        match p {
+            Phase::Before => self.fg(Color::Gray),
+            Phase::Forward => self.fg(Color::Blue),
+            Phase::Backward => self.fg(Color::Magenta),
+            Phase::Optimizer => self.fg(Color::Yellow),
+            Phase::Other => self.fg(Color::Cyan),
         }
     }
 

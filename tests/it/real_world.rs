@@ -643,3 +643,67 @@ fn memory_peak_names_where_its_bytes_were_allocated() {
         Some(33_554_432)
     );
 }
+
+/// h100_gpt_eager's memory snapshot on its trace's clock: the allocator's
+/// Unix µs less the trace's `baseTimeNanoseconds`. Checked against the
+/// trace's own `forward`/`backward`/`optimizer` ranges, as a Python read of
+/// both files also finds: every allocation whose stack is a module's
+/// forward and falls in the profiled window (297) lies in a `forward`
+/// range, every autograd one (426) in `backward`, every optimizer or
+/// gradient-clipping one (102) in `optimizer`. The history covers six
+/// steps, the trace three; the rest fall outside it.
+#[test]
+fn memory_history_lands_in_the_phases_its_stacks_name() {
+    use ccl_bench::model::memory::Phase;
+    let Some(dir) = crate::support::corpus("kineto/h100_gpt_eager") else {
+        return;
+    };
+    let data = crate::tui::load(&dir);
+    let t = &data.trace.ranks[0];
+    assert_eq!(t.epoch.map(|e| e.get()), Some(1_790_857_026_000_000_000));
+    let m = &data.trace.memory[0];
+    let ranges: Vec<(i64, i64, Phase)> = t
+        .annotations
+        .iter()
+        .filter(|a| !a.on_gpu)
+        .filter_map(|a| {
+            let p = match t.name(a.name) {
+                "forward" => Phase::Forward,
+                "backward" => Phase::Backward,
+                "optimizer" => Phase::Optimizer,
+                _ => return None,
+            };
+            Some((a.start.get(), a.end.get(), p))
+        })
+        .collect();
+    let mut found = std::collections::BTreeMap::new();
+    for w in m.samples.windows(2) {
+        let s = w[1];
+        if s.allocated <= w[0].allocated {
+            continue;
+        }
+        let at = s.time_us * 1000 - t.epoch.unwrap().get();
+        let inside = ranges.iter().find(|r| r.0 <= at && at < r.1).map(|r| r.2);
+        if let Some(p) = inside {
+            *found
+                .entry((format!("{:?}", s.phase), format!("{p:?}")))
+                .or_insert(0) += 1;
+        }
+    }
+    let n = |a: &str, b: &str| {
+        found
+            .get(&(a.to_owned(), b.to_owned()))
+            .copied()
+            .unwrap_or(0)
+    };
+    assert_eq!(n("Forward", "Forward"), 297, "{found:?}");
+    assert_eq!(n("Backward", "Backward"), 426, "{found:?}");
+    assert_eq!(n("Optimizer", "Optimizer"), 102, "{found:?}");
+    for (a, b) in [
+        ("Forward", "Backward"),
+        ("Backward", "Forward"),
+        ("Optimizer", "Forward"),
+    ] {
+        assert_eq!(n(a, b), 0, "{found:?}");
+    }
+}

@@ -1335,3 +1335,86 @@ fn the_size_plot_marks_and_opens_what_the_fit_does_not_explain() {
     // The op at the cursor is the slow one, at 30 ms.
     assert_eq!(t.cursor, Ns(30_000_000));
 }
+
+/// The Memory tab on h100_gpt_eager's trace clock: the Timeline's ruler
+/// with its step marks, the trace's forward/backward ranges as a row in
+/// their phases' colours, and the view and cursor shared with the Timeline
+/// both ways; Enter opens the Timeline there. A snapshot with no trace is
+/// on its own clock and says why.
+#[test]
+fn memory_shares_the_timelines_clock() {
+    use ccl_bench::tui::tabs::memory::MemoryState;
+    use ratatui::style::Color;
+    let Some(dir) = crate::support::corpus("kineto/h100_gpt_eager") else {
+        return;
+    };
+    let mut a = app(load(&dir), (160, 45));
+    a.update(Action::SelectTab(Tab::Memory));
+    let screen = text(draw(&a).buffer());
+    assert!(screen.contains("on the Timeline's clock"), "{screen}");
+    assert!(screen.contains("│step 2"), "{screen}");
+    // At the peak (before the profiled window): 6.738 GB, by phase.
+    assert!(
+        screen.contains("allocated 6.738 GB (before history 1.463 GB, forward 2.130 GB, backward 2.097 GB, other 1.049 GB)"),
+        "{screen}"
+    );
+    a.update(Action::NextStep);
+    let m = a.state::<MemoryState>().unwrap().clone();
+    let step2 = a.data.steps.iter().find(|s| s.number == 2).unwrap().span;
+    assert_eq!(m.cursor, step2.start);
+    let buf = draw(&a).buffer().clone();
+    let screen = text(&buf);
+    assert!(screen.contains("· step 2 · in forward"), "{screen}");
+    // The phase row, under the ruler: forward and backward in their own
+    // patterns without colour, in blue and magenta with it.
+    let row = screen.lines().position(|l| l.starts_with("phase")).unwrap();
+    let phases = screen.lines().nth(row).unwrap();
+    assert!(phases.contains('█') && phases.contains('▒'), "{phases}");
+    let mut coloured = App::new(Arc::new(load(&dir)), Theme::default(), (160, 45));
+    coloured.update(Action::SelectTab(Tab::Memory));
+    coloured.update(Action::NextStep);
+    let cbuf = draw(&coloured).buffer().clone();
+    let colours: Vec<Color> = (10..160).map(|x| cbuf[(x, row as u16)].fg).collect();
+    assert!(colours.contains(&Color::Blue) && colours.contains(&Color::Magenta));
+    // To the Timeline: the same cursor and zoom (the view moved inside the
+    // trace: the Memory tab's starts before it, the history doing so).
+    a.update(Action::SelectTab(Tab::Timeline));
+    let t = a.state::<TimelineState>().unwrap();
+    assert_eq!((t.view.len(), t.cursor), (m.view.len(), m.cursor));
+    assert_eq!(t.view.start, a.data.span.start);
+    // Moved there, back to Memory: it follows.
+    for _ in 0..5 {
+        a.update(Action::CursorRight);
+    }
+    let t = a.state::<TimelineState>().unwrap().clone();
+    a.update(Action::SelectTab(Tab::Memory));
+    let m = a.state::<MemoryState>().unwrap();
+    assert_eq!((m.view, m.cursor), (t.view, t.cursor));
+    assert!(m.cursor > step2.start);
+    // Enter: the Timeline, there.
+    a.update(Action::ZoomIn);
+    let m = a.state::<MemoryState>().unwrap().clone();
+    a.update(Action::Open);
+    assert_eq!(a.tab, Tab::Timeline);
+    let t = a.state::<TimelineState>().unwrap();
+    assert_eq!((t.view, t.cursor), (m.view, m.cursor));
+
+    // A snapshot alone: its own clock, and no steps to go to.
+    let Some(only) = crate::support::corpus("memory/h100_tiny_transformer") else {
+        return;
+    };
+    let mut a = app(load(&only), (140, 30));
+    assert_eq!(a.tab, Tab::Memory);
+    a.update(Action::NextStep);
+    let screen = text(draw(&a).buffer());
+    assert!(
+        screen.contains("on the allocator's own clock: no trace of rank 0 to share its clock"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("no steps: the snapshot is not on the trace's clock"),
+        "{screen}"
+    );
+    a.update(Action::Open);
+    assert_eq!(a.tab, Tab::Memory);
+}

@@ -159,6 +159,11 @@ impl TimelineBuilder {
         self.t.rank
     }
 
+    /// The Unix time (ns) of the file's zero (see `RankTimeline::epoch`).
+    pub fn set_epoch(&mut self, epoch: Option<Ns>) {
+        self.t.epoch = epoch;
+    }
+
     pub fn set_world_size(&mut self, world_size: Option<u32>) {
         self.t.world_size = world_size;
     }

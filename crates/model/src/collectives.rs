@@ -1118,6 +1118,9 @@ impl Trace {
                 w.start += d;
                 w.end += d;
             }
+            if let Some(e) = &mut t.epoch {
+                *e -= d;
+            }
         }
     }
 }

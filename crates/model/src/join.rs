@@ -154,6 +154,11 @@ impl RankTimeline {
         self.launch_calls = self.launch_calls.saturating_add(later.launch_calls);
         self.launch_time = self.launch_time.saturating_add(later.launch_time);
         self.engine_steps &= later.engine_steps;
+        // Windows whose files state different zeros: neither holds for both.
+        self.epoch = match (self.epoch, later.epoch) {
+            (Some(a), Some(b)) => (a == b).then_some(a),
+            (a, b) => a.or(b),
+        };
         (overlap, other_world)
     }
 }

@@ -14,6 +14,119 @@ pub struct MemSample {
     pub allocated: i64,
     /// Bytes the allocator holds from the driver (cudaMalloc'd segments).
     pub reserved: i64,
+    /// The phase of the block the event allocated or freed (see
+    /// [`Phase`]); the first sample's, and a segment event's, is
+    /// [`Phase::Before`].
+    pub phase: Phase,
+}
+
+/// What part of a training step allocated a block, read from the
+/// allocation's stack: an approximation of the categories of PyTorch's
+/// memory profiler that a snapshot can support. Forward allocations are
+/// mostly activations and their temporaries, backward ones gradients and
+/// backward temporaries, optimizer ones its state and update temporaries.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum Phase {
+    /// Allocated before the recorded history began (parameters, buffers,
+    /// anything kept from earlier steps), or a stack nobody recorded.
+    #[default]
+    Before,
+    /// Under a module's `forward` (`torch/nn/modules/module.py`).
+    Forward,
+    /// By the autograd engine (`Engine::evaluate_function`, `backward()`).
+    Backward,
+    /// Under `torch/optim` or gradient clipping (`torch/nn/utils/clip_grad`).
+    Optimizer,
+    /// Any other stack: the loss, data moved to the device, user code
+    /// outside modules.
+    Other,
+}
+
+impl Phase {
+    /// Every phase, in the order they are stacked and listed.
+    pub const ALL: [Phase; 5] = [
+        Phase::Before,
+        Phase::Forward,
+        Phase::Backward,
+        Phase::Optimizer,
+        Phase::Other,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Before => "before history",
+            Phase::Forward => "forward",
+            Phase::Backward => "backward",
+            Phase::Optimizer => "optimizer",
+            Phase::Other => "other",
+        }
+    }
+
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The stored code (`index`) back; `None` for one out of range.
+    pub fn from_index(i: i64) -> Option<Phase> {
+        usize::try_from(i)
+            .ok()
+            .and_then(|i| Phase::ALL.get(i).copied())
+    }
+
+    /// The phase of an allocation whose stack is `frames` (file, function),
+    /// innermost first. The optimizer wins over the autograd engine (an
+    /// optimizer run from a backward hook is the optimizer's), the engine
+    /// over a module (a module's backward hook allocates for backward).
+    pub fn of_stack<'a>(frames: impl Iterator<Item = (&'a str, &'a str)> + Clone) -> Phase {
+        // Windows paths are rare: only they pay for a copy.
+        let path = |f: &str, part: &str| {
+            f.contains(part) || (f.contains('\\') && f.replace('\\', "/").contains(part))
+        };
+        // Clipping gradients is part of the update (`clip_grad_norm_`).
+        let update =
+            |file: &str| path(file, "torch/optim/") || path(file, "torch/nn/utils/clip_grad");
+        if frames.clone().any(|(file, _)| update(file)) {
+            return Phase::Optimizer;
+        }
+        let engine = |(file, name): (&str, &str)| {
+            name.contains("Engine::evaluate_function")
+                || name.contains("Engine::thread_main")
+                || name == "_engine_run_backward"
+                || (path(file, "torch/autograd/__init__.py") && name == "backward")
+        };
+        if frames.clone().any(engine) {
+            return Phase::Backward;
+        }
+        if frames
+            .clone()
+            .any(|(file, _)| path(file, "torch/nn/modules/module.py"))
+        {
+            return Phase::Forward;
+        }
+        if frames.clone().next().is_none() {
+            return Phase::Before;
+        }
+        Phase::Other
+    }
+}
+
+/// Bytes allocated by phase after each sample (same index as `samples`):
+/// the first sample's bytes are all [`Phase::Before`], and each later one
+/// adds its change in allocated bytes to its phase, so the phases always
+/// sum to the sample's allocated bytes.
+pub fn by_phase(samples: &[MemSample]) -> Vec<[i64; 5]> {
+    let mut out = Vec::with_capacity(samples.len());
+    let mut acc = [0i64; 5];
+    let mut last = None;
+    for s in samples {
+        match last {
+            None => acc[Phase::Before.index()] = s.allocated,
+            Some(prev) => acc[s.phase.index()] += s.allocated - prev,
+        }
+        last = Some(s.allocated);
+        out.push(acc);
+    }
+    out
 }
 
 /// The allocator's state at snapshot time, summed over segments.
@@ -104,8 +217,8 @@ impl MemoryTimeline {
 /// Replays allocator events backwards from the end state: the history is a
 /// ring buffer that may begin after the first allocations, so the state before
 /// it is the end state minus what the history added. `events` are
-/// (time µs, Δallocated, Δreserved) in order.
-pub fn replay(end: MemState, events: &[(i64, i64, i64)]) -> Vec<MemSample> {
+/// (time µs, Δallocated, Δreserved, phase of the block) in order.
+pub fn replay(end: MemState, events: &[(i64, i64, i64, Phase)]) -> Vec<MemSample> {
     let (net_alloc, net_reserved) = events
         .iter()
         .fold((0i64, 0i64), |(a, r), e| (a + e.1, r + e.2));
@@ -113,14 +226,16 @@ pub fn replay(end: MemState, events: &[(i64, i64, i64)]) -> Vec<MemSample> {
         time_us: events.first().map_or(0, |e| e.0),
         allocated: end.allocated - net_alloc,
         reserved: end.reserved - net_reserved,
+        phase: Phase::Before,
     };
     let mut out = Vec::with_capacity(events.len() + 1);
     out.push(s);
-    for &(t, da, dr) in events {
+    for &(t, da, dr, phase) in events {
         s = MemSample {
             time_us: t,
             allocated: s.allocated + da,
             reserved: s.reserved + dr,
+            phase,
         };
         out.push(s);
     }
@@ -141,7 +256,11 @@ mod tests {
             reserved: 300,
             ..MemState::default()
         };
-        let s = replay(end, &[(1, 0, 200), (2, 80, 0), (3, 50, 0), (4, -30, 0)]);
+        let b = Phase::Before;
+        let s = replay(
+            end,
+            &[(1, 0, 200, b), (2, 80, 0, b), (3, 50, 0, b), (4, -30, 0, b)],
+        );
         let alloc: Vec<i64> = s.iter().map(|x| x.allocated).collect();
         assert_eq!(alloc, vec![0, 0, 80, 130, 100]);
         assert_eq!(s[0].reserved, 100);
@@ -156,6 +275,73 @@ mod tests {
             Some((3, 130, 300))
         );
         assert_eq!(t.peak_reserved(), Some(300));
+    }
+
+    /// Phases by stack, as PyTorch's stacks have them: a module's
+    /// forward, the engine thread (C++ only), `loss.backward()` in Python,
+    /// an optimizer step (which wins over the engine it may run under).
+    #[test]
+    fn phase_of_a_stack() {
+        let of = |f: &[(&str, &str)]| Phase::of_stack(f.iter().copied());
+        let module = (
+            "/v/lib/python3.12/site-packages/torch/nn/modules/module.py",
+            "_call_impl",
+        );
+        let add = (
+            "RegisterCUDA_0.cpp",
+            "at::(anonymous namespace)::wrapper_CUDA_add_Tensor",
+        );
+        let engine = ("", "torch::autograd::Engine::evaluate_function(std::shared_ptr<torch::autograd::GraphTask>&)");
+        let optim = ("/v/torch/optim/adamw.py", "_multi_tensor_adamw");
+        // `torch::autograd::` in a name alone is the forward's Python binding.
+        let binding = (
+            "python_variable_methods.cpp",
+            "torch::autograd::THPVariable_add",
+        );
+        assert_eq!(
+            of(&[add, binding, ("g.py", "forward"), module]),
+            Phase::Forward
+        );
+        assert_eq!(of(&[add, engine]), Phase::Backward);
+        assert_eq!(
+            of(&[
+                add,
+                ("/v/torch/autograd/graph.py", "_engine_run_backward"),
+                ("g.py", "step")
+            ]),
+            Phase::Backward
+        );
+        assert_eq!(of(&[add, optim, engine]), Phase::Optimizer);
+        assert_eq!(of(&[add, binding, ("g.py", "loss")]), Phase::Other);
+        assert_eq!(of(&[]), Phase::Before);
+    }
+
+    /// 100 bytes before the history; forward +60, backward +30, forward's
+    /// block freed (-60, forward), optimizer +10, a block from before the
+    /// history freed (-40, before).
+    #[test]
+    fn bytes_by_phase_sum_to_allocated() {
+        let end = MemState {
+            allocated: 100,
+            reserved: 500,
+            ..MemState::default()
+        };
+        let ev = [
+            (1, 60, 0, Phase::Forward),
+            (2, 30, 0, Phase::Backward),
+            (3, -60, 0, Phase::Forward),
+            (4, 10, 0, Phase::Optimizer),
+            (5, -40, 0, Phase::Before),
+        ];
+        let s = replay(end, &ev);
+        let p = by_phase(&s);
+        assert_eq!(s[0].allocated, 100);
+        assert_eq!(p[0], [100, 0, 0, 0, 0]);
+        assert_eq!(p[2], [100, 60, 30, 0, 0]);
+        assert_eq!(p[5], [60, 0, 30, 10, 0]);
+        for (s, p) in s.iter().zip(&p) {
+            assert_eq!(p.iter().sum::<i64>(), s.allocated);
+        }
     }
 
     #[test]

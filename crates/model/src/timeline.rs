@@ -280,6 +280,11 @@ pub struct RankTimeline {
     pub format: SourceFormat,
     /// Where the ops a lean read of a summary left unread are stored.
     pub stored: Option<StoredTables>,
+    /// The Unix time (ns) of this timeline's zero, when the file states it
+    /// (Kineto's `baseTimeNanoseconds`, or epoch timestamps): what puts a
+    /// CUDA memory snapshot's allocator clock on the timeline's. Moves with
+    /// the clock alignment, so `time + epoch` stays the Unix time.
+    pub epoch: Option<Ns>,
 }
 
 /// A summarized rank's table files (with the sizes its entry records), read

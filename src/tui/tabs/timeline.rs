@@ -1274,6 +1274,23 @@ impl TabView for TimelineState {
         render(self, view.data, theme, view.area, buf);
     }
 
+    fn clock(&self, _data: &Data) -> Option<(Interval, Ns)> {
+        // Raw clocks are each file's own, not the one other tabs share.
+        (!self.raw).then_some((self.view, self.cursor))
+    }
+
+    fn follow(&mut self, view: Interval, cursor: Ns, data: &Data, area: Rect) {
+        if self.raw {
+            return;
+        }
+        let before = self.view;
+        let width = areas(area, self.pane_rows(data)).lanes.width;
+        self.set_view(data, view.start, view.len(), width);
+        self.cursor = cursor.clamp(data.span.start, data.span.end - Ns(1));
+        self.step = None;
+        self.remember(before);
+    }
+
     fn typing(&self) -> bool {
         TimelineState::typing(self)
     }

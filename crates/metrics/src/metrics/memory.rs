@@ -195,6 +195,7 @@ mod snapshot_tests {
                     time_us: i as i64,
                     allocated,
                     reserved,
+                    phase: Default::default(),
                 })
                 .collect(),
             end,

@@ -385,6 +385,8 @@ struct Builder {
     comm_args: HashMap<u64, CollMeta>,
     dist_rank: Option<u32>,
     world_size: Option<u32>,
+    /// `baseTimeNanoseconds`: the Unix time of the file's zero.
+    base_ns: Option<Ns>,
     groups: Vec<crate::model::ProcessGroup>,
     /// Keep CPU ranges for the CPU lanes.
     cpu_ranges: bool,
@@ -408,6 +410,9 @@ struct Builder {
     again: Option<(Pos, u64)>,
 }
 
+/// 2001-09-09 in Unix ns: a timestamp past it is taken for Unix time.
+const EPOCH_LIKE: Ns = Ns(1_000_000_000_000_000_000);
+
 impl Builder {
     fn new(path: &Path) -> Self {
         Self {
@@ -422,6 +427,7 @@ impl Builder {
             comm_args: HashMap::default(),
             dist_rank: None,
             world_size: None,
+            base_ns: None,
             groups: Vec::new(),
             cpu_ranges: true,
             saw_events: false,
@@ -651,8 +657,15 @@ impl Builder {
         }
         self.t.set_rank(self.dist_rank.unwrap_or(0));
         self.t.set_world_size(self.world_size);
+        self.t.set_epoch(self.base_ns);
         self.t.set_groups(std::mem::take(&mut self.groups));
-        self.t.finish()
+        let (mut t, warnings) = self.t.finish();
+        // Without a stated base, timestamps past 2001 are Unix time already
+        // (older profilers wrote them so); smaller ones have no known zero.
+        if t.epoch.is_none() && t.window.is_some_and(|w| w.start >= EPOCH_LIKE) {
+            t.epoch = Some(Ns::ZERO);
+        }
+        (t, warnings)
     }
 
     /// A warning per unused category that looks like device activity.
@@ -777,13 +790,20 @@ impl Sink for Builder {
     }
 
     fn wants(&self, key: &str) -> bool {
-        key == "deviceProperties" || key == "distributedInfo"
+        key == "deviceProperties" || key == "distributedInfo" || key == "baseTimeNanoseconds"
     }
 
     fn member(&mut self, key: &str, raw: &[u8], at: Pos) {
         // Metadata only: a damaged block is left out, not the trace.
         match serde_json::from_slice::<serde_json::Value>(raw) {
             Ok(v) if key == "deviceProperties" => self.read_device_properties(v),
+            Ok(v) if key == "baseTimeNanoseconds" => match v.as_i64().filter(|&b| b >= 0) {
+                Some(b) => self.base_ns = Some(Ns(b)),
+                None => self.notes.push(format!(
+                    "\"baseTimeNanoseconds\" ignored, not a non-negative integer: {}",
+                    crate::safe::text(&v.to_string())
+                )),
+            },
             Ok(v) => self.read_distributed_info(v),
             Err(e) => {
                 let at = at.advanced_to(&e);
@@ -1077,6 +1097,43 @@ mod tests {
 
     fn load(text: &str) -> RankFile {
         read(text.as_bytes(), Path::new("t.json")).expect("loads")
+    }
+
+    /// The Unix time of the file's zero: Kineto's `baseTimeNanoseconds`;
+    /// without it, timestamps past 2001 are Unix time (zero at 0); smaller
+    /// ones have none. A base that is no count of ns is left out, named.
+    #[test]
+    fn epoch_from_the_base_or_the_timestamps() {
+        let ev = |ts: &str| {
+            format!(r#"[{{"ph": "X", "cat": "kernel", "name": "k", "ts": {ts}, "dur": 1}}]"#)
+        };
+        let with_base = load(&format!(
+            r#"{{"baseTimeNanoseconds": 1790857026000000000, "traceEvents": {}}}"#,
+            ev("4507707087104.778")
+        ));
+        assert_eq!(
+            with_base.timeline.epoch,
+            Some(Ns(1_790_857_026_000_000_000))
+        );
+        let unix = load(&format!(
+            r#"{{"traceEvents": {}}}"#,
+            ev("1795364733087104.5")
+        ));
+        assert_eq!(unix.timeline.epoch, Some(Ns::ZERO));
+        let none = load(&format!(r#"{{"traceEvents": {}}}"#, ev("10")));
+        assert_eq!(none.timeline.epoch, None);
+        let bad = load(&format!(
+            r#"{{"baseTimeNanoseconds": "soon", "traceEvents": {}}}"#,
+            ev("10")
+        ));
+        assert_eq!(bad.timeline.epoch, None);
+        assert!(
+            bad.warnings
+                .iter()
+                .any(|w| w.contains("\"baseTimeNanoseconds\" ignored")),
+            "{:?}",
+            bad.warnings
+        );
     }
 
     const TWO_STEPS: &str = r#"{"distributedInfo": {"rank": 3, "world_size": 4},

@@ -9,7 +9,9 @@ use std::path::Path;
 
 use super::pickle_tree::{Tree, V};
 use crate::error::Error;
-use crate::model::memory::{live_by_site, replay, Block, MemState, MemoryTimeline, PEAK_SITES};
+use crate::model::memory::{
+    live_by_site, replay, Block, MemState, MemoryTimeline, Phase, PEAK_SITES,
+};
 use crate::model::strings::StrId;
 
 struct Snapshot {
@@ -32,6 +34,8 @@ struct Event {
     addr: Option<u64>,
     /// Where it was allocated (see [`site`]), for allocations.
     site: Option<String>,
+    /// The part of the step that allocated it, for allocations.
+    phase: Phase,
 }
 
 struct Frame<'a> {
@@ -69,6 +73,7 @@ fn snapshot(t: &Tree) -> Result<Snapshot, String> {
                 .iter()
                 .map(|&e| {
                     let action = t.get(e, "action").and_then(V::str).unwrap_or_default();
+                    let mut phase = Phase::Before;
                     let site = (action == "alloc").then(|| {
                         let frames: Vec<Frame> = t
                             .get(e, "frames")
@@ -81,6 +86,7 @@ fn snapshot(t: &Tree) -> Result<Snapshot, String> {
                                 line: int(f, "line"),
                             })
                             .collect();
+                        phase = Phase::of_stack(frames.iter().map(|f| (f.filename, f.name)));
                         site(&frames)
                     });
                     Event {
@@ -92,6 +98,7 @@ fn snapshot(t: &Tree) -> Result<Snapshot, String> {
                             .and_then(V::int)
                             .and_then(|a| u64::try_from(a).ok()),
                         site,
+                        phase,
                     }
                 })
                 .collect()
@@ -196,34 +203,44 @@ pub fn read(bytes: &[u8], path: &Path) -> Result<(MemoryTimeline, Vec<String>), 
     // Allocation sites, each named once.
     let mut sites = crate::model::strings::Interner::default();
     let mut blocks: Vec<Option<Block>> = Vec::new();
-    let deltas: Vec<(i64, i64, i64)> = history
+    // The phase of each block allocated in the history, for its free; a
+    // block from before the history is freed from `Phase::Before`.
+    let mut phase_of: std::collections::HashMap<u64, Phase> = Default::default();
+    let deltas: Vec<(i64, i64, i64, Phase)> = history
         .iter()
         .filter_map(|e| {
             let t = e.time_us.unwrap_or(last_t);
             last_t = t;
             // A free counts when the block is back in the allocator, which is
             // when `free_completed` comes (after streams using it are done).
-            let (d, block) = match e.action.as_str() {
+            let (d, block, phase) = match e.action.as_str() {
                 "alloc" => {
                     allocs += 1;
+                    if let Some(a) = e.addr {
+                        phase_of.insert(a, e.phase);
+                    }
                     let site = sites.intern(e.site.as_deref().unwrap_or_default()).0;
                     let block = e.addr.map(|addr| Block::Alloc {
                         addr,
                         size: e.size,
                         site,
                     });
-                    ((e.size, 0), block)
+                    ((e.size, 0), block, e.phase)
                 }
                 "free_completed" => {
                     frees += 1;
-                    ((-e.size, 0), e.addr.map(|addr| Block::Free { addr }))
+                    let phase = e
+                        .addr
+                        .and_then(|a| phase_of.remove(&a))
+                        .unwrap_or(Phase::Before);
+                    ((-e.size, 0), e.addr.map(|addr| Block::Free { addr }), phase)
                 }
-                "segment_alloc" | "segment_map" => ((0, e.size), None),
-                "segment_free" | "segment_unmap" => ((0, -e.size), None),
+                "segment_alloc" | "segment_map" => ((0, e.size), None, Phase::Before),
+                "segment_free" | "segment_unmap" => ((0, -e.size), None, Phase::Before),
                 _ => return None,
             };
             blocks.push(block);
-            Some((t, d.0, d.1))
+            Some((t, d.0, d.1, phase))
         })
         .collect();
     let samples = replay(end, &deltas);

@@ -11,7 +11,7 @@ use arrow_schema::{ArrowError, DataType, Field, Schema};
 
 use super::manifest::{EtMeta, MemoryMeta};
 use crate::model::exec_trace::{EtColl, EtRank};
-use crate::model::memory::{MemSample, MemState, MemoryTimeline};
+use crate::model::memory::{MemSample, MemState, MemoryTimeline, Phase};
 use crate::model::CollKind;
 
 fn schema(fields: &[(&str, DataType)]) -> Arc<Schema> {
@@ -32,11 +32,13 @@ pub(crate) fn memory_table(m: &MemoryTimeline) -> Result<RecordBatch, ArrowError
             ("time_us", DataType::Int64),
             ("allocated", DataType::Int64),
             ("reserved", DataType::Int64),
+            ("phase", DataType::Int64),
         ]),
         vec![
             col(|s| s.time_us),
             col(|s| s.allocated),
             col(|s| s.reserved),
+            col(|s| s.phase.index() as i64),
         ],
     )
 }
@@ -76,11 +78,24 @@ pub(crate) fn memory_from(
             ints(b, "allocated")?,
             ints(b, "reserved")?,
         );
-        samples.extend((0..t.len()).map(|i| MemSample {
-            time_us: t[i],
-            allocated: a[i],
-            reserved: r[i],
-        }));
+        // A summary written before phases were kept has none: all are
+        // `Before`, which the Memory tab shows as unknown.
+        let phase = b
+            .column_by_name("phase")
+            .map(|_| ints(b, "phase"))
+            .transpose()?;
+        for i in 0..t.len() {
+            let phase = match phase {
+                Some(p) => Phase::from_index(p[i]).ok_or("a phase out of range")?,
+                None => Phase::Before,
+            };
+            samples.push(MemSample {
+                time_us: t[i],
+                allocated: a[i],
+                reserved: r[i],
+                phase,
+            });
+        }
     }
     let [allocated, reserved, active, requested] = meta.end;
     Ok(MemoryTimeline {

@@ -157,6 +157,10 @@ pub struct Part {
     pub launch_time: Ns,
     pub launch_by_step: Vec<(u64, Ns)>,
     pub engine_steps: bool,
+    /// The Unix time of the timeline's zero (absent in a summary written
+    /// before it was kept).
+    #[serde(default)]
+    pub epoch: Option<Ns>,
     pub format: String,
     /// (thread id, kernel launches) of each CPU thread, in order.
     pub threads: Vec<(u64, u64)>,

@@ -331,6 +331,7 @@ fn scalars(p: &Part) -> std::result::Result<RankTimeline, String> {
         launch_time: p.launch_time,
         launch_by_step: p.launch_by_step.clone(),
         engine_steps: p.engine_steps,
+        epoch: p.epoch,
         format,
         ..Default::default()
     })

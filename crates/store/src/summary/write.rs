@@ -721,6 +721,7 @@ fn part(
         launch_time: t.launch_time,
         launch_by_step: t.launch_by_step.clone(),
         engine_steps: t.engine_steps,
+        epoch: t.epoch,
         format: t.format.name().to_owned(),
         threads: t.cpu.iter().map(|c| (c.tid, c.launches)).collect(),
     }
