@@ -66,7 +66,7 @@ pub fn nsys_sqlite(data: &[u8]) {
 /// Bytes as an nsys-jax archive (a zip of Parquet tables).
 pub fn nsys_jax(data: &[u8]) {
     let archive = std::io::Cursor::new(data);
-    if let Ok(files) = read::nsys_jax::read_from(archive, Path::new("fuzz/p0.zip"), None) {
+    if let Ok(files) = read::nsys_jax::read_from(archive, Path::new("fuzz/p0.zip"), None, true) {
         check_files(files);
     }
 }

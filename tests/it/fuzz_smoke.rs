@@ -208,7 +208,7 @@ fn seeds_are_accepted() {
     assert_eq!(ops(files), [3]);
     let archive = std::io::Cursor::new(seed("nsys_jax"));
     assert_eq!(
-        ops(read::nsys_jax::read_from(archive, p, None).unwrap()),
+        ops(read::nsys_jax::read_from(archive, p, None, true).unwrap()),
         [3, 3]
     );
     assert_eq!(

@@ -286,6 +286,7 @@ fn nsys_jax_archives_are_one_rank_per_device() {
             end: end + 5_000 * p,
             pid: 300 + p,
             tid: 9,
+            ..Default::default()
         };
         let ranges = [
             r(
@@ -410,6 +411,7 @@ fn xla_process(
                 end,
                 pid,
                 tid: 200 + i,
+                ..Default::default()
             }
         };
         let module = format!("XlaModule:#hlo_module={program},program_id=5#");
@@ -520,6 +522,7 @@ fn xla_program_runs_are_steps() {
             end,
             pid: 5,
             tid: 6,
+            ..Default::default()
         };
         ranges.extend([
             r(
@@ -552,6 +555,26 @@ fn xla_program_runs_are_steps() {
         ),
         "{table}"
     );
+
+    // The older layout with CPU times, the launcher running 800 ns ahead
+    // (each run's fusion launched during the run before): each fusion is
+    // still in the run it ran in.
+    let ahead: Vec<ProjRange> = ranges
+        .iter()
+        .map(|r| ProjRange {
+            orig: Some((r.start - 800, r.start - 700)),
+            ..r.clone()
+        })
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let bytes = archive("pax", &trace_table(&ahead, Layout::Projected), None);
+    std::fs::write(dir.path().join("pax.zip"), bytes).unwrap();
+    let data = crate::tui::load(dir.path());
+    let t = &data.trace.ranks[0];
+    let steps: Vec<Option<u32>> = t.ops.iter().map(|o| o.step.get()).collect();
+    assert_eq!(steps, [Some(0), Some(1), Some(2)]);
+    assert!(t.ops.iter().all(|o| (o.start - o.launch).get() == 800));
+    assert_close(metric(dir.path(), "avg_step_time"), 1.5e-6, "avg_step_time");
 }
 
 fn text_of(app: &App) -> String {

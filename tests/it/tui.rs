@@ -1418,3 +1418,62 @@ fn memory_shares_the_timelines_clock() {
     a.update(Action::Open);
     assert_eq!(a.tab, Tab::Memory);
 }
+
+/// An nsys-jax archive in the older layout keeps each range's CPU times:
+/// `t` shows the launcher thread as a CPU lane above the device's, holding
+/// the XLA module and its thunks as the CPU ran them.
+#[test]
+fn nsys_jax_launcher_threads_are_cpu_lanes() {
+    use ccl_bench::synth::nsys_jax::{archive, thread_table, trace_table, Layout, ProjRange};
+    let dir = tempfile::tempdir().unwrap();
+    let r = |id, parent, name: &str, start: i64, end: i64| ProjRange {
+        id,
+        parent,
+        name: name.into(),
+        start,
+        end,
+        pid: 300,
+        tid: 9,
+        // The CPU ran each range 2 µs before its work reached the GPU.
+        orig: Some((start - 2_000, start - 2_000 + (end - start) / 4)),
+    };
+    let ranges = [
+        r(
+            1,
+            None,
+            "XlaModule:#hlo_module=jit_train_step,program_id=3#",
+            10_000,
+            20_000,
+        ),
+        r(2, Some(1), "Thunk:#hlo_op=fusion.1#", 10_000, 13_000),
+        r(
+            3,
+            Some(1),
+            "Thunk:#hlo_op=all-gather-start.2#",
+            13_000,
+            17_000,
+        ),
+        r(4, Some(1), "Thunk:#hlo_op=cublas-gemm.3#", 17_000, 20_000),
+    ];
+    let threads = thread_table(&[(300, 9, "XlaLauncher:#global=0,local=0,process=0,slice=0#")]);
+    std::fs::write(
+        dir.path().join("p0.zip"),
+        archive(
+            "p0",
+            &trace_table(&ranges, Layout::Projected),
+            Some(&threads),
+        ),
+    )
+    .unwrap();
+    let data = load(dir.path());
+    assert_eq!(data.cpu_lanes.len(), 1);
+    let mut a = app(data, (120, 30));
+    a.update(Action::SelectTab(Tab::Timeline));
+    a.update(Action::ToggleCpu);
+    let t = a.state::<TimelineState>().unwrap();
+    assert!(t.cpu);
+    let labels: Vec<String> = t.lanes(&a.data).iter().map(|l| l.label()).collect();
+    assert_eq!(labels.len(), 2, "{labels:?}");
+    let screen = text(draw(&a).buffer());
+    assert!(!screen.contains("no CPU lanes"), "{screen}");
+}

@@ -368,11 +368,17 @@ impl TimelineBuilder {
         if !t.annotations.is_sorted_by_key(|a| a.start) {
             Arc::make_mut(&mut t.annotations).sort_by_key(|a| a.start);
         }
-        if t.steps.is_empty() && t.format == super::timeline::SourceFormat::Xla {
+        // Steps from the program's runs are on the device's clock: an op is
+        // in the run it ran in, not where its launch fell (the launcher runs
+        // ahead, into the run before). Step ranges on the CPU take an op by
+        // its launch, as the profiler's own step accounting does.
+        let device_steps = t.steps.is_empty() && t.format == super::timeline::SourceFormat::Xla;
+        if device_steps {
             t.steps = super::program::program_steps(&t.annotations);
         }
         for op in &mut t.ops {
-            op.step = step_at(&t.steps, op.launch).into();
+            let at = if device_steps { op.start } else { op.launch };
+            op.step = step_at(&t.steps, at).into();
         }
         t.launch_by_step = launches_by_step(
             &t.steps,

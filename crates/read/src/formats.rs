@@ -185,7 +185,7 @@ pub static FORMATS: &[Format] = &[
         role: Role::Timeline {
             precedence: 2,
             read: |f| {
-                let files = read::nsys_jax::read(f.path, f.rank)?;
+                let files = read::nsys_jax::read(f.path, f.rank, f.cpu_ranges)?;
                 f.count_whole();
                 Ok(files)
             },

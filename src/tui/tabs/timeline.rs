@@ -406,7 +406,7 @@ impl TimelineState {
                     }
                     if data.cpu_lanes.is_empty() {
                         self.message = Some(
-                            "no CPU lanes: they come from the threads making kernel-launch calls (PyTorch profiler traces; Nsight Systems exports with CUDA API calls, a process per GPU), and this trace has none".into(),
+                            "no CPU lanes: they come from the threads making kernel-launch calls (PyTorch profiler traces; Nsight Systems exports with CUDA API calls, a process per GPU; nsys-jax archives whose ranges keep their CPU times), and this trace has none".into(),
                         );
                         return;
                     }

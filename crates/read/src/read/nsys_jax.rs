@@ -26,6 +26,7 @@ use super::{hlo, RankFile};
 use crate::error::{Error, Result};
 use crate::model::build::TimelineBuilder;
 use crate::model::classify::{classify, coll_kind};
+use crate::model::timeline::CpuKind;
 use crate::model::timeline::SourceFormat;
 use crate::model::{Activity, DeviceOp, KernelClass, Ns};
 
@@ -74,6 +75,9 @@ struct Range {
     end: Ns,
     pid: i64,
     tid: i64,
+    /// The NVTX range's own CPU start and end (`Orig Start`/`Orig
+    /// Duration`): when XLA's launcher ran it.
+    orig: Option<(Ns, Ns)>,
 }
 
 fn bad(path: &Path, why: impl Into<String>) -> Error {
@@ -289,6 +293,12 @@ fn ranges(bytes: Vec<u8>, path: &Path) -> Result<(Vec<Range>, u64, u64)> {
             Some(d) => start.and_then(|s| s.checked_add(d)),
             None => num(&["End"]),
         };
+        // The CPU side, where the layout keeps it; a nonsense one is dropped
+        // alone (the projected range stands).
+        let orig = match (num(&["Orig Start"]), num(&["Orig Duration"])) {
+            (Some(s), Some(d)) if d >= 0 => s.checked_add(d).map(|e| (Ns(s), Ns(e))),
+            _ => None,
+        };
         match (num(&["RangeId", "Range ID"]), start, end) {
             (Some(id), Some(start), Some(end)) if end >= start && !name.is_empty() => {
                 out.push(Range {
@@ -299,6 +309,7 @@ fn ranges(bytes: Vec<u8>, path: &Path) -> Result<(Vec<Range>, u64, u64)> {
                     end: Ns(end),
                     pid: num(&["PID"]).unwrap_or(0),
                     tid: num(&["TID"]).unwrap_or(0),
+                    orig,
                 })
             }
             _ => skipped += 1,
@@ -326,12 +337,18 @@ fn launchers(bytes: Vec<u8>, path: &Path) -> Result<HashMap<(i64, i64), u32>> {
 }
 
 /// Reads one nsys-jax archive: a rank per device its process drove.
-pub(crate) fn read(path: &Path, rank: Option<u32>) -> Result<Vec<(Option<u32>, RankFile)>> {
+/// `cpu_ranges`: keep each launcher thread's ranges at their CPU times
+/// (the CPU lanes), where the archive has them.
+pub(crate) fn read(
+    path: &Path,
+    rank: Option<u32>,
+    cpu_ranges: bool,
+) -> Result<Vec<(Option<u32>, RankFile)>> {
     let file = std::fs::File::open(path).map_err(|source| Error::Io {
         path: path.to_owned(),
         source,
     })?;
-    read_from(file, path, rank)
+    read_from(file, path, rank, cpu_ranges)
 }
 
 /// [`read`] from any seekable reader (`path` names it in messages).
@@ -339,6 +356,7 @@ pub fn read_from(
     mut archive: impl Read + Seek,
     path: &Path,
     rank: Option<u32>,
+    cpu_ranges: bool,
 ) -> Result<Vec<(Option<u32>, RankFile)>> {
     let io = |source| Error::Io {
         path: path.to_owned(),
@@ -362,7 +380,7 @@ pub fn read_from(
     let mut told = Vec::new();
     let dumps = dumps(&mut zip, path, limit, &mut told)?;
     let (ranges, skipped, unread) = ranges(trace, path)?;
-    let mut out = assemble(path, rank, &ranges, &devices, &dumps);
+    let mut out = assemble(path, (rank, cpu_ranges), &ranges, &devices, &dumps);
     if out.is_empty() {
         return Err(bad(
             path,
@@ -452,7 +470,7 @@ fn op_of(name: &str, program: Option<&HashMap<String, hlo::Instr>>) -> Option<Op
 
 fn assemble(
     path: &Path,
-    rank: Option<u32>,
+    (rank, cpu_ranges): (Option<u32>, bool),
     ranges: &[Range],
     devices: &HashMap<(i64, i64), u32>,
     dumps: &Dumps,
@@ -550,6 +568,17 @@ fn assemble(
             }
             t
         });
+        // On the launcher's CPU lane: the range as XLA ran it there, a
+        // thunk that is a device op counting as a launch.
+        let cpu = r
+            .orig
+            .and_then(|(s, e)| Some((s, t.between(s, e).ok()?)))
+            .filter(|_| cpu_ranges);
+        if let Some((s, d)) = cpu {
+            let name = t.intern(&r.name);
+            let tid = u64::try_from(r.tid).unwrap_or(0);
+            t.push_cpu(tid, name, CpuKind::Annotation, s, d, op.is_some());
+        }
         if let Some(m) = MODULE.captures(&r.name) {
             if let Ok(span) = t.between(r.start, r.end) {
                 let name = t.intern(&m[1]);
@@ -578,10 +607,13 @@ fn assemble(
                 peer: None,
             })
         });
+        // Launched when its thunk began on the CPU: how far ahead XLA ran.
+        let launch = r.orig.map_or(r.start, |o| o.0.min(r.start));
         let _ = t.push_op(DeviceOp {
             coll: op.coll,
             device: device.index(),
             meta: crate::model::Slot::from(meta),
+            launch,
             ..DeviceOp::new(name, Activity::Kernel, op.class, r.start, dur)
         });
     }
@@ -738,6 +770,7 @@ mod tests {
             end,
             pid,
             tid: 7,
+            orig: None,
         }
     }
 
@@ -791,6 +824,68 @@ mod tests {
             .collect()
     }
 
+    /// The older layout keeps each range's CPU times (`Orig Start`/`Orig
+    /// Duration`): the launcher thread becomes a CPU lane holding the module
+    /// and its thunks as XLA ran them, the device-op thunks counted as its
+    /// launches, and each op's launch is its thunk's CPU start. Here the CPU
+    /// runs 400 ns ahead of the GPU. Without `cpu_ranges`, no lane, but the
+    /// launches stay (they are the ops' own data).
+    #[test]
+    fn launcher_threads_are_cpu_lanes_from_the_original_times() {
+        let ranges: Vec<ProjRange> = step(2)
+            .into_iter()
+            .map(|r| ProjRange {
+                orig: Some((r.start - 400, r.start - 400 + (r.end - r.start) / 10)),
+                ..r
+            })
+            .collect();
+        let threads = thread_table(&[(102, 7, "XlaLauncher:#global=2,local=0,process=2,slice=0#")]);
+        let bytes = archive(
+            "run_2",
+            &trace_table(&ranges, Layout::Projected),
+            Some(&threads),
+        );
+        let f = zip_file(&bytes);
+        let files = read(f.path(), None, true).unwrap();
+        let t = &files[0].1.timeline;
+        // The module, 5 thunks and 2 NCCL ranges; 4 of them device ops (not
+        // the `-done`, the command buffer holding the GEMM, nor the NCCL
+        // range inside the all-reduce).
+        let th: Vec<(u64, u64, usize)> = t
+            .cpu
+            .iter()
+            .map(|c| (c.tid, c.launches, c.ops.len()))
+            .collect();
+        assert_eq!(th, [(7, 4, 8)]);
+        let first = &t.cpu[0].ops[0];
+        assert_eq!((first.start.get(), first.dur.get()), (-400, 100));
+        assert_eq!(
+            t.name(first.name),
+            "XlaModule:#hlo_module=jit_train_step,program_id=3#"
+        );
+        for o in t.ops.iter() {
+            assert_eq!((o.start - o.launch).get(), 400, "{}", t.name(o.name));
+        }
+        let lean = read(f.path(), None, false).unwrap();
+        assert!(lean[0].1.timeline.cpu.is_empty());
+        assert!(lean[0]
+            .1
+            .timeline
+            .ops
+            .iter()
+            .all(|o| (o.start - o.launch).get() == 400));
+        // The newer layout has no CPU times: no lane, launches at the start.
+        let bytes = archive(
+            "run_2",
+            &trace_table(&ranges, Layout::StartEnd),
+            Some(&threads),
+        );
+        let f = zip_file(&bytes);
+        let t = &read(f.path(), None, true).unwrap()[0].1.timeline;
+        assert!(t.cpu.is_empty());
+        assert!(t.ops.iter().all(|o| o.launch == o.start));
+    }
+
     #[test]
     fn innermost_thunks_are_ops_and_collectives_are_communication() {
         use crate::model::CollKind::{AllGather, AllReduce};
@@ -799,7 +894,7 @@ mod tests {
                 thread_table(&[(102, 7, "XlaLauncher:#global=2,local=0,process=2,slice=0#")]);
             let bytes = archive("run_2", &trace_table(&step(2), layout), Some(&threads));
             let f = zip_file(&bytes);
-            let files = read(f.path(), None).unwrap();
+            let files = read(f.path(), None, true).unwrap();
             assert_eq!(files.len(), 1, "{layout:?}");
             let (rank, file) = &files[0];
             assert_eq!(*rank, Some(2), "the launcher's global device");
@@ -868,7 +963,7 @@ mod tests {
         ];
         let bytes = archive("run", &trace_table(&ranges, Layout::StartEnd), None);
         let f = zip_file(&bytes);
-        let files = read(f.path(), None).unwrap();
+        let files = read(f.path(), None, true).unwrap();
         let file = &files[0].1;
         assert_eq!(
             ops(file),
@@ -963,7 +1058,7 @@ mod tests {
             )],
         );
         let f = zip_file(&bytes);
-        let files = read(f.path(), None).unwrap();
+        let files = read(f.path(), None, true).unwrap();
         let file = &files[0].1;
         assert_eq!(
             ops(file),
@@ -992,7 +1087,7 @@ mod tests {
             )],
         );
         let f = zip_file(&bytes);
-        let files = read(f.path(), None).unwrap();
+        let files = read(f.path(), None, true).unwrap();
         let w = files[0].1.warnings.join("\n");
         assert!(
             w.contains("not xz-compressed") && w.contains("told apart by name"),
@@ -1022,7 +1117,7 @@ mod tests {
             Some(&threads),
         );
         let f = zip_file(&bytes);
-        let files = read(f.path(), None).unwrap();
+        let files = read(f.path(), None, true).unwrap();
         let ranks: Vec<Option<u32>> = files.iter().map(|f| f.0).collect();
         assert_eq!(ranks, [Some(4), Some(5)]);
         assert!(files.iter().all(|(_, f)| f.timeline.ops.len() == 4));
@@ -1077,7 +1172,7 @@ mod tests {
         ]);
         let bytes = archive("maxtext", &trace_table(&ranges, Layout::StartEnd), None);
         let f = zip_file(&bytes);
-        let files = read(f.path(), Some(0)).unwrap();
+        let files = read(f.path(), Some(0), true).unwrap();
         assert_eq!(files.len(), 4, "one rank per launcher thread");
         // No global numbers: the load gives them the next free ranks, in
         // thread order.
@@ -1114,7 +1209,7 @@ mod tests {
         ]);
         let bytes = archive("maxtext", &trace_table(&ranges, Layout::StartEnd), None);
         let f = zip_file(&bytes);
-        let files = read(f.path(), Some(3)).unwrap();
+        let files = read(f.path(), Some(3), true).unwrap();
         assert_eq!(files.len(), 1);
         assert_eq!(files[0].0, Some(3), "the file's own rank");
         let w = files[0].1.warnings.join("\n");
@@ -1124,24 +1219,24 @@ mod tests {
     #[test]
     fn damaged_archives_are_named_errors() {
         let f = zip_file(b"PK\x03\x04 not really");
-        let e = read(f.path(), None).unwrap_err().to_string();
+        let e = read(f.path(), None, true).unwrap_err().to_string();
         assert!(e.contains("not a zip archive"), "{e}");
         let bytes = archive("x", b"PAR1 not parquet", None);
         let f = zip_file(&bytes);
-        let e = read(f.path(), None).unwrap_err().to_string();
+        let e = read(f.path(), None, true).unwrap_err().to_string();
         assert!(e.contains("nvtx_gpu_proj_trace/trace.parquet"), "{e}");
         // A zip that is not from nsys-jax.
         let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
         zip.start_file("readme.txt", zip::write::SimpleFileOptions::default())
             .unwrap();
         let f = zip_file(&zip.finish().unwrap().into_inner());
-        let e = read(f.path(), None).unwrap_err().to_string();
+        let e = read(f.path(), None, true).unwrap_err().to_string();
         assert!(e.contains("not an nsys-jax archive"), "{e}");
         // 80 MB of zeros packed into a few hundred kB: refused, not read.
         let bytes = archive("x", &vec![0u8; 80 << 20], None);
         assert!(bytes.len() < 1 << 20);
         let f = zip_file(&bytes);
-        let e = read(f.path(), None).unwrap_err().to_string();
+        let e = read(f.path(), None, true).unwrap_err().to_string();
         assert!(
             e.contains("unpacks to 83886080 bytes or more, over the 67108864 read"),
             "{e}"

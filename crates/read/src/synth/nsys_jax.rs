@@ -9,8 +9,10 @@ use parquet::data_type::{ByteArray, ByteArrayType, Int64Type};
 use parquet::file::properties::WriterProperties;
 use parquet::file::writer::SerializedFileWriter;
 
-/// One projected NVTX range: id, parent, name, start and end (ns), PID, TID.
-#[derive(Debug, Clone)]
+/// One projected NVTX range: id, parent, name, start and end (ns), PID, TID,
+/// and the range's own CPU start and end (`Orig Start`/`Orig Duration`, in
+/// the older layout only).
+#[derive(Debug, Clone, Default)]
 pub struct ProjRange {
     pub id: i64,
     pub parent: Option<i64>,
@@ -19,6 +21,7 @@ pub struct ProjRange {
     pub end: i64,
     pub pid: i64,
     pub tid: i64,
+    pub orig: Option<(i64, i64)>,
 }
 
 /// Which `trace.parquet` columns: the older `Projected Start`/`Projected
@@ -116,18 +119,33 @@ pub fn trace_table(ranges: &[ProjRange], layout: Layout) -> Vec<u8> {
     let pids = ranges.iter().map(|r| r.pid).collect();
     let tids = ranges.iter().map(|r| r.tid).collect();
     let cols = match layout {
-        Layout::Projected => vec![
-            Col::Text("Name", names),
-            Col::Int("Projected Start", starts),
-            Col::Int(
-                "Projected Duration",
-                ranges.iter().map(|r| r.end - r.start).collect(),
-            ),
-            Col::Int("RangeId", ids),
-            Col::OptInt("ParentId", parents),
-            Col::Int("PID", pids),
-            Col::Int("TID", tids),
-        ],
+        Layout::Projected => {
+            let mut cols = vec![
+                Col::Text("Name", names),
+                Col::Int("Projected Start", starts),
+                Col::Int(
+                    "Projected Duration",
+                    ranges.iter().map(|r| r.end - r.start).collect(),
+                ),
+            ];
+            if ranges.iter().any(|r| r.orig.is_some()) {
+                cols.push(Col::OptInt(
+                    "Orig Start",
+                    ranges.iter().map(|r| r.orig.map(|o| o.0)).collect(),
+                ));
+                cols.push(Col::OptInt(
+                    "Orig Duration",
+                    ranges.iter().map(|r| r.orig.map(|o| o.1 - o.0)).collect(),
+                ));
+            }
+            cols.extend([
+                Col::Int("RangeId", ids),
+                Col::OptInt("ParentId", parents),
+                Col::Int("PID", pids),
+                Col::Int("TID", tids),
+            ]);
+            cols
+        }
         Layout::StartEnd => vec![
             Col::Text("Text", names),
             Col::Int("Start", starts),
@@ -201,6 +219,7 @@ pub fn example() -> Vec<u8> {
             end,
             pid: 42,
             tid,
+            ..Default::default()
         };
         ranges.extend([
             r(
