@@ -11,6 +11,7 @@ pub mod loading;
 pub(crate) mod memory_view;
 pub mod paged;
 pub mod pair;
+pub(crate) mod queue;
 pub mod registry;
 pub mod screenshot;
 pub mod step_grid;

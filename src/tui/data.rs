@@ -38,6 +38,10 @@ pub struct Data {
     pub stream_lanes: Vec<Lane>,
     /// Per rank (in rank order), a lane per thread that launched device work.
     pub cpu_lanes: Vec<Lane>,
+    /// Per rank with CPU lanes, the lane of its launch queue, and by rank
+    /// index the queue it draws (`None` without launches or CPU lanes).
+    pub queue_lanes: Vec<Lane>,
+    pub(crate) queues: Vec<Option<crate::tui::queue::Queue>>,
     /// Step instances in start order: the hull of their device windows over
     /// all ranks. A number repeated on a rank (a restarted profiler) is a
     /// second instance, matched across ranks by its occurrence.
@@ -164,8 +168,15 @@ fn keyed_hulls(t: &RankTimeline, hulls: &[Option<Interval>]) -> Vec<((i64, u32),
 }
 
 /// The lanes of every rank: (rank lane, stream lanes, CPU lanes, longest
-/// op, step hulls).
-type RankLanes = (Lane, Vec<Lane>, Vec<Lane>, Ns, Vec<((i64, u32), Interval)>);
+/// op, step hulls, launch queue).
+type RankLanes = (
+    Lane,
+    Vec<Lane>,
+    Vec<Lane>,
+    Ns,
+    Vec<((i64, u32), Interval)>,
+    Option<crate::tui::queue::Queue>,
+);
 
 impl Data {
     pub fn new(trace: Trace, report: LoadReport, opts: Options) -> Self {
@@ -198,7 +209,13 @@ impl Data {
                     .collect();
                 let max_dur = t.ops.iter().map(|o| o.dur).max().unwrap_or(Ns::ZERO);
                 let hulls = keyed_hulls(t, &crate::metrics::ctx::gpu_step_hulls(t));
-                (lane, by_stream, cpu, max_dur, hulls)
+                // Only beside CPU lanes: the launches they hold explain it.
+                let queue = if cpu.is_empty() {
+                    None
+                } else {
+                    crate::tui::queue::Queue::of(t.ops.iter())
+                };
+                (lane, by_stream, cpu, max_dur, hulls, queue)
             })
             .collect();
         let span = trace.ranks.iter().filter_map(|t| t.device_window());
@@ -259,7 +276,7 @@ impl Data {
                 let waits = common.last_starts.waits_of(t);
                 let (lane, streams) = bin_lanes(i, t.rank, &bins, &waits);
                 let top = bins.first().map(|b| (b.level, b.len));
-                Ok(((lane, streams, Vec::new(), longest, hulls), top))
+                Ok(((lane, streams, Vec::new(), longest, hulls, None), top))
             })
             .collect::<Result<_, String>>()?;
         let (per_rank, top): (Vec<RankLanes>, Vec<_>) = built.into_iter().unzip();
@@ -289,7 +306,12 @@ impl Data {
     ) -> Self {
         let (mut lanes, mut stream_lanes, mut cpu_lanes) = (Vec::new(), Vec::new(), Vec::new());
         let (mut max_dur, mut hulls) = (Vec::new(), Vec::new());
-        for (lane, by_stream, cpu, dur, h) in per_rank {
+        let (mut queue_lanes, mut queues) = (Vec::new(), Vec::new());
+        for (lane, by_stream, cpu, dur, h, queue) in per_rank {
+            if queue.is_some() {
+                queue_lanes.push(Lane::queue_of(lane.rank_index, lane.rank));
+            }
+            queues.push(queue);
             lanes.push(lane);
             stream_lanes.extend(by_stream);
             cpu_lanes.extend(cpu);
@@ -322,6 +344,8 @@ impl Data {
             lanes,
             stream_lanes,
             cpu_lanes,
+            queue_lanes,
+            queues,
             steps: step_spans(hulls),
             span,
             max_dur,

@@ -17,6 +17,9 @@ pub struct Lane {
     /// A CPU lane: (thread id, its place among the rank's launching threads).
     /// Its `compute` is then the thread's operators, `comm` its runtime calls.
     pub cpu: Option<(u64, usize)>,
+    /// The rank's launch queue (`super::queue`), drawn from its ops' waits,
+    /// with no coverage of its own.
+    pub queue: bool,
     pub compute: Coverage,
     pub comm: Coverage,
     /// compute ∩ comm.
@@ -43,6 +46,7 @@ impl Lane {
             rank,
             stream,
             cpu: None,
+            queue: false,
             busy: Coverage::new(sets.busy),
             memory: Coverage::new(sets.memory),
             compute: Coverage::new(sets.compute),
@@ -72,6 +76,7 @@ impl Lane {
             rank,
             stream,
             cpu: None,
+            queue: false,
             compute: cov(0),
             comm: cov(1),
             overlap: cov(2),
@@ -100,6 +105,7 @@ impl Lane {
             rank,
             stream: None,
             cpu: Some((th.tid, k)),
+            queue: false,
             busy: Coverage::new(ops.union(&runtime)),
             compute: Coverage::new(ops),
             comm: Coverage::new(runtime),
@@ -109,7 +115,32 @@ impl Lane {
         }
     }
 
+    /// The launch queue lane of a rank.
+    pub(super) fn queue_of(rank_index: usize, rank: u32) -> Self {
+        Self {
+            rank_index,
+            rank,
+            stream: None,
+            cpu: None,
+            queue: true,
+            busy: Coverage::default(),
+            compute: Coverage::default(),
+            comm: Coverage::default(),
+            overlap: Coverage::default(),
+            memory: Coverage::default(),
+            wait: Arc::default(),
+        }
+    }
+
+    /// A lane of device ops (a rank's or one of its streams').
+    pub fn is_device(&self) -> bool {
+        self.cpu.is_none() && !self.queue
+    }
+
     pub fn label(&self) -> String {
+        if self.queue {
+            return format!("r{} queue", self.rank);
+        }
         match (self.cpu, self.stream) {
             (Some((_, 0)), _) => format!("r{} cpu", self.rank),
             (Some((_, k)), _) => format!("r{} cpu{}", self.rank, k + 1),

@@ -1477,3 +1477,57 @@ fn nsys_jax_launcher_threads_are_cpu_lanes() {
     let screen = text(draw(&a).buffer());
     assert!(!screen.contains("no CPU lanes"), "{screen}");
 }
+
+/// With CPU lanes on, each rank has a launch queue lane between its CPU
+/// lanes and its device lane: per column, how long the ops starting there
+/// waited after their launch. Kernel A starts 5 µs after its launch, kernel
+/// B 150 µs after (the CPU ran 150 µs ahead); the info line on the queue
+/// lane says so at each.
+#[test]
+fn launch_queue_lane_shows_how_far_the_cpu_ran_ahead() {
+    use ccl_bench::synth::RankTrace;
+    let mut r = RankTrace::new(Some(0), 1, 10);
+    let a = r.kernel("sm90_gemm_a", 100.0, 50.0, 7, 1);
+    r.launch(a, 95.0);
+    let b = r.kernel("sm90_gemm_b", 1000.0, 50.0, 7, 1);
+    r.launch(b, 850.0);
+    let dir = write_ranks(&[r]);
+    let mut app = app(load(dir.path()), (120, 30));
+    app.update(Action::SelectTab(Tab::Timeline));
+    // Off: no queue lane.
+    let labels = |app: &App| -> Vec<String> {
+        let t = app.state::<TimelineState>().unwrap();
+        t.lanes(&app.data).iter().map(|l| l.label()).collect()
+    };
+    assert_eq!(labels(&app), ["rank 0"]);
+    app.update(Action::ToggleCpu);
+    assert_eq!(labels(&app), ["r0 cpu", "r0 queue", "rank 0"]);
+    let starts: Vec<Ns> = app.data.trace.ranks[0]
+        .ops
+        .iter()
+        .map(|o| o.start)
+        .collect();
+    for (start, said) in [
+        (starts[0], "waited up to 5.00 µs"),
+        (starts[1], "waited up to 150 µs"),
+    ] {
+        let t = app.state_mut::<TimelineState>().unwrap();
+        t.lane = 1;
+        t.cursor = start;
+        let screen = text(draw(&app).buffer());
+        assert!(
+            screen.contains(&format!(
+                "r0 queue: the ops starting in the cursor's column {said}"
+            )),
+            "{screen}"
+        );
+    }
+    // Between the two, nothing starts.
+    let t = app.state_mut::<TimelineState>().unwrap();
+    t.cursor = starts[0] + Ns(400_000);
+    let screen = text(draw(&app).buffer());
+    assert!(
+        screen.contains("r0 queue: no op with a known launch starts in the cursor's column"),
+        "{screen}"
+    );
+}

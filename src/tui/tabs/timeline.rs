@@ -135,11 +135,17 @@ impl TimelineState {
         if !self.cpu {
             return device.iter().collect();
         }
-        let mut out = Vec::with_capacity(device.len() + data.cpu_lanes.len());
+        let mut out =
+            Vec::with_capacity(device.len() + data.cpu_lanes.len() + data.queue_lanes.len());
         let mut cpu = data.cpu_lanes.iter().peekable();
+        let mut queue = data.queue_lanes.iter().peekable();
         for l in device {
             while let Some(c) = cpu.next_if(|c| c.rank_index <= l.rank_index) {
                 out.push(c);
+            }
+            // Between a rank's CPU lanes and its first device lane.
+            while let Some(q) = queue.next_if(|q| q.rank_index <= l.rank_index) {
+                out.push(q);
             }
             out.push(l);
         }
@@ -209,9 +215,7 @@ impl TimelineState {
     fn select_lane(&mut self, data: &Data, rank_index: usize, stream: Option<u32>) {
         let stream = stream.filter(|_| self.streams);
         if let Some(l) = self.lanes(data).iter().position(|l| {
-            l.cpu.is_none()
-                && l.rank_index == rank_index
-                && (stream.is_none() || l.stream == stream)
+            l.is_device() && l.rank_index == rank_index && (stream.is_none() || l.stream == stream)
         }) {
             self.lane = l;
         }
@@ -417,7 +421,7 @@ impl TimelineState {
                 self.lane = self
                     .lanes(data)
                     .iter()
-                    .position(|l| Some(l.rank) == rank && l.cpu.is_none())
+                    .position(|l| Some(l.rank) == rank && l.is_device())
                     .unwrap_or(0);
             }
             Action::Click { col, row } => {
@@ -671,6 +675,10 @@ pub(crate) fn render(
         let shift = clock_shift(state, data, lane.rank_index);
         let shown = Interval::new(view.start + shift, view.end + shift);
         let r = Rect::new(a.lanes.x, y, width, h);
+        if lane.queue {
+            draw_queue(data, lane.rank_index, shown, r, cursor_col, theme, buf);
+            continue;
+        }
         draw_lane(
             &data.shown(lane, shown, width),
             shown,
@@ -717,6 +725,65 @@ pub(crate) fn render(
     render_info(state, data, theme, a.info, width, buf);
 }
 
+/// Per column, the longest wait between launch and start of the rank's ops
+/// starting in it, exactly from the ops where few are in view, else from
+/// the queue's bins.
+fn queue_waits(data: &Data, rank_index: usize, shown: Interval, width: u16) -> Vec<Option<Ns>> {
+    use crate::tui::queue::longest_of;
+    let Some(Some(q)) = data.queues.get(rank_index) else {
+        return vec![None; usize::from(width)];
+    };
+    let edges: Vec<Ns> = (0..=width).map(|c| col_time(shown, width, c)).collect();
+    let per_col = shown.len() / i64::from(width.max(1));
+    let exact = (per_col < q.resolution() * 4)
+        .then(|| data.ops_in(rank_index, None, shown, usize::from(width) * 16))
+        .flatten();
+    edges
+        .windows(2)
+        .map(|e| match &exact {
+            Some(ops) => longest_of(ops, e[0], e[1]),
+            None => q.longest(e[0], e[1]),
+        })
+        .collect()
+}
+
+/// A rank's launch queue as a row of bars: per column, how long the ops
+/// starting there waited after their launch (how far the CPU ran ahead),
+/// on a log scale from 1 µs (an eighth) to 10 ms (a full cell).
+fn draw_queue(
+    data: &Data,
+    rank_index: usize,
+    shown: Interval,
+    r: Rect,
+    cursor: Option<u16>,
+    theme: Theme,
+    buf: &mut Buffer,
+) {
+    use crate::tui::queue::eighths;
+    use crate::tui::theme::EIGHTHS;
+    for (c, w) in queue_waits(data, rank_index, shown, r.width)
+        .into_iter()
+        .enumerate()
+    {
+        let x = r.x + c as u16;
+        // The bar's eighths over the lane's whole height.
+        let filled = w.map_or(0, |w| eighths(w) * usize::from(r.height));
+        for row in 0..r.height {
+            let Some(cell) = buf.cell_mut((x, r.bottom() - 1 - row)) else {
+                continue;
+            };
+            let here = filled.saturating_sub(usize::from(row) * 8).min(8);
+            if here > 0 {
+                cell.set_symbol(EIGHTHS[here - 1])
+                    .set_style(theme.shade(Shade::CpuOp));
+            }
+            if cursor == Some(c as u16) {
+                cell.modifier.insert(ratatui::style::Modifier::REVERSED);
+            }
+        }
+    }
+}
+
 /// With CPU lanes on and the cursor on a kernel: `◆` at its launch on the
 /// launching thread's lane and at its start on the device lane, joined by
 /// `┆` on the rows between (the flow Perfetto draws as an arrow), so how far
@@ -737,7 +804,7 @@ fn draw_launch_flow(
     let ri = lane.rank_index;
     // Only a device lane with its rank's CPU lanes on screen (none in a
     // paged summary) looks up the op under the cursor.
-    if lane.cpu.is_some()
+    if !lane.is_device()
         || !rows
             .iter()
             .any(|(_, l)| l.rank_index == ri && l.cpu.is_some())
@@ -1132,6 +1199,26 @@ fn render_info(
     ]));
     let under = lanes.get(state.lane).map(|lane| {
         let shift = clock_shift(state, data, lane.rank_index);
+        if lane.queue {
+            let shown = Interval::new(state.view.start + shift, state.view.end + shift);
+            let w = time_col(state.view, width, state.cursor).and_then(|c| {
+                queue_waits(data, lane.rank_index, shown, width)[usize::from(c)]
+            });
+            return match w {
+                Some(w) => Line::raw(format!(
+                    "{}: the ops starting in the cursor's column waited up to {} after their launch: the CPU ran that far ahead (bars: 1 µs to 10 ms, log scale)",
+                    lane.label(),
+                    human(w)
+                )),
+                None => Line::styled(
+                    format!(
+                        "{}: no op with a known launch starts in the cursor's column",
+                        lane.label()
+                    ),
+                    theme.dim(),
+                ),
+            };
+        }
         // How busy the column under the cursor is, as drawn.
         let column = match time_col(state.view, width, state.cursor) {
             Some(c) => {
