@@ -102,7 +102,17 @@ pub(crate) fn with_collectives<T>(
     report::collectives::sort(&mut rows, &q.sort);
     let matched = rows.len();
     rows.truncate(q.top.unwrap_or(usize::MAX));
+    // The Timeline's origin: the first device op of any rank, from the
+    // ranks' figures (a lean load holds only the collectives).
+    let origin = ctx
+        .stats()
+        .iter()
+        .filter_map(|s| s.device_window)
+        .map(|w| w.start)
+        .min()
+        .unwrap_or(crate::model::Ns::ZERO);
     let view = report::collectives::View {
+        origin,
         trace: &run.trace,
         instances: ctx.instances(),
         rows: &rows,

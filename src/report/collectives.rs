@@ -62,12 +62,15 @@ pub(crate) struct View<'a> {
     pub matched: usize,
     /// Whether the JSON lists each instance's members.
     pub members: bool,
+    /// The time the table shows as 0: the first device op of any rank, the
+    /// Timeline's origin.
+    pub origin: Ns,
 }
 
 pub(crate) fn write(format: Format, v: &View, out: &mut dyn Write) -> io::Result<()> {
     match format {
         Format::Table => {
-            table(v.rows, v.groups, v.grouped_only, out)?;
+            table(v.rows, v.groups, (v.grouped_only, v.origin), out)?;
             fits_table(v.fits, out)?;
             process_groups_table(v.process_groups, out)
         }
@@ -195,10 +198,11 @@ Process groups"
     Ok(())
 }
 
+/// `origin`: the time shown as 0 (the Timeline's).
 fn table(
     rows: &[InstanceRow],
     groups: &[GroupRow],
-    grouped_only: bool,
+    (grouped_only, origin): (bool, Ns),
     out: &mut dyn Write,
 ) -> io::Result<()> {
     if rows.is_empty() {
@@ -207,7 +211,6 @@ fn table(
             "no collective is matched across ranks (it needs communication kernels on 2 or more ranks)"
         );
     }
-    let origin = rows.iter().map(|r| r.start).min().unwrap_or(Ns::ZERO);
     if !grouped_only {
         writeln!(
             out,
@@ -239,7 +242,7 @@ fn table(
         }
         writeln!(
             out,
-            "\nstart: from the first collective; wait: summed over the members, until the last \
+            "\nstart: from the first device op of any rank, as on the Timeline; wait: summed over the members, until the last \
              started; transfer: after that; bandwidth in GB/s (busbw: nccl-tests factors)\n"
         )?;
     }
