@@ -57,9 +57,9 @@ fn run(cli: &Cli) -> Result<u8> {
     // Browsing needs a terminal on both ends that can draw a screen; piped,
     // or on a dumb terminal (Emacs shell, some CI logs), print the table.
     let tty = std::io::stdout().is_terminal() && std::io::stdin().is_terminal();
-    let dumb = std::env::var_os("TERM").is_some_and(|t| t == "dumb");
-    let interactive = tty && !dumb;
-    if tty && dumb && cli.browse() {
+    let term = std::env::var_os("TERM");
+    let interactive = can_draw(tty, term.as_deref());
+    if tty && !interactive && cli.browse() {
         crate::say!(
             "ccl-bench: TERM=dumb cannot draw the interactive screen; printing the table \
              instead (set TERM, e.g. TERM=xterm-256color, to browse)"
@@ -90,4 +90,25 @@ fn run(cli: &Cli) -> Result<u8> {
         return Ok(0);
     }
     headless::run(cli)
+}
+
+/// Whether the interactive screen can be drawn: a terminal on both ends
+/// (`tty`) that is not `TERM=dumb` (Emacs shell, some CI logs), which
+/// cannot place the cursor.
+fn can_draw(tty: bool, term: Option<&std::ffi::OsStr>) -> bool {
+    tty && term.is_none_or(|t| t != "dumb")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::can_draw;
+    use std::ffi::OsStr;
+
+    #[test]
+    fn a_dumb_terminal_gets_the_table() {
+        assert!(can_draw(true, Some(OsStr::new("xterm-256color"))));
+        assert!(can_draw(true, None));
+        assert!(!can_draw(true, Some(OsStr::new("dumb"))));
+        assert!(!can_draw(false, Some(OsStr::new("xterm"))));
+    }
 }

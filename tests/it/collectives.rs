@@ -93,7 +93,13 @@ fn dlrm_instances_have_their_eight_members_and_blame_the_straggler() {
         table
             .lines()
             .find(|l| l.split_whitespace().next() == Some(id))
-            .map(|l| l.split_whitespace().skip(6).take(2).collect::<Vec<_>>().join(" "))
+            .map(|l| {
+                l.split_whitespace()
+                    .skip(6)
+                    .take(2)
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
     };
     assert_eq!(start("0").as_deref(), Some("2.06 ms"), "{table}");
     assert_eq!(start("1").as_deref(), Some("11.4 ms"), "{table}");
