@@ -173,6 +173,7 @@ pub fn to_json(ctx: &Ctx, rows: &[Row], verdict: &Verdict, warnings: &[String]) 
         "ranks": about.ranks.len(),
         "rank_ids": about.ranks,
         "gpu_ops": about.ops,
+        "accelerator": about.accelerator,
         "steps_used": about.steps,
         "clocks": about.offsets_line(),
         "warnings": warnings.iter().take(WARNINGS).collect::<Vec<_>>(),
@@ -192,10 +193,11 @@ pub fn write_text(doc: &Value, out: &mut dyn Write) -> io::Result<()> {
     let s = |v: &Value| v.as_str().unwrap_or("").to_owned();
     writeln!(
         out,
-        "Run        {} · {} · {} GPU ops",
+        "Run        {} · {} · {} {} ops",
         s(&doc["trace"]),
         crate::human::plural(doc["ranks"].as_u64().unwrap_or(0) as usize, "rank", "ranks"),
-        doc["gpu_ops"]
+        doc["gpu_ops"],
+        doc["accelerator"].as_str().unwrap_or("GPU")
     )?;
     writeln!(
         out,

@@ -296,6 +296,11 @@ fn tensorboard_log_dirs_are_searched() {
     let o = run(&["--trace", p, "--metric", "total_kernel_time"]);
     assert!(o.status.success(), "{}", crate::support::stderr(&o));
     assert!(stdout(&o).trim().parse::<f64>().unwrap() > 0.0);
+    // TPUs are called TPUs: 6013 device ops on 4 of them.
+    let o = run(&["overview", p]);
+    let text = stdout(&o);
+    assert!(text.contains("4 ranks · 6013 TPU ops"), "{text}");
+    assert!(text.contains("the TPU is busy"), "{text}");
 }
 
 /// `ccl-bench` with no argument and no terminal prints the sample's metric
