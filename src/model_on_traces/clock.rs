@@ -86,7 +86,8 @@ fn a_late_bunch_of_collectives_is_not_drift() {
         })
         .collect();
     let ppm = drift_ppm(&s).unwrap();
-    assert!((ppm - 0.01).abs() < 0.05, "{ppm}");
+    // ±1 µs over baselines of 5 s or more: a tenth of a ppm is the noise.
+    assert!((ppm - 0.01).abs() < 0.1, "{ppm}");
     // And with no drift and no late ones, none: every slope is jitter.
     let flat: Vec<(Ns, Ns)> = (0..100i64)
         .map(|k| {
@@ -96,7 +97,38 @@ fn a_late_bunch_of_collectives_is_not_drift() {
             )
         })
         .collect();
-    assert!(drift_ppm(&flat).unwrap().abs() < 0.05);
+    assert!(drift_ppm(&flat).unwrap().abs() < 0.1);
+    assert_eq!(drift(&flat), None);
+}
+
+/// The shape of a real 4-process PAX run (nsys-jax): 4 collectives in the
+/// first minute of start-up (at 0, 0.05, 0.1 and 27 s), then 116 in the
+/// last second of the 86 s, whose ends scatter ±40 µs between ranks (large
+/// all-gathers), the clocks 0.01 ppm apart. Slopes between collectives
+/// a few ms apart are that scatter over ms (thousands of ppm) and decided
+/// the repeated median: it read 1.4 ppm, and warned of 122 µs. Fitted on
+/// the long baselines it reads what four early ends can tell (±0.5 ppm),
+/// within the scatter, and no warning is given.
+#[test]
+fn a_short_window_after_a_long_start_up_is_not_drift() {
+    let mut seed = 12_345u64;
+    let mut jitter = || {
+        seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+        ((seed >> 33) % 80_001) as i64 - 40_000
+    };
+    let mut at: Vec<i64> = vec![0, 50_000_000, 100_000_000, 27_000_000_000];
+    at.extend((0..116).map(|k| 85_200_000_000 + k * 8_000_000));
+    let s: Vec<(Ns, Ns)> = at
+        .iter()
+        .map(|&t| {
+            let drift = -Ns::rounded(0.01e-6 * t as f64).get();
+            (Ns(t), Ns(drift + jitter()))
+        })
+        .collect();
+    // Four early ends ±40 µs over 85 s: ±0.5 ppm is all the data can tell.
+    let ppm = drift_ppm(&s).unwrap();
+    assert!(ppm.abs() < 0.6, "{ppm}");
+    assert_eq!(drift(&s), None, "{ppm}");
 }
 
 #[test]

@@ -47,8 +47,9 @@ const INLIER_FLOOR: Ns = Ns(10_000);
 /// found. The samples far off the median offset (beyond 5 median
 /// deviations and 10 µs: collectives that ended late on one rank) are left
 /// out, and the rest fitted by Siegel's repeated median (for each sample
-/// the median slope to every other, then the median of those), which a
-/// bunch of late ones in one part of the trace does not tilt. A real drift
+/// the median slope to every other at least half the samples' span away,
+/// then the median of those), which a bunch of late ones in one part of
+/// the trace does not tilt, nor the jitter of collectives close together. A real drift
 /// keeps its samples: its ends are about 2 median deviations off. `None`
 /// below 8 samples.
 pub fn drift_ppm(samples: &[(Ns, Ns)]) -> Option<f64> {
@@ -71,6 +72,11 @@ pub fn drift_ppm(samples: &[(Ns, Ns)]) -> Option<f64> {
     s.sort_unstable();
     let every = s.len().div_ceil(MAX_FIT);
     let s: Vec<(Ns, Ns)> = s.into_iter().step_by(every).collect();
+    // Only pairs at least half the samples' span apart: a slope between two
+    // collectives a second apart is their ends' jitter over a second, and
+    // where most collectives fall in the last second (a short profiled
+    // window after a long start-up) those would decide the median.
+    let baseline = (s[s.len() - 1].0 - s[0].0) / 2;
     let mut slopes = Vec::with_capacity(s.len());
     let mut per_sample = Vec::with_capacity(s.len());
     for &(ti, di) in &s {
@@ -78,7 +84,7 @@ pub fn drift_ppm(samples: &[(Ns, Ns)]) -> Option<f64> {
         // The offset falls as this rank's clock gains: (di - dj) / (tj - ti).
         slopes.extend(
             s.iter()
-                .filter(|&&(tj, _)| tj != ti)
+                .filter(|&&(tj, _)| tj != ti && (tj - ti).abs() >= baseline)
                 .map(|&(tj, dj)| (di - dj).as_f64() / (tj - ti).as_f64()),
         );
         per_sample.extend(median_of(&mut slopes));
@@ -106,6 +112,32 @@ const DRIFT_FLOOR: Ns = Ns(5_000);
 /// Matched collectives whose end times scatter more than this around the
 /// offset are not a clock measurement.
 const SPREAD_LIMIT: Ns = Ns(1_000_000);
+
+/// A clock rate told apart from the scatter of the collectives' ends.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Drift {
+    pub ppm: f64,
+    /// What it changes the offset by over `span`.
+    pub change: Ns,
+    /// From the first sample to the last.
+    pub span: Ns,
+}
+
+/// The drift of `samples` (see [`samples_of`]) where it is a measurement:
+/// its change over their span beyond three times their scatter (median
+/// deviation around the offset) and 5 µs; `None` otherwise, and below 8
+/// samples.
+pub fn drift(samples: &[(Ns, Ns)]) -> Option<Drift> {
+    let ppm = drift_ppm(samples)?;
+    let diffs: Vec<Ns> = samples.iter().map(|x| x.1).collect();
+    let mid = median(diffs.clone());
+    let spread = median(diffs.iter().map(|&d| (d - mid).abs()).collect());
+    let span = samples.iter().map(|x| x.0).max()? - samples.iter().map(|x| x.0).min()?;
+    let change = Ns::rounded(ppm * 1e-6 * span.as_f64());
+    // The fit rests on few samples at one end as often as not: a change
+    // within three times the scatter is not told apart from it.
+    (change.abs() > DRIFT_FLOOR.max(spread * 3)).then_some(Drift { ppm, change, span })
+}
 
 /// What is wrong with the ranks' clocks, one line per finding; `samples`
 /// gives a rank's (by its index in `trace.ranks`, see [`samples_of`]),
@@ -171,30 +203,24 @@ pub fn check(
             ));
             continue;
         }
-        if let Some(ppm) = drift_ppm(s) {
-            let span = s.iter().map(|x| x.0).max().unwrap_or_default()
-                - s.iter().map(|x| x.0).min().unwrap_or_default();
-            let change = Ns::rounded(ppm * 1e-6 * span.as_f64());
-            // A change within twice the scatter of the samples is not a rate.
-            if change.abs() > DRIFT_FLOOR.max(spread * 2) {
-                let fix = match aligned_by {
-                    Some(_) => format!(
-                        "one offset is applied, so aligned times are off by up to {} at the ends",
-                        human(change.abs() / 2)
-                    ),
-                    None => "the clocks were not aligned".into(),
-                };
-                out.push(format!(
-                    "rank {}: its clock runs {:.1} ppm {} against rank {}'s ({} over the {} \
-                     its shared collectives span); {fix}",
-                    t.rank,
-                    ppm.abs(),
-                    if ppm > 0.0 { "fast" } else { "slow" },
-                    first.rank,
-                    human(change.abs()),
-                    human(span)
-                ));
-            }
+        if let Some(Drift { ppm, change, span }) = drift(s) {
+            let fix = match aligned_by {
+                Some(_) => format!(
+                    "one offset is applied, so aligned times are off by up to {} at the ends",
+                    human(change.abs() / 2)
+                ),
+                None => "the clocks were not aligned".into(),
+            };
+            out.push(format!(
+                "rank {}: its clock runs {:.1} ppm {} against rank {}'s ({} over the {} \
+                 its shared collectives span); {fix}",
+                t.rank,
+                ppm.abs(),
+                if ppm > 0.0 { "fast" } else { "slow" },
+                first.rank,
+                human(change.abs()),
+                human(span)
+            ));
         }
     }
     out
