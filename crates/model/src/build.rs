@@ -374,7 +374,7 @@ impl TimelineBuilder {
         // its launch, as the profiler's own step accounting does.
         let device_steps = t.steps.is_empty() && t.format == super::timeline::SourceFormat::Xla;
         if device_steps {
-            t.steps = super::program::program_steps(&t.annotations);
+            t.steps = super::program::program_steps(&t.annotations, &t.strings);
         }
         for op in &mut t.ops {
             let at = if device_steps { op.start } else { op.launch };

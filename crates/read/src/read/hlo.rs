@@ -40,6 +40,10 @@ pub(crate) struct HloInstructionProto {
     opcode: String,
     #[prost(message, optional, tag = "3")]
     shape: Option<ShapeProto>,
+    #[prost(string, tag = "11")]
+    fusion_kind: String,
+    #[prost(string, tag = "28")]
+    custom_call_target: String,
     #[prost(int64, tag = "35")]
     id: i64,
     #[prost(int64, repeated, tag = "36")]
@@ -86,6 +90,10 @@ pub(crate) struct Instr {
     pub opcode: String,
     /// For a collective: its kind and sizes.
     pub coll: Option<Coll>,
+    /// What a `custom-call` calls (`__cublas$lt$matmul`, `__cudnn$fmha…`)
+    /// or what kind a `fusion` is (`kLoop`, `kInput`, `kCustom`); empty for
+    /// other opcodes.
+    pub target: String,
 }
 
 /// What a collective instruction moves, per member.
@@ -250,6 +258,11 @@ pub(crate) fn module(bytes: &[u8], xz: bool) -> Result<(String, HashMap<String, 
                 Instr {
                     opcode: i.opcode.clone(),
                     coll,
+                    target: if i.opcode == "custom-call" {
+                        i.custom_call_target.clone()
+                    } else {
+                        i.fusion_kind.clone()
+                    },
                 },
             );
         }
@@ -315,6 +328,8 @@ pub(crate) mod write {
             id,
             operand_ids: operands.to_vec(),
             replica_groups: Vec::new(),
+            fusion_kind: String::new(),
+            custom_call_target: String::new(),
             collective_device_list: group.map(|n| CollectiveDeviceListProto {
                 replica_groups: vec![ReplicaGroup {
                     replica_ids: (0..n as i64).collect(),
@@ -322,6 +337,16 @@ pub(crate) mod write {
                 iota_replica_group_list: None,
             }),
         }
+    }
+
+    /// A custom call to `target`, or a fusion of kind `target`.
+    pub(crate) fn calling(mut i: HloInstructionProto, target: &str) -> HloInstructionProto {
+        if i.opcode == "custom-call" {
+            i.custom_call_target = target.into();
+        } else {
+            i.fusion_kind = target.into();
+        }
+        i
     }
 
     /// PAX's FSDP all-gather (a bf16 shard of 205,168,720 elements over 4

@@ -417,6 +417,27 @@ struct Op {
 /// is its `-start`'s. Where the thunk's program was dumped, its HLO
 /// instruction's opcode decides (a collective also takes its sizes), else
 /// its name does.
+/// What an instruction's name does not tell, its opcode does: a custom
+/// call by its target (cuBLAS GEMMs, cuDNN's fused attention), a fusion by
+/// its kind (`kLoop`: elementwise ops fused; `kInput`: rooted at a
+/// reduction), a `dot` or `convolution` as a GEMM.
+fn class_of(instr: &hlo::Instr) -> KernelClass {
+    let t = instr.target.to_ascii_lowercase();
+    match instr.opcode.as_str() {
+        "custom-call" if t.contains("cublas") || t.contains("matmul") || t.contains("gemm") => {
+            KernelClass::Gemm
+        }
+        "custom-call" if t.contains("fmha") || t.contains("flash") || t.contains("attention") => {
+            KernelClass::Attention
+        }
+        "fusion" if t == "kloop" => KernelClass::Elementwise,
+        "fusion" if t == "kinput" => KernelClass::Reduction,
+        "dot" | "convolution" => KernelClass::Gemm,
+        "copy" | "copy-start" => KernelClass::Memory,
+        _ => KernelClass::Other,
+    }
+}
+
 fn op_of(name: &str, program: Option<&HashMap<String, hlo::Instr>>) -> Option<Op> {
     let not_comm = |op: &str| match classify(op, Activity::Kernel) {
         // HLO names such as `broadcast.2` are not collectives.
@@ -437,7 +458,10 @@ fn op_of(name: &str, program: Option<&HashMap<String, hlo::Instr>>) -> Option<Op
                     name: op,
                 },
                 None => Op {
-                    class: not_comm(&op),
+                    class: match not_comm(&op) {
+                        KernelClass::Other => class_of(instr),
+                        c => c,
+                    },
                     coll: None,
                     sizes: None,
                     name: op,
@@ -1003,10 +1027,26 @@ mod tests {
     /// whatever its name, `all-reduce-lookalike.5` (a fusion) compute.
     #[test]
     fn dumped_programs_decide_what_a_thunk_is_and_its_sizes() {
-        use super::hlo::write::{array, dump, instr, pax_all_gather};
+        use super::hlo::write::{array, calling, dump, instr, pax_all_gather};
         use crate::model::CollKind::{AllGather, AllReduce};
         const BF16: i32 = 16;
         let mut instrs = pax_all_gather();
+        let x = || array(BF16, &[64]);
+        // Names that say nothing, where the dump does: a cuBLAS GEMM and
+        // cuDNN's attention called by name (PAX's `custom-call.219.0`), a
+        // loop fusion, a reduction-rooted fusion.
+        instrs.extend([
+            calling(
+                instr("custom-call.219.0", "custom-call", x(), 10, &[1], None),
+                "__cublas$lt$matmul",
+            ),
+            calling(
+                instr("custom-call.7", "custom-call", x(), 11, &[1], None),
+                "__cudnn$fmhaSoftmax",
+            ),
+            calling(instr("fusion.40", "fusion", x(), 12, &[1], None), "kLoop"),
+            calling(instr("fusion.41", "fusion", x(), 13, &[1], None), "kInput"),
+        ]);
         instrs.extend([
             instr(
                 "ag-renamed.9",
@@ -1047,6 +1087,10 @@ mod tests {
                 500,
                 600,
             ),
+            r(8, Some(1), "Thunk:#hlo_op=custom-call.219.0#", 600, 700),
+            r(9, Some(1), "Thunk:#hlo_op=custom-call.7#", 700, 800),
+            r(10, Some(1), "Thunk:#hlo_op=fusion.40#", 800, 900),
+            r(11, Some(1), "Thunk:#hlo_op=fusion.41#", 900, 1000),
         ];
         let bytes = crate::synth::nsys_jax::archive_with(
             "pax",
@@ -1061,15 +1105,25 @@ mod tests {
         let files = read(f.path(), None, true).unwrap();
         let file = &files[0].1;
         assert_eq!(
-            ops(file),
-            vec![
+            ops(file)[..3],
+            [
                 ("all-gather-start.3".to_owned(), 0, 400, Some(AllGather)),
                 ("ag-renamed.9".to_owned(), 410, 90, Some(AllReduce)),
                 ("all-reduce-lookalike.5".to_owned(), 500, 100, None),
             ]
         );
         let t = &file.timeline;
-        assert_eq!(t.ops[2].class, KernelClass::Other);
+        let classes: Vec<KernelClass> = t.ops.iter().skip(2).map(|o| o.class).collect();
+        assert_eq!(
+            classes,
+            [
+                KernelClass::Other,
+                KernelClass::Gemm,
+                KernelClass::Attention,
+                KernelClass::Elementwise,
+                KernelClass::Reduction
+            ]
+        );
         let m = t.coll_meta(&t.ops[0]).expect("the all-gather's sizes");
         assert_eq!(
             (m.in_nelems, m.out_nelems, m.dtype_size, m.group_size),
@@ -1095,7 +1149,7 @@ mod tests {
         );
         // By name, `ag-renamed.9` is compute and its NCCL range a
         // collective of its own: what the dump sets right.
-        assert_eq!(files[0].1.timeline.ops.len(), 4);
+        assert_eq!(files[0].1.timeline.ops.len(), 8);
     }
 
     #[test]
