@@ -1028,9 +1028,12 @@ fn cpu_lanes_show_what_launched_each_kernel() {
     a.update(Action::SelectTab(Tab::Timeline));
     a.update(Action::ToggleCpu);
     let screen = text_of(&draw(&a));
-    // Two ranks, each with its launching thread (tid 1) and its device lane.
-    assert!(screen.contains("· 4 lanes"), "{screen}");
-    for lane in ["r0 cpu", "rank 0", "r1 cpu", "rank 1"] {
+    // Two ranks, each with its launching thread (tid 1), its launch queue
+    // and its device lane.
+    assert!(screen.contains("· 6 lanes"), "{screen}");
+    for lane in [
+        "r0 cpu", "r0 queue", "rank 0", "r1 cpu", "r1 queue", "rank 1",
+    ] {
         assert!(screen.contains(lane), "{lane}\n{screen}");
     }
     assert!(screen.contains("▒ CPU op  ▞ runtime call"), "{screen}");
@@ -1040,7 +1043,7 @@ fn cpu_lanes_show_what_launched_each_kernel() {
         a.update(Action::Input(c));
     }
     a.update(Action::Submit);
-    assert_eq!(a.state::<TimelineState>().unwrap().lane, 1);
+    assert_eq!(a.state::<TimelineState>().unwrap().lane, 2);
     // Its launch (6 µs, on r0 cpu) and its start (30 µs) are marked `◆`,
     // the launch to the left: the CPU ran 24 µs ahead.
     let screen = text_of(&draw(&a));
@@ -1068,7 +1071,9 @@ fn cpu_lanes_show_what_launched_each_kernel() {
         screen.contains("launched from thread 1: cudaLaunchKernel"),
         "{screen}"
     );
-    // Up to rank 0's CPU lane, the cursor on the launch at 6 µs.
+    // Up past the launch queue to rank 0's CPU lane, the cursor on the
+    // launch at 6 µs.
+    a.update(Action::Up);
     a.update(Action::Up);
     let s = a.state::<TimelineState>().unwrap();
     assert_eq!(s.lane, 0);
@@ -1109,7 +1114,8 @@ fn dlrm_cpu_lanes_name_the_collective_call() {
     a.update(Action::ToggleCpu);
     // Each rank: its main thread and the autograd thread that launches the backward.
     assert_eq!(a.data.cpu_lanes.len(), 16);
-    assert!(text_of(&draw(&a)).contains("· 24 lanes"));
+    // And its launch queue, above its device lane.
+    assert!(text_of(&draw(&a)).contains("· 32 lanes"));
     a.update(Action::Search);
     for c in "SendRecv".chars() {
         a.update(Action::Input(c));
@@ -1473,7 +1479,7 @@ fn nsys_jax_launcher_threads_are_cpu_lanes() {
     let t = a.state::<TimelineState>().unwrap();
     assert!(t.cpu);
     let labels: Vec<String> = t.lanes(&a.data).iter().map(|l| l.label()).collect();
-    assert_eq!(labels.len(), 2, "{labels:?}");
+    assert_eq!(labels, ["r0 cpu", "r0 queue", "rank 0"]);
     let screen = text(draw(&a).buffer());
     assert!(!screen.contains("no CPU lanes"), "{screen}");
 }
