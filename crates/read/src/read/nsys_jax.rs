@@ -601,7 +601,14 @@ fn assemble(
         if let Some((s, d)) = cpu {
             let name = t.intern(&r.name);
             let tid = u64::try_from(r.tid).unwrap_or(0);
-            t.push_cpu(tid, name, CpuKind::Annotation, s, d, op.is_some());
+            // A program run is named over its thunks; a thunk is work the
+            // launcher did, shaded as an operator is.
+            let kind = if MODULE.is_match(&r.name) {
+                CpuKind::Annotation
+            } else {
+                CpuKind::Op
+            };
+            t.push_cpu(tid, name, kind, s, d, op.is_some());
         }
         if let Some(m) = MODULE.captures(&r.name) {
             if let Ok(span) = t.between(r.start, r.end) {

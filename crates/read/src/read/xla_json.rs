@@ -5,7 +5,7 @@
 //! text, when the profiler recorded it (`args.long_name`), names collectives
 //! as in the XSpace reader, which this one shares its op handling with.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::Read;
 use std::path::Path;
 
@@ -18,7 +18,7 @@ use super::xplane::{device_number, op_stream, DeviceOps, MODULES};
 use super::RankFile;
 use crate::error::Error;
 use crate::model::time::Micros;
-use crate::model::Ns;
+use crate::model::{Interner, Ns, StrId};
 
 #[derive(Deserialize)]
 struct Event {
@@ -52,21 +52,58 @@ fn id(v: &Value) -> String {
     }
 }
 
+/// A complete event as kept until every name is known: its ids and names
+/// interned (an HLO instruction's text repeats every step), its times in
+/// ns. A tenth of the bytes the event takes in the file, or less.
+struct Kept {
+    pid: StrId,
+    tid: StrId,
+    name: StrId,
+    /// The HLO text, when recorded.
+    long: Option<StrId>,
+    start: Ns,
+    dur: Ns,
+}
+
 /// The events of one file as they stream by: device and thread names from
 /// metadata events, the complete events kept until every name is known
-/// (the profiler may write metadata after the events).
+/// (the profiler may write metadata after the events), except those of a
+/// process or thread already named as no device or no op line.
 #[derive(Default)]
 struct Collect {
+    path: std::path::PathBuf,
+    /// The ops of each device, pushed as they come once their process and
+    /// thread are named (metadata usually comes first).
+    by_device: HashMap<u32, DeviceOps>,
+    strings: Interner,
     /// Device number and process name, by process id.
-    devices: HashMap<String, (u32, String)>,
-    threads: HashMap<(String, String), String>,
-    complete: Vec<Event>,
+    devices: HashMap<StrId, (u32, String)>,
+    /// Processes named, but not as a device (the host).
+    not_devices: HashSet<StrId>,
+    threads: HashMap<(StrId, StrId), String>,
+    /// Complete events that came before their process's or thread's name,
+    /// and the threads they are of.
+    complete: Vec<Kept>,
+    waiting: HashSet<(StrId, StrId)>,
     events: u64,
     skipped: u64,
     first_skip: Option<(Pos, String)>,
     saw_events: bool,
     /// A second event array: where, and the events of the first dropped.
     again: Option<(Pos, u64)>,
+}
+
+impl Collect {
+    /// Whether the events of `pid`'s thread `tid` are already known to
+    /// be of no use: a process named as no device, or a thread named as
+    /// neither an op line nor the modules' line.
+    fn unused(&self, pid: StrId, tid: StrId) -> bool {
+        self.not_devices.contains(&pid)
+            || self
+                .threads
+                .get(&(pid, tid))
+                .is_some_and(|line| op_stream(line).is_none() && line != MODULES)
+    }
 }
 
 impl Sink for Collect {
@@ -93,18 +130,63 @@ impl Sink for Collect {
             }
         };
         self.events += 1;
+        let pid = self.strings.intern(&id(&e.pid));
+        let tid = self.strings.intern(&id(&e.tid));
         match e.ph.as_str() {
-            "X" => self.complete.push(e),
+            "X" => {
+                let Some(ts) = e.ts.as_ref().and_then(|t| t.0) else {
+                    return;
+                };
+                if self.unused(pid, tid) {
+                    return;
+                }
+                // Beyond the model's range: the builder skips and counts it.
+                let start = ts.ns().unwrap_or(Ns::MAX);
+                let dur = (e.dur.as_ref().and_then(|d| d.0))
+                    .unwrap_or(Micros::Whole(0))
+                    .ns()
+                    .unwrap_or(Ns::MAX);
+                // Process and thread named already, and none of the thread's
+                // events kept waiting (its order is kept): straight to the
+                // device.
+                if let (Some(&(device, ref device_name)), Some(line), false) = (
+                    self.devices.get(&pid),
+                    self.threads.get(&(pid, tid)),
+                    self.waiting.contains(&(pid, tid)),
+                ) {
+                    let full = e.args.long_name.as_deref().unwrap_or(&e.name);
+                    let ops = self
+                        .by_device
+                        .entry(device)
+                        .or_insert_with(|| DeviceOps::new(device, device_name, &self.path));
+                    place(ops, line, (&e.name, full), start, dur);
+                    return;
+                }
+                self.waiting.insert((pid, tid));
+                let name = self.strings.intern(&e.name);
+                let long = e.args.long_name.as_deref().map(|l| self.strings.intern(l));
+                self.complete.push(Kept {
+                    pid,
+                    tid,
+                    name,
+                    long,
+                    start,
+                    dur,
+                });
+            }
             "M" => {
                 let Some(label) = &e.args.name else { return };
                 match e.name.as_str() {
-                    "process_name" => {
-                        if let Some(d) = device_number(label) {
-                            self.devices.insert(id(&e.pid), (d, label.clone()));
+                    "process_name" => match device_number(label) {
+                        Some(d) => {
+                            self.devices.insert(pid, (d, label.clone()));
                         }
-                    }
+                        None => {
+                            self.not_devices.insert(pid);
+                        }
+                    },
                     "thread_name" => {
-                        self.threads.insert((id(&e.pid), id(&e.tid)), label.clone());
+                        self.threads.insert((pid, tid), label.clone());
                     }
                     _ => {}
                 }
@@ -120,9 +202,22 @@ impl Sink for Collect {
     fn events_again(&mut self, at: Pos) {
         let dropped = self.events;
         *self = Collect {
+            path: std::mem::take(&mut self.path),
             again: Some((at, dropped)),
             ..Collect::default()
         };
+    }
+}
+
+/// An op of thread `line` (`XLA Ops`, `Stream #N(…)`, `XLA Modules`) on
+/// its device; `names`: its short name and its HLO text (or the name
+/// again). Other threads' events are not ops.
+fn place(ops: &mut DeviceOps, line: &str, (name, full): (&str, &str), start: Ns, dur: Ns) {
+    let end = start.saturating_add(dur.max(Ns::ZERO));
+    match op_stream(line) {
+        Some(stream) => ops.push(full, start, end, stream, line.contains("Memcpy")),
+        None if line == MODULES => ops.module(name, start, end),
+        None => {}
     }
 }
 
@@ -130,7 +225,10 @@ impl Sink for Collect {
 /// streaming its events; one `RankFile` per device with ops. A damaged file
 /// is read as far as it is valid, with a warning.
 pub fn read(reader: impl Read, path: &Path) -> Result<Vec<(Option<u32>, RankFile)>, Error> {
-    let mut c = Collect::default();
+    let mut c = Collect {
+        path: path.to_owned(),
+        ..Collect::default()
+    };
     let mut warnings = walk(reader, &mut c, path, "an XLA profiler trace", |c| c.events)?;
     if let Some((at, dropped)) = c.again {
         warnings.push(again_warning(path, at, dropped));
@@ -143,41 +241,25 @@ pub fn read(reader: impl Read, path: &Path) -> Result<Vec<(Option<u32>, RankFile
         ));
     }
     let Collect {
+        strings,
         devices,
         threads,
         complete,
+        mut by_device,
         ..
     } = c;
-    let mut by_device: HashMap<u32, DeviceOps> = HashMap::new();
+    // The events that came before their process's or thread's name.
     for e in &complete {
-        let pid = id(&e.pid);
-        let Some((device, device_name)) = devices.get(&pid) else {
+        let Some((device, device_name)) = devices.get(&e.pid) else {
             continue;
         };
-        let line = threads.get(&(pid, id(&e.tid))).map_or("", String::as_str);
-        let stream = op_stream(line);
-        let modules = line == MODULES;
-        let Some(ts) = e.ts.as_ref().and_then(|t| t.0) else {
-            continue;
-        };
-        if stream.is_none() && !modules {
-            continue;
-        }
-        // Beyond the model's range: the builder skips and counts it.
-        let start = ts.ns().unwrap_or(Ns::MAX);
-        let dur = (e.dur.as_ref().and_then(|d| d.0))
-            .unwrap_or(Micros::Whole(0))
-            .ns()
-            .unwrap_or(Ns::MAX);
-        let end = start.saturating_add(dur.max(Ns::ZERO));
-        let full = e.args.long_name.as_deref().unwrap_or(&e.name);
+        let line = threads.get(&(e.pid, e.tid)).map_or("", String::as_str);
+        let name = strings.get(e.name);
+        let full = e.long.map_or(name, |l| strings.get(l));
         let ops = by_device
             .entry(*device)
             .or_insert_with(|| DeviceOps::new(*device, device_name, path));
-        match stream {
-            Some(stream) => ops.push(full, start, end, stream, line.contains("Memcpy")),
-            None => ops.module(&e.name, start, end),
-        }
+        place(ops, line, (name, full), e.start, e.dur);
     }
     let mut out: Vec<_> = by_device
         .into_values()
@@ -313,6 +395,69 @@ mod tests {
         );
         let none = read(&br#"{"traceEvents": []}"#[..], Path::new("t.json")).unwrap_err();
         assert!(none.to_string().contains("without device ops"), "{none}");
+
+        // The profiler may name processes and threads after their events:
+        // the same ops whether every name comes first, last, or device 1's
+        // op thread is named mid-way (its async pair then kept in order).
+        let meta = [
+            r#"{"ph": "M", "pid": 1, "name": "process_name", "args": {"name": "/device:TPU:0"}}"#,
+            r#"{"ph": "M", "pid": 2, "name": "process_name", "args": {"name": "/device:TPU:1"}}"#,
+            r#"{"ph": "M", "pid": 1, "tid": 3, "name": "thread_name", "args": {"name": "XLA Ops"}}"#,
+        ];
+        let late_thread = r#"{"ph": "M", "pid": 2, "tid": 3, "name": "thread_name", "args": {"name": "XLA Ops"}}"#;
+        let events = [
+            r#"{"ph": "X", "pid": 1, "tid": 3, "name": "fusion.1", "ts": 1, "dur": 10}"#,
+            r#"{"ph": "X", "pid": 2, "tid": 3, "name": "all-gather-start", "ts": 2, "dur": 0.5, "args": {"long_name": "%all-gather-start = (f32[2], f32[8]) all-gather-start(f32[2] %p)"}}"#,
+            r#"{"ph": "X", "pid": 2, "tid": 3, "name": "fusion.3", "ts": 3, "dur": 5}"#,
+            r#"{"ph": "X", "pid": 2, "tid": 3, "name": "all-gather-done", "ts": 9, "dur": 1, "args": {"long_name": "%all-gather-done = f32[8] all-gather-done((f32[2], f32[8]) %all-gather-start)"}}"#,
+        ];
+        let doc = |lines: Vec<&str>| format!("{{\"traceEvents\": [{}]}}", lines.join(",\n"));
+        let key = |files: &[(Option<u32>, RankFile)]| -> Vec<(u32, String, i64, i64)> {
+            files
+                .iter()
+                .flat_map(|(_, f)| {
+                    let t = &f.timeline;
+                    t.ops.iter().map(move |o| {
+                        (
+                            t.rank,
+                            t.strings.get(o.name).to_owned(),
+                            o.start.get(),
+                            o.dur.get(),
+                        )
+                    })
+                })
+                .collect()
+        };
+        let first: Vec<&str> = meta
+            .iter()
+            .chain([&late_thread])
+            .chain(&events)
+            .copied()
+            .collect();
+        let want = key(&read(doc(first).as_bytes(), Path::new("t.json")).unwrap());
+        assert_eq!(want.len(), 3, "{want:?}");
+        assert_eq!(want[1], (1, "all-gather-start".into(), 2000, 8000));
+        let last: Vec<&str> = events
+            .iter()
+            .chain(&meta)
+            .chain([&late_thread])
+            .copied()
+            .collect();
+        let mid: Vec<&str> = meta
+            .iter()
+            .chain(&events[..2])
+            .chain([&late_thread])
+            .chain(&events[2..])
+            .copied()
+            .collect();
+        for lines in [last, mid] {
+            let text = doc(lines);
+            assert_eq!(
+                key(&read(text.as_bytes(), Path::new("t.json")).unwrap()),
+                want,
+                "{text}"
+            );
+        }
     }
 
     #[test]
