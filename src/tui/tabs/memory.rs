@@ -20,7 +20,9 @@ use crate::tui::memory_view::{phase_marks, MemClock, MemView};
 use crate::tui::tabs::{Jump, Needs, TabCtx, TabSpec, TabView};
 use crate::tui::theme::{phase_glyph, Shade, Theme, EIGHTHS};
 use crate::tui::widgets::fit;
-use crate::tui::widgets::lanes::{col_time, draw_names, render_ruler, render_step_marks, time_col};
+use crate::tui::widgets::lanes::{
+    col_time, draw_names, fit_view, render_ruler, render_step_marks, time_col, zoom_about,
+};
 
 #[derive(Debug, Clone)]
 pub struct MemoryState {
@@ -132,19 +134,12 @@ impl MemoryState {
         let Some((_, v)) = self.mem(data) else {
             return;
         };
-        let all = full(data, v);
-        let len = (Ns(1) * i64::from(width.max(1)))
-            .max(len)
-            .min(all.len().max(Ns(1)));
-        let start = start.clamp(all.start, all.end - len);
-        self.view = Interval::new(start, start + len);
+        self.view = fit_view(full(data, v), start, len, width);
     }
 
     fn zoom(&mut self, data: &Data, factor: f64, at: Ns, width: u16) {
-        let v = self.view;
-        let len = Ns::rounded(v.len().as_f64() * factor);
-        let frac = (at - v.start).as_f64() / v.len().max(Ns(1)).as_f64();
-        self.set_view(data, at - Ns::rounded(len.as_f64() * frac), len, width);
+        let (start, len) = zoom_about(self.view, factor, at);
+        self.set_view(data, start, len, width);
     }
 
     fn show_step(&mut self, data: &Data, forward: bool, width: u16) {
@@ -292,6 +287,17 @@ fn marks(data: &Data, _m: &MemoryTimeline, v: &MemView) -> Vec<(Ns, Ns, Phase)> 
 
 fn gb(bytes: i64) -> String {
     format!("{:.3} GB", bytes as f64 / 1e9)
+}
+
+/// The phases holding any bytes, in words: "forward 2.130 GB, backward …".
+fn by_phase(bytes: [i64; 5]) -> String {
+    let parts: Vec<String> = Phase::ALL
+        .iter()
+        .zip(bytes)
+        .filter(|(_, b)| *b != 0)
+        .map(|(p, b)| format!("{} {}", p.name(), gb(b)))
+        .collect();
+    parts.join(", ")
 }
 
 pub(crate) fn render(state: &MemoryState, data: &Data, theme: Theme, area: Rect, buf: &mut Buffer) {
@@ -467,16 +473,10 @@ fn info_lines(
     }
     let first = match v.at(t) {
         Some(i) => {
-            let by: Vec<String> = Phase::ALL
-                .iter()
-                .zip(v.phases[i])
-                .filter(|(_, b)| *b != 0)
-                .map(|(p, b)| format!("{} {}", p.name(), gb(b)))
-                .collect();
             format!(
                 "{at} · allocated {} ({}) · reserved {}",
                 gb(v.allocated(i)),
-                by.join(", "),
+                by_phase(v.phases[i]),
                 gb(v.reserved[i])
             )
         }
@@ -534,16 +534,10 @@ fn header(
         } else {
             String::new()
         };
-        let by: Vec<String> = Phase::ALL
-            .iter()
-            .zip(v.phases[i])
-            .filter(|(_, b)| *b != 0)
-            .map(|(p, b)| format!("{} {}", p.name(), gb(b)))
-            .collect();
         facts.push(format!(
             "peak allocated {} (by phase: {}), reserved {} then{frag}",
             gb(p.allocated),
-            by.join(", "),
+            by_phase(v.phases[i]),
             gb(p.reserved)
         ));
     }

@@ -18,7 +18,8 @@ use crate::tui::tabs::{Jump, Needs, TabCtx, TabSpec, TabView};
 use crate::tui::theme::{Shade, Theme};
 use crate::tui::widgets::fit;
 use crate::tui::widgets::lanes::{
-    col_time, draw_lane, draw_names, render_ruler, render_step_marks, shades, time_col,
+    col_time, draw_lane, draw_names, fit_view, render_ruler, render_step_marks, shades, time_col,
+    zoom_about,
 };
 
 #[derive(Debug, Clone)]
@@ -193,21 +194,11 @@ impl TimelineState {
     }
 
     fn set_view(&mut self, data: &Data, start: Ns, len: Ns, width: u16) {
-        let full = data.span;
-        // Never narrower than a nanosecond per column, never wider than the trace.
-        let len = (Ns(1) * i64::from(width.max(1)))
-            .max(len)
-            .min(full.len().max(Ns(1)));
-        let start = start.clamp(full.start, full.end - len);
-        self.view = Interval::new(start, start + len);
+        self.view = fit_view(data.span, start, len, width);
     }
 
     fn zoom(&mut self, data: &Data, factor: f64, at: Ns, width: u16) {
-        let v = self.view;
-        let len = Ns::rounded(v.len().as_f64() * factor);
-        // Keep `at` on the same screen position.
-        let frac = (at - v.start).as_f64() / v.len().max(Ns(1)).as_f64();
-        let start = at - Ns::rounded(len.as_f64() * frac);
+        let (start, len) = zoom_about(self.view, factor, at);
         self.set_view(data, start, len, width);
     }
 

@@ -21,6 +21,24 @@ pub fn col_time(view: Interval, width: u16, c: u16) -> Ns {
     Ns((start + len * i128::from(c) / w) as i64)
 }
 
+/// `len` from `start`, kept inside `full` and at least a nanosecond per
+/// column: the view a Timeline-like tab shows.
+pub(crate) fn fit_view(full: Interval, start: Ns, len: Ns, width: u16) -> Interval {
+    let len = (Ns(1) * i64::from(width.max(1)))
+        .max(len)
+        .min(full.len().max(Ns(1)));
+    let start = start.clamp(full.start, full.end - len);
+    Interval::new(start, start + len)
+}
+
+/// `view` scaled by `factor` about `at`, which keeps its place on screen:
+/// the new (start, length).
+pub(crate) fn zoom_about(view: Interval, factor: f64, at: Ns) -> (Ns, Ns) {
+    let len = Ns::rounded(view.len().as_f64() * factor);
+    let frac = (at - view.start).as_f64() / view.len().max(Ns(1)).as_f64();
+    (at - Ns::rounded(len.as_f64() * frac), len)
+}
+
 /// The column showing time `t`, if visible.
 pub(crate) fn time_col(view: Interval, width: u16, t: Ns) -> Option<u16> {
     if t < view.start || t >= view.end || width == 0 {
