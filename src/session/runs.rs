@@ -29,6 +29,10 @@ pub(super) struct Sign {
     pub window: Option<(i64, i64)>,
     /// XLA programs its devices ran (`jit_train_step`); empty for others.
     pub programs: BTreeSet<String>,
+    /// The programs whose runs are its devices' steps (see
+    /// `model::program`): two jobs share helper programs (`jit_convert_…`,
+    /// the autotuner's), not their training step.
+    pub step_programs: BTreeSet<String>,
     /// Ranks it holds.
     pub ranks: usize,
 }
@@ -56,6 +60,15 @@ impl Sign {
             if t.format == SourceFormat::Xla {
                 s.programs
                     .extend(t.annotations.iter().map(|a| t.name(a.name).to_owned()));
+                // A step made from program runs starts with a run.
+                let step_run = t.steps.first().and_then(|first| {
+                    t.annotations
+                        .iter()
+                        .find(|a| a.on_gpu && a.start == first.start)
+                });
+                if let Some(a) = step_run {
+                    s.step_programs.insert(t.name(a.name).to_owned());
+                }
             }
         }
         out
@@ -68,9 +81,11 @@ impl Sign {
                 return Some(Reason::World);
             }
         }
-        if !self.programs.is_empty()
-            && !other.programs.is_empty()
-            && self.programs.is_disjoint(&other.programs)
+        let disjoint = |a: &BTreeSet<String>, b: &BTreeSet<String>| {
+            !a.is_empty() && !b.is_empty() && a.is_disjoint(b)
+        };
+        if disjoint(&self.programs, &other.programs)
+            || disjoint(&self.step_programs, &other.step_programs)
         {
             return Some(Reason::Programs);
         }
@@ -167,6 +182,10 @@ fn maybe_apart(signs: &[Sign]) -> bool {
         if common.is_empty() {
             return true;
         }
+    }
+    let steps: BTreeSet<&String> = signs.iter().flat_map(|s| &s.step_programs).collect();
+    if steps.len() > 1 {
+        return true;
     }
     let mut windows: Vec<(i64, i64)> = signs.iter().filter_map(|s| s.window).collect();
     windows.sort_unstable();
@@ -282,6 +301,7 @@ mod tests {
             world,
             window,
             programs: programs.iter().map(|s| s.to_string()).collect(),
+            step_programs: BTreeSet::new(),
             ranks: 1,
         }
     }
@@ -360,6 +380,28 @@ mod tests {
         );
         let e = choose(Path::new("d"), &signs, Some(3), &mut w).unwrap_err();
         assert!(e.to_string().contains("run 3 not found"), "{e}");
+        // As the real archives are: both jobs ran the same helper programs
+        // (`jit_convert_element_type`, the autotuner's `gemm_fusion_dot.411`),
+        // not the same step program. Two processes of one job, the same.
+        let job = |path: &str, step: &str| Sign {
+            step_programs: [step.to_owned()].into(),
+            ..sign(
+                path,
+                None,
+                None,
+                &[step, "jit_convert_element_type", "gemm_fusion_dot.411"],
+            )
+        };
+        let signs = [
+            job("pax_0.zip", "pjit__wrapped_step_fn"),
+            job("pax_1.zip", "pjit__wrapped_step_fn"),
+            job("maxtext.zip", "jit_train_step"),
+        ];
+        assert!(maybe_apart(&signs));
+        let (runs, reasons) = split(&signs);
+        assert_eq!(runs, [vec![2], vec![0, 1]]);
+        assert_eq!(reasons.into_iter().collect::<Vec<_>>(), [Reason::Programs]);
+        assert!(!maybe_apart(&signs[..2]));
         // World sizes, and epoch windows an hour apart, part runs too.
         let hour = 3_600_000_000_000;
         let signs = [
