@@ -12,7 +12,7 @@ use crate::model::timeline::SourceFormat;
 
 /// Times past this (ns) are on the Unix epoch (2001 onwards): files of one
 /// run on such clocks were profiled at about the same time. Smaller times
-/// count from each file's own session (Nsight Systems) and say nothing.
+/// count from a zero the file does not state, and say nothing.
 const EPOCH_NS: i64 = 1_000_000_000_000_000_000;
 
 /// Files profiled further apart than this (and than their own length) are
@@ -25,7 +25,7 @@ pub(super) struct Sign {
     pub path: PathBuf,
     /// The world size its ranks state.
     pub world: Option<u32>,
-    /// First start and last end, where the clock is the Unix epoch.
+    /// First start and last end in Unix time, where the file tells it.
     pub window: Option<(i64, i64)>,
     /// XLA programs its devices ran (`jit_train_step`); empty for others.
     pub programs: BTreeSet<String>,
@@ -53,8 +53,17 @@ impl Sign {
             let s = &mut out[i];
             s.ranks += 1;
             s.world = s.world.max(t.world_size);
-            if let Some(w) = t.window.filter(|w| w.start.get() >= EPOCH_NS) {
-                let (a, b) = (w.start.get(), w.end.get());
+            // On Unix time: the file's own zero added where it states one
+            // (Kineto's base, an Nsight session's start), else times that
+            // are Unix time already.
+            let unix = t.window.and_then(|w| match t.epoch {
+                Some(e) => Some((
+                    w.start.get().checked_add(e.get())?,
+                    w.end.get().checked_add(e.get())?,
+                )),
+                None => (w.start.get() >= EPOCH_NS).then_some((w.start.get(), w.end.get())),
+            });
+            if let Some((a, b)) = unix.filter(|&(a, _)| a >= EPOCH_NS) {
                 s.window = Some(s.window.map_or((a, b), |(x, y)| (x.min(a), y.max(b))));
             }
             if t.format == SourceFormat::Xla {
@@ -337,6 +346,39 @@ mod tests {
             ),
         ];
         assert!(!maybe_apart(&pax));
+    }
+
+    /// Nsight sessions count from their start, Kineto from its base: with
+    /// the zero the file states, two sessions an hour apart are two runs;
+    /// a file that states none and whose times are no Unix time says
+    /// nothing of when.
+    #[test]
+    fn windows_are_placed_by_the_files_own_zero() {
+        use crate::model::{Interval, Ns, RankTimeline};
+        let t = |src: &str, epoch: Option<i64>| RankTimeline {
+            source: src.into(),
+            window: Some(Interval::new(Ns(5), Ns(100))),
+            epoch: epoch.map(Ns),
+            ..RankTimeline::default()
+        };
+        let hour = 3_600_000_000_000;
+        let ts = [
+            t("a.sqlite", Some(T)),
+            t("b.sqlite", Some(T + hour)),
+            t("c.json", None),
+        ];
+        let signs = Sign::of(ts.iter());
+        let w: Vec<Option<(i64, i64)>> = signs.iter().map(|s| s.window).collect();
+        assert_eq!(
+            w,
+            [
+                Some((T + 5, T + 100)),
+                Some((T + hour + 5, T + hour + 100)),
+                None
+            ]
+        );
+        assert_eq!(signs[0].apart(&signs[1]), Some(Reason::Time));
+        assert_eq!(signs[0].apart(&signs[2]), None);
     }
 
     #[test]

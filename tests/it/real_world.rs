@@ -639,6 +639,10 @@ fn nsight_threads_that_launch_are_cpu_lanes() {
         .map(|t| (t.tid, t.launches, t.ops.len()))
         .collect();
     assert_eq!(threads, [(832, 470, 987), (769, 274, 6_632 + 128)]);
+    // Its times count from the session's start, which the export states
+    // in Unix ns (TARGET_INFO_SESSION_START_TIME: 2026-11-22T16:34:49).
+    let epoch = data.trace.ranks[0].epoch.map(|e| e.get());
+    assert_eq!(epoch, Some(1_795_365_289_688_864_902));
 }
 
 /// What is live at the allocation peak of memory/h100_tiny_transformer, by

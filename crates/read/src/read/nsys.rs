@@ -368,13 +368,25 @@ pub fn read(
     } else {
         Vec::new()
     };
-    Ok(assemble(
-        path,
-        name_rank,
-        raw,
-        (&runtime, &nvtx, cpu_ranges),
-        &gpus,
-    ))
+    // What the session's times count from, in Unix time: so a memory
+    // snapshot's allocator clock and other runs' files can be placed.
+    let epoch = if r.has("TARGET_INFO_SESSION_START_TIME") {
+        r.rows(
+            "SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME",
+            |row| row.get::<_, Option<i64>>(0),
+        )?
+        .into_iter()
+        .flatten()
+        .find(|&e| e > 0)
+        .map(Ns)
+    } else {
+        None
+    };
+    let mut files = assemble(path, name_rank, raw, (&runtime, &nvtx, cpu_ranges), &gpus);
+    for (_, f) in &mut files {
+        f.timeline.epoch = epoch;
+    }
+    Ok(files)
 }
 
 /// The rows of `pids`, in the export's order (by start) whatever the process.
