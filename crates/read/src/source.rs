@@ -129,7 +129,9 @@ impl<'a> FileIn<'a> {
         };
         let size = std::fs::metadata(self.path).map_err(io)?.len();
         let limit = size.saturating_mul(100).max(64 << 20);
-        let mut bytes = Vec::new();
+        // Sized for the file at once (a compressed one grows from there):
+        // growing from empty copied and faulted in each page about twice.
+        let mut bytes = Vec::with_capacity(usize::try_from(size.min(limit)).unwrap_or(0));
         self.stream()?
             .take(limit + 1)
             .read_to_end(&mut bytes)
