@@ -299,7 +299,12 @@ fn ranges(bytes: Vec<u8>, path: &Path) -> Result<(Vec<Range>, u64, u64)> {
             (Some(s), Some(d)) if d >= 0 => s.checked_add(d).map(|e| (Ns(s), Ns(e))),
             _ => None,
         };
-        match (num(&["RangeId", "Range ID"]), start, end) {
+        let id = num(&["RangeId", "Range ID"]);
+        match (id, start, end) {
+            // The projection writes one row with neither name nor id (over
+            // the whole session, real PAX and MaxText archives alike): not
+            // a range, and not damage.
+            (None, _, _) if name.is_empty() => {}
             (Some(id), Some(start), Some(end)) if end >= start && !name.is_empty() => {
                 out.push(Range {
                     id,
@@ -915,6 +920,29 @@ mod tests {
         let t = &read(f.path(), None, true).unwrap()[0].1.timeline;
         assert!(t.cpu.is_empty());
         assert!(t.ops.iter().all(|o| o.launch == o.start));
+    }
+
+    /// Real archives' projection has one row with neither name nor id,
+    /// over the whole session: read silently. A range with an id but no
+    /// name is still counted as skipped.
+    #[test]
+    fn the_projections_session_row_is_no_range_and_no_damage() {
+        use crate::synth::nsys_jax::trace_table_as_written;
+        let threads = thread_table(&[(102, 7, "XlaLauncher:#global=2,local=0,process=2,slice=0#")]);
+        let bytes = archive("run_2", &trace_table_as_written(&step(2)), Some(&threads));
+        let f = zip_file(&bytes);
+        let files = read(f.path(), None, true).unwrap();
+        assert_eq!(ops(&files[0].1).len(), 4);
+        assert!(files[0].1.warnings.is_empty(), "{:?}", files[0].1.warnings);
+        let mut ranges = step(2);
+        ranges[1].name = String::new();
+        let bytes = archive("run_2", &trace_table_as_written(&ranges), Some(&threads));
+        let f = zip_file(&bytes);
+        let w = read(f.path(), None, true).unwrap()[0].1.warnings.join("\n");
+        assert!(
+            w.contains("1 projected range(s) without an id, a name or a valid time"),
+            "{w}"
+        );
     }
 
     #[test]

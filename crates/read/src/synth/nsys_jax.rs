@@ -35,6 +35,8 @@ pub enum Layout {
 /// A column of a table to write.
 enum Col {
     Text(&'static str, Vec<String>),
+    /// Nullable text.
+    OptText(&'static str, Vec<Option<String>>),
     Int(&'static str, Vec<i64>),
     /// Nullable integers.
     OptInt(&'static str, Vec<Option<i64>>),
@@ -51,6 +53,12 @@ fn parquet(cols: Vec<Col>) -> Vec<u8> {
                     n,
                     Physical::BYTE_ARRAY,
                     Repetition::REQUIRED,
+                    ConvertedType::UTF8,
+                ),
+                Col::OptText(n, _) => (
+                    n,
+                    Physical::BYTE_ARRAY,
+                    Repetition::OPTIONAL,
                     ConvertedType::UTF8,
                 ),
                 Col::Int(n, _) => (
@@ -89,6 +97,17 @@ fn parquet(cols: Vec<Col>) -> Vec<u8> {
                 let v: Vec<ByteArray> = v.iter().map(|s| ByteArray::from(s.as_str())).collect();
                 col.typed::<ByteArrayType>()
                     .write_batch(&v, None, None)
+                    .expect("write");
+            }
+            Col::OptText(_, v) => {
+                let values: Vec<ByteArray> = v
+                    .iter()
+                    .flatten()
+                    .map(|s| ByteArray::from(s.as_str()))
+                    .collect();
+                let def: Vec<i16> = v.iter().map(|x| i16::from(x.is_some())).collect();
+                col.typed::<ByteArrayType>()
+                    .write_batch(&values, Some(&def), None)
                     .expect("write");
             }
             Col::Int(_, v) => {
@@ -157,6 +176,37 @@ pub fn trace_table(ranges: &[ProjRange], layout: Layout) -> Vec<u8> {
         ],
     };
     parquet(cols)
+}
+
+/// The projected trace table in the older layout as the recipe writes it
+/// into real archives: nullable names and ids, and after the ranges one
+/// row with neither, spanning the session.
+pub fn trace_table_as_written(ranges: &[ProjRange]) -> Vec<u8> {
+    let mut names: Vec<Option<String>> = ranges.iter().map(|r| Some(r.name.clone())).collect();
+    let mut ids: Vec<Option<i64>> = ranges.iter().map(|r| Some(r.id)).collect();
+    let mut parents: Vec<Option<i64>> = ranges.iter().map(|r| r.parent).collect();
+    let mut starts: Vec<i64> = ranges.iter().map(|r| r.start).collect();
+    let mut durs: Vec<i64> = ranges.iter().map(|r| r.end - r.start).collect();
+    let mut pids: Vec<i64> = ranges.iter().map(|r| r.pid).collect();
+    let mut tids: Vec<i64> = ranges.iter().map(|r| r.tid).collect();
+    let first = starts.iter().copied().min().unwrap_or(0);
+    let last = ranges.iter().map(|r| r.end).max().unwrap_or(0);
+    names.push(None);
+    ids.push(None);
+    parents.push(None);
+    starts.push(first);
+    durs.push(last - first);
+    pids.push(0);
+    tids.push(0);
+    parquet(vec![
+        Col::OptText("Name", names),
+        Col::Int("Projected Start", starts),
+        Col::Int("Projected Duration", durs),
+        Col::OptInt("RangeId", ids),
+        Col::OptInt("ParentId", parents),
+        Col::Int("PID", pids),
+        Col::Int("TID", tids),
+    ])
 }
 
 /// The thread table: (PID, TID, thread name).
