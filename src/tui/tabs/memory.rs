@@ -21,7 +21,8 @@ use crate::tui::tabs::{Jump, Needs, TabCtx, TabSpec, TabView};
 use crate::tui::theme::{phase_glyph, Shade, Theme, EIGHTHS};
 use crate::tui::widgets::fit;
 use crate::tui::widgets::lanes::{
-    col_time, draw_names, fit_view, render_ruler, render_step_marks, time_col, zoom_about,
+    col_time, draw_names, fit_view, moved_cursor, panned, render_ruler, render_step_marks,
+    time_col, zoom_about,
 };
 
 #[derive(Debug, Clone)]
@@ -204,22 +205,17 @@ impl MemoryState {
                 self.cursor = c;
             }
             Action::PanLeft | Action::PanRight => {
-                let d = (self.view.len() / 8).max(Ns(1));
-                let d = if action == Action::PanLeft { -d } else { d };
-                self.set_view(data, self.view.start + d, self.view.len(), width);
+                let all = self.mem(data).map_or(self.view, |(_, v)| full(data, v));
+                self.view = panned(all, self.view, action == Action::PanLeft, width);
             }
             Action::CursorLeft | Action::CursorRight => {
-                let d = if action == Action::CursorLeft {
+                let by = if action == Action::CursorLeft {
                     -per_col
                 } else {
                     per_col
                 };
                 let all = self.mem(data).map_or(self.view, |(_, v)| full(data, v));
-                self.cursor = (self.cursor + d).clamp(all.start, all.end - Ns(1));
-                if self.cursor < self.view.start || self.cursor >= self.view.end {
-                    let start = self.cursor - self.view.len() / 2;
-                    self.set_view(data, start, self.view.len(), width);
-                }
+                (self.view, self.cursor) = moved_cursor(all, (self.view, self.cursor), by, width);
             }
             Action::NextStep => self.show_step(data, true, width),
             Action::PrevStep => self.show_step(data, false, width),

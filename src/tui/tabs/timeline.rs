@@ -18,8 +18,8 @@ use crate::tui::tabs::{Jump, Needs, TabCtx, TabSpec, TabView};
 use crate::tui::theme::{Shade, Theme};
 use crate::tui::widgets::fit;
 use crate::tui::widgets::lanes::{
-    col_time, draw_lane, draw_names, fit_view, render_ruler, render_step_marks, shades, time_col,
-    zoom_about,
+    col_time, draw_lane, draw_names, fit_view, moved_cursor, panned, render_ruler,
+    render_step_marks, shades, time_col, zoom_about,
 };
 
 #[derive(Debug, Clone)]
@@ -328,22 +328,17 @@ impl TimelineState {
                 self.step = None;
             }
             Action::PanLeft | Action::PanRight => {
-                let d = (self.view.len() / 8).max(Ns(1));
-                let d = if action == Action::PanLeft { -d } else { d };
-                self.set_view(data, self.view.start + d, self.view.len(), width);
+                self.view = panned(data.span, self.view, action == Action::PanLeft, width);
             }
             Action::CursorLeft | Action::CursorRight => {
-                let d = if action == Action::CursorLeft {
+                let by = if action == Action::CursorLeft {
                     -ns_per_col
                 } else {
                     ns_per_col
                 };
-                self.cursor = (self.cursor + d).clamp(data.span.start, data.span.end - Ns(1));
+                (self.view, self.cursor) =
+                    moved_cursor(data.span, (self.view, self.cursor), by, width);
                 self.step = None;
-                if self.cursor < self.view.start || self.cursor >= self.view.end {
-                    let start = self.cursor - self.view.len() / 2;
-                    self.set_view(data, start, self.view.len(), width);
-                }
             }
             Action::Up => self.lane = self.lane.saturating_sub(1),
             Action::Down => self.lane = (self.lane + 1).min(nlanes.saturating_sub(1)),

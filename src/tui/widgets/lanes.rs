@@ -39,6 +39,29 @@ pub(crate) fn zoom_about(view: Interval, factor: f64, at: Ns) -> (Ns, Ns) {
     (at - Ns::rounded(len.as_f64() * frac), len)
 }
 
+/// `view` moved an eighth of its width left or right, inside `full`.
+pub(crate) fn panned(full: Interval, view: Interval, left: bool, width: u16) -> Interval {
+    let d = (view.len() / 8).max(Ns(1));
+    let d = if left { -d } else { d };
+    fit_view(full, view.start + d, view.len(), width)
+}
+
+/// The cursor moved `by` (a column's time, signed) inside `full`, and the
+/// view recentred on it when it left the view.
+pub(crate) fn moved_cursor(
+    full: Interval,
+    (view, cursor): (Interval, Ns),
+    by: Ns,
+    width: u16,
+) -> (Interval, Ns) {
+    let cursor = (cursor + by).clamp(full.start, full.end - Ns(1));
+    if cursor < view.start || cursor >= view.end {
+        let view = fit_view(full, cursor - view.len() / 2, view.len(), width);
+        return (view, cursor);
+    }
+    (view, cursor)
+}
+
 /// The column showing time `t`, if visible.
 pub(crate) fn time_col(view: Interval, width: u16, t: Ns) -> Option<u16> {
     if t < view.start || t >= view.end || width == 0 {
