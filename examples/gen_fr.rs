@@ -4,7 +4,9 @@
 //!
 //! RANKS ranks in tensor-parallel groups of 8; each rank records ENTRIES
 //! all-reduces of its group (the ring buffer's size), and rank RANKS*2/3
-//! never enters the last one.
+//! never enters the last one. Each call's Python stack passes through 8
+//! nested modules (28 frames), as a real model's does; PyTorch's pickler
+//! writes each distinct frame once.
 
 use ccl_bench::model::flight::CallState;
 use ccl_bench::synth::flight::{Call, FrRun};
@@ -24,6 +26,7 @@ fn main() -> std::io::Result<()> {
     let members = |g: u32| (g * 8..(g * 8 + 8).min(ranks)).collect::<Vec<u32>>();
     let names: Vec<String> = (0..groups).map(|g| (g + 1).to_string()).collect();
     let mut run = FrRun::new(ranks);
+    run.module_depth(8);
     for g in 0..groups {
         run.group(&names[g as usize], "tp", members(g));
     }

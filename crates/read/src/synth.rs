@@ -2,6 +2,7 @@
 //! sample data. Times are given in microseconds, as Kineto writes them.
 
 pub mod flight;
+pub mod jit_pickle;
 pub mod nsys_jax;
 pub mod stream;
 

@@ -1,14 +1,14 @@
 //! NCCL Flight Recorder dumps for tests, in the schema PyTorch writes
 //! (`FlightRecorderDetail.hpp`): the pickle as its own pickler lays it out
-//! (`process_group` a tuple, `pg_config` ranks as the string `"[0, 1]"`,
+//! (strings and shared stack frames written once, `process_group` a tuple, `pg_config` ranks as the string `"[0, 1]"`,
 //! `pg_status` numbers, absent times `None`, Python stacks in `frames`), and
 //! the JSON as its nlohmann writer does (keys sorted, `pg_status` values as
 //! strings, absent times 0, no frames, `entries` left out when empty).
 
 use std::collections::{BTreeMap, HashMap};
+use std::rc::Rc;
 
-use serde::Serialize;
-
+use super::jit_pickle::{self, P};
 use crate::model::flight::CallState;
 
 /// A run's calls, rank by rank, as they will be dumped.
@@ -19,6 +19,10 @@ pub struct FrRun {
     ranks: BTreeMap<u32, RankLog>,
     /// The wall clock, ns since the epoch.
     now: i64,
+    /// Module calls between the user's function and the collective in each
+    /// pickled stack (`_wrapped_call_impl`/`_call_impl`/`forward` of nested
+    /// modules, as in a real model's stack).
+    modules: usize,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -32,7 +36,7 @@ struct RankLog {
     pg_ids: Vec<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 struct Frame {
     name: String,
     filename: String,
@@ -107,6 +111,7 @@ impl FrRun {
             groups: Vec::new(),
             ranks: (0..world).map(|k| (k, RankLog::default())).collect(),
             now: 1_724_779_239_000_000_000,
+            modules: 0,
         };
         r.group("0", "default_pg", (0..world).collect());
         r
@@ -114,6 +119,11 @@ impl FrRun {
 
     pub fn group(&mut self, name: &str, desc: &str, members: Vec<u32>) {
         self.groups.push((name.into(), desc.into(), members));
+    }
+
+    /// Pickled stacks pass through `n` nested modules (3 frames each).
+    pub fn module_depth(&mut self, n: usize) {
+        self.modules = n;
     }
 
     /// Moves the wall clock on.
@@ -254,60 +264,124 @@ impl FrRun {
             .collect()
     }
 
-    /// `rank`'s dump as PyTorch pickles it.
+    /// `rank`'s dump as PyTorch pickles it (`FlightRecorder::dump`): keys
+    /// in its insertion order, each distinct stack frame one dict shared by
+    /// every entry that names it, as `torch::symbolize` hands them out.
     pub fn pickle(&self, rank: u32) -> Vec<u8> {
         let log = &self.ranks[&rank];
-        let entries: Vec<PickledEntry> = log
+        let mut frames: HashMap<(String, String, i64), Rc<P>> = HashMap::new();
+        let entries: Vec<P> = log
             .entries
             .iter()
             .enumerate()
             .skip(log.dropped)
-            .map(|(i, e)| PickledEntry {
-                frames: e.frames.clone(),
-                record_id: i as i64,
-                pg_id: e.pg_id,
-                process_group: (e.group.clone(), e.desc.clone()),
-                thread_id: "140245".into(),
-                thread_name: "pt_main_thread".into(),
-                collective_seq_id: e.collective_seq_id as i64,
-                p2p_seq_id: e.p2p_seq_id as i64,
-                op_id: e.collective_seq_id as i64,
-                profiling_name: format!("nccl:{}", e.profiling_name),
-                time_created_ns: e.created,
-                input_sizes: e.sizes.clone(),
-                input_dtypes: vec![e.dtype.clone(); e.sizes.len()],
-                output_sizes: e.out_sizes.clone(),
-                output_dtypes: vec![e.dtype.clone(); e.out_sizes.len()],
-                state: e.state.name().into(),
-                time_discovered_started_ns: e.started,
-                time_discovered_completed_ns: e.completed,
-                retired: e.state == CallState::Completed,
-                timeout_ms: 600_000,
-                is_p2p: e.is_p2p,
+            .map(|(i, e)| {
+                let modules = (0..self.modules).rev().flat_map(|m| {
+                    let file = "/usr/lib/python3/site-packages/torch/nn/modules/module.py";
+                    [
+                        (
+                            "forward".to_string(),
+                            "/work/model.py".to_string(),
+                            100 + m as i64,
+                        ),
+                        ("_call_impl".into(), file.into(), 1750),
+                        ("_wrapped_call_impl".into(), file.into(), 1739),
+                    ]
+                });
+                let (inner, outer) = e.frames.split_at(e.frames.len().min(2));
+                let stack: Vec<(String, String, i64)> = inner
+                    .iter()
+                    .map(|f| (f.name.clone(), f.filename.clone(), f.line))
+                    .chain(modules)
+                    .chain(
+                        outer
+                            .iter()
+                            .map(|f| (f.name.clone(), f.filename.clone(), f.line)),
+                    )
+                    .collect();
+                let stack = stack
+                    .into_iter()
+                    .map(|f| {
+                        let d = frames.entry(f.clone()).or_insert_with(|| {
+                            Rc::new(P::dict([
+                                ("name", P::str(f.0)),
+                                ("filename", P::str(f.1)),
+                                ("line", P::Int(f.2)),
+                            ]))
+                        });
+                        P::Shared(d.clone())
+                    })
+                    .collect();
+                let sizes = |s: &[Vec<i64>]| {
+                    P::List(
+                        s.iter()
+                            .map(|d| P::List(d.iter().map(|&x| P::Int(x)).collect()))
+                            .collect(),
+                    )
+                };
+                let dtypes = |n: usize| P::List(vec![P::str(&e.dtype); n]);
+                P::dict([
+                    ("frames", P::List(stack)),
+                    ("record_id", P::Int(i as i64)),
+                    ("pg_id", P::Int(e.pg_id)),
+                    (
+                        "process_group",
+                        P::Tuple(vec![P::str(&e.group), P::str(&e.desc)]),
+                    ),
+                    ("collective_seq_id", P::Int(e.collective_seq_id as i64)),
+                    ("p2p_seq_id", P::Int(e.p2p_seq_id as i64)),
+                    ("op_id", P::Int(e.collective_seq_id as i64)),
+                    (
+                        "profiling_name",
+                        P::str(format!("nccl:{}", e.profiling_name)),
+                    ),
+                    ("time_created_ns", P::Int(e.created)),
+                    ("input_sizes", sizes(&e.sizes)),
+                    ("input_dtypes", dtypes(e.sizes.len())),
+                    ("output_sizes", sizes(&e.out_sizes)),
+                    ("output_dtypes", dtypes(e.out_sizes.len())),
+                    ("state", P::str(e.state.name())),
+                    ("time_discovered_started_ns", P::opt(e.started)),
+                    ("time_discovered_completed_ns", P::opt(e.completed)),
+                    ("retired", P::Bool(e.state == CallState::Completed)),
+                    ("timeout_ms", P::Int(600_000)),
+                    ("is_p2p", P::Bool(e.is_p2p)),
+                    ("thread_id", P::str("140245")),
+                    ("thread_name", P::str("pt_main_thread")),
+                ])
             })
             .collect();
-        let status: BTreeMap<String, BTreeMap<&str, i64>> = self
+        let config = self
+            .config(rank)
+            .into_iter()
+            .map(|(k, g)| {
+                let v = P::dict([
+                    ("name", P::str(g.name)),
+                    ("desc", P::str(g.desc)),
+                    ("ranks", P::str(g.ranks)),
+                ]);
+                (P::str(k), v)
+            })
+            .collect();
+        let status = self
             .status(log)
             .into_iter()
             .map(|(k, [q, s, c])| {
-                (
-                    k,
-                    BTreeMap::from([
-                        ("last_enqueued_collective", q),
-                        ("last_started_collective", s),
-                        ("last_completed_collective", c),
-                    ]),
-                )
+                let v = P::dict([
+                    ("last_enqueued_collective", P::Int(q)),
+                    ("last_started_collective", P::Int(s)),
+                    ("last_completed_collective", P::Int(c)),
+                ]);
+                (P::str(k), v)
             })
             .collect();
-        let dump = PickledDump {
-            version: self.version.clone(),
-            pg_config: self.config(rank),
-            comm_lib_version: "2.21.5".into(),
-            pg_status: status,
-            entries,
-        };
-        serde_pickle::to_vec(&dump, serde_pickle::SerOptions::new()).expect("a dump pickles")
+        jit_pickle::to_vec(&P::dict([
+            ("version", P::str(&self.version)),
+            ("pg_config", P::Dict(config)),
+            ("comm_lib_version", P::str("2.21.5")),
+            ("pg_status", P::Dict(status)),
+            ("entries", P::List(entries)),
+        ]))
     }
 
     /// `rank`'s dump as PyTorch writes it in JSON.
@@ -451,45 +525,11 @@ fn entry(
     }
 }
 
-#[derive(Serialize)]
+#[derive(serde::Serialize)]
 struct GroupOut {
     name: String,
     desc: String,
     ranks: String,
-}
-
-#[derive(Serialize)]
-struct PickledDump {
-    version: String,
-    pg_config: BTreeMap<String, GroupOut>,
-    comm_lib_version: String,
-    pg_status: BTreeMap<String, BTreeMap<&'static str, i64>>,
-    entries: Vec<PickledEntry>,
-}
-
-#[derive(Serialize)]
-struct PickledEntry {
-    frames: Vec<Frame>,
-    record_id: i64,
-    pg_id: i64,
-    process_group: (String, String),
-    thread_id: String,
-    thread_name: String,
-    collective_seq_id: i64,
-    p2p_seq_id: i64,
-    op_id: i64,
-    profiling_name: String,
-    time_created_ns: i64,
-    input_sizes: Vec<Vec<i64>>,
-    input_dtypes: Vec<String>,
-    output_sizes: Vec<Vec<i64>>,
-    output_dtypes: Vec<String>,
-    state: String,
-    time_discovered_started_ns: Option<i64>,
-    time_discovered_completed_ns: Option<i64>,
-    retired: bool,
-    timeout_ms: i64,
-    is_p2p: bool,
 }
 
 /// Where the bundled hung run lives, under `trace_collection/`.
