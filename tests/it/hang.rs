@@ -219,3 +219,25 @@ fn a_thousand_ranks() {
     assert_eq!(stuck[0]["seq"], 200);
     assert_eq!(stuck[0]["missing"], serde_json::json!([700]));
 }
+
+/// A dump that names one entry (with a stack of 2,000 frames) 50,000 times:
+/// 20 bytes of pickle per 2,000 frames to walk. Refused as a bound, not
+/// walked for minutes.
+#[test]
+fn a_dump_reusing_one_entry_over_and_over_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut p = b"\x80\x02}(X\x07\x00\x00\x00entries](}(X\x0e\x00\x00\x00profiling_nameX\x0f\x00\x00\x00nccl:all_reduceX\x11\x00\x00\x00collective_seq_idK\x01X\x06\x00\x00\x00frames](".to_vec();
+    p.extend_from_slice(b"}(X\x04\x00\x00\x00nameX\x01\x00\x00\x00fuq\x00");
+    p.extend(std::iter::repeat_n(*b"h\x00", 1999).flatten());
+    p.extend_from_slice(b"euq\x01");
+    p.extend(std::iter::repeat_n(*b"h\x01", 49_999).flatten());
+    p.extend_from_slice(b"eu.");
+    std::fs::write(dir.path().join("nccl_trace_rank_0"), &p).unwrap();
+    let o = run(&["hang", dir.path().to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("nccl_trace_rank_0") && err.contains("within bounds"),
+        "{err}"
+    );
+}

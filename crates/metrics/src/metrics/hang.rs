@@ -13,6 +13,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::model::flight::{CallState, FrDump, FrEntry, Frame};
@@ -257,10 +258,25 @@ pub fn analyze(dumps: &[FrDump]) -> HangReport {
             }
         }
     }
+    // Each dump's entries by group, in order: a dump names few groups, and
+    // each group's key is made once per dump rather than once per entry.
+    let by_group: Vec<Vec<(&str, Vec<&FrEntry>)>> = dumps
+        .iter()
+        .map(|d| {
+            let mut out: Vec<(&str, Vec<&FrEntry>)> = Vec::new();
+            for e in &d.entries {
+                match out.iter_mut().find(|(g, _)| **g == *e.group) {
+                    Some((_, list)) => list.push(e),
+                    None => out.push((&e.group, vec![e])),
+                }
+            }
+            out
+        })
+        .collect();
     let mut users: HashMap<&str, BTreeSet<u32>> = HashMap::new();
-    for d in dumps {
-        for e in &d.entries {
-            users.entry(&e.group).or_default().insert(d.rank);
+    for (d, groups) in dumps.iter().zip(&by_group) {
+        for (g, _) in groups {
+            users.entry(g).or_default().insert(d.rank);
         }
     }
     let mut guessed = Vec::new();
@@ -278,26 +294,18 @@ pub fn analyze(dumps: &[FrDump]) -> HangReport {
     };
     let mut groups: BTreeMap<GroupKey, BTreeMap<u32, RankCalls>> = BTreeMap::new();
     let mut descs: HashMap<GroupKey, String> = HashMap::new();
-    for d in dumps {
-        let mut mine: HashMap<&str, GroupKey> = HashMap::new();
-        for e in &d.entries {
-            let key = match mine.get(&*e.group) {
-                Some(k) => k.clone(),
-                None => {
-                    let k = key_of(d.rank, &e.group, d).unwrap_or_else(|| {
-                        guessed.push(e.group.clone());
-                        GroupKey {
-                            name: e.group.to_string(),
-                            members: users[&*e.group].iter().copied().collect(),
-                        }
-                    });
-                    mine.insert(&e.group, k.clone());
-                    k
+    for (d, mine) in dumps.iter().zip(&by_group) {
+        for (name, entries) in mine {
+            let key = key_of(d.rank, name, d).unwrap_or_else(|| {
+                guessed.push(entries[0].group.clone());
+                GroupKey {
+                    name: name.to_string(),
+                    members: users[name].iter().copied().collect(),
                 }
-            };
+            });
             descs
                 .entry(key.clone())
-                .or_insert_with(|| e.desc.to_string());
+                .or_insert_with(|| entries[0].desc.to_string());
             let rc = groups
                 .entry(key)
                 .or_default()
@@ -309,10 +317,12 @@ pub fn analyze(dumps: &[FrDump]) -> HangReport {
                     enqueued: 0,
                     completed: 0,
                 });
-            if e.is_p2p {
-                rc.p2p.push(e);
-            } else {
-                rc.calls.entry(e.collective_seq).or_default().push(e);
+            for &e in entries {
+                if e.is_p2p {
+                    rc.p2p.push(e);
+                } else {
+                    rc.calls.entry(e.collective_seq).or_default().push(e);
+                }
             }
         }
     }
@@ -380,20 +390,27 @@ pub fn analyze(dumps: &[FrDump]) -> HangReport {
         })
         .collect();
 
-    let mut findings = Vec::new();
-    for (key, ranks) in &groups {
-        let desc = descs.get(key).cloned().unwrap_or_default();
-        let absent: Vec<u32> = key
-            .members
-            .iter()
-            .copied()
-            .filter(|m| !by_rank.contains_key(m))
-            .collect();
-        if let Some(f) = collective_finding(key, &desc, ranks, &absent, &pending) {
-            findings.push(f);
-        }
-        findings.extend(p2p_findings(key, &desc, ranks, &by_rank));
-    }
+    // Groups are judged apart, so side by side (a 1,024-rank run has
+    // hundreds); in their order.
+    let groups: Vec<(&GroupKey, &BTreeMap<u32, RankCalls>)> = groups.iter().collect();
+    let mut findings: Vec<Finding> = groups
+        .par_iter()
+        .map(|&(key, ranks)| {
+            let desc = descs.get(key).cloned().unwrap_or_default();
+            let absent: Vec<u32> = key
+                .members
+                .iter()
+                .copied()
+                .filter(|m| !by_rank.contains_key(m))
+                .collect();
+            let mut found: Vec<Finding> = collective_finding(key, &desc, ranks, &absent, &pending)
+                .into_iter()
+                .collect();
+            found.extend(p2p_findings(key, &desc, ranks, &by_rank));
+            found
+        })
+        .flatten()
+        .collect();
     // A collective every member reached and none completed is in flight
     // when the dumps were taken; it is the finding only when nothing else
     // explains the hang (then the fault is below NCCL).

@@ -2,8 +2,8 @@
 //! `TORCH_NCCL_DUMP_ON_TIMEOUT`): one file per rank, a dict pickled by
 //! PyTorch's own pickler or written as JSON, schema `version` 2.x with
 //! `entries`, `pg_config`, `pg_status` and `nccl_comm_state`. Fields a
-//! version lacks are absent, not errors; no pickle code runs (serde-pickle
-//! into plain structs, bounded first by `pickle_budget`). A dump cut off by
+//! version lacks are absent, not errors; no pickle code runs (data opcodes
+//! only, decoded by `pickle_tree`, whose reading is bounded). A dump cut off by
 //! the process's death is read up to its last whole entry.
 
 use std::borrow::Cow;
@@ -97,6 +97,10 @@ struct RawDump<'a> {
     pg_status: BTreeMap<String, BTreeMap<String, Option<Scalar>>>,
     #[serde(borrow)]
     entries: Vec<RawEntry<'a>>,
+    /// A pickle's distinct stack frames, which its entries name by index
+    /// (`RawEntry::frame_ids`).
+    #[serde(skip)]
+    frame_table: Vec<RawFrame<'a>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -142,6 +146,9 @@ struct RawEntry<'a> {
     is_p2p: Option<bool>,
     #[serde(borrow)]
     frames: Vec<RawFrame<'a>>,
+    /// A pickled entry's frames, as indices into `RawDump::frame_table`.
+    #[serde(skip)]
+    frame_ids: Vec<u32>,
 }
 
 #[derive(Deserialize, Default)]
@@ -194,18 +201,31 @@ pub fn read(bytes: &[u8], path: &Path) -> Result<(FrDump, Vec<String>), Error> {
     // What the entries borrow their text from.
     let (mended, tree);
     let raw: RawDump = if bytes.first() == Some(&0x80) {
-        // Bounded first: walking a value the stream reuses costs as much
-        // as copying it.
-        mended = super::pickle_budget::check_and_mend(bytes).map_err(|why| {
+        let undecodable = |e: String| not(format!("not a Flight Recorder dump: {e}"));
+        tree = match super::pickle_tree::decode(bytes) {
+            Ok(t) => t,
+            // Cut off (the process died while writing): mended at its last
+            // whole entry, if it has one.
+            Err(e) if e.starts_with("it ends") => {
+                mended = super::pickle_budget::check_and_mend(bytes).map_err(|why| {
+                    not(format!(
+                        "a pickle that cannot be decoded within bounds: {why}"
+                    ))
+                })?;
+                truncated = mended.is_some();
+                super::pickle_tree::decode(mended.as_deref().unwrap_or(bytes))
+                    .map_err(undecodable)?
+            }
+            Err(e) => return Err(undecodable(e)),
+        };
+        let raw = from_tree(&tree);
+        // Checked first: a spent budget reads as empty containers.
+        tree.within_budget(bytes.len()).map_err(|why| {
             not(format!(
                 "a pickle that cannot be decoded within bounds: {why}"
             ))
         })?;
-        truncated = mended.is_some();
-        let bytes = mended.as_deref().unwrap_or(bytes);
-        tree = super::pickle_tree::decode(bytes)
-            .map_err(|e| not(format!("not a Flight Recorder dump: {e}")))?;
-        from_tree(&tree).map_err(|e| {
+        raw.map_err(|e| {
             not(format!(
                 "not a Flight Recorder dump (pickled dict with `entries`): {e}"
             ))
@@ -347,12 +367,16 @@ fn from_tree<'a>(t: &Tree<'a>) -> Result<RawDump<'a>, String> {
                 }
             }
             "entries" => {
-                raw.entries = t
-                    .list(v)
-                    .iter()
-                    .enumerate()
-                    .map(|(i, &e)| entry_from_tree(t, e).map_err(|why| format!("entry {i}: {why}")))
-                    .collect::<Result<_, _>>()?;
+                let mut frames = FrameTable::new(t);
+                let list = t.list(v);
+                raw.entries = Vec::with_capacity(list.len());
+                for (i, &e) in list.iter().enumerate() {
+                    raw.entries.push(
+                        entry_from_tree(t, e, &mut frames)
+                            .map_err(|why| format!("entry {i}: {why}"))?,
+                    );
+                }
+                raw.frame_table = frames.table;
             }
             _ => {}
         }
@@ -370,7 +394,62 @@ fn scalar(v: V) -> Option<Scalar> {
     })
 }
 
-fn entry_from_tree<'a>(t: &Tree<'a>, e: V<'a>) -> Result<RawEntry<'a>, String> {
+/// A pickle's stack frames, each distinct one read once: PyTorch's pickler
+/// writes a frame once and names it again wherever it recurs, so a frame is
+/// looked up by the container it was decoded to, then by its text.
+struct FrameTable<'a> {
+    table: Vec<RawFrame<'a>>,
+    /// Per container of the tree, its frame's id (`u32::MAX`: not seen).
+    by_container: Vec<u32>,
+    by_text: foldhash::HashMap<(&'a str, &'a str, i64), u32>,
+}
+
+impl<'a> FrameTable<'a> {
+    fn new(t: &Tree) -> Self {
+        Self {
+            table: Vec::new(),
+            by_container: vec![u32::MAX; t.containers()],
+            by_text: Default::default(),
+        }
+    }
+
+    fn id(&mut self, t: &Tree<'a>, f: V<'a>) -> u32 {
+        let container = match f {
+            V::Dict(c) => Some(c as usize),
+            _ => None,
+        };
+        if let Some(&i) = container.and_then(|c| self.by_container.get(c)) {
+            if i != u32::MAX {
+                return i;
+            }
+        }
+        let text = |k| t.get(f, k).and_then(V::str).unwrap_or("");
+        let key = (
+            text("name"),
+            text("filename"),
+            t.get(f, "line").and_then(V::int).unwrap_or(0),
+        );
+        let next = self.table.len() as u32;
+        let i = *self.by_text.entry(key).or_insert(next);
+        if i == next {
+            self.table.push(RawFrame {
+                name: Text(Cow::Borrowed(key.0)),
+                filename: Text(Cow::Borrowed(key.1)),
+                line: key.2,
+            });
+        }
+        if let Some(slot) = container.and_then(|c| self.by_container.get_mut(c)) {
+            *slot = i;
+        }
+        i
+    }
+}
+
+fn entry_from_tree<'a>(
+    t: &Tree<'a>,
+    e: V<'a>,
+    frames: &mut FrameTable<'a>,
+) -> Result<RawEntry<'a>, String> {
     if !matches!(e, V::Dict(_)) {
         return Err("not a dict".into());
     }
@@ -426,21 +505,7 @@ fn entry_from_tree<'a>(t: &Tree<'a>, e: V<'a>) -> Result<RawEntry<'a>, String> {
             "output_sizes" => r.output_sizes = sizes(k, v)?,
             "input_dtypes" => r.input_dtypes = texts(k, v)?,
             "output_dtypes" => r.output_dtypes = texts(k, v)?,
-            "frames" => {
-                r.frames = t
-                    .list(v)
-                    .iter()
-                    .map(|&f| {
-                        let text =
-                            |k| Text(Cow::Borrowed(t.get(f, k).and_then(V::str).unwrap_or("")));
-                        RawFrame {
-                            name: text("name"),
-                            filename: text("filename"),
-                            line: t.get(f, "line").and_then(V::int).unwrap_or(0),
-                        }
-                    })
-                    .collect();
-            }
+            "frames" => r.frame_ids = t.list(v).iter().map(|&f| frames.id(t, f)).collect(),
             _ => {}
         }
     }
@@ -460,10 +525,11 @@ fn convert(raw: RawDump, rank: u32, path: &Path, warnings: &mut Vec<String>) -> 
     // `pg_status` is keyed by the rank's local group id; entries carry both.
     let mut id_to_name: HashMap<i64, String> = HashMap::new();
     let mut stacks: Vec<Vec<Frame>> = Vec::new();
-    // Stacks by a hash of their frames (then compared): the file's text is
-    // copied only for a stack not seen before.
-    let mut stack_ids: foldhash::HashMap<u64, Vec<u32>> = Default::default();
-    let hasher = foldhash::fast::FixedState::with_seed(0);
+    // Stacks by their frames' ids: the file's text is copied only for a
+    // stack not seen before. A JSON dump's frames get ids here.
+    let mut table = raw.frame_table;
+    let mut json_frames: HashMap<(String, String, i64), u32> = HashMap::new();
+    let mut stack_ids: foldhash::HashMap<Vec<u32>, u32> = Default::default();
     // One shared string per distinct name, op and dtype of the dump.
     let mut names: foldhash::HashMap<Box<str>, Arc<str>> = Default::default();
     let mut intern = |s: &str| -> Arc<str> {
@@ -517,38 +583,34 @@ fn convert(raw: RawDump, rank: u32, path: &Path, warnings: &mut Vec<String>) -> 
         };
         // The JSON writer puts 0 where the pickle has None.
         let time = |t: Option<i64>| t.filter(|&t| t > 0);
-        let stack = (!e.frames.is_empty()).then(|| {
-            let key = {
-                use std::hash::{BuildHasher, Hash, Hasher};
-                let mut h = hasher.build_hasher();
-                for f in &e.frames {
-                    (&*f.name, &*f.filename, f.line).hash(&mut h);
-                }
-                h.finish()
-            };
-            let same = |s: &[Frame]| {
-                s.len() == e.frames.len()
-                    && s.iter().zip(&e.frames).all(|(a, b)| {
-                        a.line == b.line && a.name == *b.name && a.file == *b.filename
-                    })
-            };
-            let ids = stack_ids.entry(key).or_default();
-            match ids.iter().find(|&&i| same(&stacks[i as usize])) {
-                Some(&i) => i,
-                None => {
-                    stacks.push(
-                        e.frames
-                            .iter()
-                            .map(|f| Frame {
+        let mut ids = e.frame_ids;
+        for f in e.frames {
+            let key = (f.name.to_string(), f.filename.to_string(), f.line);
+            let next = table.len() as u32;
+            let i = *json_frames.entry(key).or_insert(next);
+            if i == next {
+                table.push(f);
+            }
+            ids.push(i);
+        }
+        let stack = (!ids.is_empty()).then(|| match stack_ids.get(ids.as_slice()) {
+            Some(&i) => i,
+            None => {
+                stacks.push(
+                    ids.iter()
+                        .map(|&i| {
+                            let f = &table[i as usize];
+                            Frame {
                                 name: f.name.to_string(),
                                 file: f.filename.to_string(),
                                 line: f.line,
-                            })
-                            .collect(),
-                    );
-                    ids.push(stacks.len() as u32 - 1);
-                    stacks.len() as u32 - 1
-                }
+                            }
+                        })
+                        .collect(),
+                );
+                let i = stacks.len() as u32 - 1;
+                stack_ids.insert(ids, i);
+                i
             }
         });
         let is_p2p = match e.is_p2p {

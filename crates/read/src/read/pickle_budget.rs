@@ -10,6 +10,9 @@
 /// The deepest nesting decoded.
 pub(crate) const MAX_DEPTH: u32 = 256;
 
+/// The largest memo key accepted (as the decoder's).
+const MAX_MEMO: usize = 1 << 28;
+
 /// Values decoded per byte of pickle (plus a floor for small files): real
 /// snapshots build fewer than one per byte.
 const NODES_PER_BYTE: u64 = 16;
@@ -86,7 +89,27 @@ fn walk_with(bytes: &[u8], safe: &mut dyn FnMut(usize)) -> Result<bool, String> 
         .max(MIN_NODES);
     let mut stack: Vec<Item> = Vec::new();
     let mut marks: Vec<usize> = Vec::new();
-    let mut memo: std::collections::HashMap<u64, Item> = Default::default();
+    // Memo keys are the writer's running count (0, 1, 2...), so a vector;
+    // an unset key reads as a scalar, as before any PUT.
+    let mut memo: Vec<Item> = Vec::new();
+    let put = |memo: &mut Vec<Item>, key: u64, it: Item| -> Result<(), String> {
+        let k = usize::try_from(key)
+            .ok()
+            .filter(|&k| k <= MAX_MEMO)
+            .ok_or("a memo index out of range")?;
+        if memo.len() <= k {
+            memo.resize(k + 1, LEAF);
+        }
+        memo[k] = it;
+        Ok(())
+    };
+    let get = |memo: &[Item], key: u64| {
+        usize::try_from(key)
+            .ok()
+            .and_then(|k| memo.get(k))
+            .copied()
+            .unwrap_or(LEAF)
+    };
     let mut at = 0usize;
     let too_big = |it: &Item| {
         if it.size > max_nodes {
@@ -99,17 +122,8 @@ fn walk_with(bytes: &[u8], safe: &mut dyn FnMut(usize)) -> Result<bool, String> 
             Ok(())
         }
     };
-    // Pops the items above the last mark.
-    let pop_mark = |stack: &mut Vec<Item>, marks: &mut Vec<usize>| -> Vec<Item> {
-        let m = marks.pop().unwrap_or(0).min(stack.len());
-        stack.split_off(m)
-    };
-    // A container of `items` (their sizes summed, one level deeper).
-    let contain = |items: &[Item]| Item {
-        size: items.iter().fold(1u64, |s, i| s.saturating_add(i.size)),
-        depth: items.iter().map(|i| i.depth).max().unwrap_or(0) + 1,
-        list: false,
-    };
+    // Where the items above the last mark start (the mark popped).
+    let mark = |stack: &[Item], marks: &mut Vec<usize>| marks.pop().unwrap_or(0).min(stack.len());
     while at < bytes.len() {
         let op = bytes[at];
         at += 1;
@@ -135,7 +149,7 @@ fn walk_with(bytes: &[u8], safe: &mut dyn FnMut(usize)) -> Result<bool, String> 
                     .ok()
                     .and_then(|k| k.trim().parse().ok())
                     .unwrap_or(u64::MAX);
-                stack.push(memo.get(&key).copied().unwrap_or(LEAF));
+                stack.push(get(&memo, key));
             }
             b'p' => {
                 arg = line(&bytes[at..])?;
@@ -143,7 +157,7 @@ fn walk_with(bytes: &[u8], safe: &mut dyn FnMut(usize)) -> Result<bool, String> 
                     .ok()
                     .and_then(|k| k.trim().parse().ok())
                     .unwrap_or(u64::MAX);
-                memo.insert(key, *stack.last().unwrap_or(&LEAF));
+                put(&mut memo, key, *stack.last().unwrap_or(&LEAF))?;
             }
             // GLOBAL and INST: two lines (module, name); refused by the
             // decoder later, only stepped over here.
@@ -167,16 +181,16 @@ fn walk_with(bytes: &[u8], safe: &mut dyn FnMut(usize)) -> Result<bool, String> 
             b'h' | b'j' => {
                 arg = if op == b'h' { 1 } else { 4 };
                 let key = len_le(arg)?;
-                stack.push(memo.get(&key).copied().unwrap_or(LEAF));
+                stack.push(get(&memo, key));
             }
             b'q' | b'r' => {
                 arg = if op == b'q' { 1 } else { 4 };
                 let key = len_le(arg)?;
-                memo.insert(key, *stack.last().unwrap_or(&LEAF));
+                put(&mut memo, key, *stack.last().unwrap_or(&LEAF))?;
             }
             b'\x94' => {
                 let key = memo.len() as u64;
-                memo.insert(key, *stack.last().unwrap_or(&LEAF));
+                put(&mut memo, key, *stack.last().unwrap_or(&LEAF))?;
             }
             // Length-prefixed strings and bytes.
             b'T' | b'X' | b'B' | b'\x8b' => {
@@ -199,7 +213,8 @@ fn walk_with(bytes: &[u8], safe: &mut dyn FnMut(usize)) -> Result<bool, String> 
                 stack.pop();
             }
             b'1' => {
-                pop_mark(&mut stack, &mut marks);
+                let m = mark(&stack, &mut marks);
+                stack.truncate(m);
             }
             b'2' => {
                 let top = *stack.last().unwrap_or(&LEAF);
@@ -209,27 +224,23 @@ fn walk_with(bytes: &[u8], safe: &mut dyn FnMut(usize)) -> Result<bool, String> 
             b'}' | b')' | b'\x8f' => stack.push(LEAF),
             // Containers from the items above a mark.
             b'l' | b'd' | b't' | b'\x91' => {
-                let items = pop_mark(&mut stack, &mut marks);
-                let c = contain(&items);
-                too_big(&c)?;
-                stack.push(c);
+                let m = mark(&stack, &mut marks);
+                combine(&mut stack, m, &too_big)?;
             }
             b'\x85' | b'\x86' | b'\x87' => {
                 let n = usize::from(op - b'\x84');
-                let items = stack.split_off(stack.len().saturating_sub(n));
-                let c = contain(&items);
-                too_big(&c)?;
-                stack.push(c);
+                let from = stack.len().saturating_sub(n);
+                combine(&mut stack, from, &too_big)?;
             }
             // Adding items to the container below them.
             b'a' | b's' => {
                 let n = if op == b'a' { 1 } else { 2 };
-                let items = stack.split_off(stack.len().saturating_sub(n));
-                grow(&mut stack, &items, &too_big)?;
+                let from = stack.len().saturating_sub(n);
+                grow(&mut stack, from, &too_big)?;
             }
             b'e' | b'u' | b'\x90' => {
-                let items = pop_mark(&mut stack, &mut marks);
-                grow(&mut stack, &items, &too_big)?;
+                let m = mark(&stack, &mut marks);
+                grow(&mut stack, m, &too_big)?;
                 // A dict just completed as an item of a list that is itself
                 // a value of the top dict.
                 let below = |m: usize| m.checked_sub(1).and_then(|i| stack.get(i));
@@ -250,14 +261,12 @@ fn walk_with(bytes: &[u8], safe: &mut dyn FnMut(usize)) -> Result<bool, String> 
                     b'o' => 0,
                     _ => 2,
                 };
-                let items = if op == b'o' {
-                    pop_mark(&mut stack, &mut marks)
+                let from = if op == b'o' {
+                    mark(&stack, &mut marks)
                 } else {
-                    stack.split_off(stack.len().saturating_sub(n))
+                    stack.len().saturating_sub(n)
                 };
-                let c = contain(&items);
-                too_big(&c)?;
-                stack.push(c);
+                combine(&mut stack, from, &too_big)?;
             }
             b'\x97' | b'\x98' => {}
             other => return Err(format!("unknown opcode 0x{other:02x} at byte {}", at - 1)),
@@ -274,19 +283,40 @@ fn line(rest: &[u8]) -> Result<usize, String> {
         .ok_or_else(|| "it ends inside an opcode".to_owned())
 }
 
-/// Adds `items` into the container on top of the stack.
-fn grow(
-    stack: &mut [Item],
-    items: &[Item],
+/// Replaces the items from `from` up with one container of them (their
+/// sizes summed, one level deeper).
+fn combine(
+    stack: &mut Vec<Item>,
+    from: usize,
     too_big: &impl Fn(&Item) -> Result<(), String>,
 ) -> Result<(), String> {
-    if let Some(top) = stack.last_mut() {
-        for i in items {
+    let items = &stack[from..];
+    let c = Item {
+        size: items.iter().fold(1u64, |s, i| s.saturating_add(i.size)),
+        depth: items.iter().map(|i| i.depth).max().unwrap_or(0) + 1,
+        list: false,
+    };
+    too_big(&c)?;
+    stack.truncate(from);
+    stack.push(c);
+    Ok(())
+}
+
+/// Adds the items from `from` up into the container below them.
+fn grow(
+    stack: &mut Vec<Item>,
+    from: usize,
+    too_big: &impl Fn(&Item) -> Result<(), String>,
+) -> Result<(), String> {
+    let (below, items) = stack.split_at_mut(from);
+    if let Some(top) = below.last_mut() {
+        for i in items.iter() {
             top.size = top.size.saturating_add(i.size);
             top.depth = top.depth.max(i.depth + 1);
         }
         too_big(top)?;
     }
+    stack.truncate(from);
     Ok(())
 }
 

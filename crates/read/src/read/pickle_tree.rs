@@ -9,10 +9,11 @@
 //! Flight Recorder dumps (2,000 entries of ~25 values each per rank) it
 //! decoded 20-30 MB/s per core, 4x slower than Python's `pickle.load`; a
 //! dump folder of 256 ranks took 13.7 s on 2 cores (docs/internals.md).
-//! Callers bound the work first with `pickle_budget::check`: walking a
-//! value reused many times costs as much as copying it.
+//! Decoding is linear in the pickle's length (a reused value is a reference,
+//! not a copy, and nothing recurses); reading the tree is bounded by the
+//! tree itself (see [`Tree`]).
 
-/// A decoded value; containers are indices into [`Tree::items`].
+/// A decoded value; containers are indices into [`Tree::spans`].
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum V<'a> {
     None,
@@ -26,18 +27,73 @@ pub(crate) enum V<'a> {
     Dict(u32),
 }
 
-#[derive(Debug, Default)]
-pub(crate) struct Tree<'a> {
-    /// Each container's items; a dict's as key, value, key, value.
-    pub items: Vec<Vec<V<'a>>>,
-    pub root: Option<V<'a>>,
+/// Where a container's items lie in [`Tree::items`]: `len` of them from
+/// `start`, with room for `cap` before the next container's.
+#[derive(Debug, Clone, Copy, Default)]
+struct Span {
+    start: usize,
+    len: usize,
+    cap: usize,
 }
 
+/// Every container's items in one vector (a dict's as key, value, key,
+/// value), not one allocation per container: a Flight Recorder dump has
+/// about ten containers per entry.
+///
+/// Reading it is bounded: a container the stream reuses (a memo `GET`)
+/// costs its full size each time it is walked, so a small pickle can name
+/// one large dict a million times. Each item handed out counts against
+/// [`Tree::budget`]; once spent, containers read as empty and
+/// [`Tree::within_budget`] says so.
+#[derive(Debug)]
+pub(crate) struct Tree<'a> {
+    items: Vec<V<'a>>,
+    spans: Vec<Span>,
+    pub root: Option<V<'a>>,
+    /// Items that may still be handed out.
+    budget: std::cell::Cell<u64>,
+    spent: std::cell::Cell<bool>,
+}
+
+/// Items handed out per byte of pickle (plus a floor for small files): a
+/// Flight Recorder dump is read with fewer than one.
+const ITEMS_PER_BYTE: u64 = 16;
+const MIN_ITEMS: u64 = 1 << 20;
+
 impl<'a> Tree<'a> {
+    fn items(&self, i: u32) -> &[V<'a>] {
+        let s = self.spans[i as usize];
+        let left = self.budget.get();
+        if s.len as u64 > left {
+            self.spent.set(true);
+            self.budget.set(0);
+            return &[];
+        }
+        self.budget.set(left - s.len as u64);
+        &self.items[s.start..s.start + s.len]
+    }
+
+    /// How many containers were decoded (their indices run below it).
+    pub(crate) fn containers(&self) -> usize {
+        self.spans.len()
+    }
+
+    /// Fails when reading the tree handed out more items than the pickle's
+    /// size allows (a value reused over and over).
+    pub(crate) fn within_budget(&self, bytes: usize) -> Result<(), String> {
+        if self.spent.get() {
+            return Err(format!(
+                "it would decode to over {} values (a value reused over and over)",
+                (bytes as u64).saturating_mul(ITEMS_PER_BYTE).max(MIN_ITEMS)
+            ));
+        }
+        Ok(())
+    }
+
     /// The items of a list (or tuple), empty for anything else.
     pub(crate) fn list(&self, v: V<'a>) -> &[V<'a>] {
         match v {
-            V::List(i) => &self.items[i as usize],
+            V::List(i) => self.items(i),
             _ => &[],
         }
     }
@@ -45,7 +101,7 @@ impl<'a> Tree<'a> {
     /// A dict's (key, value) pairs, none for anything else.
     pub(crate) fn pairs(&self, v: V<'a>) -> impl Iterator<Item = (V<'a>, V<'a>)> + '_ {
         let items: &[V<'a>] = match v {
-            V::Dict(i) => &self.items[i as usize],
+            V::Dict(i) => self.items(i),
             _ => &[],
         };
         items.chunks_exact(2).map(|kv| (kv[0], kv[1]))
@@ -56,6 +112,48 @@ impl<'a> Tree<'a> {
         self.pairs(v)
             .find(|(k, _)| matches!(k, V::Str(s) if *s == key))
             .map(|(_, v)| v)
+    }
+
+    /// A new container holding `items`; its index.
+    fn container(&mut self, items: impl Iterator<Item = V<'a>>) -> Result<u32, String> {
+        let start = self.items.len();
+        self.items.extend(items);
+        let len = self.items.len() - start;
+        self.spans.push(Span {
+            start,
+            len,
+            cap: len,
+        });
+        u32::try_from(self.spans.len() - 1).map_err(|_| "over 2^32 containers".to_owned())
+    }
+
+    /// Adds `new` to container `i`: in its room, at the end if it is last,
+    /// or else moved to the end with room to double (each item is copied a
+    /// bounded number of times however the stream adds them).
+    fn extend(&mut self, i: u32, new: &[V<'a>]) {
+        let s = &mut self.spans[i as usize];
+        if s.len + new.len() <= s.cap {
+            let at = s.start + s.len;
+            self.items[at..at + new.len()].copy_from_slice(new);
+            s.len += new.len();
+        } else if s.start + s.cap == self.items.len() {
+            self.items.truncate(s.start + s.len);
+            self.items.extend_from_slice(new);
+            s.len += new.len();
+            s.cap = s.len;
+        } else {
+            let start = self.items.len();
+            let (old, len) = (s.start, s.len);
+            let cap = (len + new.len()).max(2 * len);
+            self.items.extend_from_within(old..old + len);
+            self.items.extend_from_slice(new);
+            self.items.resize(start + cap, V::None);
+            *s = Span {
+                start,
+                len: len + new.len(),
+                cap,
+            };
+        }
     }
 }
 
@@ -86,18 +184,77 @@ impl<'a> V<'a> {
     }
 }
 
-/// What the stack holds: a value, or a mark.
-#[derive(Clone, Copy)]
-enum Slot<'a> {
-    Val(V<'a>),
-    Mark,
+/// The unpickler's stack: values, and marks as the positions they sit at
+/// (a mark at `m` lies below `vals[m]`), so that values are stored and
+/// copied without a wrapper.
+struct Stack<'a> {
+    vals: Vec<V<'a>>,
+    marks: Vec<usize>,
+}
+
+impl<'a> Stack<'a> {
+    fn push(&mut self, v: V<'a>) {
+        self.vals.push(v);
+    }
+
+    /// Whether a mark sits above every value from `from` on.
+    fn marked_above(&self, from: usize) -> bool {
+        self.marks.last().is_some_and(|&m| m > from)
+    }
+
+    fn top(&self) -> Result<V<'a>, String> {
+        match self.vals.last() {
+            Some(v) if !self.marked_above(self.vals.len() - 1) => Ok(*v),
+            _ => Err("a value was expected on the stack".into()),
+        }
+    }
+
+    fn pop(&mut self) -> Result<V<'a>, String> {
+        let v = self.top()?;
+        self.vals.pop();
+        Ok(v)
+    }
+
+    /// Where the values above the topmost mark start; the mark removed.
+    fn pop_mark(&mut self) -> Result<usize, String> {
+        self.marks
+            .pop()
+            .ok_or_else(|| "no mark on the stack".into())
+    }
+
+    /// Where the top `n` values start, if no mark lies among them.
+    fn top_n(&self, n: usize) -> Result<usize, String> {
+        let from = self
+            .vals
+            .len()
+            .checked_sub(n)
+            .ok_or("items the stack does not hold")?;
+        if self.marked_above(from) {
+            return Err("a mark among a container's items".into());
+        }
+        Ok(from)
+    }
 }
 
 pub(crate) fn decode(bytes: &[u8]) -> Result<Tree<'_>, String> {
-    let mut t = Tree::default();
-    let mut stack: Vec<Slot> = Vec::with_capacity(64);
+    // Sized from the file once (a dump holds about one item per 2-3
+    // bytes): growing by doubling copied and faulted in each item twice.
+    let mut t = Tree {
+        items: Vec::with_capacity(bytes.len() / 2),
+        spans: Vec::with_capacity(bytes.len() / 16),
+        root: None,
+        budget: std::cell::Cell::new(
+            (bytes.len() as u64)
+                .saturating_mul(ITEMS_PER_BYTE)
+                .max(MIN_ITEMS),
+        ),
+        spent: std::cell::Cell::new(false),
+    };
+    let mut st = Stack {
+        vals: Vec::with_capacity(64),
+        marks: Vec::new(),
+    };
     let mut memo: Vec<Option<V>> = Vec::new();
-    let mut marks: Vec<usize> = Vec::new();
     let mut at = 0usize;
     let ends = || "it ends inside an opcode".to_owned();
     macro_rules! take {
@@ -111,43 +268,6 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Tree<'_>, String> {
         }};
     }
     let le = |b: &[u8]| b.iter().rev().fold(0u64, |v, &x| (v << 8) | u64::from(x));
-    fn pop<'a>(stack: &mut Vec<Slot<'a>>) -> Result<V<'a>, String> {
-        match stack.pop() {
-            Some(Slot::Val(v)) => Ok(v),
-            _ => Err("a value was expected on the stack".into()),
-        }
-    }
-    fn top<'a>(stack: &[Slot<'a>]) -> Result<V<'a>, String> {
-        match stack.last() {
-            Some(Slot::Val(v)) => Ok(*v),
-            _ => Err("a memo of no value".into()),
-        }
-    }
-    // Where the topmost mark is (`marks` holds their positions, so a
-    // container of 2,000 entries is not searched for it).
-    fn last_mark(stack: &[Slot], marks: &mut Vec<usize>) -> Result<usize, String> {
-        let m = marks.pop().ok_or("no mark on the stack")?;
-        match stack.get(m) {
-            Some(Slot::Mark) => Ok(m),
-            _ => Err("no mark on the stack".into()),
-        }
-    }
-    // The values above the topmost mark, the mark removed.
-    fn above_mark<'a>(
-        stack: &mut Vec<Slot<'a>>,
-        marks: &mut Vec<usize>,
-    ) -> Result<Vec<V<'a>>, String> {
-        let m = last_mark(stack, marks)?;
-        let items = stack[m + 1..]
-            .iter()
-            .map(|s| match s {
-                Slot::Val(v) => Ok(*v),
-                Slot::Mark => Err("a mark among a container's items".to_owned()),
-            })
-            .collect::<Result<_, _>>()?;
-        stack.truncate(m);
-        Ok(items)
-    }
     fn text(b: &[u8]) -> Result<&str, String> {
         std::str::from_utf8(b).map_err(|_| "a string that is not UTF-8".to_owned())
     }
@@ -160,6 +280,12 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Tree<'_>, String> {
         }
         memo[key] = Some(v);
         Ok(())
+    }
+    // The values from `from` up as a new container, in place of them.
+    fn contain<'a>(t: &mut Tree<'a>, st: &mut Stack<'a>, from: usize) -> Result<u32, String> {
+        let i = t.container(st.vals[from..].iter().copied())?;
+        st.vals.truncate(from);
+        Ok(i)
     }
     let line = |at: &mut usize| -> Result<&[u8], String> {
         let rest = &bytes[*at..];
@@ -174,23 +300,20 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Tree<'_>, String> {
             b'\x80' => at += 1,
             b'\x95' => at += 8,
             b'.' => {
-                t.root = Some(pop(&mut stack)?);
+                t.root = Some(st.pop()?);
                 return Ok(t);
             }
-            b'(' => {
-                marks.push(stack.len());
-                stack.push(Slot::Mark);
-            }
-            b'N' => stack.push(Slot::Val(V::None)),
-            b'\x88' => stack.push(Slot::Val(V::Bool(true))),
-            b'\x89' => stack.push(Slot::Val(V::Bool(false))),
-            b'K' => stack.push(Slot::Val(V::Int(i64::from(take!(1)[0])))),
-            b'M' => stack.push(Slot::Val(V::Int(le(take!(2)) as i64))),
+            b'(' => st.marks.push(st.vals.len()),
+            b'N' => st.push(V::None),
+            b'\x88' => st.push(V::Bool(true)),
+            b'\x89' => st.push(V::Bool(false)),
+            b'K' => st.push(V::Int(i64::from(take!(1)[0]))),
+            b'M' => st.push(V::Int(le(take!(2)) as i64)),
             b'J' => {
                 let b = take!(4);
-                stack.push(Slot::Val(V::Int(i64::from(i32::from_le_bytes([
+                st.push(V::Int(i64::from(i32::from_le_bytes([
                     b[0], b[1], b[2], b[3],
-                ])))));
+                ]))));
             }
             b'\x8a' | b'\x8b' => {
                 let n = if op == b'\x8a' {
@@ -207,13 +330,11 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Tree<'_>, String> {
                 if n > 0 && n < 8 && b[n - 1] & 0x80 != 0 {
                     v -= 1i64 << (8 * n);
                 }
-                stack.push(Slot::Val(V::Int(v)));
+                st.push(V::Int(v));
             }
             b'G' => {
                 let b = take!(8);
-                stack.push(Slot::Val(V::Float(f64::from_be_bytes(
-                    b.try_into().expect("8 bytes"),
-                ))));
+                st.push(V::Float(f64::from_be_bytes(b.try_into().expect("8 bytes"))));
             }
             b'I' | b'L' => {
                 let l = text(line(&mut at)?)?.trim_end_matches('L');
@@ -222,13 +343,13 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Tree<'_>, String> {
                     "01" => V::Bool(true),
                     _ => V::Int(l.parse().map_err(|_| format!("not an integer: {l:?}"))?),
                 };
-                stack.push(Slot::Val(v));
+                st.push(v);
             }
             b'F' => {
                 let l = text(line(&mut at)?)?;
-                stack.push(Slot::Val(V::Float(
+                st.push(V::Float(
                     l.parse().map_err(|_| format!("not a float: {l:?}"))?,
-                )));
+                ));
             }
             b'X' | b'\x8c' | b'\x8d' => {
                 let n = match op {
@@ -236,11 +357,11 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Tree<'_>, String> {
                     b'X' => le(take!(4)) as usize,
                     _ => usize::try_from(le(take!(8))).map_err(|_| ends())?,
                 };
-                stack.push(Slot::Val(V::Str(text(take!(n))?)));
+                st.push(V::Str(text(take!(n))?));
             }
             b'V' => {
                 let l = line(&mut at)?;
-                stack.push(Slot::Val(V::Str(text(l)?)));
+                st.push(V::Str(text(l)?));
             }
             b'U' | b'T' | b'C' | b'B' | b'\x8e' => {
                 let n = match op {
@@ -248,101 +369,83 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Tree<'_>, String> {
                     b'\x8e' => usize::try_from(le(take!(8))).map_err(|_| ends())?,
                     _ => le(take!(4)) as usize,
                 };
-                stack.push(Slot::Val(V::Bytes(take!(n))));
+                st.push(V::Bytes(take!(n)));
             }
             b']' | b')' | b'\x8f' => {
-                t.items.push(Vec::new());
-                stack.push(Slot::Val(V::List(t.items.len() as u32 - 1)));
+                let i = t.container(std::iter::empty())?;
+                st.push(V::List(i));
             }
             b'}' => {
-                t.items.push(Vec::new());
-                stack.push(Slot::Val(V::Dict(t.items.len() as u32 - 1)));
+                let i = t.container(std::iter::empty())?;
+                st.push(V::Dict(i));
             }
             b'l' | b't' | b'\x91' => {
-                let items = above_mark(&mut stack, &mut marks)?;
-                t.items.push(items);
-                stack.push(Slot::Val(V::List(t.items.len() as u32 - 1)));
+                let from = st.pop_mark()?;
+                let i = contain(&mut t, &mut st, from)?;
+                st.push(V::List(i));
             }
             b'd' => {
-                let items = above_mark(&mut stack, &mut marks)?;
-                if !items.len().is_multiple_of(2) {
+                let from = st.pop_mark()?;
+                if !(st.vals.len() - from).is_multiple_of(2) {
                     return Err("a dict with a key but no value".into());
                 }
-                t.items.push(items);
-                stack.push(Slot::Val(V::Dict(t.items.len() as u32 - 1)));
+                let i = contain(&mut t, &mut st, from)?;
+                st.push(V::Dict(i));
             }
             b'\x85' | b'\x86' | b'\x87' => {
                 let n = usize::from(op - b'\x84');
-                if stack.len() < n {
-                    return Err("a tuple of values the stack does not hold".into());
-                }
-                let mut items = Vec::with_capacity(n);
-                for s in stack.split_off(stack.len() - n) {
-                    match s {
-                        Slot::Val(v) => items.push(v),
-                        Slot::Mark => return Err("a tuple of a mark".into()),
-                    }
-                }
-                t.items.push(items);
-                stack.push(Slot::Val(V::List(t.items.len() as u32 - 1)));
+                let from = st
+                    .top_n(n)
+                    .map_err(|_| "a tuple of values the stack does not hold")?;
+                let i = contain(&mut t, &mut st, from)?;
+                st.push(V::List(i));
             }
             b'a' | b's' | b'e' | b'u' | b'\x90' => {
                 // The items: the top one or two, or all above the mark.
                 let from = match op {
-                    b'a' => stack.len().checked_sub(1),
-                    b's' => stack.len().checked_sub(2),
-                    _ => Some(last_mark(&stack, &mut marks)? + 1),
-                }
-                .ok_or("items the stack does not hold")?;
-                let dict = matches!(op, b's' | b'u');
-                let target = match from.checked_sub(1).and_then(|i| stack.get(i).copied()) {
-                    Some(Slot::Mark) => from.checked_sub(2).and_then(|i| stack.get(i).copied()),
-                    other => other,
+                    b'a' => st.top_n(1)?,
+                    b's' => st.top_n(2)?,
+                    _ => st.pop_mark()?,
                 };
+                let dict = matches!(op, b's' | b'u');
+                // The container is the value below the items, and no mark
+                // may lie between them.
+                let below = from.checked_sub(1);
+                if below.is_some_and(|i| st.marked_above(i)) {
+                    return Err("a mark between a container and its items".into());
+                }
+                let target = below.map(|i| st.vals[i]);
                 let target = match target {
-                    Some(Slot::Val(V::List(i))) if !dict => i,
-                    Some(Slot::Val(V::Dict(i))) if dict => i,
+                    Some(V::List(i)) if !dict => i,
+                    Some(V::Dict(i)) if dict => i,
                     _ => {
                         return Err("items added to something not a container of their kind".into())
                     }
                 };
-                if dict && !(stack.len() - from).is_multiple_of(2) {
+                if dict && !(st.vals.len() - from).is_multiple_of(2) {
                     return Err("a dict with a key but no value".into());
                 }
-                let dst = &mut t.items[target as usize];
-                dst.reserve(stack.len() - from);
-                for s in &stack[from..] {
-                    match s {
-                        Slot::Val(v) => dst.push(*v),
-                        Slot::Mark => return Err("a mark among a container's items".into()),
-                    }
-                }
-                // The mark goes with its items.
-                let keep = if matches!(op, b'e' | b'u' | b'\x90') {
-                    from - 1
-                } else {
-                    from
-                };
-                stack.truncate(keep);
+                t.extend(target, &st.vals[from..]);
+                st.vals.truncate(from);
             }
             b'q' => {
                 let k = usize::from(take!(1)[0]);
-                put(&mut memo, k, top(&stack)?)?;
+                put(&mut memo, k, st.top()?)?;
             }
             b'r' => {
                 let k = le(take!(4)) as usize;
-                put(&mut memo, k, top(&stack)?)?;
+                put(&mut memo, k, st.top()?)?;
             }
             b'p' => {
                 let k = text(line(&mut at)?)?
                     .trim()
                     .parse()
                     .map_err(|_| "a bad memo key".to_owned())?;
-                put(&mut memo, k, top(&stack)?)?;
+                put(&mut memo, k, st.top()?)?;
             }
             b'\x94' => {
                 let k = memo.len();
-                put(&mut memo, k, top(&stack)?)?;
+                put(&mut memo, k, st.top()?)?;
             }
             b'h' | b'j' | b'g' => {
                 let k = match op {
@@ -358,22 +461,27 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Tree<'_>, String> {
                     .copied()
                     .flatten()
                     .ok_or("a memo reference to nothing")?;
-                stack.push(Slot::Val(v));
+                st.push(v);
             }
             b'0' => {
-                if let Some(Slot::Mark) = stack.pop() {
-                    marks.pop();
+                // The top is a mark, or a value.
+                if st.marks.last() == Some(&st.vals.len()) {
+                    st.marks.pop();
+                } else {
+                    st.vals.pop();
                 }
             }
             b'1' => {
-                above_mark(&mut stack, &mut marks)?;
+                let m = st.pop_mark()?;
+                st.vals.truncate(m);
             }
             b'2' => {
-                let top = *stack.last().ok_or("DUP of an empty stack")?;
-                if let Slot::Mark = top {
-                    marks.push(stack.len());
+                if st.marks.last() == Some(&st.vals.len()) {
+                    st.marks.push(st.vals.len());
+                } else {
+                    let top = st.top().map_err(|_| "DUP of an empty stack")?;
+                    st.push(top);
                 }
-                stack.push(top);
             }
             b'c' | b'i' | b'\x93' | b'R' | b'b' | b'\x81' | b'\x92' | b'o' | b'Q' | b'P' => {
                 return Err(format!(
@@ -410,6 +518,67 @@ mod tests {
         assert_eq!(t.root, Some(V::Int(-1)));
         let t = decode(b"\x80\x02\x8a\x06\x00\x00\x00\x00\x00\x01.").unwrap();
         assert_eq!(t.root, Some(V::Int(1 << 40)));
+    }
+
+    #[test]
+    fn items_added_in_batches_stay_in_order() {
+        // A list filled in three batches, another container made between
+        // the first two (so the list is moved), as Python's pickler batches
+        // a long list: [1, 2, [], 3, 4, 5] with the inner list memo 1.
+        let p = b"\x80\x02]q\x00(K\x01K\x02e]q\x01h\x00(h\x01K\x03eh\x00(K\x04eh\x00K\x05a0.";
+        let t = decode(p).unwrap();
+        let outer = t.root.unwrap();
+        assert_eq!(
+            t.list(outer),
+            &[
+                V::Int(1),
+                V::Int(2),
+                V::List(1),
+                V::Int(3),
+                V::Int(4),
+                V::Int(5)
+            ]
+        );
+        assert!(t.list(V::List(1)).is_empty());
+        // A dict with its items set one pair at a time.
+        let p = b"\x80\x02}q\x00X\x01\x00\x00\x00aK\x01sh\x00X\x01\x00\x00\x00bK\x02s0.";
+        let t = decode(p).unwrap();
+        let d = t.root.unwrap();
+        assert_eq!(t.get(d, "a"), Some(V::Int(1)));
+        assert_eq!(t.get(d, "b"), Some(V::Int(2)));
+    }
+
+    #[test]
+    fn marks_are_kept_apart_from_values() {
+        // POP of a mark, DUP of a value, POP_MARK dropping what is above.
+        let t = decode(b"\x80\x02K\x07(02(K\x01K\x021\x86.").unwrap();
+        assert_eq!(t.list(t.root.unwrap()), &[V::Int(7), V::Int(7)]);
+        // A mark between a list and its item, a mark on top at the end.
+        assert!(decode(b"\x80\x02](K\x01a.").unwrap_err().contains("mark"));
+        assert!(decode(b"\x80\x02K\x01(.").unwrap_err().contains("value"));
+    }
+
+    #[test]
+    fn reading_a_value_reused_over_and_over_is_bounded() {
+        // One list of 1,000 items named 100,000 times: 10^8 items to walk
+        // from a pickle of 0.2 MB, over 16 per byte.
+        let mut p = b"\x80\x02](".to_vec();
+        p.extend(std::iter::repeat_n(b'N', 1000));
+        p.extend_from_slice(b"eq\x00](");
+        p.extend(std::iter::repeat_n(*b"h\x00", 100_000).flatten());
+        p.extend_from_slice(b"e.");
+        let t = decode(&p).unwrap();
+        let walked: usize = t
+            .list(t.root.unwrap())
+            .iter()
+            .map(|&v| t.list(v).len())
+            .sum();
+        assert!(walked < 16 * p.len() + (1 << 20), "{walked}");
+        assert!(t.within_budget(p.len()).unwrap_err().contains("reused"));
+        // A plain pickle stays within it.
+        let t = decode(b"\x80\x02](K\x01e.").unwrap();
+        assert_eq!(t.list(t.root.unwrap()).len(), 1);
+        assert_eq!(t.within_budget(8), Ok(()));
     }
 
     #[test]
