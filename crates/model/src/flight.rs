@@ -54,10 +54,9 @@ pub struct FrEntry {
     /// For a send or recv: (source, destination) as group ranks.
     pub peer: Option<(u32, u32)>,
     pub is_p2p: bool,
-    pub input_sizes: Vec<Vec<i64>>,
-    pub output_sizes: Vec<Vec<i64>>,
-    pub input_dtypes: Vec<Arc<str>>,
-    pub output_dtypes: Vec<Arc<str>>,
+    /// Its tensors' shapes and dtypes: one shared value per distinct
+    /// combination in the dump (a training loop repeats a few).
+    pub io: Arc<CallIo>,
     pub state: CallState,
     /// Wall-clock ns since the Unix epoch (the rank's host clock).
     pub created_ns: i64,
@@ -66,6 +65,15 @@ pub struct FrEntry {
     pub timeout_ms: Option<i64>,
     /// Index into the dump's `stacks`.
     pub stack: Option<u32>,
+}
+
+/// A call's tensors: one size list per tensor, and each tensor's dtype.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct CallIo {
+    pub input_sizes: Vec<Vec<i64>>,
+    pub output_sizes: Vec<Vec<i64>>,
+    pub input_dtypes: Vec<String>,
+    pub output_dtypes: Vec<String>,
 }
 
 impl FrEntry {

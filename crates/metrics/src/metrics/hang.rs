@@ -235,13 +235,9 @@ fn real<'a, 'd>(call: &'a [&'d FrEntry]) -> impl Iterator<Item = &'d FrEntry> + 
 }
 
 fn dtypes(e: &FrEntry) -> Vec<String> {
-    let mut d = texts(&e.input_dtypes);
-    d.extend(texts(&e.output_dtypes));
+    let mut d = e.io.input_dtypes.clone();
+    d.extend_from_slice(&e.io.output_dtypes);
     d
-}
-
-fn texts(v: &[std::sync::Arc<str>]) -> Vec<String> {
-    v.iter().map(|s| s.to_string()).collect()
 }
 
 pub fn analyze(dumps: &[FrDump]) -> HangReport {
@@ -588,8 +584,8 @@ fn collective_finding(
         members: key.members.clone(),
         seq,
         op: e.map_or_else(String::new, |e| e.op.to_string()),
-        input_sizes: e.map_or_else(Vec::new, |e| e.input_sizes.clone()),
-        dtypes: e.map_or_else(Vec::new, |e| texts(&e.input_dtypes)),
+        input_sizes: e.map_or_else(Vec::new, |e| e.io.input_sizes.clone()),
+        dtypes: e.map_or_else(Vec::new, |e| e.io.input_dtypes.clone()),
         missing,
         waiting,
         unknown,
@@ -625,7 +621,7 @@ fn first_mismatch(ranks: &BTreeMap<u32, RankCalls>, last: u64) -> Option<Mismatc
                     "operation" => e.op.to_string(),
                     "dtypes" => format!("{:?}", dtypes(e)),
                     _ if sizes_may_differ(&e.op) => String::new(),
-                    _ => format!("{:?} {:?}", e.input_sizes, e.output_sizes),
+                    _ => format!("{:?} {:?}", e.io.input_sizes, e.io.output_sizes),
                 })
                 .collect()
         };
@@ -647,8 +643,8 @@ fn first_mismatch(ranks: &BTreeMap<u32, RankCalls>, last: u64) -> Option<Mismatc
                     Variant {
                         // A coalesced call: every op in it.
                         op: ops.join("+"),
-                        input_sizes: e.map_or_else(Vec::new, |e| e.input_sizes.clone()),
-                        output_sizes: e.map_or_else(Vec::new, |e| e.output_sizes.clone()),
+                        input_sizes: e.map_or_else(Vec::new, |e| e.io.input_sizes.clone()),
+                        output_sizes: e.map_or_else(Vec::new, |e| e.io.output_sizes.clone()),
                         dtypes: e.map_or_else(Vec::new, dtypes),
                         ranks,
                     }
@@ -673,11 +669,12 @@ fn same(a: &[&FrEntry], b: &[&FrEntry]) -> bool {
         match (a.next(), b.next()) {
             (None, None) => return true,
             (Some(x), Some(y)) => {
+                let (a, b) = (&x.io, &y.io);
                 let sizes = sizes_may_differ(&x.op)
-                    || (x.input_sizes == y.input_sizes && x.output_sizes == y.output_sizes);
+                    || (a.input_sizes == b.input_sizes && a.output_sizes == b.output_sizes);
                 if x.op != y.op
-                    || x.input_dtypes != y.input_dtypes
-                    || x.output_dtypes != y.output_dtypes
+                    || a.input_dtypes != b.input_dtypes
+                    || a.output_dtypes != b.output_dtypes
                     || !sizes
                 {
                     return false;
@@ -752,8 +749,8 @@ fn p2p_findings(
             members: key.members.clone(),
             seq: e.p2p_seq,
             op: format!("{} {s}->{d}", e.op),
-            input_sizes: e.input_sizes.clone(),
-            dtypes: texts(&e.input_dtypes),
+            input_sizes: e.io.input_sizes.clone(),
+            dtypes: e.io.input_dtypes.clone(),
             missing: if has_dump { vec![peer] } else { Vec::new() },
             waiting: vec![Waiting {
                 rank: r,

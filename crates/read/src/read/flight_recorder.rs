@@ -15,7 +15,7 @@ use serde::Deserialize;
 
 use super::pickle_tree::{Tree, V};
 use crate::error::Error;
-use crate::model::flight::{CallState, FrDump, FrEntry, FrGroup, FrStatus, Frame};
+use crate::model::flight::{CallIo, CallState, FrDump, FrEntry, FrGroup, FrStatus, Frame};
 
 /// A number or a string holding one: the JSON dump writes `pg_status` and
 /// `pg_config` values as strings, the pickle as numbers.
@@ -367,7 +367,7 @@ fn from_tree<'a>(t: &Tree<'a>) -> Result<RawDump<'a>, String> {
                 }
             }
             "entries" => {
-                let mut frames = FrameTable::new(t);
+                let mut frames = EntryCache::new(t);
                 let list = t.list(v);
                 raw.entries = Vec::with_capacity(list.len());
                 for (i, &e) in list.iter().enumerate() {
@@ -397,16 +397,19 @@ fn scalar(v: V) -> Option<Scalar> {
 /// A pickle's stack frames, each distinct one read once: PyTorch's pickler
 /// writes a frame once and names it again wherever it recurs, so a frame is
 /// looked up by the container it was decoded to, then by its text.
-struct FrameTable<'a> {
+struct EntryCache<'a> {
+    /// The last entry's keys: (address, length) of each, and its field.
+    keys: Vec<((usize, usize), Field)>,
     table: Vec<RawFrame<'a>>,
     /// Per container of the tree, its frame's id (`u32::MAX`: not seen).
     by_container: Vec<u32>,
     by_text: foldhash::HashMap<(&'a str, &'a str, i64), u32>,
 }
 
-impl<'a> FrameTable<'a> {
+impl<'a> EntryCache<'a> {
     fn new(t: &Tree) -> Self {
         Self {
+            keys: Vec::new(),
             table: Vec::new(),
             by_container: vec![u32::MAX; t.containers()],
             by_text: Default::default(),
@@ -448,7 +451,7 @@ impl<'a> FrameTable<'a> {
 fn entry_from_tree<'a>(
     t: &Tree<'a>,
     e: V<'a>,
-    frames: &mut FrameTable<'a>,
+    frames: &mut EntryCache<'a>,
 ) -> Result<RawEntry<'a>, String> {
     if !matches!(e, V::Dict(_)) {
         return Err("not a dict".into());
@@ -485,31 +488,98 @@ fn entry_from_tree<'a>(
             })
             .collect()
     };
-    for (k, v) in t.pairs(e) {
+    for (n, (k, v)) in t.pairs(e).enumerate() {
         let Some(k) = k.str() else { continue };
-        match k {
-            "record_id" => r.record_id = int(k, v)?,
-            "pg_id" => r.pg_id = int(k, v)?,
-            "collective_seq_id" => r.collective_seq_id = int(k, v)?,
-            "seq_id" => r.seq_id = int(k, v)?,
-            "p2p_seq_id" => r.p2p_seq_id = int(k, v)?,
-            "time_created_ns" => r.time_created_ns = int(k, v)?,
-            "time_discovered_started_ns" => r.time_discovered_started_ns = int(k, v)?,
-            "time_discovered_completed_ns" => r.time_discovered_completed_ns = int(k, v)?,
-            "timeout_ms" => r.timeout_ms = int(k, v)?,
-            "process_group" => r.process_group = Some(texts(k, v)?),
-            "profiling_name" => r.profiling_name = v.str().map(|s| Text(Cow::Borrowed(s))),
-            "state" => r.state = v.str().map(|s| Text(Cow::Borrowed(s))),
-            "is_p2p" => r.is_p2p = v.bool(),
-            "input_sizes" => r.input_sizes = sizes(k, v)?,
-            "output_sizes" => r.output_sizes = sizes(k, v)?,
-            "input_dtypes" => r.input_dtypes = texts(k, v)?,
-            "output_dtypes" => r.output_dtypes = texts(k, v)?,
-            "frames" => r.frame_ids = t.list(v).iter().map(|&f| frames.id(t, f)).collect(),
-            _ => {}
+        // Every entry names its keys in the same order, by the same memo
+        // strings: the key at the same place and address as the previous
+        // entry's is the same field, found without comparing text.
+        let at = (k.as_ptr() as usize, k.len());
+        let field = match frames.keys.get(n) {
+            Some(&(same, f)) if same == at => f,
+            _ => {
+                let f = Field::of(k);
+                if frames.keys.len() <= n {
+                    frames.keys.resize(n + 1, ((0, 0), Field::Other));
+                }
+                frames.keys[n] = (at, f);
+                f
+            }
+        };
+        match field {
+            Field::RecordId => r.record_id = int(k, v)?,
+            Field::PgId => r.pg_id = int(k, v)?,
+            Field::CollectiveSeqId => r.collective_seq_id = int(k, v)?,
+            Field::SeqId => r.seq_id = int(k, v)?,
+            Field::P2pSeqId => r.p2p_seq_id = int(k, v)?,
+            Field::TimeCreated => r.time_created_ns = int(k, v)?,
+            Field::TimeStarted => r.time_discovered_started_ns = int(k, v)?,
+            Field::TimeCompleted => r.time_discovered_completed_ns = int(k, v)?,
+            Field::TimeoutMs => r.timeout_ms = int(k, v)?,
+            Field::ProcessGroup => r.process_group = Some(texts(k, v)?),
+            Field::ProfilingName => r.profiling_name = v.str().map(|s| Text(Cow::Borrowed(s))),
+            Field::State => r.state = v.str().map(|s| Text(Cow::Borrowed(s))),
+            Field::IsP2p => r.is_p2p = v.bool(),
+            Field::InputSizes => r.input_sizes = sizes(k, v)?,
+            Field::OutputSizes => r.output_sizes = sizes(k, v)?,
+            Field::InputDtypes => r.input_dtypes = texts(k, v)?,
+            Field::OutputDtypes => r.output_dtypes = texts(k, v)?,
+            Field::Frames => {
+                r.frame_ids = t.list(v).iter().map(|&f| frames.id(t, f)).collect();
+            }
+            Field::Other => {}
         }
     }
     Ok(r)
+}
+
+/// An entry's keys that are read.
+#[derive(Clone, Copy)]
+enum Field {
+    RecordId,
+    PgId,
+    CollectiveSeqId,
+    SeqId,
+    P2pSeqId,
+    TimeCreated,
+    TimeStarted,
+    TimeCompleted,
+    TimeoutMs,
+    ProcessGroup,
+    ProfilingName,
+    State,
+    IsP2p,
+    InputSizes,
+    OutputSizes,
+    InputDtypes,
+    OutputDtypes,
+    Frames,
+    Other,
+}
+
+impl Field {
+    fn of(k: &str) -> Self {
+        match k {
+            "record_id" => Self::RecordId,
+            "pg_id" => Self::PgId,
+            "collective_seq_id" => Self::CollectiveSeqId,
+            "seq_id" => Self::SeqId,
+            "p2p_seq_id" => Self::P2pSeqId,
+            "time_created_ns" => Self::TimeCreated,
+            "time_discovered_started_ns" => Self::TimeStarted,
+            "time_discovered_completed_ns" => Self::TimeCompleted,
+            "timeout_ms" => Self::TimeoutMs,
+            "process_group" => Self::ProcessGroup,
+            "profiling_name" => Self::ProfilingName,
+            "state" => Self::State,
+            "is_p2p" => Self::IsP2p,
+            "input_sizes" => Self::InputSizes,
+            "output_sizes" => Self::OutputSizes,
+            "input_dtypes" => Self::InputDtypes,
+            "output_dtypes" => Self::OutputDtypes,
+            "frames" => Self::Frames,
+            _ => Self::Other,
+        }
+    }
 }
 
 fn convert(raw: RawDump, rank: u32, path: &Path, warnings: &mut Vec<String>) -> FrDump {
@@ -540,13 +610,15 @@ fn convert(raw: RawDump, rank: u32, path: &Path, warnings: &mut Vec<String>) -> 
         names.insert(s.into(), a.clone());
         a
     };
+    let mut ios = Ios::default();
     let mut entries = Vec::with_capacity(raw.entries.len());
     let mut nameless = 0usize;
     // Whether each group's last entry was point-to-point: before 2.6 a
     // batch's closing `coalesced` entry does not say.
     let mut last_p2p: HashMap<String, bool> = HashMap::new();
     let mut unknown_state = 0usize;
-    for (i, e) in raw.entries.into_iter().enumerate() {
+    for (i, mut e) in raw.entries.into_iter().enumerate() {
+        let io = ios.get(&e);
         let Some(name) = e.profiling_name else {
             nameless += 1;
             continue;
@@ -583,8 +655,8 @@ fn convert(raw: RawDump, rank: u32, path: &Path, warnings: &mut Vec<String>) -> 
         };
         // The JSON writer puts 0 where the pickle has None.
         let time = |t: Option<i64>| t.filter(|&t| t > 0);
-        let mut ids = e.frame_ids;
-        for f in e.frames {
+        let mut ids = std::mem::take(&mut e.frame_ids);
+        for f in std::mem::take(&mut e.frames) {
             let key = (f.name.to_string(), f.filename.to_string(), f.line);
             let next = table.len() as u32;
             let i = *json_frames.entry(key).or_insert(next);
@@ -639,10 +711,7 @@ fn convert(raw: RawDump, rank: u32, path: &Path, warnings: &mut Vec<String>) -> 
             op,
             peer,
             is_p2p,
-            input_sizes: e.input_sizes,
-            output_sizes: e.output_sizes,
-            input_dtypes: e.input_dtypes.iter().map(|d| intern(d)).collect(),
-            output_dtypes: e.output_dtypes.iter().map(|d| intern(d)).collect(),
+            io,
             state,
             created_ns: time(e.time_created_ns).unwrap_or(0),
             started_ns: time(e.time_discovered_started_ns),
@@ -704,6 +773,47 @@ fn convert(raw: RawDump, rank: u32, path: &Path, warnings: &mut Vec<String>) -> 
     }
 }
 
+/// Each distinct combination of an entry's tensor sizes and dtypes, made
+/// once: found by a hash of the entry's own fields, then compared.
+#[derive(Default)]
+struct Ios {
+    by_hash: foldhash::HashMap<u64, Vec<Arc<CallIo>>>,
+}
+
+impl Ios {
+    fn get(&mut self, e: &RawEntry) -> Arc<CallIo> {
+        use std::hash::{BuildHasher, Hash, Hasher};
+        let mut h = foldhash::fast::FixedState::with_seed(0).build_hasher();
+        e.input_sizes.hash(&mut h);
+        e.output_sizes.hash(&mut h);
+        for d in [&e.input_dtypes, &e.output_dtypes] {
+            d.len().hash(&mut h);
+            d.iter().for_each(|t| (**t).hash(&mut h));
+        }
+        let same_texts =
+            |a: &[String], b: &[Text]| a.iter().map(String::as_str).eq(b.iter().map(|t| &**t));
+        let same = |c: &CallIo| {
+            c.input_sizes == e.input_sizes
+                && c.output_sizes == e.output_sizes
+                && same_texts(&c.input_dtypes, &e.input_dtypes)
+                && same_texts(&c.output_dtypes, &e.output_dtypes)
+        };
+        let bucket = self.by_hash.entry(h.finish()).or_default();
+        if let Some(c) = bucket.iter().find(|c| same(c)) {
+            return c.clone();
+        }
+        let texts = |d: &[Text]| d.iter().map(|t| t.to_string()).collect();
+        let c = Arc::new(CallIo {
+            input_sizes: e.input_sizes.clone(),
+            output_sizes: e.output_sizes.clone(),
+            input_dtypes: texts(&e.input_dtypes),
+            output_dtypes: texts(&e.output_dtypes),
+        });
+        bucket.push(c.clone());
+        c
+    }
+}
+
 /// `"[0, 1, 2]"` (how PyTorch writes a group's ranks), or a list.
 fn parse_ranks(r: &RawRanks) -> Option<Vec<u32>> {
     let mut v: Vec<u32> = match r {
@@ -758,13 +868,66 @@ mod tests {
             (e[0].collective_seq, e[0].completed_ns, e[0].started_ns),
             (1, Some(20), None)
         );
-        assert!(e[0].input_dtypes.is_empty() && !e[0].is_p2p);
+        assert!(e[0].io.input_dtypes.is_empty() && !e[0].is_p2p);
         assert_eq!(
             (&*e[1].op, e[1].peer, e[1].is_p2p),
             ("send", Some((0, 1)), true)
         );
         assert!(e[2].is_p2p);
         assert!(d.status.is_empty());
+    }
+
+    /// Frames read once whether the pickle shares them (PyTorch's pickler)
+    /// or writes each out in full; entries whose keys come in another
+    /// order, or are other strings, read the same.
+    #[test]
+    fn stacks_and_keys_whatever_the_layout() {
+        use crate::synth::jit_pickle::{to_vec, P};
+        use std::rc::Rc;
+        let frame = |line| {
+            P::dict([
+                ("name", P::str("step")),
+                ("filename", P::str("train.py")),
+                ("line", P::Int(line)),
+            ])
+        };
+        let shared = Rc::new(frame(7));
+        let entry = |seq: i64, frames: Vec<P>, reversed: bool| {
+            let mut pairs = vec![
+                ("frames", P::List(frames)),
+                ("collective_seq_id", P::Int(seq)),
+                ("profiling_name", P::str("nccl:all_reduce")),
+                (
+                    "process_group",
+                    P::Tuple(vec![P::str("0"), P::str("default_pg")]),
+                ),
+                ("state", P::str("completed")),
+                ("input_sizes", P::List(vec![P::List(vec![P::Int(4)])])),
+            ];
+            if reversed {
+                pairs.reverse();
+            }
+            P::dict(pairs)
+        };
+        let dump = P::dict([(
+            "entries",
+            P::List(vec![
+                entry(1, vec![P::Shared(shared.clone()), frame(9)], false),
+                entry(2, vec![P::Shared(shared.clone()), frame(9)], false),
+                entry(3, vec![frame(7), frame(9)], true),
+                entry(4, vec![frame(9)], false),
+            ]),
+        )]);
+        let (d, w) = read(&to_vec(&dump), Path::new("nccl_trace_rank_0")).unwrap();
+        assert!(w.is_empty(), "{w:?}");
+        let seqs: Vec<u64> = d.entries.iter().map(|e| e.collective_seq).collect();
+        assert_eq!(seqs, [1, 2, 3, 4]);
+        assert!(d.entries.iter().all(|e| e.io.input_sizes == [vec![4]]));
+        let stacks: Vec<Option<u32>> = d.entries.iter().map(|e| e.stack).collect();
+        assert_eq!(stacks, [Some(0), Some(0), Some(0), Some(1)]);
+        let lines: Vec<i64> = d.stacks[0].iter().map(|f| f.line).collect();
+        assert_eq!(lines, [7, 9]);
+        assert_eq!(d.stacks.len(), 2);
     }
 
     #[test]
