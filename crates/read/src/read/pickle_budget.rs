@@ -1,10 +1,10 @@
-//! A pass over a pickle's opcodes before it is decoded, to bound what
-//! decoding builds. serde-pickle copies a value each time the stream reuses
-//! it (`DUP`, a memo `GET`), so a 200-byte pickle that pairs a value with
-//! itself sixty times decodes to 2^60 values; and values nested a million
-//! deep overflow the stack (an abort, not an error). serde-pickle has no
-//! limits of its own, so this pass simulates the stack with only each
-//! value's size and depth, and refuses what would exceed them. It never
+//! A pass over a pickle's opcodes that simulates the unpickler's stack with
+//! only each value's size and depth: what fully expanding it would build. A
+//! 200-byte pickle that pairs a value with itself sixty times expands to
+//! 2^60 values, and values nested a million deep overflow a recursive
+//! reader's stack. The memory snapshot reader checks a file this way before
+//! decoding; the Flight Recorder reader, whose reading the decoded tree
+//! bounds itself, uses it only to mend a dump cut off mid-write. It never
 //! runs anything: like the decoder, it only reads.
 
 /// The deepest nesting decoded.

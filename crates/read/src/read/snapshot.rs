@@ -151,7 +151,8 @@ pub fn read(bytes: &[u8], path: &Path) -> Result<(MemoryTimeline, Vec<String>), 
         path: path.to_owned(),
         why,
     };
-    // Bounded before decoding: the decoder copies reused values and recurses.
+    // Bounded before decoding: reading walks a reused value each time it is
+    // named, and nesting a million deep is refused here rather than walked.
     super::pickle_budget::check(bytes).map_err(|why| {
         not(format!(
             "a pickle that cannot be decoded within bounds: {why}"
