@@ -237,11 +237,12 @@ impl<'a> Stack<'a> {
 }
 
 pub(crate) fn decode(bytes: &[u8]) -> Result<Tree<'_>, String> {
-    // Sized from the file once (a dump holds about one item per 2-3
-    // bytes): growing by doubling copied and faulted in each item twice.
+    // Sized from the file (a dump holds about one item per 2-3 bytes):
+    // growing by doubling copied and faulted in each item twice. Capped, so
+    // that a large file does not reserve many times its size up front.
     let mut t = Tree {
-        items: Vec::with_capacity(bytes.len() / 2),
-        spans: Vec::with_capacity(bytes.len() / 16),
+        items: Vec::with_capacity((bytes.len() / 2).min(1 << 23)),
+        spans: Vec::with_capacity((bytes.len() / 16).min(1 << 21)),
         root: None,
         budget: std::cell::Cell::new(
             (bytes.len() as u64)
