@@ -2,7 +2,7 @@
 //! shows, line by line, each with a kind the screen styles.
 
 use crate::metrics::hang::{
-    group_name as group, ranges, CallRef, Finding, HangReport, RankLast, Stack,
+    group_name as group, ranges, CallRef, Finding, HangReport, RankLast, Stack, StackFrame,
 };
 
 /// How a line reads on screen.
@@ -253,22 +253,45 @@ fn stack(s: &Stack, push: &mut impl FnMut(Kind, String)) {
         Kind::Plain,
         format!("    {} — rank(s) {}", s.role, ranges(&s.ranks)),
     );
-    // The frames from where the user's code calls into PyTorch outwards.
-    let user = s
-        .frames
-        .iter()
-        .position(|f| !is_torch(&f.file))
-        .unwrap_or(0);
-    for f in s.frames.iter().skip(user).take(FRAMES) {
-        push(
-            Kind::Dim,
-            format!("      {}  {}:{}", f.name, f.file, f.line),
-        );
+    for line in stack_lines(&s.frames) {
+        push(Kind::Dim, line);
     }
-    let left = s.frames.len().saturating_sub(user + FRAMES);
-    if left > 0 {
-        push(Kind::Dim, format!("      … {left} outer frame(s)"));
+}
+
+/// From where the user's code calls into PyTorch outwards, the user's own
+/// frames: PyTorch's between them (`nn.Module` call plumbing between a
+/// model's `forward`s) are left out and counted. A stack with no user frame
+/// shows PyTorch's.
+fn stack_lines(frames: &[StackFrame]) -> Vec<String> {
+    let line = |f: &StackFrame| format!("      {}  {}:{}", f.name, f.file, f.line);
+    let Some(first) = frames.iter().position(|f| !is_torch(&f.file)) else {
+        let mut out: Vec<String> = frames.iter().take(FRAMES).map(line).collect();
+        let outer = frames.len().saturating_sub(FRAMES);
+        if outer > 0 {
+            out.push(format!("      … {outer} outer frame(s)"));
+        }
+        return out;
+    };
+    let rest = &frames[first..];
+    let user: Vec<usize> = (0..rest.len())
+        .filter(|&i| !is_torch(&rest[i].file))
+        .collect();
+    let shown = &user[..user.len().min(FRAMES)];
+    let mut out: Vec<String> = shown.iter().map(|&i| line(&rest[i])).collect();
+    let outer = user.len() - shown.len();
+    let last = shown.last().map_or(0, |&i| i + 1);
+    let between = last - shown.len();
+    match (outer, between) {
+        (0, 0) => {}
+        (0, b) => out.push(format!(
+            "      ({b} of PyTorch's frames between these left out)"
+        )),
+        (o, 0) => out.push(format!("      … {o} outer frame(s)")),
+        (o, b) => out.push(format!(
+            "      … {o} outer frame(s); {b} of PyTorch's between these left out"
+        )),
     }
+    out
 }
 
 fn is_torch(file: &str) -> bool {
@@ -319,6 +342,43 @@ fn utc(ns: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stacks_show_the_users_frames() {
+        let f = |name: &str, file: &str| StackFrame {
+            name: name.into(),
+            file: file.into(),
+            line: 1,
+        };
+        let c10d = f("all_reduce", "/py/torch/distributed/distributed_c10d.py");
+        let call = f("_call_impl", "/py/torch/nn/modules/module.py");
+        let model = |n: &str| f(n, "/work/model.py");
+        // The collective's own frames, then user frames with module
+        // plumbing between them: 7 user frames, 5 shown, 4 of PyTorch's
+        // among those.
+        let mut frames = vec![c10d.clone(), c10d.clone()];
+        for n in ["a", "b", "c", "d", "e", "f", "g"] {
+            frames.push(model(n));
+            frames.push(call.clone());
+        }
+        let lines = stack_lines(&frames);
+        assert_eq!(lines.len(), 6);
+        assert_eq!(lines[0], "      a  /work/model.py:1");
+        assert_eq!(lines[4], "      e  /work/model.py:1");
+        assert_eq!(
+            lines[5],
+            "      … 2 outer frame(s); 4 of PyTorch's between these left out"
+        );
+        // Only PyTorch's frames: shown as they are.
+        let lines = stack_lines(&[c10d.clone(), call.clone()]);
+        assert_eq!(lines.len(), 2);
+        // No plumbing: nothing counted.
+        let lines = stack_lines(&[c10d, model("a"), model("b")]);
+        assert_eq!(
+            lines,
+            ["      a  /work/model.py:1", "      b  /work/model.py:1"]
+        );
+    }
 
     #[test]
     fn times_for_people() {
