@@ -1,7 +1,8 @@
 //! Hot functions of loading and metrics: parsing one rank's Kineto JSON from
 //! memory (laid out as the profiler writes it, one event per line, and
-//! pretty-printed by serde_json),
-//! interval unions, the whole metric registry on a loaded trace.
+//! pretty-printed by serde_json), one rank's NCCL Flight Recorder dump
+//! (pickled as PyTorch does, and as JSON), interval unions, the whole metric
+//! registry on a loaded trace.
 //!
 //!     cargo bench --bench load
 
@@ -11,7 +12,8 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
 use ccl_bench::metrics::{eval_all, Ctx};
 use ccl_bench::model::{Interval, IntervalSet, Ns, Trace};
-use ccl_bench::read::kineto;
+use ccl_bench::read::{flight_recorder, kineto};
+use ccl_bench::synth::flight::{Call, FrRun};
 use ccl_bench::synth::stream::{self, Layout};
 use ccl_bench::synth::{training_run, RunShape};
 
@@ -61,6 +63,31 @@ fn bench(c: &mut Criterion) {
     g.bench_function("serde_json_validate_only_kineto", |b| {
         b.iter(|| serde_json::from_slice::<serde::de::IgnoredAny>(black_box(&kineto)).unwrap())
     });
+    g.finish();
+
+    // A Flight Recorder dump of 2,000 entries, stacks 28 frames deep, as
+    // `scripts/bench_hang.sh` generates them; the JSON's floor beside it.
+    let mut fr = FrRun::new(8);
+    fr.module_depth(8);
+    for _ in 0..2000 {
+        fr.call(&(0..8).collect::<Vec<u32>>(), &Call::all_reduce("0", 4096));
+    }
+    let mut g = c.benchmark_group("flight_recorder");
+    for (name, bytes) in [("pickle", fr.pickle(0)), ("json", fr.json(0))] {
+        g.throughput(Throughput::Bytes(bytes.len() as u64));
+        g.bench_function(format!("read_{name}_rank_{}kB", bytes.len() / 1000), |b| {
+            b.iter(|| {
+                flight_recorder::read(black_box(&bytes), "nccl_trace_rank_0".as_ref()).unwrap()
+            })
+        });
+        if name == "json" {
+            g.bench_function("serde_json_validate_only_dump", |b| {
+                b.iter(|| {
+                    serde_json::from_slice::<serde::de::IgnoredAny>(black_box(&bytes)).unwrap()
+                })
+            });
+        }
+    }
     g.finish();
 
     let mut trace = Trace::default();
