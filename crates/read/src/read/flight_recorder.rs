@@ -132,12 +132,25 @@ struct RawEntry<'a> {
     #[serde(borrow)]
     profiling_name: Option<Text<'a>>,
     time_created_ns: Option<i64>,
+    /// A pickled entry's tensor fields, decoded.
+    #[serde(skip)]
     input_sizes: Vec<Vec<i64>>,
+    #[serde(skip)]
     output_sizes: Vec<Vec<i64>>,
-    #[serde(borrow)]
+    #[serde(skip)]
     input_dtypes: Vec<Text<'a>>,
-    #[serde(borrow)]
+    #[serde(skip)]
     output_dtypes: Vec<Text<'a>>,
+    /// A JSON entry's, as written: a dump repeats a few shapes, so each
+    /// distinct text is parsed once (`Ios`).
+    #[serde(borrow, rename = "input_sizes")]
+    json_input_sizes: Option<&'a serde_json::value::RawValue>,
+    #[serde(borrow, rename = "output_sizes")]
+    json_output_sizes: Option<&'a serde_json::value::RawValue>,
+    #[serde(borrow, rename = "input_dtypes")]
+    json_input_dtypes: Option<&'a serde_json::value::RawValue>,
+    #[serde(borrow, rename = "output_dtypes")]
+    json_output_dtypes: Option<&'a serde_json::value::RawValue>,
     #[serde(borrow)]
     state: Option<Text<'a>>,
     time_discovered_started_ns: Option<i64>,
@@ -266,7 +279,11 @@ pub fn read(bytes: &[u8], path: &Path) -> Result<(FrDump, Vec<String>), Error> {
         }
         (n, s) => n.or(s).unwrap_or(0),
     };
-    let mut dump = convert(raw, rank, path, &mut warnings);
+    let mut dump = convert(raw, rank, path, &mut warnings).map_err(|e| {
+        not(format!(
+            "not a Flight Recorder dump (JSON object with `entries`): {e}"
+        ))
+    })?;
     if truncated {
         dump.truncated = true;
         warnings.push(format!(
@@ -582,7 +599,12 @@ impl Field {
     }
 }
 
-fn convert(raw: RawDump, rank: u32, path: &Path, warnings: &mut Vec<String>) -> FrDump {
+fn convert(
+    raw: RawDump,
+    rank: u32,
+    path: &Path,
+    warnings: &mut Vec<String>,
+) -> Result<FrDump, String> {
     let groups: Vec<FrGroup> = raw
         .pg_config
         .into_iter()
@@ -618,7 +640,7 @@ fn convert(raw: RawDump, rank: u32, path: &Path, warnings: &mut Vec<String>) -> 
     let mut last_p2p: HashMap<String, bool> = HashMap::new();
     let mut unknown_state = 0usize;
     for (i, mut e) in raw.entries.into_iter().enumerate() {
-        let io = ios.get(&e);
+        let io = ios.get(&e).map_err(|why| format!("entry {i}: {why}"))?;
         let Some(name) = e.profiling_name else {
             nameless += 1;
             continue;
@@ -752,7 +774,7 @@ fn convert(raw: RawDump, rank: u32, path: &Path, warnings: &mut Vec<String>) -> 
             )
         })
         .collect();
-    FrDump {
+    Ok(FrDump {
         rank,
         source: path.to_owned(),
         // `2.4`, `2.10`: anything else is not a version.
@@ -770,26 +792,53 @@ fn convert(raw: RawDump, rank: u32, path: &Path, warnings: &mut Vec<String>) -> 
         entries,
         stacks,
         truncated: false,
-    }
+    })
 }
 
 /// Each distinct combination of an entry's tensor sizes and dtypes, made
-/// once: found by a hash of the entry's own fields, then compared.
+/// once: found by a hash of the entry's own fields, then compared (a JSON
+/// entry's first by their text).
 #[derive(Default)]
-struct Ios {
+struct Ios<'a> {
     by_hash: foldhash::HashMap<u64, Vec<Arc<CallIo>>>,
+    by_json: foldhash::HashMap<[&'a str; 4], Arc<CallIo>>,
 }
 
-impl Ios {
-    fn get(&mut self, e: &RawEntry) -> Arc<CallIo> {
-        use std::hash::{BuildHasher, Hash, Hasher};
-        let mut h = foldhash::fast::FixedState::with_seed(0).build_hasher();
-        e.input_sizes.hash(&mut h);
-        e.output_sizes.hash(&mut h);
-        for d in [&e.input_dtypes, &e.output_dtypes] {
-            d.len().hash(&mut h);
-            d.iter().for_each(|t| (**t).hash(&mut h));
+fn io_hash(
+    input_sizes: &[Vec<i64>],
+    output_sizes: &[Vec<i64>],
+    dtypes: [&mut dyn ExactSizeIterator<Item = &str>; 2],
+) -> u64 {
+    use std::hash::{BuildHasher, Hash, Hasher};
+    let mut h = foldhash::fast::FixedState::with_seed(0).build_hasher();
+    input_sizes.hash(&mut h);
+    output_sizes.hash(&mut h);
+    for d in dtypes {
+        d.len().hash(&mut h);
+        d.for_each(|t| t.hash(&mut h));
+    }
+    h.finish()
+}
+
+impl<'a> Ios<'a> {
+    fn get(&mut self, e: &RawEntry<'a>) -> Result<Arc<CallIo>, String> {
+        let json = [
+            e.json_input_sizes,
+            e.json_output_sizes,
+            e.json_input_dtypes,
+            e.json_output_dtypes,
+        ];
+        if json.iter().any(Option::is_some) {
+            return self.get_json(json);
         }
+        fn texts<'t>(d: &'t [Text]) -> impl ExactSizeIterator<Item = &'t str> {
+            d.iter().map(|t| &**t)
+        }
+        let h = io_hash(
+            &e.input_sizes,
+            &e.output_sizes,
+            [&mut texts(&e.input_dtypes), &mut texts(&e.output_dtypes)],
+        );
         let same_texts =
             |a: &[String], b: &[Text]| a.iter().map(String::as_str).eq(b.iter().map(|t| &**t));
         let same = |c: &CallIo| {
@@ -798,19 +847,69 @@ impl Ios {
                 && same_texts(&c.input_dtypes, &e.input_dtypes)
                 && same_texts(&c.output_dtypes, &e.output_dtypes)
         };
-        let bucket = self.by_hash.entry(h.finish()).or_default();
+        let bucket = self.by_hash.entry(h).or_default();
         if let Some(c) = bucket.iter().find(|c| same(c)) {
-            return c.clone();
+            return Ok(c.clone());
         }
-        let texts = |d: &[Text]| d.iter().map(|t| t.to_string()).collect();
+        let owned = |d: &[Text]| d.iter().map(|t| t.to_string()).collect();
         let c = Arc::new(CallIo {
             input_sizes: e.input_sizes.clone(),
             output_sizes: e.output_sizes.clone(),
-            input_dtypes: texts(&e.input_dtypes),
-            output_dtypes: texts(&e.output_dtypes),
+            input_dtypes: owned(&e.input_dtypes),
+            output_dtypes: owned(&e.output_dtypes),
         });
         bucket.push(c.clone());
-        c
+        Ok(c)
+    }
+
+    fn get_json(
+        &mut self,
+        json: [Option<&'a serde_json::value::RawValue>; 4],
+    ) -> Result<Arc<CallIo>, String> {
+        let key = json.map(|r| r.map_or("", |r| r.get()));
+        if let Some(c) = self.by_json.get(&key) {
+            return Ok(c.clone());
+        }
+        fn parse<T: serde::de::DeserializeOwned + Default>(
+            text: &str,
+            name: &str,
+        ) -> Result<T, String> {
+            if text.is_empty() {
+                return Ok(T::default());
+            }
+            // Without the position, which is within the field's own text.
+            serde_json::from_str(text).map_err(|e| {
+                let why = e.to_string();
+                let why = why.split(" at line ").next().unwrap_or_default();
+                format!("`{name}`: {why}")
+            })
+        }
+        let io = CallIo {
+            input_sizes: parse(key[0], "input_sizes")?,
+            output_sizes: parse(key[1], "output_sizes")?,
+            input_dtypes: parse(key[2], "input_dtypes")?,
+            output_dtypes: parse(key[3], "output_dtypes")?,
+        };
+        // Shared with an equal one written differently.
+        let h = io_hash(
+            &io.input_sizes,
+            &io.output_sizes,
+            [
+                &mut io.input_dtypes.iter().map(String::as_str),
+                &mut io.output_dtypes.iter().map(String::as_str),
+            ],
+        );
+        let bucket = self.by_hash.entry(h).or_default();
+        let c = match bucket.iter().find(|c| ***c == io) {
+            Some(c) => c.clone(),
+            None => {
+                let c = Arc::new(io);
+                bucket.push(c.clone());
+                c
+            }
+        };
+        self.by_json.insert(key, c.clone());
+        Ok(c)
     }
 }
 
@@ -936,6 +1035,14 @@ mod tests {
         assert!(e.to_string().contains("not a Flight Recorder dump"), "{e}");
         let e = read(b"\x80\x02}q\x00.", Path::new("x_0")).unwrap_err();
         assert!(e.to_string().contains("x_0"), "{e}");
+        // A tensor field of the wrong type, named with its entry.
+        let bad = br#"{"entries": [{"profiling_name": "nccl:all_reduce", "input_sizes": [[1]]},
+            {"profiling_name": "nccl:all_reduce", "input_sizes": "x"}]}"#;
+        let e = read(bad, Path::new("x_0")).unwrap_err().to_string();
+        assert!(
+            e.contains("entry 1: `input_sizes`: invalid type") && !e.contains("column"),
+            "{e}"
+        );
         assert!(
             sniff(b"{\"traceEvents\": [], \"pg_status\": 1}", |k| k
                 == "traceEvents"
