@@ -179,6 +179,15 @@ type RankLanes = (
 );
 
 impl Data {
+    /// Where each step starts and its label: the marks the Timeline's and
+    /// Memory's rulers draw.
+    pub(crate) fn step_marks(&self) -> Vec<(Ns, String)> {
+        self.steps
+            .iter()
+            .map(|s| (s.span.start, s.label()))
+            .collect()
+    }
+
     pub fn new(trace: Trace, report: LoadReport, opts: Options) -> Self {
         let ctx = Ctx::new(&trace, None)
             .expect("no rank filter")

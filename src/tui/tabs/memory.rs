@@ -321,12 +321,7 @@ pub(crate) fn render(state: &MemoryState, data: &Data, theme: Theme, area: Rect,
     }
     render_ruler(view, origin(data, v), a.ruler, theme, buf);
     if matches!(v.clock, MemClock::Trace { .. }) {
-        let steps: Vec<(Ns, String)> = data
-            .steps
-            .iter()
-            .map(|s| (s.span.start, s.label()))
-            .collect();
-        render_step_marks(view, &steps, a.ruler, theme, buf);
+        render_step_marks(view, &data.step_marks(), a.ruler, theme, buf);
     }
     let cursor_col = time_col(view, width, state.cursor);
     if let Some(r) = a.phases {

@@ -607,12 +607,7 @@ pub(crate) fn render(
     let view = state.view;
     let width = a.lanes.width;
     render_ruler(view, data.span.start, a.ruler, theme, buf);
-    let steps: Vec<(Ns, String)> = data
-        .steps
-        .iter()
-        .map(|s| (s.span.start, s.label()))
-        .collect();
-    render_step_marks(view, &steps, a.ruler, theme, buf);
+    render_step_marks(view, &data.step_marks(), a.ruler, theme, buf);
     // A marked range: a bar over its columns on the ruler's label row.
     if let Some(Range {
         totals: Some(t), ..

@@ -411,9 +411,11 @@ fn scalar(v: V) -> Option<Scalar> {
     })
 }
 
-/// A pickle's stack frames, each distinct one read once: PyTorch's pickler
-/// writes a frame once and names it again wherever it recurs, so a frame is
-/// looked up by the container it was decoded to, then by its text.
+/// What reading a pickle's entries remembers from one entry to the next:
+/// each distinct stack frame, read once (PyTorch's pickler writes a frame
+/// once and names it again wherever it recurs, so a frame is looked up by
+/// the container it was decoded to, then by its text), and the previous
+/// entry's keys.
 struct EntryCache<'a> {
     /// The last entry's keys: (address, length) of each, and its field.
     keys: Vec<((usize, usize), Field)>,
