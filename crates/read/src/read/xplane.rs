@@ -21,7 +21,7 @@ use crate::model::build::TimelineBuilder;
 use crate::model::classify::{classify, coll_kind};
 use crate::model::timeline::SourceFormat;
 use crate::model::Slot;
-use crate::model::{Activity, DeviceOp, KernelClass, Ns, PackedWork};
+use crate::model::{Activity, CollKind, DeviceOp, KernelClass, Ns, PackedWork, StrId};
 
 #[derive(Clone, PartialEq, Message)]
 pub struct XSpace {
@@ -140,6 +140,49 @@ pub(super) struct DeviceOps {
     t: TimelineBuilder,
     /// Async collectives waiting for their `-done`, by the start's name.
     pending: HashMap<String, (Ns, String)>,
+    /// What each distinct HLO text says: a program's few thousand
+    /// instructions run every step, and parsing the text (regexes,
+    /// classification) took nine tenths of reading an XSpace when done per
+    /// event.
+    parsed: Vec<Parsed>,
+    /// Where in `parsed`, by text, for ops on a compute line and on a copy
+    /// line.
+    by_text: [foldhash::HashMap<Box<str>, usize>; 2],
+}
+
+/// An HLO text's op name, class and collective, parsed once.
+struct Parsed {
+    activity: Activity,
+    name: String,
+    /// The name in the timeline's strings, once an op of it is kept.
+    id: Option<StrId>,
+    class: KernelClass,
+    coll: Option<CollKind>,
+    part: Option<&'static str>,
+}
+
+impl Parsed {
+    fn new(full: &str, activity: Activity) -> Self {
+        let (name, coll, part) = hlo(full);
+        let (class, coll) = match &coll {
+            Some(op) => (KernelClass::Communication, Some(coll_kind(op))),
+            None => match classify(&name, activity) {
+                // HLO names such as `broadcast.2` (replicating data on one
+                // device) are not collectives; NCCL/RCCL kernels are.
+                KernelClass::Communication if !vendor_ccl(&name) => (KernelClass::Other, None),
+                KernelClass::Communication => (KernelClass::Communication, Some(coll_kind(&name))),
+                class => (class, None),
+            },
+        };
+        Parsed {
+            activity,
+            name,
+            id: None,
+            class,
+            coll,
+            part,
+        }
+    }
 }
 
 impl DeviceOps {
@@ -155,6 +198,8 @@ impl DeviceOps {
         Self {
             t,
             pending: HashMap::new(),
+            parsed: Vec::new(),
+            by_text: Default::default(),
         }
     }
 
@@ -174,47 +219,87 @@ impl DeviceOps {
 
     /// One op: `full` is its HLO text (or kernel name), `[start, end)` in ns.
     pub(crate) fn push(&mut self, full: &str, start: Ns, end: Ns, stream: u32, memcpy: bool) {
-        let device = self.t.rank();
-        let (name, coll, part) = hlo(full);
-        let (start, name) = match part {
-            Some("start") => {
-                self.pending.insert(name.clone(), (start, name));
-                return;
-            }
-            // The done names its start as its operand: looked up, not
-            // searched for (tens of thousands may be in flight).
-            Some("done") => operands(full)
-                .find_map(|k| self.pending.remove(k))
-                .unwrap_or((start, name)),
-            _ => (start, name),
-        };
+        let op = self.parse(full, memcpy);
+        self.push_parsed(op, full, start, end, stream);
+    }
+
+    /// Which parsed text `full` is, on a copy line (`memcpy`) or not; parsed
+    /// on first sight.
+    pub(crate) fn parse(&mut self, full: &str, memcpy: bool) -> usize {
+        let by_text = &mut self.by_text[usize::from(memcpy)];
+        if let Some(&i) = by_text.get(full) {
+            return i;
+        }
         let activity = if memcpy {
             Activity::Memcpy
         } else {
             Activity::Kernel
         };
-        let (class, kind) = match &coll {
-            Some(op) => (KernelClass::Communication, Some(coll_kind(op))),
-            None => match classify(&name, activity) {
-                // HLO names such as `broadcast.2` (replicating data on one
-                // device) are not collectives; NCCL/RCCL kernels are.
-                KernelClass::Communication if !vendor_ccl(&name) => (KernelClass::Other, None),
-                KernelClass::Communication => (KernelClass::Communication, Some(coll_kind(&name))),
-                class => (class, None),
+        self.parsed.push(Parsed::new(full, activity));
+        by_text.insert(full.into(), self.parsed.len() - 1);
+        self.parsed.len() - 1
+    }
+
+    /// One op of the text `parse` gave `op` for.
+    pub(crate) fn push_parsed(&mut self, op: usize, full: &str, start: Ns, end: Ns, stream: u32) {
+        let device = self.t.rank();
+        let Some(p) = self.parsed.get_mut(op) else {
+            return;
+        };
+        let start = match p.part {
+            Some("start") => {
+                self.pending.insert(p.name.clone(), (start, p.name.clone()));
+                return;
+            }
+            // The done names its start as its operand: looked up, not
+            // searched for (tens of thousands may be in flight).
+            Some("done") => match operands(full).find_map(|k| self.pending.remove(k)) {
+                Some((start, name)) if name != p.name => {
+                    // Kept under the start's name, as the pair is one op.
+                    let (activity, class, coll) = (p.activity, p.class, p.coll);
+                    let Ok(dur) = self.t.between(start, end) else {
+                        return;
+                    };
+                    let name = self.t.intern(&name);
+                    self.op(name, start, dur, activity, class, coll, stream, device);
+                    return;
+                }
+                Some((start, _)) => start,
+                None => start,
             },
+            _ => start,
         };
         let Ok(dur) = self.t.between(start, end) else {
             return;
         };
-        let name = self.t.intern(&name);
-        // The span was checked just above.
+        let name = match p.id {
+            Some(id) => id,
+            None => *p.id.insert(self.t.intern(&p.name)),
+        };
+        let (activity, class, coll) = (p.activity, p.class, p.coll);
+        self.op(name, start, dur, activity, class, coll, stream, device);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn op(
+        &mut self,
+        name: StrId,
+        start: Ns,
+        dur: Ns,
+        activity: Activity,
+        class: KernelClass,
+        coll: Option<CollKind>,
+        stream: u32,
+        device: u32,
+    ) {
+        // The span was checked by the caller.
         let _ = self.t.push_op(DeviceOp {
             start,
             dur,
             name,
             activity,
             class,
-            coll: kind,
+            coll,
             stream,
             device,
             work: PackedWork::NONE,
@@ -324,6 +409,9 @@ pub fn read(bytes: &[u8], path: &Path) -> Result<Vec<(Option<u32>, RankFile)>, E
 /// The ops of one device plane, as that device's rank.
 fn device_ops(plane: &XPlane, device: u32, path: &Path) -> Option<(Option<u32>, RankFile)> {
     let mut ops = DeviceOps::new(device, &plane.name, path);
+    // Parsed texts by metadata id (and copy line or not): an id is looked
+    // up where its text would be hashed.
+    let mut by_id: HashMap<(i64, bool), usize> = HashMap::new();
     for line in &plane.lines {
         let stream = op_stream(&line.name);
         let modules = line.name == MODULES;
@@ -342,7 +430,12 @@ fn device_ops(plane: &XPlane, device: u32, path: &Path) -> Option<(Option<u32>, 
                 .unwrap_or(Ns::MAX);
             let end = start.saturating_add(ps_to_ns(e.duration_ps).max(Ns::ZERO));
             match stream {
-                Some(stream) => ops.push(full, start, end, stream, memcpy),
+                Some(stream) => {
+                    let op = *by_id
+                        .entry((e.metadata_id, memcpy))
+                        .or_insert_with(|| ops.parse(full, memcpy));
+                    ops.push_parsed(op, full, start, end, stream);
+                }
                 None => ops.module(full, start, end),
             }
         }
