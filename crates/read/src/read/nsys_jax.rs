@@ -18,8 +18,11 @@ use std::io::{Read, Seek};
 use std::path::Path;
 use std::sync::LazyLock;
 
-use parquet::file::reader::{FileReader, SerializedFileReader};
-use parquet::record::Field;
+use std::sync::Arc;
+
+use arrow_array::types::Int32Type;
+use arrow_array::{Array, DictionaryArray, LargeStringArray, RecordBatch, StringArray};
+use arrow_schema::{DataType, Field, Schema};
 use regex::Regex;
 
 use super::{hlo, RankFile};
@@ -70,7 +73,8 @@ static COLLECTIVE: LazyLock<Regex> = LazyLock::new(|| {
 struct Range {
     id: i64,
     parent: Option<i64>,
-    name: String,
+    /// Shared by the ranges of one name.
+    name: Arc<str>,
     start: Ns,
     end: Ns,
     pid: i64,
@@ -194,33 +198,125 @@ fn program<'a>(
 }
 
 /// An integer cell: pandas writes integer columns with gaps as doubles.
-fn int(f: &Field) -> Option<i64> {
-    match *f {
-        Field::Byte(v) => Some(v.into()),
-        Field::Short(v) => Some(v.into()),
-        Field::Int(v) => Some(v.into()),
-        Field::Long(v) => Some(v),
-        Field::UByte(v) => Some(v.into()),
-        Field::UShort(v) => Some(v.into()),
-        Field::UInt(v) => Some(v.into()),
-        Field::ULong(v) => i64::try_from(v).ok(),
-        Field::Double(v) if v.is_finite() && v.abs() < 9e18 => Some(v as i64),
-        Field::Float(v) if v.is_finite() && v.abs() < 9e18 => Some(v as i64),
+fn int(a: &dyn Array, i: usize) -> Option<i64> {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::*;
+    if a.is_null(i) {
+        return None;
+    }
+    let float = |v: f64| (v.is_finite() && v.abs() < 9e18).then_some(v as i64);
+    match a.data_type() {
+        DataType::Int8 => Some(a.as_primitive::<Int8Type>().value(i).into()),
+        DataType::Int16 => Some(a.as_primitive::<Int16Type>().value(i).into()),
+        DataType::Int32 => Some(a.as_primitive::<Int32Type>().value(i).into()),
+        DataType::Int64 => Some(a.as_primitive::<Int64Type>().value(i)),
+        DataType::UInt8 => Some(a.as_primitive::<UInt8Type>().value(i).into()),
+        DataType::UInt16 => Some(a.as_primitive::<UInt16Type>().value(i).into()),
+        DataType::UInt32 => Some(a.as_primitive::<UInt32Type>().value(i).into()),
+        DataType::UInt64 => i64::try_from(a.as_primitive::<UInt64Type>().value(i)).ok(),
+        DataType::Float32 => float(a.as_primitive::<Float32Type>().value(i).into()),
+        DataType::Float64 => float(a.as_primitive::<Float64Type>().value(i)),
         _ => None,
     }
 }
 
-/// Every row of a Parquet file as (column name, cell) pairs, to `each`, up
-/// to [`Budget::of`] its data pages; returns how many rows were left unread.
+/// A text column: kept dictionary-encoded where the file is, so that a
+/// long string repeated in every row is held once.
+enum Text<'a> {
+    Dict(&'a DictionaryArray<Int32Type>, &'a StringArray),
+    Plain(&'a StringArray),
+    Large(&'a LargeStringArray),
+    /// Not text (bytes, numbers): no cell is a string.
+    None,
+}
+
+impl<'a> Text<'a> {
+    fn of(a: &'a dyn Array) -> Self {
+        use arrow_array::cast::AsArray;
+        match a.data_type() {
+            DataType::Dictionary(k, v) if **k == DataType::Int32 && **v == DataType::Utf8 => {
+                let d = a.as_dictionary::<Int32Type>();
+                match d.values().as_string_opt::<i32>() {
+                    Some(values) => Text::Dict(d, values),
+                    None => Text::None,
+                }
+            }
+            DataType::Utf8 => Text::Plain(a.as_string::<i32>()),
+            DataType::LargeUtf8 => Text::Large(a.as_string::<i64>()),
+            _ => Text::None,
+        }
+    }
+
+    /// Row `i`'s text, and for a dictionary column its key.
+    fn get(&self, i: usize) -> Option<(&'a str, Option<usize>)> {
+        match self {
+            Text::Dict(d, values) => {
+                let k = usize::try_from(d.keys().value(i)).ok()?;
+                (d.is_valid(i) && k < values.len()).then(|| (values.value(k), Some(k)))
+            }
+            Text::Plain(a) => a.is_valid(i).then(|| (a.value(i), None)),
+            Text::Large(a) => a.is_valid(i).then(|| (a.value(i), None)),
+            Text::None => None,
+        }
+    }
+}
+
+/// One batch of a table's rows, its columns found by name.
+struct Rows<'a> {
+    batch: &'a RecordBatch,
+}
+
+impl<'a> Rows<'a> {
+    fn column(&self, names: &[&str]) -> Option<&'a dyn Array> {
+        let schema = self.batch.schema_ref();
+        let i = names.iter().find_map(|n| schema.index_of(n).ok())?;
+        Some(self.batch.column(i).as_ref())
+    }
+
+    /// Row `i` of the first of the integer columns `names` there is.
+    fn int(&self, names: &[&str]) -> impl Fn(usize) -> Option<i64> + 'a {
+        let col = self.column(names);
+        move |i| col.and_then(|c| int(c, i))
+    }
+
+    fn text(&self, names: &[&str]) -> Text<'a> {
+        self.column(names).map_or(Text::None, Text::of)
+    }
+}
+
+/// Every row of a Parquet file, a batch at a time, to `each` (the batch and
+/// how many of its rows to read), up to [`Budget::of`] its data pages;
+/// returns how many rows were left unread. Text columns are read
+/// dictionary-encoded, and a row's cells count as decoded by the bytes
+/// they would take apart (its text, or 8 for a number), as a reader
+/// building each row would hold them.
 fn rows(
     bytes: Vec<u8>,
     what: &str,
     path: &Path,
-    mut each: impl FnMut(&[(&String, &Field)]),
+    mut each: impl FnMut(&Rows, usize),
 ) -> Result<u64> {
+    use parquet::arrow::arrow_reader::{ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
     let why = |e: parquet::errors::ParquetError| bad(path, format!("{what}: {e}"));
-    let reader = SerializedFileReader::new(bytes::Bytes::from(bytes)).map_err(why)?;
-    let meta = reader.metadata();
+    let bytes = bytes::Bytes::from(bytes);
+    let builder = ParquetRecordBatchReaderBuilder::try_new(bytes.clone()).map_err(why)?;
+    let meta = builder.metadata().clone();
+    // Text as dictionaries: the schema the file states, text columns
+    // asked for as dictionary-encoded.
+    let fields: Vec<Field> = (builder.schema().fields().iter())
+        .map(|f| match f.data_type() {
+            DataType::Utf8 | DataType::LargeUtf8 => f.as_ref().clone().with_data_type(
+                DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8)),
+            ),
+            _ => f.as_ref().clone(),
+        })
+        .collect();
+    let options = ArrowReaderOptions::new().with_schema(std::sync::Arc::new(Schema::new(fields)));
+    let reader = ParquetRecordBatchReaderBuilder::try_new_with_options(bytes, options)
+        .map_err(why)?
+        .with_batch_size(8192)
+        .build()
+        .map_err(why)?;
     // What the column chunks take, not the file: metadata padding the file
     // out holds no rows and must not raise the budget.
     let data: u64 = (meta.row_groups().iter())
@@ -228,15 +324,33 @@ fn rows(
         .fold(0, u64::saturating_add);
     let budget = Budget::of(data);
     let stated = u64::try_from(meta.file_metadata().num_rows()).unwrap_or(0);
-    let mut decoded = 0u64;
-    for (n, row) in reader.get_row_iter(None).map_err(why)?.enumerate() {
-        if n as u64 >= budget.rows || decoded > budget.decoded {
-            return Ok(stated.saturating_sub(n as u64).max(1));
+    let (mut n, mut decoded) = (0u64, 0u64);
+    for batch in reader {
+        let batch = batch.map_err(|e| bad(path, format!("{what}: {e}")))?;
+        let texts: Vec<Text> = batch
+            .columns()
+            .iter()
+            .map(|c| Text::of(c.as_ref()))
+            .collect();
+        let numbers = 8 * batch.num_columns() as u64;
+        let mut take = 0;
+        for i in 0..batch.num_rows() {
+            if n >= budget.rows || decoded > budget.decoded {
+                break;
+            }
+            let text: u64 = texts
+                .iter()
+                .filter_map(|t| t.get(i))
+                .map(|(s, _)| s.len() as u64)
+                .sum();
+            decoded += numbers + text;
+            n += 1;
+            take += 1;
         }
-        let row = row.map_err(why)?;
-        let cells: Vec<(&String, &Field)> = row.get_column_iter().collect();
-        decoded += cells.iter().map(|(_, f)| cell_bytes(f)).sum::<u64>();
-        each(&cells);
+        each(&Rows { batch: &batch }, take);
+        if take < batch.num_rows() {
+            return Ok(stated.saturating_sub(n).max(1));
+        }
     }
     Ok(0)
 }
@@ -261,63 +375,76 @@ impl Budget {
     }
 }
 
-/// The bytes a decoded cell holds: its text or bytes, or 8 for a number.
-fn cell_bytes(f: &Field) -> u64 {
-    match f {
-        Field::Str(s) => s.len() as u64 + 8,
-        Field::Bytes(b) => b.len() as u64 + 8,
-        _ => 8,
-    }
-}
-
-fn get<'a>(cells: &[(&String, &'a Field)], names: &[&str]) -> Option<&'a Field> {
-    cells
-        .iter()
-        .find(|(n, _)| names.contains(&n.as_str()))
-        .map(|(_, f)| *f)
-}
-
 /// The projected ranges of `trace.parquet`, in either layout.
 /// Also returns how many rows were damaged and how many were left unread.
 fn ranges(bytes: Vec<u8>, path: &Path) -> Result<(Vec<Range>, u64, u64)> {
     let mut out = Vec::new();
     let mut skipped = 0u64;
-    let unread = rows(bytes, TRACE, path, |cells| {
-        let num = |names: &[&str]| get(cells, names).and_then(int);
-        let name = match get(cells, &["Name", "Text"]) {
-            Some(Field::Str(s)) => s.clone(),
-            _ => String::new(),
-        };
-        let start = num(&["Projected Start", "Start"]);
-        let end = match num(&["Projected Duration"]) {
-            Some(d) => start.and_then(|s| s.checked_add(d)),
-            None => num(&["End"]),
-        };
-        // The CPU side, where the layout keeps it; a nonsense one is dropped
-        // alone (the projected range stands).
-        let orig = match (num(&["Orig Start"]), num(&["Orig Duration"])) {
-            (Some(s), Some(d)) if d >= 0 => s.checked_add(d).map(|e| (Ns(s), Ns(e))),
-            _ => None,
-        };
-        let id = num(&["RangeId", "Range ID"]);
-        match (id, start, end) {
-            // The projection writes one row with neither name nor id (over
-            // the whole session, real PAX and MaxText archives alike): not
-            // a range, and not damage.
-            (None, _, _) if name.is_empty() => {}
-            (Some(id), Some(start), Some(end)) if end >= start && !name.is_empty() => {
-                out.push(Range {
-                    id,
-                    parent: num(&["ParentId", "Parent ID"]),
-                    name,
-                    start: Ns(start),
-                    end: Ns(end),
-                    pid: num(&["PID"]).unwrap_or(0),
-                    tid: num(&["TID"]).unwrap_or(0),
-                    orig,
-                })
+    // Names shared: a program's thunks repeat every step.
+    let mut names: foldhash::HashSet<Arc<str>> = Default::default();
+    let mut intern = |s: &str| match names.get(s) {
+        Some(a) => a.clone(),
+        None => {
+            let a: Arc<str> = Arc::from(s);
+            names.insert(a.clone());
+            a
+        }
+    };
+    let empty: Arc<str> = Arc::from("");
+    let unread = rows(bytes, TRACE, path, |b, take| {
+        let text = b.text(&["Name", "Text"]);
+        let start = b.int(&["Projected Start", "Start"]);
+        let dur = b.column(&["Projected Duration"]);
+        let end = b.int(&["End"]);
+        let (orig_start, orig_dur) = (b.int(&["Orig Start"]), b.int(&["Orig Duration"]));
+        let (id, parent) = (
+            b.int(&["RangeId", "Range ID"]),
+            b.int(&["ParentId", "Parent ID"]),
+        );
+        let (pid, tid) = (b.int(&["PID"]), b.int(&["TID"]));
+        // This batch's dictionary keys to shared names.
+        let mut by_key: Vec<Option<Arc<str>>> = Vec::new();
+        for i in 0..take {
+            let name = match text.get(i) {
+                Some(("", _)) | None => empty.clone(),
+                Some((s, Some(k))) => {
+                    if by_key.len() <= k {
+                        by_key.resize(k + 1, None);
+                    }
+                    by_key[k].get_or_insert_with(|| intern(s)).clone()
+                }
+                Some((s, None)) => intern(s),
+            };
+            let s = start(i);
+            let e = match dur {
+                Some(d) => s.and_then(|s| s.checked_add(int(d, i)?)),
+                None => end(i),
+            };
+            // The CPU side, where the layout keeps it; a nonsense one is dropped
+            // alone (the projected range stands).
+            let orig = match (orig_start(i), orig_dur(i)) {
+                (Some(s), Some(d)) if d >= 0 => s.checked_add(d).map(|e| (Ns(s), Ns(e))),
+                _ => None,
+            };
+            match (id(i), s, e) {
+                // The projection writes one row with neither name nor id (over
+                // the whole session, real PAX and MaxText archives alike): not
+                // a range, and not damage.
+                (None, _, _) if name.is_empty() => {}
+                (Some(id), Some(start), Some(end)) if end >= start && !name.is_empty() => {
+                    out.push(Range {
+                        id,
+                        parent: parent(i),
+                        name,
+                        start: Ns(start),
+                        end: Ns(end),
+                        pid: pid(i).unwrap_or(0),
+                        tid: tid(i).unwrap_or(0),
+                        orig,
+                    })
+                }
+                _ => skipped += 1,
             }
-            _ => skipped += 1,
         }
     })?;
     Ok((out, skipped, unread))
@@ -326,16 +453,19 @@ fn ranges(bytes: Vec<u8>, path: &Path) -> Result<(Vec<Range>, u64, u64)> {
 /// Global device by (PID, TID) of XLA's launcher threads.
 fn launchers(bytes: Vec<u8>, path: &Path) -> Result<HashMap<(i64, i64), u32>> {
     let mut out = HashMap::new();
-    rows(bytes, THREADS, path, |cells| {
-        let Some(Field::Str(name)) = get(cells, &["Name", "Thread Name"]) else {
-            return;
-        };
-        let Some(c) = LAUNCHER.captures(name) else {
-            return;
-        };
-        let num = |names: &[&str]| get(cells, names).and_then(int);
-        if let (Some(pid), Some(tid), Ok(global)) = (num(&["PID"]), num(&["TID"]), c[1].parse()) {
-            out.insert((pid, tid), global);
+    rows(bytes, THREADS, path, |b, take| {
+        let text = b.text(&["Name", "Thread Name"]);
+        let (pid, tid) = (b.int(&["PID"]), b.int(&["TID"]));
+        for i in 0..take {
+            let Some((name, _)) = text.get(i) else {
+                continue;
+            };
+            let Some(c) = LAUNCHER.captures(name) else {
+                continue;
+            };
+            if let (Some(pid), Some(tid), Ok(global)) = (pid(i), tid(i), c[1].parse()) {
+                out.insert((pid, tid), global);
+            }
         }
     })?;
     Ok(out)
@@ -443,6 +573,44 @@ fn class_of(instr: &hlo::Instr) -> KernelClass {
     }
 }
 
+/// What a range's name says, worked out once per distinct name: a
+/// program's thunks repeat every step, and matching them per range was
+/// nine tenths of reading an archive.
+struct Said {
+    thunk: bool,
+    nccl: bool,
+    /// A program run (`XlaModule:#hlo_module=…`): the module's name and
+    /// program id.
+    module: Option<(String, Option<u64>)>,
+}
+
+/// A shared name, by its address.
+fn name_key(name: &Arc<str>) -> usize {
+    Arc::as_ptr(name).cast::<u8>() as usize
+}
+
+impl Said {
+    fn of(name: &str) -> Self {
+        Said {
+            thunk: THUNK.is_match(name),
+            nccl: name.to_ascii_lowercase().starts_with("nccl"),
+            module: MODULE.captures(name).map(|m| {
+                let id = m.get(2).and_then(|i| i.as_str().parse().ok());
+                (m[1].to_owned(), id)
+            }),
+        }
+    }
+
+    fn of_names(ranges: &[Range]) -> foldhash::HashMap<usize, Said> {
+        let mut out = foldhash::HashMap::default();
+        for r in ranges {
+            out.entry(name_key(&r.name))
+                .or_insert_with(|| Said::of(&r.name));
+        }
+        out
+    }
+}
+
 fn op_of(name: &str, program: Option<&HashMap<String, hlo::Instr>>) -> Option<Op> {
     let not_comm = |op: &str| match classify(op, Activity::Kernel) {
         // HLO names such as `broadcast.2` are not collectives.
@@ -505,7 +673,9 @@ fn assemble(
     dumps: &Dumps,
 ) -> Vec<(Option<u32>, RankFile)> {
     let mut warnings = Vec::new();
-    let by_id: HashMap<i64, &Range> = ranges.iter().map(|r| (r.id, r)).collect();
+    let by_id: foldhash::HashMap<i64, &Range> = ranges.iter().map(|r| (r.id, r)).collect();
+    let said = Said::of_names(ranges);
+    let said_of = |r: &Range| &said[&name_key(&r.name)];
     // The dumped program a range ran in: its nearest module range's.
     let program_of = |r: &Range| {
         // Most archives keep no dumps: no walk up for every range then.
@@ -516,20 +686,19 @@ fn assemble(
         let mut depth = 0;
         while let (Some(id), true) = (p, depth < 64) {
             let up = by_id.get(&id)?;
-            if let Some(m) = MODULE.captures(&up.name) {
-                let id = m.get(2).and_then(|i| i.as_str().parse().ok());
-                return program(dumps, &m[1], id);
+            if let Some((module, id)) = &said_of(up).module {
+                return program(dumps, module, *id);
             }
             p = up.parent;
             depth += 1;
         }
         None
     };
-    let is_thunk = |r: &Range| THUNK.is_match(&r.name);
-    let is_nccl = |r: &Range| r.name.to_ascii_lowercase().starts_with("nccl");
+    let is_thunk = |r: &Range| said_of(r).thunk;
+    let is_nccl = |r: &Range| said_of(r).nccl;
     // Thunks nest (a command buffer's thunk holds others): the innermost are
     // the ops. A NCCL range inside a collective's thunk is that collective.
-    let outer: HashSet<i64> = ranges
+    let outer: foldhash::HashSet<i64> = ranges
         .iter()
         .filter(|r| is_thunk(r))
         .filter_map(|r| r.parent)
@@ -561,7 +730,7 @@ fn assemble(
                 *e = (*e).min(Device::Global(d));
                 m
             });
-    let (unnamed, told) = unnamed_launchers(ranges, devices);
+    let (unnamed, told) = unnamed_launchers(ranges, devices, |r| said_of(r).module.is_some());
     warnings.extend(told.into_iter().map(|w| format!("{}: {w}", path.display())));
     let device_of = |r: &Range| {
         devices
@@ -582,13 +751,23 @@ fn assemble(
             .unwrap_or(Device::Unknown)
     };
     let mut builders: HashMap<Device, TimelineBuilder> = HashMap::new();
+    // What each name is, in each program: worked out once.
+    let mut ops: foldhash::HashMap<(usize, usize), Option<Op>> = Default::default();
     for r in ranges {
         let is_op = (is_thunk(r) && !outer.contains(&r.id)) || (is_nccl(r) && !in_collective(r));
         let op = if is_op {
-            op_of(&r.name, program_of(r))
+            let program = program_of(r);
+            let key = (
+                name_key(&r.name),
+                program.map_or(0, |p| std::ptr::from_ref(p) as usize),
+            );
+            ops.entry(key)
+                .or_insert_with(|| op_of(&r.name, program))
+                .as_ref()
         } else {
             None
         };
+        let said = said_of(r);
         let device = device_of(r);
         let t = builders.entry(device).or_insert_with(|| {
             let mut t = TimelineBuilder::new(path, SourceFormat::Xla);
@@ -608,16 +787,16 @@ fn assemble(
             let tid = u64::try_from(r.tid).unwrap_or(0);
             // A program run is named over its thunks; a thunk is work the
             // launcher did, shaded as an operator is.
-            let kind = if MODULE.is_match(&r.name) {
+            let kind = if said.module.is_some() {
                 CpuKind::Annotation
             } else {
                 CpuKind::Op
             };
             t.push_cpu(tid, name, kind, s, d, op.is_some());
         }
-        if let Some(m) = MODULE.captures(&r.name) {
+        if let Some((module, _)) = &said.module {
             if let Ok(span) = t.between(r.start, r.end) {
-                let name = t.intern(&m[1]);
+                let name = t.intern(module);
                 t.push_annotation(name, r.start, r.start + span, true);
             }
             continue;
@@ -733,16 +912,17 @@ impl Device {
 fn unnamed_launchers(
     ranges: &[Range],
     named: &HashMap<(i64, i64), u32>,
+    is_module: impl Fn(&Range) -> bool,
 ) -> (HashMap<(i64, i64), u32>, Vec<String>) {
     let named_pids: HashSet<i64> = named.keys().map(|&(pid, _)| pid).collect();
     let with_program = ranges
         .iter()
-        .any(|r| MODULE.is_match(&r.name) && r.name.contains("program_id="));
+        .any(|r| is_module(r) && r.name.contains("program_id="));
     // (pid, module text) -> threads that ran it; pid -> threads running programs.
     let mut runs: HashMap<(i64, &str), HashSet<i64>> = HashMap::new();
     let mut launching: HashMap<i64, HashSet<i64>> = HashMap::new();
     for r in ranges.iter().filter(|r| !named_pids.contains(&r.pid)) {
-        if MODULE.is_match(&r.name) && (!with_program || r.name.contains("program_id=")) {
+        if is_module(r) && (!with_program || r.name.contains("program_id=")) {
             runs.entry((r.pid, &r.name)).or_default().insert(r.tid);
             launching.entry(r.pid).or_default().insert(r.tid);
         }
