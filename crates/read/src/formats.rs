@@ -199,7 +199,7 @@ pub static FORMATS: &[Format] = &[
         sniff: None,
         role: Role::Timeline {
             precedence: 3,
-            read: |f| read::xplane::read(&f.bytes()?, f.path),
+            read: |f| read::xplane::read_from(f.stream()?, f.path, f.limit()?),
             devices_per_host: true,
         },
     },

@@ -119,16 +119,28 @@ impl<'a> FileIn<'a> {
         Ok(Counting::new(open(self.path)?, self.counter))
     }
 
+    /// The most a file is read to, decompressed: 100 times its size (and
+    /// 64 MiB); real profiles compress 5-20 times, a crafted one a
+    /// thousand.
+    pub(crate) fn limit(&self) -> Result<u64> {
+        let size = std::fs::metadata(self.path)
+            .map_err(|source| Error::Io {
+                path: self.path.to_owned(),
+                source,
+            })?
+            .len();
+        Ok(size.saturating_mul(100).max(64 << 20))
+    }
+
     /// The whole file, decompressed, for readers that need it at once. A
-    /// gzip that expands past 100 times its size (and 64 MiB) is refused:
-    /// real profiles compress 5-20 times, a crafted one a thousand.
+    /// gzip that expands past [`Self::limit`] is refused.
     pub(crate) fn bytes(&self) -> Result<Vec<u8>> {
         let io = |source| Error::Io {
             path: self.path.to_owned(),
             source,
         };
         let size = std::fs::metadata(self.path).map_err(io)?.len();
-        let limit = size.saturating_mul(100).max(64 << 20);
+        let limit = self.limit()?;
         // Sized for the file at once (a compressed one grows from there):
         // growing from empty copied and faulted in each page about twice.
         let mut bytes = Vec::with_capacity(usize::try_from(size.min(limit)).unwrap_or(0));

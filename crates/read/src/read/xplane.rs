@@ -9,6 +9,7 @@
 //! begin to the done's end, the time the transfer was in flight.
 
 use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 use std::sync::LazyLock;
 
@@ -353,29 +354,81 @@ struct PlaneName {
     name: String,
 }
 
-/// Gives `f` the bytes of each plane of the XSpace `buf`, one at a time:
-/// a space of millions of empty planes is never held decoded at once (as
-/// `XSpace::decode` would, some 100 bytes a plane for 2 on disk). Uses
-/// prost's wire-format helpers, which its generated code uses.
+/// One base-128 varint of the stream; `None` at the end of the stream
+/// before its first byte.
+fn varint(r: &mut impl BufRead) -> std::io::Result<Option<u64>> {
+    let mut v = 0u64;
+    for shift in (0..64).step_by(7) {
+        let byte = match r.fill_buf()?.first() {
+            Some(&b) => b,
+            None if shift == 0 => return Ok(None),
+            None => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+        };
+        r.consume(1);
+        v |= u64::from(byte & 0x7f) << shift;
+        if byte < 0x80 {
+            return Ok(Some(v));
+        }
+    }
+    Err(std::io::Error::other("a varint longer than 10 bytes"))
+}
+
+/// Gives `f` the bytes of each plane of the XSpace `r`, one at a time, and
+/// skips the space's other fields: neither the file nor a space of
+/// millions of planes is held at once (as `XSpace::decode` would, some 100
+/// bytes a plane for 2 on disk), only the plane being read. A plane may
+/// take at most `limit` bytes.
 fn each_plane(
-    mut buf: &[u8],
+    r: impl Read,
+    limit: u64,
     mut f: impl FnMut(&[u8]) -> Result<(), prost::DecodeError>,
 ) -> Result<(), String> {
-    use prost::encoding::{decode_key, decode_varint, skip_field, DecodeContext, WireType};
-    const PLANES: u32 = 1;
-    while !buf.is_empty() {
-        let (tag, wire) = decode_key(&mut buf).map_err(|e| e.to_string())?;
-        if tag == PLANES && wire == WireType::LengthDelimited {
-            let len = decode_varint(&mut buf).map_err(|e| e.to_string())?;
-            let len = usize::try_from(len)
-                .ok()
-                .filter(|&l| l <= buf.len())
-                .ok_or("a plane longer than the file")?;
-            let (plane, rest) = buf.split_at(len);
-            f(plane).map_err(|e| e.to_string())?;
-            buf = rest;
-        } else {
-            skip_field(wire, tag, &mut buf, DecodeContext::default()).map_err(|e| e.to_string())?;
+    const PLANES: u64 = 1;
+    let mut r = BufReader::with_capacity(64 << 10, r);
+    let mut plane = Vec::new();
+    let short = |e: std::io::Error| match e.kind() {
+        std::io::ErrorKind::UnexpectedEof => "the file ends inside a field".to_owned(),
+        _ => e.to_string(),
+    };
+    let skip = |r: &mut BufReader<_>, n: u64| -> Result<(), String> {
+        let skipped =
+            std::io::copy(&mut r.by_ref().take(n), &mut std::io::sink()).map_err(short)?;
+        if skipped < n {
+            return Err("the file ends inside a field".into());
+        }
+        Ok(())
+    };
+    while let Some(key) = varint(&mut r).map_err(short)? {
+        let (tag, wire) = (key >> 3, key & 7);
+        match wire {
+            0 => {
+                varint(&mut r)
+                    .map_err(short)?
+                    .ok_or("the file ends inside a field")?;
+            }
+            1 => skip(&mut r, 8)?,
+            5 => skip(&mut r, 4)?,
+            2 => {
+                let len = varint(&mut r)
+                    .map_err(short)?
+                    .ok_or("the file ends inside a field")?;
+                if tag != PLANES {
+                    skip(&mut r, len)?;
+                    continue;
+                }
+                if len > limit {
+                    return Err(format!(
+                        "a plane of {len} bytes, more than the {limit} read"
+                    ));
+                }
+                plane.clear();
+                (&mut r).take(len).read_to_end(&mut plane).map_err(short)?;
+                if (plane.len() as u64) < len {
+                    return Err("a plane longer than the file".into());
+                }
+                f(&plane).map_err(|e| e.to_string())?;
+            }
+            w => return Err(format!("field {tag} of wire type {w}, which no XSpace has")),
         }
     }
     Ok(())
@@ -385,8 +438,18 @@ fn each_plane(
 /// device number. Planes are decoded one at a time, and only device planes
 /// whole.
 pub fn read(bytes: &[u8], path: &Path) -> Result<Vec<(Option<u32>, RankFile)>, Error> {
+    read_from(bytes, path, bytes.len() as u64)
+}
+
+/// [`read`] from a stream, a plane at a time; a plane may take at most
+/// `limit` bytes (of a gzip that expands without end, say).
+pub fn read_from(
+    r: impl Read,
+    path: &Path,
+    limit: u64,
+) -> Result<Vec<(Option<u32>, RankFile)>, Error> {
     let mut out = Vec::new();
-    each_plane(bytes, |p| {
+    each_plane(r, limit, |p| {
         let Some(device) = device_number(&PlaneName::decode(p)?.name) else {
             return Ok(());
         };
@@ -541,5 +604,147 @@ mod tests {
             ]
         );
         assert!(read(b"\xff\xff", Path::new("x.xplane.pb")).is_err());
+    }
+
+    #[test]
+    fn texts_parsed_once_still_give_each_event_its_line_and_pair() {
+        // Two steps of the same program, 10 µs apart: a fusion on the ops
+        // line, the same text on a copy stream, an async all-reduce pair.
+        let meta = |id: i64, name: &str| {
+            let m = XEventMetadata {
+                id,
+                name: name.into(),
+                display_name: String::new(),
+            };
+            (id, m)
+        };
+        let ev = |m: i64, off_ns: i64, dur_ns: i64| XEvent {
+            metadata_id: m,
+            offset_ps: off_ns * 1000,
+            duration_ps: dur_ns * 1000,
+        };
+        let steps = |f: &dyn Fn(i64) -> Vec<XEvent>| (0..2).flat_map(|s| f(s * 10_000)).collect();
+        let line = |id, name: &str, events| XLine {
+            id,
+            name: name.into(),
+            timestamp_ns: 0,
+            events,
+        };
+        let space = XSpace {
+            planes: vec![XPlane {
+                id: 1,
+                name: "/device:GPU:0".into(),
+                lines: vec![
+                    line(
+                        1,
+                        "Stream #7(Compute)",
+                        steps(&|t| vec![ev(1, t, 100), ev(2, t + 200, 10), ev(3, t + 900, 10)]),
+                    ),
+                    line(
+                        2,
+                        "Stream #9(MemcpyD2D)",
+                        steps(&|t| vec![ev(1, t + 300, 50)]),
+                    ),
+                ],
+                event_metadata: [
+                    meta(1, "%fusion.1 = f32[8] fusion(f32[8] %a), kind=kLoop"),
+                    meta(2, "%ar-start = f32[8] all-reduce-start(f32[8] %fusion.1)"),
+                    meta(3, "%ar-done = f32[8] all-reduce-done(f32[8] %ar-start)"),
+                ]
+                .into_iter()
+                .collect(),
+            }],
+            hostnames: vec!["h".into()],
+        };
+        let files = read(&space.encode_to_vec(), Path::new("h.xplane.pb")).unwrap();
+        let t = &files[0].1.timeline;
+        let mut ops: Vec<_> = (t.ops.iter())
+            .map(|o| {
+                (
+                    o.start.get(),
+                    t.strings.get(o.name),
+                    o.activity,
+                    o.stream,
+                    o.coll.is_some(),
+                )
+            })
+            .collect();
+        ops.sort_by_key(|o| o.0);
+        let (k, m) = (Activity::Kernel, Activity::Memcpy);
+        assert_eq!(
+            ops,
+            [
+                (0, "fusion.1", k, 7, false),
+                (200, "ar-start", k, 7, true),
+                (300, "fusion.1", m, 9, false),
+                (10_000, "fusion.1", k, 7, false),
+                (10_200, "ar-start", k, 7, true),
+                (10_300, "fusion.1", m, 9, false),
+            ]
+        );
+        // The pair spans start to done.
+        assert_eq!(
+            t.ops.iter().find(|o| o.coll.is_some()).unwrap().dur.get(),
+            710
+        );
+    }
+
+    #[test]
+    fn a_stream_is_read_a_plane_at_a_time_and_damage_is_named() {
+        let plane = XPlane {
+            id: 1,
+            name: "/device:TPU:0".into(),
+            lines: vec![XLine {
+                id: 1,
+                name: "XLA Ops".into(),
+                timestamp_ns: 0,
+                events: vec![XEvent {
+                    metadata_id: 1,
+                    offset_ps: 0,
+                    duration_ps: 1000,
+                }],
+            }],
+            event_metadata: [(
+                1,
+                XEventMetadata {
+                    id: 1,
+                    name: "%f = f32[] fusion()".into(),
+                    display_name: String::new(),
+                },
+            )]
+            .into_iter()
+            .collect(),
+        };
+        // Host names written before the plane are skipped.
+        let mut bytes = XSpace {
+            planes: vec![],
+            hostnames: vec!["h".into()],
+        }
+        .encode_to_vec();
+        bytes.extend(
+            XSpace {
+                planes: vec![plane],
+                hostnames: vec![],
+            }
+            .encode_to_vec(),
+        );
+        let p = Path::new("h.xplane.pb");
+        assert_eq!(
+            read_from(&bytes[..], p, 1 << 20).unwrap()[0]
+                .1
+                .timeline
+                .ops
+                .len(),
+            1
+        );
+        let err = |bytes: &[u8], limit| match read_from(bytes, p, limit) {
+            Err(Error::NotATrace { why, .. }) => why,
+            other => panic!("{:?}", other.map(|f| f.len())),
+        };
+        assert!(err(&bytes[..bytes.len() - 3], 1 << 20).contains("a plane longer than the file"));
+        assert!(err(&bytes, 10).contains("more than the 10 read"));
+        // Field 2 with wire type 3 (a group): in no XSpace.
+        assert!(err(&[0x13], 1 << 20).contains("wire type 3"));
+        assert!(err(&[0x0a, 0x80], 1 << 20).contains("ends inside a field"));
     }
 }
