@@ -1530,6 +1530,65 @@ mod tests {
     /// raise the budget (it would allow 135 million rows), so a million and
     /// 16 per byte of the data pages are read, not all.
     #[test]
+    fn integer_cells_of_every_width_and_pandas_doubles() {
+        use arrow_array::{Float64Array, Int32Array, UInt64Array};
+        let ints = Int32Array::from(vec![Some(-7), None]);
+        assert_eq!((int(&ints, 0), int(&ints, 1)), (Some(-7), None));
+        let big = UInt64Array::from(vec![u64::MAX, 5]);
+        assert_eq!((int(&big, 0), int(&big, 1)), (None, Some(5)));
+        // pandas writes an integer column with gaps as doubles.
+        let d = Float64Array::from(vec![Some(1.9e3), Some(f64::NAN), Some(1e19), None]);
+        assert_eq!(
+            (0..4).map(|i| int(&d, i)).collect::<Vec<_>>(),
+            [Some(1900), None, None, None]
+        );
+        let text = StringArray::from(vec!["x"]);
+        assert_eq!(int(&text, 0), None, "text is no number");
+    }
+
+    #[test]
+    fn text_cells_plain_large_or_dictionary_encoded() {
+        let plain = StringArray::from(vec![Some("a"), None]);
+        let t = Text::of(&plain);
+        assert_eq!((t.get(0), t.get(1)), (Some(("a", None)), None));
+        let large = LargeStringArray::from(vec!["b"]);
+        assert_eq!(Text::of(&large).get(0), Some(("b", None)));
+        let dict: DictionaryArray<Int32Type> = vec![Some("t"), Some("u"), None, Some("t")]
+            .into_iter()
+            .collect();
+        let t = Text::of(&dict);
+        assert_eq!(
+            (0..4).map(|i| t.get(i)).collect::<Vec<_>>(),
+            [
+                Some(("t", Some(0))),
+                Some(("u", Some(1))),
+                None,
+                Some(("t", Some(0)))
+            ]
+        );
+        let numbers = arrow_array::Int64Array::from(vec![1]);
+        assert_eq!(Text::of(&numbers).get(0), None);
+    }
+
+    #[test]
+    fn ranges_of_one_name_share_it() {
+        let (ranges, _, _) = ranges(
+            trace_table(
+                &[
+                    range(1, 1, None, "Thunk:#hlo_op=fusion.1#", 0, 10),
+                    range(1, 2, None, "Thunk:#hlo_op=fusion.1#", 20, 30),
+                ],
+                Layout::StartEnd,
+            ),
+            Path::new("t.zip"),
+        )
+        .unwrap();
+        assert_eq!(ranges.len(), 2);
+        assert!(Arc::ptr_eq(&ranges[0].name, &ranges[1].name));
+        assert_eq!(name_key(&ranges[0].name), name_key(&ranges[1].name));
+    }
+
+    #[test]
     fn padding_does_not_raise_the_row_budget() {
         use parquet::data_type::{ByteArray, ByteArrayType, Int64Type};
         use parquet::file::metadata::KeyValue;
