@@ -34,8 +34,11 @@ const LEAF: Item = Item {
 };
 
 /// Checks that decoding `bytes` stays within the bounds; says why not.
-pub(crate) fn check(bytes: &[u8]) -> Result<(), String> {
-    walk(bytes).map(|_| ())
+/// Returns how many items the decoded containers hold (each value put in a
+/// list, tuple or dict, a dict's keys included, a reused value once), for
+/// the decoder to size its arena at once.
+pub(crate) fn check(bytes: &[u8]) -> Result<u64, String> {
+    walk(bytes).map(|w| w.items)
 }
 
 /// [`check`] in the same pass as mending a pickle cut off before its end
@@ -63,7 +66,7 @@ pub(crate) fn check_and_mend(bytes: &[u8]) -> Result<Option<Vec<u8>>, String> {
 /// The last safe cut of a stream that `walk` refused part way.
 fn walk_cut(bytes: &[u8]) -> Option<usize> {
     let mut last = None;
-    let _ = walk_with(bytes, &mut |cut| last = Some(cut));
+    let _ = walk_with(bytes, &mut |cut| last = Some(cut), &mut 0);
     last
 }
 
@@ -73,17 +76,24 @@ struct Walk {
     /// The end of the last item completed in a list one level inside the
     /// top dict.
     cut: Option<usize>,
+    /// Items put in containers.
+    items: u64,
 }
 
 fn walk(bytes: &[u8]) -> Result<Walk, String> {
-    let mut cut = None;
-    let stopped = walk_with(bytes, &mut |c| cut = Some(c))?;
-    Ok(Walk { stopped, cut })
+    let (mut cut, mut items) = (None, 0);
+    let stopped = walk_with(bytes, &mut |c| cut = Some(c), &mut items)?;
+    Ok(Walk {
+        stopped,
+        cut,
+        items,
+    })
 }
 
 /// Walks the opcodes; calls `safe` at each point a truncated stream can be
-/// closed; returns whether it reached STOP.
-fn walk_with(bytes: &[u8], safe: &mut dyn FnMut(usize)) -> Result<bool, String> {
+/// closed; counts the items put in containers into `items`; returns whether
+/// it reached STOP.
+fn walk_with(bytes: &[u8], safe: &mut dyn FnMut(usize), items: &mut u64) -> Result<bool, String> {
     let max_nodes = (bytes.len() as u64)
         .saturating_mul(NODES_PER_BYTE)
         .max(MIN_NODES);
@@ -225,21 +235,25 @@ fn walk_with(bytes: &[u8], safe: &mut dyn FnMut(usize)) -> Result<bool, String> 
             // Containers from the items above a mark.
             b'l' | b'd' | b't' | b'\x91' => {
                 let m = mark(&stack, &mut marks);
+                *items += (stack.len() - m) as u64;
                 combine(&mut stack, m, &too_big)?;
             }
             b'\x85' | b'\x86' | b'\x87' => {
                 let n = usize::from(op - b'\x84');
                 let from = stack.len().saturating_sub(n);
+                *items += (stack.len() - from) as u64;
                 combine(&mut stack, from, &too_big)?;
             }
             // Adding items to the container below them.
             b'a' | b's' => {
                 let n = if op == b'a' { 1 } else { 2 };
                 let from = stack.len().saturating_sub(n);
+                *items += (stack.len() - from) as u64;
                 grow(&mut stack, from, &too_big)?;
             }
             b'e' | b'u' | b'\x90' => {
                 let m = mark(&stack, &mut marks);
+                *items += (stack.len() - m) as u64;
                 grow(&mut stack, m, &too_big)?;
                 // A dict just completed as an item of a list that is itself
                 // a value of the top dict.
@@ -328,7 +342,8 @@ mod tests {
     fn real_pickles_pass_and_bombs_do_not() {
         // pickle.dumps({"segments": [1, 2], "x": "y"}, protocol=2)
         let ok = b"\x80\x02}q\x00(X\x08\x00\x00\x00segmentsq\x01]q\x02(K\x01K\x02eX\x01\x00\x00\x00xq\x03X\x01\x00\x00\x00yq\x04u.";
-        assert_eq!(check(ok), Ok(()));
+        // The top dict's two pairs and the list's two items.
+        assert_eq!(check(ok), Ok(6));
         // A value paired with itself 70 times: 2^70 values once copied.
         let mut bomb = b"\x80\x02K\x01".to_vec();
         for _ in 0..70 {
