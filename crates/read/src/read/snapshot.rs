@@ -5,7 +5,9 @@
 //! pickle shares between events (PyTorch writes each once) is read where it
 //! is named rather than copied.
 
+use std::collections::HashMap;
 use std::path::Path;
+use std::sync::Arc;
 
 use super::pickle_tree::{Tree, V};
 use crate::error::Error;
@@ -33,7 +35,7 @@ struct Event {
     time_us: Option<i64>,
     addr: Option<u64>,
     /// Where it was allocated (see [`site`]), for allocations.
-    site: Option<String>,
+    site: Option<Arc<str>>,
     /// The part of the step that allocated it, for allocations.
     phase: Phase,
 }
@@ -63,6 +65,36 @@ fn snapshot(t: &Tree) -> Result<Snapshot, String> {
             requested_size: int(g, "requested_size"),
         })
         .collect();
+    // Site and phase by stack: PyTorch writes each frame dict once and
+    // names it again, so a stack is the list of its frames' containers, and
+    // most allocations repeat one of a few thousand stacks.
+    let mut by_stack: HashMap<Vec<u32>, (Arc<str>, Phase)> = HashMap::new();
+    let mut where_from = |frames: &[V]| -> (Arc<str>, Phase) {
+        let key: Option<Vec<u32>> = frames
+            .iter()
+            .map(|f| match f {
+                V::Dict(i) => Some(*i),
+                _ => None,
+            })
+            .collect();
+        if let Some(hit) = key.as_ref().and_then(|k| by_stack.get(k)) {
+            return hit.clone();
+        }
+        let frames: Vec<Frame> = frames
+            .iter()
+            .map(|&f| Frame {
+                name: t.get(f, "name").and_then(V::str).unwrap_or_default(),
+                filename: t.get(f, "filename").and_then(V::str).unwrap_or_default(),
+                line: int(f, "line"),
+            })
+            .collect();
+        let phase = Phase::of_stack(frames.iter().map(|f| (f.filename, f.name)));
+        let found = (Arc::from(site(&frames)), phase);
+        if let Some(k) = key {
+            by_stack.insert(k, found.clone());
+        }
+        found
+    };
     let device_traces = t
         .get(root, "device_traces")
         .map(|d| t.list(d))
@@ -75,19 +107,10 @@ fn snapshot(t: &Tree) -> Result<Snapshot, String> {
                     let action = t.get(e, "action").and_then(V::str).unwrap_or_default();
                     let mut phase = Phase::Before;
                     let site = (action == "alloc").then(|| {
-                        let frames: Vec<Frame> = t
-                            .get(e, "frames")
-                            .map(|f| t.list(f))
-                            .unwrap_or_default()
-                            .iter()
-                            .map(|&f| Frame {
-                                name: t.get(f, "name").and_then(V::str).unwrap_or_default(),
-                                filename: t.get(f, "filename").and_then(V::str).unwrap_or_default(),
-                                line: int(f, "line"),
-                            })
-                            .collect();
-                        phase = Phase::of_stack(frames.iter().map(|f| (f.filename, f.name)));
-                        site(&frames)
+                        let frames = t.get(e, "frames").map(|f| t.list(f)).unwrap_or_default();
+                        let (site, p) = where_from(frames);
+                        phase = p;
+                        site
                     });
                     Event {
                         action: action.to_owned(),
@@ -153,12 +176,12 @@ pub fn read(bytes: &[u8], path: &Path) -> Result<(MemoryTimeline, Vec<String>), 
     };
     // Bounded before decoding: reading walks a reused value each time it is
     // named, and nesting a million deep is refused here rather than walked.
-    super::pickle_budget::check(bytes).map_err(|why| {
+    let items = super::pickle_budget::check(bytes).map_err(|why| {
         not(format!(
             "a pickle that cannot be decoded within bounds: {why}"
         ))
     })?;
-    let snap = super::pickle_tree::decode(bytes)
+    let snap = super::pickle_tree::decode_sized(bytes, items)
         .and_then(|t| snapshot(&t))
         .map_err(|e| {
             not(format!(
@@ -275,4 +298,76 @@ pub fn read(bytes: &[u8], path: &Path) -> Result<(MemoryTimeline, Vec<String>), 
             .collect();
     }
     Ok((m, warnings))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::synth::jit_pickle::{to_vec, P};
+    use std::rc::Rc;
+
+    /// Allocations from two stacks, each frame dict written once and named
+    /// again, as PyTorch's snapshot shares them: the site and phase of each
+    /// allocation are its own stack's, whether worked out or found again.
+    #[test]
+    fn allocations_take_their_own_stacks_site_when_frames_are_shared() {
+        let frame = |name: &str, file: &str, line| {
+            P::Shared(Rc::new(P::dict([
+                ("name", P::str(name)),
+                ("filename", P::str(file)),
+                ("line", P::Int(line)),
+            ])))
+        };
+        let alloc = frame("malloc", "CUDACachingAllocator.cpp", 0);
+        let fwd = frame("forward", "/app/model.py", 45);
+        let step = frame("step", "/app/train.py", 12);
+        let opt = frame(
+            "step",
+            "/usr/lib/python3/site-packages/torch/optim/adamw.py",
+            200,
+        );
+        let ev = |t, addr, size, frames: &[&P], action: &str| {
+            P::dict([
+                ("action", P::str(action)),
+                ("addr", P::Int(addr)),
+                ("size", P::Int(size)),
+                ("stream", P::Int(0)),
+                ("time_us", P::Int(t)),
+                (
+                    "frames",
+                    P::List(frames.iter().map(|&f| f.clone()).collect()),
+                ),
+            ])
+        };
+        let trace = P::List(vec![
+            ev(1, 0x1000, 100, &[&alloc, &fwd, &step], "alloc"),
+            ev(2, 0x2000, 50, &[&alloc, &opt, &step], "alloc"),
+            // The first stack again, in a list of its own.
+            ev(3, 0x3000, 25, &[&alloc, &fwd, &step], "alloc"),
+            ev(4, 0x2000, 50, &[], "free_completed"),
+        ]);
+        let segment = P::dict([
+            ("device", P::Int(0)),
+            ("total_size", P::Int(2 << 20)),
+            ("allocated_size", P::Int(125)),
+            ("active_size", P::Int(125)),
+            ("requested_size", P::Int(125)),
+        ]);
+        let snap = P::dict([
+            ("segments", P::List(vec![segment])),
+            ("device_traces", P::List(vec![trace])),
+        ]);
+        let (m, warnings) =
+            read(&to_vec(&snap), Path::new("rank0_memory_snapshot.pickle")).unwrap();
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!((m.allocs, m.frees), (3, 1));
+        // The peak (175 B, before the free) holds both model.py allocations.
+        assert_eq!(
+            m.peak_sites,
+            [
+                ("model.py:45 forward".to_owned(), 125),
+                ("train.py:12 step".to_owned(), 50)
+            ]
+        );
+    }
 }
