@@ -16,6 +16,7 @@ use super::RankFile;
 use crate::error::Error;
 use crate::model::build::{SharedCpu, TimelineBuilder};
 use crate::model::classify::{classify, coll_kind};
+use crate::model::time::in_range;
 use crate::model::timeline::SourceFormat;
 use crate::model::Slot;
 use crate::model::{Activity, CpuKind, DeviceInfo, DeviceOp, KernelClass, Ns, Work};
@@ -111,6 +112,20 @@ impl Reader<'_> {
             .collect::<Result<HashSet<_>, _>>()
             .map_err(|e| self.err(e))?;
         Ok(cols)
+    }
+
+    /// Each row of `sql` to `f`, none kept here.
+    fn each(
+        &self,
+        sql: &str,
+        mut f: impl FnMut(&Row) -> rusqlite::Result<()>,
+    ) -> Result<(), Error> {
+        let mut st = self.conn.prepare(sql).map_err(|e| self.err(e))?;
+        let mut rows = st.query([]).map_err(|e| self.err(e))?;
+        while let Some(row) = rows.next().map_err(|e| self.err(e))? {
+            f(row).map_err(|e| self.err(e))?;
+        }
+        Ok(())
     }
 
     fn rows<T>(
@@ -312,26 +327,74 @@ pub fn read(
             })
         })?);
     }
-    let runtime: Vec<(Cpu, i64)> = if r.has("CUPTI_ACTIVITY_KIND_RUNTIME") {
-        r.rows(
+    // Runtime calls: without CPU lanes, only those a metric reads are kept
+    // (kernel launches, and the calls that issued a device op, for its
+    // launch time); a run's synchronize and event-query polling is most of
+    // the table and held four times the memory of its device ops. Of the
+    // others, each process keeps the earliest and the latest, which the
+    // trace's time span counts, and any with times out of range, which are
+    // counted as damaged.
+    let issued: HashSet<(i64, i64)> = if cpu_ranges {
+        HashSet::new()
+    } else {
+        raw.iter().map(|o| (o.pid, o.correlation)).collect()
+    };
+    let mut runtime: Vec<(Cpu, i64)> = Vec::new();
+    let mut ends: BTreeMap<i64, [Cpu; 2]> = BTreeMap::new();
+    let none: Arc<str> = Arc::from("");
+    if r.has("CUPTI_ACTIVITY_KIND_RUNTIME") {
+        r.each(
             "SELECT globalTid, correlationId, start, end, nameId FROM CUPTI_ACTIVITY_KIND_RUNTIME",
             |row| {
                 let global = row.get::<_, Option<i64>>(0)?.unwrap_or(0);
-                Ok((
-                    Cpu {
-                        pid: pid(global),
-                        tid: tid(global),
-                        start: Ns(row.get(2)?),
-                        end: Ns(row.get(3)?),
-                        name: r.text(row.get_ref(4)?).unwrap_or_default(),
-                    },
-                    row.get::<_, Option<i64>>(1)?.unwrap_or(-1),
-                ))
+                let correlation = row.get::<_, Option<i64>>(1)?.unwrap_or(-1);
+                let call = Cpu {
+                    pid: pid(global),
+                    tid: tid(global),
+                    start: Ns(row.get(2)?),
+                    end: Ns(row.get(3)?),
+                    name: r.text(row.get_ref(4)?).unwrap_or_default(),
+                };
+                let used = cpu_ranges
+                    || call.name.contains("Launch")
+                    || issued.contains(&(call.pid, correlation))
+                    || !in_range(call.start)
+                    || !in_range(call.end);
+                if used {
+                    runtime.push((call, correlation));
+                    return Ok(());
+                }
+                let last = |c: &Cpu| c.end.max(c.start);
+                let bare = Cpu {
+                    name: none.clone(),
+                    ..call
+                };
+                match ends.get_mut(&call.pid) {
+                    Some([first, latest]) => {
+                        if call.start < first.start {
+                            *first = Cpu {
+                                name: none.clone(),
+                                ..call
+                            };
+                        }
+                        if last(&call) > last(latest) {
+                            *latest = bare;
+                        }
+                    }
+                    None => {
+                        let again = Cpu {
+                            name: none.clone(),
+                            ..call
+                        };
+                        ends.insert(call.pid, [bare, again]);
+                    }
+                }
+                Ok(())
             },
-        )?
-    } else {
-        Vec::new()
-    };
+        )?;
+    }
+    // Their correlation is none a device op has.
+    runtime.extend(ends.into_values().flatten().map(|c| (c, i64::MIN)));
     // Ranges only (push/pop 59, start/end 60); marks have no end.
     let nvtx: Vec<Cpu> = if r.has("NVTX_EVENTS") {
         r.rows(
@@ -558,6 +621,43 @@ pub(super) fn assemble(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Without CPU lanes, only the runtime calls a metric reads are kept:
+    /// the launch, and the earliest and latest call, which the trace's time
+    /// span counts (the polling between them is dropped); the span and each
+    /// op's launch are what keeping every call gives.
+    #[test]
+    fn unused_runtime_calls_are_dropped_but_still_span_the_trace() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.sqlite");
+        let db = Connection::open(&path).unwrap();
+        let (gpid, gtid) = (7i64 << 24, (7i64 << 24) | 12);
+        db.execute_batch(&format!(
+            "CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);
+             INSERT INTO StringIds VALUES (1, 'gemm'), (2, 'cudaLaunchKernel'),
+                 (3, 'cudaStreamSynchronize'), (4, 'cudaEventQuery');
+             CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER,
+                 deviceId INTEGER, streamId INTEGER, correlationId INTEGER, globalPid INTEGER,
+                 demangledName INTEGER, shortName INTEGER, gridX INTEGER, gridY INTEGER, gridZ INTEGER);
+             INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (1000, 1100, 0, 7, 5, {gpid}, 1, 1, 1, 1, 1);
+             CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER, end INTEGER,
+                 globalTid INTEGER, correlationId INTEGER, nameId INTEGER);
+             INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES
+                 (100, 120, {gtid}, 6, 3), (900, 910, {gtid}, 5, 2),
+                 (1500, 1510, {gtid}, 8, 4), (2000, 2500, {gtid}, 7, 4);"
+        ))
+        .unwrap();
+        drop(db);
+        for lanes in [false, true] {
+            let files = read(&path, None, lanes).unwrap();
+            let t = &files[0].1.timeline;
+            let w = t.window.unwrap();
+            assert_eq!((w.start.get(), w.end.get()), (100, 2500), "lanes {lanes}");
+            assert_eq!((t.ops[0].launch.get(), t.launch_calls), (900, 1));
+            let calls: usize = t.cpu.iter().map(|th| th.ops.len()).sum();
+            assert_eq!(calls, if lanes { 4 } else { 0 });
+        }
+    }
 
     /// One process driving 200 GPUs with 2,000 NVTX ranges (a `ProfilerStep`
     /// among them) and launch calls: each device is a rank, all with the
