@@ -282,6 +282,14 @@ impl TimelineBuilder {
         self.t.ops.len()
     }
 
+    /// Room for `n` more device ops, where a reader knows how many are
+    /// coming: a vector grown by doubling holds its old and new buffers at
+    /// once, half again the ops' memory at the peak. Nothing is reserved if
+    /// that much memory cannot be (the ops then grow as they come).
+    pub fn reserve_ops(&mut self, n: usize) {
+        let _ = self.t.ops.vec_mut().try_reserve_exact(n);
+    }
+
     /// Drops every event added so far, keeping the rank, its devices and the
     /// names interned (a second event array replaces the first).
     pub fn drop_events(&mut self) {

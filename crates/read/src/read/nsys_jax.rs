@@ -264,6 +264,8 @@ impl<'a> Text<'a> {
 /// One batch of a table's rows, its columns found by name.
 struct Rows<'a> {
     batch: &'a RecordBatch,
+    /// The rows the table states, as far as the budget reads.
+    expected: u64,
 }
 
 impl<'a> Rows<'a> {
@@ -347,7 +349,14 @@ fn rows(
             n += 1;
             take += 1;
         }
-        each(&Rows { batch: &batch }, take);
+        let expected = stated.min(budget.rows);
+        each(
+            &Rows {
+                batch: &batch,
+                expected,
+            },
+            take,
+        );
         if take < batch.num_rows() {
             return Ok(stated.saturating_sub(n).max(1));
         }
@@ -392,6 +401,11 @@ fn ranges(bytes: Vec<u8>, path: &Path) -> Result<(Vec<Range>, u64, u64)> {
     };
     let empty: Arc<str> = Arc::from("");
     let unread = rows(bytes, TRACE, path, |b, take| {
+        // Sized once for every row the table states: growing by doubling
+        // held the old and the new vector at once (a third of the peak).
+        if out.capacity() == 0 {
+            let _ = out.try_reserve_exact(usize::try_from(b.expected).unwrap_or(0));
+        }
         let text = b.text(&["Name", "Text"]);
         let start = b.int(&["Projected Start", "Start"]);
         let dur = b.column(&["Projected Duration"]);
@@ -751,6 +765,11 @@ fn assemble(
             .unwrap_or(Device::Unknown)
     };
     let mut builders: HashMap<Device, TimelineBuilder> = HashMap::new();
+    // Each range is at most one op of its device: room made at once.
+    let mut per_device: HashMap<Device, usize> = HashMap::new();
+    for r in ranges {
+        *per_device.entry(device_of(r)).or_default() += 1;
+    }
     // What each name is, in each program: worked out once.
     let mut ops: foldhash::HashMap<(usize, usize), Option<Op>> = Default::default();
     for r in ranges {
@@ -774,6 +793,7 @@ fn assemble(
             if let Some(d) = device.global().or(rank) {
                 t.set_rank(d);
             }
+            t.reserve_ops(per_device.get(&device).copied().unwrap_or(0));
             t
         });
         // On the launcher's CPU lane: the range as XLA ran it there, a

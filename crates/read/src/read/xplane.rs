@@ -204,6 +204,11 @@ impl DeviceOps {
         }
     }
 
+    /// Room for `n` ops.
+    pub(crate) fn reserve(&mut self, n: usize) {
+        self.t.reserve_ops(n);
+    }
+
     /// One program execution (an `XLA Modules` event): `full` is the
     /// module's name, with its fingerprint (`jit_f(1219…)`) left out so the
     /// runs of one program share a name.
@@ -472,6 +477,12 @@ pub fn read_from(
 /// The ops of one device plane, as that device's rank.
 fn device_ops(plane: &XPlane, device: u32, path: &Path) -> Option<(Option<u32>, RankFile)> {
     let mut ops = DeviceOps::new(device, &plane.name, path);
+    // Each event of an op line is at most one op.
+    let events = (plane.lines.iter())
+        .filter(|l| op_stream(&l.name).is_some())
+        .map(|l| l.events.len())
+        .sum();
+    ops.reserve(events);
     // Parsed texts by metadata id (and copy line or not): an id is looked
     // up where its text would be hashed.
     let mut by_id: HashMap<(i64, bool), usize> = HashMap::new();
