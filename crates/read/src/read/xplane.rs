@@ -521,6 +521,34 @@ fn device_ops(plane: &XPlane, device: u32, path: &Path) -> Option<(Option<u32>, 
 mod tests {
     use super::*;
 
+    fn meta(id: i64, name: &str) -> (i64, XEventMetadata) {
+        let m = XEventMetadata {
+            id,
+            name: name.into(),
+            display_name: String::new(),
+        };
+        (id, m)
+    }
+
+    fn ev(m: i64, off_ns: i64, dur_ns: i64) -> XEvent {
+        XEvent {
+            metadata_id: m,
+            offset_ps: off_ns * 1000,
+            duration_ps: dur_ns * 1000,
+        }
+    }
+
+    /// A fusion, then an async all-reduce (start, done) of its output.
+    fn fusion_and_all_reduce() -> HashMap<i64, XEventMetadata> {
+        [
+            meta(1, "%fusion.1 = f32[8] fusion(f32[8] %a), kind=kLoop"),
+            meta(2, "%ar-start = f32[8] all-reduce-start(f32[8] %fusion.1)"),
+            meta(3, "%ar-done = f32[8] all-reduce-done(f32[8] %ar-start)"),
+        ]
+        .into_iter()
+        .collect()
+    }
+
     #[test]
     fn hlo_names_and_async_parts() {
         let (n, c, p) = hlo("%all-reduce.3 = f32[8]{0} all-reduce(f32[8]{0} %x), channel_id=1");
@@ -550,21 +578,6 @@ mod tests {
     fn a_plane_round_trips_with_an_async_pair() {
         // Line at 1,000 ns: a fusion 0-2 µs, all-reduce-start at 2 µs (0.1 µs),
         // its done at 5 µs (0.1 µs): one all-reduce from 2 µs to 5.1 µs.
-        let meta = |id: i64, name: &str| {
-            (
-                id,
-                XEventMetadata {
-                    id,
-                    name: name.into(),
-                    display_name: String::new(),
-                },
-            )
-        };
-        let ev = |m: i64, off_ns: i64, dur_ns: i64| XEvent {
-            metadata_id: m,
-            offset_ps: off_ns * 1000,
-            duration_ps: dur_ns * 1000,
-        };
         let space = XSpace {
             planes: vec![XPlane {
                 id: 1,
@@ -575,13 +588,7 @@ mod tests {
                     timestamp_ns: 1000,
                     events: vec![ev(1, 0, 2000), ev(2, 2000, 100), ev(3, 5000, 100)],
                 }],
-                event_metadata: [
-                    meta(1, "%fusion.1 = f32[8] fusion(f32[8] %a), kind=kLoop"),
-                    meta(2, "%ar-start = f32[8] all-reduce-start(f32[8] %fusion.1)"),
-                    meta(3, "%ar-done = f32[8] all-reduce-done(f32[8] %ar-start)"),
-                ]
-                .into_iter()
-                .collect(),
+                event_metadata: fusion_and_all_reduce(),
             }],
             hostnames: vec![],
         };
@@ -621,19 +628,6 @@ mod tests {
     fn texts_parsed_once_still_give_each_event_its_line_and_pair() {
         // Two steps of the same program, 10 µs apart: a fusion on the ops
         // line, the same text on a copy stream, an async all-reduce pair.
-        let meta = |id: i64, name: &str| {
-            let m = XEventMetadata {
-                id,
-                name: name.into(),
-                display_name: String::new(),
-            };
-            (id, m)
-        };
-        let ev = |m: i64, off_ns: i64, dur_ns: i64| XEvent {
-            metadata_id: m,
-            offset_ps: off_ns * 1000,
-            duration_ps: dur_ns * 1000,
-        };
         let steps = |f: &dyn Fn(i64) -> Vec<XEvent>| (0..2).flat_map(|s| f(s * 10_000)).collect();
         let line = |id, name: &str, events| XLine {
             id,
@@ -657,13 +651,7 @@ mod tests {
                         steps(&|t| vec![ev(1, t + 300, 50)]),
                     ),
                 ],
-                event_metadata: [
-                    meta(1, "%fusion.1 = f32[8] fusion(f32[8] %a), kind=kLoop"),
-                    meta(2, "%ar-start = f32[8] all-reduce-start(f32[8] %fusion.1)"),
-                    meta(3, "%ar-done = f32[8] all-reduce-done(f32[8] %ar-start)"),
-                ]
-                .into_iter()
-                .collect(),
+                event_metadata: fusion_and_all_reduce(),
             }],
             hostnames: vec!["h".into()],
         };
