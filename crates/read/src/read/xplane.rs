@@ -483,9 +483,15 @@ fn device_ops(plane: &XPlane, device: u32, path: &Path) -> Option<(Option<u32>, 
         .map(|l| l.events.len())
         .sum();
     ops.reserve(events);
-    // Parsed texts by metadata id (and copy line or not): an id is looked
-    // up where its text would be hashed.
-    let mut by_id: HashMap<(i64, bool), usize> = HashMap::new();
+    // Parsed texts (and the texts) by metadata id and copy line or not: one
+    // lookup of an id per event, where its text would be hashed.
+    let mut by_id: foldhash::HashMap<(i64, bool), (usize, &str)> = Default::default();
+    let text = |id: i64| {
+        plane
+            .event_metadata
+            .get(&id)
+            .map_or("", |m| m.name.as_str())
+    };
     for line in &plane.lines {
         let stream = op_stream(&line.name);
         let modules = line.name == MODULES;
@@ -494,10 +500,6 @@ fn device_ops(plane: &XPlane, device: u32, path: &Path) -> Option<(Option<u32>, 
         }
         let memcpy = line.name.contains("Memcpy");
         for e in &line.events {
-            let full = plane
-                .event_metadata
-                .get(&e.metadata_id)
-                .map_or("", |m| m.name.as_str());
             // Out of i64 is out of range too: the builder skips and counts it.
             let start = Ns(line.timestamp_ns)
                 .checked_add(ps_to_ns(e.offset_ps))
@@ -505,12 +507,13 @@ fn device_ops(plane: &XPlane, device: u32, path: &Path) -> Option<(Option<u32>, 
             let end = start.saturating_add(ps_to_ns(e.duration_ps).max(Ns::ZERO));
             match stream {
                 Some(stream) => {
-                    let op = *by_id
-                        .entry((e.metadata_id, memcpy))
-                        .or_insert_with(|| ops.parse(full, memcpy));
+                    let (op, full) = *by_id.entry((e.metadata_id, memcpy)).or_insert_with(|| {
+                        let full = text(e.metadata_id);
+                        (ops.parse(full, memcpy), full)
+                    });
                     ops.push_parsed(op, full, start, end, stream);
                 }
-                None => ops.module(full, start, end),
+                None => ops.module(text(e.metadata_id), start, end),
             }
         }
     }
