@@ -131,14 +131,13 @@ impl Reader<'_> {
     fn rows<T>(
         &self,
         sql: &str,
-        f: impl FnMut(&Row) -> rusqlite::Result<T>,
+        mut f: impl FnMut(&Row) -> rusqlite::Result<T>,
     ) -> Result<Vec<T>, Error> {
-        let mut st = self.conn.prepare(sql).map_err(|e| self.err(e))?;
-        let v = st
-            .query_map([], f)
-            .map_err(|e| self.err(e))?
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| self.err(e))?;
+        let mut v = Vec::new();
+        self.each(sql, |row| {
+            v.push(f(row)?);
+            Ok(())
+        })?;
         Ok(v)
     }
 }
@@ -177,6 +176,7 @@ impl Raw {
 }
 
 /// A CPU-side range (NVTX) or call (runtime), by process.
+#[derive(Clone)]
 pub(super) struct Cpu {
     pub pid: i64,
     pub tid: u64,
@@ -371,22 +371,15 @@ pub fn read(
                 };
                 match ends.get_mut(&call.pid) {
                     Some([first, latest]) => {
-                        if call.start < first.start {
-                            *first = Cpu {
-                                name: none.clone(),
-                                ..call
-                            };
+                        if bare.start < first.start {
+                            *first = bare.clone();
                         }
-                        if last(&call) > last(latest) {
+                        if last(&bare) > last(latest) {
                             *latest = bare;
                         }
                     }
                     None => {
-                        let again = Cpu {
-                            name: none.clone(),
-                            ..call
-                        };
-                        ends.insert(call.pid, [bare, again]);
+                        ends.insert(bare.pid, [bare.clone(), bare]);
                     }
                 }
                 Ok(())

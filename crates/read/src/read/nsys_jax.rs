@@ -298,14 +298,16 @@ fn rows(
     path: &Path,
     mut each: impl FnMut(&Rows, usize),
 ) -> Result<u64> {
-    use parquet::arrow::arrow_reader::{ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
+    use parquet::arrow::arrow_reader::{
+        ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
+    };
     let why = |e: parquet::errors::ParquetError| bad(path, format!("{what}: {e}"));
     let bytes = bytes::Bytes::from(bytes);
-    let builder = ParquetRecordBatchReaderBuilder::try_new(bytes.clone()).map_err(why)?;
-    let meta = builder.metadata().clone();
-    // Text as dictionaries: the schema the file states, text columns
-    // asked for as dictionary-encoded.
-    let fields: Vec<Field> = (builder.schema().fields().iter())
+    // The footer parsed once; text columns then asked for as
+    // dictionary-encoded, the other columns as the file states them.
+    let stated = ArrowReaderMetadata::load(&bytes, ArrowReaderOptions::new()).map_err(why)?;
+    let meta = stated.metadata().clone();
+    let fields: Vec<Field> = (stated.schema().fields().iter())
         .map(|f| match f.data_type() {
             DataType::Utf8 | DataType::LargeUtf8 => f.as_ref().clone().with_data_type(
                 DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8)),
@@ -314,8 +316,8 @@ fn rows(
         })
         .collect();
     let options = ArrowReaderOptions::new().with_schema(std::sync::Arc::new(Schema::new(fields)));
-    let reader = ParquetRecordBatchReaderBuilder::try_new_with_options(bytes, options)
-        .map_err(why)?
+    let dictionaries = ArrowReaderMetadata::try_new(meta.clone(), options).map_err(why)?;
+    let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(bytes, dictionaries)
         .with_batch_size(8192)
         .build()
         .map_err(why)?;
