@@ -169,6 +169,7 @@ pub fn summary_ops(data: &[u8]) {
                 dist_rank: None,
                 events: 0,
                 warnings: Vec::new(),
+                tables: None,
             },
         )]);
     }

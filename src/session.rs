@@ -95,11 +95,11 @@ fn hold(
 ) -> Result<Run> {
     let summary = found.summary.is_some();
     match need {
-        Need::Figures => lean(path, found, opts, progress, false),
+        Need::Figures => Ok(lean(path, found, opts, progress, false)?.0),
         Need::EveryOp => whole(path, found, opts, progress),
         Need::Listing if summary => {
-            let run = lean(path, found, opts, progress, false)?;
-            match in_pages(run) {
+            let (run, stored) = lean(path, found, opts, progress, false)?;
+            match in_pages(run, stored) {
                 Ok(run) => Ok(run),
                 Err(_) => whole(path, found, opts, progress),
             }
@@ -120,7 +120,7 @@ fn screen(path: &Path, found: &Found, opts: &LoadOptions, progress: &Progress) -
         }
         return whole(path, found, opts, progress);
     }
-    let run = lean(path, found, opts, progress, true)?;
+    let (run, stored) = lean(path, found, opts, progress, true)?;
     let ops: usize = run.stats.iter().flatten().map(|s| s.ops).sum();
     if run.trace.is_empty() || !(opts.pages == Pages::Always || ops > load::PAGED_OPS) {
         return whole(path, found, opts, progress);
@@ -131,10 +131,9 @@ fn screen(path: &Path, found: &Found, opts: &LoadOptions, progress: &Progress) -
         .unwrap_or_default();
     // The lanes are drawn from stored bins: a rank whose were of other
     // classes than the rules applied, and were not binned afresh, has none.
-    let drawn =
-        (run.trace.ranks.iter()).all(|t| t.stored.as_ref().is_some_and(|s| s.coverage.is_some()));
+    let drawn = (stored.tables.iter()).all(|t| t.as_ref().is_some_and(|t| t.coverage.is_some()));
     let paged = match drawn {
-        true => in_pages(run),
+        true => in_pages(run, stored),
         false => Err("the stored lanes are of other classes than the rules applied"),
     };
     match paged {
@@ -148,13 +147,13 @@ fn screen(path: &Path, found: &Found, opts: &LoadOptions, progress: &Progress) -
 }
 
 /// A lean run with its ops in pages, or why its summary cannot give them.
-fn in_pages(mut run: Run) -> std::result::Result<Run, &'static str> {
+fn in_pages(mut run: Run, stored: load::Stored) -> std::result::Result<Run, &'static str> {
     let stats = run.stats.as_deref().ok_or("not held lean")?;
     if stats.iter().any(|s| s.step_hulls.is_none()) {
         return Err("the summary stores no step hulls");
     }
     run.pages = Some(
-        crate::summary::pages::Pages::of(&run.trace, stats)
+        crate::summary::pages::Pages::of(&run.trace, stats, stored.tables, stored.scratch)
             .ok_or("the summary lists no ops and coverage tables for some rank")?,
     );
     Ok(run)
@@ -171,27 +170,29 @@ fn whole(path: &Path, found: &Found, opts: &LoadOptions, progress: &Progress) ->
     })
 }
 
-/// Lean (see `load::Lean`); `drawn`: with the lanes a view draws from a
-/// summary's stored bins (see `load::load_lean_drawn`).
+/// Lean (see `load::Lean`), with where its ranks' ops lie in a summary's
+/// tables; `drawn`: with the lanes a view draws from a summary's stored
+/// bins (see `load::load_lean_drawn`).
 fn lean(
     path: &Path,
     found: &Found,
     opts: &LoadOptions,
     progress: &Progress,
     drawn: bool,
-) -> Result<Run> {
+) -> Result<(Run, load::Stored)> {
     let l = if drawn {
         load::load_lean_drawn(path, found, opts, progress)
     } else {
         load::load_lean(path, found, opts, progress)
     }
     .with_context(|| cannot(path))?;
-    Ok(Run {
+    let run = Run {
         trace: l.trace,
         report: l.report,
         stats: Some(l.stats),
         pages: None,
-    })
+    };
+    Ok((run, l.stored))
 }
 
 fn cannot(path: &Path) -> String {

@@ -14,8 +14,8 @@ use crate::discover::{Discovery, Input};
 use crate::error::{Error, Result};
 use crate::formats::{Format, PerRank, Ranked, Role, FORMATS};
 use crate::model::classify::UserRules;
-use crate::model::timeline::Scratch;
 use crate::model::{RankTimeline, Trace};
+use crate::read::{RankFile, Tables};
 use crate::source::FileIn;
 
 /// How to load a trace beyond reading its files.
@@ -138,8 +138,8 @@ pub(super) fn load_found(
     opts: &LoadOptions,
     progress: &Progress,
 ) -> Result<(Trace, LoadReport)> {
-    let (trace, report, _) = load_with(path, found, opts, progress, Keep::Whole)?;
-    Ok((trace, report))
+    let l = load_with(path, found, opts, progress, Keep::Whole)?;
+    Ok((l.trace, l.report))
 }
 
 /// A trace loaded for its metrics only: every rank's timeline keeps only its
@@ -151,6 +151,29 @@ pub(super) struct Lean {
     pub report: LoadReport,
     /// Indexed like `trace.ranks`.
     pub stats: Vec<RankStats>,
+    pub stored: Stored,
+}
+
+/// Where each rank's ops lie in a summary's tables, and the folder of lanes
+/// binned afresh: what reading a lean run in pages needs. Held by the
+/// session beside the trace; the timelines point at no file.
+#[derive(Default)]
+pub(crate) struct Stored {
+    /// Indexed like the trace's ranks; `None` for a rank not read from a
+    /// summary listing its ops and lanes.
+    pub tables: Vec<Option<Tables>>,
+    pub scratch: Option<Scratch>,
+}
+
+type Scratch = crate::summary::pages::Scratch;
+
+/// What [`load`] read, and what [`load_with`] made of it.
+struct Loaded {
+    trace: Trace,
+    report: LoadReport,
+    /// Indexed like `trace.ranks`, when the load is lean.
+    stats: Option<Vec<RankStats>>,
+    stored: Stored,
 }
 
 /// [`load_found`] for the metrics only: see [`Lean`].
@@ -183,11 +206,12 @@ fn lean_with(
     progress: &Progress,
     keep: Keep,
 ) -> Result<Lean> {
-    let (trace, report, stats) = load_with(path, found, opts, progress, keep)?;
+    let l = load_with(path, found, opts, progress, keep)?;
     Ok(Lean {
-        trace,
-        report,
-        stats: stats.expect("a lean load makes every rank's stats"),
+        trace: l.trace,
+        report: l.report,
+        stats: l.stats.expect("a lean load makes every rank's stats"),
+        stored: l.stored,
     })
 }
 
@@ -209,7 +233,7 @@ fn load_with(
     opts: &LoadOptions,
     progress: &Progress,
     keep: Keep,
-) -> Result<(Trace, LoadReport, Option<Vec<RankStats>>)> {
+) -> Result<Loaded> {
     // Read first, reported after the traces: their errors come first.
     let rules = read_rules(path, found, opts);
     let prepare = Prepare {
@@ -225,11 +249,17 @@ fn load_with(
     };
     // A lean rank keeps no CPU ranges: reading them would be for nothing.
     let cpu_ranges = opts.cpu_ranges && keep == Keep::Whole;
-    let (mut trace, mut report, mut stats) =
-        load(path, found, progress, cpu_ranges, &prepare, opts.pick.run)?;
-    let failed = prepare
-        .rebin
-        .and_then(|r| r.failed.into_inner().ok().flatten());
+    let Loaded {
+        mut trace,
+        mut report,
+        mut stats,
+        mut stored,
+    } = load(path, found, progress, cpu_ranges, &prepare, opts.pick.run)?;
+    let (scratch, failed) = prepare.rebin.map_or((None, None), |r| {
+        let failed = r.failed.into_inner().ok().flatten();
+        (r.dir.into_inner().and_then(|d| d.ok()), failed)
+    });
+    stored.scratch = scratch;
     if let Some(why) = failed {
         report.warn(
             Shortfall::NotRebinned,
@@ -254,7 +284,12 @@ fn load_with(
     report
         .warnings
         .extend(align_clocks(&mut trace, opts.align, stats.as_deref_mut()));
-    Ok((trace, report, stats))
+    Ok(Loaded {
+        trace,
+        report,
+        stats,
+        stored,
+    })
 }
 
 /// The class rules a load applies (see [`rules_path`]), parsed.
@@ -338,14 +373,15 @@ impl Prepare<'_> {
         self.lean && self.rules.is_none() && !self.all_steps
     }
 
-    fn rank(&self, t: &mut RankTimeline) -> Option<RankStats> {
+    fn rank(&self, f: &mut RankFile) -> Option<RankStats> {
         if let Some(rules) = self.rules {
-            let n = rules.apply_rank(t);
+            let n = rules.apply_rank(&mut f.timeline);
             self.reclassified.fetch_add(n, Ordering::Relaxed);
             if n > 0 {
-                self.rebin(t);
+                self.rebin(f);
             }
         }
+        let t = &mut f.timeline;
         t.all_steps = self.all_steps;
         self.lean.then(|| {
             let stats = RankStats::of(t);
@@ -356,11 +392,11 @@ impl Prepare<'_> {
 
     /// The summary's lanes of `t` were binned from ops of other classes:
     /// binned afresh when the load draws them, else marked as not held.
-    fn rebin(&self, t: &mut RankTimeline) {
-        let Some(stored) = &mut t.stored else {
+    fn rebin(&self, f: &mut RankFile) {
+        let Some(tables) = &mut f.tables else {
             return;
         };
-        stored.coverage = None;
+        tables.coverage = None;
         let Some(rebin) = &self.rebin else {
             return;
         };
@@ -368,21 +404,16 @@ impl Prepare<'_> {
             tempfile::Builder::new()
                 .prefix("ccl-bench-lanes")
                 .tempdir()
-                .map(|d| Scratch(std::sync::Arc::new(d)))
+                .map(std::sync::Arc::new)
                 .map_err(|e| format!("a temporary folder: {e}"))
         });
         let n = rebin.next.fetch_add(1, Ordering::Relaxed);
         let made = dir.as_ref().map_err(Clone::clone).and_then(|scratch| {
-            let name = format!("coverage-rank{}-{n}", t.rank);
-            let file = crate::summary::pages::rebin(t, scratch.0.path(), &name)?;
-            Ok((file, scratch.clone()))
+            let name = format!("coverage-rank{}-{n}", f.timeline.rank);
+            crate::summary::pages::rebin(&f.timeline, scratch.path(), &name)
         });
         match made {
-            Ok((file, scratch)) => {
-                let stored = t.stored.as_mut().expect("checked above");
-                stored.coverage = Some(file);
-                stored.scratch = Some(scratch);
-            }
+            Ok(file) => tables.coverage = Some(file),
             Err(why) => {
                 let mut failed = rebin.failed.lock().unwrap_or_else(|e| e.into_inner());
                 failed.get_or_insert(why);
@@ -391,7 +422,7 @@ impl Prepare<'_> {
     }
 
     fn file(&self, mut f: Ranked) -> Prepared {
-        let mut stats = self.rank(&mut f.1.timeline);
+        let mut stats = self.rank(&mut f.1);
         self.keep(&mut f.1.timeline, stats.as_mut());
         (f, stats)
     }
@@ -666,7 +697,7 @@ fn load(
     cpu_ranges: bool,
     prepare: &Prepare,
     run: Option<u32>,
-) -> Result<(Trace, LoadReport, Option<Vec<RankStats>>)> {
+) -> Result<Loaded> {
     let (discovery, summary) = (&found.discovery, found.summary.is_some());
     let mut report = LoadReport {
         warnings: discovery.notes.clone(),
@@ -771,8 +802,15 @@ fn load(
     if let Some(run) = super::runs::choose(source, &signs, run, &mut report.warnings)? {
         files.retain(|((_, f), _)| run.contains(&f.timeline.source));
     }
-    let (mut ranks, stats): (Vec<RankTimeline>, Vec<Option<RankStats>>) =
-        assign_ranks_with(files, &mut report)?.into_iter().unzip();
+    // A rank's table files travel beside its timeline, not in it.
+    let files = files.into_iter().map(|((rank, mut f), stats)| {
+        let tables = f.tables.take();
+        ((rank, f), (stats, tables))
+    });
+    let (mut ranks, (stats, tables)): (Vec<RankTimeline>, (Vec<_>, Vec<_>)) =
+        assign_ranks_with(files.collect(), &mut report)?
+            .into_iter()
+            .unzip();
     let stats = prepare.lean.then(|| {
         ranks
             .iter()
@@ -807,8 +845,8 @@ fn load(
     .into_iter()
     .map(|(rank, d)| crate::model::flight::FrDump { rank, ..d })
     .collect();
-    Ok((
-        Trace {
+    Ok(Loaded {
+        trace: Trace {
             ranks,
             source: source.to_owned(),
             iteration: discovery.iteration,
@@ -822,8 +860,13 @@ fn load(
         },
         report,
         stats,
-    ))
+        stored: Stored {
+            tables,
+            scratch: None,
+        },
+    })
 }
+
 /// Each rank's communication kernels without message sizes take them from
 /// its execution trace's nodes, linked in order (see
 /// `exec_trace::link_sizes`); a step that does not line up is said.
@@ -877,6 +920,9 @@ fn join_windows(group: Vec<Ranked>, report: &mut LoadReport) -> Option<Ranked> {
             dist_rank,
             events,
             warnings,
+            // A rank joined from several windows is held whole: no one
+            // table holds its ops.
+            tables: None,
         },
     ))
 }

@@ -351,3 +351,52 @@ fn architecture_loops_are_found() {
         vec!["report/safe", "tui/svg"]
     );
 }
+
+/// The model is plain data: it depends on no crate that reaches files
+/// (storage lives in `ccl-store`, reading in `ccl-read`) and opens none
+/// itself, so nothing about where a run is kept can creep into it.
+#[test]
+fn architecture_the_model_holds_no_file() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/model");
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    let deps = manifest
+        .split("[dependencies]")
+        .nth(1)
+        .and_then(|d| d.split("\n[").next())
+        .expect("the model's Cargo.toml lists its dependencies");
+    let names: Vec<&str> = deps
+        .lines()
+        .filter_map(|l| l.split_once('=').map(|(n, _)| n.trim()))
+        .filter(|n| !n.is_empty() && !n.starts_with('#'))
+        .collect();
+    let plain = ["serde", "serde_json", "regex", "foldhash", "toml"];
+    let other: Vec<_> = names.iter().filter(|n| !plain.contains(n)).collect();
+    assert!(
+        other.is_empty(),
+        "ccl-model depends on {other:?}: the model holds plain data, and its dependencies are \
+         {plain:?}; a crate for files, maps or tables belongs in ccl-read or ccl-store"
+    );
+    let mut files = Vec::new();
+    let mut dirs = vec![root.join("src")];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                files.push(p);
+            }
+        }
+    }
+    assert!(files.len() > 10, "the model's sources are found");
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        for word in ["std::fs", "File::open", "File::create", "TempDir"] {
+            assert!(
+                !text.contains(word),
+                "{} names {word}: the model opens no file",
+                f.display()
+            );
+        }
+    }
+}

@@ -49,6 +49,7 @@ fn read_toy(f: &FileIn) -> Result<Vec<Ranked>> {
             dist_rank: None,
             events,
             warnings,
+            tables: None,
         },
     )])
 }

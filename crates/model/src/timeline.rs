@@ -278,50 +278,12 @@ pub struct RankTimeline {
     /// having no `ProfilerStep`.
     pub engine_steps: bool,
     pub format: SourceFormat,
-    /// Where the ops a lean read of a summary left unread are stored.
-    pub stored: Option<StoredTables>,
     /// The Unix time (ns) of this timeline's zero, when the file states it
     /// (Kineto's `baseTimeNanoseconds`, or epoch timestamps): what puts a
     /// CUDA memory snapshot's allocator clock on the timeline's. Moves with
     /// the clock alignment, so `time + epoch` stays the Unix time.
     pub epoch: Option<Ns>,
 }
-
-/// A summarized rank's table files (with the sizes its entry records), read
-/// a window at a time by views that draw ops (`summary::pages`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StoredTables {
-    pub ops: TableFile,
-    /// The binned lanes (`derive::lanes::bins`); `None` where they are not
-    /// of the load's classes (class rules changed the rank's ops and no view
-    /// had them made afresh).
-    pub coverage: Option<TableFile>,
-    /// The folder of tables made while loading (lanes binned afresh), kept
-    /// while a timeline points into it.
-    pub scratch: Option<Scratch>,
-}
-
-/// One table file and the rows of it that are the rank's.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TableFile {
-    pub path: PathBuf,
-    /// Its size as written: a file of another size is not read.
-    pub size: u64,
-    /// The rank's rows, `[start, end)`: a summary's small ranks share files.
-    pub rows: (u64, u64),
-}
-
-/// A temporary folder, removed when the last timeline holding it goes.
-#[derive(Debug, Clone)]
-pub struct Scratch(pub std::sync::Arc<tempfile::TempDir>);
-
-impl PartialEq for Scratch {
-    fn eq(&self, other: &Self) -> bool {
-        self.0.path() == other.0.path()
-    }
-}
-
-impl Eq for Scratch {}
 
 impl RankTimeline {
     pub fn name(&self, id: StrId) -> &str {

@@ -27,4 +27,29 @@ pub struct RankFile {
     pub dist_rank: Option<u32>,
     pub events: u64,
     pub warnings: Vec<String>,
+    /// Where the timeline's ops also lie in tables a view can read a window
+    /// at a time (a summary's): the load keeps this beside the timeline,
+    /// not in it, so the model holds no file.
+    pub tables: Option<Tables>,
+}
+
+/// A summarized rank's table files (with the sizes its entry records), read
+/// a window at a time by views that draw ops (`summary::pages`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tables {
+    pub ops: TableFile,
+    /// The binned lanes (`derive::lanes::bins`); `None` where they are not
+    /// of the load's classes (class rules changed the rank's ops and no view
+    /// had them made afresh).
+    pub coverage: Option<TableFile>,
+}
+
+/// One table file and the rows of it that are the rank's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableFile {
+    pub path: std::path::PathBuf,
+    /// Its size as written: a file of another size is not read.
+    pub size: u64,
+    /// The rank's rows, `[start, end)`: a summary's small ranks share files.
+    pub rows: (u64, u64),
 }

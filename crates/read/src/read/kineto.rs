@@ -113,6 +113,7 @@ pub fn read_with(reader: impl Read, path: &Path, cpu_ranges: bool) -> Result<Ran
         dist_rank,
         events,
         warnings,
+        tables: None,
     })
 }
 

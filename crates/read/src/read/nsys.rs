@@ -605,6 +605,7 @@ pub(super) fn assemble(
                 dist_rank: None,
                 events,
                 warnings,
+                tables: None,
             },
         ));
     }

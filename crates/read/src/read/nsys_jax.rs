@@ -883,6 +883,7 @@ fn assemble(
                     dist_rank: None,
                     events,
                     warnings,
+                    tables: None,
                 },
             )
         })

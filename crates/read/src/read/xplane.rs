@@ -329,6 +329,7 @@ impl DeviceOps {
                 dist_rank: None,
                 events,
                 warnings,
+                tables: None,
             },
         ))
     }

@@ -16,13 +16,19 @@ use super::columns::{self, GroupRange};
 use crate::derive::lanes::Bin;
 use crate::derive::RankStats;
 use crate::model::classify::UserRules;
-use crate::model::timeline::{StoredTables, TableFile};
 use crate::model::{DeviceOp, Interval, Ns, RankTimeline, Slot, Trace};
+use crate::read::{TableFile, Tables};
 
 /// Every rank's pages, indexed like the trace's ranks.
 pub struct Pages {
     ranks: Vec<RankPages>,
+    /// Where lanes binned afresh lie, kept while the pages read them.
+    _scratch: Option<Scratch>,
 }
+
+/// A temporary folder of tables made while loading (lanes binned afresh
+/// under class rules), removed when the last holder goes.
+pub type Scratch = Arc<tempfile::TempDir>;
 
 /// The class rules the lean load applied, applied again to every op read
 /// (the tables hold the ops as the map step classified them).
@@ -30,18 +36,26 @@ type Rules = Option<Arc<UserRules>>;
 
 impl Pages {
     /// The pages of a trace read lean from a summary (see
-    /// `load::load_lean`), with its ranks' stats; `None` unless every rank
-    /// was read from a summary listing its ops and coverage tables. Under
-    /// class rules a rank's stored lanes may be left out (see
-    /// `StoredTables::coverage`): its ops are still read, its bins not.
-    pub fn of(trace: &Trace, stats: &[RankStats]) -> Option<Self> {
+    /// `load::load_lean`), with its ranks' stats and table files (both
+    /// indexed like its ranks); `None` unless every rank was read from a
+    /// summary listing its ops and coverage tables. Under class rules a
+    /// rank's stored lanes may be left out (see `Tables::coverage`): its ops
+    /// are still read, its bins not.
+    pub fn of(
+        trace: &Trace,
+        stats: &[RankStats],
+        tables: Vec<Option<Tables>>,
+        scratch: Option<Scratch>,
+    ) -> Option<Self> {
         let rules: Rules = trace.rules.clone().map(Arc::new);
-        let ranks = trace
-            .ranks
-            .iter()
+        if tables.len() != trace.ranks.len() || stats.len() != trace.ranks.len() {
+            return None;
+        }
+        let ranks = tables
+            .into_iter()
             .zip(stats)
             .enumerate()
-            .map(|(i, (t, s))| {
+            .map(|(i, (tables, s))| {
                 let shift = trace
                     .offsets
                     .as_ref()
@@ -55,7 +69,7 @@ impl Pages {
                     .max()
                     .unwrap_or(Ns::ZERO);
                 Some(RankPages {
-                    tables: t.stored.clone()?,
+                    tables: tables?,
                     rules: rules.clone(),
                     shift,
                     longest,
@@ -63,7 +77,10 @@ impl Pages {
                 })
             })
             .collect::<Option<Vec<_>>>()?;
-        (ranks.len() == trace.ranks.len() && !ranks.is_empty()).then_some(Self { ranks })
+        (!ranks.is_empty()).then_some(Self {
+            ranks,
+            _scratch: scratch,
+        })
     }
 
     pub fn rank(&self, rank_index: usize) -> Option<&RankPages> {
@@ -119,7 +136,7 @@ pub fn share_meta(lean: &RankTimeline, ops: &mut [DeviceOp]) -> usize {
 
 /// One rank's stored tables and where their row groups lie.
 pub struct RankPages {
-    tables: StoredTables,
+    tables: Tables,
     rules: Rules,
     /// Added to stored times: the rank's clock alignment.
     shift: Ns,

@@ -13,9 +13,9 @@ use crate::error::{Error, Result};
 use crate::formats::Ranked;
 use crate::model::exec_trace::EtRank;
 use crate::model::memory::MemoryTimeline;
-use crate::model::timeline::{SourceFormat, TableFile};
+use crate::model::timeline::SourceFormat;
 use crate::model::{DeviceInfo, Interval, ProcessGroup, RankTimeline};
-use crate::read::RankFile;
+use crate::read::{RankFile, TableFile, Tables};
 use crate::source::FileIn;
 
 /// The entry at `f.path` and the summary folder holding it.
@@ -158,7 +158,7 @@ pub fn lean_timelines(f: &FileIn) -> Result<Vec<(Ranked, Option<RankStats>)>> {
         .collect()
 }
 
-fn ranked(p: &Part, timeline: RankTimeline) -> Ranked {
+fn ranked(p: &Part, (timeline, tables): (RankTimeline, Option<Tables>)) -> Ranked {
     (
         p.name_rank,
         RankFile {
@@ -166,6 +166,7 @@ fn ranked(p: &Part, timeline: RankTimeline) -> Ranked {
             dist_rank: p.dist_rank,
             events: p.events,
             warnings: p.warnings.clone(),
+            tables,
         },
     )
 }
@@ -207,20 +208,21 @@ fn read_part(
 /// A part's whole timeline: every op (and the CPU ranges when asked for),
 /// with its table files, so that a load that makes its own figures (class
 /// rules, every step) can still be kept lean and read in pages.
-fn whole(f: &FileIn, e: &Entry, sum: &Path, p: &Part) -> Result<RankTimeline> {
+fn whole(f: &FileIn, e: &Entry, sum: &Path, p: &Part) -> Result<(RankTimeline, Option<Tables>)> {
     let names: Vec<&'static str> = super::columns::TABLES
         .into_iter()
         .filter(|&n| n != "cpu" || f.cpu_ranges)
         .collect();
-    let mut t = read_part(f, e, sum, p, &names, "ops")?;
-    t.stored = stored_tables(f, e, sum, p)?;
-    Ok(t)
+    let t = read_part(f, e, sum, p, &names, "ops")?;
+    Ok((t, stored_tables(f, e, sum, p)?))
 }
 
 /// A part's collectives and the figures the map step made of its ops, when
 /// it wrote them (a summary by an older version did not): the reduce then
 /// reads neither its ops nor its CPU ranges.
-fn lean(f: &FileIn, e: &Entry, sum: &Path, p: &Part) -> Result<Option<(RankTimeline, RankStats)>> {
+type Lean = ((RankTimeline, Option<Tables>), RankStats);
+
+fn lean(f: &FileIn, e: &Entry, sum: &Path, p: &Part) -> Result<Option<Lean>> {
     use super::stats::{COMM, STATS};
     let (comm_rel, stats_rel) = (rel_of(f, p, COMM, "parquet")?, rel_of(f, p, STATS, "json")?);
     let find = |rel: &str| e.files.iter().find(|x| x.0 == rel);
@@ -254,17 +256,11 @@ fn lean(f: &FileIn, e: &Entry, sum: &Path, p: &Part) -> Result<Option<(RankTimel
     }
     t.comm_only = true;
     t.share_coll_meta();
-    t.stored = stored_tables(f, e, sum, p)?;
-    Ok(Some((t, stats)))
+    Ok(Some(((t, stored_tables(f, e, sum, p)?), stats)))
 }
 
 /// A part's ops and coverage tables, when its entry lists both.
-fn stored_tables(
-    f: &FileIn,
-    e: &Entry,
-    sum: &Path,
-    p: &Part,
-) -> Result<Option<crate::model::timeline::StoredTables>> {
+fn stored_tables(f: &FileIn, e: &Entry, sum: &Path, p: &Part) -> Result<Option<Tables>> {
     let file = |table: &str| -> Result<Option<TableFile>> {
         let rel = rel_of(f, p, table, "parquet")?;
         e.files
@@ -280,10 +276,9 @@ fn stored_tables(
             .transpose()
     };
     Ok(match (file("ops")?, file(super::columns::COVERAGE)?) {
-        (Some(ops), Some(coverage)) => Some(crate::model::timeline::StoredTables {
+        (Some(ops), Some(coverage)) => Some(Tables {
             ops,
             coverage: Some(coverage),
-            scratch: None,
         }),
         _ => None,
     })
