@@ -809,7 +809,7 @@ pub fn hang_report(path: &std::path::Path) -> Result<metrics::hang::HangReport> 
     if dumps.is_empty() {
         let why = match warnings.as_slice() {
             [] => String::new(),
-            w => format!(" ({})", w.join("; ")),
+            w => format!(" ({})", crate::model::warning::joined(w, "; ")),
         };
         return Err(anyhow!(
             "{}: none of the Flight Recorder dumps could be read{why}",
@@ -817,7 +817,8 @@ pub fn hang_report(path: &std::path::Path) -> Result<metrics::hang::HangReport> 
         ));
     }
     let mut r = metrics::hang::analyze(&dumps);
-    r.warnings.splice(0..0, warnings);
+    r.warnings
+        .splice(0..0, warnings.into_iter().map(|w| w.text));
     // Freeing a million entries one by one takes a tenth of a second the
     // report does not need to wait for.
     std::thread::spawn(move || drop(dumps));

@@ -17,16 +17,17 @@ use serde::{Deserialize, Serialize};
 
 use crate::metrics::{Measured, Outcome, METRICS};
 use crate::model::trace::Offset;
+use crate::model::warning::{Kind, Warning};
 use crate::model::Ns;
 use crate::report::{About, Row};
-use crate::session::load::{Found, LoadOptions, LoadReport, Shortfall};
+use crate::session::load::{Found, LoadOptions, LoadReport};
 
 use crate::summary::{kept, manifest};
 
 /// What a metrics run computed and printed, apart from the discovery notes
 /// (which the open that serves them says afresh).
 pub(crate) struct Results {
-    pub warnings: Vec<String>,
+    pub warnings: Vec<Warning>,
     pub about: About,
     pub rows: Vec<Row>,
 }
@@ -129,15 +130,14 @@ fn plausible(metric: &crate::metrics::Metric, o: &Outcome) -> bool {
 impl Results {
     /// What to keep of a metrics run on `found` whose load reported
     /// `report`: its warnings past the discovery's notes (the next open says
-    /// its own), without the one saying that this process could not spill
+    /// its own), without those saying that this process could not spill
     /// (its memory, not its results).
     pub(crate) fn of(found: &Found, report: &LoadReport, about: About, rows: Vec<Row>) -> Self {
-        let unspilled = report.shortfall(Shortfall::NotSpilled);
         let w = &report.warnings;
         Self {
             warnings: w[found.discovery.notes.len().min(w.len())..]
                 .iter()
-                .filter(|w| Some(w.as_str()) != unspilled)
+                .filter(|w| w.kind != Kind::NotSpilled)
                 .cloned()
                 .collect(),
             about,
@@ -185,7 +185,7 @@ fn read_small(path: &Path) -> Option<Vec<u8>> {
 #[derive(Serialize, Deserialize)]
 struct Stored {
     key: String,
-    warnings: Vec<String>,
+    warnings: Vec<Warning>,
     about: AboutRec,
     rows: Vec<(String, OutcomeRec)>,
 }
@@ -362,7 +362,7 @@ mod tests {
             })
             .collect();
         let r = Results {
-            warnings: vec!["rank 1: late".into()],
+            warnings: vec![Warning::damaged("rank 1: late")],
             about,
             rows,
         };
@@ -392,23 +392,29 @@ mod tests {
         }
         let opts = LoadOptions::default();
         let mut found = crate::session::find(dir.path(), &opts).unwrap();
-        found.discovery.notes = vec!["a note".into()];
+        found.discovery.notes = vec![Warning::reading("a note")];
         let mut report = LoadReport {
-            warnings: vec!["a note".into(), "rank 1: cut off".into()],
+            warnings: vec![
+                Warning::reading("a note"),
+                Warning::damaged("rank 1: cut off"),
+            ],
             ..Default::default()
         };
-        report.warn(
-            Shortfall::NotSpilled,
-            "collectives held in memory: no TMPDIR".into(),
-        );
-        report.warnings.push("rules applied".into());
+        report.warn(Kind::NotSpilled, "collectives held in memory: no TMPDIR");
+        report.warn(Kind::Rules, "rules applied");
         let r = Results::of(&found, &report, one_rank(), Vec::new());
-        assert_eq!(r.warnings, ["rank 1: cut off", "rules applied"]);
         assert_eq!(
-            report.shortfall(Shortfall::NotSpilled),
+            r.warnings,
+            [
+                Warning::damaged("rank 1: cut off"),
+                Warning::new(Kind::Rules, "rules applied")
+            ]
+        );
+        assert_eq!(
+            report.first(Kind::NotSpilled),
             Some("collectives held in memory: no TMPDIR")
         );
-        assert_eq!(report.shortfall(Shortfall::NotRebinned), None);
+        assert_eq!(report.first(Kind::NotRebinned), None);
     }
 
     /// What a run of one rank covers.

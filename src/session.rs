@@ -15,6 +15,7 @@ mod runs;
 
 use crate::derive::RankStats;
 use crate::metrics::Ctx;
+use crate::model::warning::Kind;
 use crate::model::Trace;
 use load::{Found, LoadOptions, LoadReport, Pages, Progress};
 
@@ -72,7 +73,7 @@ pub(crate) fn open_found(
         // The warnings say why nothing was loaded: they belong to the error.
         let why = match run.report.warnings.as_slice() {
             [] => String::new(),
-            w => format!(": {}", w.join("; ")),
+            w => format!(": {}", crate::model::warning::joined(w, "; ")),
         };
         return Err(anyhow!("{}: no ranks loaded{why}", path.display()));
     }
@@ -126,7 +127,7 @@ fn screen(path: &Path, found: &Found, opts: &LoadOptions, progress: &Progress) -
         return whole(path, found, opts, progress);
     }
     // Why pages may be missing lanes, said with the refusal.
-    let unbinned = (run.report.shortfall(load::Shortfall::NotRebinned))
+    let unbinned = (run.report.first(Kind::NotRebinned))
         .map(|w| format!(" ({w})"))
         .unwrap_or_default();
     // The lanes are drawn from stored bins: a rank whose were of other
@@ -200,7 +201,7 @@ fn cannot(path: &Path) -> String {
 }
 
 impl Run {
-    pub fn warnings(&self) -> &[String] {
+    pub fn warnings(&self) -> &[crate::model::Warning] {
         &self.report.warnings
     }
 

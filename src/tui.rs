@@ -62,11 +62,9 @@ pub fn load_data(
         .filter(|t| t.ops.is_spilled())
         .count();
     // Why the stored lanes may not be drawn, said with the refusal.
-    let unbinned = (run
-        .report
-        .shortfall(crate::session::load::Shortfall::NotRebinned))
-    .map(|w| format!(" ({w})"))
-    .unwrap_or_default();
+    let unbinned = (run.report.first(crate::model::warning::Kind::NotRebinned))
+        .map(|w| format!(" ({w})"))
+        .unwrap_or_default();
     let mut d = Data::paged(run, opts).map_err(|why| {
         anyhow::anyhow!("{}: cannot open in pages: {why}{unbinned}", path.display())
     })?;

@@ -117,7 +117,11 @@ impl Run {
     /// What loading noticed (damaged events, skipped files, clock checks).
     #[getter]
     fn warnings(&self) -> Vec<String> {
-        self.held.warnings().to_vec()
+        self.held
+            .warnings()
+            .iter()
+            .map(|w| w.text.clone())
+            .collect()
     }
 
     /// The metric's value (`None` when it does not apply), over all ranks or one.

@@ -3,6 +3,7 @@
 //! utilization, straggler) and where the mean rank's step went (device
 //! side, per measured step, summing to the step).
 
+use crate::model::Warning;
 use std::io::{self, Write};
 
 use serde_json::{json, Value};
@@ -149,7 +150,7 @@ pub(crate) fn budget(r: &RankRow) -> Value {
 
 /// The overview document of `ctx` (every rank of the run), whose metrics
 /// are `rows` and straggler verdict `verdict`; `warnings`: the load's.
-pub fn to_json(ctx: &Ctx, rows: &[Row], verdict: &Verdict, warnings: &[String]) -> Value {
+pub fn to_json(ctx: &Ctx, rows: &[Row], verdict: &Verdict, warnings: &[Warning]) -> Value {
     let about = About::of(ctx);
     let headline: Vec<Value> = HEADLINE
         .iter()
@@ -176,7 +177,7 @@ pub fn to_json(ctx: &Ctx, rows: &[Row], verdict: &Verdict, warnings: &[String]) 
         "accelerator": about.accelerator,
         "steps_used": about.steps,
         "clocks": about.offsets_line(),
-        "warnings": warnings.iter().take(WARNINGS).collect::<Vec<_>>(),
+        "warnings": warnings.iter().take(WARNINGS).map(|w| &w.text).collect::<Vec<_>>(),
         "warnings_left_out": warnings.len().saturating_sub(WARNINGS),
         "headline": headline,
         "pace": pace(ranks, about.accelerator),

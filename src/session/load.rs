@@ -14,6 +14,7 @@ use crate::discover::{Discovery, Input};
 use crate::error::{Error, Result};
 use crate::formats::{Format, PerRank, Ranked, Role, FORMATS};
 use crate::model::classify::UserRules;
+use crate::model::warning::{Kind, Warning};
 use crate::model::{RankTimeline, Trace};
 use crate::read::{RankFile, Tables};
 use crate::source::FileIn;
@@ -262,28 +263,31 @@ fn load_with(
     stored.scratch = scratch;
     if let Some(why) = failed {
         report.warn(
-            Shortfall::NotRebinned,
+            Kind::NotRebinned,
             format!("{NOT_REBINNED} under the class rules, so they are not read in pages: {why}"),
         );
     }
     if let Some(why) = prepare.spill.failed.into_inner().ok().flatten() {
-        report.warn(Shortfall::NotSpilled, format!("{NOT_SPILLED}: {why}"));
+        report.warn(Kind::NotSpilled, format!("{NOT_SPILLED}: {why}"));
     }
     if let Some(card) = &opts.card {
         trace.card = Some(crate::read::card::read(card)?);
     }
     let reclassified = prepare.reclassified.load(Ordering::Relaxed);
     if let Some((rp, rules)) = rules? {
-        report.warnings.push(format!(
-            "{}: {} kernel class rule(s) applied first; {reclassified} op(s) reclassified",
-            rp.display(),
-            rules.rules.len(),
-        ));
+        report.warn(
+            Kind::Rules,
+            format!(
+                "{}: {} kernel class rule(s) applied first; {reclassified} op(s) reclassified",
+                rp.display(),
+                rules.rules.len(),
+            ),
+        );
         trace.rules = Some(rules);
     }
-    report
-        .warnings
-        .extend(align_clocks(&mut trace, opts.align, stats.as_deref_mut()));
+    for w in align_clocks(&mut trace, opts.align, stats.as_deref_mut()) {
+        report.warn(Kind::Clock, w);
+    }
     Ok(Loaded {
         trace,
         report,
@@ -518,13 +522,15 @@ pub(super) fn inputs(path: &Path, opts: &LoadOptions) -> Result<Found> {
     if let Some(sum) = summary::beside(path).filter(|s| summary::is_summary(s)) {
         match open(&sum, Some(path)) {
             Ok(mut found) => {
-                found.discovery.notes.push(format!(
+                found.discovery.notes.push(Warning::reading(format!(
                     "read the summary {} (its inputs are unchanged)",
                     sum.display()
-                ));
+                )));
                 return Ok(found);
             }
-            Err(e) => notes.push(format!("the summary beside the traces was not used: {e}")),
+            Err(e) => notes.push(Warning::reading(format!(
+                "the summary beside the traces was not used: {e}"
+            ))),
         }
     }
     if let Some(cache) = &opts.cache {
@@ -551,11 +557,11 @@ pub(super) fn inputs(path: &Path, opts: &LoadOptions) -> Result<Found> {
                         formats: opts.formats,
                     },
                 )?;
-                notes.push(format!(
+                notes.push(Warning::reading(format!(
                     "summarized {} input(s) into the cache, {}",
                     built.written,
                     sum.display()
-                ));
+                )));
                 open(&sum, Some(path))?
             }
         };
@@ -623,13 +629,9 @@ pub use crate::progress::Progress;
 /// What loading noticed that the user should know.
 #[derive(Debug, Default)]
 pub struct LoadReport {
-    pub warnings: Vec<String>,
-    /// The warnings a view acts on, by kind: each with its index in
-    /// `warnings`.
-    pub shortfalls: Vec<(Shortfall, usize)>,
-    /// The warnings that put a verdict in doubt, by what they doubt: each
-    /// with its index in `warnings` (the Summary shows them under it).
-    pub doubts: Vec<(Doubt, usize)>,
+    /// In the order said; a view acts on a warning by its kind (say it
+    /// under the verdict it puts in doubt, keep it with results or not).
+    pub warnings: Vec<Warning>,
     /// Everything discovery found, read or not (`--inputs`).
     pub inputs: Vec<crate::discover::Input>,
     pub files: Vec<PathBuf>,
@@ -637,53 +639,22 @@ pub struct LoadReport {
     pub bytes: u64,
 }
 
-/// What this process could not do that another may (its memory, its
-/// temporary folder): said among a load's warnings, and acted on by kind.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Shortfall {
-    /// A lean rank's collectives stayed in memory: no temporary file could
-    /// be made. Not kept with a summary's results (the next run may spill).
-    NotSpilled,
-    /// Lanes a summary stored of other classes could not be binned afresh
-    /// under the class rules: the screen cannot draw them in pages.
-    NotRebinned,
-}
-
-/// What a warning puts in doubt.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Doubt {
-    /// A file read only in part or with events left out: every figure of
-    /// its rank.
-    Data,
-    /// Ranks missing, guessed or beyond the world size: who waits for whom.
-    Ranks,
-}
-
 impl LoadReport {
-    /// Adds the warning `text`, which puts `what` in doubt.
-    pub(crate) fn doubt(&mut self, what: Doubt, text: String) {
-        self.doubts.push((what, self.warnings.len()));
-        self.warnings.push(text);
-    }
-
-    /// The warnings that put `what` in doubt.
-    pub fn doubts(&self, what: Doubt) -> impl Iterator<Item = &str> {
-        self.doubts
-            .iter()
-            .filter(move |(d, _)| *d == what)
-            .filter_map(|&(_, i)| self.warnings.get(i).map(String::as_str))
-    }
-
     /// Adds the warning `text` of kind `kind`.
-    pub(crate) fn warn(&mut self, kind: Shortfall, text: String) {
-        self.shortfalls.push((kind, self.warnings.len()));
-        self.warnings.push(text);
+    pub(crate) fn warn(&mut self, kind: Kind, text: impl Into<String>) {
+        self.warnings.push(Warning::new(kind, text));
     }
 
-    /// The warning of kind `kind`, if the load gave one.
-    pub fn shortfall(&self, kind: Shortfall) -> Option<&str> {
-        let &(_, i) = self.shortfalls.iter().find(|(k, _)| *k == kind)?;
-        self.warnings.get(i).map(String::as_str)
+    /// The warnings of kind `kind`, in the order said.
+    pub fn of_kind(&self, kind: Kind) -> impl Iterator<Item = &str> {
+        (self.warnings.iter())
+            .filter(move |w| w.kind == kind)
+            .map(|w| w.text.as_str())
+    }
+
+    /// The first warning of kind `kind`, if the load gave one.
+    pub fn first(&self, kind: Kind) -> Option<&str> {
+        self.of_kind(kind).next()
     }
 }
 
@@ -767,7 +738,7 @@ fn load(
             Ok(ranked) => ranked,
             // One damaged window of many does not stop the rank.
             Err(e) if several_windows => {
-                report.warnings.push(format!("window left out: {e}"));
+                report.warn(Kind::NotRead, format!("window left out: {e}"));
                 continue;
             }
             Err(e) => return Err(e),
@@ -881,7 +852,7 @@ fn link_execution_traces(
         };
         let linked = crate::model::exec_trace::link_sizes(t, e);
         if let Some((step, n)) = linked.unmatched.first() {
-            report.warnings.push(format!(
+            report.warnings.push(Warning::ignored(format!(
                 "rank {}: {} step(s) of its communication kernels do not line up with the {}                  communication nodes of its execution trace {} (step {step}: {n} kernels), so                  they take no sizes from it{}",
                 t.rank,
                 linked.unmatched.len(),
@@ -891,7 +862,7 @@ fn link_execution_traces(
                     0 => String::new(),
                     k => format!(" ({k} kernels of other steps did)"),
                 }
-            ));
+            )));
         }
     }
 }
@@ -938,7 +909,7 @@ fn file_in<'a>(input: &'a Input, counter: &'a AtomicU64, cpu_ranges: bool) -> Fi
 
 /// The timeline inputs left out because others of lower precedence are
 /// read: one warning per format.
-fn not_read_beside(discovery: &Discovery, read: &[&Input]) -> Vec<String> {
+fn not_read_beside(discovery: &Discovery, read: &[&Input]) -> Vec<Warning> {
     let Some(chosen) = read.first() else {
         return Vec::new();
     };
@@ -955,10 +926,10 @@ fn not_read_beside(discovery: &Discovery, read: &[&Input]) -> Vec<String> {
     }
     left.into_iter()
         .map(|(f, n)| {
-            format!(
+            Warning::not_read(format!(
                 "{n} {}(s) beside the {}s were not read (exports of one run in two formats are the same ranks twice; point --trace at one to read it)",
                 f.name, chosen.format.name
-            )
+            ))
         })
         .collect()
 }
@@ -994,25 +965,25 @@ fn read_per_rank<T: Send>(
             Err(e) => {
                 report
                     .warnings
-                    .push(format!("{e}; the {name} was left out"));
+                    .push(Warning::not_read(format!("{e}; the {name} was left out")));
                 continue;
             }
         };
         report.warnings.extend(warnings);
         let Some(rank) = (how.rank_of)(&input.path).or(only) else {
-            report.warnings.push(format!(
+            report.warnings.push(Warning::not_read(format!(
                 "{}: {name} without a rank in its name ({}); not read",
                 input.path.display(),
                 how.naming
-            ));
+            )));
             continue;
         };
         if let Some((_, first, _)) = out.iter().find(|o| o.0 == rank) {
-            report.warnings.push(format!(
+            report.warnings.push(Warning::not_read(format!(
                 "{}: a second {name} for rank {rank} (the first is {}); not read",
                 input.path.display(),
                 first.display()
-            ));
+            )));
             continue;
         }
         report.files.push(input.path.clone());
@@ -1038,11 +1009,13 @@ fn read_card(discovery: &Discovery, report: &mut LoadReport) -> Option<crate::mo
                 report.files.push(input.path.clone());
                 found = Some(c);
             }
-            Ok(_) => report.warnings.push(format!(
+            Ok(_) => report.warnings.push(Warning::not_read(format!(
                 "{}: a second workload card; using the first",
                 input.path.display()
-            )),
-            Err(e) => report.warnings.push(format!("{e}; ignored")),
+            ))),
+            Err(e) => report
+                .warnings
+                .push(Warning::not_read(format!("{e}; ignored"))),
         }
     }
     found
@@ -1073,9 +1046,7 @@ fn assign_ranks_with<P>(
     let mut unranked = Vec::new();
     for ((name_rank, f), p) in files {
         report.events += f.events;
-        for w in f.warnings {
-            report.doubt(Doubt::Data, w);
-        }
+        report.warnings.extend(f.warnings);
         // A file of several devices (an XSpace, an nsys-jax archive) is one file.
         if report.files.last() != Some(&f.timeline.source) {
             report.files.push(f.timeline.source.clone());
@@ -1114,8 +1085,8 @@ fn assign_ranks_with<P>(
                 [one] => format!("rank {one}"),
                 _ => format!("ranks {}", crate::human::ranks(&ranks)),
             };
-            report.doubt(
-                Doubt::Ranks,
+            report.warn(
+                Kind::Ranks,
                 format!(
                     "{}: no rank in distributedInfo or file name; using {which}",
                     source.display()
@@ -1158,7 +1129,7 @@ fn assign_ranks_with<P>(
                 .map(|r| r.to_string())
                 .collect();
             let rest = missing as usize - first.len();
-            report.doubt(Doubt::Ranks, format!(
+            report.warn(Kind::Ranks, format!(
                 "{present} of {world} ranks in the trace (world size {world}); missing: {}{}; cross-rank metrics use the ranks present",
                 first.join(", "),
                 if rest > 0 { format!(" and {rest} more") } else { String::new() }
@@ -1166,7 +1137,7 @@ fn assign_ranks_with<P>(
         }
         let beyond: Vec<&RankTimeline> = by_rank.range(world..).map(|(_, (t, _))| t).collect();
         if let Some(t) = beyond.first() {
-            report.doubt(Doubt::Ranks, format!(
+            report.warn(Kind::Ranks, format!(
                 "{}: rank {} is not below the world size {world} its distributedInfo gives{}; the file is read as that rank",
                 t.source.display(),
                 t.rank,
@@ -1185,7 +1156,7 @@ fn assign_ranks_with<P>(
 /// Dumps under two file-name prefixes are two jobs' (or two dumps of one):
 /// the larger set is read and the other named in a warning. Also returns the
 /// warnings.
-pub fn flight_dumps(path: &Path) -> Result<(Vec<crate::model::flight::FrDump>, Vec<String>)> {
+pub fn flight_dumps(path: &Path) -> Result<(Vec<crate::model::flight::FrDump>, Vec<Warning>)> {
     let mut discovery = crate::discover::discover(path, crate::discover::Pick::default())?;
     discovery
         .inputs
@@ -1220,11 +1191,11 @@ pub fn flight_dumps(path: &Path) -> Result<(Vec<crate::model::flight::FrDump>, V
             .filter(|(p, _)| **p != keep)
             .map(|(p, s)| format!("{} ({})", p, crate::human::plural(s.len(), "file", "files")))
             .collect();
-        report.warnings.push(format!(
+        report.warnings.push(Warning::not_read(format!(
             "dumps of more than one job here: read the {} named {keep}N; not read: {} (point at a folder holding one job's dumps)",
             sets[&keep].len(),
             others.join(", ")
-        ));
+        )));
         discovery.inputs = sets.remove(&keep).unwrap_or_default();
     } else {
         discovery.inputs = sets.into_values().next().unwrap_or_default();

@@ -4,6 +4,7 @@
 //! clock. The inputs are told apart after reading, by what each file says of
 //! its run, and one run is read: the one `--run K` names, else the newest.
 
+use crate::model::Warning;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -216,7 +217,7 @@ pub(super) fn choose(
     dir: &Path,
     signs: &[Sign],
     wanted: Option<u32>,
-    warnings: &mut Vec<String>,
+    warnings: &mut Vec<Warning>,
 ) -> Result<Option<BTreeSet<PathBuf>>> {
     let (runs, reasons) = if maybe_apart(signs) {
         split(signs)
@@ -246,7 +247,7 @@ pub(super) fn choose(
         .filter(|&(k, _)| k != pick)
         .map(|(_, d)| d.as_str())
         .collect();
-    warnings.push(format!(
+    warnings.push(Warning::reading(format!(
         "{}: {} unrelated runs in one folder ({}); reading {}{}; not read: {}; choose another with --run K",
         dir.display(),
         runs.len(),
@@ -254,7 +255,7 @@ pub(super) fn choose(
         described[pick],
         if wanted.is_some() { "" } else { ", the newest" },
         others.join("; "),
-    ));
+    )));
     Ok(Some(
         runs[pick].iter().map(|&i| signs[i].path.clone()).collect(),
     ))
@@ -414,8 +415,9 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(files.len(), 2);
+        assert_eq!(w[0].kind, crate::model::warning::Kind::Reading);
         assert_eq!(
-            w[0],
+            w[0].text,
             "d: 2 unrelated runs in one folder (different XLA programs); reading run 2: 2 files, \
              pax_fsdp_process0.zip … pax_fsdp_process1.zip (2 ranks); not read: run 1: \
              maxtext_fsdp4.zip (4 ranks); choose another with --run K"

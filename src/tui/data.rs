@@ -11,16 +11,17 @@ use crate::metrics::breakdown::RankKernels;
 use crate::metrics::ranks::{verdict, Verdict};
 use crate::metrics::{eval_all, Ctx, Metric, Options, Outcome, METRICS};
 use crate::model::collectives::{arrivals, Arrivals, Instances, LastStarts};
+use crate::model::Warning;
 use crate::model::{DeviceOp, Interval, Ns, RankTimeline, Trace};
-use crate::session::load::{Doubt, LoadReport};
+use crate::session::load::LoadReport;
 pub use crate::tui::lane::{bin_lanes, wait_of, Lane, Shown};
 use crate::tui::step_grid::{StepCells, StepGrid};
 
 pub struct Data {
     pub trace: Trace,
-    pub warnings: Vec<String>,
-    /// The warnings that put a verdict in doubt, and what they doubt.
-    pub doubts: Vec<(Doubt, String)>,
+    /// The load's, in the order said; the Summary says those that put a
+    /// verdict in doubt (by their kind) under it too.
+    pub warnings: Vec<Warning>,
     /// What was found beside the traces and whether it was read.
     pub inputs: Vec<String>,
     /// How the run is held (in pages, collectives on disk): a line each.
@@ -338,11 +339,6 @@ impl Data {
             memory,
             inputs: report.input_lines(),
             notes: Vec::new(),
-            doubts: report
-                .doubts
-                .iter()
-                .filter_map(|&(d, i)| Some((d, report.warnings.get(i)?.clone())))
-                .collect(),
             warnings: report.warnings,
             files: report.files.len(),
             events: report.events,

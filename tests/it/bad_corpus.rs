@@ -111,7 +111,7 @@ fn truncated_at_many_offsets(text: &str, ends: &[usize]) {
                     report
                         .warnings
                         .iter()
-                        .any(|w| w.contains("rank0_trace.json") && w.contains("cut off")),
+                        .any(|w| w.text.contains("rank0_trace.json") && w.text.contains("cut off")),
                     "cut at {cut}: {:?}",
                     report.warnings
                 );

@@ -713,17 +713,18 @@ fn clock_findings_on_real_runs() {
     if let Some(w) = load_warnings("kineto/dlrm_8rank_v100") {
         assert!(
             w.iter()
-                .all(|w| !w.contains("clock") && !w.contains("collectives matched")),
+                .all(|w| !w.text.contains("clock") && !w.text.contains("collectives matched")),
             "{w:?}"
         );
     }
     if let Some(w) = load_warnings("kineto/hta/trace_filter") {
         assert!(
             w.iter().any(|w| w
+                .text
                 .starts_with("rank 1: the collectives matched with rank 0's end ±21.3 ms apart")),
             "{w:?}"
         );
-        assert!(w.iter().all(|w| !w.contains("missing")), "{w:?}");
+        assert!(w.iter().all(|w| !w.text.contains("missing")), "{w:?}");
     }
 }
 

@@ -148,7 +148,9 @@ fn repeated_step_numbers_stay_separate_steps() {
         assert_eq!(s.span.len(), Ns(50_000), "{}", s.label());
     }
     assert!(
-        d.warnings.iter().any(|w| w.contains("6 steps but only 3")),
+        d.warnings
+            .iter()
+            .any(|w| w.text.contains("6 steps but only 3")),
         "{:?}",
         d.warnings
     );

@@ -164,7 +164,10 @@ fn class_rules_bin_the_paged_lanes_afresh() {
     let (paged, whole) = (open_ruled(Pages::Always), open_ruled(Pages::Never));
     assert!(paged.paged.is_some(), "opened in pages under rules");
     assert!(
-        paged.warnings.iter().all(|w| !w.contains("not binned")),
+        paged
+            .warnings
+            .iter()
+            .all(|w| !w.text.contains("not binned")),
         "{:?}",
         paged.warnings
     );

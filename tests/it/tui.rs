@@ -1256,6 +1256,33 @@ fn warnings_sit_under_the_verdicts_they_qualify() {
     );
 }
 
+/// Only a warning of a kind that doubts every figure (a file read in part)
+/// is said under the step time: events of a device-looking category no
+/// reader knows are left out of the metrics, which is said among the
+/// warnings, not as a doubt on every figure; nor is one under the straggler
+/// when every rank is there.
+#[test]
+fn a_warning_that_doubts_no_verdict_is_not_said_under_one() {
+    let dir = write_ranks(&ccl_bench::synth::two_rank_example());
+    let f = dir.path().join("rank1_trace.json");
+    let text = std::fs::read_to_string(&f).unwrap();
+    let at = text.find("\"traceEvents\"").unwrap();
+    let open = at + text[at..].find('[').unwrap() + 1;
+    let odd = r#"{"ph": "X", "cat": "hpu_op", "name": "x", "ts": 70, "dur": 1},"#;
+    std::fs::write(&f, format!("{}{odd}{}", &text[..open], &text[open..])).unwrap();
+    let d = unaligned(dir.path());
+    let odd = d.warnings.iter().find(|w| w.text.contains("\"hpu_op\""));
+    assert_eq!(
+        odd.map(|w| w.kind),
+        Some(ccl_bench::model::warning::Kind::Ignored),
+        "{:?}",
+        d.warnings
+    );
+    let screen = text_of(&draw(&app(d, (160, 45))));
+    assert!(!screen.contains("⚠"), "{screen}");
+    assert!(screen.contains("warning: ") && screen.contains("hpu_op"), "{screen}");
+}
+
 /// Collectives `v`: transfer time against size with the series' Hockney
 /// fit. On the tp × dp grid the dp all-reduces move 1 MiB in 30 µs and
 /// 2 MiB in 50 µs: α = 10 µs, 1/β = 1 MiB / 20 µs = 52.4 GB/s, no residual

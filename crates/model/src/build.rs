@@ -15,6 +15,7 @@ use super::timeline::{
     Annotation, CollMeta, CpuKind, CpuOp, CpuThread, DeviceInfo, DeviceOp, RankTimeline,
     SourceFormat, Step,
 };
+use super::warning::Warning;
 
 /// Why an event's time was not taken.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -362,7 +363,7 @@ impl TimelineBuilder {
     }
 
     /// The finished timeline, and a warning when events were skipped.
-    pub fn finish(mut self) -> (RankTimeline, Vec<String>) {
+    pub fn finish(mut self) -> (RankTimeline, Vec<Warning>) {
         let t = &mut self.t;
         t.steps.sort_by_key(|s| (s.start, s.number));
         // The same range recorded twice is one step; the same number at another
@@ -402,25 +403,25 @@ impl TimelineBuilder {
         };
         let mut warnings = Vec::new();
         if self.cpu_dropped > 0 {
-            warnings.push(format!(
+            warnings.push(Warning::ignored(format!(
                 "{}: {} CPU range(s) past the first {MAX_CPU_OPS} left out of the CPU lanes",
                 t.source.display(),
                 self.cpu_dropped,
-            ));
+            )));
         }
         if self.too_long > 0 {
-            warnings.push(format!(
+            warnings.push(Warning::damaged(format!(
                 "{}: {} device op(s) skipped as damaged: with them the rank's ops would sum past 2^52 ns (52 days)",
                 t.source.display(),
                 self.too_long,
-            ));
+            )));
         }
         if self.out_of_range > 0 {
-            warnings.push(format!(
+            warnings.push(Warning::damaged(format!(
                 "{}: {} event(s) with a time beyond ±2^61 ns (±73 years) skipped as damaged",
                 t.source.display(),
                 self.out_of_range,
-            ));
+            )));
         }
         (self.t, warnings)
     }
@@ -516,7 +517,11 @@ mod tests {
         let (t, warnings) = b.finish();
         assert_eq!(t.window, Some(Interval::new(Ns(100), Ns(200))));
         assert_eq!(warnings.len(), 1);
-        assert!(warnings[0].contains("r.json: 5 event(s)"), "{warnings:?}");
+        assert!(
+            warnings[0].text.contains("r.json: 5 event(s)"),
+            "{warnings:?}"
+        );
+        assert_eq!(warnings[0].kind, crate::warning::Kind::Damaged);
     }
 
     #[test]
@@ -532,7 +537,7 @@ mod tests {
         let (t, warnings) = b.finish();
         assert_eq!(t.ops.len(), 1);
         assert!(
-            warnings[0].contains("5 device op(s) skipped"),
+            warnings[0].text.contains("5 device op(s) skipped"),
             "{warnings:?}"
         );
     }

@@ -2,14 +2,14 @@
 //! timeline, in time order.
 
 use super::build::step_at;
-use super::{CpuThread, Interval, Ns, RankTimeline, StrId};
+use super::{CpuThread, Interval, Ns, RankTimeline, StrId, Warning};
 
 /// Joins one rank's windows, recorded in this order, into one timeline:
 /// names are re-interned, collective and step indexes moved past the earlier
 /// windows', and ops placed in their launch step again. Linear in the events:
 /// a rank of 12,000 windows is joined once, not re-sorted per window. Warns
 /// when windows overlap in time or disagree on the world size.
-pub fn join(windows: Vec<RankTimeline>) -> Option<(RankTimeline, Vec<String>)> {
+pub fn join(windows: Vec<RankTimeline>) -> Option<(RankTimeline, Vec<Warning>)> {
     let mut windows = windows.into_iter();
     let mut t = windows.next()?;
     // Each kind of disagreement said once for all the windows it concerns:
@@ -58,14 +58,14 @@ const NAMED: usize = 3;
 
 /// One warning for `windows`: `one` after the name of a single window, or
 /// `many` after a count and the first few names.
-fn summarised(windows: &[String], one: &str, many: &str) -> Option<String> {
+fn summarised(windows: &[String], one: &str, many: &str) -> Option<Warning> {
     match windows {
         [] => None,
-        [w] => Some(format!("{w}: {one}")),
+        [w] => Some(Warning::reading(format!("{w}: {one}"))),
         _ => {
             let named = windows[..windows.len().min(NAMED)].join(", ");
             let more = windows.len().saturating_sub(NAMED);
-            Some(format!(
+            Some(Warning::reading(format!(
                 "{} windows ({named}{}) {many}",
                 windows.len(),
                 if more > 0 {
@@ -73,7 +73,7 @@ fn summarised(windows: &[String], one: &str, many: &str) -> Option<String> {
                 } else {
                     String::new()
                 }
-            ))
+            )))
         }
     }
 }
@@ -167,7 +167,7 @@ impl RankTimeline {
 mod tests {
     use std::path::Path;
 
-    use super::join;
+    use super::{join, Warning};
     use crate::build::TimelineBuilder;
     use crate::timeline::SourceFormat;
     use crate::Ns;
@@ -226,7 +226,9 @@ mod tests {
         .unwrap();
         assert_eq!(
             w,
-            ["b.json: overlaps the profiling window before it; both are kept"]
+            [Warning::reading(
+                "b.json: overlaps the profiling window before it; both are kept"
+            )]
         );
         assert_eq!(t.steps.iter().map(|s| s.number).collect::<Vec<_>>(), [4, 5]);
         assert_eq!(
@@ -245,10 +247,10 @@ mod tests {
         let (t, w) = join(windows).unwrap();
         assert_eq!(
             w,
-            [
+            [Warning::reading(
                 "999 windows (w1.json, w2.json, w3.json and 996 more) overlap the profiling \
               window before them; all are kept"
-            ]
+            )]
         );
         assert_eq!(t.steps.len(), 1000);
     }

@@ -22,6 +22,7 @@ pub mod strings;
 pub mod time;
 pub mod timeline;
 pub mod trace;
+pub mod warning;
 
 pub use card::WorkloadCard;
 pub use classify::{CollKind, KernelClass};
@@ -33,3 +34,4 @@ pub use timeline::{
     ProcessGroup, RankTimeline, Slot, Step, Work,
 };
 pub use trace::Trace;
+pub use warning::Warning;

@@ -13,6 +13,7 @@ use regex::Regex;
 
 use crate::error::{Error, Result};
 use crate::formats::{self, Format, Head, Role, FORMATS, HEAD};
+use crate::model::Warning;
 use crate::naming::rank_from_name;
 use crate::source::open;
 
@@ -37,7 +38,7 @@ pub struct Discovery {
     /// The `iteration_K` folder chosen, for `profile_traces` layouts.
     pub iteration: Option<u32>,
     /// Things the user should know (which iteration was picked, files skipped).
-    pub notes: Vec<String>,
+    pub notes: Vec<crate::model::Warning>,
 }
 
 /// Which of several recorded runs or windows to read.
@@ -170,10 +171,10 @@ pub fn discover_known(
     }
     if let Some((run, count)) = pick_profile_run(&dir)? {
         if count > 1 {
-            d.notes.push(format!(
+            d.notes.push(Warning::reading(format!(
                 "read the newest of {count} profiler runs, {}; point at another run's folder to read it",
                 run.display()
-            ));
+            )));
         }
         dir = run;
     }
@@ -206,7 +207,9 @@ pub fn discover_known(
         match pick_iteration(&snapshots, k) {
             Ok(Some((_, folder))) => scan_folder(&folder, sniffer, &mut d)?,
             Ok(None) => scan_folder(&snapshots, sniffer, &mut d)?,
-            Err(e) => d.notes.push(format!("memory snapshots not read: {e}")),
+            Err(e) => d
+                .notes
+                .push(Warning::not_read(format!("memory snapshots not read: {e}"))),
         }
     }
     if !d.inputs.iter().any(|i| i.format.is_usable()) {
@@ -216,11 +219,11 @@ pub fn discover_known(
             if let Ok(mut found) = discover_known(&inner, pick, table, known) {
                 found.notes.insert(
                     0,
-                    format!(
+                    Warning::reading(format!(
                         "read {}, the only folder in {}",
                         inner.display(),
                         path.display()
-                    ),
+                    )),
                 );
                 return Ok(found);
             }
@@ -270,7 +273,7 @@ fn no_traces(path: &Path, dir: &Path, d: &Discovery) -> Error {
         );
         for note in &d.notes {
             detail.push_str("; ");
-            detail.push_str(note);
+            detail.push_str(&note.text);
         }
         detail
     } else {
@@ -407,7 +410,7 @@ fn scan_folder(dir: &Path, sniffer: Sniffer, d: &mut Discovery) -> Result<()> {
                 }
             }
             // An unreadable neighbour file should not stop the run; say so.
-            Err(e) => d.notes.push(format!("skipped {e}")),
+            Err(e) => d.notes.push(Warning::not_read(format!("skipped {e}"))),
         }
     }
     d.notes.extend(skipped.notes());
@@ -437,12 +440,12 @@ impl Skipped {
         }
     }
 
-    fn notes(self) -> Vec<String> {
-        let mut out = self.named;
+    fn notes(self) -> Vec<Warning> {
+        let mut out: Vec<Warning> = self.named.into_iter().map(Warning::not_read).collect();
         out.extend(
             self.rest
                 .into_iter()
-                .map(|(why, n)| format!("skipped {n} more file(s): {why}")),
+                .map(|(why, n)| Warning::not_read(format!("skipped {n} more file(s): {why}"))),
         );
         out
     }

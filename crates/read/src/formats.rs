@@ -17,7 +17,7 @@ use crate::source::FileIn;
 pub type Ranked = (Option<u32>, RankFile);
 
 /// A per-rank reader: what it read, and warnings about it.
-pub(crate) type ReadWithNotes<T> = fn(&FileIn) -> Result<(T, Vec<String>)>;
+pub(crate) type ReadWithNotes<T> = fn(&FileIn) -> Result<(T, Vec<crate::model::Warning>)>;
 
 /// One input format.
 #[derive(Clone, Copy)]

@@ -26,7 +26,7 @@ pub struct RankFile {
     /// The rank the file's content states (`distributedInfo.rank`), if any.
     pub dist_rank: Option<u32>,
     pub events: u64,
-    pub warnings: Vec<String>,
+    pub warnings: Vec<crate::model::Warning>,
     /// Where the timeline's ops also lie in tables a view can read a window
     /// at a time (a summary's): the load keeps this beside the timeline,
     /// not in it, so the model holds no file.

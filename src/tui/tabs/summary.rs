@@ -14,8 +14,8 @@ use crate::human;
 use crate::metrics::pace::Pace;
 use crate::metrics::{Group, Metric, Outcome};
 use crate::model::time::human;
+use crate::model::warning::Kind;
 use crate::model::Ns;
-use crate::session::load::Doubt;
 use crate::tui::action::Action;
 use crate::tui::data::Data;
 use crate::tui::tabs::{Needs, TabCtx, TabSpec, TabView};
@@ -449,15 +449,13 @@ fn verdicts(data: &Data, theme: Theme, width: usize, out: &mut Vec<Line<'static>
         // figure (said under the first), missing or guessed ranks the
         // straggler.
         let doubt = match k {
-            "step time" => Some(Doubt::Data),
-            "straggler" => Some(Doubt::Ranks),
+            "step time" => Some(Kind::Damaged),
+            "straggler" => Some(Kind::Ranks),
             _ => None,
         };
-        let said: Vec<&String> = data
-            .doubts
-            .iter()
-            .filter(|(d, _)| Some(*d) == doubt)
-            .map(|(_, w)| w)
+        let said: Vec<&str> = (data.warnings.iter())
+            .filter(|w| Some(w.kind) == doubt)
+            .map(|w| w.text.as_str())
             .collect();
         if let Some(first) = said.first() {
             let more = match said.len() {
@@ -465,7 +463,7 @@ fn verdicts(data: &Data, theme: Theme, width: usize, out: &mut Vec<Line<'static>
                 n => format!("1 of {n} (End lists them): "),
             };
             let whom = match doubt {
-                Some(Doubt::Data) => "every figure: ",
+                Some(Kind::Damaged) => "every figure: ",
                 _ => "",
             };
             out.push(Line::styled(

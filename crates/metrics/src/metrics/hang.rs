@@ -1247,7 +1247,8 @@ mod tests {
                 .iter()
                 .enumerate()
                 .all(|(i, e)| e.collective_seq == i as u64 + 1));
-            assert!(w[0].contains("cut off"), "{w:?}");
+            assert!(w[0].text.contains("cut off"), "{w:?}");
+            assert_eq!(w[0].kind, crate::model::warning::Kind::Damaged);
         }
     }
 

@@ -14,6 +14,7 @@ use regex::Regex;
 
 use super::{read_dir, Discovery, Input, Skipped, Sniffer};
 use crate::error::Result;
+use crate::model::Warning;
 
 /// Which profiling windows of each rank to read.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -147,14 +148,14 @@ pub(super) fn scan(
             Windows::All => numbered.collect(),
         };
         if chosen.is_empty() && of > 0 {
-            d.notes.push(format!(
+            d.notes.push(Warning::not_read(format!(
                 "{}: no window {} (it has {of}); rank {rank} is not read",
                 folder.display(),
                 match windows {
                     Windows::Nth(k) => k,
                     _ => 0,
                 }
-            ));
+            )));
         }
         for (index, path) in chosen {
             match sniffer.sniff(&path, None) {
@@ -165,7 +166,7 @@ pub(super) fn scan(
                     window: Some(Window { index, of }),
                 }),
                 Ok(_) => skipped.add(&path, super::not_a_trace_why(&path)),
-                Err(e) => d.notes.push(format!("skipped {e}")),
+                Err(e) => d.notes.push(Warning::not_read(format!("skipped {e}"))),
             }
         }
     }
@@ -173,7 +174,7 @@ pub(super) fn scan(
     let most = counts.iter().copied().max().unwrap_or(0);
     if most > 1 {
         let uneven = counts.iter().any(|&c| c != most);
-        d.notes.push(format!(
+        d.notes.push(Warning::reading(format!(
             "{} rank folder{} ({}) with up to {most} profiler windows each{}; read {}",
             ranks.len(),
             if ranks.len() == 1 { "" } else { "s" },
@@ -184,7 +185,7 @@ pub(super) fn scan(
                 Windows::Nth(k) => format!("window {k} of each rank, in time order"),
                 Windows::All => "every window of each rank, joined in time order (per-step metrics leave out the first and last step of the joined run only)".to_owned(),
             }
-        ));
+        )));
     }
     Ok(found)
 }

@@ -5,6 +5,7 @@
 //! readers share it, and with it the fast paths that guess where an event
 //! ends from the file's layout; no reader holds more than one event's value.
 
+use crate::model::Warning;
 use std::io::Read;
 use std::path::Path;
 
@@ -64,7 +65,7 @@ pub(crate) fn walk<S: Sink>(
     path: &Path,
     what: &str,
     kept: fn(&S) -> u64,
-) -> Result<Vec<String>, Error> {
+) -> Result<Vec<Warning>, Error> {
     let mut sp = Splitter::new(reader);
     let Err(stop) = document(&mut sp, sink) else {
         return Ok(Vec::new());
@@ -76,20 +77,20 @@ pub(crate) fn walk<S: Sink>(
             at: at.to_string(),
             msg: format!("{msg} (reading {what})"),
         }),
-        n => Ok(vec![format!(
+        n => Ok(vec![Warning::damaged(format!(
             "{}: {what} cut off or damaged at {at} ({msg}); read the {n} complete events before it",
             path.display()
-        )]),
+        ))]),
     }
 }
 
 /// The warning for a document with two event arrays (see [`Sink::events_again`]).
-pub(crate) fn again_warning(path: &Path, at: Pos, dropped: u64) -> String {
-    format!(
+pub(crate) fn again_warning(path: &Path, at: Pos, dropped: u64) -> Warning {
+    Warning::damaged(format!(
         "{}: a second event array at {at}; JSON's last member of a name wins, so it is read and \
          the {dropped} events of the first are left out",
         path.display()
-    )
+    ))
 }
 
 /// Why reading stopped early.

@@ -4,6 +4,7 @@
 //! `[tensor id, storage id, offset, numel, element bytes, device]`, possibly
 //! nested in lists for tensor-list arguments.
 
+use crate::model::Warning;
 use std::io::Read;
 use std::path::Path;
 
@@ -232,7 +233,7 @@ impl Sink for Nodes {
 
 /// Reads one execution trace from `reader` (already decompressed), streaming
 /// its nodes; a damaged file is read as far as it is valid, with a warning.
-pub fn read(reader: impl Read, path: &Path) -> Result<(EtRank, Vec<String>), Error> {
+pub fn read(reader: impl Read, path: &Path) -> Result<(EtRank, Vec<Warning>), Error> {
     let mut n = Nodes::default();
     let mut warnings = walk(reader, &mut n, path, "a PyTorch execution trace", |n| {
         n.nodes
@@ -265,18 +266,18 @@ pub fn read(reader: impl Read, path: &Path) -> Result<(EtRank, Vec<String>), Err
         let first = n.first_skip.as_ref().map_or(String::new(), |(at, msg)| {
             format!("; the first at {at}: {msg}")
         });
-        warnings.push(format!(
+        warnings.push(Warning::damaged(format!(
             "{}: skipped {} node(s) that are not execution trace nodes{first}",
             path.display(),
             n.skipped
-        ));
+        )));
     }
     if n.implausible > 0 {
-        warnings.push(format!(
+        warnings.push(Warning::ignored(format!(
             "{}: {} communication node(s) with a tensor size that is no real size (over 1 TiB); their bytes are left out",
             path.display(),
             n.implausible
-        ));
+        )));
     }
     Ok((
         EtRank {
@@ -380,19 +381,26 @@ mod tests {
         let bytes: Vec<u64> = et.colls.iter().map(|c| c.bytes).collect();
         assert_eq!(bytes, [0, 0, 32]);
         assert!(
-            warnings[0].contains(
+            warnings[0].text.contains(
                 "skipped 1 node(s) that are not execution trace nodes; the first at line 4"
             ),
             "{warnings:?}"
         );
         assert!(
-            warnings[1].contains("2 communication node(s) with a tensor size that is no real size"),
+            warnings[1]
+                .text
+                .contains("2 communication node(s) with a tensor size that is no real size"),
             "{warnings:?}"
         );
+        assert_eq!(warnings[1].kind, crate::model::warning::Kind::Ignored);
         // Cut inside the last node: the nodes before it are read.
         let cut = &doc[..doc.len() - 60];
         let (et, warnings) = read(cut, Path::new("et.json")).unwrap();
         assert_eq!(et.colls.len(), 2);
-        assert!(warnings[0].contains("cut off or damaged"), "{warnings:?}");
+        assert!(
+            warnings[0].text.contains("cut off or damaged"),
+            "{warnings:?}"
+        );
+        assert_eq!(warnings[0].kind, crate::model::warning::Kind::Damaged);
     }
 }

@@ -6,6 +6,7 @@
 //! only, decoded by `pickle_tree`, whose reading is bounded). A dump cut off by
 //! the process's death is read up to its last whole entry.
 
+use crate::model::Warning;
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -204,7 +205,7 @@ pub fn split_name(path: &Path) -> (&str, Option<&str>) {
 }
 
 /// Reads one dump (pickle or JSON, by its first byte).
-pub fn read(bytes: &[u8], path: &Path) -> Result<(FrDump, Vec<String>), Error> {
+pub fn read(bytes: &[u8], path: &Path) -> Result<(FrDump, Vec<Warning>), Error> {
     let not = |why: String| Error::NotATrace {
         path: path.to_owned(),
         why,
@@ -271,9 +272,12 @@ pub fn read(bytes: &[u8], path: &Path) -> Result<(FrDump, Vec<String>), Error> {
     let rank = match (rank, stated) {
         // The name decides, as for PyTorch's own analyzer.
         (Some(n), Some(s)) if n != s => {
-            warnings.push(format!(
-                "{}: the dump says rank {s}, its name rank {n}; using {n}",
-                path.display()
+            warnings.push(Warning::new(
+                crate::model::warning::Kind::Ranks,
+                format!(
+                    "{}: the dump says rank {s}, its name rank {n}; using {n}",
+                    path.display()
+                ),
             ));
             n
         }
@@ -286,11 +290,11 @@ pub fn read(bytes: &[u8], path: &Path) -> Result<(FrDump, Vec<String>), Error> {
     })?;
     if truncated {
         dump.truncated = true;
-        warnings.push(format!(
+        warnings.push(Warning::damaged(format!(
             "{}: cut off (the process died while writing it?); read its first {} entries",
             path.display(),
             dump.entries.len()
-        ));
+        )));
     }
     Ok((dump, warnings))
 }
@@ -605,7 +609,7 @@ fn convert(
     raw: RawDump,
     rank: u32,
     path: &Path,
-    warnings: &mut Vec<String>,
+    warnings: &mut Vec<Warning>,
 ) -> Result<FrDump, String> {
     let groups: Vec<FrGroup> = raw
         .pg_config
@@ -745,16 +749,16 @@ fn convert(
         });
     }
     if nameless > 0 {
-        warnings.push(format!(
+        warnings.push(Warning::ignored(format!(
             "{}: {nameless} entries without a `profiling_name` left out",
             path.display()
-        ));
+        )));
     }
     if unknown_state > 0 {
-        warnings.push(format!(
+        warnings.push(Warning::reading(format!(
             "{}: {unknown_state} entries without a known `state` read as scheduled",
             path.display()
-        ));
+        )));
     }
     let status = raw
         .pg_status

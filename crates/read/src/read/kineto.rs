@@ -1,6 +1,7 @@
 //! PyTorch profiler (Kineto) Chrome-trace JSON, streamed event by event into a
 //! [`RankTimeline`]. Old (2021) and new category names both load.
 
+use crate::model::Warning;
 use foldhash::HashMap;
 use std::fmt;
 use std::io::Read;
@@ -57,11 +58,11 @@ pub fn read_with(reader: impl Read, path: &Path, cpu_ranges: bool) -> Result<Ran
                 msg,
             });
         }
-        warnings.push(format!(
+        warnings.push(Warning::damaged(format!(
             "{}: trace is cut off or damaged at {at} ({msg}); loaded the {} complete events before it",
             path.display(),
             b.events
-        ));
+        )));
     } else if !b.saw_events {
         return Err(Error::NotATrace {
             path: path.to_owned(),
@@ -77,10 +78,10 @@ pub fn read_with(reader: impl Read, path: &Path, cpu_ranges: bool) -> Result<Ran
         warnings.push(again_warning(path, at, dropped));
     }
     warnings.extend(b.skipped.warnings(path));
-    warnings.extend(b.notes.iter().map(|n| format!("{}: {n}", path.display())));
+    warnings.extend((b.notes.iter()).map(|n| Warning::ignored(format!("{}: {n}", path.display()))));
     warnings.extend(b.unread_device_categories(path));
     if b.implausible_sizes > 0 {
-        warnings.push(format!(
+        warnings.push(Warning::ignored(format!(
             "{}: {} with a message size that is no real size (an element count beyond \
              2^64 or negative, or over 1 TiB in all): the sizes are ignored, so byte and \
              bandwidth metrics leave those collectives out",
@@ -90,7 +91,7 @@ pub fn read_with(reader: impl Read, path: &Path, cpu_ranges: bool) -> Result<Ran
                 "collective record",
                 "collective records"
             ),
-        ));
+        )));
     }
     let events = b.events;
     let dist_rank = b.dist_rank;
@@ -98,15 +99,15 @@ pub fn read_with(reader: impl Read, path: &Path, cpu_ranges: bool) -> Result<Ran
     let (timeline, built) = b.finish();
     warnings.extend(built);
     if timeline.ops.is_empty() && begins > 0 {
-        warnings.push(format!(
+        warnings.push(Warning::ignored(format!(
             "{}: no complete events (ph \"X\") on a device, but {} begin/end event(s) \
              (ph \"B\"/\"E\"): this reader reads complete events, as the PyTorch profiler writes them",
             path.display(),
             crate::human::count(begins)
-        ));
+        )));
     }
     if let Some(w) = repeated_steps(&timeline.steps) {
-        warnings.push(format!("{}: {w}", path.display()));
+        warnings.push(Warning::reading(format!("{}: {w}", path.display())));
     }
     Ok(RankFile {
         timeline,
@@ -240,7 +241,7 @@ impl Skipped {
         })
     }
 
-    fn warnings(&self, path: &Path) -> Vec<String> {
+    fn warnings(&self, path: &Path) -> Vec<Warning> {
         Skip::ALL
             .iter()
             .filter_map(|&w| {
@@ -251,13 +252,13 @@ impl Skipped {
                 } else {
                     format!(": {detail}")
                 };
-                Some(format!(
+                Some(Warning::damaged(format!(
                     "{}: skipped {} event{} ({}); the first at {at}{detail}",
                     path.display(),
                     self.count[i],
                     if self.count[i] == 1 { "" } else { "s" },
                     w.describe(),
-                ))
+                )))
             })
             .collect()
     }
@@ -609,7 +610,7 @@ impl Builder {
             .push_cpu(e.tid.unwrap_or(0), name, kind, ts, dur, launch);
     }
 
-    fn finish(mut self) -> (RankTimeline, Vec<String>) {
+    fn finish(mut self) -> (RankTimeline, Vec<Warning>) {
         for times in self.relaunched.values_mut() {
             times.sort_unstable();
         }
@@ -670,18 +671,18 @@ impl Builder {
     }
 
     /// A warning per unused category that looks like device activity.
-    fn unread_device_categories(&self, path: &Path) -> Vec<String> {
+    fn unread_device_categories(&self, path: &Path) -> Vec<Warning> {
         let mut cats: Vec<(&String, &u64)> = self.unread_device.iter().collect();
         cats.sort();
         cats.into_iter()
             .map(|(cat, n)| {
-                format!(
+                Warning::ignored(format!(
                     "{}: {} event{} in category \"{cat}\" look like device activity but this \
                      reader does not know the category, so their time is in no metric",
                     path.display(),
                     crate::human::count(*n),
                     if *n == 1 { "" } else { "s" },
-                )
+                ))
             })
             .collect()
     }
@@ -1131,7 +1132,7 @@ mod tests {
         assert!(
             bad.warnings
                 .iter()
-                .any(|w| w.contains("\"baseTimeNanoseconds\" ignored")),
+                .any(|w| w.text.contains("\"baseTimeNanoseconds\" ignored")),
             "{:?}",
             bad.warnings
         );
@@ -1467,7 +1468,9 @@ mod tests {
         // Device-looking categories nobody reads are named, host ones are not.
         assert_eq!(f.warnings.len(), 1, "{:?}", f.warnings);
         assert!(
-            f.warnings[0].contains("2 events in category \"hpu_op\""),
+            f.warnings[0]
+                .text
+                .contains("2 events in category \"hpu_op\""),
             "{}",
             f.warnings[0]
         );
@@ -1502,7 +1505,8 @@ mod tests {
         let cut = &full[..full.find("\"gemm\"").unwrap()];
         let f = load(cut);
         assert_eq!(f.warnings.len(), 1, "{:?}", f.warnings);
-        assert!(f.warnings[0].contains("t.json"));
+        assert!(f.warnings[0].text.contains("t.json"));
+        assert_eq!(f.warnings[0].kind, crate::model::warning::Kind::Damaged);
         // Everything before the cut event is there; the cut one is not.
         assert_eq!(f.timeline.ops.len(), 1);
         assert_eq!(f.timeline.steps.len(), 2);

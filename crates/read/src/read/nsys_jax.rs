@@ -13,6 +13,7 @@
 //! device ops; an HLO collective's thunk is communication, a NCCL range outside
 //! one (NCCL's own NVTX ranges) too.
 
+use crate::model::Warning;
 use std::collections::{HashMap, HashSet};
 use std::io::{Read, Seek};
 use std::path::Path;
@@ -157,7 +158,7 @@ fn dumps<R: Read + Seek>(
     zip: &mut zip::ZipArchive<R>,
     path: &Path,
     limit: u64,
-    warnings: &mut Vec<String>,
+    warnings: &mut Vec<Warning>,
 ) -> Result<Dumps> {
     let names: Vec<(String, Option<u64>, bool)> = zip
         .file_names()
@@ -172,10 +173,10 @@ fn dumps<R: Read + Seek>(
         let bytes = named(zip, &name, path, limit)?;
         match hlo::module(&bytes, xz) {
             Ok((module, instrs)) => out.entry(module).or_default().push((id, instrs)),
-            Err(why) => warnings.push(format!(
+            Err(why) => warnings.push(Warning::ignored(format!(
                 "{}: {name}: {why}; its program's thunks are told apart by name",
                 path.display()
-            )),
+            ))),
         }
     }
     Ok(out)
@@ -540,17 +541,17 @@ pub fn read_from(
     }
     out[0].1.warnings.extend(told);
     if unread > 0 {
-        out[0].1.warnings.push(format!(
+        out[0].1.warnings.push(Warning::damaged(format!(
             "{}: {TRACE}: rows past the {} read left out ({unread} more stated): more rows, or longer ones, than its data pages can hold",
             path.display(),
             ranges.len() as u64 + skipped
-        ));
+        )));
     }
     if skipped > 0 {
-        out[0].1.warnings.push(format!(
+        out[0].1.warnings.push(Warning::damaged(format!(
             "{}: {skipped} projected range(s) without an id, a name or a valid time skipped",
             path.display()
-        ));
+        )));
     }
     Ok(out)
 }
@@ -747,7 +748,8 @@ fn assemble(
                 m
             });
     let (unnamed, told) = unnamed_launchers(ranges, devices, |r| said_of(r).module.is_some());
-    warnings.extend(told.into_iter().map(|w| format!("{}: {w}", path.display())));
+    warnings
+        .extend((told.into_iter()).map(|w| Warning::reading(format!("{}: {w}", path.display()))));
     let device_of = |r: &Range| {
         devices
             .get(&(r.pid, r.tid))
@@ -1141,7 +1143,13 @@ mod tests {
         ranges[1].name = String::new();
         let bytes = archive("run_2", &trace_table_as_written(&ranges), Some(&threads));
         let f = zip_file(&bytes);
-        let w = read(f.path(), None, true).unwrap()[0].1.warnings.join("\n");
+        let w = read(f.path(), None, true).unwrap()[0]
+            .1
+            .warnings
+            .iter()
+            .map(|w| w.text.as_str())
+            .collect::<Vec<_>>()
+            .join("\n");
         assert!(
             w.contains("1 projected range(s) without an id, a name or a valid time"),
             "{w}"
@@ -1380,7 +1388,13 @@ mod tests {
         );
         let f = zip_file(&bytes);
         let files = read(f.path(), None, true).unwrap();
-        let w = files[0].1.warnings.join("\n");
+        let w = files[0]
+            .1
+            .warnings
+            .iter()
+            .map(|w| w.text.as_str())
+            .collect::<Vec<_>>()
+            .join("\n");
         assert!(
             w.contains("not xz-compressed") && w.contains("told apart by name"),
             "{w}"
@@ -1480,7 +1494,13 @@ mod tests {
             .map(|(_, f)| f.timeline.ops[0].device)
             .collect();
         assert_eq!(devices, [0, 1, 2, 3]);
-        let w = files[0].1.warnings.join("\n");
+        let w = files[0]
+            .1
+            .warnings
+            .iter()
+            .map(|w| w.text.as_str())
+            .collect::<Vec<_>>()
+            .join("\n");
         assert!(
             w.contains("the 4 threads of process 100 that run the same XLA programs at once are read as 4 devices")
                 && w.contains("1 other thread(s)"),
@@ -1504,7 +1524,13 @@ mod tests {
         let files = read(f.path(), Some(3), true).unwrap();
         assert_eq!(files.len(), 1);
         assert_eq!(files[0].0, Some(3), "the file's own rank");
-        let w = files[0].1.warnings.join("\n");
+        let w = files[0]
+            .1
+            .warnings
+            .iter()
+            .map(|w| w.text.as_str())
+            .collect::<Vec<_>>()
+            .join("\n");
         assert!(w.contains("from 2 threads that never run the same XLA program at once, so it is read as one device"), "{w}");
     }
 

@@ -4,6 +4,7 @@
 //! class 0/1, NVTX ranges `NvtxEvent`s of type 59/60. The same content as the
 //! SQLite export (minus GPU names), so both feed one assembly step.
 
+use crate::model::Warning;
 use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
@@ -159,12 +160,12 @@ pub fn read(
                         source: e,
                     });
                 }
-                warnings.push(format!(
+                warnings.push(Warning::damaged(format!(
                     "{}: unreadable at {} ({e}); {}",
                     path.display(),
                     sp.pos(),
                     loaded(events)
-                ));
+                )));
                 break;
             }
         };
@@ -189,11 +190,11 @@ pub fn read(
                     })
                 }
                 Ok(None) | Err(_) => {
-                    warnings.push(format!(
+                    warnings.push(Warning::damaged(format!(
                         "{}: cut off at {at}: the last value is not a complete JSON object; {}",
                         path.display(),
                         loaded(events)
-                    ));
+                    )));
                     break;
                 }
             },
@@ -212,13 +213,13 @@ pub fn read(
                 })
             }
             Err(e) => {
-                warnings.push(format!(
+                warnings.push(Warning::damaged(format!(
                     "{}: the value at {} is not a complete JSON object ({}); {}",
                     path.display(),
                     at.advanced_to(&e),
                     super::events::serde_message(&e),
                     loaded(events)
-                ));
+                )));
                 break;
             }
         };
@@ -326,10 +327,10 @@ pub fn read(
             why: "an Nsight Systems JSON export without GPU activity or NVTX ranges (was CUDA tracing on: `nsys profile -t cuda,nvtx`?)".into(),
         });
     }
-    warnings.push(format!(
+    warnings.push(Warning::reading(format!(
         "{}: an nsys JSON export names no GPU model or SM count; metrics that need them (SM coverage) apply to the SQLite export (`nsys export --type sqlite`)",
         path.display()
-    ));
+    )));
     let mut files = assemble(path, name_rank, raw, (&runtime, &nvtx, cpu_ranges), &[]);
     if let Some((_, first)) = files.first_mut() {
         first.warnings = warnings;

@@ -5,6 +5,7 @@
 //! pickle shares between events (PyTorch writes each once) is read where it
 //! is named rather than copied.
 
+use crate::model::Warning;
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -169,7 +170,7 @@ fn site(frames: &[Frame]) -> String {
 
 /// Reads one snapshot. The device with the most history is the rank's (a
 /// process normally uses one); `rank` is assigned by the caller.
-pub fn read(bytes: &[u8], path: &Path) -> Result<(MemoryTimeline, Vec<String>), Error> {
+pub fn read(bytes: &[u8], path: &Path) -> Result<(MemoryTimeline, Vec<Warning>), Error> {
     let not = |why: String| Error::NotATrace {
         path: path.to_owned(),
         why,
@@ -200,10 +201,10 @@ pub fn read(bytes: &[u8], path: &Path) -> Result<(MemoryTimeline, Vec<String>), 
         .unwrap_or(0);
     let busy = snap.device_traces.iter().filter(|t| !t.is_empty()).count();
     if busy > 1 {
-        warnings.push(format!(
+        warnings.push(Warning::reading(format!(
             "{}: allocator history on {busy} devices; showing device {device}, the busiest",
             path.display()
-        ));
+        )));
     }
     let mut end = MemState::default();
     for s in snap.segments.iter().filter(|s| s.device == device) {
@@ -217,10 +218,10 @@ pub fn read(bytes: &[u8], path: &Path) -> Result<(MemoryTimeline, Vec<String>), 
         .and_then(|d| snap.device_traces.get(d))
         .map_or(&[][..], |t| t.as_slice());
     if history.is_empty() {
-        warnings.push(format!(
+        warnings.push(Warning::reading(format!(
             "{}: no allocator history (record it with torch.cuda.memory._record_memory_history()); peaks are the state at snapshot time",
             path.display()
-        ));
+        )));
     }
     let (mut allocs, mut frees) = (0, 0);
     let mut last_t = 0;
@@ -269,10 +270,10 @@ pub fn read(bytes: &[u8], path: &Path) -> Result<(MemoryTimeline, Vec<String>), 
         .collect();
     let samples = replay(end, &deltas);
     if samples.iter().any(|s| s.allocated < 0 || s.reserved < 0) {
-        warnings.push(format!(
+        warnings.push(Warning::damaged(format!(
             "{}: the allocator history does not add up to the snapshot's state (negative bytes in the replay); the memory chart is approximate",
             path.display()
-        ));
+        )));
     }
     let mut m = MemoryTimeline {
         rank: 0,

@@ -5,6 +5,7 @@
 //! text, when the profiler recorded it (`args.long_name`), names collectives
 //! as in the XSpace reader, which this one shares its op handling with.
 
+use crate::model::Warning;
 use std::collections::{HashMap, HashSet};
 use std::io::Read;
 use std::path::Path;
@@ -234,11 +235,11 @@ pub fn read(reader: impl Read, path: &Path) -> Result<Vec<(Option<u32>, RankFile
         warnings.push(again_warning(path, at, dropped));
     }
     if let Some((at, msg)) = &c.first_skip {
-        warnings.push(format!(
+        warnings.push(Warning::damaged(format!(
             "{}: skipped {} event(s) that are not valid trace events; the first at {at}: {msg}",
             path.display(),
             c.skipped
-        ));
+        )));
     }
     let Collect {
         strings,
@@ -467,7 +468,7 @@ mod tests {
         let files = read(damaged.as_bytes(), Path::new("t.json")).unwrap();
         let warnings = &files[0].1.warnings;
         assert!(
-            warnings[0].starts_with("t.json: skipped 1 event(s) that are not valid trace events; the first at line 15, column 78: expected `,` or `}`"),
+            warnings[0].text.starts_with("t.json: skipped 1 event(s) that are not valid trace events; the first at line 15, column 78: expected `,` or `}`"),
             "{warnings:?}"
         );
         assert_eq!(files[1].1.timeline.ops.len(), 1, "the all-gather is kept");
@@ -477,7 +478,7 @@ mod tests {
         assert_eq!(files.len(), 1);
         assert_eq!(files[0].1.timeline.ops.len(), 2);
         assert!(
-            files[0].1.warnings[0].contains("an XLA profiler trace cut off or damaged at line 13, column 9 (unexpected end of file); read the 9 complete events"),
+            files[0].1.warnings[0].text.contains("an XLA profiler trace cut off or damaged at line 13, column 9 (unexpected end of file); read the 9 complete events"),
             "{:?}",
             files[0].1.warnings
         );

@@ -9,14 +9,15 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::model::Ns;
+use crate::model::{Ns, Warning};
 
 /// The manifest's file name: a folder holding it is a summary.
 pub const MANIFEST: &str = "ccl-bench-summary.json";
 
 /// The layout's version; a summary of another is rebuilt or refused.
 /// 3: XLA timelines carry program runs as steps and their devices' names.
-pub(crate) const VERSION: u32 = 3;
+/// 4: warnings carry their kind.
+pub(crate) const VERSION: u32 = 4;
 
 /// Entries' folder.
 pub const ENTRIES: &str = "inputs";
@@ -42,7 +43,7 @@ pub struct Manifest {
     pub iteration: Option<u32>,
     pub windows: String,
     /// Discovery's notes, replayed as warnings when the summary is opened.
-    pub notes: Vec<String>,
+    pub notes: Vec<Warning>,
     pub inputs: Vec<InputRec>,
 }
 
@@ -96,7 +97,7 @@ pub struct Entry {
     /// The timelines the input holds (timeline formats).
     pub parts: Vec<Part>,
     /// Warnings of a memory snapshot or execution trace reader.
-    pub warnings: Vec<String>,
+    pub warnings: Vec<Warning>,
     /// A memory snapshot's figures beside its samples table.
     #[serde(default)]
     pub memory: Option<MemoryMeta>,
@@ -146,7 +147,7 @@ pub struct Part {
     pub dist_rank: Option<u32>,
     pub rank: u32,
     pub events: u64,
-    pub warnings: Vec<String>,
+    pub warnings: Vec<Warning>,
     pub source: String,
     pub world_size: Option<u32>,
     pub groups: Vec<Group>,

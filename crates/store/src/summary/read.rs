@@ -340,7 +340,7 @@ fn only_table(f: &FileIn, e: &Entry, sum: &Path, name: &str) -> Result<Vec<Recor
     }
 }
 
-pub(crate) fn memory(f: &FileIn) -> Result<(MemoryTimeline, Vec<String>)> {
+pub(crate) fn memory(f: &FileIn) -> Result<(MemoryTimeline, Vec<crate::model::Warning>)> {
     let (e, sum) = entry(f)?;
     let meta = e
         .memory
@@ -351,7 +351,7 @@ pub(crate) fn memory(f: &FileIn) -> Result<(MemoryTimeline, Vec<String>)> {
     Ok((m, e.warnings))
 }
 
-pub(crate) fn exec_trace(f: &FileIn) -> Result<(EtRank, Vec<String>)> {
+pub(crate) fn exec_trace(f: &FileIn) -> Result<(EtRank, Vec<crate::model::Warning>)> {
     let (e, sum) = entry(f)?;
     let meta = e.et.as_ref().ok_or_else(|| damaged(f.path, "no schema"))?;
     let et = super::annex::et_from(meta, &only_table(f, &e, &sum, "et")?)

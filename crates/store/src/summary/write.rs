@@ -683,7 +683,7 @@ fn part(
     name_rank: Option<u32>,
     dist_rank: Option<u32>,
     events: u64,
-    warnings: Vec<String>,
+    warnings: Vec<crate::model::Warning>,
 ) -> Part {
     Part {
         stem,
