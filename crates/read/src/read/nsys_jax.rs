@@ -1143,13 +1143,8 @@ mod tests {
         ranges[1].name = String::new();
         let bytes = archive("run_2", &trace_table_as_written(&ranges), Some(&threads));
         let f = zip_file(&bytes);
-        let w = read(f.path(), None, true).unwrap()[0]
-            .1
-            .warnings
-            .iter()
-            .map(|w| w.text.as_str())
-            .collect::<Vec<_>>()
-            .join("\n");
+        let w =
+            crate::model::warning::joined(&read(f.path(), None, true).unwrap()[0].1.warnings, "\n");
         assert!(
             w.contains("1 projected range(s) without an id, a name or a valid time"),
             "{w}"
@@ -1388,13 +1383,7 @@ mod tests {
         );
         let f = zip_file(&bytes);
         let files = read(f.path(), None, true).unwrap();
-        let w = files[0]
-            .1
-            .warnings
-            .iter()
-            .map(|w| w.text.as_str())
-            .collect::<Vec<_>>()
-            .join("\n");
+        let w = crate::model::warning::joined(&files[0].1.warnings, "\n");
         assert!(
             w.contains("not xz-compressed") && w.contains("told apart by name"),
             "{w}"
@@ -1494,13 +1483,7 @@ mod tests {
             .map(|(_, f)| f.timeline.ops[0].device)
             .collect();
         assert_eq!(devices, [0, 1, 2, 3]);
-        let w = files[0]
-            .1
-            .warnings
-            .iter()
-            .map(|w| w.text.as_str())
-            .collect::<Vec<_>>()
-            .join("\n");
+        let w = crate::model::warning::joined(&files[0].1.warnings, "\n");
         assert!(
             w.contains("the 4 threads of process 100 that run the same XLA programs at once are read as 4 devices")
                 && w.contains("1 other thread(s)"),
@@ -1524,13 +1507,7 @@ mod tests {
         let files = read(f.path(), Some(3), true).unwrap();
         assert_eq!(files.len(), 1);
         assert_eq!(files[0].0, Some(3), "the file's own rank");
-        let w = files[0]
-            .1
-            .warnings
-            .iter()
-            .map(|w| w.text.as_str())
-            .collect::<Vec<_>>()
-            .join("\n");
+        let w = crate::model::warning::joined(&files[0].1.warnings, "\n");
         assert!(w.contains("from 2 threads that never run the same XLA program at once, so it is read as one device"), "{w}");
     }
 
