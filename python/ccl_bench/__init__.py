@@ -58,7 +58,19 @@ __all__ = [
 
 
 class TraceWarning(UserWarning):
-    """Something loading noticed (damaged events skipped, a file not read, clocks)."""
+    """Something loading noticed (damaged events skipped, a file not read, clocks).
+
+    ``kind`` says what it is about, and so what it puts in doubt:
+    ``"damaged"`` (a file read in part: every figure of its rank),
+    ``"ignored"`` (values not taken), ``"reading"`` (how something the format
+    leaves open was read), ``"ranks"`` (ranks missing or guessed: who waits
+    for whom), ``"not_read"``, ``"clock"``, ``"rules"``, ``"not_spilled"``,
+    ``"not_rebinned"``; ``None`` for a warning of the hang report.
+    """
+
+    def __init__(self, message: str, kind: Optional[str] = None) -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 class Table:
@@ -144,6 +156,12 @@ class Run:
     def warnings(self) -> List[str]:
         """What loading noticed (also issued as :class:`TraceWarning`)."""
         return list(self._r.warnings)
+
+    @property
+    def warning_kinds(self) -> List[str]:
+        """Each warning's kind, in the order of :attr:`warnings` (see
+        :class:`TraceWarning`)."""
+        return list(self._r.warning_kinds)
 
     def metric(self, name: str, rank: Optional[int] = None) -> Optional[Union[float, int]]:
         """The metric's value over all ranks (or ``rank`` only), in its unit.
@@ -263,8 +281,8 @@ def load(
         cache=os.fspath(cache) if cache is not None else None,
         run=run,
     )
-    for w in native.warnings:
-        warnings.warn(w, TraceWarning, stacklevel=2)
+    for w, kind in zip(native.warnings, native.warning_kinds):
+        warnings.warn(TraceWarning(w, kind), stacklevel=2)
     return Run(native)
 
 

@@ -124,6 +124,16 @@ impl Run {
             .collect()
     }
 
+    /// Each warning's kind, in the order of `warnings` (`damaged`,
+    /// `ignored`, `reading`, `ranks`, `not_read`, `clock`, `rules`,
+    /// `not_spilled`, `not_rebinned`).
+    #[getter]
+    fn warning_kinds(&self) -> Vec<String> {
+        (self.held.warnings().iter())
+            .map(|w| w.kind.name().to_owned())
+            .collect()
+    }
+
     /// The metric's value (`None` when it does not apply), over all ranks or one.
     #[pyo3(signature = (name, rank=None))]
     fn metric(&self, py: Python<'_>, name: &str, rank: Option<u32>) -> PyResult<Option<f64>> {

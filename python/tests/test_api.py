@@ -87,9 +87,14 @@ def test_truncated_trace_loads_with_a_warning(tmp_path):
         with opener(src, "rt") as f:
             text = f.read()
     (tmp_path / "rank0_trace.json").write_text(text[: len(text) * 2 // 3])
-    with pytest.warns(ccl_bench.TraceWarning):
+    with pytest.warns(ccl_bench.TraceWarning) as said:
         run = ccl_bench.load(tmp_path)
     assert run.warnings
+    # A file read in part: its kind says so, on the run and on the warning.
+    assert len(run.warning_kinds) == len(run.warnings)
+    cut = [k for k, w in zip(run.warning_kinds, run.warnings) if "cut off" in w]
+    assert cut == ["damaged"], (run.warning_kinds, run.warnings)
+    assert "damaged" in [w.message.kind for w in said]
     assert run.metric("total_kernel_time") > 0
 
 

@@ -178,6 +178,7 @@ pub fn to_json(ctx: &Ctx, rows: &[Row], verdict: &Verdict, warnings: &[Warning])
         "steps_used": about.steps,
         "clocks": about.offsets_line(),
         "warnings": warnings.iter().take(WARNINGS).map(|w| &w.text).collect::<Vec<_>>(),
+        "warning_kinds": warnings.iter().take(WARNINGS).map(|w| w.kind.name()).collect::<Vec<_>>(),
         "warnings_left_out": warnings.len().saturating_sub(WARNINGS),
         "headline": headline,
         "pace": pace(ranks, about.accelerator),

@@ -290,3 +290,32 @@ fn overview_names_the_hang_where_dumps_are_present() {
     ]);
     assert!(plain.get("hang").is_none());
 }
+
+/// The overview gives each warning's kind beside it: a file cut short is
+/// `damaged`, a device-looking category no reader knows `ignored`.
+#[test]
+fn overview_gives_each_warnings_kind() {
+    let dir = write_ranks(&two_rank_example());
+    let f = dir.path().join("rank1_trace.json");
+    let text = std::fs::read_to_string(&f).unwrap();
+    let at = text.find("\"traceEvents\"").unwrap();
+    let open = at + text[at..].find('[').unwrap() + 1;
+    let odd = r#"{"ph": "X", "cat": "hpu_op", "name": "x", "ts": 70, "dur": 1},"#;
+    let both = format!("{}{odd}{}", &text[..open], &text[open..]);
+    std::fs::write(&f, &both[..both.len() - 40]).unwrap();
+    let o = doc(&["overview", dir.path().to_str().unwrap(), "--format", "json"]);
+    let said: Vec<(&str, &str)> = o["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(o["warning_kinds"].as_array().unwrap())
+        .map(|(w, k)| (w.as_str().unwrap(), k.as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        o["warnings"].as_array().unwrap().len(),
+        o["warning_kinds"].as_array().unwrap().len()
+    );
+    let kind_of = |words: &str| said.iter().find(|(w, _)| w.contains(words)).map(|x| x.1);
+    assert_eq!(kind_of("cut off"), Some("damaged"), "{said:?}");
+    assert_eq!(kind_of("\"hpu_op\""), Some("ignored"), "{said:?}");
+}

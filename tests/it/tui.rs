@@ -1280,7 +1280,10 @@ fn a_warning_that_doubts_no_verdict_is_not_said_under_one() {
     );
     let screen = text_of(&draw(&app(d, (160, 45))));
     assert!(!screen.contains("⚠"), "{screen}");
-    assert!(screen.contains("warning: ") && screen.contains("hpu_op"), "{screen}");
+    assert!(
+        screen.contains("warning: ") && screen.contains("hpu_op"),
+        "{screen}"
+    );
 }
 
 /// Collectives `v`: transfer time against size with the series' Hockney

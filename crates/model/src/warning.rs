@@ -44,6 +44,35 @@ pub enum Kind {
     NotRebinned,
 }
 
+impl Kind {
+    pub const ALL: [Kind; 9] = [
+        Kind::Damaged,
+        Kind::Ignored,
+        Kind::Reading,
+        Kind::Ranks,
+        Kind::NotRead,
+        Kind::Clock,
+        Kind::Rules,
+        Kind::NotSpilled,
+        Kind::NotRebinned,
+    ];
+
+    /// Its name in JSON and Python (`not_read`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Damaged => "damaged",
+            Kind::Ignored => "ignored",
+            Kind::Reading => "reading",
+            Kind::Ranks => "ranks",
+            Kind::NotRead => "not_read",
+            Kind::Clock => "clock",
+            Kind::Rules => "rules",
+            Kind::NotSpilled => "not_spilled",
+            Kind::NotRebinned => "not_rebinned",
+        }
+    }
+}
+
 impl Warning {
     pub fn new(kind: Kind, text: impl Into<String>) -> Self {
         Self {
@@ -95,5 +124,12 @@ mod tests {
             r#"{"kind":"damaged","text":"r.json: cut off at line 3"}"#
         );
         assert_eq!(serde_json::from_str::<Warning>(&json).unwrap(), w);
+    }
+
+    #[test]
+    fn a_kinds_name_is_its_json() {
+        for k in Kind::ALL {
+            assert_eq!(serde_json::to_value(k).unwrap(), k.name());
+        }
     }
 }
