@@ -45,7 +45,8 @@ fn findings(t: &Trace, align: bool) -> Vec<String> {
     let inst = instances(t);
     let s = samples(t, &inst);
     let offsets = estimate_offsets(t, &inst);
-    check(t, |i| s[i].clone(), align.then_some(&offsets[..]))
+    let measured: Vec<_> = s.iter().map(|s| measure(s)).collect();
+    check(t, &measured, align.then_some(&offsets[..]))
 }
 
 #[test]

@@ -593,12 +593,17 @@ fn align_clocks(trace: &mut Trace, align: bool, stats: Option<&mut [RankStats]>)
     let disagreements = collectives::disagreements(trace, &inst);
     let ends = clock::ref_ends(trace, &inst);
     drop(inst);
-    let samples = |i: usize| clock::samples_of(&trace.ranks[i], &ends);
-    let offsets: Option<Vec<_>> = align.then(|| {
-        (0..trace.ranks.len())
-            .map(|i| collectives::offset_of(trace.ranks[i].rank, &samples(i)))
-            .collect()
-    });
+    // A rank's samples made once for both, ranks in parallel: the drift fit
+    // is quadratic in them.
+    let (offsets, measured): (Vec<_>, Vec<_>) = (0..trace.ranks.len())
+        .into_par_iter()
+        .map(|i| {
+            let s = clock::samples_of(&trace.ranks[i], &ends);
+            let offset = align.then(|| collectives::offset_of(trace.ranks[i].rank, &s));
+            (offset, (i > 0).then(|| clock::measure(&s)).flatten())
+        })
+        .unzip();
+    let offsets: Option<Vec<_>> = align.then(|| offsets.into_iter().flatten().collect());
     let (offsets, doubt) = match offsets {
         Some(o) => {
             let (o, doubt) = collectives::trusted(trace, o);
@@ -610,7 +615,7 @@ fn align_clocks(trace: &mut Trace, align: bool, stats: Option<&mut [RankStats]>)
         .as_ref()
         .filter(|o| o.iter().skip(1).any(|o| o.offset != crate::model::Ns::ZERO));
     let mut findings = disagreements;
-    findings.extend(clock::check(trace, samples, applied.map(|o| &o[..])));
+    findings.extend(clock::check(trace, &measured, applied.map(|o| &o[..])));
     if let Some(d) = &doubt {
         findings.push(format!("{d}: cross-rank verdicts say unknown"));
     }
