@@ -124,9 +124,11 @@ pub(crate) fn no_straggler_step(ctx: &Ctx) -> Outcome {
     // Per rank index: the step of its last replayed collective and what
     // the replay had gained on it by then; per (rank index, step): the
     // gain at its last collective in the step.
-    let mut gained: std::collections::HashMap<u32, (crate::model::Slot, Ns)> = Default::default();
-    let mut at_end: std::collections::HashMap<(u32, crate::model::Slot), Ns> = Default::default();
-    let mut members = Vec::new();
+    // foldhash: a lookup per member of every collective; SipHash showed in
+    // profiles. The sums below are of integers, so the maps' order is moot.
+    let mut gained: foldhash::HashMap<u32, (crate::model::Slot, Ns)> = Default::default();
+    let mut at_end: foldhash::HashMap<(u32, crate::model::Slot), Ns> = Default::default();
+    let (mut members, mut arrive) = (Vec::new(), Vec::new());
     for i in order {
         let row = rows.get(i);
         members.clear();
@@ -135,21 +137,21 @@ pub(crate) fn no_straggler_step(ctx: &Ctx) -> Outcome {
             Some(&(step, g)) if step == m.step => g,
             _ => Ns::ZERO,
         };
-        let arrive: Vec<Ns> = members.iter().map(|m| m.start - before(m)).collect();
+        arrive.clear();
+        arrive.extend(members.iter().map(|m| m.start - before(m)));
         let on_time = members
             .iter()
             .zip(&arrive)
             .filter(|(m, _)| !late.contains(&m.rank))
             .map(|(_, &a)| a)
             .max();
-        let arrive: Vec<Ns> = members
-            .iter()
-            .zip(arrive)
-            .map(|(m, a)| match on_time {
-                Some(t) if late.contains(&m.rank) => a.min(t),
-                _ => a,
-            })
-            .collect();
+        if let Some(t) = on_time {
+            for (m, a) in members.iter().zip(arrive.iter_mut()) {
+                if late.contains(&m.rank) {
+                    *a = (*a).min(t);
+                }
+            }
+        }
         let Some(&barrier) = arrive.iter().max() else {
             continue;
         };
