@@ -53,25 +53,7 @@ const INLIER_FLOOR: Ns = Ns(10_000);
 /// keeps its samples: its ends are about 2 median deviations off. `None`
 /// below 8 samples.
 pub fn drift_ppm(samples: &[(Ns, Ns)]) -> Option<f64> {
-    if samples.len() < 8 {
-        return None;
-    }
-    // Collectives that ended late on one rank are off the line by far more
-    // than the clocks' jitter: left out, as the offset's median leaves them.
-    let mid = median(samples.iter().map(|x| x.1).collect());
-    let spread = median(samples.iter().map(|x| (x.1 - mid).abs()).collect());
-    let reach = (spread * 5).max(INLIER_FLOOR);
-    let mut s: Vec<(Ns, Ns)> = samples
-        .iter()
-        .copied()
-        .filter(|x| (x.1 - mid).abs() <= reach)
-        .collect();
-    if s.len() < 8 {
-        return None;
-    }
-    s.sort_unstable();
-    let every = s.len().div_ceil(MAX_FIT);
-    let s: Vec<(Ns, Ns)> = s.into_iter().step_by(every).collect();
+    let s = fitted(samples)?;
     // Only pairs at least half the samples' span apart: a slope between two
     // collectives a second apart is their ends' jitter over a second, and
     // where most collectives fall in the last second (a short profiled
@@ -94,6 +76,30 @@ pub fn drift_ppm(samples: &[(Ns, Ns)]) -> Option<f64> {
         per_sample.extend(median_ordered(&mut slopes));
     }
     median_of(&mut per_sample).map(|m| m * 1e6)
+}
+
+/// The samples the drift fit uses: those near the median offset, in time
+/// order, at most [`MAX_FIT`] evenly spaced; `None` below 8 of them.
+fn fitted(samples: &[(Ns, Ns)]) -> Option<Vec<(Ns, Ns)>> {
+    if samples.len() < 8 {
+        return None;
+    }
+    // Collectives that ended late on one rank are off the line by far more
+    // than the clocks' jitter: left out, as the offset's median leaves them.
+    let mid = median(samples.iter().map(|x| x.1).collect());
+    let spread = median(samples.iter().map(|x| (x.1 - mid).abs()).collect());
+    let reach = (spread * 5).max(INLIER_FLOOR);
+    let mut s: Vec<(Ns, Ns)> = samples
+        .iter()
+        .copied()
+        .filter(|x| (x.1 - mid).abs() <= reach)
+        .collect();
+    if s.len() < 8 {
+        return None;
+    }
+    s.sort_unstable();
+    let every = s.len().div_ceil(MAX_FIT);
+    Some(s.into_iter().step_by(every).collect())
 }
 
 /// `x` as an integer in `f64::total_cmp`'s order (the same bit trick): the
@@ -300,21 +306,7 @@ mod tests {
 
     /// The fit as first written: every pair filtered, medians on floats.
     fn drift_ppm_plainly(samples: &[(Ns, Ns)]) -> Option<f64> {
-        if samples.len() < 8 {
-            return None;
-        }
-        let mid = median(samples.iter().map(|x| x.1).collect());
-        let spread = median(samples.iter().map(|x| (x.1 - mid).abs()).collect());
-        let reach = (spread * 5).max(INLIER_FLOOR);
-        let mut s: Vec<(Ns, Ns)> = (samples.iter().copied())
-            .filter(|x| (x.1 - mid).abs() <= reach)
-            .collect();
-        if s.len() < 8 {
-            return None;
-        }
-        s.sort_unstable();
-        let every = s.len().div_ceil(MAX_FIT);
-        let s: Vec<(Ns, Ns)> = s.into_iter().step_by(every).collect();
+        let s = fitted(samples)?;
         let baseline = (s[s.len() - 1].0 - s[0].0) / 2;
         let mut per_sample = Vec::new();
         for &(ti, di) in &s {
