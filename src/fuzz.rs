@@ -252,8 +252,15 @@ fn check_metrics(mut trace: Trace) {
                 "collectives without a process group"
             ]
             .iter()
-            .any(|p| finding.starts_with(p)),
+            .any(|p| finding.text.starts_with(p)),
             "{finding}"
+        );
+        assert!(
+            matches!(
+                finding.kind,
+                crate::model::warning::Kind::Clock | crate::model::warning::Kind::Matching
+            ),
+            "{finding:?}"
         );
     }
     check_metrics_with(&trace, None);

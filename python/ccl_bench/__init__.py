@@ -64,8 +64,9 @@ class TraceWarning(UserWarning):
     ``"damaged"`` (a file read in part: every figure of its rank),
     ``"ignored"`` (values not taken), ``"reading"`` (how something the format
     leaves open was read), ``"ranks"`` (ranks missing or guessed: who waits
-    for whom), ``"not_read"``, ``"clock"``, ``"rules"``, ``"not_spilled"``,
-    ``"not_rebinned"``; ``None`` for a warning of the hang report.
+    for whom), ``"not_read"``, ``"clock"``, ``"matching"``, ``"rules"``,
+    ``"not_spilled"``, ``"not_rebinned"``; ``None`` for a warning of the hang
+    report.
     """
 
     def __init__(self, message: str, kind: Optional[str] = None) -> None:

@@ -125,7 +125,7 @@ impl Run {
     }
 
     /// Each warning's kind, in the order of `warnings` (`damaged`,
-    /// `ignored`, `reading`, `ranks`, `not_read`, `clock`, `rules`,
+    /// `ignored`, `reading`, `ranks`, `not_read`, `clock`, `matching`, `rules`,
     /// `not_spilled`, `not_rebinned`).
     #[getter]
     fn warning_kinds(&self) -> Vec<String> {

@@ -299,6 +299,14 @@ fn a_sequence_number_mismatch_stops_matching() {
         found[0].contains("differ in sequence number at call 2"),
         "{found:?}"
     );
+    // The load says it as a matching warning, not a clock one.
+    let mut t = t;
+    let said = crate::session::load::check_and_align_clocks(&mut t, true);
+    let w = said
+        .iter()
+        .find(|w| w.text == found[0])
+        .expect("said by the load");
+    assert_eq!(w.kind, crate::model::warning::Kind::Matching);
 }
 
 /// Rank 1's second all-reduce moves bf16 where rank 0's moves fp32: not

@@ -285,9 +285,9 @@ fn load_with(
         );
         trace.rules = Some(rules);
     }
-    for w in align_clocks(&mut trace, opts.align, stats.as_deref_mut()) {
-        report.warn(Kind::Clock, w);
-    }
+    report
+        .warnings
+        .extend(align_clocks(&mut trace, opts.align, stats.as_deref_mut()));
     Ok(Loaded {
         trace,
         report,
@@ -579,13 +579,13 @@ pub(super) fn inputs(path: &Path, opts: &LoadOptions) -> Result<Found> {
 
 /// Checks the ranks' clocks (on the raw times) and, when `align`, puts them on
 /// the first rank's clock by shared collectives; returns what the check found.
-pub(crate) fn check_and_align_clocks(trace: &mut Trace, align: bool) -> Vec<String> {
+pub(crate) fn check_and_align_clocks(trace: &mut Trace, align: bool) -> Vec<Warning> {
     align_clocks(trace, align, None)
 }
 
 /// [`check_and_align_clocks`], moving the ranks' `stats` (indexed like
 /// `trace.ranks`) with their timelines.
-fn align_clocks(trace: &mut Trace, align: bool, stats: Option<&mut [RankStats]>) -> Vec<String> {
+fn align_clocks(trace: &mut Trace, align: bool, stats: Option<&mut [RankStats]>) -> Vec<Warning> {
     use crate::model::{clock, collectives};
     // Each rank's samples are made when used, from one value per collective,
     // rather than held for every rank (one per communication op).
@@ -614,10 +614,19 @@ fn align_clocks(trace: &mut Trace, align: bool, stats: Option<&mut [RankStats]>)
     let applied = offsets
         .as_ref()
         .filter(|o| o.iter().skip(1).any(|o| o.offset != crate::model::Ns::ZERO));
-    let mut findings = disagreements;
-    findings.extend(clock::check(trace, &measured, applied.map(|o| &o[..])));
+    let mut findings: Vec<Warning> = (disagreements.into_iter())
+        .map(|w| Warning::new(Kind::Matching, w))
+        .collect();
+    findings.extend(
+        clock::check(trace, &measured, applied.map(|o| &o[..]))
+            .into_iter()
+            .map(|w| Warning::new(Kind::Clock, w)),
+    );
     if let Some(d) = &doubt {
-        findings.push(format!("{d}: cross-rank verdicts say unknown"));
+        findings.push(Warning::new(
+            Kind::Clock,
+            format!("{d}: cross-rank verdicts say unknown"),
+        ));
     }
     trace.clock_doubt = doubt;
     if let Some(offsets) = offsets {

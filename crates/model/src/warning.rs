@@ -34,6 +34,10 @@ pub enum Kind {
     NotRead,
     /// How the ranks' clocks were put on one time line, or why they were not.
     Clock,
+    /// Collectives that could not be matched across ranks (members listed
+    /// differently, kinds that differ at one position, calls left over):
+    /// they are left out of the figures across ranks.
+    Matching,
     /// Kernel class rules applied.
     Rules,
     /// This process could not spill a lean rank's collectives to a
@@ -45,13 +49,14 @@ pub enum Kind {
 }
 
 impl Kind {
-    pub const ALL: [Kind; 9] = [
+    pub const ALL: [Kind; 10] = [
         Kind::Damaged,
         Kind::Ignored,
         Kind::Reading,
         Kind::Ranks,
         Kind::NotRead,
         Kind::Clock,
+        Kind::Matching,
         Kind::Rules,
         Kind::NotSpilled,
         Kind::NotRebinned,
@@ -66,6 +71,7 @@ impl Kind {
             Kind::Ranks => "ranks",
             Kind::NotRead => "not_read",
             Kind::Clock => "clock",
+            Kind::Matching => "matching",
             Kind::Rules => "rules",
             Kind::NotSpilled => "not_spilled",
             Kind::NotRebinned => "not_rebinned",
