@@ -119,11 +119,11 @@ pub(crate) fn run(cli: &Cli) -> Result<u8> {
     let kept = key.filter(|(sum, _)| kept::in_cache(sum, &opts));
     // Metrics need each rank's ops only while it is read (see `load::Lean`).
     let run = session::open_found(path, &found, &opts, Need::Figures, &Progress::default())?;
-    let (trace, said, stats) = run.into_parts();
+    let (trace, said, made) = run.into_parts();
     for w in &said.warnings {
         crate::say!("warning: {w}");
     }
-    let ctx = match Ctx::with_stats(&trace, cli.rank, stats) {
+    let ctx = match Ctx::with_made(&trace, cli.rank, made) {
         Ok(c) => c.with_options(metric_opts),
         Err(e) => {
             crate::say!("ccl-bench: {e}");
@@ -185,8 +185,8 @@ fn lean(
     for w in run.warnings() {
         crate::say!("warning: {w}");
     }
-    let (trace, _, stats) = run.into_parts();
-    Ok((trace, stats.expect("held lean")))
+    let (trace, _, made) = run.into_parts();
+    Ok((trace, made.stats.expect("held lean")))
 }
 
 /// Says that a metric asked for does not exist; the usage error's status.
@@ -630,8 +630,8 @@ pub fn keep_answers(
         else {
             continue;
         };
-        let (trace, said, stats) = run.into_parts();
-        let Ok(ctx) = Ctx::with_stats(&trace, None, stats) else {
+        let (trace, said, made) = run.into_parts();
+        let Ok(ctx) = Ctx::with_made(&trace, None, made) else {
             continue;
         };
 

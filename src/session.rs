@@ -13,9 +13,10 @@ use anyhow::{anyhow, Context, Result};
 pub mod load;
 mod runs;
 
-use crate::derive::RankStats;
+use crate::derive::{Made, RankStats};
 use crate::metrics::Ctx;
 use crate::model::warning::Kind;
+use crate::model::collectives::Instances;
 use crate::model::Trace;
 use load::{Found, LoadOptions, LoadReport, Pages, Progress};
 
@@ -46,6 +47,9 @@ pub struct Run {
     pub stats: Option<Vec<RankStats>>,
     /// Where each rank's ops are read from, when held in pages.
     pub pages: Option<crate::summary::pages::Pages>,
+    /// The collectives the load matched across the ranks, for the metrics'
+    /// context (see `derive::Made`): the trace is not changed after loading.
+    pub(crate) instances: Option<Instances>,
 }
 
 /// The inputs of the run at `path`: a summary's when one stands for it
@@ -161,13 +165,14 @@ fn in_pages(mut run: Run, stored: load::Stored) -> std::result::Result<Run, &'st
 }
 
 fn whole(path: &Path, found: &Found, opts: &LoadOptions, progress: &Progress) -> Result<Run> {
-    let (trace, report) =
+    let (trace, report, instances) =
         load::load_found(path, found, opts, progress).with_context(|| cannot(path))?;
     Ok(Run {
         trace,
         report,
         stats: None,
         pages: None,
+        instances,
     })
 }
 
@@ -192,6 +197,7 @@ fn lean(
         report: l.report,
         stats: Some(l.stats),
         pages: None,
+        instances: l.instances,
     };
     Ok((run, l.stored))
 }
@@ -210,8 +216,13 @@ impl Run {
         Ctx::with_stats(&self.trace, rank, self.stats.clone())
     }
 
-    /// [`Run::ctx`] taking the stats, not copying them.
-    pub(crate) fn into_parts(self) -> (Trace, LoadReport, Option<Vec<RankStats>>) {
-        (self.trace, self.report, self.stats)
+    /// [`Run::ctx`] taking the stats, not copying them, and the collectives
+    /// the load matched.
+    pub(crate) fn into_parts(self) -> (Trace, LoadReport, Made) {
+        let made = Made {
+            stats: self.stats,
+            instances: self.instances,
+        };
+        (self.trace, self.report, made)
     }
 }

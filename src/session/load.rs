@@ -15,6 +15,7 @@ use crate::error::{Error, Result};
 use crate::formats::{Format, PerRank, Ranked, Role, FORMATS};
 use crate::model::classify::UserRules;
 use crate::model::warning::{Kind, Warning};
+use crate::model::collectives::Instances;
 use crate::model::{RankTimeline, Trace};
 use crate::read::{RankFile, Tables};
 use crate::source::FileIn;
@@ -138,9 +139,9 @@ pub(super) fn load_found(
     found: &Found,
     opts: &LoadOptions,
     progress: &Progress,
-) -> Result<(Trace, LoadReport)> {
+) -> Result<(Trace, LoadReport, Option<Instances>)> {
     let l = load_with(path, found, opts, progress, Keep::Whole)?;
-    Ok((l.trace, l.report))
+    Ok((l.trace, l.report, l.instances))
 }
 
 /// A trace loaded for its metrics only: every rank's timeline keeps only its
@@ -153,6 +154,8 @@ pub(super) struct Lean {
     /// Indexed like `trace.ranks`.
     pub stats: Vec<RankStats>,
     pub stored: Stored,
+    /// The collectives the clock check matched (see `derive::Made`).
+    pub instances: Option<Instances>,
 }
 
 /// Where each rank's ops lie in a summary's tables, and the folder of lanes
@@ -175,6 +178,8 @@ struct Loaded {
     /// Indexed like `trace.ranks`, when the load is lean.
     stats: Option<Vec<RankStats>>,
     stored: Stored,
+    /// The collectives matched across the ranks, once the clocks are checked.
+    instances: Option<Instances>,
 }
 
 /// [`load_found`] for the metrics only: see [`Lean`].
@@ -213,6 +218,7 @@ fn lean_with(
         report: l.report,
         stats: l.stats.expect("a lean load makes every rank's stats"),
         stored: l.stored,
+        instances: l.instances,
     })
 }
 
@@ -255,6 +261,7 @@ fn load_with(
         mut report,
         mut stats,
         mut stored,
+        instances: _,
     } = load(path, found, progress, cpu_ranges, &prepare, opts.pick.run)?;
     let (scratch, failed) = prepare.rebin.map_or((None, None), |r| {
         let failed = r.failed.into_inner().ok().flatten();
@@ -285,14 +292,14 @@ fn load_with(
         );
         trace.rules = Some(rules);
     }
-    report
-        .warnings
-        .extend(align_clocks(&mut trace, opts.align, stats.as_deref_mut()));
+    let (found_by_clocks, instances) = align_clocks(&mut trace, opts.align, stats.as_deref_mut());
+    report.warnings.extend(found_by_clocks);
     Ok(Loaded {
         trace,
         report,
         stats,
         stored,
+        instances: Some(instances),
     })
 }
 
@@ -580,19 +587,24 @@ pub(super) fn inputs(path: &Path, opts: &LoadOptions) -> Result<Found> {
 /// Checks the ranks' clocks (on the raw times) and, when `align`, puts them on
 /// the first rank's clock by shared collectives; returns what the check found.
 pub(crate) fn check_and_align_clocks(trace: &mut Trace, align: bool) -> Vec<Warning> {
-    align_clocks(trace, align, None)
+    align_clocks(trace, align, None).0
 }
 
 /// [`check_and_align_clocks`], moving the ranks' `stats` (indexed like
-/// `trace.ranks`) with their timelines.
-fn align_clocks(trace: &mut Trace, align: bool, stats: Option<&mut [RankStats]>) -> Vec<Warning> {
+/// `trace.ranks`) with their timelines; with the findings, the collectives
+/// matched across the ranks, which the shift leaves as they were (matching
+/// reads no time), for the metrics' context.
+fn align_clocks(
+    trace: &mut Trace,
+    align: bool,
+    stats: Option<&mut [RankStats]>,
+) -> (Vec<Warning>, Instances) {
     use crate::model::{clock, collectives};
     // Each rank's samples are made when used, from one value per collective,
     // rather than held for every rank (one per communication op).
     let inst = collectives::instances(trace);
     let disagreements = collectives::disagreements(trace, &inst);
     let ends = clock::ref_ends(trace, &inst);
-    drop(inst);
     // A rank's samples made once for both, ranks in parallel: the drift fit
     // is quadratic in them.
     let (offsets, measured): (Vec<_>, Vec<_>) = (0..trace.ranks.len())
@@ -635,7 +647,7 @@ fn align_clocks(trace: &mut Trace, align: bool, stats: Option<&mut [RankStats]>)
         }
         collectives::apply(trace, offsets);
     }
-    findings
+    (findings, inst)
 }
 
 pub use crate::progress::Progress;
@@ -849,6 +861,7 @@ fn load(
             tables,
             scratch: None,
         },
+        instances: None,
     })
 }
 

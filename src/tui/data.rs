@@ -249,6 +249,7 @@ impl Data {
             report,
             stats,
             pages,
+            instances,
         } = run;
         let (Some(stats), Some(pages)) = (stats, pages) else {
             return Err("not held in pages".into());
@@ -272,7 +273,11 @@ impl Data {
             .map(|s| s.kernel_table.names.iter().map(|n| n.3.max).max())
             .map(|m| m.unwrap_or(Ns::ZERO))
             .collect();
-        let ctx = Ctx::with_stats(&trace, None, Some(stats))?.with_options(opts);
+        let made = crate::derive::Made {
+            stats: Some(stats),
+            instances,
+        };
+        let ctx = Ctx::with_made(&trace, None, made)?.with_options(opts);
         let common = Common::of(ctx, &trace);
         // A rank's coarsest bins are read, made into its lanes and given
         // up, ranks in parallel: only the lanes stay.

@@ -37,21 +37,31 @@ pub struct Derived {
     pub groups: Vec<groups::GroupInfo>,
 }
 
+/// What loading already derived of a trace, so that the metrics' context
+/// does not derive it again.
+#[derive(Debug, Default)]
+pub struct Made {
+    /// Every rank's stats, indexed like `trace.ranks`, made while it was read
+    /// (a lean load keeps them; a slim timeline cannot make them again).
+    pub stats: Option<Vec<RankStats>>,
+    /// The collectives matched across every rank of the trace, as the clock
+    /// check matched them: matching reads op order and metadata, no time,
+    /// so putting the ranks on one clock leaves it as it was.
+    pub instances: Option<Instances>,
+}
+
 impl Derived {
     /// Derives the data of `ranks` (a subset of `trace.ranks`); the
     /// cross-rank parts always use every rank of the trace.
     #[cfg(test)]
     pub(crate) fn of(trace: &Trace, ranks: &[&RankTimeline]) -> Self {
-        Self::with_stats(trace, ranks, None)
+        Self::with_made(trace, ranks, Made::default())
     }
 
-    /// [`Derived::of`] with the ranks' stats made beforehand (same order as
-    /// `ranks`), as they must be for timelines kept slim.
-    pub(crate) fn with_stats(
-        trace: &Trace,
-        ranks: &[&RankTimeline],
-        stats: Option<Vec<RankStats>>,
-    ) -> Self {
+    /// [`Derived::of`] from what loading made (its stats in the order of
+    /// `ranks`), as it must be for timelines kept slim.
+    pub(crate) fn with_made(trace: &Trace, ranks: &[&RankTimeline], made: Made) -> Self {
+        let Made { stats, instances } = made;
         let (stats, (instances, groups)) = rayon::join(
             || {
                 stats.unwrap_or_else(|| {
@@ -62,7 +72,12 @@ impl Derived {
                     ranks.par_iter().map(|t| RankStats::of(t)).collect()
                 })
             },
-            || rayon::join(|| collectives::instances(trace), || groups::infer(trace)),
+            || {
+                rayon::join(
+                    || instances.unwrap_or_else(|| collectives::instances(trace)),
+                    || groups::infer(trace),
+                )
+            },
         );
         let ((waits, last_starts), collectives) = rayon::join(
             || {

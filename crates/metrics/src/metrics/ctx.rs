@@ -1,7 +1,7 @@
 //! The evaluation context: the ranks in scope, the user's options, and the
 //! derived data (see `crate::derive`), computed when the context is made.
 
-use crate::derive::Derived;
+use crate::derive::{Derived, Made};
 pub use crate::derive::{class_index, gpu_step_hulls, gpu_step_windows, RankRow, RankStats};
 use crate::model::{Ns, RankTimeline, Trace};
 
@@ -31,7 +31,7 @@ pub struct Ctx<'a> {
 impl<'a> Ctx<'a> {
     /// A context over all ranks, or only `rank` when given.
     pub fn new(trace: &'a Trace, rank: Option<u32>) -> Result<Self, String> {
-        Self::with_stats(trace, rank, None)
+        Self::with_made(trace, rank, Made::default())
     }
 
     /// [`Ctx::new`] with every rank's stats made while it was loaded (indexed
@@ -41,6 +41,12 @@ impl<'a> Ctx<'a> {
         rank: Option<u32>,
         stats: Option<Vec<RankStats>>,
     ) -> Result<Self, String> {
+        Self::with_made(trace, rank, Made { stats, instances: None })
+    }
+
+    /// [`Ctx::new`] with what loading derived of the trace (see [`Made`]).
+    pub fn with_made(trace: &'a Trace, rank: Option<u32>, made: Made) -> Result<Self, String> {
+        let Made { stats, instances } = made;
         // Without timelines, the ranks are those of the execution traces and
         // memory snapshots read.
         let annotated = || {
@@ -76,7 +82,7 @@ impl<'a> Ctx<'a> {
                 })
                 .collect()
         });
-        let derived = Derived::with_stats(trace, &ranks, stats);
+        let derived = Derived::with_made(trace, &ranks, Made { stats, instances });
         Ok(Self {
             trace,
             opts: Options::default(),
