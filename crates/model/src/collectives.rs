@@ -3,7 +3,11 @@
 //! group is the n-th every other member issues in it (NCCL requires this order),
 //! and a collective ends on all members at nearly the same moment.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+// Keyed by group names and looked up once per communication op: foldhash
+// (randomly seeded, as SipHash is) costs a fraction of SipHash on such keys.
+use foldhash::{HashMap, HashMapExt};
 use std::sync::Arc;
 
 use super::slab::{Reader, Slab};

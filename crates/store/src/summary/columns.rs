@@ -556,6 +556,7 @@ pub fn fill(
         } else {
             vec![None; kind.len()]
         };
+        t.colls.reserve(kind.len());
         for i in 0..kind.len() {
             t.colls.push(CollMeta {
                 kind: required(kind[i], tb, "kind")?,
