@@ -62,7 +62,7 @@ impl Derived {
     /// `ranks`), as it must be for timelines kept slim.
     pub(crate) fn with_made(trace: &Trace, ranks: &[&RankTimeline], made: Made) -> Self {
         let Made { stats, instances } = made;
-        let (stats, (instances, groups)) = rayon::join(
+        let (stats, instances) = rayon::join(
             || {
                 stats.unwrap_or_else(|| {
                     assert!(
@@ -72,21 +72,22 @@ impl Derived {
                     ranks.par_iter().map(|t| RankStats::of(t)).collect()
                 })
             },
-            || {
-                rayon::join(
-                    || instances.unwrap_or_else(|| collectives::instances(trace)),
-                    || groups::infer(trace),
-                )
-            },
+            || instances.unwrap_or_else(|| collectives::instances(trace)),
         );
-        let ((waits, last_starts), collectives) = rayon::join(
+        // The groups are inferred beside the waits, not before them: only
+        // the collectives' rows need them.
+        let ((waits, last_starts), (groups, collectives)) = rayon::join(
             || {
                 rayon::join(
                     || collectives::wait_split(trace, &instances),
                     || collectives::LastStarts::last_starts(trace, &instances),
                 )
             },
-            || instances::rows(trace, &instances, &groups),
+            || {
+                let groups = groups::infer(trace);
+                let rows = instances::rows(trace, &instances, &groups);
+                (groups, rows)
+            },
         );
         let rows = rank_rows(trace, ranks, &stats, &waits, &last_starts);
         Self {

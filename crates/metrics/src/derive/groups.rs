@@ -101,31 +101,35 @@ pub(crate) fn infer(trace: &Trace) -> Vec<GroupInfo> {
     }
     let mut seen: BTreeMap<String, Seen> = BTreeMap::new();
     for t in &trace.ranks {
-        // Each rank's rank lists parsed once, not once per op.
+        // A rank's ops gathered by group first (kinds, and the first rank
+        // list that parses, each list parsed once): the run's map is
+        // visited once per group a rank issues in, not once per op.
+        type Mine = (BTreeSet<CollKind>, Option<Vec<u32>>);
+        let mut mine: foldhash::HashMap<&str, Mine> = Default::default();
         let mut parsed = std::collections::HashMap::new();
         for op in t.ops.iter().filter(|o| o.is_comm() && o.is_kernel()) {
-            let g = group_of(t, op);
-            if !seen.contains_key(g) {
-                seen.insert(
-                    g.to_owned(),
-                    Seen {
-                        desc: None,
-                        listed: None,
-                        issuers: BTreeSet::new(),
-                        kinds: BTreeSet::new(),
-                    },
-                );
-            }
-            let s = seen.get_mut(g).expect("inserted above");
-            s.issuers.insert(t.rank);
-            s.kinds.extend(op.coll);
-            if s.listed.is_none() {
-                s.listed = t.coll_meta(op).and_then(|m| m.pg_ranks).and_then(|id| {
+            let m = mine.entry(group_of(t, op)).or_default();
+            m.0.extend(op.coll);
+            if m.1.is_none() {
+                m.1 = t.coll_meta(op).and_then(|m| m.pg_ranks).and_then(|id| {
                     parsed
                         .entry(id)
                         .or_insert_with(|| parse_ranks(t.name(id)))
                         .clone()
                 });
+            }
+        }
+        for (g, (kinds, listed)) in mine {
+            let s = seen.entry(g.to_owned()).or_insert_with(|| Seen {
+                desc: None,
+                listed: None,
+                issuers: BTreeSet::new(),
+                kinds: BTreeSet::new(),
+            });
+            s.issuers.insert(t.rank);
+            s.kinds.extend(kinds);
+            if s.listed.is_none() {
+                s.listed = listed;
             }
         }
     }
