@@ -981,25 +981,25 @@ impl<T: Unset> BySeq<T> {
         }
     }
 
-    fn get(&self, group: &str, seq: usize) -> Option<T> {
-        let v = *self.by_group.get(group)?.get(seq)?;
-        (v != T::UNSET).then_some(v)
-    }
-
     /// Calls `f` with each of `t`'s matched collective ops that has a value,
     /// in op order.
     pub(crate) fn walk<'t>(&self, t: &'t super::RankTimeline, mut f: impl FnMut(&'t DeviceOp, T)) {
-        let mut next: HashMap<std::borrow::Cow<'t, str>, usize> = HashMap::new();
+        // Per channel: the rank's calls in it so far, the calls it made
+        // before the others' traces begin, and the channel's values; one
+        // lookup per op.
+        type Channel<'a, T> = (usize, usize, Option<&'a [T]>);
+        let mut seen: HashMap<std::borrow::Cow<'t, str>, Channel<'_, T>> = HashMap::new();
         for op in t.ops.iter().filter(|op| op.is_comm() && op.is_kernel()) {
-            let g = channel_of(t, op);
-            let at = *next.get(&g).unwrap_or(&0);
-            let lead = self
-                .leads
-                .get(&*g)
-                .and_then(|l| l.iter().find(|l| l.0 == t.rank))
-                .map_or(0, |l| l.1 as usize);
-            let value = at.checked_sub(lead).and_then(|p| self.get(&g, p));
-            *next.entry(g).or_default() += 1;
+            let (at, lead, values) = seen.entry(channel_of(t, op)).or_insert_with_key(|g| {
+                let lead = (self.leads.get(&**g))
+                    .and_then(|l| l.iter().find(|l| l.0 == t.rank))
+                    .map_or(0, |l| l.1 as usize);
+                (0, lead, self.by_group.get(&**g).map(Vec::as_slice))
+            });
+            let value = (at.checked_sub(*lead))
+                .and_then(|p| (*values)?.get(p).copied())
+                .filter(|&v| v != T::UNSET);
+            *at += 1;
             if let Some(v) = value {
                 f(op, v);
             }
@@ -1013,6 +1013,15 @@ pub type LastStarts = BySeq<Ns>;
 impl LastStarts {
     pub fn last_starts(trace: &Trace, inst: &Instances) -> Self {
         Self::of_members(inst, trace, |_, members| Some(last_start_of(members)))
+    }
+
+    /// Calls `f` with each of `t`'s matched collective ops and its wait for
+    /// the last member to start (clamped to the op), in op order: a member's
+    /// wait as `Instances::walk` makes it, from the rank's ops alone.
+    pub fn each_wait<'t>(&self, t: &'t super::RankTimeline, mut f: impl FnMut(&'t DeviceOp, Ns)) {
+        self.walk(t, |op, last| {
+            f(op, (last - op.start).clamp(Ns::ZERO, op.dur))
+        });
     }
 
     /// The part of each of `t`'s matched collective ops spent waiting for
