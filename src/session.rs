@@ -15,8 +15,8 @@ mod runs;
 
 use crate::derive::{Made, RankStats};
 use crate::metrics::Ctx;
-use crate::model::warning::Kind;
 use crate::model::collectives::Instances;
+use crate::model::warning::Kind;
 use crate::model::Trace;
 use load::{Found, LoadOptions, LoadReport, Pages, Progress};
 

@@ -35,6 +35,8 @@ pub struct Derived {
     pub collectives: instances::Rows,
     /// The process groups collectives were issued in, by name, with their roles.
     pub groups: Vec<groups::GroupInfo>,
+    /// When the last member of each matched collective started.
+    pub last_starts: collectives::LastStarts,
 }
 
 /// What loading already derived of a trace, so that the metrics' context
@@ -97,6 +99,7 @@ impl Derived {
             waits,
             collectives,
             groups,
+            last_starts,
         }
     }
 }

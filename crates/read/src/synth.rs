@@ -179,6 +179,12 @@ impl RankTrace {
         }
     }
 
+    /// Puts the last event added (a collective or `p2p` kernel) in the
+    /// process group named `pg`.
+    pub fn last_in_group(&mut self, pg: &str) {
+        self.last_arg("Process Group Name", json!(pg));
+    }
+
     /// A process group in `distributedInfo.pg_config`.
     pub fn process_group(&mut self, name: &str, desc: &str, ranks: &[u32]) {
         self.pg_config.push(json!({

@@ -1,8 +1,8 @@
 //! The evaluation context: the ranks in scope, the user's options, and the
 //! derived data (see `crate::derive`), computed when the context is made.
 
-use crate::derive::{Derived, Made};
 pub use crate::derive::{class_index, gpu_step_hulls, gpu_step_windows, RankRow, RankStats};
+use crate::derive::{Derived, Made};
 use crate::model::{Ns, RankTimeline, Trace};
 
 /// What the user told us about the run, beyond the trace.
@@ -41,7 +41,14 @@ impl<'a> Ctx<'a> {
         rank: Option<u32>,
         stats: Option<Vec<RankStats>>,
     ) -> Result<Self, String> {
-        Self::with_made(trace, rank, Made { stats, instances: None })
+        Self::with_made(
+            trace,
+            rank,
+            Made {
+                stats,
+                instances: None,
+            },
+        )
     }
 
     /// [`Ctx::new`] with what loading derived of the trace (see [`Made`]).
@@ -157,6 +164,12 @@ impl<'a> Ctx<'a> {
     /// `model::collectives::instances`).
     pub fn instances(&self) -> &crate::model::collectives::Instances {
         &self.derived.instances
+    }
+
+    /// When the last member of each matched collective started, found from
+    /// a rank's ops (see `LastStarts::each_wait`).
+    pub(crate) fn last_starts(&self) -> &crate::model::collectives::LastStarts {
+        &self.derived.last_starts
     }
 
     /// Each matched collective as a row: members, waits, the last to arrive.

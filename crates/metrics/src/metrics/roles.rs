@@ -5,6 +5,8 @@
 
 use std::collections::HashMap;
 
+use rayon::prelude::*;
+
 use super::ctx::Ctx;
 use super::outcome::Outcome;
 use crate::derive::instances::{fits, FitRow};
@@ -108,13 +110,13 @@ pub(crate) fn comm_time_by_role(ctx: &Ctx) -> Outcome {
     if l.names.is_empty() {
         return Outcome::na(NO_COMM);
     }
-    let per_rank = ctx
-        .each()
+    // Ranks in parallel: a pass over every collective of the run.
+    let per_rank = (ctx.ranks.par_iter().zip(ctx.stats()))
         .filter(|(_, s)| s.kernels > 0)
         .map(|(t, _)| {
             let mut sums: Vec<Ns> = vec![Ns::ZERO; l.names.len()];
             // Label by the op's group id: one lookup per group, not per op.
-            let mut index: HashMap<Option<StrId>, usize> = HashMap::new();
+            let mut index: foldhash::HashMap<Option<StrId>, usize> = Default::default();
             for op in t.kernels().filter(|k| k.is_comm() && t.counts(k.step)) {
                 let key = t.coll_meta(op).and_then(|m| m.pg_name);
                 let i = *index
@@ -133,31 +135,28 @@ pub(crate) fn comm_time_by_role(ctx: &Ctx) -> Outcome {
 /// by group role; averaged over the ranks with matched collectives.
 pub(crate) fn comm_wait_by_role(ctx: &Ctx) -> Outcome {
     let l = labels(ctx);
-    let n = ctx.trace.ranks.len();
-    let mut sums: Vec<Vec<Ns>> = vec![vec![Ns::ZERO; l.names.len()]; n];
-    let mut matched = vec![false; n];
-    ctx.each_with_members(|c, members| {
-        let i = l.of_group.get(c.group).copied().unwrap_or(0);
-        for m in members {
-            let t = &ctx.trace.ranks[m.index as usize];
-            if t.counts(m.step) {
-                sums[m.index as usize][i] += m.wait;
-                matched[m.index as usize] = true;
-            }
-        }
-    });
-    let per_rank = ctx
-        .trace
+    // Ranks in parallel, each from its own ops and the collectives' last
+    // starts: a member's wait is the same as a pass over every member makes.
+    let per_rank: Vec<(u32, Vec<f64>)> = ctx
         .ranks
-        .iter()
-        .enumerate()
-        .filter(|&(i, t)| matched[i] && ctx.ranks.iter().any(|r| r.rank == t.rank))
-        .map(|(i, t)| {
+        .par_iter()
+        .filter_map(|t| {
+            let mut sums: Vec<Ns> = vec![Ns::ZERO; l.names.len()];
+            let mut matched = false;
+            let mut index: foldhash::HashMap<Option<StrId>, usize> = Default::default();
+            ctx.last_starts().each_wait(t, |op, wait| {
+                if !t.counts(op.step) {
+                    return;
+                }
+                let key = t.coll_meta(op).and_then(|m| m.pg_name);
+                let i = *index
+                    .entry(key)
+                    .or_insert_with(|| l.of_group.get(group_of(t, op)).copied().unwrap_or(0));
+                sums[i] += wait;
+                matched = true;
+            });
             let steps = t.step_count() as f64;
-            (
-                t.rank,
-                sums[i].iter().map(|&s| ns_to_s(s) / steps).collect(),
-            )
+            matched.then(|| (t.rank, sums.iter().map(|&s| ns_to_s(s) / steps).collect()))
         })
         .collect();
     per_label(per_rank, &l, NO_MATCHES)
@@ -314,6 +313,38 @@ mod tests {
                 10_485_760.0 / 220e-6 / 1e9,
             );
         }
+    }
+
+    /// A send/recv pair's wait belongs to its group's role: matched by its
+    /// (group, source, destination) channel, it is labelled by the group,
+    /// as its time is (it went to whichever label came first before).
+    #[test]
+    fn a_point_to_point_wait_is_its_groups() {
+        use crate::synth::{Coll, RankTrace};
+        let ranks: Vec<RankTrace> = (0..2u32)
+            .map(|rank| {
+                let mut r = RankTrace::new(Some(rank), 2, 10);
+                r.process_group("1", "mesh_tp", &[0, 1]);
+                r.process_group("2", "mesh_pp", &[0, 1]);
+                r.step(1, 0.0, 100.0);
+                let tp = Coll::all_reduce_f32(1 << 18, 2);
+                let ar = "ncclDevKernel_AllReduce_Sum_f32_RING_LL";
+                r.collective_in(ar, 10.0, 10.0, 20, &tp, ("1", &[0, 1]));
+                // Rank 0 sends at 30 µs, rank 1 receives from 40: rank 0
+                // waits 10 µs; both end at 50.
+                let (send, at) = (rank == 0, if rank == 0 { 30.0 } else { 40.0 });
+                r.p2p(send, Some(1 - rank), at, 50.0 - at, 2);
+                r.last_in_group("2");
+                r
+            })
+            .collect();
+        let t = trace(&ranks);
+        let p = parts(&t, "comm_wait_by_role_s");
+        assert_close(part(&p, "pp"), 5e-6);
+        assert_close(part(&p, "tp"), 0.0);
+        let p = parts(&t, "comm_time_by_role_s");
+        assert_close(part(&p, "pp"), 15e-6);
+        assert_close(part(&p, "tp"), 10e-6);
     }
 
     #[test]

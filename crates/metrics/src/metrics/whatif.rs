@@ -123,18 +123,18 @@ pub(crate) fn no_straggler_step(ctx: &Ctx) -> Outcome {
     order.sort_by_key(|&i| (rows.get(i).last_start, i));
     // Per rank index: the step of its last replayed collective and what
     // the replay had gained on it by then; per (rank index, step): the
-    // gain at its last collective in the step.
-    // foldhash: a lookup per member of every collective; SipHash showed in
-    // profiles. The sums below are of integers, so the maps' order is moot.
-    let mut gained: foldhash::HashMap<u32, (crate::model::Slot, Ns)> = Default::default();
+    // gain at its last collective in the step, put in when the rank's next
+    // collective is in another step (or at the end), not at every member.
+    // The sums below are of integers, so the map's order is moot.
+    let mut gained: Vec<Option<(crate::model::Slot, Ns)>> = vec![None; ctx.trace.ranks.len()];
     let mut at_end: foldhash::HashMap<(u32, crate::model::Slot), Ns> = Default::default();
     let (mut members, mut arrive) = (Vec::new(), Vec::new());
     for i in order {
         let row = rows.get(i);
         members.clear();
         members.extend(ctx.members(&row));
-        let before = |m: &Member| match gained.get(&m.index) {
-            Some(&(step, g)) if step == m.step => g,
+        let before = |m: &Member| match gained[m.index as usize] {
+            Some((step, g)) if step == m.step => g,
             _ => Ns::ZERO,
         };
         arrive.clear();
@@ -157,8 +157,18 @@ pub(crate) fn no_straggler_step(ctx: &Ctx) -> Outcome {
         };
         for m in &members {
             let gain = (m.end() - (barrier + m.transfer)).max(Ns::ZERO);
-            gained.insert(m.index, (m.step, gain));
-            at_end.insert((m.index, m.step), gain);
+            let last = &mut gained[m.index as usize];
+            if let Some((step, g)) = *last {
+                if step != m.step {
+                    at_end.insert((m.index, step), g);
+                }
+            }
+            *last = Some((m.step, gain));
+        }
+    }
+    for (ri, last) in (0u32..).zip(&gained) {
+        if let Some((step, g)) = *last {
+            at_end.insert((ri, step), g);
         }
     }
     // Rank indices fit: ranks are numbered in u32 slots.
