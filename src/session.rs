@@ -13,9 +13,8 @@ use anyhow::{anyhow, Context, Result};
 pub mod load;
 mod runs;
 
-use crate::derive::{Made, RankStats};
+use crate::derive::{Made, Matched, RankStats};
 use crate::metrics::Ctx;
-use crate::model::collectives::Instances;
 use crate::model::warning::Kind;
 use crate::model::Trace;
 use load::{Found, LoadOptions, LoadReport, Pages, Progress};
@@ -47,9 +46,10 @@ pub struct Run {
     pub stats: Option<Vec<RankStats>>,
     /// Where each rank's ops are read from, when held in pages.
     pub pages: Option<crate::summary::pages::Pages>,
-    /// The collectives the load matched across the ranks, for the metrics'
-    /// context (see `derive::Made`): the trace is not changed after loading.
-    pub(crate) instances: Option<Instances>,
+    /// What the load's clock check matched across the ranks, for the
+    /// metrics' context (see `derive::Made`): the trace is not changed
+    /// after loading.
+    pub(crate) matched: Option<Matched>,
 }
 
 /// The inputs of the run at `path`: a summary's when one stands for it
@@ -165,14 +165,14 @@ fn in_pages(mut run: Run, stored: load::Stored) -> std::result::Result<Run, &'st
 }
 
 fn whole(path: &Path, found: &Found, opts: &LoadOptions, progress: &Progress) -> Result<Run> {
-    let (trace, report, instances) =
+    let (trace, report, matched) =
         load::load_found(path, found, opts, progress).with_context(|| cannot(path))?;
     Ok(Run {
         trace,
         report,
         stats: None,
         pages: None,
-        instances,
+        matched,
     })
 }
 
@@ -197,7 +197,7 @@ fn lean(
         report: l.report,
         stats: Some(l.stats),
         pages: None,
-        instances: l.instances,
+        matched: l.matched,
     };
     Ok((run, l.stored))
 }
@@ -221,7 +221,7 @@ impl Run {
     pub(crate) fn into_parts(self) -> (Trace, LoadReport, Made) {
         let made = Made {
             stats: self.stats,
-            instances: self.instances,
+            matched: self.matched,
         };
         (self.trace, self.report, made)
     }

@@ -9,12 +9,11 @@ use std::sync::OnceLock;
 
 use rayon::prelude::*;
 
-use crate::derive::RankStats;
+use crate::derive::{Matched, RankStats};
 use crate::discover::{Discovery, Input};
 use crate::error::{Error, Result};
 use crate::formats::{Format, PerRank, Ranked, Role, FORMATS};
 use crate::model::classify::UserRules;
-use crate::model::collectives::Instances;
 use crate::model::warning::{Kind, Warning};
 use crate::model::{RankTimeline, Trace};
 use crate::read::{RankFile, Tables};
@@ -139,9 +138,9 @@ pub(super) fn load_found(
     found: &Found,
     opts: &LoadOptions,
     progress: &Progress,
-) -> Result<(Trace, LoadReport, Option<Instances>)> {
+) -> Result<(Trace, LoadReport, Option<Matched>)> {
     let l = load_with(path, found, opts, progress, Keep::Whole)?;
-    Ok((l.trace, l.report, l.instances))
+    Ok((l.trace, l.report, l.matched))
 }
 
 /// A trace loaded for its metrics only: every rank's timeline keeps only its
@@ -154,8 +153,8 @@ pub(super) struct Lean {
     /// Indexed like `trace.ranks`.
     pub stats: Vec<RankStats>,
     pub stored: Stored,
-    /// The collectives the clock check matched (see `derive::Made`).
-    pub instances: Option<Instances>,
+    /// What the clock check matched (see `derive::Made`).
+    pub matched: Option<Matched>,
 }
 
 /// Where each rank's ops lie in a summary's tables, and the folder of lanes
@@ -178,8 +177,8 @@ struct Loaded {
     /// Indexed like `trace.ranks`, when the load is lean.
     stats: Option<Vec<RankStats>>,
     stored: Stored,
-    /// The collectives matched across the ranks, once the clocks are checked.
-    instances: Option<Instances>,
+    /// What the clock check matched, once the clocks are checked.
+    matched: Option<Matched>,
 }
 
 /// [`load_found`] for the metrics only: see [`Lean`].
@@ -218,7 +217,7 @@ fn lean_with(
         report: l.report,
         stats: l.stats.expect("a lean load makes every rank's stats"),
         stored: l.stored,
-        instances: l.instances,
+        matched: l.matched,
     })
 }
 
@@ -261,7 +260,7 @@ fn load_with(
         mut report,
         mut stats,
         mut stored,
-        instances: _,
+        matched: _,
     } = load(path, found, progress, cpu_ranges, &prepare, opts.pick.run)?;
     let (scratch, failed) = prepare.rebin.map_or((None, None), |r| {
         let failed = r.failed.into_inner().ok().flatten();
@@ -292,14 +291,14 @@ fn load_with(
         );
         trace.rules = Some(rules);
     }
-    let (found_by_clocks, instances) = align_clocks(&mut trace, opts.align, stats.as_deref_mut());
+    let (found_by_clocks, matched) = align_clocks(&mut trace, opts.align, stats.as_deref_mut());
     report.warnings.extend(found_by_clocks);
     Ok(Loaded {
         trace,
         report,
         stats,
         stored,
-        instances: Some(instances),
+        matched: Some(matched),
     })
 }
 
@@ -592,19 +591,20 @@ pub(crate) fn check_and_align_clocks(trace: &mut Trace, align: bool) -> Vec<Warn
 
 /// [`check_and_align_clocks`], moving the ranks' `stats` (indexed like
 /// `trace.ranks`) with their timelines; with the findings, the collectives
-/// matched across the ranks, which the shift leaves as they were (matching
-/// reads no time), for the metrics' context.
+/// matched across the ranks and their groups (found at once), which the
+/// shift leaves as they were, for the metrics' context.
 fn align_clocks(
     trace: &mut Trace,
     align: bool,
     stats: Option<&mut [RankStats]>,
-) -> (Vec<Warning>, Instances) {
+) -> (Vec<Warning>, Matched) {
     use crate::model::{clock, collectives};
     // Each rank's samples are made when used, from one value per collective,
     // rather than held for every rank (one per communication op).
-    let inst = collectives::instances(trace);
-    let disagreements = collectives::disagreements(trace, &inst);
-    let ends = clock::ref_ends(trace, &inst);
+    let matched = Matched::of(trace);
+    let inst = &matched.instances;
+    let disagreements = collectives::disagreements(trace, inst);
+    let ends = clock::ref_ends(trace, inst);
     // A rank's samples made once for both, ranks in parallel: the drift fit
     // is quadratic in them.
     let (offsets, measured): (Vec<_>, Vec<_>) = (0..trace.ranks.len())
@@ -647,7 +647,7 @@ fn align_clocks(
         }
         collectives::apply(trace, offsets);
     }
-    (findings, inst)
+    (findings, matched)
 }
 
 pub use crate::progress::Progress;
@@ -861,7 +861,7 @@ fn load(
             tables,
             scratch: None,
         },
-        instances: None,
+        matched: None,
     })
 }
 

@@ -249,7 +249,7 @@ impl Data {
             report,
             stats,
             pages,
-            instances,
+            matched,
         } = run;
         let (Some(stats), Some(pages)) = (stats, pages) else {
             return Err("not held in pages".into());
@@ -275,7 +275,7 @@ impl Data {
             .collect();
         let made = crate::derive::Made {
             stats: Some(stats),
-            instances,
+            matched,
         };
         let ctx = Ctx::with_made(&trace, None, made)?.with_options(opts);
         let common = Common::of(ctx, &trace);

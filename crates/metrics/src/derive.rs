@@ -46,10 +46,26 @@ pub struct Made {
     /// Every rank's stats, indexed like `trace.ranks`, made while it was read
     /// (a lean load keeps them; a slim timeline cannot make them again).
     pub stats: Option<Vec<RankStats>>,
-    /// The collectives matched across every rank of the trace, as the clock
-    /// check matched them: matching reads op order and metadata, no time,
-    /// so putting the ranks on one clock leaves it as it was.
-    pub instances: Option<Instances>,
+    /// What the clock check found before it aligned the clocks.
+    pub matched: Option<Matched>,
+}
+
+/// The collectives matched across every rank of a trace and the process
+/// groups they were issued in. Neither reads a time, so putting the ranks
+/// on one clock leaves them as they were: a load finds them once, both at
+/// once, for its clock check and then for the metrics.
+#[derive(Debug, Clone, Default)]
+pub struct Matched {
+    pub instances: Instances,
+    pub groups: Vec<groups::GroupInfo>,
+}
+
+impl Matched {
+    pub fn of(trace: &Trace) -> Self {
+        let (instances, groups) =
+            rayon::join(|| collectives::instances(trace), || groups::infer(trace));
+        Self { instances, groups }
+    }
 }
 
 impl Derived {
@@ -63,8 +79,8 @@ impl Derived {
     /// [`Derived::of`] from what loading made (its stats in the order of
     /// `ranks`), as it must be for timelines kept slim.
     pub(crate) fn with_made(trace: &Trace, ranks: &[&RankTimeline], made: Made) -> Self {
-        let Made { stats, instances } = made;
-        let (stats, instances) = rayon::join(
+        let Made { stats, matched } = made;
+        let (stats, Matched { instances, groups }) = rayon::join(
             || {
                 stats.unwrap_or_else(|| {
                     assert!(
@@ -74,22 +90,16 @@ impl Derived {
                     ranks.par_iter().map(|t| RankStats::of(t)).collect()
                 })
             },
-            || instances.unwrap_or_else(|| collectives::instances(trace)),
+            || matched.unwrap_or_else(|| Matched::of(trace)),
         );
-        // The groups are inferred beside the waits, not before them: only
-        // the collectives' rows need them.
-        let ((waits, last_starts), (groups, collectives)) = rayon::join(
+        let ((waits, last_starts), collectives) = rayon::join(
             || {
                 rayon::join(
                     || collectives::wait_split(trace, &instances),
                     || collectives::LastStarts::last_starts(trace, &instances),
                 )
             },
-            || {
-                let groups = groups::infer(trace);
-                let rows = instances::rows(trace, &instances, &groups);
-                (groups, rows)
-            },
+            || instances::rows(trace, &instances, &groups),
         );
         let rows = rank_rows(trace, ranks, &stats, &waits, &last_starts);
         Self {

@@ -46,14 +46,14 @@ impl<'a> Ctx<'a> {
             rank,
             Made {
                 stats,
-                instances: None,
+                matched: None,
             },
         )
     }
 
     /// [`Ctx::new`] with what loading derived of the trace (see [`Made`]).
     pub fn with_made(trace: &'a Trace, rank: Option<u32>, made: Made) -> Result<Self, String> {
-        let Made { stats, instances } = made;
+        let Made { stats, matched } = made;
         // Without timelines, the ranks are those of the execution traces and
         // memory snapshots read.
         let annotated = || {
@@ -89,7 +89,7 @@ impl<'a> Ctx<'a> {
                 })
                 .collect()
         });
-        let derived = Derived::with_made(trace, &ranks, Made { stats, instances });
+        let derived = Derived::with_made(trace, &ranks, Made { stats, matched });
         Ok(Self {
             trace,
             opts: Options::default(),
