@@ -92,14 +92,15 @@ impl Derived {
             },
             || matched.unwrap_or_else(|| Matched::of(trace)),
         );
-        let ((waits, last_starts), collectives) = rayon::join(
+        // Two walks over every member of every collective, one per core;
+        // the last starts are read off the rows.
+        let (waits, (collectives, last_starts)) = rayon::join(
+            || collectives::wait_split(trace, &instances),
             || {
-                rayon::join(
-                    || collectives::wait_split(trace, &instances),
-                    || collectives::LastStarts::last_starts(trace, &instances),
-                )
+                let rows = instances::rows(trace, &instances, &groups);
+                let last_starts = rows.last_starts(&instances);
+                (rows, last_starts)
             },
-            || instances::rows(trace, &instances, &groups),
         );
         let rows = rank_rows(trace, ranks, &stats, &waits, &last_starts);
         Self {

@@ -1015,6 +1015,18 @@ impl LastStarts {
         Self::of_members(inst, trace, |_, members| Some(last_start_of(members)))
     }
 
+    /// [`LastStarts::last_starts`] from each instance's last start found
+    /// already (`start_of` its id; `None`: none), without a walk over the
+    /// members.
+    pub fn from_ids(inst: &Instances, mut start_of: impl FnMut(usize) -> Option<Ns>) -> Self {
+        // `of` visits the instances in id order.
+        let mut id = 0;
+        Self::of(inst, |_| {
+            id += 1;
+            start_of(id - 1)
+        })
+    }
+
     /// Calls `f` with each of `t`'s matched collective ops and its wait for
     /// the last member to start (clamped to the op), in op order: a member's
     /// wait as `Instances::walk` makes it, from the rank's ops alone.

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use super::groups::GroupInfo;
-use crate::model::collectives::{latest_of, Blame, Figures, Instances, MemberOp};
+use crate::model::collectives::{latest_of, Blame, Figures, Instances, LastStarts, MemberOp};
 use crate::model::slab::{Slab, Spill};
 use crate::model::{CollKind, DeviceOp, Ns, Trace};
 
@@ -188,6 +188,19 @@ impl Rows {
 
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+
+    /// When the last member of each of `inst`'s instances (those the rows
+    /// were made of) started: every instance has a row (it has two members
+    /// at least), so this is `LastStarts::last_starts` without a second
+    /// walk over the members.
+    pub(crate) fn last_starts(&self, inst: &Instances) -> LastStarts {
+        let mut by_id = vec![None; inst.len()];
+        for i in 0..self.len() {
+            let r = self.get(i);
+            by_id[r.id] = Some(r.last_start);
+        }
+        LastStarts::from_ids(inst, |id| by_id[id])
     }
 
     /// Row `i` (panics past the end, as indexing does).
@@ -519,6 +532,32 @@ mod tests {
     use super::*;
     use crate::metrics::testing::trace;
     use crate::model::collectives::instances;
+
+    /// The last starts read off the rows are those a walk over the members
+    /// finds, for every rank's matched ops: in one group, in several, and
+    /// in a run with a slow rank.
+    #[test]
+    fn last_starts_off_the_rows_are_the_walks() {
+        let runs = [
+            crate::synth::late_pair(),
+            crate::synth::tp_dp_grid(true),
+            crate::synth::training_run(&crate::synth::RunShape {
+                straggler: Some(3),
+                ..Default::default()
+            }),
+        ];
+        for ranks in &runs {
+            let t = trace(ranks);
+            let inst = instances(&t);
+            let groups = super::super::groups::infer(&t);
+            let from_rows = rows(&t, &inst, &groups).last_starts(&inst);
+            let walked = LastStarts::last_starts(&t, &inst);
+            for r in &t.ranks {
+                assert!(!walked.waits_of(r).is_empty());
+                assert_eq!(from_rows.waits_of(r), walked.waits_of(r), "rank {}", r.rank);
+            }
+        }
+    }
 
     /// A member is found from its group's sequences: rank index and the
     /// rank's op, the collective op of each rank of the pair.
