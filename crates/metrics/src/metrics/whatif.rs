@@ -255,6 +255,37 @@ mod tests {
         assert!((v - 65e-6).abs() < 1e-12, "{v}");
     }
 
+    /// Two 100 µs steps; rank 1 is late at the first all-reduce of each:
+    /// by 30 µs at 10-60 µs (a second all-reduce follows at 70-80 µs,
+    /// nobody late) and by 10 µs at 110-140 µs. Replayed, each step's last
+    /// collective ends 30 and 10 µs sooner on both ranks (the gain carried
+    /// through the second all-reduce of step 1, and not into step 2): 20 µs
+    /// per step, within either rank's exposed communication (45 and 25 µs
+    /// per step). 100 − 20 = 80 µs.
+    #[test]
+    fn a_steps_saving_is_its_last_collectives_gain() {
+        let c = crate::synth::Coll::all_reduce_f32(1, 2);
+        let ar = "ncclDevKernel_AllReduce_Sum_f32_RING_LL";
+        let mut ranks: Vec<_> = (0..2)
+            .map(|r| crate::synth::RankTrace::new(Some(r), 2, 10))
+            .collect();
+        for t in &mut ranks {
+            t.step(1, 0.0, 100.0);
+            t.step(2, 100.0, 100.0);
+        }
+        ranks[0].collective(ar, 10.0, 50.0, 20, &c);
+        ranks[1].collective(ar, 40.0, 20.0, 20, &c);
+        for t in &mut ranks {
+            t.collective(ar, 70.0, 10.0, 20, &c);
+        }
+        ranks[0].collective(ar, 110.0, 30.0, 20, &c);
+        ranks[1].collective(ar, 120.0, 20.0, 20, &c);
+        let t = trace(&ranks);
+        assert_eq!(value(&t, "slowest_rank", None), 1.0);
+        let v = value(&t, "whatif_no_straggler_step_s", None);
+        assert!((v - 80e-6).abs() < 1e-12, "{v}");
+    }
+
     /// Rank 1 arrives 30 µs late at an all-reduce with rank 0 (group a),
     /// then all three ranks all-reduce at 100 µs (group b), where rank 2,
     /// busy until then, is last. Without rank 1's delay the first ends 30
