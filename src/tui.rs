@@ -54,7 +54,7 @@ pub fn load_data(
     };
     let run = session::open(path, &load, Need::Screen, progress)?;
     if run.pages.is_none() {
-        return Ok(Data::new(run.trace, run.report, opts));
+        return Ok(Data::new(run.trace, run.report, run.matched, opts));
     }
     let ops: usize = run.stats.iter().flatten().map(|s| s.ops).sum();
     let ranks = run.trace.ranks.len();

@@ -189,8 +189,19 @@ impl Data {
             .collect()
     }
 
-    pub fn new(trace: Trace, report: LoadReport, opts: Options) -> Self {
-        let ctx = Ctx::new(&trace, None)
+    /// The data of a run held whole; `matched`: what its load's clock check
+    /// matched (see `derive::Made`), not matched again.
+    pub fn new(
+        trace: Trace,
+        report: LoadReport,
+        matched: Option<crate::derive::Matched>,
+        opts: Options,
+    ) -> Self {
+        let made = crate::derive::Made {
+            stats: None,
+            matched,
+        };
+        let ctx = Ctx::with_made(&trace, None, made)
             .expect("no rank filter")
             .with_options(opts);
         let kernels = trace.ranks.par_iter().map(RankKernels::of).collect();

@@ -61,7 +61,7 @@ mod tests {
     use crate::synth::{training_run, RankTrace, RunShape};
 
     fn data(t: crate::model::Trace) -> Data {
-        Data::new(t, LoadReport::default(), Options::default())
+        Data::new(t, LoadReport::default(), None, Options::default())
     }
 
     #[test]

@@ -1140,7 +1140,7 @@ fn hang_tab_shows_the_flight_recorder_verdict() {
     )
     .unwrap();
     assert_eq!((run.trace.ranks.len(), run.trace.flight.len()), (0, 8));
-    let data = Data::new(run.trace, run.report, Options::default());
+    let data = Data::new(run.trace, run.report, None, Options::default());
     let a = app(data, (100, 30));
     assert_eq!(a.tab, Tab::Hang);
     assert!(a.tabs().contains(&Tab::Hang));
