@@ -124,7 +124,12 @@ fn bench(c: &mut Criterion) {
         ..Default::default()
     };
     let events: usize = trace.ranks.iter().map(|r| r.ops.len()).sum();
-    let data = Arc::new(Data::new(trace, LoadReport::default(), Options::default()));
+    let data = Arc::new(Data::new(
+        trace,
+        LoadReport::default(),
+        None,
+        Options::default(),
+    ));
     let mut terminal = Terminal::new(TestBackend::new(200, 50)).unwrap();
     let mut g = c.benchmark_group(format!("frame_200x50_{events}_events"));
     for (label, zoom_ins, cpu) in [
