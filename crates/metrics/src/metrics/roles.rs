@@ -12,7 +12,7 @@ use super::outcome::Outcome;
 use crate::derive::instances::{fits, FitRow};
 use crate::model::collectives::group_of;
 use crate::model::time::ns_to_s;
-use crate::model::{Ns, StrId};
+use crate::model::{DeviceOp, Ns, RankTimeline, StrId};
 
 const NO_COMM: &str = "the trace has no communication kernels";
 const NO_MATCHES: &str =
@@ -103,6 +103,40 @@ fn per_label(per_rank: Vec<(u32, Vec<f64>)>, l: &Labels, why: &str) -> Outcome {
     .with_note(l.note.clone())
 }
 
+/// One rank's time summed per label of its ops' groups.
+struct LabelSums<'a> {
+    labels: &'a Labels,
+    t: &'a RankTimeline,
+    sums: Vec<Ns>,
+    /// Label by the op's group id: one lookup per group, not per op.
+    index: foldhash::HashMap<Option<StrId>, usize>,
+}
+
+impl<'a> LabelSums<'a> {
+    fn new(labels: &'a Labels, t: &'a RankTimeline) -> Self {
+        Self {
+            labels,
+            t,
+            sums: vec![Ns::ZERO; labels.names.len()],
+            index: Default::default(),
+        }
+    }
+
+    fn add(&mut self, op: &DeviceOp, d: Ns) {
+        let (t, l) = (self.t, self.labels);
+        let key = t.coll_meta(op).and_then(|m| m.pg_name);
+        let i = *(self.index.entry(key))
+            .or_insert_with(|| l.of_group.get(group_of(t, op)).copied().unwrap_or(0));
+        self.sums[i] += d;
+    }
+
+    /// Seconds per measured step, per label.
+    fn per_step(&self) -> Vec<f64> {
+        let steps = self.t.step_count() as f64;
+        self.sums.iter().map(|&s| ns_to_s(s) / steps).collect()
+    }
+}
+
 /// Communication kernel time per step by group role, per rank (kernels
 /// launched in measured steps / steps), averaged over ranks with kernels.
 pub(crate) fn comm_time_by_role(ctx: &Ctx) -> Outcome {
@@ -114,18 +148,11 @@ pub(crate) fn comm_time_by_role(ctx: &Ctx) -> Outcome {
     let per_rank = (ctx.ranks.par_iter().zip(ctx.stats()))
         .filter(|(_, s)| s.kernels > 0)
         .map(|(t, _)| {
-            let mut sums: Vec<Ns> = vec![Ns::ZERO; l.names.len()];
-            // Label by the op's group id: one lookup per group, not per op.
-            let mut index: foldhash::HashMap<Option<StrId>, usize> = Default::default();
+            let mut sums = LabelSums::new(&l, t);
             for op in t.kernels().filter(|k| k.is_comm() && t.counts(k.step)) {
-                let key = t.coll_meta(op).and_then(|m| m.pg_name);
-                let i = *index
-                    .entry(key)
-                    .or_insert_with(|| l.of_group.get(group_of(t, op)).copied().unwrap_or(0));
-                sums[i] += op.dur;
+                sums.add(op, op.dur);
             }
-            let steps = t.step_count() as f64;
-            (t.rank, sums.iter().map(|&s| ns_to_s(s) / steps).collect())
+            (t.rank, sums.per_step())
         })
         .collect();
     per_label(per_rank, &l, NO_COMM)
@@ -141,22 +168,15 @@ pub(crate) fn comm_wait_by_role(ctx: &Ctx) -> Outcome {
         .ranks
         .par_iter()
         .filter_map(|t| {
-            let mut sums: Vec<Ns> = vec![Ns::ZERO; l.names.len()];
+            let mut sums = LabelSums::new(&l, t);
             let mut matched = false;
-            let mut index: foldhash::HashMap<Option<StrId>, usize> = Default::default();
             ctx.last_starts().each_wait(t, |op, wait| {
-                if !t.counts(op.step) {
-                    return;
+                if t.counts(op.step) {
+                    sums.add(op, wait);
+                    matched = true;
                 }
-                let key = t.coll_meta(op).and_then(|m| m.pg_name);
-                let i = *index
-                    .entry(key)
-                    .or_insert_with(|| l.of_group.get(group_of(t, op)).copied().unwrap_or(0));
-                sums[i] += wait;
-                matched = true;
             });
-            let steps = t.step_count() as f64;
-            matched.then(|| (t.rank, sums.iter().map(|&s| ns_to_s(s) / steps).collect()))
+            matched.then(|| (t.rank, sums.per_step()))
         })
         .collect();
     per_label(per_rank, &l, NO_MATCHES)
