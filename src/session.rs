@@ -172,7 +172,7 @@ fn whole(path: &Path, found: &Found, opts: &LoadOptions, progress: &Progress) ->
         report,
         stats: None,
         pages: None,
-        matched,
+        matched: Some(matched),
     })
 }
 
@@ -197,7 +197,7 @@ fn lean(
         report: l.report,
         stats: Some(l.stats),
         pages: None,
-        matched: l.matched,
+        matched: Some(l.matched),
     };
     Ok((run, l.stored))
 }

@@ -138,9 +138,9 @@ pub(super) fn load_found(
     found: &Found,
     opts: &LoadOptions,
     progress: &Progress,
-) -> Result<(Trace, LoadReport, Option<Matched>)> {
-    let l = load_with(path, found, opts, progress, Keep::Whole)?;
-    Ok((l.trace, l.report, l.matched))
+) -> Result<(Trace, LoadReport, Matched)> {
+    let (l, matched) = load_with(path, found, opts, progress, Keep::Whole)?;
+    Ok((l.trace, l.report, matched))
 }
 
 /// A trace loaded for its metrics only: every rank's timeline keeps only its
@@ -154,7 +154,7 @@ pub(super) struct Lean {
     pub stats: Vec<RankStats>,
     pub stored: Stored,
     /// What the clock check matched (see `derive::Made`).
-    pub matched: Option<Matched>,
+    pub matched: Matched,
 }
 
 /// Where each rank's ops lie in a summary's tables, and the folder of lanes
@@ -170,15 +170,14 @@ pub(crate) struct Stored {
 
 type Scratch = crate::summary::pages::Scratch;
 
-/// What [`load`] read, and what [`load_with`] made of it.
+/// What [`load`] read, and what [`load_with`] made of it (which also gives
+/// what its clock check matched).
 struct Loaded {
     trace: Trace,
     report: LoadReport,
     /// Indexed like `trace.ranks`, when the load is lean.
     stats: Option<Vec<RankStats>>,
     stored: Stored,
-    /// What the clock check matched, once the clocks are checked.
-    matched: Option<Matched>,
 }
 
 /// [`load_found`] for the metrics only: see [`Lean`].
@@ -211,13 +210,13 @@ fn lean_with(
     progress: &Progress,
     keep: Keep,
 ) -> Result<Lean> {
-    let l = load_with(path, found, opts, progress, keep)?;
+    let (l, matched) = load_with(path, found, opts, progress, keep)?;
     Ok(Lean {
         trace: l.trace,
         report: l.report,
         stats: l.stats.expect("a lean load makes every rank's stats"),
         stored: l.stored,
-        matched: l.matched,
+        matched,
     })
 }
 
@@ -239,7 +238,7 @@ fn load_with(
     opts: &LoadOptions,
     progress: &Progress,
     keep: Keep,
-) -> Result<Loaded> {
+) -> Result<(Loaded, Matched)> {
     // Read first, reported after the traces: their errors come first.
     let rules = read_rules(path, found, opts);
     let prepare = Prepare {
@@ -260,7 +259,6 @@ fn load_with(
         mut report,
         mut stats,
         mut stored,
-        matched: _,
     } = load(path, found, progress, cpu_ranges, &prepare, opts.pick.run)?;
     let (scratch, failed) = prepare.rebin.map_or((None, None), |r| {
         let failed = r.failed.into_inner().ok().flatten();
@@ -293,13 +291,13 @@ fn load_with(
     }
     let (found_by_clocks, matched) = align_clocks(&mut trace, opts.align, stats.as_deref_mut());
     report.warnings.extend(found_by_clocks);
-    Ok(Loaded {
+    let loaded = Loaded {
         trace,
         report,
         stats,
         stored,
-        matched: Some(matched),
-    })
+    };
+    Ok((loaded, matched))
 }
 
 /// The class rules a load applies (see [`rules_path`]), parsed.
@@ -861,7 +859,6 @@ fn load(
             tables,
             scratch: None,
         },
-        matched: None,
     })
 }
 

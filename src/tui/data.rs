@@ -124,14 +124,13 @@ impl Common {
         let summary = METRICS.iter().zip(eval_all(&ctx)).collect();
         let verdict = verdict(&ctx);
         let arrivals = arrivals(trace, ctx.instances());
-        let last_starts = LastStarts::last_starts(trace, ctx.instances());
         let derived = ctx.into_derived();
         Self {
             summary,
             ranks: derived.rows,
             verdict,
             arrivals,
-            last_starts,
+            last_starts: derived.last_starts,
             collectives: derived.collectives,
             instances: derived.instances,
         }

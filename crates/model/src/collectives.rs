@@ -1040,9 +1040,8 @@ impl LastStarts {
     /// the last member to start, as (stream, interval), in op order.
     pub fn waits_of(&self, t: &super::RankTimeline) -> Vec<(u32, super::Interval)> {
         let mut out = Vec::new();
-        self.walk(t, |op, last| {
-            let end = last.clamp(op.start, op.end());
-            out.push((op.stream, super::Interval::new(op.start, end)));
+        self.each_wait(t, |op, wait| {
+            out.push((op.stream, super::Interval::new(op.start, op.start + wait)));
         });
         out
     }
