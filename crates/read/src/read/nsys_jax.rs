@@ -32,7 +32,7 @@ use crate::model::build::TimelineBuilder;
 use crate::model::classify::{classify, coll_kind};
 use crate::model::timeline::CpuKind;
 use crate::model::timeline::SourceFormat;
-use crate::model::{Activity, DeviceOp, KernelClass, Ns};
+use crate::model::{Activity, DeviceOp, KernelClass, Ns, Slot};
 
 const TRACE: &str = "nvtx_gpu_proj_trace/trace.parquet";
 const THREADS: &str = "thread-metadata.parquet";
@@ -70,19 +70,90 @@ static COLLECTIVE: LazyLock<Regex> = LazyLock::new(|| {
     .expect("valid regex")
 });
 
-/// One projected NVTX range.
+/// One projected NVTX range, in 32 bytes (an archive of 20 MB holds 4
+/// million): its name and thread are places in its [`Ranges`]' tables, its
+/// ids and CPU times in columns beside it.
 struct Range {
-    id: i64,
-    parent: Option<i64>,
-    /// Shared by the ranges of one name.
-    name: Arc<str>,
     start: Ns,
     end: Ns,
-    pid: i64,
-    tid: i64,
+    /// In [`Ranges::names`].
+    name: u32,
+    /// In [`Ranges::threads`].
+    thread: u32,
+    /// Where its parent is in the list (the last range with the parent's
+    /// id), once [`Ranges::link`]ed.
+    up: Slot,
+    flags: u8,
+}
+
+// Held for every range at once: kept from growing unnoticed.
+const _: () = assert!(std::mem::size_of::<Range>() == 32);
+
+impl Range {
+    /// Its CPU times are in [`Ranges::orig`].
+    const ORIG: u8 = 1;
+    /// Its parent's id is in [`Ranges::parents`].
+    const PARENT: u8 = 2;
+}
+
+/// The projected ranges of an archive, with the names and threads they
+/// share (a program's thunks repeat every step on a few threads), and
+/// columns of what only some layouts or only linking need.
+#[derive(Default)]
+struct Ranges {
+    list: Vec<Range>,
+    names: Vec<Arc<str>>,
+    /// (PID, TID).
+    threads: Vec<(i64, i64)>,
     /// The NVTX range's own CPU start and end (`Orig Start`/`Orig
-    /// Duration`): when XLA's launcher ran it.
-    orig: Option<(Ns, Ns)>,
+    /// Duration`): when XLA's launcher ran it. Indexed like `list`, empty
+    /// where no range has them.
+    orig: Vec<(Ns, Ns)>,
+    /// Each range's id and its parent's, indexed like `list`, until linked.
+    ids: Vec<i64>,
+    parents: Vec<i64>,
+}
+
+impl Ranges {
+    fn name(&self, r: &Range) -> &Arc<str> {
+        &self.names[r.name as usize]
+    }
+
+    fn thread(&self, r: &Range) -> (i64, i64) {
+        self.threads[r.thread as usize]
+    }
+
+    /// The `i`th range's CPU times.
+    fn orig(&self, i: usize) -> Option<(Ns, Ns)> {
+        let r = &self.list[i];
+        (r.flags & Range::ORIG != 0).then(|| self.orig[i])
+    }
+
+    /// The range above `r`, once linked.
+    fn up(&self, r: &Range) -> Option<&Range> {
+        self.list.get(r.up.get()? as usize)
+    }
+
+    /// Points each range at its parent: the last range with the parent's
+    /// id, as an index by id would find it; then lets the ids go. Returns
+    /// each range's own place by its id (the last with that id), where two
+    /// share an id: what is said of an id is said of that range.
+    fn link(&mut self) -> Option<Vec<u32>> {
+        let (ids, parents) = (
+            std::mem::take(&mut self.ids),
+            std::mem::take(&mut self.parents),
+        );
+        let mut by_id: foldhash::HashMap<i64, u32> = Default::default();
+        by_id.reserve(ids.len());
+        for (i, &id) in ids.iter().enumerate() {
+            by_id.insert(id, i as u32);
+        }
+        for (r, p) in self.list.iter_mut().zip(parents) {
+            let up = (r.flags & Range::PARENT != 0).then(|| by_id.get(&p).copied());
+            r.up = Slot::from(up.flatten());
+        }
+        (by_id.len() < ids.len()).then(|| ids.iter().map(|id| by_id[id]).collect())
+    }
 }
 
 fn bad(path: &Path, why: impl Into<String>) -> Error {
@@ -129,8 +200,10 @@ fn named<R: Read + Seek>(
     if f.size() > limit {
         return Err(too_big(f.size()));
     }
-    // The stated size only hints the capacity: an archive can lie about it.
-    let mut bytes = Vec::with_capacity(f.size().min(64 << 20) as usize);
+    // The stated size only hints the capacity (an archive can lie about it,
+    // within the limit): reserved whole, where growing by doubling from less
+    // held twice a large member.
+    let mut bytes = Vec::with_capacity(f.size().min(limit) as usize);
     (&mut f)
         .take(limit + 1)
         .read_to_end(&mut bytes)
@@ -389,25 +462,23 @@ impl Budget {
 
 /// The projected ranges of `trace.parquet`, in either layout.
 /// Also returns how many rows were damaged and how many were left unread.
-fn ranges(bytes: Vec<u8>, path: &Path) -> Result<(Vec<Range>, u64, u64)> {
-    let mut out = Vec::new();
+fn ranges(bytes: Vec<u8>, path: &Path) -> Result<(Ranges, u64, u64)> {
+    let mut out = Ranges::default();
     let mut skipped = 0u64;
-    // Names shared: a program's thunks repeat every step.
-    let mut names: foldhash::HashSet<Arc<str>> = Default::default();
-    let mut intern = |s: &str| match names.get(s) {
-        Some(a) => a.clone(),
-        None => {
-            let a: Arc<str> = Arc::from(s);
-            names.insert(a.clone());
-            a
-        }
-    };
-    let empty: Arc<str> = Arc::from("");
+    // Names and threads shared: a program's thunks repeat every step.
+    let mut names: foldhash::HashMap<Arc<str>, u32> = Default::default();
+    let mut threads: foldhash::HashMap<(i64, i64), u32> = Default::default();
     let unread = rows(bytes, TRACE, path, |b, take| {
         // Sized once for every row the table states: growing by doubling
         // held the old and the new vector at once (a third of the peak).
-        if out.capacity() == 0 {
-            let _ = out.try_reserve_exact(usize::try_from(b.expected).unwrap_or(0));
+        if out.list.capacity() == 0 {
+            let n = usize::try_from(b.expected).unwrap_or(0);
+            let _ = out.list.try_reserve_exact(n);
+            let _ = out.ids.try_reserve_exact(n);
+            let _ = out.parents.try_reserve_exact(n);
+            if b.column(&["Orig Start"]).is_some() {
+                let _ = out.orig.try_reserve_exact(n);
+            }
         }
         let text = b.text(&["Name", "Text"]);
         let start = b.int(&["Projected Start", "Start"]);
@@ -420,17 +491,27 @@ fn ranges(bytes: Vec<u8>, path: &Path) -> Result<(Vec<Range>, u64, u64)> {
         );
         let (pid, tid) = (b.int(&["PID"]), b.int(&["TID"]));
         // This batch's dictionary keys to shared names.
-        let mut by_key: Vec<Option<Arc<str>>> = Vec::new();
+        let mut by_key: Vec<Option<u32>> = Vec::new();
+        let mut intern = |s: &str| match names.get(s) {
+            Some(&i) => i,
+            None => {
+                let i = out.names.len() as u32;
+                let a: Arc<str> = Arc::from(s);
+                out.names.push(a.clone());
+                names.insert(a, i);
+                i
+            }
+        };
         for i in 0..take {
             let name = match text.get(i) {
-                Some(("", _)) | None => empty.clone(),
+                Some(("", _)) | None => None,
                 Some((s, Some(k))) => {
                     if by_key.len() <= k {
                         by_key.resize(k + 1, None);
                     }
-                    by_key[k].get_or_insert_with(|| intern(s)).clone()
+                    Some(*by_key[k].get_or_insert_with(|| intern(s)))
                 }
-                Some((s, None)) => intern(s),
+                Some((s, None)) => Some(intern(s)),
             };
             let s = start(i);
             let e = match dur {
@@ -443,21 +524,33 @@ fn ranges(bytes: Vec<u8>, path: &Path) -> Result<(Vec<Range>, u64, u64)> {
                 (Some(s), Some(d)) if d >= 0 => s.checked_add(d).map(|e| (Ns(s), Ns(e))),
                 _ => None,
             };
-            match (id(i), s, e) {
+            match (id(i), s, e, name) {
                 // The projection writes one row with neither name nor id (over
                 // the whole session, real PAX and MaxText archives alike): not
                 // a range, and not damage.
-                (None, _, _) if name.is_empty() => {}
-                (Some(id), Some(start), Some(end)) if end >= start && !name.is_empty() => {
-                    out.push(Range {
-                        id,
-                        parent: parent(i),
-                        name,
+                (None, _, _, None) => {}
+                (Some(id), Some(start), Some(end), Some(name)) if end >= start => {
+                    let at = (pid(i).unwrap_or(0), tid(i).unwrap_or(0));
+                    let next = out.threads.len() as u32;
+                    let thread = *threads.entry(at).or_insert_with(|| {
+                        out.threads.push(at);
+                        next
+                    });
+                    let parent = parent(i);
+                    if let Some(o) = orig {
+                        out.orig.resize(out.list.len(), Default::default());
+                        out.orig.push(o);
+                    }
+                    out.ids.push(id);
+                    out.parents.push(parent.unwrap_or(0));
+                    out.list.push(Range {
                         start: Ns(start),
                         end: Ns(end),
-                        pid: pid(i).unwrap_or(0),
-                        tid: tid(i).unwrap_or(0),
-                        orig,
+                        name,
+                        thread,
+                        up: Slot::NONE,
+                        flags: if orig.is_some() { Range::ORIG } else { 0 }
+                            | if parent.is_some() { Range::PARENT } else { 0 },
                     })
                 }
                 _ => skipped += 1,
@@ -532,11 +625,12 @@ pub fn read_from(
     let mut told = Vec::new();
     let dumps = dumps(&mut zip, path, limit, &mut told)?;
     let (ranges, skipped, unread) = ranges(trace, path)?;
-    let mut out = assemble(path, (rank, cpu_ranges), &ranges, &devices, &dumps);
+    let count = ranges.list.len();
+    let mut out = assemble(path, (rank, cpu_ranges), ranges, &devices, &dumps);
     if out.is_empty() {
         return Err(bad(
             path,
-            format!("{TRACE} holds no XLA thunk or NCCL ranges ({} ranges in all): was the run profiled with NVTX on?", ranges.len()),
+            format!("{TRACE} holds no XLA thunk or NCCL ranges ({count} ranges in all): was the run profiled with NVTX on?"),
         ));
     }
     out[0].1.warnings.extend(told);
@@ -544,7 +638,7 @@ pub fn read_from(
         out[0].1.warnings.push(Warning::damaged(format!(
             "{}: {TRACE}: rows past the {} read left out ({unread} more stated): more rows, or longer ones, than its data pages can hold",
             path.display(),
-            ranges.len() as u64 + skipped
+            count as u64 + skipped
         )));
     }
     if skipped > 0 {
@@ -601,11 +695,6 @@ struct Said {
     module: Option<(String, Option<u64>)>,
 }
 
-/// A shared name, by its address.
-fn name_key(name: &Arc<str>) -> usize {
-    Arc::as_ptr(name).cast::<u8>() as usize
-}
-
 impl Said {
     fn of(name: &str) -> Self {
         Said {
@@ -616,15 +705,6 @@ impl Said {
                 (m[1].to_owned(), id)
             }),
         }
-    }
-
-    fn of_names(ranges: &[Range]) -> foldhash::HashMap<usize, Said> {
-        let mut out = foldhash::HashMap::default();
-        for r in ranges {
-            out.entry(name_key(&r.name))
-                .or_insert_with(|| Said::of(&r.name));
-        }
-        out
     }
 }
 
@@ -685,28 +765,29 @@ fn op_of(name: &str, program: Option<&HashMap<String, hlo::Instr>>) -> Option<Op
 fn assemble(
     path: &Path,
     (rank, cpu_ranges): (Option<u32>, bool),
-    ranges: &[Range],
+    mut ranges: Ranges,
     devices: &HashMap<(i64, i64), u32>,
     dumps: &Dumps,
 ) -> Vec<(Option<u32>, RankFile)> {
     let mut warnings = Vec::new();
-    let by_id: foldhash::HashMap<i64, &Range> = ranges.iter().map(|r| (r.id, r)).collect();
-    let said = Said::of_names(ranges);
-    let said_of = |r: &Range| &said[&name_key(&r.name)];
+    let canon = ranges.link();
+    let ranges = &ranges;
+    // What each name says, worked out once.
+    let said: Vec<Said> = ranges.names.iter().map(|n| Said::of(n)).collect();
+    let said_of = |r: &Range| &said[r.name as usize];
     // The dumped program a range ran in: its nearest module range's.
     let program_of = |r: &Range| {
         // Most archives keep no dumps: no walk up for every range then.
         if dumps.is_empty() {
             return None;
         }
-        let mut p = r.parent;
+        let mut p = ranges.up(r);
         let mut depth = 0;
-        while let (Some(id), true) = (p, depth < 64) {
-            let up = by_id.get(&id)?;
+        while let (Some(up), true) = (p, depth < 64) {
             if let Some((module, id)) = &said_of(up).module {
                 return program(dumps, module, *id);
             }
-            p = up.parent;
+            p = ranges.up(up);
             depth += 1;
         }
         None
@@ -714,25 +795,26 @@ fn assemble(
     let is_thunk = |r: &Range| said_of(r).thunk;
     let is_nccl = |r: &Range| said_of(r).nccl;
     // Thunks nest (a command buffer's thunk holds others): the innermost are
-    // the ops. A NCCL range inside a collective's thunk is that collective.
-    let outer: foldhash::HashSet<i64> = ranges
-        .iter()
-        .filter(|r| is_thunk(r))
-        .filter_map(|r| r.parent)
-        .filter(|p| by_id.get(p).is_some_and(|r| is_thunk(r)))
-        .collect();
+    // the ops. Marked at the place of the id a thunk names as its parent.
+    let mut outer = vec![false; ranges.list.len()];
+    for r in ranges.list.iter().filter(|r| is_thunk(r)) {
+        if let Some(up) = r.up.get().filter(|&u| is_thunk(&ranges.list[u as usize])) {
+            outer[up as usize] = true;
+        }
+    }
+    let is_outer = |i: usize| outer[canon.as_ref().map_or(i, |c| c[i] as usize)];
+    // A NCCL range inside a collective's thunk is that collective.
     let in_collective = |r: &Range| {
-        let mut p = r.parent;
+        let mut p = ranges.up(r);
         let mut depth = 0;
-        while let (Some(id), true) = (p, depth < 64) {
-            let Some(up) = by_id.get(&id) else { break };
+        while let (Some(up), true) = (p, depth < 64) {
             if is_thunk(up)
-                && op_of(&up.name, program_of(up))
+                && op_of(ranges.name(up), program_of(up))
                     .is_none_or(|o| o.class == KernelClass::Communication)
             {
                 return true;
             }
-            p = up.parent;
+            p = ranges.up(up);
             depth += 1;
         }
         false
@@ -750,42 +832,42 @@ fn assemble(
     let (unnamed, told) = unnamed_launchers(ranges, devices, |r| said_of(r).module.is_some());
     warnings
         .extend((told.into_iter()).map(|w| Warning::reading(format!("{}: {w}", path.display()))));
-    let device_of = |r: &Range| {
-        devices
-            .get(&(r.pid, r.tid))
-            .map(|&d| Device::Global(d))
-            .or_else(|| {
-                unnamed
-                    .get(&(r.pid, r.tid))
-                    .map(|&i| Device::Local(r.pid, i))
-            })
-            .or_else(|| first_device.get(&r.pid).copied())
-            .or_else(|| {
-                unnamed
-                    .iter()
-                    .any(|(&(pid, _), _)| pid == r.pid)
-                    .then_some(Device::Local(r.pid, 0))
-            })
-            .unwrap_or(Device::Unknown)
-    };
+    // Each thread's device, worked out once.
+    let thread_device: Vec<Device> = (ranges.threads.iter())
+        .map(|&(pid, tid)| {
+            devices
+                .get(&(pid, tid))
+                .map(|&d| Device::Global(d))
+                .or_else(|| unnamed.get(&(pid, tid)).map(|&i| Device::Local(pid, i)))
+                .or_else(|| first_device.get(&pid).copied())
+                .or_else(|| {
+                    unnamed
+                        .iter()
+                        .any(|(&(p, _), _)| p == pid)
+                        .then_some(Device::Local(pid, 0))
+                })
+                .unwrap_or(Device::Unknown)
+        })
+        .collect();
+    let device_of = |r: &Range| thread_device[r.thread as usize];
     let mut builders: HashMap<Device, TimelineBuilder> = HashMap::new();
     // Each range is at most one op of its device: room made at once.
     let mut per_device: HashMap<Device, usize> = HashMap::new();
-    for r in ranges {
+    for r in &ranges.list {
         *per_device.entry(device_of(r)).or_default() += 1;
     }
     // What each name is, in each program: worked out once.
-    let mut ops: foldhash::HashMap<(usize, usize), Option<Op>> = Default::default();
-    for r in ranges {
-        let is_op = (is_thunk(r) && !outer.contains(&r.id)) || (is_nccl(r) && !in_collective(r));
+    let mut ops: foldhash::HashMap<(u32, usize), Option<Op>> = Default::default();
+    for (i, r) in ranges.list.iter().enumerate() {
+        let is_op = (is_thunk(r) && !is_outer(i)) || (is_nccl(r) && !in_collective(r));
         let op = if is_op {
             let program = program_of(r);
             let key = (
-                name_key(&r.name),
+                r.name,
                 program.map_or(0, |p| std::ptr::from_ref(p) as usize),
             );
             ops.entry(key)
-                .or_insert_with(|| op_of(&r.name, program))
+                .or_insert_with(|| op_of(ranges.name(r), program))
                 .as_ref()
         } else {
             None
@@ -802,13 +884,13 @@ fn assemble(
         });
         // On the launcher's CPU lane: the range as XLA ran it there, a
         // thunk that is a device op counting as a launch.
-        let cpu = r
-            .orig
+        let cpu = ranges
+            .orig(i)
             .and_then(|(s, e)| Some((s, t.between(s, e).ok()?)))
             .filter(|_| cpu_ranges);
         if let Some((s, d)) = cpu {
-            let name = t.intern(&r.name);
-            let tid = u64::try_from(r.tid).unwrap_or(0);
+            let name = t.intern(ranges.name(r));
+            let tid = u64::try_from(ranges.thread(r).1).unwrap_or(0);
             // A program run is named over its thunks; a thunk is work the
             // launcher did, shaded as an operator is.
             let kind = if said.module.is_some() {
@@ -847,7 +929,7 @@ fn assemble(
             })
         });
         // Launched when its thunk began on the CPU: how far ahead XLA ran.
-        let launch = r.orig.map_or(r.start, |o| o.0.min(r.start));
+        let launch = ranges.orig(i).map_or(r.start, |o| o.0.min(r.start));
         let _ = t.push_op(DeviceOp {
             coll: op.coll,
             device: device.index(),
@@ -935,21 +1017,25 @@ impl Device {
 /// modules without a program id on worker threads; those do not count.
 /// Returns the devices by (PID, TID), and what to tell the user.
 fn unnamed_launchers(
-    ranges: &[Range],
+    ranges: &Ranges,
     named: &HashMap<(i64, i64), u32>,
     is_module: impl Fn(&Range) -> bool,
 ) -> (HashMap<(i64, i64), u32>, Vec<String>) {
     let named_pids: HashSet<i64> = named.keys().map(|&(pid, _)| pid).collect();
-    let with_program = ranges
-        .iter()
-        .any(|r| is_module(r) && r.name.contains("program_id="));
+    let with_program =
+        (ranges.list.iter()).any(|r| is_module(r) && ranges.name(r).contains("program_id="));
     // (pid, module text) -> threads that ran it; pid -> threads running programs.
     let mut runs: HashMap<(i64, &str), HashSet<i64>> = HashMap::new();
     let mut launching: HashMap<i64, HashSet<i64>> = HashMap::new();
-    for r in ranges.iter().filter(|r| !named_pids.contains(&r.pid)) {
-        if is_module(r) && (!with_program || r.name.contains("program_id=")) {
-            runs.entry((r.pid, &r.name)).or_default().insert(r.tid);
-            launching.entry(r.pid).or_default().insert(r.tid);
+    for r in &ranges.list {
+        let (pid, tid) = ranges.thread(r);
+        if named_pids.contains(&pid) {
+            continue;
+        }
+        let name = ranges.name(r);
+        if is_module(r) && (!with_program || name.contains("program_id=")) {
+            runs.entry((pid, name)).or_default().insert(tid);
+            launching.entry(pid).or_default().insert(tid);
         }
     }
     let mut shared: HashMap<i64, HashSet<i64>> = HashMap::new();
@@ -1188,6 +1274,34 @@ mod tests {
             assert_eq!(t.annotations.len(), 1);
             assert_eq!(t.name(t.annotations[0].name), "jit_train_step");
         }
+    }
+
+    /// Two ranges with one id (a damaged or merged table): a parent id
+    /// names the last of them, and what is said of the id is said of both.
+    /// Thunk 3 sits in the second thunk 2, so both thunks 2 hold another and
+    /// are not ops; NCCL range 5 names id 4, which no range has: it is a
+    /// collective of its own.
+    #[test]
+    fn a_shared_id_is_its_last_range() {
+        let r = |id, parent, name: &str, start, end| range(100, id, parent, name, start, end);
+        let ranges = vec![
+            r(1, None, "XlaModule:#hlo_module=m,program_id=3#", 0, 1000),
+            r(2, Some(1), "Thunk:#hlo_op=fusion.1#", 0, 100),
+            r(2, Some(1), "Thunk:#hlo_op=command_buffer#", 200, 600),
+            r(3, Some(2), "Thunk:#hlo_op=all-reduce-start.2#", 300, 500),
+            r(5, Some(4), "ncclAllGather", 700, 800),
+        ];
+        let bytes = archive("run", &trace_table(&ranges, Layout::StartEnd), None);
+        let f = zip_file(&bytes);
+        let files = read(f.path(), None, false).unwrap();
+        use crate::model::CollKind::{AllGather, AllReduce};
+        assert_eq!(
+            ops(&files[0].1),
+            vec![
+                ("all-reduce-start.2".to_owned(), 300, 200, Some(AllReduce)),
+                ("ncclAllGather".to_owned(), 700, 100, Some(AllGather)),
+            ]
+        );
     }
 
     /// Thunks of collectives XLA's loop passes copied (names from a
@@ -1609,9 +1723,10 @@ mod tests {
             Path::new("t.zip"),
         )
         .unwrap();
-        assert_eq!(ranges.len(), 2);
-        assert!(Arc::ptr_eq(&ranges[0].name, &ranges[1].name));
-        assert_eq!(name_key(&ranges[0].name), name_key(&ranges[1].name));
+        assert_eq!(ranges.list.len(), 2);
+        assert_eq!(ranges.list[0].name, ranges.list[1].name);
+        assert_eq!(&*ranges.names[0], "Thunk:#hlo_op=fusion.1#");
+        assert_eq!(ranges.names.len(), 1);
     }
 
     #[test]
@@ -1659,7 +1774,7 @@ mod tests {
         let bytes = w.into_inner().unwrap();
         assert!(bytes.len() > 8 << 20, "padded");
         let (ranges, skipped, unread) = ranges(bytes, Path::new("t.zip")).unwrap();
-        let read = ranges.len() as u64 + skipped;
+        let read = ranges.list.len() as u64 + skipped;
         assert!(
             (1_000_000..1_500_000).contains(&read),
             "{read} rows read of {ROWS}"
