@@ -731,24 +731,25 @@ fn load(
             let file = file_in(input, &progress.bytes, cpu_ranges);
             // A summary's entry gives, for a lean load with the default
             // preparation, the figures the map step made of the ops.
-            let files: Vec<(Ranked, Option<RankStats>)> =
-                if summary && prepare.default_lean() && !several {
-                    crate::summary::read::lean_timelines(&file)?
-                } else {
-                    read(&file)?.into_iter().map(|f| (f, None)).collect()
-                };
-            let files = files
-                .into_iter()
-                .map(|(mut f, stats)| match stats {
-                    // Made in the map step; the timeline is already slim.
-                    Some(mut stats) => {
-                        prepare.keep(&mut f.1.timeline, Some(&mut stats));
-                        (f, Some(stats))
-                    }
-                    None if several => (f, None),
-                    None => prepare.file(f),
-                })
-                .collect();
+            let unprepared = |f| if several { (f, None) } else { prepare.file(f) };
+            let files: Vec<Prepared> = if summary && prepare.default_lean() && !several {
+                (crate::summary::read::lean_timelines(&file)?.into_iter())
+                    .map(|(mut f, stats)| match stats {
+                        // Made in the map step; the timeline is already slim.
+                        Some(mut stats) => {
+                            prepare.keep(&mut f.1.timeline, Some(&mut stats));
+                            (f, Some(stats))
+                        }
+                        None => unprepared(f),
+                    })
+                    .collect()
+            } else {
+                // Each rank prepared as it is read: a file of many devices'
+                // ops is not held whole.
+                let mut files = Vec::new();
+                read(&file, &mut |f| files.push(unprepared(f)))?;
+                files
+            };
             progress.files_done.fetch_add(1, Ordering::Relaxed);
             Ok(files)
         })

@@ -17,7 +17,7 @@ use ccl_bench::session::{self, Need};
 use ccl_bench::source::FileIn;
 
 /// `kernel NAME START_NS DUR_NS` per line; the rank comes from the file name.
-fn read_toy(f: &FileIn) -> Result<Vec<Ranked>> {
+fn read_toy(f: &FileIn, each: &mut dyn FnMut(Ranked)) -> Result<()> {
     let mut text = String::new();
     f.stream()?
         .read_to_string(&mut text)
@@ -42,7 +42,7 @@ fn read_toy(f: &FileIn) -> Result<Vec<Ranked>> {
         let _ = b.push_op(DeviceOp::new(name_id, Activity::Kernel, class, start, dur));
     }
     let (timeline, warnings) = b.finish();
-    Ok(vec![(
+    each((
         f.rank,
         RankFile {
             timeline,
@@ -51,7 +51,8 @@ fn read_toy(f: &FileIn) -> Result<Vec<Ranked>> {
             warnings,
             tables: None,
         },
-    )])
+    ));
+    Ok(())
 }
 
 static WITH_TOY: LazyLock<Vec<Format>> = LazyLock::new(|| {

@@ -75,7 +75,10 @@ pub enum Role {
     /// present are read (the others are named in a warning).
     Timeline {
         precedence: u8,
-        read: fn(&FileIn) -> Result<Vec<Ranked>>,
+        /// Gives each rank to the closure as soon as it is read, so that a
+        /// load can make what it keeps of one (and let its ops go) before the
+        /// next is read: a file of many devices is then never held whole.
+        read: fn(&FileIn, &mut dyn FnMut(Ranked)) -> Result<()>,
         /// Each file numbers its devices from 0 (one XSpace per host): the
         /// files after the first, in name order, continue the numbering.
         devices_per_host: bool,
@@ -169,10 +172,10 @@ pub static FORMATS: &[Format] = &[
         sniff: None,
         role: Role::Timeline {
             precedence: 1,
-            read: |f| {
+            read: |f, each| {
                 let files = read::nsys::read(f.path, f.rank, f.cpu_ranges)?;
                 f.count_whole();
-                Ok(files)
+                give(files, each)
             },
             devices_per_host: false,
         },
@@ -184,10 +187,10 @@ pub static FORMATS: &[Format] = &[
         sniff: None,
         role: Role::Timeline {
             precedence: 2,
-            read: |f| {
+            read: |f, each| {
                 let files = read::nsys_jax::read(f.path, f.rank, f.cpu_ranges)?;
                 f.count_whole();
-                Ok(files)
+                give(files, each)
             },
             devices_per_host: false,
         },
@@ -199,7 +202,7 @@ pub static FORMATS: &[Format] = &[
         sniff: None,
         role: Role::Timeline {
             precedence: 3,
-            read: |f| read::xplane::read_from(f.stream()?, f.path, f.limit()?),
+            read: |f, each| read::xplane::read_each(f.stream()?, f.path, f.limit()?, each),
             devices_per_host: true,
         },
     },
@@ -230,7 +233,7 @@ pub static FORMATS: &[Format] = &[
         }),
         role: Role::Timeline {
             precedence: 3,
-            read: |f| read::xla_json::read(f.stream()?, f.path),
+            read: |f, each| give(read::xla_json::read(f.stream()?, f.path)?, each),
             devices_per_host: true,
         },
     },
@@ -254,11 +257,10 @@ pub static FORMATS: &[Format] = &[
         }),
         role: Role::Timeline {
             precedence: 0,
-            read: |f| {
-                Ok(vec![(
-                    f.rank,
-                    read::kineto::read_with(f.stream()?, f.path, f.cpu_ranges)?,
-                )])
+            read: |f, each| {
+                let file = read::kineto::read_with(f.stream()?, f.path, f.cpu_ranges)?;
+                each((f.rank, file));
+                Ok(())
             },
             devices_per_host: false,
         },
@@ -271,7 +273,10 @@ pub static FORMATS: &[Format] = &[
         sniff: Some(|h| 2 * u8::from(h.text().starts_with(b"{\"data\":["))),
         role: Role::Timeline {
             precedence: 2,
-            read: |f| read::nsys_json::read(f.stream()?, f.path, f.rank, f.cpu_ranges),
+            read: |f, each| {
+                let files = read::nsys_json::read(f.stream()?, f.path, f.rank, f.cpu_ranges)?;
+                give(files, each)
+            },
             devices_per_host: false,
         },
     },
@@ -299,6 +304,12 @@ pub static FORMATS: &[Format] = &[
         }),
     },
 ];
+
+/// Gives `each` the ranks of a reader that reads them all before it returns.
+fn give(files: Vec<Ranked>, each: &mut dyn FnMut(Ranked)) -> Result<()> {
+    files.into_iter().for_each(each);
+    Ok(())
+}
 
 /// Top-level keys and categories only the PyTorch profiler writes.
 fn pytorch_markers(h: &Head) -> bool {

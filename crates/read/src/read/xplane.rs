@@ -455,24 +455,40 @@ pub fn read_from(
     limit: u64,
 ) -> Result<Vec<(Option<u32>, RankFile)>, Error> {
     let mut out = Vec::new();
+    read_each(r, path, limit, &mut |f| out.push(f))?;
+    Ok(out)
+}
+
+/// [`read_from`], giving each device's rank to `each` as soon as its plane
+/// is read: one device's ops at a time, not the host's.
+pub fn read_each(
+    r: impl Read,
+    path: &Path,
+    limit: u64,
+    each: &mut dyn FnMut((Option<u32>, RankFile)),
+) -> Result<(), Error> {
+    let mut ranks = 0;
     each_plane(r, limit, |p| {
         let Some(device) = device_number(&PlaneName::decode(p)?.name) else {
             return Ok(());
         };
-        out.extend(device_ops(&XPlane::decode(p)?, device, path));
+        if let Some(f) = device_ops(&XPlane::decode(p)?, device, path) {
+            ranks += 1;
+            each(f);
+        }
         Ok(())
     })
     .map_err(|e| Error::NotATrace {
         path: path.to_owned(),
         why: format!("not an XSpace protobuf (.xplane.pb): {e}"),
     })?;
-    if out.is_empty() {
+    if ranks == 0 {
         return Err(Error::NotATrace {
             path: path.to_owned(),
             why: "an XSpace without device ops (no /device:TPU:N or /device:GPU:N plane with an `XLA Ops` or `Stream #N` line); a host-only profile?".into(),
         });
     }
-    Ok(out)
+    Ok(())
 }
 
 /// The ops of one device plane, as that device's rank.
@@ -749,5 +765,16 @@ mod tests {
         // Field 2 with wire type 3 (a group): in no XSpace.
         assert!(err(&[0x13], 1 << 20).contains("wire type 3"));
         assert!(err(&[0x0a, 0x80], 1 << 20).contains("ends inside a field"));
+        // Each device is given as soon as its plane is read, before the
+        // next plane's bytes: the first of two here, the second cut short.
+        let mut two = bytes.clone();
+        two.extend(&bytes);
+        two.truncate(two.len() - 3);
+        let mut given = Vec::new();
+        let read = read_each(&two[..], p, 1 << 20, &mut |f| {
+            given.push(f.1.timeline.ops.len())
+        });
+        assert!(read.is_err());
+        assert_eq!(given, [1]);
     }
 }

@@ -134,12 +134,14 @@ fn listed<'e>(f: &FileIn, e: &'e Entry, rel: &str) -> Result<&'e Listed> {
 }
 
 /// Reads a timeline input's entry: its timelines as the input's reader
-/// returned them. The CPU ranges are read only when asked for.
-pub fn timelines(f: &FileIn) -> Result<Vec<Ranked>> {
+/// returned them, each given to `each` as it is read. The CPU ranges are
+/// read only when asked for.
+pub fn timelines(f: &FileIn, each: &mut dyn FnMut(Ranked)) -> Result<()> {
     let (e, sum) = entry(f)?;
-    (e.parts.iter())
-        .map(|p| Ok(ranked(p, whole(f, &e, &sum, p)?)))
-        .collect()
+    for p in &e.parts {
+        each(ranked(p, whole(f, &e, &sum, p)?));
+    }
+    Ok(())
 }
 
 /// [`timelines`] for a lean load with the default preparation (no class

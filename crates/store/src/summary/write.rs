@@ -504,8 +504,9 @@ fn pack(
             unreachable!("packs hold timelines only")
         };
         let counter = AtomicU64::new(0);
-        match read(&file_in(m.input, &counter)) {
-            Ok(ranked) => {
+        let mut ranked = Vec::new();
+        match read(&file_in(m.input, &counter), &mut |f| ranked.push(f)) {
+            Ok(()) => {
                 for (j, (name_rank, f)) in ranked.into_iter().enumerate() {
                     let part_stem = format!("{key}-{j}");
                     let rank = f.dist_rank.or(name_rank);
