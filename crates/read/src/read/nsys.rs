@@ -19,7 +19,7 @@ use crate::model::classify::{classify, coll_kind};
 use crate::model::time::in_range;
 use crate::model::timeline::SourceFormat;
 use crate::model::Slot;
-use crate::model::{Activity, CpuKind, DeviceInfo, DeviceOp, KernelClass, Ns, Work};
+use crate::model::{Activity, CpuKind, DeviceInfo, DeviceOp, KernelClass, Ns, PackedWork, Work};
 
 /// CUPTI copy kinds (`ENUM_CUDA_MEMCPY_OPER`), named as Kineto names them.
 pub(super) fn copy_name(kind: i64) -> &'static str {
@@ -152,9 +152,12 @@ pub(super) struct Raw {
     pub name: Arc<str>,
     pub activity: Activity,
     pub stream: i64,
-    pub blocks: Option<f64>,
-    pub bytes: Option<u64>,
+    /// Blocks launched or bytes moved (see [`Work::of`]).
+    pub work: PackedWork,
 }
+
+// Held for every device op of the export at once.
+const _: () = assert!(std::mem::size_of::<Raw>() == 80);
 
 impl Raw {
     /// The columns every activity query selects first: deviceId, globalPid,
@@ -169,8 +172,7 @@ impl Raw {
             name: Arc::from(""),
             activity: Activity::Kernel,
             stream: 0,
-            blocks: None,
-            bytes: None,
+            work: PackedWork::NONE,
         })
     }
 }
@@ -213,6 +215,13 @@ fn open(path: &Path) -> Result<Connection, Error> {
         conn.progress_handler(100_000, Some(move || start.elapsed() > budget));
     })
 }
+
+/// The tables of device ops.
+const ACTIVITY: [&str; 3] = [
+    "CUPTI_ACTIVITY_KIND_KERNEL",
+    "CUPTI_ACTIVITY_KIND_MEMCPY",
+    "CUPTI_ACTIVITY_KIND_MEMSET",
+];
 
 /// The tables the reader queries: none may have computed columns.
 const QUERIED: [&str; 7] = [
@@ -267,7 +276,23 @@ pub fn read(
         })?
         .into_iter()
         .collect();
-    let mut raw = Vec::new();
+    // Room for every device op at once: grown by doubling, the vector held
+    // its old copies too (more than the ops themselves at the peak). The
+    // largest row id is the row count of an export (rows are only ever
+    // appended), found without reading the rows; a crafted one is bounded
+    // by the file's bytes (a row takes more than 16).
+    let stated: i64 = (ACTIVITY.iter().filter(|t| r.has(t)))
+        .filter_map(|t| {
+            let sql = format!("SELECT max(rowid) FROM {t}");
+            r.rows(&sql, |row| row.get::<_, Option<i64>>(0))
+                .ok()?
+                .pop()?
+        })
+        .fold(0, i64::saturating_add);
+    let size = std::fs::metadata(path).map_or(0, |m| m.len());
+    let room = u64::try_from(stated).unwrap_or(0).min(size / 16);
+    let mut raw: Vec<Raw> = Vec::new();
+    let _ = raw.try_reserve_exact(usize::try_from(room).unwrap_or(0));
     if r.has("CUPTI_ACTIVITY_KIND_KERNEL") {
         let cols = r.columns("CUPTI_ACTIVITY_KIND_KERNEL")?;
         let name_col = if cols.contains("demangledName") {
@@ -279,20 +304,21 @@ pub fn read(
             "SELECT deviceId, globalPid, correlationId, start, end, {name_col}, shortName, streamId, \
              gridX * gridY * gridZ FROM CUPTI_ACTIVITY_KIND_KERNEL"
         );
-        raw.extend(r.rows(&sql, |row| {
+        r.each(&sql, |row| {
             let name = r
                 .text(row.get_ref(5)?)
                 .or_else(|| r.text(row.get_ref(6).ok()?))
                 .unwrap_or_else(|| "unknown kernel".into());
-            Ok(Raw {
+            let blocks = row.get::<_, Option<f64>>(8)?;
+            raw.push(Raw {
                 name,
                 activity: Activity::Kernel,
                 stream: row.get::<_, Option<i64>>(7)?.unwrap_or(0),
-                blocks: row.get::<_, Option<f64>>(8)?,
-                bytes: None,
+                work: Work::of(Activity::Kernel, blocks, None).into(),
                 ..Raw::placed(row)?
-            })
-        })?);
+            });
+            Ok(())
+        })?;
     }
     for (table, activity) in [
         ("CUPTI_ACTIVITY_KIND_MEMCPY", Activity::Memcpy),
@@ -309,8 +335,9 @@ pub fn read(
         let sql = format!(
             "SELECT deviceId, globalPid, correlationId, start, end, {kind}, streamId, bytes FROM {table}"
         );
-        raw.extend(r.rows(&sql, |row| {
-            Ok(Raw {
+        r.each(&sql, |row| {
+            let bytes = (row.get::<_, Option<i64>>(7)?).and_then(|b| u64::try_from(b).ok());
+            raw.push(Raw {
                 name: match activity {
                     Activity::Memcpy => {
                         copy_name(row.get::<_, Option<i64>>(5)?.unwrap_or(0)).into()
@@ -319,13 +346,11 @@ pub fn read(
                 },
                 activity,
                 stream: row.get::<_, Option<i64>>(6)?.unwrap_or(0),
-                blocks: None,
-                bytes: row
-                    .get::<_, Option<i64>>(7)?
-                    .and_then(|b| u64::try_from(b).ok()),
+                work: Work::of(activity, None, bytes).into(),
                 ..Raw::placed(row)?
-            })
-        })?);
+            });
+            Ok(())
+        })?;
     }
     // Runtime calls: without CPU lanes, only those a metric reads are kept
     // (kernel launches, and the calls that issued a device op, for its
@@ -499,14 +524,16 @@ fn cpu_side(path: &Path, nvtx: &[&Cpu], runtime: &[&Cpu], lanes: bool) -> Shared
 pub(super) fn assemble(
     path: &Path,
     name_rank: Option<u32>,
-    raw: Vec<Raw>,
+    mut raw: Vec<Raw>,
     (runtime, nvtx, cpu_ranges): (&[(Cpu, i64)], &[Cpu], bool),
     gpus: &[(i64, String, Option<u32>)],
 ) -> Vec<(Option<u32>, RankFile)> {
-    let mut by_device: BTreeMap<i64, Vec<Raw>> = BTreeMap::new();
-    for op in raw {
-        by_device.entry(op.device).or_default().push(op);
+    // Each device's ops together, in the order read (a stable sort, where
+    // not so already): grouped in place rather than copied.
+    if !raw.is_sorted_by_key(|o| o.device) {
+        raw.sort_by_key(|o| o.device);
     }
+    let by_device: Vec<&[Raw]> = raw.chunk_by(|a, b| a.device == b.device).collect();
     let launches: HashMap<(i64, i64), Ns> = runtime
         .iter()
         .map(|(c, corr)| ((c.pid, *corr), c.start))
@@ -539,13 +566,14 @@ pub(super) fn assemble(
     // CPU lanes go with a set of processes only one device has: a process
     // driving several GPUs would otherwise copy its threads to each.
     let mut devices_of: HashMap<Vec<i64>, usize> = HashMap::new();
-    for ops in by_device.values() {
+    for ops in &by_device {
         *devices_of.entry(pids_of(ops)).or_default() += 1;
     }
     let mut shared: HashMap<Vec<i64>, SharedCpu> = HashMap::new();
     let mut out = Vec::new();
-    for (index, (device, ops)) in by_device.into_iter().enumerate() {
-        let pids = pids_of(&ops);
+    for (index, ops) in by_device.into_iter().enumerate() {
+        let device = ops[0].device;
+        let pids = pids_of(ops);
         let lanes = cpu_ranges && devices_of.get(&pids) == Some(&1);
         let cpu = shared.entry(pids).or_insert_with_key(|pids| {
             cpu_side(
@@ -558,7 +586,7 @@ pub(super) fn assemble(
         let mut t = TimelineBuilder::new(path, SourceFormat::Nsys);
         t.share(cpu);
         let mut classes: HashMap<(Arc<str>, Activity), KernelClass> = HashMap::new();
-        for o in &ops {
+        for o in ops {
             let class = *classes
                 .entry((o.name.clone(), o.activity))
                 .or_insert_with(|| classify(&o.name, o.activity));
@@ -577,7 +605,7 @@ pub(super) fn assemble(
                 coll: (class == KernelClass::Communication).then(|| coll_kind(&o.name)),
                 stream: u32::try_from(o.stream).unwrap_or(0),
                 device: u32::try_from(device).unwrap_or(0),
-                work: Work::of(o.activity, o.blocks, o.bytes).into(),
+                work: o.work,
                 meta: Slot::NONE,
                 step: Slot::NONE,
                 launch,
@@ -656,6 +684,41 @@ mod tests {
     /// One process driving 200 GPUs with 2,000 NVTX ranges (a `ProfilerStep`
     /// among them) and launch calls: each device is a rank, all with the
     /// process's CPU side, held once. A second process's GPU has its own.
+    /// Ops of two GPUs interleaved as the export lists them (by start):
+    /// each GPU is a rank, in device order, holding its own ops.
+    #[test]
+    fn interleaved_devices_are_grouped_in_read_order() {
+        let op = |device, start, name: &str| Raw {
+            device,
+            pid: 1,
+            correlation: start,
+            start: Ns(start),
+            end: Ns(start + 5),
+            name: name.into(),
+            activity: Activity::Kernel,
+            stream: 7,
+            work: PackedWork::NONE,
+        };
+        let raw = vec![
+            op(1, 10, "b1"),
+            op(0, 20, "a1"),
+            op(1, 30, "b2"),
+            op(0, 40, "a2"),
+        ];
+        let files = assemble(Path::new("x.sqlite"), None, raw, (&[], &[], false), &[]);
+        let names: Vec<(Option<u32>, Vec<&str>)> = (files.iter())
+            .map(|(rank, f)| {
+                let t = &f.timeline;
+                (*rank, t.ops.iter().map(|o| t.name(o.name)).collect())
+            })
+            .collect();
+        assert_eq!(
+            names,
+            [(Some(0), vec!["a1", "a2"]), (Some(1), vec!["b1", "b2"])]
+        );
+        assert_eq!(files[1].1.timeline.ops[0].device, 1);
+    }
+
     #[test]
     fn a_process_cpu_side_is_shared_by_its_devices() {
         let cpu = |pid, start, name: &str| Cpu {
@@ -675,8 +738,7 @@ mod tests {
                 name: "gemm_kernel".into(),
                 activity: Activity::Kernel,
                 stream: 7,
-                blocks: None,
-                bytes: None,
+                work: PackedWork::NONE,
             })
             .collect();
         let mut nvtx: Vec<Cpu> = (0..2_000).map(|i| cpu(1, Ns(i * 10), "forward")).collect();

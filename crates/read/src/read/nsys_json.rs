@@ -15,7 +15,7 @@ use super::nsys::{assemble, copy_name, pid, tid, Cpu, Raw};
 use super::split::Splitter;
 use super::RankFile;
 use crate::error::Error;
-use crate::model::{Activity, Ns};
+use crate::model::{Activity, Ns, PackedWork, Work};
 
 /// An integer that nsys writes either as a number or as a decimal string.
 #[derive(Deserialize, Clone, Copy, Default)]
@@ -252,26 +252,28 @@ pub fn read(
                 name: Arc::from(""),
                 activity: Activity::Kernel,
                 stream: c.stream_id.0.unwrap_or(0),
-                blocks: None,
-                bytes: None,
+                work: PackedWork::NONE,
             };
             if let Some(k) = c.kernel {
                 op.name = name(k.demangled_name)
                     .or_else(|| name(k.short_name))
                     .unwrap_or_else(|| "unknown kernel".into());
                 // In floating point: a damaged grid cannot overflow.
-                op.blocks = match (k.grid_x.0, k.grid_y.0, k.grid_z.0) {
+                let blocks = match (k.grid_x.0, k.grid_y.0, k.grid_z.0) {
                     (Some(x), Some(y), Some(z)) => Some(x as f64 * y as f64 * z as f64),
                     _ => None,
                 };
+                op.work = Work::of(Activity::Kernel, blocks, None).into();
             } else if let Some(m) = c.memcpy {
                 op.activity = Activity::Memcpy;
                 op.name = copy_name(m.copy_kind.0.unwrap_or(0)).into();
-                op.bytes = m.sizebytes.0.and_then(|b| u64::try_from(b).ok());
+                let bytes = m.sizebytes.0.and_then(|b| u64::try_from(b).ok());
+                op.work = Work::of(Activity::Memcpy, None, bytes).into();
             } else if let Some(m) = c.memset {
                 op.activity = Activity::Memset;
                 op.name = "Memset (Device)".into();
-                op.bytes = m.sizebytes.0.and_then(|b| u64::try_from(b).ok());
+                let bytes = m.sizebytes.0.and_then(|b| u64::try_from(b).ok());
+                op.work = Work::of(Activity::Memset, None, bytes).into();
             } else {
                 // Event records and synchronisations are not device work.
                 continue;
