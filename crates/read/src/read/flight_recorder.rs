@@ -348,21 +348,21 @@ fn from_tree<'a>(t: &Tree<'a>) -> Result<RawDump<'a>, String> {
         .ok_or("not a dict")?;
     let mut raw = RawDump::default();
     for (k, v) in t.pairs(root) {
-        let Some(k) = k.str() else { continue };
+        let Some(k) = t.str(k) else { continue };
         match k {
-            "version" => raw.version = scalar(v),
-            "comm_lib_version" => raw.comm_lib_version = v.str().map(str::to_owned),
-            "nccl_version" => raw.nccl_version = v.str().map(str::to_owned),
+            "version" => raw.version = scalar(t, v),
+            "comm_lib_version" => raw.comm_lib_version = t.str(v).map(str::to_owned),
+            "nccl_version" => raw.nccl_version = t.str(v).map(str::to_owned),
             "rank" => raw.rank = v.int(),
             "pg_config" => {
                 for (name, g) in t.pairs(v) {
-                    let name = name.str().ok_or("a `pg_config` key that is not text")?;
-                    let text = |k: &str| t.get(g, k).and_then(V::str).map(str::to_owned);
+                    let name = t.str(name).ok_or("a `pg_config` key that is not text")?;
+                    let text = |k: &str| t.get(g, k).and_then(|v| t.str(v)).map(str::to_owned);
                     let ranks = match t.get(g, "ranks") {
                         Some(r @ V::List(_)) => Some(RawRanks::List(
                             t.list(r).iter().filter_map(|x| x.int()).collect(),
                         )),
-                        Some(r) => r.str().map(|s| RawRanks::Text(s.to_owned())),
+                        Some(r) => t.str(r).map(|s| RawRanks::Text(s.to_owned())),
                         None => None,
                     };
                     raw.pg_config.insert(
@@ -377,12 +377,11 @@ fn from_tree<'a>(t: &Tree<'a>) -> Result<RawDump<'a>, String> {
             }
             "pg_status" => {
                 for (id, s) in t.pairs(v) {
-                    let id = id
-                        .str()
+                    let id = (t.str(id))
                         .map_or_else(|| id.int().unwrap_or(-1).to_string(), str::to_owned);
                     let fields = t
                         .pairs(s)
-                        .filter_map(|(k, x)| Some((k.str()?.to_owned(), scalar(x))))
+                        .filter_map(|(k, x)| Some((t.str(k)?.to_owned(), scalar(t, x))))
                         .collect();
                     raw.pg_status.insert(id, fields);
                 }
@@ -405,12 +404,12 @@ fn from_tree<'a>(t: &Tree<'a>) -> Result<RawDump<'a>, String> {
     Ok(raw)
 }
 
-fn scalar(v: V) -> Option<Scalar> {
+fn scalar(t: &Tree, v: V) -> Option<Scalar> {
     Some(match v {
         V::Int(i) => Scalar::Int(i),
         V::Float(f) => Scalar::Float(f),
         V::Bool(b) => Scalar::Bool(b),
-        V::Str(_) | V::Bytes(_) => Scalar::Text(v.str()?.to_owned()),
+        V::Str(_) | V::Bytes(_) => Scalar::Text(t.str(v)?.to_owned()),
         _ => return None,
     })
 }
@@ -439,7 +438,7 @@ impl<'a> EntryCache<'a> {
         }
     }
 
-    fn id(&mut self, t: &Tree<'a>, f: V<'a>) -> u32 {
+    fn id(&mut self, t: &Tree<'a>, f: V) -> u32 {
         let container = match f {
             V::Dict(c) => Some(c as usize),
             _ => None,
@@ -449,7 +448,7 @@ impl<'a> EntryCache<'a> {
                 return i;
             }
         }
-        let text = |k| t.get(f, k).and_then(V::str).unwrap_or("");
+        let text = |k| t.get(f, k).and_then(|v| t.str(v)).unwrap_or("");
         let key = (
             text("name"),
             text("filename"),
@@ -473,7 +472,7 @@ impl<'a> EntryCache<'a> {
 
 fn entry_from_tree<'a>(
     t: &Tree<'a>,
-    e: V<'a>,
+    e: V,
     frames: &mut EntryCache<'a>,
 ) -> Result<RawEntry<'a>, String> {
     if !matches!(e, V::Dict(_)) {
@@ -487,11 +486,11 @@ fn entry_from_tree<'a>(
             .map(Some)
             .ok_or_else(|| format!("`{k}` is not an integer")),
     };
-    let texts = |k: &str, v: V<'a>| -> Result<Vec<Text<'a>>, String> {
+    let texts = |k: &str, v: V| -> Result<Vec<Text<'a>>, String> {
         t.list(v)
             .iter()
             .map(|x| {
-                x.str()
+                t.str(*x)
                     .map(|s| Text(Cow::Borrowed(s)))
                     .ok_or_else(|| format!("`{k}` is not a list of text"))
             })
@@ -512,7 +511,7 @@ fn entry_from_tree<'a>(
             .collect()
     };
     for (n, (k, v)) in t.pairs(e).enumerate() {
-        let Some(k) = k.str() else { continue };
+        let Some(k) = t.str(k) else { continue };
         // Every entry names its keys in the same order, by the same memo
         // strings: the key at the same place and address as the previous
         // entry's is the same field, found without comparing text.
@@ -539,8 +538,8 @@ fn entry_from_tree<'a>(
             Field::TimeCompleted => r.time_discovered_completed_ns = int(k, v)?,
             Field::TimeoutMs => r.timeout_ms = int(k, v)?,
             Field::ProcessGroup => r.process_group = Some(texts(k, v)?),
-            Field::ProfilingName => r.profiling_name = v.str().map(|s| Text(Cow::Borrowed(s))),
-            Field::State => r.state = v.str().map(|s| Text(Cow::Borrowed(s))),
+            Field::ProfilingName => r.profiling_name = t.str(v).map(|s| Text(Cow::Borrowed(s))),
+            Field::State => r.state = t.str(v).map(|s| Text(Cow::Borrowed(s))),
             Field::IsP2p => r.is_p2p = v.bool(),
             Field::InputSizes => r.input_sizes = sizes(k, v)?,
             Field::OutputSizes => r.output_sizes = sizes(k, v)?,

@@ -13,19 +13,23 @@
 //! not a copy, and nothing recurses); reading the tree is bounded by the
 //! tree itself (see [`Tree`]).
 
-/// A decoded value; containers are indices into [`Tree::spans`].
+/// A decoded value, in 16 bytes (a snapshot decodes to tens of millions):
+/// texts are indices into [`Tree::strs`] and [`Tree::raw`] (read them
+/// with [`Tree::str`]), containers into [`Tree::spans`].
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) enum V<'a> {
+pub(crate) enum V {
     None,
     Bool(bool),
     Int(i64),
     Float(f64),
-    Str(&'a str),
-    Bytes(&'a [u8]),
+    Str(u32),
+    Bytes(u32),
     /// A list, tuple or set.
     List(u32),
     Dict(u32),
 }
+
+const _: () = assert!(std::mem::size_of::<V>() == 16);
 
 /// Where a container's items lie in [`Tree::items`]: `len` of them from
 /// `start`, with room for `cap` before the next container's.
@@ -47,9 +51,14 @@ struct Span {
 /// [`Tree::within_budget`] says so.
 #[derive(Debug)]
 pub(crate) struct Tree<'a> {
-    items: Vec<V<'a>>,
+    items: Vec<V>,
     spans: Vec<Span>,
-    pub root: Option<V<'a>>,
+    /// Each text opcode's string, borrowed from the input (a memo `GET`
+    /// names the same one again).
+    strs: Vec<&'a str>,
+    /// Each bytes opcode's bytes.
+    raw: Vec<&'a [u8]>,
+    pub root: Option<V>,
     /// Items that may still be handed out.
     budget: std::cell::Cell<u64>,
     spent: std::cell::Cell<bool>,
@@ -61,7 +70,7 @@ const ITEMS_PER_BYTE: u64 = 16;
 const MIN_ITEMS: u64 = 1 << 20;
 
 impl<'a> Tree<'a> {
-    fn items(&self, i: u32) -> &[V<'a>] {
+    fn items(&self, i: u32) -> &[V] {
         let s = self.spans[i as usize];
         let left = self.budget.get();
         if s.len as u64 > left {
@@ -91,7 +100,7 @@ impl<'a> Tree<'a> {
     }
 
     /// The items of a list (or tuple), empty for anything else.
-    pub(crate) fn list(&self, v: V<'a>) -> &[V<'a>] {
+    pub(crate) fn list(&self, v: V) -> &[V] {
         match v {
             V::List(i) => self.items(i),
             _ => &[],
@@ -99,8 +108,8 @@ impl<'a> Tree<'a> {
     }
 
     /// A dict's (key, value) pairs, none for anything else.
-    pub(crate) fn pairs(&self, v: V<'a>) -> impl Iterator<Item = (V<'a>, V<'a>)> + '_ {
-        let items: &[V<'a>] = match v {
+    pub(crate) fn pairs(&self, v: V) -> impl Iterator<Item = (V, V)> + '_ {
+        let items: &[V] = match v {
             V::Dict(i) => self.items(i),
             _ => &[],
         };
@@ -108,14 +117,32 @@ impl<'a> Tree<'a> {
     }
 
     /// The value under a string key.
-    pub(crate) fn get(&self, v: V<'a>, key: &str) -> Option<V<'a>> {
+    pub(crate) fn get(&self, v: V, key: &str) -> Option<V> {
         self.pairs(v)
-            .find(|(k, _)| matches!(k, V::Str(s) if *s == key))
+            .find(|(k, _)| matches!(k, V::Str(s) if self.strs[*s as usize] == key))
             .map(|(_, v)| v)
     }
 
+    /// A text value's string (bytes that are UTF-8 too).
+    pub(crate) fn str(&self, v: V) -> Option<&'a str> {
+        match v {
+            V::Str(i) => Some(self.strs[i as usize]),
+            V::Bytes(i) => std::str::from_utf8(self.raw[i as usize]).ok(),
+            _ => None,
+        }
+    }
+
+    /// A bytes value's bytes.
+    #[cfg(test)]
+    fn bytes(&self, v: V) -> Option<&'a [u8]> {
+        match v {
+            V::Bytes(i) => Some(self.raw[i as usize]),
+            _ => None,
+        }
+    }
+
     /// A new container holding `items`; its index.
-    fn container(&mut self, items: impl Iterator<Item = V<'a>>) -> Result<u32, String> {
+    fn container(&mut self, items: impl Iterator<Item = V>) -> Result<u32, String> {
         let start = self.items.len();
         self.items.extend(items);
         let len = self.items.len() - start;
@@ -127,10 +154,17 @@ impl<'a> Tree<'a> {
         u32::try_from(self.spans.len() - 1).map_err(|_| "over 2^32 containers".to_owned())
     }
 
+    /// A new text value.
+    fn text(&mut self, s: &'a str) -> Result<V, String> {
+        let i = u32::try_from(self.strs.len()).map_err(|_| "over 2^32 texts".to_owned())?;
+        self.strs.push(s);
+        Ok(V::Str(i))
+    }
+
     /// Adds `new` to container `i`: in its room, at the end if it is last,
     /// or else moved to the end with room to double (each item is copied a
     /// bounded number of times however the stream adds them).
-    fn extend(&mut self, i: u32, new: &[V<'a>]) {
+    fn extend(&mut self, i: u32, new: &[V]) {
         let s = &mut self.spans[i as usize];
         if s.len + new.len() <= s.cap {
             let at = s.start + s.len;
@@ -157,15 +191,7 @@ impl<'a> Tree<'a> {
     }
 }
 
-impl<'a> V<'a> {
-    pub(crate) fn str(self) -> Option<&'a str> {
-        match self {
-            V::Str(s) => Some(s),
-            V::Bytes(b) => std::str::from_utf8(b).ok(),
-            _ => None,
-        }
-    }
-
+impl V {
     pub(crate) fn int(self) -> Option<i64> {
         match self {
             V::Int(i) => Some(i),
@@ -187,13 +213,13 @@ impl<'a> V<'a> {
 /// The unpickler's stack: values, and marks as the positions they sit at
 /// (a mark at `m` lies below `vals[m]`), so that values are stored and
 /// copied without a wrapper.
-struct Stack<'a> {
-    vals: Vec<V<'a>>,
+struct Stack {
+    vals: Vec<V>,
     marks: Vec<usize>,
 }
 
-impl<'a> Stack<'a> {
-    fn push(&mut self, v: V<'a>) {
+impl Stack {
+    fn push(&mut self, v: V) {
         self.vals.push(v);
     }
 
@@ -202,14 +228,14 @@ impl<'a> Stack<'a> {
         self.marks.last().is_some_and(|&m| m > from)
     }
 
-    fn top(&self) -> Result<V<'a>, String> {
+    fn top(&self) -> Result<V, String> {
         match self.vals.last() {
             Some(v) if !self.marked_above(self.vals.len() - 1) => Ok(*v),
             _ => Err("a value was expected on the stack".into()),
         }
     }
 
-    fn pop(&mut self) -> Result<V<'a>, String> {
+    fn pop(&mut self) -> Result<V, String> {
         let v = self.top()?;
         self.vals.pop();
         Ok(v)
@@ -258,10 +284,12 @@ pub(crate) fn decode_sized(bytes: &[u8], items: u64) -> Result<Tree<'_>, String>
     decode_into(bytes, arena)
 }
 
-fn decode_into<'a>(bytes: &'a [u8], items: Vec<V<'a>>) -> Result<Tree<'a>, String> {
+fn decode_into(bytes: &[u8], items: Vec<V>) -> Result<Tree<'_>, String> {
     let mut t = Tree {
         items,
         spans: Vec::with_capacity((bytes.len() / 16).min(1 << 21)),
+        strs: Vec::new(),
+        raw: Vec::new(),
         root: None,
         budget: std::cell::Cell::new(
             (bytes.len() as u64)
@@ -291,7 +319,7 @@ fn decode_into<'a>(bytes: &'a [u8], items: Vec<V<'a>>) -> Result<Tree<'a>, Strin
     fn text(b: &[u8]) -> Result<&str, String> {
         std::str::from_utf8(b).map_err(|_| "a string that is not UTF-8".to_owned())
     }
-    fn put<'a>(memo: &mut Vec<Option<V<'a>>>, key: usize, v: V<'a>) -> Result<(), String> {
+    fn put(memo: &mut Vec<Option<V>>, key: usize, v: V) -> Result<(), String> {
         if key > 1 << 28 {
             return Err("a memo index out of range".into());
         }
@@ -302,7 +330,7 @@ fn decode_into<'a>(bytes: &'a [u8], items: Vec<V<'a>>) -> Result<Tree<'a>, Strin
         Ok(())
     }
     // The values from `from` up as a new container, in place of them.
-    fn contain<'a>(t: &mut Tree<'a>, st: &mut Stack<'a>, from: usize) -> Result<u32, String> {
+    fn contain(t: &mut Tree, st: &mut Stack, from: usize) -> Result<u32, String> {
         let i = t.container(st.vals[from..].iter().copied())?;
         st.vals.truncate(from);
         Ok(i)
@@ -377,11 +405,12 @@ fn decode_into<'a>(bytes: &'a [u8], items: Vec<V<'a>>) -> Result<Tree<'a>, Strin
                     b'X' => le(take!(4)) as usize,
                     _ => usize::try_from(le(take!(8))).map_err(|_| ends())?,
                 };
-                st.push(V::Str(text(take!(n))?));
+                let s = text(take!(n))?;
+                st.push(t.text(s)?);
             }
             b'V' => {
                 let l = line(&mut at)?;
-                st.push(V::Str(text(l)?));
+                st.push(t.text(text(l)?)?);
             }
             b'U' | b'T' | b'C' | b'B' | b'\x8e' => {
                 let n = match op {
@@ -389,7 +418,10 @@ fn decode_into<'a>(bytes: &'a [u8], items: Vec<V<'a>>) -> Result<Tree<'a>, Strin
                     b'\x8e' => usize::try_from(le(take!(8))).map_err(|_| ends())?,
                     _ => le(take!(4)) as usize,
                 };
-                st.push(V::Bytes(take!(n)));
+                let b = take!(n);
+                let i = u32::try_from(t.raw.len()).map_err(|_| "over 2^32 bytes values")?;
+                t.raw.push(b);
+                st.push(V::Bytes(i));
             }
             b']' | b')' | b'\x8f' => {
                 let i = t.container(std::iter::empty())?;
@@ -532,7 +564,7 @@ mod tests {
         );
         assert_eq!(t.get(root, "c"), Some(a));
         let b = t.list(t.get(root, "b").unwrap());
-        assert_eq!((b[0].str(), b[1]), (Some("x"), V::Bytes(b"y")));
+        assert_eq!((t.str(b[0]), t.bytes(b[1])), (Some("x"), Some(&b"y"[..])));
         // LONG1: -1 in one byte, 2**40 in six.
         let t = decode(b"\x80\x02\x8a\x01\xff.").unwrap();
         assert_eq!(t.root, Some(V::Int(-1)));

@@ -84,8 +84,11 @@ fn snapshot(t: &Tree) -> Result<Snapshot, String> {
         let frames: Vec<Frame> = frames
             .iter()
             .map(|&f| Frame {
-                name: t.get(f, "name").and_then(V::str).unwrap_or_default(),
-                filename: t.get(f, "filename").and_then(V::str).unwrap_or_default(),
+                name: t.get(f, "name").and_then(|v| t.str(v)).unwrap_or_default(),
+                filename: t
+                    .get(f, "filename")
+                    .and_then(|v| t.str(v))
+                    .unwrap_or_default(),
                 line: int(f, "line"),
             })
             .collect();
@@ -105,7 +108,10 @@ fn snapshot(t: &Tree) -> Result<Snapshot, String> {
             t.list(dev)
                 .iter()
                 .map(|&e| {
-                    let action = t.get(e, "action").and_then(V::str).unwrap_or_default();
+                    let action = t
+                        .get(e, "action")
+                        .and_then(|v| t.str(v))
+                        .unwrap_or_default();
                     let mut phase = Phase::Before;
                     let site = (action == "alloc").then(|| {
                         let frames = t.get(e, "frames").map(|f| t.list(f)).unwrap_or_default();
