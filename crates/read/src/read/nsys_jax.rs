@@ -202,8 +202,9 @@ fn named<R: Read + Seek>(
     }
     // The stated size only hints the capacity (an archive can lie about it,
     // within the limit): reserved whole, where growing by doubling from less
-    // held twice a large member.
-    let mut bytes = Vec::with_capacity(f.size().min(limit) as usize);
+    // held twice a large member; if that much cannot be reserved, grown.
+    let mut bytes = Vec::new();
+    let _ = bytes.try_reserve_exact(usize::try_from(f.size().min(limit)).unwrap_or(0));
     (&mut f)
         .take(limit + 1)
         .read_to_end(&mut bytes)
