@@ -379,14 +379,17 @@ fn varint(r: &mut impl BufRead) -> std::io::Result<Option<u64>> {
     Err(std::io::Error::other("a varint longer than 10 bytes"))
 }
 
-/// Gives `f` the bytes of each plane of the XSpace `r`, one at a time, and
-/// skips the space's other fields: neither the file nor a space of
-/// millions of planes is held at once (as `XSpace::decode` would, some 100
-/// bytes a plane for 2 on disk), only the plane being read. A plane may
-/// take at most `limit` bytes.
+/// Gives `f` the bytes of each plane of the XSpace `r` whose name `wanted`
+/// takes, one at a time, and skips the space's other fields: neither the
+/// file nor a space of millions of planes is held at once (as
+/// `XSpace::decode` would, some 100 bytes a plane for 2 on disk), only the
+/// plane being read. A plane's name is read from its first bytes (writers
+/// put it before its lines), so a plane not wanted (the host's, often the
+/// largest) is skipped unread. A plane may take at most `limit` bytes.
 fn each_plane(
     r: impl Read,
     limit: u64,
+    wanted: impl Fn(&str) -> bool,
     mut f: impl FnMut(&[u8]) -> Result<(), prost::DecodeError>,
 ) -> Result<(), String> {
     const PLANES: u64 = 1;
@@ -428,7 +431,19 @@ fn each_plane(
                     ));
                 }
                 plane.clear();
-                (&mut r).take(len).read_to_end(&mut plane).map_err(short)?;
+                let head = len.min(HEAD);
+                (&mut r).take(head).read_to_end(&mut plane).map_err(short)?;
+                if (plane.len() as u64) < head {
+                    return Err("a plane longer than the file".into());
+                }
+                if plane_name(&plane).is_some_and(|name| !wanted(&name)) {
+                    skip(&mut r, len - head).map_err(|_| "a plane longer than the file")?;
+                    continue;
+                }
+                (&mut r)
+                    .take(len - head)
+                    .read_to_end(&mut plane)
+                    .map_err(short)?;
                 if (plane.len() as u64) < len {
                     return Err("a plane longer than the file".into());
                 }
@@ -438,6 +453,31 @@ fn each_plane(
         }
     }
     Ok(())
+}
+
+/// Bytes of a plane read before its name decides whether the rest is.
+const HEAD: u64 = 4096;
+
+/// The name of the plane whose first bytes are `head`, if they hold it
+/// whole before any line (`None`: the plane is read to learn it).
+fn plane_name(head: &[u8]) -> Option<String> {
+    let mut r = head;
+    loop {
+        let key = varint(&mut r).ok()??;
+        let (tag, wire) = (key >> 3, key & 7);
+        match (tag, wire) {
+            (2, 2) => {
+                let len = usize::try_from(varint(&mut r).ok()??).ok()?;
+                let name = r.get(..len)?;
+                return Some(String::from_utf8_lossy(name).into_owned());
+            }
+            // The plane's id, before its name.
+            (1, 0) => {
+                varint(&mut r).ok()??;
+            }
+            _ => return None,
+        }
+    }
 }
 
 /// Reads one XSpace; one `RankFile` per device plane with ops, ranked by the
@@ -468,7 +508,8 @@ pub fn read_each(
     each: &mut dyn FnMut((Option<u32>, RankFile)),
 ) -> Result<(), Error> {
     let mut ranks = 0;
-    each_plane(r, limit, |p| {
+    let device = |name: &str| device_number(name).is_some();
+    each_plane(r, limit, device, |p| {
         let Some(device) = device_number(&PlaneName::decode(p)?.name) else {
             return Ok(());
         };
@@ -765,6 +806,22 @@ mod tests {
         // Field 2 with wire type 3 (a group): in no XSpace.
         assert!(err(&[0x13], 1 << 20).contains("wire type 3"));
         assert!(err(&[0x0a, 0x80], 1 << 20).contains("ends inside a field"));
+        // A plane that is not a device's is skipped once its name is read:
+        // a host plane whose lines would not even decode is never read.
+        let mut host = vec![0x12, 9];
+        host.extend(b"/host:CPU");
+        host.extend([0x1b, 0xff, 0xff]);
+        let mut with_host = vec![0x0a, host.len() as u8];
+        with_host.extend(host);
+        with_host.extend(&bytes);
+        assert_eq!(read_from(&with_host[..], p, 1 << 20).unwrap().len(), 1);
+        assert_eq!(
+            plane_name(&[0x08, 0x01, 0x12, 0x02, b'a', b'b']).as_deref(),
+            Some("ab")
+        );
+        // A name cut off, or lines first: read whole to learn it.
+        assert_eq!(plane_name(&[0x12, 0x05, b'a']), None);
+        assert_eq!(plane_name(&[0x1a, 0x00, 0x12, 0x01, b'a']), None);
         // Each device is given as soon as its plane is read, before the
         // next plane's bytes: the first of two here, the second cut short.
         let mut two = bytes.clone();
