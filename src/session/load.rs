@@ -731,7 +731,8 @@ fn load(
             let file = file_in(input, &progress.bytes, cpu_ranges);
             // A summary's entry gives, for a lean load with the default
             // preparation, the figures the map step made of the ops.
-            let unprepared = |f| if several { (f, None) } else { prepare.file(f) };
+            // A rank as read, prepared (one window of several: once joined).
+            let prepared = |f| if several { (f, None) } else { prepare.file(f) };
             let files: Vec<Prepared> = if summary && prepare.default_lean() && !several {
                 (crate::summary::read::lean_timelines(&file)?.into_iter())
                     .map(|(mut f, stats)| match stats {
@@ -740,14 +741,14 @@ fn load(
                             prepare.keep(&mut f.1.timeline, Some(&mut stats));
                             (f, Some(stats))
                         }
-                        None => unprepared(f),
+                        None => prepared(f),
                     })
                     .collect()
             } else {
                 // Each rank prepared as it is read: a file of many devices'
                 // ops is not held whole.
                 let mut files = Vec::new();
-                read(&file, &mut |f| files.push(unprepared(f)))?;
+                read(&file, &mut |f| files.push(prepared(f)))?;
                 files
             };
             progress.files_done.fetch_add(1, Ordering::Relaxed);
