@@ -11,7 +11,7 @@ use std::hint::black_box;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
 use ccl_bench::metrics::{eval_all, Ctx};
-use ccl_bench::model::{Interval, IntervalSet, Ns, Trace};
+use ccl_bench::model::{clock, Interval, IntervalSet, Ns, Trace};
 use ccl_bench::read::{flight_recorder, kineto};
 use ccl_bench::synth::flight::{Call, FrRun};
 use ccl_bench::synth::stream::{self, Layout};
@@ -105,6 +105,34 @@ fn bench(c: &mut Criterion) {
             black_box(eval_all(&ctx))
         })
     });
+
+    // A rank's clock samples against the first rank's (as `clock::samples_of`
+    // makes them): 4,704 collectives over 20 s, ends scattered by a few µs
+    // as real ranks' are, a drift of 2 ppm and a late burst; then the same
+    // ends identical on both ranks (generated trace sets).
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let mut jitter = || {
+        seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+        ((seed >> 33) % 6_000) as i64 - 3_000
+    };
+    let t0 = 1_700_000_000_000_000_000i64;
+    let jittered: Vec<(Ns, Ns)> = (0..4704i64)
+        .map(|i| {
+            let t = i * 4_251_700;
+            let late = if (2000..2100).contains(&i) {
+                400_000
+            } else {
+                0
+            };
+            (Ns(t0 + t), Ns(12_345 + t / 500_000 + jitter() - late))
+        })
+        .collect();
+    let flat: Vec<(Ns, Ns)> = jittered.iter().map(|&(t, _)| (t, Ns::ZERO)).collect();
+    for (name, s) in [("jittered", &jittered), ("identical", &flat)] {
+        c.bench_function(&format!("clock_measure_{name}_4704"), |b| {
+            b.iter(|| clock::measure(black_box(s)))
+        });
+    }
 
     // One million overlapping intervals, in shuffled order.
     let v: Vec<Interval> = (0..1_000_000i64)

@@ -4,6 +4,8 @@
 //! timeline) wrong. This finds both, from the raw clocks, and says what the
 //! alignment on shared collectives did about it.
 
+mod repeated_median;
+
 use super::collectives::{offsets_from, BySeq, Instances};
 use super::time::{human, median, Ns};
 use super::trace::Offset;
@@ -53,41 +55,31 @@ const INLIER_FLOOR: Ns = Ns(10_000);
 /// keeps its samples: its ends are about 2 median deviations off. `None`
 /// below 8 samples.
 pub fn drift_ppm(samples: &[(Ns, Ns)]) -> Option<f64> {
-    let s = fitted(samples)?;
-    // Only pairs at least half the samples' span apart: a slope between two
-    // collectives a second apart is their ends' jitter over a second, and
-    // where most collectives fall in the last second (a short profiled
-    // window after a long start-up) those would decide the median.
-    let baseline = (s[s.len() - 1].0 - s[0].0) / 2;
-    let mut slopes = Vec::with_capacity(s.len());
-    let mut per_sample = Vec::with_capacity(s.len());
-    for &(ti, di) in &s {
-        slopes.clear();
-        // The offset falls as this rank's clock gains: (di - dj) / (tj - ti).
-        let slope = |&(tj, dj): &(Ns, Ns)| ordered((di - dj).as_f64() / (tj - ti).as_f64());
-        if baseline > Ns::ZERO {
-            // Sorted by time, the samples far enough away are a head and a tail.
-            let head = s.partition_point(|x| x.0 <= ti - baseline);
-            let tail = s.partition_point(|x| x.0 < ti + baseline);
-            slopes.extend(s[..head].iter().chain(&s[tail.max(head)..]).map(slope));
-        } else {
-            slopes.extend(s.iter().filter(|x| x.0 != ti).map(slope));
-        }
-        per_sample.extend(median_ordered(&mut slopes));
-    }
-    median_of(&mut per_sample).map(|m| m * 1e6)
+    fit(samples, center(samples))
+}
+
+/// [`drift_ppm`] of samples whose [`center`] is `c`.
+fn fit(samples: &[(Ns, Ns)], c: (Ns, Ns)) -> Option<f64> {
+    repeated_median::repeated_median(&fitted(samples, c)?).map(|m| m * 1e6)
+}
+
+/// The samples' median offset, and their median deviation around it.
+fn center(samples: &[(Ns, Ns)]) -> (Ns, Ns) {
+    let mid = median(samples.iter().map(|x| x.1).collect());
+    (
+        mid,
+        median(samples.iter().map(|x| (x.1 - mid).abs()).collect()),
+    )
 }
 
 /// The samples the drift fit uses: those near the median offset, in time
 /// order, at most [`MAX_FIT`] evenly spaced; `None` below 8 of them.
-fn fitted(samples: &[(Ns, Ns)]) -> Option<Vec<(Ns, Ns)>> {
+fn fitted(samples: &[(Ns, Ns)], (mid, spread): (Ns, Ns)) -> Option<Vec<(Ns, Ns)>> {
     if samples.len() < 8 {
         return None;
     }
     // Collectives that ended late on one rank are off the line by far more
     // than the clocks' jitter: left out, as the offset's median leaves them.
-    let mid = median(samples.iter().map(|x| x.1).collect());
-    let spread = median(samples.iter().map(|x| (x.1 - mid).abs()).collect());
     let reach = (spread * 5).max(INLIER_FLOOR);
     let mut s: Vec<(Ns, Ns)> = samples
         .iter()
@@ -100,45 +92,6 @@ fn fitted(samples: &[(Ns, Ns)]) -> Option<Vec<(Ns, Ns)>> {
     s.sort_unstable();
     let every = s.len().div_ceil(MAX_FIT);
     Some(s.into_iter().step_by(every).collect())
-}
-
-/// `x` as an integer in `f64::total_cmp`'s order (the same bit trick): the
-/// fit's million comparisons run on integers. [`unordered`] undoes it.
-fn ordered(x: f64) -> i64 {
-    let b = x.to_bits() as i64;
-    b ^ ((((b >> 63) as u64) >> 1) as i64)
-}
-
-fn unordered(k: i64) -> f64 {
-    f64::from_bits((k ^ ((((k >> 63) as u64) >> 1) as i64)) as u64)
-}
-
-/// [`median_of`] of values made by [`ordered`]: the same value, bit for bit.
-fn median_ordered(v: &mut [i64]) -> Option<f64> {
-    let n = v.len();
-    if n == 0 {
-        return None;
-    }
-    let (_, &mut hi, _) = v.select_nth_unstable(n / 2);
-    if n % 2 == 1 {
-        return Some(unordered(hi));
-    }
-    let lo = *v[..n / 2].iter().max()?;
-    Some((unordered(lo) + unordered(hi)) / 2.0)
-}
-
-/// The median of `v` (mean of the middle two for an even count), reordering it.
-fn median_of(v: &mut [f64]) -> Option<f64> {
-    let n = v.len();
-    if n == 0 {
-        return None;
-    }
-    let (_, &mut hi, _) = v.select_nth_unstable_by(n / 2, f64::total_cmp);
-    if n % 2 == 1 {
-        return Some(hi);
-    }
-    let lo = v[..n / 2].iter().copied().max_by(f64::total_cmp)?;
-    Some((lo + hi) / 2.0)
 }
 
 /// Drift below this many ns of offset change over the trace is noise.
@@ -163,10 +116,12 @@ pub struct Drift {
 /// deviation around the offset) and 5 µs; `None` otherwise, and below 8
 /// samples.
 pub fn drift(samples: &[(Ns, Ns)]) -> Option<Drift> {
-    let ppm = drift_ppm(samples)?;
-    let diffs: Vec<Ns> = samples.iter().map(|x| x.1).collect();
-    let mid = median(diffs.clone());
-    let spread = median(diffs.iter().map(|&d| (d - mid).abs()).collect());
+    drift_of(samples, center(samples))
+}
+
+/// [`drift`] of samples whose [`center`] is `c`.
+fn drift_of(samples: &[(Ns, Ns)], c: (Ns, Ns)) -> Option<Drift> {
+    let (ppm, spread) = (fit(samples, c)?, c.1);
     let span = samples.iter().map(|x| x.0).max()? - samples.iter().map(|x| x.0).min()?;
     let change = Ns::rounded(ppm * 1e-6 * span.as_f64());
     // The fit rests on few samples at one end as often as not: a change
@@ -193,13 +148,13 @@ pub fn measure(samples: &[(Ns, Ns)]) -> Option<Measured> {
     if samples.is_empty() {
         return None;
     }
-    let diffs: Vec<Ns> = samples.iter().map(|x| x.1).collect();
-    let mid = median(diffs.clone());
-    let spread = median(diffs.iter().map(|&d| (d - mid).abs()).collect());
+    let c = center(samples);
     Some(Measured {
         samples: samples.len(),
-        spread,
-        drift: (spread <= SPREAD_LIMIT).then(|| drift(samples)).flatten(),
+        spread: c.1,
+        drift: (c.1 <= SPREAD_LIMIT)
+            .then(|| drift_of(samples, c))
+            .flatten(),
     })
 }
 
@@ -298,97 +253,4 @@ pub fn check(
 /// share no collective with the reference get offset 0 and no samples.
 pub fn estimate_offsets(trace: &Trace, inst: &Instances) -> Vec<Offset> {
     offsets_from(trace, &samples(trace, inst))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The fit as first written: every pair filtered, medians on floats.
-    fn drift_ppm_plainly(samples: &[(Ns, Ns)]) -> Option<f64> {
-        let s = fitted(samples)?;
-        let baseline = (s[s.len() - 1].0 - s[0].0) / 2;
-        let mut per_sample = Vec::new();
-        for &(ti, di) in &s {
-            let mut slopes: Vec<f64> = (s.iter())
-                .filter(|&&(tj, _)| tj != ti && (tj - ti).abs() >= baseline)
-                .map(|&(tj, dj)| (di - dj).as_f64() / (tj - ti).as_f64())
-                .collect();
-            per_sample.extend(median_of(&mut slopes));
-        }
-        median_of(&mut per_sample).map(|m| m * 1e6)
-    }
-
-    /// A small deterministic generator (xorshift): the samples need not be
-    /// random, only varied.
-    fn numbers(seed: u64) -> impl FnMut() -> u64 {
-        let mut x = seed.max(1);
-        move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        }
-    }
-
-    #[test]
-    fn ordered_keys_sort_as_total_cmp_and_come_back_whole() {
-        let v = [
-            -f64::INFINITY,
-            -1e300,
-            -1.5,
-            -0.0,
-            0.0,
-            f64::MIN_POSITIVE,
-            2.5,
-            1e300,
-            f64::INFINITY,
-        ];
-        for a in v {
-            assert_eq!(unordered(ordered(a)).to_bits(), a.to_bits());
-            for b in v {
-                assert_eq!(ordered(a).cmp(&ordered(b)), a.total_cmp(&b), "{a} {b}");
-            }
-        }
-    }
-
-    /// The fit on integers over a head and a tail is the plain fit, bit for
-    /// bit: with drift, late bunches, repeated times, more samples than it
-    /// fits, and every sample at one time.
-    #[test]
-    fn the_fit_is_the_plain_fit_bit_for_bit() {
-        let mut fitted = 0;
-        for seed in 1..40u64 {
-            let mut r = numbers(seed);
-            let n = 8 + (r() % 3000) as usize;
-            let ppm = (r() % 200) as f64 - 100.0;
-            let mut s: Vec<(Ns, Ns)> = (0..n)
-                .map(|i| {
-                    // Times with repeats (several collectives end together).
-                    let t = (i as i64 / (1 + (seed as i64 % 3))) * 1_000_000 + (r() % 50) as i64;
-                    let late = if r().is_multiple_of(10) {
-                        (r() % 500_000) as i64
-                    } else {
-                        0
-                    };
-                    let d = (ppm * 1e-6 * t as f64) as i64 + (r() % 2_000) as i64 - late;
-                    (Ns(t), Ns(d))
-                })
-                .collect();
-            if seed.is_multiple_of(7) {
-                for x in &mut s {
-                    x.0 = Ns(5);
-                }
-            }
-            let got = drift_ppm(&s);
-            fitted += usize::from(got.is_some());
-            let want = drift_ppm_plainly(&s);
-            assert_eq!(
-                got.map(f64::to_bits),
-                want.map(f64::to_bits),
-                "seed {seed}: {got:?} {want:?}"
-            );
-        }
-        assert!(fitted > 30, "{fitted} of 39 fitted");
-    }
 }
