@@ -16,6 +16,7 @@ use ccl_bench::read::{flight_recorder, kineto};
 use ccl_bench::synth::flight::{Call, FrRun};
 use ccl_bench::synth::stream::{self, Layout};
 use ccl_bench::synth::{training_run, RunShape};
+use ccl_bench::{entry, load, report, session};
 
 fn bench(c: &mut Criterion) {
     let shape = RunShape {
@@ -133,6 +134,42 @@ fn bench(c: &mut Criterion) {
             b.iter(|| clock::measure(black_box(s)))
         });
     }
+
+    // A summary's first open, as `--metrics` makes it (kept results aside):
+    // 16 ranks of 16 MB each, summarized once; then the tables read back,
+    // the collectives matched, the clocks checked, every metric.
+    let dir = tempfile::tempdir().unwrap();
+    let traces = dir.path().join("traces");
+    std::fs::create_dir(&traces).unwrap();
+    for r in 0..16 {
+        let mut out = std::io::BufWriter::new(
+            std::fs::File::create(traces.join(format!("rank{r}_trace.json"))).unwrap(),
+        );
+        stream::write_rank(
+            &mut out,
+            Layout::Kineto,
+            r,
+            16,
+            16_000_000,
+            stream::Mix::Training,
+        )
+        .unwrap();
+    }
+    let sum = dir.path().join("run.summary");
+    let args = ["ccl-bench", "summarize", traces.to_str().unwrap(), "--out"];
+    assert_eq!(
+        entry::main(args.into_iter().chain([sum.to_str().unwrap()])),
+        0
+    );
+    std::fs::remove_dir_all(sum.join("results")).ok();
+    let opts = load::LoadOptions::default();
+    c.bench_function("summary_first_open_16_ranks", |b| {
+        b.iter(|| {
+            let run = session::open(&sum, &opts, session::Need::Figures, &Default::default());
+            let run = run.unwrap();
+            black_box(report::rows(&run.ctx(None).unwrap()))
+        })
+    });
 
     // One million overlapping intervals, in shuffled order.
     let v: Vec<Interval> = (0..1_000_000i64)
