@@ -211,9 +211,15 @@ impl Run {
         &self.report.warnings
     }
 
-    /// The metrics' context over every rank, or `rank` alone.
+    /// The metrics' context over every rank, or `rank` alone, with the
+    /// collectives the load matched (copied: matching them again costs
+    /// several times more).
     pub fn ctx(&self, rank: Option<u32>) -> std::result::Result<Ctx<'_>, String> {
-        Ctx::with_stats(&self.trace, rank, self.stats.clone())
+        let made = Made {
+            stats: self.stats.clone(),
+            matched: self.matched.clone(),
+        };
+        Ctx::with_made(&self.trace, rank, made)
     }
 
     /// [`Run::ctx`] taking the stats, not copying them, and the collectives
