@@ -321,7 +321,7 @@ pub(crate) fn bins_of(b: &RecordBatch) -> Result<Vec<crate::derive::lanes::Bin>,
             }
             Ok(crate::derive::lanes::Bin {
                 level: level[i],
-                stream: stream[i],
+                stream: stream.at(i),
                 start: s,
                 len: l,
                 ops: ops[i],
@@ -425,25 +425,36 @@ fn prim<'a, T: arrow_array::ArrowPrimitiveType>(
         .ok_or_else(|| bad(table, format!("column {name} has the wrong type")))
 }
 
-/// Non-null values of a column (a null where none may be is damage).
-fn values<T: arrow_array::ArrowPrimitiveType>(
-    b: &RecordBatch,
+/// Non-null values of a column (a null where none may be is damage), read
+/// in place.
+fn values<'a, T: arrow_array::ArrowPrimitiveType>(
+    b: &'a RecordBatch,
     table: &str,
     name: &str,
-) -> Result<Vec<T::Native>, String> {
+) -> Result<&'a [T::Native], String> {
     let a = prim::<T>(b, table, name)?;
     if a.null_count() > 0 {
         return Err(bad(table, format!("nulls in column {name}")));
     }
-    Ok(a.values().to_vec())
+    Ok(a.values())
 }
 
-fn options<T: arrow_array::ArrowPrimitiveType>(
-    b: &RecordBatch,
+/// A column whose values may be null, read in place; every value null
+/// where the column is absent.
+struct Nullable<'a, T: arrow_array::ArrowPrimitiveType>(Option<&'a arrow_array::PrimitiveArray<T>>);
+
+impl<T: arrow_array::ArrowPrimitiveType> Nullable<'_, T> {
+    fn at(&self, i: usize) -> Option<T::Native> {
+        self.0.filter(|a| a.is_valid(i)).map(|a| a.value(i))
+    }
+}
+
+fn options<'a, T: arrow_array::ArrowPrimitiveType>(
+    b: &'a RecordBatch,
     table: &str,
     name: &str,
-) -> Result<Vec<Option<T::Native>>, String> {
-    Ok(prim::<T>(b, table, name)?.iter().collect())
+) -> Result<Nullable<'a, T>, String> {
+    Ok(Nullable(Some(prim::<T>(b, table, name)?)))
 }
 
 /// A text column as ids of `names` (null stays `None`); a value that is
@@ -475,22 +486,21 @@ fn enums<T: Copy>(
         // Only the values rows use: a file several ranks share holds, in a
         // page's dictionary, the other ranks' names too.
         let mut values: Vec<Option<T>> = vec![None; dv.len()];
-        return d
-            .keys()
-            .iter()
-            .map(|k| {
-                let Some(k) = k
-                    .and_then(|k| usize::try_from(k).ok())
-                    .filter(|&k| k < dv.len())
-                else {
-                    return Ok(None);
-                };
-                if values[k].is_none() {
-                    values[k] = Some(parsed(dv.value(k))?);
-                }
-                Ok(values[k])
-            })
-            .collect();
+        let mut out = Vec::with_capacity(d.len());
+        for k in d.keys() {
+            let Some(k) = k
+                .and_then(|k| usize::try_from(k).ok())
+                .filter(|&k| k < dv.len())
+            else {
+                out.push(None);
+                continue;
+            };
+            if values[k].is_none() {
+                values[k] = Some(parsed(dv.value(k))?);
+            }
+            out.push(values[k]);
+        }
+        return Ok(out);
     }
     let s = c
         .as_string_opt::<i32>()
@@ -549,26 +559,26 @@ pub fn fill(
         let seq = if has("seq") {
             options::<UInt64Type>(b, tb, "seq")?
         } else {
-            vec![None; kind.len()]
+            Nullable(None)
         };
         let peer = if has("peer") {
             options::<UInt32Type>(b, tb, "peer")?
         } else {
-            vec![None; kind.len()]
+            Nullable(None)
         };
         t.colls.reserve(kind.len());
         for i in 0..kind.len() {
             t.colls.push(CollMeta {
                 kind: required(kind[i], tb, "kind")?,
                 name: required(name[i], tb, "name")?,
-                in_nelems: in_n[i],
-                out_nelems: out_n[i],
-                dtype_size: dtype[i],
-                group_size: group[i],
+                in_nelems: in_n.at(i),
+                out_nelems: out_n.at(i),
+                dtype_size: dtype.at(i),
+                group_size: group.at(i),
                 pg_name: pg_name[i],
                 pg_ranks: pg_ranks[i],
-                seq: seq[i],
-                peer: peer[i],
+                seq: seq.at(i),
+                peer: peer.at(i),
             });
         }
     }
@@ -627,7 +637,7 @@ pub fn fill(
                         name: required(name[i], tb, "name")?,
                         kind: required(kind[i], tb, "kind")?,
                         depth: depth[i],
-                        parent: parent[i].unwrap_or(crate::model::timeline::NO_PARENT),
+                        parent: parent.at(i).unwrap_or(crate::model::timeline::NO_PARENT),
                     },
                 ));
             }
@@ -677,7 +687,7 @@ pub(crate) fn ops_of(
     let step = options::<UInt32Type>(b, tb, "step_index")?;
     out.reserve(start.len());
     for i in 0..start.len() {
-        let work = match (blocks[i], per_sm[i], bytes[i]) {
+        let work = match (blocks.at(i), per_sm.at(i), bytes.at(i)) {
             (Some(b), _, _) => Some(Work::Blocks(b)),
             (_, Some(b), _) => Some(Work::BlocksPerSm(b)),
             (_, _, Some(b)) => Some(Work::Bytes(b)),
@@ -693,8 +703,8 @@ pub(crate) fn ops_of(
             stream: stream[i],
             device: device[i],
             work: work.into(),
-            meta: Slot::from(meta[i]),
-            step: Slot::from(step[i]),
+            meta: Slot::from(meta.at(i)),
+            step: Slot::from(step.at(i)),
             launch: Ns(launch[i]),
         });
     }
