@@ -16,8 +16,12 @@ measure() { # prints "seconds max_rss_kb" of the command
     echo "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }') $(cat "$out/time.txt")"
 }
 best_of_3() { # the fastest of three runs (the VM is noisy): "seconds max_rss_kb"
-    local best="" t rss
-    for _ in 1 2 3; do
+    best_of 3 "$@"
+}
+best_of() { # N CMD...: the fastest of N runs: "seconds max_rss_kb"
+    local n=$1 best="" t rss k
+    shift
+    for ((k = 0; k < n; k++)); do
         read -r t rss < <(measure "$@")
         if [ -z "$best" ] || awk -v a="$t" -v b="${best%% *}" 'BEGIN { exit !(a < b) }'; then
             best="$t $rss"
