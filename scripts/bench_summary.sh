@@ -65,7 +65,7 @@ for s in "${sets[@]}"; do
     sbytes=$(filebytes "$sum")
     # First open: no kept results. Removed once, not in the timed command
     # (a shell to remove them took 3-6 ms of a 35 ms open): a read keeps
-    # nothing, so the three runs all find none.
+    # nothing, so every run finds none.
     rm -rf "$sum/results"
     read -r rt rrss < <(best_of 5 "$bin" --trace "$sum" --metrics)
     if [ -e "$sum/results" ]; then
