@@ -17,6 +17,7 @@
 #                                        # alone (3 GB/64 ranks, in one group and in groups of 8)
 #   ONLY=1024r scripts/bench_summary.sh  # one set
 #   SHARDS=8 scripts/bench_summary.sh    # shard processes in the fan-out (default 4)
+#   TABLE_ONLY=1 scripts/bench_summary.sh  # the first table alone (no UI, no export)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=target/bench
@@ -96,6 +97,7 @@ pair_row() {
         printf "| %s | %.3f s (%.0f MB) | %.3f s (%.0f MB) | %.1fx less |\n", n, a, am / 1024, b, bm / 1024, am / bm
     }' | tee -a "$out/summary.md"
 }
+[ -n "${TABLE_ONLY:-}" ] && exit 0
 pair_head "UI, every op read" "UI in pages"
 for s in "${sets[@]}"; do
     read -r name _ <<<"$s"
