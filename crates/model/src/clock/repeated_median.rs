@@ -60,16 +60,21 @@ fn narrow(
     buf: &mut Vec<i64>,
 ) -> (i64, i64) {
     let mut margin = MARGIN;
+    // The probes' medians, sorted, while the candidates stay the same.
+    let mut probed: Option<Vec<i64>> = None;
     loop {
         let c = cand.len();
         if c <= FEW {
             return exact(pairs, &cand, ranks, buf);
         }
         let probes_n = (c / 8).clamp(16, PROBES);
-        let mut probes: Vec<i64> = (0..probes_n)
-            .map(|p| pairs.median_key(cand[p * c / probes_n], buf))
-            .collect();
-        probes.sort_unstable();
+        let probes = probed.get_or_insert_with(|| {
+            let mut p: Vec<i64> = (0..probes_n)
+                .map(|p| pairs.median_key(cand[p * c / probes_n], buf))
+                .collect();
+            p.sort_unstable();
+            p
+        });
         // Where the answer's ranks fall among the probes, widened.
         let at = |r: usize| r * probes_n / c;
         let (from, to) = (at(ranks.0).checked_sub(margin), at(ranks.1) + margin);
@@ -105,8 +110,7 @@ fn narrow(
             // The two middle ranks of an even count, in two parts: each
             // found there.
             let met = low.key == high.key;
-            let [below, inside, above] = parts;
-            let mut parts = [Some(below), Some(inside), Some(above)];
+            let mut parts = parts.map(Some);
             let mut find = |p: usize, r: usize| match p {
                 // Between bounds that meet, every median is theirs.
                 1 if met => low.key,
@@ -118,11 +122,7 @@ fn narrow(
             // Bounds that meet: every median between them is theirs.
             return (low.key, low.key);
         }
-        let [below, inside, above] = parts;
-        let next = [below, inside, above]
-            .into_iter()
-            .nth(p0)
-            .expect("three parts");
+        let next = parts.into_iter().nth(p0).expect("three parts");
         if next.len() == c {
             if margin == 0 {
                 return exact(pairs, &cand, ranks, buf);
@@ -132,7 +132,7 @@ fn narrow(
             margin = 0;
             continue;
         }
-        (cand, ranks) = (next, (r0, r1));
+        (cand, ranks, probed) = (next, (r0, r1), None);
     }
 }
 
