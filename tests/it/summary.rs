@@ -751,3 +751,53 @@ fn rows_past_a_packs_files_are_refused() {
     let e = edit(&|p| p["rows"] = serde_json::json!([]));
     assert!(e.contains("no rows of"), "{e}");
 }
+
+/// The tables every first open reads are stored uncompressed, the others
+/// with Snappy; times, ids and sequence numbers are stored plain (no
+/// dictionary), names and classes with one.
+#[test]
+fn tables_read_on_every_open_are_stored_uncompressed() {
+    use parquet::basic::{Compression, Encoding};
+    use parquet::file::reader::FileReader;
+    let dir = write_ranks(&training_run(&shape()));
+    let out = tempfile::tempdir().unwrap();
+    let sum = out.path().join("run.summary");
+    let o = summarize(dir.path(), &sum, &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mut seen = std::collections::BTreeSet::new();
+    for rel in table_files(&sum) {
+        let Some((table, file)) = rel.split_once('/') else {
+            continue;
+        };
+        if !file.ends_with(".parquet") {
+            continue;
+        }
+        let f = std::fs::File::open(sum.join(&rel)).unwrap();
+        let r = parquet::file::reader::SerializedFileReader::new(f).unwrap();
+        let on_open = ["names", "colls", "steps", "annotations", "comm"].contains(&table);
+        for g in r.metadata().row_groups() {
+            for c in g.columns() {
+                let want = if on_open {
+                    Compression::UNCOMPRESSED
+                } else {
+                    Compression::SNAPPY
+                };
+                assert_eq!(c.compression(), want, "{rel}");
+                let column = c.column_path().string();
+                let dictionary = c.encodings().any(|e| e == Encoding::RLE_DICTIONARY);
+                let distinct =
+                    column.ends_with("_ns") || ["id", "index", "seq"].contains(&&*column);
+                if distinct {
+                    assert!(!dictionary, "{rel}: {column} has a dictionary");
+                }
+                if column == "name" && c.num_values() > 0 && table != "names" {
+                    assert!(dictionary, "{rel}: {column} has no dictionary");
+                }
+            }
+        }
+        seen.insert(table.to_owned());
+    }
+    for t in ["names", "ops", "colls", "steps", "comm", "cpu"] {
+        assert!(seen.contains(t), "no {t} table in {seen:?}");
+    }
+}

@@ -340,7 +340,12 @@ fn one(out: &Path, root: &Path, input: &Input, rec: &InputRec, fresh_start: bool
                 let b =
                     super::annex::memory_table(&m).map_err(|e| output_error(out, &rec.path, e))?;
                 let rel = format!("memory/{key}.parquet");
-                write_parquet(&place(out, &rel)?, std::slice::from_ref(&b), &rec.path)?;
+                write_parquet(
+                    &place(out, &rel)?,
+                    std::slice::from_ref(&b),
+                    &rec.path,
+                    Codec::Snappy,
+                )?;
                 entry.files.push(written(out, rel)?);
                 entry.memory = Some(super::annex::memory_meta(&m, &absolute(root, &m.source)));
             }
@@ -351,7 +356,12 @@ fn one(out: &Path, root: &Path, input: &Input, rec: &InputRec, fresh_start: bool
                 entry.warnings = warnings;
                 let b = super::annex::et_table(&et).map_err(|e| output_error(out, &rec.path, e))?;
                 let rel = format!("et/{key}.parquet");
-                write_parquet(&place(out, &rel)?, std::slice::from_ref(&b), &rec.path)?;
+                write_parquet(
+                    &place(out, &rel)?,
+                    std::slice::from_ref(&b),
+                    &rec.path,
+                    Codec::Snappy,
+                )?;
                 entry.files.push(written(out, rel)?);
                 entry.et = Some(super::annex::et_meta(&et, &absolute(root, &et.source)));
             }
@@ -663,7 +673,7 @@ impl Tables {
         }
         for (table, batches) in TABLE_FILES.iter().zip(&self.batches) {
             let rel = format!("{table}/{stem}.parquet");
-            write_parquet(&place(out, &rel)?, batches, input)?;
+            write_parquet(&place(out, &rel)?, batches, input, codec_of(table))?;
             files.push(written(out, rel)?);
         }
         let rel = format!("{}/{stem}.json", super::stats::STATS);
@@ -758,15 +768,44 @@ fn written(out: &Path, rel: String) -> Result<(String, u64, String)> {
     Ok((rel, size, hash))
 }
 
+/// How a table is stored. The tables every first open reads (a rank's
+/// collectives and communication ops, names, steps, annotations) are left
+/// uncompressed: decoding them is most of that open, and Snappy took 7 % of
+/// it for 1.5x their bytes. The rest (every op, CPU ranges, bins, annexes),
+/// read only by the UI and exports, are compressed.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum Codec {
+    Plain,
+    Snappy,
+}
+
+/// The tables a summary's first open reads (see [`Codec`]).
+const READ_ON_OPEN: [&str; 5] = ["names", "colls", "steps", "annotations", super::stats::COMM];
+
+fn codec_of(table: &str) -> Codec {
+    if READ_ON_OPEN.contains(&table) {
+        Codec::Plain
+    } else {
+        Codec::Snappy
+    }
+}
+
+/// Columns whose values are (nearly) all distinct, besides times (`*_ns`).
+const DISTINCT: [&str; 4] = ["id", "index", "coll_index", "seq"];
+
 /// Writes one table atomically.
 pub(super) fn write_parquet(
     path: &Path,
     batches: &[arrow_array::RecordBatch],
     input: &str,
+    codec: Codec,
 ) -> Result<()> {
     make_parent(path)?;
-    let props = WriterProperties::builder()
-        .set_compression(Compression::SNAPPY)
+    let mut props = WriterProperties::builder()
+        .set_compression(match codec {
+            Codec::Plain => Compression::UNCOMPRESSED,
+            Codec::Snappy => Compression::SNAPPY,
+        })
         .set_max_row_group_row_count(Some(ROW_GROUP))
         // Row-group statistics (min/max per column chunk) let a reader skip
         // by time; a page index beside them doubled a small rank's footers.
@@ -774,8 +813,19 @@ pub(super) fn write_parquet(
         .set_key_value_metadata(Some(vec![
             KeyValue::new("ccl_bench.summary".to_owned(), VERSION.to_string()),
             KeyValue::new("ccl_bench.input".to_owned(), input.to_owned()),
-        ]))
-        .build();
+        ]));
+    // Times, durations (`*_ns`), ids and sequence numbers hardly repeat: a
+    // dictionary of them is as large as the values and costs a lookup per
+    // value to decode.
+    if let Some(first) = batches.first() {
+        for f in first.schema().fields() {
+            let name = f.name().as_str();
+            if name.ends_with("_ns") || DISTINCT.contains(&name) {
+                props = props.set_column_dictionary_enabled(f.name().as_str().into(), false);
+            }
+        }
+    }
+    let props = props.build();
     let Some(first) = batches.first() else {
         return Err(Error::Output {
             path: path.to_owned(),
