@@ -119,6 +119,9 @@ pub(crate) fn run(cli: &Cli) -> Result<u8> {
     let kept = key.filter(|(sum, _)| kept::in_cache(sum, &opts));
     // Metrics need each rank's ops only while it is read (see `load::Lean`).
     let run = session::open_found(path, &found, &opts, Need::Figures, &Progress::default())?;
+    if kept.is_some() {
+        session::keep_clock_check(path, &found, &opts, &run);
+    }
     let (trace, said, made) = run.into_parts();
     for w in &said.warnings {
         crate::say!("warning: {w}");
@@ -630,6 +633,7 @@ pub fn keep_answers(
         else {
             continue;
         };
+        session::keep_clock_check(path, &found, &opts, &run);
         let (trace, said, made) = run.into_parts();
         let Ok(ctx) = Ctx::with_made(&trace, None, made) else {
             continue;

@@ -10,6 +10,7 @@ use std::path::Path;
 
 use anyhow::{anyhow, Context, Result};
 
+mod clock_check;
 pub mod load;
 mod runs;
 
@@ -50,6 +51,16 @@ pub struct Run {
     /// metrics' context (see `derive::Made`): the trace is not changed
     /// after loading.
     pub(crate) matched: Option<Matched>,
+    /// What the load's clock check measured, before the shift: a summary
+    /// keeps it (see `clock_check`).
+    pub(crate) clock: Option<clock_check::ClockCheck>,
+}
+
+/// Keeps in the summary `found` reads what `run`'s clock check measured
+/// (see `clock_check`); whether it was kept.
+pub(crate) fn keep_clock_check(path: &Path, found: &Found, opts: &LoadOptions, run: &Run) -> bool {
+    let key = load::clock_key(path, found, opts);
+    (run.clock.as_ref().zip(key)).is_some_and(|(c, (sum, key))| clock_check::keep(&sum, &key, c))
 }
 
 /// The inputs of the run at `path`: a summary's when one stands for it
@@ -165,7 +176,7 @@ fn in_pages(mut run: Run, stored: load::Stored) -> std::result::Result<Run, &'st
 }
 
 fn whole(path: &Path, found: &Found, opts: &LoadOptions, progress: &Progress) -> Result<Run> {
-    let (trace, report, matched) =
+    let (trace, report, matched, clock) =
         load::load_found(path, found, opts, progress).with_context(|| cannot(path))?;
     Ok(Run {
         trace,
@@ -173,6 +184,7 @@ fn whole(path: &Path, found: &Found, opts: &LoadOptions, progress: &Progress) ->
         stats: None,
         pages: None,
         matched: Some(matched),
+        clock: Some(clock),
     })
 }
 
@@ -198,6 +210,7 @@ fn lean(
         stats: Some(l.stats),
         pages: None,
         matched: Some(l.matched),
+        clock: Some(l.clock),
     };
     Ok((run, l.stored))
 }

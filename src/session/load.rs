@@ -9,6 +9,7 @@ use std::sync::OnceLock;
 
 use rayon::prelude::*;
 
+use super::clock_check::ClockCheck;
 use crate::derive::{Matched, RankStats};
 use crate::discover::{Discovery, Input};
 use crate::error::{Error, Result};
@@ -138,9 +139,9 @@ pub(super) fn load_found(
     found: &Found,
     opts: &LoadOptions,
     progress: &Progress,
-) -> Result<(Trace, LoadReport, Matched)> {
-    let (l, matched) = load_with(path, found, opts, progress, Keep::Whole)?;
-    Ok((l.trace, l.report, matched))
+) -> Result<(Trace, LoadReport, Matched, ClockCheck)> {
+    let (l, matched, clock) = load_with(path, found, opts, progress, Keep::Whole)?;
+    Ok((l.trace, l.report, matched, clock))
 }
 
 /// A trace loaded for its metrics only: every rank's timeline keeps only its
@@ -155,6 +156,8 @@ pub(super) struct Lean {
     pub stored: Stored,
     /// What the clock check matched (see `derive::Made`).
     pub matched: Matched,
+    /// What it measured, before the shift.
+    pub clock: ClockCheck,
 }
 
 /// Where each rank's ops lie in a summary's tables, and the folder of lanes
@@ -210,8 +213,9 @@ fn lean_with(
     progress: &Progress,
     keep: Keep,
 ) -> Result<Lean> {
-    let (l, matched) = load_with(path, found, opts, progress, keep)?;
+    let (l, matched, clock) = load_with(path, found, opts, progress, keep)?;
     Ok(Lean {
+        clock,
         trace: l.trace,
         report: l.report,
         stats: l.stats.expect("a lean load makes every rank's stats"),
@@ -238,7 +242,7 @@ fn load_with(
     opts: &LoadOptions,
     progress: &Progress,
     keep: Keep,
-) -> Result<(Loaded, Matched)> {
+) -> Result<(Loaded, Matched, ClockCheck)> {
     // Read first, reported after the traces: their errors come first.
     let rules = read_rules(path, found, opts);
     let prepare = Prepare {
@@ -289,7 +293,10 @@ fn load_with(
         );
         trace.rules = Some(rules);
     }
-    let (found_by_clocks, matched) = align_clocks(&mut trace, opts.align, stats.as_deref_mut());
+    let kept = clock_key(path, found, opts)
+        .and_then(|(sum, key)| super::clock_check::kept(&sum, &key, &trace));
+    let (found_by_clocks, matched, clock) =
+        align_clocks(&mut trace, opts.align, stats.as_deref_mut(), kept);
     report.warnings.extend(found_by_clocks);
     let loaded = Loaded {
         trace,
@@ -297,7 +304,7 @@ fn load_with(
         stats,
         stored,
     };
-    Ok((loaded, matched))
+    Ok((loaded, matched, clock))
 }
 
 /// The class rules a load applies (see [`rules_path`]), parsed.
@@ -468,6 +475,26 @@ pub(crate) fn rules_path(path: &Path, traces: &Path, opts: &LoadOptions) -> Opti
     opts.classes.clone().or(beside)
 }
 
+/// Where the clock check of a load of the summary `found` reads is kept,
+/// and its key (see `clock_check`): the summary's digest and the options
+/// that choose the ops read. None without a summary, and where class rules
+/// apply (a rules file is the user's to edit: the check is measured each
+/// time).
+pub(crate) fn clock_key(
+    path: &Path,
+    found: &Found,
+    opts: &LoadOptions,
+) -> Option<(PathBuf, String)> {
+    let sum = found.summary.as_ref()?;
+    if rules_path(path, &found.traces, opts).is_some() {
+        return None;
+    }
+    let formats: Vec<&str> = opts.formats.iter().map(|f| f.name).collect();
+    let options = format!("{:?} {} {:?}", opts.pick, opts.all_steps, formats);
+    let key = super::clock_check::key(sum.digest, &options)?;
+    Some((sum.path.clone(), key))
+}
+
 /// What a load reads: the inputs, where the traces are, and the summary
 /// read in their place, if one is.
 #[derive(Debug)]
@@ -584,36 +611,28 @@ pub(super) fn inputs(path: &Path, opts: &LoadOptions) -> Result<Found> {
 /// Checks the ranks' clocks (on the raw times) and, when `align`, puts them on
 /// the first rank's clock by shared collectives; returns what the check found.
 pub(crate) fn check_and_align_clocks(trace: &mut Trace, align: bool) -> Vec<Warning> {
-    align_clocks(trace, align, None).0
+    align_clocks(trace, align, None, None).0
 }
 
 /// [`check_and_align_clocks`], moving the ranks' `stats` (indexed like
-/// `trace.ranks`) with their timelines; with the findings, the collectives
-/// matched across the ranks and their groups (found at once), which the
-/// shift leaves as they were, for the metrics' context.
+/// `trace.ranks`) with their timelines, from the measurements `kept` (a
+/// summary's, checked against `trace`) where given; with the findings, the
+/// collectives matched across the ranks and their groups (found at once),
+/// which the shift leaves as they were, for the metrics' context, and the
+/// measurements.
 fn align_clocks(
     trace: &mut Trace,
     align: bool,
     stats: Option<&mut [RankStats]>,
-) -> (Vec<Warning>, Matched) {
+    kept: Option<ClockCheck>,
+) -> (Vec<Warning>, Matched, ClockCheck) {
     use crate::model::{clock, collectives};
-    // Each rank's samples are made when used, from one value per collective,
-    // rather than held for every rank (one per communication op).
     let matched = Matched::of(trace);
     let inst = &matched.instances;
     let disagreements = collectives::disagreements(trace, inst);
-    let ends = clock::ref_ends(trace, inst);
-    // A rank's samples made once for both, ranks in parallel: the drift fit
-    // is quadratic in them.
-    let (offsets, measured): (Vec<_>, Vec<_>) = (0..trace.ranks.len())
-        .into_par_iter()
-        .map(|i| {
-            let s = clock::samples_of(&trace.ranks[i], &ends);
-            let offset = align.then(|| collectives::offset_of(trace.ranks[i].rank, &s));
-            (offset, (i > 0).then(|| clock::measure(&s)).flatten())
-        })
-        .unzip();
-    let offsets: Option<Vec<_>> = align.then(|| offsets.into_iter().flatten().collect());
+    let check = kept.unwrap_or_else(|| ClockCheck::of(trace, inst));
+    let measured = &check.measured;
+    let offsets = align.then(|| check.offsets.clone());
     let (offsets, doubt) = match offsets {
         Some(o) => {
             let (o, doubt) = collectives::trusted(trace, o);
@@ -628,7 +647,7 @@ fn align_clocks(
         .map(|w| Warning::new(Kind::Matching, w))
         .collect();
     findings.extend(
-        clock::check(trace, &measured, applied.map(|o| &o[..]))
+        clock::check(trace, measured, applied.map(|o| &o[..]))
             .into_iter()
             .map(|w| Warning::new(Kind::Clock, w)),
     );
@@ -645,7 +664,7 @@ fn align_clocks(
         }
         collectives::apply(trace, offsets);
     }
-    (findings, matched)
+    (findings, matched, check)
 }
 
 pub use crate::progress::Progress;

@@ -260,6 +260,7 @@ impl Data {
             stats,
             pages,
             matched,
+            clock: _,
         } = run;
         let (Some(stats), Some(pages)) = (stats, pages) else {
             return Err("not held in pages".into());

@@ -142,7 +142,9 @@ fn slurm_tasks_summarize_shares_that_make_up_the_whole() {
         "{}",
         stderr(&o)
     );
-    assert_eq!(std::fs::read_dir(sum.join("results")).unwrap().count(), 1);
+    // One question's results, and the clock check every question shares.
+    assert_eq!(std::fs::read_dir(sum.join("results")).unwrap().count(), 2);
+    assert!(sum.join("results/clock-check.json").is_file());
     // An array job of one task per input gives the same set again (all current).
     for id in 1..=6 {
         let o = summarize(
@@ -348,9 +350,11 @@ fn a_summary_keeps_its_results_for_the_same_question_only() {
     );
     let s = sum.to_str().unwrap();
     let kept = || -> Vec<std::path::PathBuf> {
+        // The clock check is kept once for every question.
         let mut v: Vec<_> = std::fs::read_dir(sum.join("results"))
             .map(|l| l.flatten().map(|e| e.path()).collect())
             .unwrap_or_default();
+        v.retain(|p| !p.ends_with("clock-check.json"));
         v.sort();
         v
     };
@@ -800,4 +804,106 @@ fn tables_read_on_every_open_are_stored_uncompressed() {
     for t in ["names", "ops", "colls", "steps", "comm", "cpu"] {
         assert!(seen.contains(t), "no {t} table in {seen:?}");
     }
+}
+
+/// Rank 2 of a synthetic run on a clock 3 ms ahead, rank 3 on one that
+/// runs 200 ppm fast: offsets to apply and a drift to report.
+fn skewed_clocks(dir: &Path) {
+    let ranks = training_run(&RunShape {
+        ranks: 4,
+        steps: 6,
+        ..RunShape::default()
+    });
+    for (r, t) in ranks.iter().enumerate() {
+        let mut v: serde_json::Value = serde_json::from_str(&t.to_json()).unwrap();
+        let (add, scale) = match r {
+            2 => (3000.0, 1.0),
+            3 => (0.0, 1.0002),
+            _ => (0.0, 1.0),
+        };
+        for e in v["traceEvents"].as_array_mut().unwrap() {
+            if let Some(x) = e["ts"].as_f64() {
+                e["ts"] = serde_json::json!(x * scale + add);
+            }
+        }
+        std::fs::write(dir.join(format!("rank{r}_trace.json")), v.to_string()).unwrap();
+    }
+}
+
+/// `summarize` keeps the clock check (each rank's offset and drift) beside
+/// its results. An open that asks a question not yet answered reads it
+/// back instead of fitting again, with the traces' answers, warnings
+/// included, and writes nothing; a check edited by hand is a miss,
+/// measured afresh.
+#[test]
+fn the_kept_clock_check_gives_the_traces_answers() {
+    let synthetic = tempfile::tempdir().unwrap();
+    skewed_clocks(synthetic.path());
+    let mut dirs = vec![("skewed clocks".to_owned(), synthetic.path().to_owned())];
+    for rel in ["kineto/dlrm_8rank_v100", "xla/xprof_tpu"] {
+        if let Some(d) = corpus(rel) {
+            dirs.push((rel.to_owned(), d));
+        }
+    }
+    let open = |p: &Path| {
+        let o = run(&[
+            "--trace",
+            p.to_str().unwrap(),
+            "--metrics",
+            "--format",
+            "json",
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let doc: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        (doc, stderr(&o))
+    };
+    for (what, dir) in dirs {
+        let out = tempfile::tempdir().unwrap();
+        let sum = out.path().join("run.sum");
+        let o = summarize(&dir, &sum, &[]);
+        assert!(o.status.success(), "{what}: {}", stderr(&o));
+        let kept = sum.join("results/clock-check.json");
+        assert!(kept.is_file(), "{what}: no clock check kept");
+        let (raw, raw_err) = open(&dir);
+        let clear_answers = || {
+            for f in std::fs::read_dir(sum.join("results")).unwrap().flatten() {
+                if f.path() != kept {
+                    std::fs::remove_file(f.path()).unwrap();
+                }
+            }
+        };
+        clear_answers();
+        let before = snapshot(&sum);
+        let (doc, err) = open(&sum);
+        assert_eq!(
+            comparable(raw.clone(), &dir),
+            comparable(doc, &dir),
+            "{what}"
+        );
+        assert_eq!(raw_err, err, "{what}");
+        assert_eq!(before, snapshot(&sum), "{what}: an open wrote");
+        // An edited check (its seal no longer matches) is measured afresh.
+        let text = std::fs::read_to_string(&kept).unwrap();
+        let edited = text.replacen("\"samples\":", "\"samples\":1", 1);
+        assert_ne!(text, edited);
+        std::fs::write(&kept, edited).unwrap();
+        let (doc, err) = open(&sum);
+        assert_eq!(
+            comparable(raw, &dir),
+            comparable(doc, &dir),
+            "{what}: edited"
+        );
+        assert_eq!(raw_err, err, "{what}: edited");
+    }
+    // The skewed run's check found what was done to it.
+    let (doc, err) = open(synthetic.path());
+    let offsets = doc["clock_offsets"].to_string();
+    assert!(
+        offsets.contains(r#""offset_ns":-3000000,"rank":2"#),
+        "{offsets}"
+    );
+    assert!(
+        err.contains("rank 3: its clock runs 200.0 ppm fast"),
+        "{err}"
+    );
 }

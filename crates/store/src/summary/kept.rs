@@ -21,10 +21,7 @@ const VERSION: u32 = 2;
 /// and its seal is that of this key and this body; anything else is a miss,
 /// never an error.
 pub fn get(sum: &Path, key: &str) -> Option<String> {
-    let path = file(sum, key)?;
-    let sealed: Sealed = super::manifest::read_json(&path).ok()?;
-    (sealed.version == VERSION && sealed.seal == seal(key, sealed.body.get()))
-        .then(|| sealed.body.get().to_owned())
+    read_sealed(&file(sum, key)?, key)
 }
 
 /// Stores the JSON `body` under `key` (atomically), keeping the [`KEEP`]
@@ -32,6 +29,40 @@ pub fn get(sum: &Path, key: &str) -> Option<String> {
 /// written to (a read-only tree), or whose results folder is a link, simply
 /// keeps none.
 pub fn put(sum: &Path, key: &str, body: &str) -> bool {
+    let stored = file(sum, key).is_some_and(|path| write_sealed(sum, &path, key, body));
+    if stored {
+        prune(sum);
+    }
+    stored
+}
+
+/// What the open of a summary made that every question shares (the clock
+/// check), kept in one file `name` of the results folder for `key` alone:
+/// [`get`] of that file. Pruning leaves it; another key's body replaces it.
+pub fn get_shared(sum: &Path, name: &str, key: &str) -> Option<String> {
+    read_sealed(&shared_file(sum, name)?, key)
+}
+
+/// [`put`] of the file `name` that [`get_shared`] reads.
+pub fn put_shared(sum: &Path, name: &str, key: &str, body: &str) -> bool {
+    shared_file(sum, name).is_some_and(|path| write_sealed(sum, &path, key, body))
+}
+
+fn shared_file(sum: &Path, name: &str) -> Option<PathBuf> {
+    // Never a results file's name, which pruning would take.
+    results_name(&format!("{name}.json"))
+        .is_none()
+        .then_some(())?;
+    crate::confined::inside(sum, &format!("{RESULTS}/{name}.json")).ok()
+}
+
+fn read_sealed(path: &Path, key: &str) -> Option<String> {
+    let sealed: Sealed = super::manifest::read_json(path).ok()?;
+    (sealed.version == VERSION && sealed.seal == seal(key, sealed.body.get()))
+        .then(|| sealed.body.get().to_owned())
+}
+
+fn write_sealed(sum: &Path, path: &Path, key: &str, body: &str) -> bool {
     let Ok(body) = serde_json::value::RawValue::from_string(body.to_owned()) else {
         return false;
     };
@@ -40,17 +71,13 @@ pub fn put(sum: &Path, key: &str, body: &str) -> bool {
         seal: seal(key, body.get()),
         body,
     };
-    let (Ok(bytes), Some(path)) = (serde_json::to_vec(&sealed), file(sum, key)) else {
+    let Ok(bytes) = serde_json::to_vec(&sealed) else {
         return false;
     };
     let Ok(dir) = crate::confined::folder_inside(sum, RESULTS) else {
         return false;
     };
-    if std::fs::create_dir_all(&dir).is_err() || crate::atomic::write(&path, &bytes).is_err() {
-        return false;
-    }
-    prune(sum);
-    true
+    std::fs::create_dir_all(&dir).is_ok() && crate::atomic::write(path, &bytes).is_ok()
 }
 
 /// The results file of `key`, inside the summary through no link.
@@ -196,5 +223,31 @@ mod tests {
         assert_eq!(n, KEEP + 1);
         assert!(get(dir.path(), &format!("{:016x}", 0u64)).is_none());
         assert!(get(dir.path(), &format!("{:016x}", 999u64)).is_some());
+    }
+
+    #[test]
+    fn a_shared_file_is_served_for_its_key_and_outlives_pruning() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = ("00000000000000aa", "00000000000000bb");
+        assert!(put_shared(dir.path(), "clock-check", a, r#"{"c":1}"#));
+        assert_eq!(
+            get_shared(dir.path(), "clock-check", a).as_deref(),
+            Some(r#"{"c":1}"#)
+        );
+        assert!(get_shared(dir.path(), "clock-check", b).is_none());
+        // Not a key's results file, nor one named like one.
+        assert!(get(dir.path(), a).is_none());
+        assert!(!put_shared(dir.path(), "00000000000000cc", a, "{}"));
+        for k in 0..(KEEP as u64 + 4) {
+            put(dir.path(), &format!("{k:016x}"), "{}");
+        }
+        assert!(get_shared(dir.path(), "clock-check", a).is_some());
+        // Another key's body replaces it.
+        assert!(put_shared(dir.path(), "clock-check", b, r#"{"c":2}"#));
+        assert!(get_shared(dir.path(), "clock-check", a).is_none());
+        assert_eq!(
+            get_shared(dir.path(), "clock-check", b).as_deref(),
+            Some(r#"{"c":2}"#)
+        );
     }
 }
