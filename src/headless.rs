@@ -20,7 +20,15 @@ pub(crate) const EXIT_NOT_APPLICABLE: u8 = 3;
 pub(crate) const EXIT_USAGE: u8 = 2;
 
 pub(crate) fn run(cli: &Cli) -> Result<u8> {
-    let mut out = crate::safe::Safe(io::stdout().lock());
+    // Written whole at the end: line by line, a table of every metric took
+    // a system call per row.
+    let mut out = crate::safe::Safe(io::BufWriter::new(io::stdout().lock()));
+    let code = answer(cli, &mut out)?;
+    out.flush()?;
+    Ok(code)
+}
+
+fn answer(cli: &Cli, mut out: &mut dyn Write) -> Result<u8> {
     if cli.list_metrics {
         list_metrics(&mut out)?;
         return Ok(0);
