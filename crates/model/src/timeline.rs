@@ -440,24 +440,57 @@ impl RankTimeline {
     /// records naming the one kept: a run repeats a handful of collectives
     /// thousands of times, each with its own record.
     pub fn share_coll_meta(&mut self) {
+        self.share_coll_meta_by(self.colls_distinct());
+    }
+
+    /// [`Self::share_coll_meta`], records found by their place when no two
+    /// are alike (`by_place`), else by their value.
+    fn share_coll_meta_by(&mut self, by_place: bool) {
+        let mut place = vec![u32::MAX; if by_place { self.colls.len() } else { 0 }];
         // foldhash: one lookup per communication op; SipHash showed in profiles.
-        let mut at: foldhash::HashMap<&CollMeta, u32> = Default::default();
+        let mut by_value: foldhash::HashMap<&CollMeta, u32> = Default::default();
         let mut kept = Vec::new();
         for op in &mut self.ops {
             let Some(i) = op.meta.get() else { continue };
             op.meta = match self.colls.get(i as usize) {
                 Some(m) => {
-                    let next = kept.len() as u32;
-                    Slot::from(Some(*at.entry(m).or_insert_with(|| {
+                    let slot = match by_place {
+                        true => &mut place[i as usize],
+                        false => by_value.entry(m).or_insert(u32::MAX),
+                    };
+                    if *slot == u32::MAX {
+                        *slot = kept.len() as u32;
                         kept.push(m.clone());
-                        next
-                    })))
+                    }
+                    Slot::from(Some(*slot))
                 }
                 None => Slot::NONE,
             };
         }
-        drop(at);
+        drop(by_value);
         self.colls = kept;
+    }
+
+    /// Whether no two metadata records are alike, known without hashing
+    /// them where each process group numbers its collectives, and its
+    /// point-to-point ops, in rising order (`seq`, PyTorch 2.5+): records
+    /// alike have the same kind, group and number. Hashing every record
+    /// was a tenth of reading a summary's collectives.
+    fn colls_distinct(&self) -> bool {
+        // Per group and whether point-to-point: the last number. A run has
+        // a handful of groups.
+        let mut last: Vec<(bool, Option<StrId>, u64)> = Vec::new();
+        for m in &self.colls {
+            let Some(seq) = m.seq else { return false };
+            let (p2p, group) = (m.kind == CollKind::SendRecv, m.pg_name);
+            match last.iter().position(|l| l.0 == p2p && l.1 == group) {
+                Some(at) if seq > last[at].2 => last[at].2 = seq,
+                Some(_) => return false,
+                None if last.len() < 64 => last.push((p2p, group, seq)),
+                None => return false,
+            }
+        }
+        true
     }
 }
 
@@ -530,6 +563,95 @@ mod tests {
         assert_eq!(t.colls, [meta(10), meta(20)]);
         let metas: Vec<Option<u32>> = t.ops.iter().map(|o| o.meta.get()).collect();
         assert_eq!(metas, [Some(0), Some(1), None, Some(0), Some(1), None]);
+    }
+
+    /// Records numbered in rising order per group and kind are told apart
+    /// by place, with what telling them apart by value gives; a number
+    /// repeated in a group, falling, or missing, is not.
+    #[test]
+    fn numbered_collective_metadata_is_shared_by_place_alike() {
+        let meta = |kind, group: u32, seq: u64| CollMeta {
+            kind,
+            name: StrId(0),
+            in_nelems: Some(seq % 3),
+            out_nelems: None,
+            dtype_size: Some(4),
+            group_size: Some(8),
+            pg_name: Some(StrId(group)),
+            pg_ranks: None,
+            seq: Some(seq),
+            peer: None,
+        };
+        let (ar, p2p) = (CollKind::AllReduce, CollKind::SendRecv);
+        // Two groups, each with collectives and point-to-point ops numbered
+        // from 1, interleaved.
+        let colls = vec![
+            meta(ar, 1, 1),
+            meta(ar, 2, 1),
+            meta(p2p, 1, 1),
+            meta(ar, 1, 2),
+            meta(p2p, 1, 2),
+            meta(ar, 2, 2),
+            meta(ar, 1, 3),
+        ];
+        let op = |i: Option<u32>| DeviceOp {
+            meta: Slot::from(i),
+            ..DeviceOp::new(
+                StrId(0),
+                Activity::Kernel,
+                KernelClass::Communication,
+                Ns::ZERO,
+                Ns(1),
+            )
+        };
+        let refs = [
+            Some(3),
+            Some(0),
+            None,
+            Some(3),
+            Some(6),
+            Some(1),
+            Some(40),
+            Some(4),
+        ];
+        let t = RankTimeline {
+            colls: colls.clone(),
+            ops: refs.into_iter().map(op).collect(),
+            ..Default::default()
+        };
+        assert!(t.colls_distinct());
+        let (mut by_place, mut by_value) = (t.clone(), t.clone());
+        by_place.share_coll_meta_by(true);
+        by_value.share_coll_meta_by(false);
+        assert_eq!(by_place.colls, by_value.colls);
+        let metas = |t: &RankTimeline| t.ops.iter().map(|o| o.meta.get()).collect::<Vec<_>>();
+        assert_eq!(metas(&by_place), metas(&by_value));
+        assert_eq!(
+            metas(&by_place),
+            [
+                Some(0),
+                Some(1),
+                None,
+                Some(0),
+                Some(2),
+                Some(3),
+                None,
+                Some(4)
+            ]
+        );
+        assert_eq!(by_place.colls, [3, 0, 6, 1, 4].map(|i| colls[i].clone()));
+        for (i, m) in [
+            (3, meta(ar, 1, 1)),  // a number repeated in its group
+            (3, meta(ar, 1, 0)),  // falling
+            (4, meta(p2p, 1, 1)), // repeated among point-to-point ops
+        ] {
+            let mut t = t.clone();
+            t.colls[i] = m;
+            assert!(!t.colls_distinct(), "{i}");
+        }
+        let mut unnumbered = t.clone();
+        unnumbered.colls[5].seq = None;
+        assert!(!unnumbered.colls_distinct());
     }
 
     #[test]

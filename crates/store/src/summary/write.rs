@@ -517,7 +517,11 @@ fn pack(
         let mut ranked = Vec::new();
         match read(&file_in(m.input, &counter), &mut |f| ranked.push(f)) {
             Ok(()) => {
-                for (j, (name_rank, f)) in ranked.into_iter().enumerate() {
+                for (j, (name_rank, mut f)) in ranked.into_iter().enumerate() {
+                    // One collectives row per distinct record: a run repeats
+                    // a handful thousands of times, and each open would
+                    // decode and share them again.
+                    f.timeline.share_coll_meta();
                     let part_stem = format!("{key}-{j}");
                     let rank = f.dist_rank.or(name_rank);
                     let (rows, stats) = tables
