@@ -7,7 +7,9 @@ use std::process::{Command, Output};
 
 use ccl_bench::synth::{training_run, RunShape};
 
-use crate::support::{corpus, metrics_doc, run, snapshot, stderr, stdout, write_ranks};
+use crate::support::{
+    corpus, metrics_doc, metrics_said, run, snapshot, stderr, stdout, write_ranks,
+};
 
 /// The metrics document without what names the files: the run's path,
 /// and the absolute paths a summary records where the traces were named
@@ -845,18 +847,7 @@ fn the_kept_clock_check_gives_the_traces_answers() {
             dirs.push((rel.to_owned(), d));
         }
     }
-    let open = |p: &Path| {
-        let o = run(&[
-            "--trace",
-            p.to_str().unwrap(),
-            "--metrics",
-            "--format",
-            "json",
-        ]);
-        assert!(o.status.success(), "{}", stderr(&o));
-        let doc: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
-        (doc, stderr(&o))
-    };
+    let open = |p: &Path| metrics_said(p, "open");
     for (what, dir) in dirs {
         let out = tempfile::tempdir().unwrap();
         let sum = out.path().join("run.sum");

@@ -54,6 +54,11 @@ pub fn assert_close(got: f64, want: f64, what: &str) {
 /// `ccl-bench --trace PATH --metrics --format json`, parsed; `what` names the
 /// run in the failure message.
 pub fn metrics_doc(path: &Path, what: &str) -> serde_json::Value {
+    metrics_said(path, what).0
+}
+
+/// [`metrics_doc`], and what the run said on stderr.
+pub fn metrics_said(path: &Path, what: &str) -> (serde_json::Value, String) {
     let o = run(&[
         "--trace",
         path.to_str().unwrap(),
@@ -62,7 +67,7 @@ pub fn metrics_doc(path: &Path, what: &str) -> serde_json::Value {
         "json",
     ]);
     assert!(o.status.success(), "{what}: {}", stderr(&o));
-    serde_json::from_str(&stdout(&o)).unwrap()
+    (serde_json::from_str(&stdout(&o)).unwrap(), stderr(&o))
 }
 
 /// Every file under `dir` (recursively, links not followed) with its bytes.

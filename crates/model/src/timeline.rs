@@ -524,6 +524,21 @@ mod tests {
     use super::*;
     use crate::classify::KernelClass;
 
+    /// An all-reduce naming metadata record `i`.
+    fn comm_op(i: Option<u32>) -> DeviceOp {
+        DeviceOp {
+            meta: Slot::from(i),
+            coll: Some(CollKind::AllReduce),
+            ..DeviceOp::new(
+                StrId(0),
+                Activity::Kernel,
+                KernelClass::Communication,
+                Ns::ZERO,
+                Ns(1),
+            )
+        }
+    }
+
     #[test]
     fn equal_collective_metadata_is_kept_once() {
         let meta = |n: u64| CollMeta {
@@ -538,22 +553,11 @@ mod tests {
             seq: None,
             peer: None,
         };
-        let op = |i: Option<u32>| DeviceOp {
-            meta: Slot::from(i),
-            coll: Some(CollKind::AllReduce),
-            ..DeviceOp::new(
-                StrId(0),
-                Activity::Kernel,
-                KernelClass::Communication,
-                Ns::ZERO,
-                Ns(1),
-            )
-        };
         let mut t = RankTimeline {
             colls: vec![meta(10), meta(20), meta(10), meta(30), meta(20)],
             ops: [Some(0), Some(1), None, Some(2), Some(4), Some(9)]
                 .into_iter()
-                .map(op)
+                .map(comm_op)
                 .collect(),
             ..Default::default()
         };
@@ -594,16 +598,6 @@ mod tests {
             meta(ar, 2, 2),
             meta(ar, 1, 3),
         ];
-        let op = |i: Option<u32>| DeviceOp {
-            meta: Slot::from(i),
-            ..DeviceOp::new(
-                StrId(0),
-                Activity::Kernel,
-                KernelClass::Communication,
-                Ns::ZERO,
-                Ns(1),
-            )
-        };
         let refs = [
             Some(3),
             Some(0),
@@ -616,7 +610,7 @@ mod tests {
         ];
         let t = RankTimeline {
             colls: colls.clone(),
-            ops: refs.into_iter().map(op).collect(),
+            ops: refs.into_iter().map(comm_op).collect(),
             ..Default::default()
         };
         assert!(t.colls_distinct());

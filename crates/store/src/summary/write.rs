@@ -339,14 +339,9 @@ fn one(out: &Path, root: &Path, input: &Input, rec: &InputRec, fresh_start: bool
                 entry.warnings = warnings;
                 let b =
                     super::annex::memory_table(&m).map_err(|e| output_error(out, &rec.path, e))?;
-                let rel = format!("memory/{key}.parquet");
-                write_parquet(
-                    &place(out, &rel)?,
-                    std::slice::from_ref(&b),
-                    &rec.path,
-                    Codec::Snappy,
-                )?;
-                entry.files.push(written(out, rel)?);
+                entry
+                    .files
+                    .push(write_annex(out, "memory", key, b, &rec.path)?);
                 entry.memory = Some(super::annex::memory_meta(&m, &absolute(root, &m.source)));
             }
             Err(e) => entry.error = Some(e.to_string()),
@@ -355,14 +350,7 @@ fn one(out: &Path, root: &Path, input: &Input, rec: &InputRec, fresh_start: bool
             Ok((et, warnings)) => {
                 entry.warnings = warnings;
                 let b = super::annex::et_table(&et).map_err(|e| output_error(out, &rec.path, e))?;
-                let rel = format!("et/{key}.parquet");
-                write_parquet(
-                    &place(out, &rel)?,
-                    std::slice::from_ref(&b),
-                    &rec.path,
-                    Codec::Snappy,
-                )?;
-                entry.files.push(written(out, rel)?);
+                entry.files.push(write_annex(out, "et", key, b, &rec.path)?);
                 entry.et = Some(super::annex::et_meta(&et, &absolute(root, &et.source)));
             }
             Err(e) => entry.error = Some(e.to_string()),
@@ -762,6 +750,20 @@ fn make_parent(path: &Path) -> Result<()> {
         path: dir.to_owned(),
         source,
     })
+}
+
+/// Writes an input's one table `b` (a memory snapshot's, an execution
+/// trace's) as `<folder>/<key>.parquet`; returns it as its entry lists it.
+fn write_annex(
+    out: &Path,
+    folder: &str,
+    key: &str,
+    b: arrow_array::RecordBatch,
+    input: &str,
+) -> Result<(String, u64, String)> {
+    let rel = format!("{folder}/{key}.parquet");
+    write_parquet(&place(out, &rel)?, &[b], input, Codec::Snappy)?;
+    written(out, rel)
 }
 
 /// A file written for an entry: its path, size and hash.
