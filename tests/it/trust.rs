@@ -109,6 +109,35 @@ fn a_summary_whose_folders_are_links_is_refused_and_nothing_outside_is_removed()
     assert_eq!(snapshot(outside.path()), before);
 }
 
+/// The kept clock check's name planted as a link to a file outside: an
+/// open does not read through it (the traces' answers, measured afresh),
+/// and `summarize` replaces the link, never writing the file it names.
+#[test]
+fn a_link_at_the_clock_checks_name_is_neither_read_nor_written_through() {
+    let (_dir, traces, sum) = summarized();
+    let kept = sum.join("results/clock-check.json");
+    let outside = tempfile::tempdir().unwrap();
+    let victim = outside.path().join("mine.json");
+    std::fs::copy(&kept, &victim).unwrap();
+    let before = snapshot(outside.path());
+    std::fs::remove_file(&kept).unwrap();
+    std::os::unix::fs::symlink(&victim, &kept).unwrap();
+    let fresh = stdout(&run(&["--trace", s(&traces), "--no-summary", "--metrics"]));
+    for f in std::fs::read_dir(sum.join("results")).unwrap().flatten() {
+        if f.path() != kept {
+            std::fs::remove_file(f.path()).unwrap();
+        }
+    }
+    let o = run(&["--trace", s(&sum), "--metrics"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o).replace(s(&sum), s(&traces)), fresh);
+    let o = run(&["summarize", s(&traces), "--out", s(&sum)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(snapshot(outside.path()), before);
+    let meta = std::fs::symlink_metadata(&kept).unwrap();
+    assert!(meta.is_file(), "the link was kept: {meta:?}");
+}
+
 #[test]
 fn kept_results_prune_only_the_tools_own_files() {
     let (_dir, traces, sum) = summarized();
