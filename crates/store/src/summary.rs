@@ -20,6 +20,7 @@ pub mod open;
 pub mod pages;
 pub mod parquet_file;
 pub mod read;
+mod recent;
 pub mod shard;
 pub mod stats;
 pub mod write;

@@ -51,7 +51,7 @@ fn table(f: &FileIn, sum: &Path, file: &Listed, name: &str) -> Result<Vec<Record
     let path = &place(f, sum, &file.0)?;
     let bytes = checked(f, path, file)?;
     let size = bytes.len() as u64;
-    super::columns::decode(bytes::Bytes::from(bytes), size, name).map_err(|e| damaged(path, e))
+    super::columns::decode(bytes, size, name).map_err(|e| damaged(path, e))
 }
 
 /// A part's rows `rows` of a table file it may share with others, after
@@ -66,8 +66,7 @@ fn part_rows(
     let path = &place(f, sum, &file.0)?;
     let bytes = checked(f, path, file)?;
     let size = bytes.len() as u64;
-    super::columns::decode_rows(bytes::Bytes::from(bytes), size, name, rows)
-        .map_err(|e| damaged(path, e))
+    super::columns::decode_rows(bytes, size, name, rows).map_err(|e| damaged(path, e))
 }
 
 /// A part's rows in the pack's file of table `table`.
@@ -83,7 +82,11 @@ fn rows_of(f: &FileIn, p: &Part, table: &str) -> Result<(u64, u64)> {
 /// written; its bytes are counted as read. (Opening a summary looks at no
 /// table: on a cluster file system, a look at each of a run's thousands of
 /// tables would cost more than the answer kept for it.)
-fn checked(f: &FileIn, path: &Path, (_, size, xxh3): &Listed) -> Result<Vec<u8>> {
+fn checked(f: &FileIn, path: &Path, (_, size, xxh3): &Listed) -> Result<bytes::Bytes> {
+    if let Some(bytes) = super::recent::get(path, *size, xxh3) {
+        f.counter.fetch_add(bytes.len() as u64, Ordering::Relaxed);
+        return Ok(bytes);
+    }
     let bytes = match crate::confined::read_file(path, *size) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -116,6 +119,8 @@ fn checked(f: &FileIn, path: &Path, (_, size, xxh3): &Listed) -> Result<Vec<u8>>
         return Err(damaged(path, "its content changed since it was written"));
     }
     f.counter.fetch_add(bytes.len() as u64, Ordering::Relaxed);
+    let bytes = bytes::Bytes::from(bytes);
+    super::recent::put(path, *size, xxh3, &bytes);
     Ok(bytes)
 }
 
