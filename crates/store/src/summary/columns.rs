@@ -867,6 +867,29 @@ pub(crate) fn decode_groups<R: parquet::file::reader::ChunkReader + 'static>(
     guarded(|| decode_unguarded(reader, size, table, Some(groups), Some(rows)))
 }
 
+/// The rows `rows` (`[start, end)`) of a table decoded whole, as
+/// [`decode_rows`] gives them: slices of its batches, not copies.
+pub(crate) fn slice_rows(
+    all: &[RecordBatch],
+    (a, b): (u64, u64),
+) -> Result<Vec<RecordBatch>, String> {
+    let total: u64 = all.iter().map(|x| x.num_rows() as u64).sum();
+    if a > b || b > total {
+        return Err(format!("rows {a}..{b} of a table of {total}"));
+    }
+    let mut out = Vec::new();
+    let mut at = 0u64;
+    for x in all {
+        let (s, e) = (at, at + x.num_rows() as u64);
+        at = e;
+        let (lo, hi) = (a.max(s), b.min(e));
+        if lo < hi {
+            out.push(x.slice((lo - s) as usize, (hi - lo) as usize));
+        }
+    }
+    Ok(out)
+}
+
 /// Of row groups `groups` (ascending; every group when `None`), of
 /// `group_rows` rows each, those holding rows in `rows`, and which of
 /// their rows those are.
@@ -1165,6 +1188,34 @@ mod tests {
         no_names.remove("names");
         let e = fill(&mut RankTimeline::default(), &no_names, &[]).unwrap_err();
         assert!(e.contains("unknown name 'k'"), "{e}");
+    }
+
+    /// A part's rows of a table decoded whole: slices across batches.
+    #[test]
+    fn rows_of_a_whole_table_are_sliced_across_its_batches() {
+        let b = |v: Vec<i64>| {
+            batch(
+                vec![("x", DataType::Int64, false)],
+                vec![Arc::new(arrow_array::Int64Array::from(v))],
+            )
+            .unwrap()
+        };
+        let all = [b(vec![0, 1, 2]), b(vec![3, 4, 5, 6])];
+        let values = |rows| -> Vec<i64> {
+            slice_rows(&all, rows)
+                .unwrap()
+                .iter()
+                .flat_map(|x| x.column(0).as_primitive::<Int64Type>().values().to_vec())
+                .collect()
+        };
+        assert_eq!(values((2, 5)), [2, 3, 4]);
+        assert_eq!(values((0, 7)), [0, 1, 2, 3, 4, 5, 6]);
+        assert_eq!(values((3, 3)), Vec::<i64>::new());
+        assert_eq!(
+            slice_rows(&all, (2, 9)).unwrap_err(),
+            "rows 2..9 of a table of 7"
+        );
+        assert!(slice_rows(&all, (5, 4)).is_err());
     }
 
     #[test]

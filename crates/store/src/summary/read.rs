@@ -55,7 +55,9 @@ fn table(f: &FileIn, sum: &Path, file: &Listed, name: &str) -> Result<Vec<Record
 }
 
 /// A part's rows `rows` of a table file it may share with others, after
-/// checking the file's size and hash.
+/// checking the file's size and hash. A small file (a pack's) is decoded
+/// whole and kept on this thread: the pack's other parts take their rows
+/// from it.
 fn part_rows(
     f: &FileIn,
     sum: &Path,
@@ -63,10 +65,25 @@ fn part_rows(
     name: &str,
     rows: (u64, u64),
 ) -> Result<Vec<RecordBatch>> {
+    use super::recent::{self, Kept};
     let path = &place(f, sum, &file.0)?;
+    if let Some(Kept::Table(all)) = recent::get(path, file.1, &file.2) {
+        f.counter.fetch_add(file.1, Ordering::Relaxed);
+        return super::columns::slice_rows(&all, rows).map_err(|e| damaged(path, e));
+    }
     let bytes = checked(f, path, file)?;
     let size = bytes.len() as u64;
-    super::columns::decode_rows(bytes, size, name, rows).map_err(|e| damaged(path, e))
+    if !recent::keeps(size) {
+        return super::columns::decode_rows(bytes, size, name, rows).map_err(|e| damaged(path, e));
+    }
+    let all = super::columns::decode(bytes, size, name).map_err(|e| damaged(path, e))?;
+    let mine = super::columns::slice_rows(&all, rows).map_err(|e| damaged(path, e))?;
+    // A file of this part's rows alone is not read again.
+    let total: usize = all.iter().map(RecordBatch::num_rows).sum();
+    if rows != (0, total as u64) {
+        recent::put(path, file.1, &file.2, Kept::Table(all));
+    }
+    Ok(mine)
 }
 
 /// A part's rows in the pack's file of table `table`.
@@ -83,7 +100,7 @@ fn rows_of(f: &FileIn, p: &Part, table: &str) -> Result<(u64, u64)> {
 /// table: on a cluster file system, a look at each of a run's thousands of
 /// tables would cost more than the answer kept for it.)
 fn checked(f: &FileIn, path: &Path, (_, size, xxh3): &Listed) -> Result<bytes::Bytes> {
-    if let Some(bytes) = super::recent::get(path, *size, xxh3) {
+    if let Some(super::recent::Kept::Bytes(bytes)) = super::recent::get(path, *size, xxh3) {
         f.counter.fetch_add(bytes.len() as u64, Ordering::Relaxed);
         return Ok(bytes);
     }
@@ -120,7 +137,7 @@ fn checked(f: &FileIn, path: &Path, (_, size, xxh3): &Listed) -> Result<bytes::B
     }
     f.counter.fetch_add(bytes.len() as u64, Ordering::Relaxed);
     let bytes = bytes::Bytes::from(bytes);
-    super::recent::put(path, *size, xxh3, &bytes);
+    super::recent::put(path, *size, xxh3, super::recent::Kept::Bytes(bytes.clone()));
     Ok(bytes)
 }
 
