@@ -49,11 +49,12 @@ pub fn put_shared(sum: &Path, name: &str, key: &str, body: &str) -> bool {
 }
 
 fn shared_file(sum: &Path, name: &str) -> Option<PathBuf> {
+    let file = format!("{name}.json");
     // Never a results file's name, which pruning would take.
-    results_name(&format!("{name}.json"))
-        .is_none()
-        .then_some(())?;
-    crate::confined::inside(sum, &format!("{RESULTS}/{name}.json")).ok()
+    if results_name(&file).is_some() {
+        return None;
+    }
+    crate::confined::inside(sum, &format!("{RESULTS}/{file}")).ok()
 }
 
 fn read_sealed(path: &Path, key: &str) -> Option<String> {
