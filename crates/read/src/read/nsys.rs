@@ -3,7 +3,7 @@
 //! new (2025) schemas. Each GPU in the file becomes one rank. The file is opened
 //! immutable: nothing is ever written next to it.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -12,11 +12,11 @@ use rusqlite::limits::Limit;
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags, Row};
 
+use super::nsys_calls::Calls;
 use super::RankFile;
 use crate::error::Error;
 use crate::model::build::{SharedCpu, TimelineBuilder};
 use crate::model::classify::{classify, coll_kind};
-use crate::model::time::in_range;
 use crate::model::timeline::SourceFormat;
 use crate::model::Slot;
 use crate::model::{Activity, CpuKind, DeviceInfo, DeviceOp, KernelClass, Ns, PackedWork, Work};
@@ -353,20 +353,14 @@ pub fn read(
         })?;
     }
     // Runtime calls: without CPU lanes, only those a metric reads are kept
-    // (kernel launches, and the calls that issued a device op, for its
-    // launch time); a run's synchronize and event-query polling is most of
-    // the table and held four times the memory of its device ops. Of the
-    // others, each process keeps the earliest and the latest, which the
-    // trace's time span counts, and any with times out of range, which are
-    // counted as damaged.
+    // whole (see `Calls`); which calls issued a device op is known here
+    // before the calls are read.
     let issued: HashSet<(i64, i64)> = if cpu_ranges {
         HashSet::new()
     } else {
         raw.iter().map(|o| (o.pid, o.correlation)).collect()
     };
-    let mut runtime: Vec<(Cpu, i64)> = Vec::new();
-    let mut ends: BTreeMap<i64, [Cpu; 2]> = BTreeMap::new();
-    let none: Arc<str> = Arc::from("");
+    let mut calls = Calls::after(cpu_ranges, issued);
     if r.has("CUPTI_ACTIVITY_KIND_RUNTIME") {
         r.each(
             "SELECT globalTid, correlationId, start, end, nameId FROM CUPTI_ACTIVITY_KIND_RUNTIME",
@@ -380,39 +374,12 @@ pub fn read(
                     end: Ns(row.get(3)?),
                     name: r.text(row.get_ref(4)?).unwrap_or_default(),
                 };
-                let used = cpu_ranges
-                    || call.name.contains("Launch")
-                    || issued.contains(&(call.pid, correlation))
-                    || !in_range(call.start)
-                    || !in_range(call.end);
-                if used {
-                    runtime.push((call, correlation));
-                    return Ok(());
-                }
-                let last = |c: &Cpu| c.end.max(c.start);
-                let bare = Cpu {
-                    name: none.clone(),
-                    ..call
-                };
-                match ends.get_mut(&call.pid) {
-                    Some([first, latest]) => {
-                        if bare.start < first.start {
-                            *first = bare.clone();
-                        }
-                        if last(&bare) > last(latest) {
-                            *latest = bare;
-                        }
-                    }
-                    None => {
-                        ends.insert(bare.pid, [bare.clone(), bare]);
-                    }
-                }
+                calls.push(call, correlation);
                 Ok(())
             },
         )?;
     }
-    // Their correlation is none a device op has.
-    runtime.extend(ends.into_values().flatten().map(|c| (c, i64::MIN)));
+    let runtime = calls.finish(&raw);
     // Ranges only (push/pop 59, start/end 60); marks have no end.
     let nvtx: Vec<Cpu> = if r.has("NVTX_EVENTS") {
         r.rows(

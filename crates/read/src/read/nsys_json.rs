@@ -12,6 +12,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 
 use super::nsys::{assemble, copy_name, pid, tid, Cpu, Raw};
+use super::nsys_calls::Calls;
 use super::split::Splitter;
 use super::RankFile;
 use crate::error::Error;
@@ -141,7 +142,8 @@ pub fn read(
 ) -> Result<Vec<(Option<u32>, RankFile)>, Error> {
     let mut strings: Vec<Arc<str>> = Vec::new();
     let mut raw = Vec::new();
-    let mut runtime = Vec::new();
+    // Which calls issued a device op is known only once the ops are read.
+    let mut runtime = Calls::new(cpu_ranges);
     let mut nvtx = Vec::new();
     let mut warnings = Vec::new();
     let mut events = 0usize;
@@ -285,16 +287,15 @@ pub fn read(
             let api = parsed.ty == Some(48) && matches!(p.event_class.0, Some(0 | 1));
             if let (true, Some(start), Some(end)) = (api, p.start_ns.0, p.end_ns.0) {
                 events += 1;
-                runtime.push((
-                    Cpu {
-                        pid: pid(p.global_tid.0.unwrap_or(0)),
-                        tid: tid(p.global_tid.0.unwrap_or(0)),
-                        start: Ns(start),
-                        end: Ns(end),
-                        name: name(p.name).unwrap_or_default(),
-                    },
-                    p.correlation_id.0.unwrap_or(-1),
-                ));
+                let global = p.global_tid.0.unwrap_or(0);
+                let call = Cpu {
+                    pid: pid(global),
+                    tid: tid(global),
+                    start: Ns(start),
+                    end: Ns(end),
+                    name: name(p.name).unwrap_or_default(),
+                };
+                runtime.push(call, p.correlation_id.0.unwrap_or(-1));
             }
         } else if let Some(n) = parsed.nvtx {
             // Ranges only (push/pop 59, start/end 60); marks have no end.
@@ -333,6 +334,7 @@ pub fn read(
         "{}: an nsys JSON export names no GPU model or SM count; metrics that need them (SM coverage) apply to the SQLite export (`nsys export --type sqlite`)",
         path.display()
     )));
+    let runtime = runtime.finish(&raw);
     let mut files = assemble(path, name_rank, raw, (&runtime, &nvtx, cpu_ranges), &[]);
     if let Some((_, first)) = files.first_mut() {
         first.warnings = warnings;

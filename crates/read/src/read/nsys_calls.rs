@@ -1,0 +1,286 @@
+//! The CUDA runtime and driver calls of an Nsight Systems export (SQLite or
+//! JSON), as far as the model uses them. With CPU lanes (the UI's) every call
+//! is kept whole. Without, a metric reads only kernel launches and the calls
+//! that issued a device op (for its launch time); a run's synchronize and
+//! event-query polling, most of its calls and four times the memory of its
+//! device ops, is reduced to each process's earliest and latest call, which
+//! the trace's time span counts. A call with damaged times is kept whole, so
+//! that it is counted as damaged.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
+
+use super::nsys::{Cpu, Raw};
+use crate::model::time::in_range;
+use crate::model::Ns;
+
+/// A call that may have issued a device op, while the ops are not all read
+/// (a JSON export is in time order: a call comes before its op): its launch
+/// time alone, 24 bytes where a whole call takes 64.
+struct Maybe {
+    order: u32,
+    pid: u32,
+    correlation: i64,
+    start: Ns,
+}
+
+pub(super) struct Calls {
+    lanes: bool,
+    /// The (process, correlation) pairs of every device op, where they are
+    /// known before the calls (SQLite); without them a call that is neither
+    /// a launch nor damaged waits for [`Calls::finish`] as its launch time
+    /// alone.
+    issued: Option<HashSet<(i64, i64)>>,
+    /// Kept whole, with their correlation ids, and their places among all
+    /// calls (apart: only a merge with waiting calls reads them).
+    whole: Vec<(Cpu, i64)>,
+    order: Vec<u32>,
+    maybe: Vec<Maybe>,
+    /// Each process's earliest and latest call of the others, nameless.
+    ends: BTreeMap<i64, [Cpu; 2]>,
+    count: u32,
+    none: Arc<str>,
+}
+
+impl Calls {
+    /// For calls read before the ops (JSON).
+    pub(super) fn new(lanes: bool) -> Self {
+        Self::with(lanes, None)
+    }
+
+    /// For calls read after the ops, whose (process, correlation) pairs
+    /// are `issued` (SQLite).
+    pub(super) fn after(lanes: bool, issued: HashSet<(i64, i64)>) -> Self {
+        Self::with(lanes, Some(issued))
+    }
+
+    fn with(lanes: bool, issued: Option<HashSet<(i64, i64)>>) -> Self {
+        Calls {
+            lanes,
+            issued,
+            whole: Vec::new(),
+            order: Vec::new(),
+            maybe: Vec::new(),
+            ends: BTreeMap::new(),
+            count: 0,
+            none: Arc::from(""),
+        }
+    }
+
+    /// Takes one call.
+    pub(super) fn push(&mut self, call: Cpu, correlation: i64) {
+        // Past 4 G calls, the latest share a place: only the order of calls
+        // with the same correlation id could change, which no export has.
+        let order = self.count;
+        self.count = self.count.saturating_add(1);
+        // What `TimelineBuilder::between` counts as damaged.
+        let damaged = !in_range(call.start)
+            || !in_range(call.end)
+            || !in_range((call.end - call.start).max(Ns::ZERO));
+        let whole = self.lanes
+            || damaged
+            || call.name.contains("Launch")
+            || (self.issued.as_ref()).is_some_and(|s| s.contains(&(call.pid, correlation)));
+        if whole {
+            self.whole.push((call, correlation));
+            if self.issued.is_none() {
+                self.order.push(order);
+            }
+            return;
+        }
+        if self.issued.is_none() {
+            if let Ok(pid) = u32::try_from(call.pid) {
+                self.maybe.push(Maybe {
+                    order,
+                    pid,
+                    correlation,
+                    start: call.start,
+                });
+            }
+        }
+        let last = |c: &Cpu| c.end.max(c.start);
+        let bare = Cpu {
+            name: self.none.clone(),
+            ..call
+        };
+        match self.ends.get_mut(&bare.pid) {
+            Some([first, latest]) => {
+                if bare.start < first.start {
+                    *first = bare.clone();
+                }
+                if last(&bare) > last(latest) {
+                    *latest = bare;
+                }
+            }
+            None => {
+                self.ends.insert(bare.pid, [bare.clone(), bare]);
+            }
+        }
+    }
+
+    /// The calls to keep, in the order they came, then each process's
+    /// earliest and latest other call (whose correlation, `i64::MIN`, is
+    /// none a device op has). A waiting call that issued one of `ops` is kept
+    /// as a moment at its start: its span is within its process's ends, and
+    /// only a launch's name is read without lanes.
+    pub(super) fn finish(self, ops: &[Raw]) -> Vec<(Cpu, i64)> {
+        let Calls {
+            mut whole,
+            order,
+            maybe,
+            ends,
+            none,
+            issued: known,
+            ..
+        } = self;
+        drop(known);
+        let issued: HashSet<(i64, i64)> = if maybe.is_empty() {
+            HashSet::new()
+        } else {
+            ops.iter().map(|o| (o.pid, o.correlation)).collect()
+        };
+        let mut found = (maybe.into_iter())
+            .filter(|m| issued.contains(&(i64::from(m.pid), m.correlation)))
+            .map(|m| {
+                let call = Cpu {
+                    pid: i64::from(m.pid),
+                    tid: 0,
+                    start: m.start,
+                    end: m.start,
+                    name: none.clone(),
+                };
+                (m.order, call, m.correlation)
+            })
+            .peekable();
+        let ends = ends.into_values().flatten().map(|c| (c, i64::MIN));
+        if found.peek().is_none() {
+            // The calls kept whole are the answer, not copied (SQLite's
+            // launches can be millions).
+            whole.extend(ends);
+            return whole;
+        }
+        let mut out = Vec::with_capacity(whole.len() + ends.size_hint().0);
+        for ((call, correlation), at) in whole.into_iter().zip(order) {
+            while let Some((_, c, corr)) = found.next_if(|f| f.0 < at) {
+                out.push((c, corr));
+            }
+            out.push((call, correlation));
+        }
+        out.extend(found.map(|(_, c, corr)| (c, corr)));
+        out.extend(ends);
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Activity, PackedWork};
+
+    fn call(pid: i64, start: i64, end: i64, name: &str) -> Cpu {
+        Cpu {
+            pid,
+            tid: 7,
+            start: Ns(start),
+            end: Ns(end),
+            name: name.into(),
+        }
+    }
+
+    fn op(pid: i64, correlation: i64) -> Raw {
+        Raw {
+            device: 0,
+            pid,
+            correlation,
+            start: Ns(1_000),
+            end: Ns(1_010),
+            name: "k".into(),
+            activity: Activity::Kernel,
+            stream: 7,
+            work: PackedWork::NONE,
+        }
+    }
+
+    /// (process, start, end, name, correlation) of each call kept.
+    fn kept(calls: Calls, ops: &[Raw]) -> Vec<(i64, i64, i64, String, i64)> {
+        (calls.finish(ops).into_iter())
+            .map(|(c, corr)| (c.pid, c.start.get(), c.end.get(), c.name.to_string(), corr))
+            .collect()
+    }
+
+    /// A copy call (correlation 5) issues an op, a launch (6) another; an
+    /// event query and a synchronize issue none; a call on process 2 ends
+    /// past the time limit.
+    fn push_all(calls: &mut Calls) {
+        calls.push(call(1, 100, 110, "cudaMemcpyAsync"), 5);
+        calls.push(call(1, 120, 125, "cudaLaunchKernel"), 6);
+        calls.push(call(1, 50, 60, "cudaEventQuery"), 7);
+        calls.push(call(1, 200, 400, "cudaStreamSynchronize"), 8);
+        calls.push(call(2, 10, i64::MAX, "cudaFree"), 9);
+    }
+
+    #[test]
+    fn calls_before_their_ops_keep_launches_issuers_and_ends() {
+        let mut calls = Calls::new(false);
+        push_all(&mut calls);
+        let min = i64::MIN;
+        assert_eq!(
+            kept(calls, &[op(1, 5), op(1, 6)]),
+            [
+                // The copy, as a moment at its start: it came first.
+                (1, 100, 100, String::new(), 5),
+                (1, 120, 125, "cudaLaunchKernel".into(), 6),
+                (2, 10, i64::MAX, "cudaFree".into(), 9),
+                // Process 1's earliest and latest other call: the copy's
+                // span (100..110) is within them.
+                (1, 50, 60, String::new(), min),
+                (1, 200, 400, String::new(), min),
+            ]
+        );
+    }
+
+    #[test]
+    fn calls_after_their_ops_keep_issuers_whole() {
+        let issued = [(1, 5), (1, 6)].into_iter().collect();
+        let mut calls = Calls::after(false, issued);
+        push_all(&mut calls);
+        let min = i64::MIN;
+        assert_eq!(
+            kept(calls, &[]),
+            [
+                (1, 100, 110, "cudaMemcpyAsync".into(), 5),
+                (1, 120, 125, "cudaLaunchKernel".into(), 6),
+                (2, 10, i64::MAX, "cudaFree".into(), 9),
+                (1, 50, 60, String::new(), min),
+                (1, 200, 400, String::new(), min),
+            ]
+        );
+    }
+
+    #[test]
+    fn with_lanes_every_call_is_kept_whole_in_order() {
+        let mut calls = Calls::new(true);
+        push_all(&mut calls);
+        let kept = kept(calls, &[]);
+        let corr: Vec<i64> = kept.iter().map(|k| k.4).collect();
+        assert_eq!(corr, [5, 6, 7, 8, 9]);
+        assert_eq!(kept[2].3, "cudaEventQuery");
+    }
+
+    /// Two calls with one correlation id (the second wins a launch-time
+    /// lookup): a waiting one before a whole one stays before it.
+    #[test]
+    fn waiting_and_whole_calls_keep_their_order() {
+        let mut calls = Calls::new(false);
+        calls.push(call(1, 10, 20, "cudaMemsetAsync"), 3);
+        calls.push(call(1, 30, 40, "cudaLaunchKernel"), 3);
+        calls.push(call(1, 50, 60, "cudaMemcpyAsync"), 4);
+        let order: Vec<(i64, i64)> = (kept(calls, &[op(1, 3), op(1, 4)]).iter())
+            .map(|k| (k.1, k.4))
+            .collect();
+        assert_eq!(
+            order,
+            [(10, 3), (30, 3), (50, 4), (10, i64::MIN), (50, i64::MIN)]
+        );
+    }
+}
