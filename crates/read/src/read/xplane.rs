@@ -352,12 +352,56 @@ pub(super) fn op_stream(line: &str) -> Option<u32> {
     STREAM.captures(line).map(|c| c[1].parse().unwrap_or(0))
 }
 
-/// A plane's name alone: decoding it skips the plane's lines and metadata
-/// without holding them.
+/// A plane without its lines: its name and event texts. Decoding it skips
+/// the lines unread, so that their events are then read one at a time
+/// rather than all decoded at once (24 bytes an event, a device's millions).
 #[derive(Clone, PartialEq, Message)]
-struct PlaneName {
+struct PlaneHead {
     #[prost(string, tag = "2")]
     name: String,
+    #[prost(map = "int64, message", tag = "4")]
+    event_metadata: HashMap<i64, XEventMetadata>,
+}
+
+/// A line without its events.
+#[derive(Clone, PartialEq, Message)]
+struct LineHead {
+    #[prost(string, tag = "2")]
+    name: String,
+    #[prost(int64, tag = "3")]
+    timestamp_ns: i64,
+}
+
+/// Gives `f` the bytes of each field numbered `tag` of the message `msg`
+/// (of a repeated message field, each element), in order; the other fields
+/// are skipped.
+fn each_field<'a>(
+    mut msg: &'a [u8],
+    tag: u64,
+    mut f: impl FnMut(&'a [u8]) -> Result<(), String>,
+) -> Result<(), String> {
+    let short = || "a message ends inside a field".to_owned();
+    let next = |r: &mut &'a [u8]| varint(r).ok().flatten().ok_or_else(short);
+    while !msg.is_empty() {
+        let key = next(&mut msg)?;
+        match key & 7 {
+            0 => drop(next(&mut msg)?),
+            1 | 5 => {
+                let n = if key & 7 == 1 { 8 } else { 4 };
+                msg = msg.get(n..).ok_or_else(short)?;
+            }
+            2 => {
+                let len = usize::try_from(next(&mut msg)?).map_err(|_| short())?;
+                let (field, rest) = msg.split_at_checked(len).ok_or_else(short)?;
+                msg = rest;
+                if key >> 3 == tag {
+                    f(field)?;
+                }
+            }
+            w => return Err(format!("field {} of wire type {w}", key >> 3)),
+        }
+    }
+    Ok(())
 }
 
 /// One base-128 varint of the stream; `None` at the end of the stream
@@ -380,17 +424,18 @@ fn varint(r: &mut impl BufRead) -> std::io::Result<Option<u64>> {
 }
 
 /// Gives `f` the bytes of each plane of the XSpace `r` whose name `wanted`
-/// takes, one at a time, and skips the space's other fields: neither the
+/// takes, one at a time, and `emit` what it makes of them, and skips the space's other fields: neither the
 /// file nor a space of millions of planes is held at once (as
 /// `XSpace::decode` would, some 100 bytes a plane for 2 on disk), only the
 /// plane being read. A plane's name is read from its first bytes (writers
 /// put it before its lines), so a plane not wanted (the host's, often the
 /// largest) is skipped unread. A plane may take at most `limit` bytes.
-fn each_plane(
+fn each_plane<T>(
     r: impl Read,
     limit: u64,
     wanted: impl Fn(&str) -> bool,
-    mut f: impl FnMut(&[u8]) -> Result<(), prost::DecodeError>,
+    mut f: impl FnMut(&[u8]) -> Result<Option<T>, String>,
+    mut emit: impl FnMut(T),
 ) -> Result<(), String> {
     const PLANES: u64 = 1;
     let mut r = BufReader::with_capacity(64 << 10, r);
@@ -447,7 +492,14 @@ fn each_plane(
                 if (plane.len() as u64) < len {
                     return Err("a plane longer than the file".into());
                 }
-                f(&plane).map_err(|e| e.to_string())?;
+                let made = f(&plane)?;
+                // The plane's bytes are let go before what was made of them
+                // is used (a device's figures are made then): a plane can be
+                // a quarter of the file.
+                plane = Vec::new();
+                if let Some(made) = made {
+                    emit(made);
+                }
             }
             w => return Err(format!("field {tag} of wire type {w}, which no XSpace has")),
         }
@@ -509,15 +561,16 @@ pub fn read_each(
 ) -> Result<(), Error> {
     let mut ranks = 0;
     let device = |name: &str| device_number(name).is_some();
-    each_plane(r, limit, device, |p| {
-        let Some(device) = device_number(&PlaneName::decode(p)?.name) else {
-            return Ok(());
-        };
-        if let Some(f) = device_ops(&XPlane::decode(p)?, device, path) {
-            ranks += 1;
-            each(f);
+    let ops = |p: &[u8]| {
+        let head = PlaneHead::decode(p).map_err(|e| e.to_string())?;
+        match device_number(&head.name) {
+            Some(device) => device_ops(p, &head, device, path),
+            None => Ok(None),
         }
-        Ok(())
+    };
+    each_plane(r, limit, device, ops, |f| {
+        ranks += 1;
+        each(f);
     })
     .map_err(|e| Error::NotATrace {
         path: path.to_owned(),
@@ -532,38 +585,47 @@ pub fn read_each(
     Ok(())
 }
 
-/// The ops of one device plane, as that device's rank.
-fn device_ops(plane: &XPlane, device: u32, path: &Path) -> Option<(Option<u32>, RankFile)> {
-    let mut ops = DeviceOps::new(device, &plane.name, path);
+/// The ops of one device plane, `plane` its bytes and `head` its name and
+/// texts, as that device's rank. Events are decoded one at a time.
+fn device_ops(
+    plane: &[u8],
+    head: &PlaneHead,
+    device: u32,
+    path: &Path,
+) -> Result<Option<(Option<u32>, RankFile)>, String> {
+    let mut lines = Vec::new();
+    each_field(plane, 3, |line| {
+        let h = LineHead::decode(line).map_err(|e| e.to_string())?;
+        let stream = op_stream(&h.name);
+        if stream.is_some() || h.name == MODULES {
+            lines.push((h, stream, line));
+        }
+        Ok(())
+    })?;
+    let mut ops = DeviceOps::new(device, &head.name, path);
     // Each event of an op line is at most one op.
-    let events = (plane.lines.iter())
-        .filter(|l| op_stream(&l.name).is_some())
-        .map(|l| l.events.len())
-        .sum();
+    let mut events = 0;
+    for (_, _, line) in lines.iter().filter(|l| l.1.is_some()) {
+        each_field(line, 4, |_| {
+            events += 1;
+            Ok(())
+        })?;
+    }
     ops.reserve(events);
     // Parsed texts (and the texts) by metadata id and copy line or not: one
     // lookup of an id per event, where its text would be hashed.
     let mut by_id: foldhash::HashMap<(i64, bool), (usize, &str)> = Default::default();
-    let text = |id: i64| {
-        plane
-            .event_metadata
-            .get(&id)
-            .map_or("", |m| m.name.as_str())
-    };
-    for line in &plane.lines {
-        let stream = op_stream(&line.name);
-        let modules = line.name == MODULES;
-        if stream.is_none() && !modules {
-            continue;
-        }
+    let text = |id: i64| (head.event_metadata.get(&id)).map_or("", |m| m.name.as_str());
+    for (line, stream, bytes) in &lines {
         let memcpy = line.name.contains("Memcpy");
-        for e in &line.events {
+        each_field(bytes, 4, |e| {
+            let e = XEvent::decode(e).map_err(|e| e.to_string())?;
             // Out of i64 is out of range too: the builder skips and counts it.
             let start = Ns(line.timestamp_ns)
                 .checked_add(ps_to_ns(e.offset_ps))
                 .unwrap_or(Ns::MAX);
             let end = start.saturating_add(ps_to_ns(e.duration_ps).max(Ns::ZERO));
-            match stream {
+            match *stream {
                 Some(stream) => {
                     let (op, full) = *by_id.entry((e.metadata_id, memcpy)).or_insert_with(|| {
                         let full = text(e.metadata_id);
@@ -573,9 +635,10 @@ fn device_ops(plane: &XPlane, device: u32, path: &Path) -> Option<(Option<u32>, 
                 }
                 None => ops.module(text(e.metadata_id), start, end),
             }
-        }
+            Ok(())
+        })?;
     }
-    ops.finish()
+    Ok(ops.finish())
 }
 
 #[cfg(test)]
@@ -833,5 +896,80 @@ mod tests {
         });
         assert!(read.is_err());
         assert_eq!(given, [1]);
+    }
+
+    /// Protobuf fields may come in any order, and a message written in two
+    /// parts is their merge: texts before the lines, a line's events before
+    /// its name, read as the usual order is. A damaged event is named.
+    #[test]
+    fn a_plane_is_read_whatever_its_field_order() {
+        let wrap = |tag: u8, body: &[u8]| {
+            let mut out = vec![(tag << 3) | 2];
+            let mut n = body.len();
+            while n >= 0x80 {
+                out.push((n as u8) | 0x80);
+                n >>= 7;
+            }
+            out.push(n as u8);
+            out.extend(body);
+            out
+        };
+        let events = vec![ev(1, 0, 2000), ev(2, 2000, 100), ev(3, 5000, 100)];
+        let usual = XSpace {
+            planes: vec![XPlane {
+                id: 1,
+                name: "/device:TPU:2".into(),
+                lines: vec![XLine {
+                    id: 1,
+                    name: "XLA Ops".into(),
+                    timestamp_ns: 1000,
+                    events: events.clone(),
+                }],
+                event_metadata: fusion_and_all_reduce(),
+            }],
+            hostnames: vec![],
+        };
+        let ops = |bytes: &[u8]| {
+            let files = read(bytes, Path::new("h.xplane.pb")).unwrap();
+            let t = &files[0].1.timeline;
+            (t.ops.iter())
+                .map(|o| (t.strings.get(o.name).to_owned(), o.start.get(), o.dur.get()))
+                .collect::<Vec<_>>()
+        };
+        let expected = ops(&usual.encode_to_vec());
+        assert_eq!(expected.len(), 2);
+        let part = |lines, event_metadata| XPlane {
+            id: 1,
+            name: "/device:TPU:2".into(),
+            lines,
+            event_metadata,
+        };
+        let line_events = XLine {
+            id: 1,
+            name: String::new(),
+            timestamp_ns: 0,
+            events,
+        };
+        let line_name = XLine {
+            id: 1,
+            name: "XLA Ops".into(),
+            timestamp_ns: 1000,
+            events: vec![],
+        };
+        // Texts first, then a line whose events come before its name.
+        let mut plane = part(vec![], fusion_and_all_reduce()).encode_to_vec();
+        let mut line = line_events.encode_to_vec();
+        line.extend(line_name.encode_to_vec());
+        plane.extend(wrap(3, &line));
+        assert_eq!(ops(&wrap(1, &plane)), expected);
+        // An event cut short inside its line.
+        let mut line = line_name.encode_to_vec();
+        line.extend(wrap(4, &[0x08]));
+        let mut plane = part(vec![], fusion_and_all_reduce()).encode_to_vec();
+        plane.extend(wrap(3, &line));
+        match read(&wrap(1, &plane), Path::new("h.xplane.pb")) {
+            Err(Error::NotATrace { why, .. }) => assert!(why.contains("not an XSpace"), "{why}"),
+            other => panic!("{:?}", other.map(|f| f.len())),
+        }
     }
 }
