@@ -360,7 +360,7 @@ pub fn read(
     } else {
         raw.iter().map(|o| (o.pid, o.correlation)).collect()
     };
-    let mut calls = Calls::after(cpu_ranges, issued);
+    let mut calls = Calls::after(cpu_ranges, &issued);
     if r.has("CUPTI_ACTIVITY_KIND_RUNTIME") {
         r.each(
             "SELECT globalTid, correlationId, start, end, nameId FROM CUPTI_ACTIVITY_KIND_RUNTIME",

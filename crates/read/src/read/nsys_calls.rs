@@ -24,13 +24,13 @@ struct Maybe {
     start: Ns,
 }
 
-pub(super) struct Calls {
+pub(super) struct Calls<'a> {
     lanes: bool,
     /// The (process, correlation) pairs of every device op, where they are
     /// known before the calls (SQLite); without them a call that is neither
     /// a launch nor damaged waits for [`Calls::finish`] as its launch time
     /// alone.
-    issued: Option<HashSet<(i64, i64)>>,
+    issued: Option<&'a HashSet<(i64, i64)>>,
     /// Kept whole, with their correlation ids, and their places among all
     /// calls (apart: only a merge with waiting calls reads them).
     whole: Vec<(Cpu, i64)>,
@@ -42,7 +42,7 @@ pub(super) struct Calls {
     none: Arc<str>,
 }
 
-impl Calls {
+impl<'a> Calls<'a> {
     /// For calls read before the ops (JSON).
     pub(super) fn new(lanes: bool) -> Self {
         Self::with(lanes, None)
@@ -50,11 +50,11 @@ impl Calls {
 
     /// For calls read after the ops, whose (process, correlation) pairs
     /// are `issued` (SQLite).
-    pub(super) fn after(lanes: bool, issued: HashSet<(i64, i64)>) -> Self {
+    pub(super) fn after(lanes: bool, issued: &'a HashSet<(i64, i64)>) -> Self {
         Self::with(lanes, Some(issued))
     }
 
-    fn with(lanes: bool, issued: Option<HashSet<(i64, i64)>>) -> Self {
+    fn with(lanes: bool, issued: Option<&'a HashSet<(i64, i64)>>) -> Self {
         Calls {
             lanes,
             issued,
@@ -80,7 +80,7 @@ impl Calls {
         let whole = self.lanes
             || damaged
             || call.name.contains("Launch")
-            || (self.issued.as_ref()).is_some_and(|s| s.contains(&(call.pid, correlation)));
+            || (self.issued).is_some_and(|s| s.contains(&(call.pid, correlation)));
         if whole {
             self.whole.push((call, correlation));
             if self.issued.is_none() {
@@ -130,10 +130,8 @@ impl Calls {
             maybe,
             ends,
             none,
-            issued: known,
             ..
         } = self;
-        drop(known);
         let issued: HashSet<(i64, i64)> = if maybe.is_empty() {
             HashSet::new()
         } else {
@@ -242,7 +240,7 @@ mod tests {
     #[test]
     fn calls_after_their_ops_keep_issuers_whole() {
         let issued = [(1, 5), (1, 6)].into_iter().collect();
-        let mut calls = Calls::after(false, issued);
+        let mut calls = Calls::after(false, &issued);
         push_all(&mut calls);
         let min = i64::MIN;
         assert_eq!(
