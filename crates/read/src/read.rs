@@ -10,7 +10,7 @@ pub mod flight_recorder;
 mod hlo;
 pub mod kineto;
 pub mod nsys;
-mod nsys_calls;
+mod nsys_cpu;
 pub mod nsys_jax;
 pub mod nsys_json;
 pub mod pickle_budget;

@@ -12,7 +12,7 @@ use rusqlite::limits::Limit;
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags, Row};
 
-use super::nsys_calls::Calls;
+use super::nsys_cpu::{Calls, Cpu};
 use super::RankFile;
 use crate::error::Error;
 use crate::model::build::{SharedCpu, TimelineBuilder};
@@ -175,16 +175,6 @@ impl Raw {
             work: PackedWork::NONE,
         })
     }
-}
-
-/// A CPU-side range (NVTX) or call (runtime), by process.
-#[derive(Clone)]
-pub(super) struct Cpu {
-    pub pid: i64,
-    pub tid: u64,
-    pub start: Ns,
-    pub end: Ns,
-    pub name: Arc<str>,
 }
 
 fn open(path: &Path) -> Result<Connection, Error> {
@@ -379,7 +369,7 @@ pub fn read(
             },
         )?;
     }
-    let runtime = calls.finish(&raw);
+    let runtime = calls.finish(raw.iter().map(|o| (o.pid, o.correlation)));
     // Ranges only (push/pop 59, start/end 60); marks have no end.
     let nvtx: Vec<Cpu> = if r.has("NVTX_EVENTS") {
         r.rows(

@@ -11,8 +11,8 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
-use super::nsys::{assemble, copy_name, pid, tid, Cpu, Raw};
-use super::nsys_calls::Calls;
+use super::nsys::{assemble, copy_name, pid, tid, Raw};
+use super::nsys_cpu::{Calls, Cpu};
 use super::split::Splitter;
 use super::RankFile;
 use crate::error::Error;
@@ -334,7 +334,7 @@ pub fn read(
         "{}: an nsys JSON export names no GPU model or SM count; metrics that need them (SM coverage) apply to the SQLite export (`nsys export --type sqlite`)",
         path.display()
     )));
-    let runtime = runtime.finish(&raw);
+    let runtime = runtime.finish(raw.iter().map(|o| (o.pid, o.correlation)));
     let mut files = assemble(path, name_rank, raw, (&runtime, &nvtx, cpu_ranges), &[]);
     if let Some((_, first)) = files.first_mut() {
         first.warnings = warnings;

@@ -1,5 +1,5 @@
-//! The CUDA runtime and driver calls of an Nsight Systems export (SQLite or
-//! JSON), as far as the model uses them. With CPU lanes (the UI's) every call
+//! The CPU side of an Nsight Systems export (SQLite or JSON): NVTX ranges and
+//! CUDA runtime and driver calls, the calls as far as the model uses them. With CPU lanes (the UI's) every call
 //! is kept whole. Without, a metric reads only kernel launches and the calls
 //! that issued a device op (for its launch time); a run's synchronize and
 //! event-query polling, most of its calls and four times the memory of its
@@ -10,9 +10,18 @@
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
-use super::nsys::{Cpu, Raw};
 use crate::model::time::in_range;
 use crate::model::Ns;
+
+/// A CPU-side range (NVTX) or call (runtime), by process.
+#[derive(Clone)]
+pub(super) struct Cpu {
+    pub pid: i64,
+    pub tid: u64,
+    pub start: Ns,
+    pub end: Ns,
+    pub name: Arc<str>,
+}
 
 /// A call that may have issued a device op, while the ops are not all read
 /// (a JSON export is in time order: a call comes before its op): its launch
@@ -120,10 +129,11 @@ impl<'a> Calls<'a> {
 
     /// The calls to keep, in the order they came, then each process's
     /// earliest and latest other call (whose correlation, `i64::MIN`, is
-    /// none a device op has). A waiting call that issued one of `ops` is kept
+    /// none a device op has). `ops`: the (process, correlation) pair of each
+    /// device op. A waiting call that issued one of them is kept
     /// as a moment at its start: its span is within its process's ends, and
     /// only a launch's name is read without lanes.
-    pub(super) fn finish(self, ops: &[Raw]) -> Vec<(Cpu, i64)> {
+    pub(super) fn finish(self, ops: impl Iterator<Item = (i64, i64)>) -> Vec<(Cpu, i64)> {
         let Calls {
             mut whole,
             order,
@@ -135,7 +145,7 @@ impl<'a> Calls<'a> {
         let issued: HashSet<(i64, i64)> = if maybe.is_empty() {
             HashSet::new()
         } else {
-            ops.iter().map(|o| (o.pid, o.correlation)).collect()
+            ops.collect()
         };
         let mut found = (maybe.into_iter())
             .filter(|m| issued.contains(&(i64::from(m.pid), m.correlation)))
@@ -173,7 +183,6 @@ impl<'a> Calls<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Activity, PackedWork};
 
     fn call(pid: i64, start: i64, end: i64, name: &str) -> Cpu {
         Cpu {
@@ -185,23 +194,9 @@ mod tests {
         }
     }
 
-    fn op(pid: i64, correlation: i64) -> Raw {
-        Raw {
-            device: 0,
-            pid,
-            correlation,
-            start: Ns(1_000),
-            end: Ns(1_010),
-            name: "k".into(),
-            activity: Activity::Kernel,
-            stream: 7,
-            work: PackedWork::NONE,
-        }
-    }
-
     /// (process, start, end, name, correlation) of each call kept.
-    fn kept(calls: Calls, ops: &[Raw]) -> Vec<(i64, i64, i64, String, i64)> {
-        (calls.finish(ops).into_iter())
+    fn kept(calls: Calls, ops: &[(i64, i64)]) -> Vec<(i64, i64, i64, String, i64)> {
+        (calls.finish(ops.iter().copied()).into_iter())
             .map(|(c, corr)| (c.pid, c.start.get(), c.end.get(), c.name.to_string(), corr))
             .collect()
     }
@@ -223,7 +218,7 @@ mod tests {
         push_all(&mut calls);
         let min = i64::MIN;
         assert_eq!(
-            kept(calls, &[op(1, 5), op(1, 6)]),
+            kept(calls, &[(1, 5), (1, 6)]),
             [
                 // The copy, as a moment at its start: it came first.
                 (1, 100, 100, String::new(), 5),
@@ -273,7 +268,7 @@ mod tests {
         calls.push(call(1, 10, 20, "cudaMemsetAsync"), 3);
         calls.push(call(1, 30, 40, "cudaLaunchKernel"), 3);
         calls.push(call(1, 50, 60, "cudaMemcpyAsync"), 4);
-        let order: Vec<(i64, i64)> = (kept(calls, &[op(1, 3), op(1, 4)]).iter())
+        let order: Vec<(i64, i64)> = (kept(calls, &[(1, 3), (1, 4)]).iter())
             .map(|k| (k.1, k.4))
             .collect();
         assert_eq!(
