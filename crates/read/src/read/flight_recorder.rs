@@ -9,6 +9,7 @@
 use crate::model::Warning;
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
+use std::num::NonZeroI64;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -16,7 +17,7 @@ use serde::Deserialize;
 
 use super::pickle_tree::{Tree, V};
 use crate::error::Error;
-use crate::model::flight::{CallIo, CallState, FrDump, FrEntry, FrGroup, FrStatus, Frame};
+use crate::model::flight::{CallIo, CallState, FrDump, FrEntry, FrGroup, FrStatus, Frame, Name};
 
 /// A number or a string holding one: the JSON dump writes `pg_status` and
 /// `pg_config` values as strings, the pickle as numbers.
@@ -628,12 +629,12 @@ fn convert(
     let mut json_frames: HashMap<(String, String, i64), u32> = HashMap::new();
     let mut stack_ids: foldhash::HashMap<Vec<u32>, u32> = Default::default();
     // One shared string per distinct name, op and dtype of the dump.
-    let mut names: foldhash::HashMap<Box<str>, Arc<str>> = Default::default();
-    let mut intern = |s: &str| -> Arc<str> {
+    let mut names: foldhash::HashMap<Box<str>, Name> = Default::default();
+    let mut intern = |s: &str| -> Name {
         if let Some(a) = names.get(s) {
             return a.clone();
         }
-        let a: Arc<str> = Arc::from(s);
+        let a = Name::new(s);
         names.insert(s.into(), a.clone());
         a
     };
@@ -682,6 +683,7 @@ fn convert(
         };
         // The JSON writer puts 0 where the pickle has None.
         let time = |t: Option<i64>| t.filter(|&t| t > 0);
+        let positive = |t: Option<i64>| time(t).and_then(NonZeroI64::new);
         let mut ids = std::mem::take(&mut e.frame_ids);
         for f in std::mem::take(&mut e.frames) {
             let key = (f.name.to_string(), f.filename.to_string(), f.line);
@@ -741,9 +743,9 @@ fn convert(
             io,
             state,
             created_ns: time(e.time_created_ns).unwrap_or(0),
-            started_ns: time(e.time_discovered_started_ns),
-            completed_ns: time(e.time_discovered_completed_ns),
-            timeout_ms: e.timeout_ms,
+            started_ns: positive(e.time_discovered_started_ns),
+            completed_ns: positive(e.time_discovered_completed_ns),
+            timeout_ms: positive(e.timeout_ms),
             stack,
         });
     }
@@ -970,7 +972,7 @@ mod tests {
         let e = &d.entries;
         assert_eq!(
             (e[0].collective_seq, e[0].completed_ns, e[0].started_ns),
-            (1, Some(20), None)
+            (1, NonZeroI64::new(20), None)
         );
         assert!(e[0].io.input_dtypes.is_empty() && !e[0].is_p2p);
         assert_eq!(
