@@ -14,7 +14,7 @@
 //! one (NCCL's own NVTX ranges) too.
 
 use crate::model::Warning;
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::{Read, Seek};
 use std::path::Path;
 use std::sync::LazyLock;
@@ -143,16 +143,40 @@ impl Ranges {
             std::mem::take(&mut self.ids),
             std::mem::take(&mut self.parents),
         );
-        let mut by_id: foldhash::HashMap<i64, u32> = Default::default();
-        by_id.reserve(ids.len());
-        for (i, &id) in ids.iter().enumerate() {
-            by_id.insert(id, i as u32);
-        }
+        // The ids in order with their places, searched by halving: 12
+        // bytes a range, where a hash map of them took 36 (a third of the
+        // peak). Rows in id order, as nsys numbers ranges, are searched as
+        // they are.
+        let sorted = ids.is_sorted();
+        let by_id: Vec<(i64, u32)> = if sorted {
+            Vec::new()
+        } else {
+            let mut v: Vec<(i64, u32)> = (ids.iter().enumerate())
+                .map(|(i, &id)| (id, i as u32))
+                .collect();
+            v.sort_unstable();
+            v
+        };
+        // The last range with `id`.
+        let find = |id: i64| -> Option<u32> {
+            if sorted {
+                let k = ids.partition_point(|&x| x <= id).checked_sub(1)?;
+                (ids[k] == id).then_some(k as u32)
+            } else {
+                let k = by_id.partition_point(|e| e.0 <= id).checked_sub(1)?;
+                (by_id[k].0 == id).then_some(by_id[k].1)
+            }
+        };
         for (r, p) in self.list.iter_mut().zip(parents) {
-            let up = (r.flags & Range::PARENT != 0).then(|| by_id.get(&p).copied());
+            let up = (r.flags & Range::PARENT != 0).then(|| find(p));
             r.up = Slot::from(up.flatten());
         }
-        (by_id.len() < ids.len()).then(|| ids.iter().map(|id| by_id[id]).collect())
+        let repeated = if sorted {
+            ids.windows(2).any(|w| w[0] == w[1])
+        } else {
+            by_id.windows(2).any(|w| w[0].0 == w[1].0)
+        };
+        repeated.then(|| ids.iter().filter_map(|&id| find(id)).collect())
     }
 }
 
@@ -582,28 +606,43 @@ fn launchers(bytes: Vec<u8>, path: &Path) -> Result<HashMap<(i64, i64), u32>> {
     Ok(out)
 }
 
-/// Reads one nsys-jax archive: a rank per device its process drove.
-/// `cpu_ranges`: keep each launcher thread's ranges at their CPU times
-/// (the CPU lanes), where the archive has them.
+/// Reads one nsys-jax archive: a rank per device its process drove, each
+/// given to `each` as soon as it is built. `cpu_ranges`: keep each launcher
+/// thread's ranges at their CPU times (the CPU lanes), where the archive
+/// has them.
 pub(crate) fn read(
     path: &Path,
-    rank: Option<u32>,
-    cpu_ranges: bool,
-) -> Result<Vec<(Option<u32>, RankFile)>> {
+    (rank, cpu_ranges): (Option<u32>, bool),
+    each: &mut dyn FnMut((Option<u32>, RankFile)),
+) -> Result<()> {
     let file = std::fs::File::open(path).map_err(|source| Error::Io {
         path: path.to_owned(),
         source,
     })?;
-    read_from(file, path, rank, cpu_ranges)
+    read_each(file, path, (rank, cpu_ranges), each)
 }
 
 /// [`read`] from any seekable reader (`path` names it in messages).
 pub fn read_from(
-    mut archive: impl Read + Seek,
+    archive: impl Read + Seek,
     path: &Path,
     rank: Option<u32>,
     cpu_ranges: bool,
 ) -> Result<Vec<(Option<u32>, RankFile)>> {
+    let mut out = Vec::new();
+    read_each(archive, path, (rank, cpu_ranges), &mut |f| out.push(f))?;
+    Ok(out)
+}
+
+/// [`read_from`], giving each device's rank to `each` as soon as it is
+/// built: one device's ops at a time beside the archive's ranges, not
+/// every device's.
+pub fn read_each(
+    mut archive: impl Read + Seek,
+    path: &Path,
+    (rank, cpu_ranges): (Option<u32>, bool),
+    each: &mut dyn FnMut((Option<u32>, RankFile)),
+) -> Result<()> {
     let io = |source| Error::Io {
         path: path.to_owned(),
         source,
@@ -627,28 +666,36 @@ pub fn read_from(
     let dumps = dumps(&mut zip, path, limit, &mut told)?;
     let (ranges, skipped, unread) = ranges(trace, path)?;
     let count = ranges.list.len();
-    let mut out = assemble(path, (rank, cpu_ranges), ranges, &devices, &dumps);
-    if out.is_empty() {
-        return Err(bad(
-            path,
-            format!("{TRACE} holds no XLA thunk or NCCL ranges ({count} ranges in all): was the run profiled with NVTX on?"),
-        ));
-    }
-    out[0].1.warnings.extend(told);
+    // Said of the archive: on its first rank, after what assembling it says.
+    let mut after = told;
     if unread > 0 {
-        out[0].1.warnings.push(Warning::damaged(format!(
+        after.push(Warning::damaged(format!(
             "{}: {TRACE}: rows past the {} read left out ({unread} more stated): more rows, or longer ones, than its data pages can hold",
             path.display(),
             count as u64 + skipped
         )));
     }
     if skipped > 0 {
-        out[0].1.warnings.push(Warning::damaged(format!(
+        after.push(Warning::damaged(format!(
             "{}: {skipped} projected range(s) without an id, a name or a valid time skipped",
             path.display()
         )));
     }
-    Ok(out)
+    let given = assemble(
+        path,
+        (rank, cpu_ranges),
+        ranges,
+        (&devices, &dumps),
+        after,
+        each,
+    );
+    if given == 0 {
+        return Err(bad(
+            path,
+            format!("{TRACE} holds no XLA thunk or NCCL ranges ({count} ranges in all): was the run profiled with NVTX on?"),
+        ));
+    }
+    Ok(())
 }
 
 /// What a thunk or NCCL range is.
@@ -763,13 +810,17 @@ fn op_of(name: &str, program: Option<&HashMap<String, hlo::Instr>>) -> Option<Op
     })
 }
 
+/// Gives `each` a rank per device with ops, in device order, each built
+/// from the ranges and handed on before the next is; `after` goes on the
+/// first rank's warnings. Returns how many it gave.
 fn assemble(
     path: &Path,
     (rank, cpu_ranges): (Option<u32>, bool),
     mut ranges: Ranges,
-    devices: &HashMap<(i64, i64), u32>,
-    dumps: &Dumps,
-) -> Vec<(Option<u32>, RankFile)> {
+    (devices, dumps): (&HashMap<(i64, i64), u32>, &Dumps),
+    after: Vec<Warning>,
+    each: &mut dyn FnMut((Option<u32>, RankFile)),
+) -> usize {
     let mut warnings = Vec::new();
     let canon = ranges.link();
     let ranges = &ranges;
@@ -851,132 +902,166 @@ fn assemble(
         })
         .collect();
     let device_of = |r: &Range| thread_device[r.thread as usize];
-    let mut builders: HashMap<Device, TimelineBuilder> = HashMap::new();
     // Each range is at most one op of its device: room made at once.
-    let mut per_device: HashMap<Device, usize> = HashMap::new();
+    let mut per_device: BTreeMap<Device, usize> = BTreeMap::new();
     for r in &ranges.list {
         *per_device.entry(device_of(r)).or_default() += 1;
     }
     // What each name is, in each program: worked out once.
     let mut ops: foldhash::HashMap<(u32, usize), Option<Op>> = Default::default();
-    for (i, r) in ranges.list.iter().enumerate() {
-        let is_op = (is_thunk(r) && !is_outer(i)) || (is_nccl(r) && !in_collective(r));
-        let op = if is_op {
-            let program = program_of(r);
-            let key = (
-                r.name,
-                program.map_or(0, |p| std::ptr::from_ref(p) as usize),
-            );
-            ops.entry(key)
-                .or_insert_with(|| op_of(ranges.name(r), program))
-                .as_ref()
-        } else {
-            None
-        };
-        let said = said_of(r);
-        let device = device_of(r);
-        let t = builders.entry(device).or_insert_with(|| {
-            let mut t = TimelineBuilder::new(path, SourceFormat::Xla);
-            if let Some(d) = device.global().or(rank) {
-                t.set_rank(d);
-            }
-            t.reserve_ops(per_device.get(&device).copied().unwrap_or(0));
-            t
-        });
-        // On the launcher's CPU lane: the range as XLA ran it there, a
-        // thunk that is a device op counting as a launch.
-        let cpu = ranges
-            .orig(i)
-            .and_then(|(s, e)| Some((s, t.between(s, e).ok()?)))
-            .filter(|_| cpu_ranges);
-        if let Some((s, d)) = cpu {
-            let name = t.intern(ranges.name(r));
-            let tid = u64::try_from(ranges.thread(r).1).unwrap_or(0);
-            // A program run is named over its thunks; a thunk is work the
-            // launcher did, shaded as an operator is.
-            let kind = if said.module.is_some() {
-                CpuKind::Annotation
+    let mut give = Give {
+        rank,
+        first: Some((warnings, after)),
+        given: 0,
+        locals: Vec::new(),
+        each,
+    };
+    // A device at a time, in device order: its ranges found by a pass over
+    // all (a few devices), its ops built, finished and handed on.
+    for (&device, &room) in &per_device {
+        let mut b = TimelineBuilder::new(path, SourceFormat::Xla);
+        if let Some(d) = device.global().or(rank) {
+            b.set_rank(d);
+        }
+        b.reserve_ops(room);
+        let t = &mut b;
+        for (i, r) in (ranges.list.iter().enumerate()).filter(|(_, r)| device_of(r) == device) {
+            let is_op = (is_thunk(r) && !is_outer(i)) || (is_nccl(r) && !in_collective(r));
+            let op = if is_op {
+                let program = program_of(r);
+                let key = (
+                    r.name,
+                    program.map_or(0, |p| std::ptr::from_ref(p) as usize),
+                );
+                ops.entry(key)
+                    .or_insert_with(|| op_of(ranges.name(r), program))
+                    .as_ref()
             } else {
-                CpuKind::Op
+                None
             };
-            t.push_cpu(tid, name, kind, s, d, op.is_some());
-        }
-        if let Some((module, _)) = &said.module {
-            if let Ok(span) = t.between(r.start, r.end) {
-                let name = t.intern(module);
-                t.push_annotation(name, r.start, r.start + span, true);
+            let said = said_of(r);
+            // On the launcher's CPU lane: the range as XLA ran it there, a
+            // thunk that is a device op counting as a launch.
+            let cpu = ranges
+                .orig(i)
+                .and_then(|(s, e)| Some((s, t.between(s, e).ok()?)))
+                .filter(|_| cpu_ranges);
+            if let Some((s, d)) = cpu {
+                let name = t.intern(ranges.name(r));
+                let tid = u64::try_from(ranges.thread(r).1).unwrap_or(0);
+                // A program run is named over its thunks; a thunk is work the
+                // launcher did, shaded as an operator is.
+                let kind = if said.module.is_some() {
+                    CpuKind::Annotation
+                } else {
+                    CpuKind::Op
+                };
+                t.push_cpu(tid, name, kind, s, d, op.is_some());
             }
-            continue;
+            if let Some((module, _)) = &said.module {
+                if let Ok(span) = t.between(r.start, r.end) {
+                    let name = t.intern(module);
+                    t.push_annotation(name, r.start, r.start + span, true);
+                }
+                continue;
+            }
+            let Some(op) = op else {
+                continue;
+            };
+            let Ok(dur) = t.between(r.start, r.end) else {
+                continue;
+            };
+            let name = t.intern(&op.name);
+            let meta = op.sizes.map(|c| {
+                t.push_coll(crate::model::CollMeta {
+                    kind: c.kind,
+                    name,
+                    in_nelems: c.in_elems,
+                    out_nelems: c.out_elems,
+                    dtype_size: c.elem_bytes,
+                    group_size: c.group,
+                    pg_name: None,
+                    pg_ranks: None,
+                    seq: None,
+                    peer: None,
+                })
+            });
+            // Launched when its thunk began on the CPU: how far ahead XLA ran.
+            let launch = ranges.orig(i).map_or(r.start, |o| o.0.min(r.start));
+            let _ = t.push_op(DeviceOp {
+                coll: op.coll,
+                device: device.index(),
+                meta: crate::model::Slot::from(meta),
+                launch,
+                ..DeviceOp::new(name, Activity::Kernel, op.class, r.start, dur)
+            });
         }
-        let Some(op) = op else {
-            continue;
-        };
-        let Ok(dur) = t.between(r.start, r.end) else {
-            continue;
-        };
-        let name = t.intern(&op.name);
-        let meta = op.sizes.map(|c| {
-            t.push_coll(crate::model::CollMeta {
-                kind: c.kind,
-                name,
-                in_nelems: c.in_elems,
-                out_nelems: c.out_elems,
-                dtype_size: c.elem_bytes,
-                group_size: c.group,
-                pg_name: None,
-                pg_ranks: None,
-                seq: None,
-                peer: None,
-            })
-        });
-        // Launched when its thunk began on the CPU: how far ahead XLA ran.
-        let launch = ranges.orig(i).map_or(r.start, |o| o.0.min(r.start));
-        let _ = t.push_op(DeviceOp {
-            coll: op.coll,
-            device: device.index(),
-            meta: crate::model::Slot::from(meta),
-            launch,
-            ..DeviceOp::new(name, Activity::Kernel, op.class, r.start, dur)
-        });
+        give.built(device, b);
     }
-    let mut built: Vec<(Device, TimelineBuilder)> = builders
-        .into_iter()
-        .filter(|(_, t)| t.op_count() > 0)
-        .collect();
-    built.sort_by_key(|(d, _)| *d);
-    // Devices told apart only by their threads have no global number: they
-    // take the next free ranks in this order (the file's own number would
-    // be one rank for all of them).
-    let locals = built
-        .iter()
-        .filter(|(d, _)| matches!(d, Device::Local(..)))
-        .count();
-    let mut out: Vec<(Option<u32>, RankFile)> = built
-        .into_iter()
-        .map(|(device, t)| {
-            let events = t.op_count() as u64;
-            let (timeline, warnings) = t.finish();
+    give.finish()
+}
+
+/// Hands each device's rank on as it is built. Devices told apart only by
+/// their threads (`Local`) have no global number: when there are several,
+/// each takes the next free rank (the file's own number would be one rank
+/// for all of them), which is known once all are built, so those are held
+/// until then; they come after every numbered device.
+struct Give<'e> {
+    rank: Option<u32>,
+    /// Warnings for the first rank given: assembling's, before the rank's
+    /// own, and the archive's, after them.
+    first: Option<(Vec<Warning>, Vec<Warning>)>,
+    given: usize,
+    locals: Vec<(Device, TimelineBuilder)>,
+    each: &'e mut dyn FnMut((Option<u32>, RankFile)),
+}
+
+impl Give<'_> {
+    fn built(&mut self, device: Device, t: TimelineBuilder) {
+        if t.op_count() == 0 {
+            return;
+        }
+        if matches!(device, Device::Local(..)) || !self.locals.is_empty() {
+            self.locals.push((device, t));
+            return;
+        }
+        self.give(device.global().or(self.rank), t);
+    }
+
+    fn give(&mut self, named: Option<u32>, t: TimelineBuilder) {
+        let events = t.op_count() as u64;
+        let (timeline, mut warnings) = t.finish();
+        if let Some((before, after)) = self.first.take() {
+            warnings.splice(0..0, before);
+            warnings.extend(after);
+        }
+        self.given += 1;
+        (self.each)((
+            named,
+            RankFile {
+                timeline,
+                dist_rank: None,
+                events,
+                warnings,
+                tables: None,
+            },
+        ));
+    }
+
+    fn finish(mut self) -> usize {
+        let locals = (self.locals.iter())
+            .filter(|(d, _)| matches!(d, Device::Local(..)))
+            .count();
+        for (device, t) in std::mem::take(&mut self.locals) {
             let named = match device {
                 Device::Global(g) => Some(g),
                 Device::Local(..) if locals > 1 => None,
-                Device::Local(..) | Device::Unknown => rank,
+                Device::Local(..) | Device::Unknown => self.rank,
             };
-            (
-                named,
-                RankFile {
-                    timeline,
-                    dist_rank: None,
-                    events,
-                    warnings,
-                    tables: None,
-                },
-            )
-        })
-        .collect();
-    if let Some(first) = out.first_mut() {
-        first.1.warnings.splice(0..0, warnings);
+            self.give(named, t);
+        }
+        self.given
     }
-    out
 }
 
 /// Which device a range's work ran on.
@@ -1079,6 +1164,17 @@ fn unnamed_launchers(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every rank of the archive at `path`, as the load is given them.
+    fn read(
+        path: &Path,
+        rank: Option<u32>,
+        cpu_ranges: bool,
+    ) -> Result<Vec<(Option<u32>, RankFile)>> {
+        let mut out = Vec::new();
+        super::read(path, (rank, cpu_ranges), &mut |f| out.push(f))?;
+        Ok(out)
+    }
     use crate::synth::nsys_jax::{archive, thread_table, trace_table, Layout, ProjRange};
 
     /// A projected range of process `pid`'s thread 7.
@@ -1284,25 +1380,31 @@ mod tests {
     /// collective of its own.
     #[test]
     fn a_shared_id_is_its_last_range() {
-        let r = |id, parent, name: &str, start, end| range(100, id, parent, name, start, end);
-        let ranges = vec![
-            r(1, None, "XlaModule:#hlo_module=m,program_id=3#", 0, 1000),
-            r(2, Some(1), "Thunk:#hlo_op=fusion.1#", 0, 100),
-            r(2, Some(1), "Thunk:#hlo_op=command_buffer#", 200, 600),
-            r(3, Some(2), "Thunk:#hlo_op=all-reduce-start.2#", 300, 500),
-            r(5, Some(4), "ncclAllGather", 700, 800),
-        ];
-        let bytes = archive("run", &trace_table(&ranges, Layout::StartEnd), None);
-        let f = zip_file(&bytes);
-        let files = read(f.path(), None, false).unwrap();
         use crate::model::CollKind::{AllGather, AllReduce};
-        assert_eq!(
-            ops(&files[0].1),
-            vec![
-                ("all-reduce-start.2".to_owned(), 300, 200, Some(AllReduce)),
-                ("ncclAllGather".to_owned(), 700, 100, Some(AllGather)),
-            ]
-        );
+        // Ids in row order (searched as they are), then the same ranges
+        // numbered out of order (searched through a sorted copy).
+        for id in [|i: i64| i, |i: i64| [0, 50, 20, 40, 10, 30][i as usize]] {
+            let r = |i, parent: Option<i64>, name: &str, start, end| {
+                range(100, id(i), parent.map(id), name, start, end)
+            };
+            let ranges = vec![
+                r(1, None, "XlaModule:#hlo_module=m,program_id=3#", 0, 1000),
+                r(2, Some(1), "Thunk:#hlo_op=fusion.1#", 0, 100),
+                r(2, Some(1), "Thunk:#hlo_op=command_buffer#", 200, 600),
+                r(3, Some(2), "Thunk:#hlo_op=all-reduce-start.2#", 300, 500),
+                r(5, Some(4), "ncclAllGather", 700, 800),
+            ];
+            let bytes = archive("run", &trace_table(&ranges, Layout::StartEnd), None);
+            let f = zip_file(&bytes);
+            let files = read(f.path(), None, false).unwrap();
+            assert_eq!(
+                ops(&files[0].1),
+                vec![
+                    ("all-reduce-start.2".to_owned(), 300, 200, Some(AllReduce)),
+                    ("ncclAllGather".to_owned(), 700, 100, Some(AllGather)),
+                ]
+            );
+        }
     }
 
     /// Thunks of collectives XLA's loop passes copied (names from a
