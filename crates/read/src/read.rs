@@ -34,6 +34,21 @@ pub struct RankFile {
     pub tables: Option<Tables>,
 }
 
+impl RankFile {
+    /// A device's rank as a reader built it, its ops counted as its events.
+    pub(crate) fn built(t: crate::model::build::TimelineBuilder) -> Self {
+        let events = t.op_count() as u64;
+        let (timeline, warnings) = t.finish();
+        RankFile {
+            timeline,
+            dist_rank: None,
+            events,
+            warnings,
+            tables: None,
+        }
+    }
+}
+
 /// A summarized rank's table files (with the sizes its entry records), read
 /// a window at a time by views that draw ops (`summary::pages`).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -575,24 +575,13 @@ pub(super) fn assemble(
                 num_sms: *sms,
             });
         }
-        let events = t.op_count() as u64;
-        let (t, warnings) = t.finish();
         let rank = match (several, name_rank) {
             (false, r) => r,
             // A node's export with k GPUs, named rank r: ranks r·k .. r·k + k − 1.
             (true, Some(r)) => Some(r * devices + index as u32),
             (true, None) => Some(index as u32),
         };
-        out.push((
-            rank,
-            RankFile {
-                timeline: t,
-                dist_rank: None,
-                events,
-                warnings,
-                tables: None,
-            },
-        ));
+        out.push((rank, RankFile::built(t)));
     }
     out
 }

@@ -1029,23 +1029,13 @@ impl Give<'_> {
     }
 
     fn give(&mut self, named: Option<u32>, t: TimelineBuilder) {
-        let events = t.op_count() as u64;
-        let (timeline, mut warnings) = t.finish();
+        let mut file = RankFile::built(t);
         if let Some((before, after)) = self.first.take() {
-            warnings.splice(0..0, before);
-            warnings.extend(after);
+            file.warnings.splice(0..0, before);
+            file.warnings.extend(after);
         }
         self.given += 1;
-        (self.each)((
-            named,
-            RankFile {
-                timeline,
-                dist_rank: None,
-                events,
-                warnings,
-                tables: None,
-            },
-        ));
+        (self.each)((named, file));
     }
 
     fn finish(mut self) -> usize {

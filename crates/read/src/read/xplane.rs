@@ -320,18 +320,8 @@ impl DeviceOps {
         if self.t.op_count() == 0 && self.t.out_of_range() == 0 {
             return None;
         }
-        let events = self.t.op_count() as u64;
-        let (timeline, warnings) = self.t.finish();
-        Some((
-            Some(timeline.rank),
-            RankFile {
-                timeline,
-                dist_rank: None,
-                events,
-                warnings,
-                tables: None,
-            },
-        ))
+        let file = RankFile::built(self.t);
+        Some((Some(file.timeline.rank), file))
     }
 }
 
@@ -698,11 +688,10 @@ mod tests {
         assert_eq!(hlo("wrapped_broadcast.kd").0, "wrapped_broadcast.kd");
     }
 
-    #[test]
-    fn a_plane_round_trips_with_an_async_pair() {
-        // Line at 1,000 ns: a fusion 0-2 µs, all-reduce-start at 2 µs (0.1 µs),
-        // its done at 5 µs (0.1 µs): one all-reduce from 2 µs to 5.1 µs.
-        let space = XSpace {
+    /// TPU 2's ops line at 1,000 ns: a fusion 0-2 µs, all-reduce-start at
+    /// 2 µs (0.1 µs), its done at 5 µs (0.1 µs).
+    fn tpu2_async_pair() -> XSpace {
+        XSpace {
             planes: vec![XPlane {
                 id: 1,
                 name: "/device:TPU:2".into(),
@@ -715,7 +704,13 @@ mod tests {
                 event_metadata: fusion_and_all_reduce(),
             }],
             hostnames: vec![],
-        };
+        }
+    }
+
+    #[test]
+    fn a_plane_round_trips_with_an_async_pair() {
+        // One all-reduce from 2 µs to 5.1 µs.
+        let space = tpu2_async_pair();
         let files = read(&space.encode_to_vec(), Path::new("h.xplane.pb")).unwrap();
         assert_eq!(files.len(), 1);
         let (rank, f) = &files[0];
@@ -914,21 +909,8 @@ mod tests {
             out.extend(body);
             out
         };
-        let events = vec![ev(1, 0, 2000), ev(2, 2000, 100), ev(3, 5000, 100)];
-        let usual = XSpace {
-            planes: vec![XPlane {
-                id: 1,
-                name: "/device:TPU:2".into(),
-                lines: vec![XLine {
-                    id: 1,
-                    name: "XLA Ops".into(),
-                    timestamp_ns: 1000,
-                    events: events.clone(),
-                }],
-                event_metadata: fusion_and_all_reduce(),
-            }],
-            hostnames: vec![],
-        };
+        let usual = tpu2_async_pair();
+        let events = usual.planes[0].lines[0].events.clone();
         let ops = |bytes: &[u8]| {
             let files = read(bytes, Path::new("h.xplane.pb")).unwrap();
             let t = &files[0].1.timeline;
