@@ -893,6 +893,34 @@ mod tests {
         assert_eq!(given, [1]);
     }
 
+    /// Fields of every wire type are stepped over; only the asked-for
+    /// field's bytes are given; a field cut short is an error.
+    #[test]
+    fn each_field_steps_over_every_wire_type() {
+        // 1: varint 300; 2: fixed64; 3: bytes "ab"; 4: fixed32; 3: bytes "c".
+        let msg = [
+            0x08, 0xac, 0x02, 0x11, 1, 2, 3, 4, 5, 6, 7, 8, 0x1a, 2, b'a', b'b', 0x25, 1, 2, 3, 4,
+            0x1a, 1, b'c',
+        ];
+        let mut got = Vec::new();
+        each_field(&msg, 3, |f| {
+            got.push(f.to_vec());
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(got, [b"ab".to_vec(), b"c".to_vec()]);
+        for cut in [2, 5, 14, 19] {
+            assert!(
+                each_field(&msg[..cut], 3, |_| Ok(())).is_err(),
+                "cut at {cut}"
+            );
+        }
+        // Wire type 3 (a group): in no XSpace.
+        assert!(each_field(&[0x0b], 3, |_| Ok(()))
+            .unwrap_err()
+            .contains("wire type 3"));
+    }
+
     /// Protobuf fields may come in any order, and a message written in two
     /// parts is their merge: texts before the lines, a line's events before
     /// its name, read as the usual order is. A damaged event is named.
