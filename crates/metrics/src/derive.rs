@@ -226,36 +226,36 @@ impl<T: Copy> Unions<T> {
     }
 }
 
-impl<T> Unions<T> {
-    fn map<U>(&self, f: impl Fn(&T) -> U) -> Unions<U> {
-        Unions {
-            busy: f(&self.busy),
-            comm: f(&self.comm),
-            compute: f(&self.compute),
-            compute_or_memory: f(&self.compute_or_memory),
-            comm_under_compute: f(&self.comm_under_compute),
-            exposed_comm: f(&self.exposed_comm),
-            exposed_memory: f(&self.exposed_memory),
-        }
-    }
+/// A rank's unions of ops, each measured over the whole trace and within
+/// `window` as soon as it is made, and let go once no other is made of it:
+/// a device's millions of ops make sets of millions of intervals, and all
+/// seven held at once were a third of an XSpace device's peak. Gives the
+/// lengths (whole, within the window), the compute set and comm − compute.
+fn measured_unions(t: &RankTimeline, window: &IntervalSet) -> (Unions, Unions, Sets) {
+    let (mut whole, mut in_window) = (Unions::default(), Unions::default());
+    let mut measure = |s: &IntervalSet, field: fn(&mut Unions) -> &mut Ns| {
+        *field(&mut whole) = s.total();
+        *field(&mut in_window) = s.overlap_len(window);
+    };
+    measure(&t.busy(|_| true), |u| &mut u.busy);
+    let compute = t.busy(|o| o.is_compute());
+    measure(&compute, |u| &mut u.compute);
+    let memory = t.busy(|o| o.is_memory());
+    measure(&compute.union(&memory), |u| &mut u.compute_or_memory);
+    measure(&memory.subtract(&compute), |u| &mut u.exposed_memory);
+    drop(memory);
+    let comm = t.busy(|o| o.is_comm());
+    measure(&comm, |u| &mut u.comm);
+    measure(&comm.intersect(&compute), |u| &mut u.comm_under_compute);
+    let exposed = comm.subtract(&compute);
+    measure(&exposed, |u| &mut u.exposed_comm);
+    (whole, in_window, Sets { compute, exposed })
 }
 
-/// A rank's unions of ops: built once, measured over the whole trace and
-/// within the step windows.
-fn union_sets(t: &RankTimeline) -> Unions<IntervalSet> {
-    let busy = t.busy(|_| true);
-    let comm = t.busy(|o| o.is_comm());
-    let compute = t.busy(|o| o.is_compute());
-    let memory = t.busy(|o| o.is_memory());
-    Unions {
-        compute_or_memory: compute.union(&memory),
-        comm_under_compute: comm.intersect(&compute),
-        exposed_comm: comm.subtract(&compute),
-        exposed_memory: memory.subtract(&compute),
-        busy,
-        comm,
-        compute,
-    }
+/// The unions a rank's figures keep making use of after they are measured.
+struct Sets {
+    compute: IntervalSet,
+    exposed: IntervalSet,
 }
 
 /// (communication kernels under compute kernels, communication kernels)
@@ -324,14 +324,10 @@ impl RankStats {
                 copied.1 += op.dur;
             }
         }
-        let sets = union_sets(t);
         let window = gpu_step_windows(t);
-        let (whole, in_window) = (
-            sets.map(IntervalSet::total),
-            sets.map(|s| s.overlap_len(&window)),
-        );
-        let step_overlap = step_overlap(t, &sets.compute);
-        let exposed = sets.exposed_comm;
+        let (whole, in_window, Sets { compute, exposed }) = measured_unions(t, &window);
+        let step_overlap = step_overlap(t, &compute);
+        drop(compute);
         Self {
             rank: t.rank,
             ops: t.ops.len(),
