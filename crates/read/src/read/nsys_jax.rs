@@ -14,7 +14,7 @@
 //! one (NCCL's own NVTX ranges) too.
 
 use crate::model::Warning;
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::io::{Read, Seek};
 use std::path::Path;
 use std::sync::LazyLock;
@@ -901,11 +901,29 @@ fn assemble(
                 .unwrap_or(Device::Unknown)
         })
         .collect();
-    let device_of = |r: &Range| thread_device[r.thread as usize];
-    // Each range is at most one op of its device: room made at once.
-    let mut per_device: BTreeMap<Device, usize> = BTreeMap::new();
+    // The devices in order, each thread's place among them, and the ranges
+    // grouped by device in row order (a counting sort: one pass, however
+    // many devices a crafted archive names).
+    let mut order: Vec<Device> = thread_device.clone();
+    order.sort_unstable();
+    order.dedup();
+    let place_of: Vec<usize> = (thread_device.iter())
+        .map(|d| order.binary_search(d).unwrap_or(0))
+        .collect();
+    let place = |r: &Range| place_of[r.thread as usize];
+    let mut from = vec![0usize; order.len() + 1];
     for r in &ranges.list {
-        *per_device.entry(device_of(r)).or_default() += 1;
+        from[place(r) + 1] += 1;
+    }
+    for k in 1..from.len() {
+        from[k] += from[k - 1];
+    }
+    let mut next = from.clone();
+    let mut grouped = vec![0u32; ranges.list.len()];
+    for (i, r) in ranges.list.iter().enumerate() {
+        let at = &mut next[place(r)];
+        grouped[*at] = i as u32;
+        *at += 1;
     }
     // What each name is, in each program: worked out once.
     let mut ops: foldhash::HashMap<(u32, usize), Option<Op>> = Default::default();
@@ -916,16 +934,22 @@ fn assemble(
         locals: Vec::new(),
         each,
     };
-    // A device at a time, in device order: its ranges found by a pass over
-    // all (a few devices), its ops built, finished and handed on.
-    for (&device, &room) in &per_device {
+    // A device at a time, in device order: its ops built, finished and
+    // handed on.
+    for (k, &device) in order.iter().enumerate() {
+        let mine = &grouped[from[k]..from[k + 1]];
+        if mine.is_empty() {
+            continue;
+        }
         let mut b = TimelineBuilder::new(path, SourceFormat::Xla);
         if let Some(d) = device.global().or(rank) {
             b.set_rank(d);
         }
-        b.reserve_ops(room);
+        // Each range is at most one op of its device: room made at once.
+        b.reserve_ops(mine.len());
         let t = &mut b;
-        for (i, r) in (ranges.list.iter().enumerate()).filter(|(_, r)| device_of(r) == device) {
+        for &i in mine {
+            let (i, r) = (i as usize, &ranges.list[i as usize]);
             let is_op = (is_thunk(r) && !is_outer(i)) || (is_nccl(r) && !in_collective(r));
             let op = if is_op {
                 let program = program_of(r);
