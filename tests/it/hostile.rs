@@ -474,9 +474,12 @@ fn pickle_bombs_are_refused_before_decoding() {
     deep.extend(std::iter::repeat_n(b']', 1_000_000));
     deep.extend(std::iter::repeat_n(b'a', 999_999));
     deep.push(b'.');
+    // A memo key of 2^28 in 9 bytes: a memo up to it took 4 GB.
+    let key = b"\x80\x02Nr\xff\xff\xff\x0f.".to_vec();
     for (bytes, why) in [
         (pairs, "would decode to over"),
         (deep, "nested over 256 deep"),
+        (key, "memo index out of range"),
     ] {
         std::fs::write(&snap, bytes).unwrap();
         let (_, err) = kernel_time(dir.path());

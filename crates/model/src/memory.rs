@@ -171,7 +171,7 @@ pub enum Block {
 
 /// The bytes live after `events`, by site, largest first (then by site).
 /// A free of a block allocated before them changes nothing here.
-pub fn live_by_site(events: &[Block]) -> Vec<(u32, i64)> {
+pub fn live_by_site<'a>(events: impl IntoIterator<Item = &'a Block>) -> Vec<(u32, i64)> {
     let mut live: std::collections::HashMap<u64, (i64, u32)> = Default::default();
     for e in events {
         match *e {

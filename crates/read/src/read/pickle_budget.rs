@@ -10,8 +10,13 @@
 /// The deepest nesting decoded.
 pub(crate) const MAX_DEPTH: u32 = 256;
 
-/// The largest memo key accepted (as the decoder's).
-const MAX_MEMO: usize = 1 << 28;
+/// The largest memo key accepted (as the decoder's): a writer numbers its
+/// memo by count, and each store takes at least a byte, so a key past the
+/// file's length is no writer's (and a dense memo up to it would take 16
+/// bytes a key: a 9-byte file naming key 2^28 took 4 GB).
+pub(crate) fn max_memo(bytes: &[u8]) -> usize {
+    bytes.len().min(1 << 28)
+}
 
 /// Values decoded per byte of pickle (plus a floor for small files): real
 /// snapshots build fewer than one per byte.
@@ -33,15 +38,74 @@ const LEAF: Item = Item {
     list: false,
 };
 
-/// Checks that decoding `bytes` stays within the bounds; says why not.
-/// Returns how many items the decoded containers hold (each value put in a
-/// list, tuple or dict, a dict's keys included, a reused value once), for
-/// the decoder to size its arena at once.
-pub(crate) fn check(bytes: &[u8]) -> Result<u64, String> {
-    walk(bytes).map(|w| w.items)
+/// Checks that decoding `bytes` stays within the bounds (says why not), and
+/// finds the memo keys that are read back (`GET`), each
+/// with where it is read for the last time: a value stored under any other
+/// key, or past its last reading, is never named again, so a streaming
+/// reader need not keep it.
+pub(crate) fn check_gets(bytes: &[u8]) -> Result<Gets, String> {
+    let mut last = Vec::new();
+    walk_with(bytes, &mut |_| {}, Some(&mut last))?;
+    Ok(Gets::new(&last))
 }
 
-/// [`check`] in the same pass as mending a pickle cut off before its end
+/// A set of memo keys, each numbered among them (its slot) in key order (a
+/// bit per key up to the largest, and the count before each word), with
+/// the offset of the opcode that reads it for the last time.
+#[derive(Debug, Default)]
+pub(crate) struct Gets {
+    words: Vec<u64>,
+    before: Vec<u32>,
+    last: Vec<u64>,
+}
+
+impl Gets {
+    /// From each key's last reading (0: never read).
+    fn new(last_by_key: &[u64]) -> Gets {
+        let mut words = vec![0u64; last_by_key.len().div_ceil(64)];
+        let mut last = Vec::new();
+        for (k, &at) in last_by_key.iter().enumerate().filter(|(_, &at)| at > 0) {
+            words[k / 64] |= 1 << (k % 64);
+            last.push(at);
+        }
+        let mut n = 0u32;
+        let before = words
+            .iter()
+            .map(|w| {
+                let b = n;
+                n += w.count_ones();
+                b
+            })
+            .collect();
+        Gets {
+            words,
+            before,
+            last,
+        }
+    }
+
+    /// Where the key in `slot` is read for the last time.
+    pub(crate) fn last_read(&self, slot: usize) -> u64 {
+        self.last[slot]
+    }
+
+    /// How many keys it holds.
+    pub(crate) fn len(&self) -> usize {
+        self.last.len()
+    }
+
+    /// The slot of `key`, if it is in the set.
+    pub(crate) fn slot(&self, key: usize) -> Option<usize> {
+        let (w, b) = (key / 64, key % 64);
+        let word = *self.words.get(w)?;
+        if word >> b & 1 == 0 {
+            return None;
+        }
+        Some(self.before[w] as usize + (word & ((1u64 << b) - 1)).count_ones() as usize)
+    }
+}
+
+/// The bounds' check in the same pass as mending a pickle cut off before its end
 /// (a process killed while writing): such a stream is made whole at the
 /// last item completed in a list one level inside the top dict, `{...,
 /// "entries": [e1, e2, <cut>` becoming `{..., "entries": [e1, e2]}`.
@@ -66,7 +130,7 @@ pub(crate) fn check_and_mend(bytes: &[u8]) -> Result<Option<Vec<u8>>, String> {
 /// The last safe cut of a stream that `walk` refused part way.
 fn walk_cut(bytes: &[u8]) -> Option<usize> {
     let mut last = None;
-    let _ = walk_with(bytes, &mut |cut| last = Some(cut), &mut 0);
+    let _ = walk_with(bytes, &mut |cut| last = Some(cut), None);
     last
 }
 
@@ -76,24 +140,23 @@ struct Walk {
     /// The end of the last item completed in a list one level inside the
     /// top dict.
     cut: Option<usize>,
-    /// Items put in containers.
-    items: u64,
 }
 
 fn walk(bytes: &[u8]) -> Result<Walk, String> {
-    let (mut cut, mut items) = (None, 0);
-    let stopped = walk_with(bytes, &mut |c| cut = Some(c), &mut items)?;
-    Ok(Walk {
-        stopped,
-        cut,
-        items,
-    })
+    let mut cut = None;
+    let stopped = walk_with(bytes, &mut |c| cut = Some(c), None)?;
+    Ok(Walk { stopped, cut })
 }
 
 /// Walks the opcodes; calls `safe` at each point a truncated stream can be
-/// closed; counts the items put in containers into `items`; returns whether
-/// it reached STOP.
-fn walk_with(bytes: &[u8], safe: &mut dyn FnMut(usize), items: &mut u64) -> Result<bool, String> {
+/// closed; returns whether
+/// it reached STOP. With `gets`, notes for each memo key read back the
+/// offset just past the opcode that reads it last (never 0).
+fn walk_with(
+    bytes: &[u8],
+    safe: &mut dyn FnMut(usize),
+    mut gets: Option<&mut Vec<u64>>,
+) -> Result<bool, String> {
     let max_nodes = (bytes.len() as u64)
         .saturating_mul(NODES_PER_BYTE)
         .max(MIN_NODES);
@@ -102,10 +165,11 @@ fn walk_with(bytes: &[u8], safe: &mut dyn FnMut(usize), items: &mut u64) -> Resu
     // Memo keys are the writer's running count (0, 1, 2...), so a vector;
     // an unset key reads as a scalar, as before any PUT.
     let mut memo: Vec<Item> = Vec::new();
+    let max_key = max_memo(bytes);
     let put = |memo: &mut Vec<Item>, key: u64, it: Item| -> Result<(), String> {
         let k = usize::try_from(key)
             .ok()
-            .filter(|&k| k <= MAX_MEMO)
+            .filter(|&k| k <= max_key)
             .ok_or("a memo index out of range")?;
         if memo.len() <= k {
             memo.resize(k + 1, LEAF);
@@ -113,7 +177,14 @@ fn walk_with(bytes: &[u8], safe: &mut dyn FnMut(usize), items: &mut u64) -> Resu
         memo[k] = it;
         Ok(())
     };
-    let get = |memo: &[Item], key: u64| {
+    let mut get = |memo: &[Item], key: u64, at: usize| {
+        if let Some(last) = gets.as_deref_mut().filter(|_| key <= max_key as u64) {
+            let k = key as usize;
+            if last.len() <= k {
+                last.resize(k + 1, 0);
+            }
+            last[k] = at as u64;
+        }
         usize::try_from(key)
             .ok()
             .and_then(|k| memo.get(k))
@@ -159,7 +230,7 @@ fn walk_with(bytes: &[u8], safe: &mut dyn FnMut(usize), items: &mut u64) -> Resu
                     .ok()
                     .and_then(|k| k.trim().parse().ok())
                     .unwrap_or(u64::MAX);
-                stack.push(get(&memo, key));
+                stack.push(get(&memo, key, at));
             }
             b'p' => {
                 arg = line(&bytes[at..])?;
@@ -191,7 +262,7 @@ fn walk_with(bytes: &[u8], safe: &mut dyn FnMut(usize), items: &mut u64) -> Resu
             b'h' | b'j' => {
                 arg = if op == b'h' { 1 } else { 4 };
                 let key = len_le(arg)?;
-                stack.push(get(&memo, key));
+                stack.push(get(&memo, key, at));
             }
             b'q' | b'r' => {
                 arg = if op == b'q' { 1 } else { 4 };
@@ -235,25 +306,21 @@ fn walk_with(bytes: &[u8], safe: &mut dyn FnMut(usize), items: &mut u64) -> Resu
             // Containers from the items above a mark.
             b'l' | b'd' | b't' | b'\x91' => {
                 let m = mark(&stack, &mut marks);
-                *items += (stack.len() - m) as u64;
                 combine(&mut stack, m, &too_big)?;
             }
             b'\x85' | b'\x86' | b'\x87' => {
                 let n = usize::from(op - b'\x84');
                 let from = stack.len().saturating_sub(n);
-                *items += (stack.len() - from) as u64;
                 combine(&mut stack, from, &too_big)?;
             }
             // Adding items to the container below them.
             b'a' | b's' => {
                 let n = if op == b'a' { 1 } else { 2 };
                 let from = stack.len().saturating_sub(n);
-                *items += (stack.len() - from) as u64;
                 grow(&mut stack, from, &too_big)?;
             }
             b'e' | b'u' | b'\x90' => {
                 let m = mark(&stack, &mut marks);
-                *items += (stack.len() - m) as u64;
                 grow(&mut stack, m, &too_big)?;
                 // A dict just completed as an item of a list that is itself
                 // a value of the top dict.
@@ -339,32 +406,47 @@ mod tests {
     use super::*;
 
     #[test]
+    fn keys_read_back_are_found_with_their_last_reading() {
+        // [1, 1, 1]: the list stored as key 0 and never read back, the int
+        // stored as key 1 and read back twice, the last GET at offset 12.
+        let p = b"\x80\x02]q\x00(K\x01q\x01h\x01h\x01e.";
+        let gets = check_gets(p).unwrap();
+        assert_eq!(gets.len(), 1);
+        assert_eq!(
+            (gets.slot(0), gets.slot(1), gets.slot(2)),
+            (None, Some(0), None)
+        );
+        assert_eq!(gets.last_read(0), 13);
+    }
+
+    #[test]
     fn real_pickles_pass_and_bombs_do_not() {
         // pickle.dumps({"segments": [1, 2], "x": "y"}, protocol=2)
         let ok = b"\x80\x02}q\x00(X\x08\x00\x00\x00segmentsq\x01]q\x02(K\x01K\x02eX\x01\x00\x00\x00xq\x03X\x01\x00\x00\x00yq\x04u.";
-        // The top dict's two pairs and the list's two items.
-        assert_eq!(check(ok), Ok(6));
+        let gets = check_gets(ok).unwrap();
+        // Nothing is read back from the memo.
+        assert_eq!(gets.len(), 0);
         // A value paired with itself 70 times: 2^70 values once copied.
         let mut bomb = b"\x80\x02K\x01".to_vec();
         for _ in 0..70 {
             bomb.extend_from_slice(b"2\x86");
         }
         bomb.push(b'.');
-        let e = check(&bomb).unwrap_err();
+        let e = check_gets(&bomb).unwrap_err();
         assert!(e.contains("would decode to over"), "{e}");
         // Lists nested a million deep.
         let mut deep = b"\x80\x02".to_vec();
         deep.extend(std::iter::repeat_n(b']', 1_000_000));
         deep.extend(std::iter::repeat_n(b'a', 999_999));
         deep.push(b'.');
-        let e = check(&deep).unwrap_err();
+        let e = check_gets(&deep).unwrap_err();
         assert!(e.contains("nested over 256 deep"), "{e}");
         // DUP and APPEND on a list, the 200-byte way to gigabytes.
         let mut dup = b"\x80\x02]".to_vec();
         for _ in 0..100 {
             dup.extend_from_slice(b"2a");
         }
-        let e = check(&dup).unwrap_err();
+        let e = check_gets(&dup).unwrap_err();
         assert!(e.contains("would decode to over"), "{e}");
     }
 }

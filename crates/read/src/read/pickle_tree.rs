@@ -4,16 +4,22 @@
 //! are accepted; class references and calls (`GLOBAL`, `REDUCE`, ...) are
 //! refused, so no pickle code can run.
 //!
-//! Why not serde-pickle, which the memory snapshot reader uses: it builds a
-//! tree of owned values first and copies a value at each memo reuse, and on
-//! Flight Recorder dumps (2,000 entries of ~25 values each per rank) it
-//! decoded 20-30 MB/s per core, 4x slower than Python's `pickle.load`; a
-//! dump folder of 256 ranks took 13.7 s on 2 cores (docs/internals.md).
-//! Decoding is linear in the pickle's length (a reused value is a reference,
-//! not a copy, and nothing recurses); reading the tree is bounded by the
-//! tree itself (see [`Tree`]).
+//! A reader that needs a long list's items one by one (a memory
+//! snapshot's history) takes them as they come ([`decode_taking`]), and the
+//! tree lets go of what they were made of.
+//!
+//! Why not serde-pickle: it builds a tree of owned values first and copies
+//! a value at each memo reuse, and on Flight Recorder dumps (2,000 entries
+//! of ~25 values each per rank) it decoded 20-30 MB/s per core, 4x slower
+//! than Python's `pickle.load`; a dump folder of 256 ranks took 13.7 s on 2
+//! cores (docs/internals.md). Decoding is linear in the pickle's length (a
+//! reused value is a reference, not a copy, and nothing recurses); reading
+//! the tree is bounded by the tree itself (see [`Tree`]).
 
-/// A decoded value, in 16 bytes (a snapshot decodes to tens of millions):
+use super::pickle_budget::Gets;
+
+/// A decoded value, in 16 bytes (a Flight Recorder dump decodes to tens of
+/// thousands):
 /// texts are indices into [`Tree::strs`] and [`Tree::raw`] (read them
 /// with [`Tree::str`]), containers into [`Tree::spans`].
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -59,6 +65,14 @@ pub(crate) struct Tree<'a> {
     /// Each bytes opcode's bytes.
     raw: Vec<&'a [u8]>,
     pub root: Option<V>,
+    /// Streaming ([`decode_taking`]): the containers extended, in order
+    /// (a compaction looks at those extended since its mark), and how many
+    /// compactions renumbered containers so far.
+    touched: Option<Vec<u32>>,
+    /// Streaming: the memo slots stored to, in order (only values stored
+    /// since a mark can name what was made since).
+    puts: Vec<u32>,
+    generation: u32,
     /// Items that may still be handed out.
     budget: std::cell::Cell<u64>,
     spent: std::cell::Cell<bool>,
@@ -80,6 +94,12 @@ impl<'a> Tree<'a> {
         }
         self.budget.set(left - s.len as u64);
         &self.items[s.start..s.start + s.len]
+    }
+
+    /// Changes each time containers were renumbered ([`decode_taking`]):
+    /// an index seen before it changed may now name another container.
+    pub(crate) fn generation(&self) -> u32 {
+        self.generation
     }
 
     /// How many containers were decoded (their indices run below it).
@@ -165,6 +185,9 @@ impl<'a> Tree<'a> {
     /// or else moved to the end with room to double (each item is copied a
     /// bounded number of times however the stream adds them).
     fn extend(&mut self, i: u32, new: &[V]) {
+        if let Some(log) = self.touched.as_mut().filter(|_| !new.is_empty()) {
+            log.push(i);
+        }
         let s = &mut self.spans[i as usize];
         if s.len + new.len() <= s.cap {
             let at = s.start + s.len;
@@ -188,6 +211,180 @@ impl<'a> Tree<'a> {
                 cap,
             };
         }
+    }
+}
+
+/// Marks a value no root reaches, in [`Tree::compact`]'s tables.
+const DEAD: u32 = u32::MAX;
+
+impl Tree<'_> {
+    fn water(&self) -> Water {
+        Water {
+            items: self.items.len(),
+            spans: self.spans.len(),
+            strs: self.strs.len(),
+            raw: self.raw.len(),
+            touched: self.touched.as_ref().map_or(0, Vec::len),
+            puts: self.puts.len(),
+        }
+    }
+
+    /// Lets go of what was added since `w` that nothing can name any more:
+    /// the roots are `kept` (items about to be added), the memo values
+    /// stored since `w`, and the containers extended since `w` (the only
+    /// older ones that can hold newer values). What is kept is renumbered,
+    /// in order, and its items packed down; the roots are rewritten to the
+    /// new numbers.
+    fn compact(&mut self, w: Water, kept: &mut [V], memo: &mut [Option<V>]) {
+        let Some(mut log) = self.touched.take() else {
+            return;
+        };
+        // The slots stored to since `w` that still hold a value, each once.
+        let mut puts = self.puts.split_off(w.puts);
+        puts.retain(|&s| memo[s as usize].is_some());
+        puts.sort_unstable();
+        puts.dedup();
+        let mut older: Vec<u32> = log[w.touched..]
+            .iter()
+            .copied()
+            .filter(|&i| (i as usize) < w.spans)
+            .collect();
+        older.sort_unstable();
+        older.dedup();
+        // Which of the new containers, texts and bytes a root reaches.
+        let mut sp = vec![DEAD; self.spans.len() - w.spans];
+        let mut st = vec![DEAD; self.strs.len() - w.strs];
+        let mut rw = vec![DEAD; self.raw.len() - w.raw];
+        let mut work: Vec<u32> = Vec::new();
+        let mut see = |v: V, work: &mut Vec<u32>| match v {
+            V::List(i) | V::Dict(i) => {
+                if let Some(k) = (i as usize).checked_sub(w.spans) {
+                    if sp[k] == DEAD {
+                        sp[k] = 0;
+                        work.push(i);
+                    }
+                }
+            }
+            V::Str(i) => {
+                if let Some(k) = (i as usize).checked_sub(w.strs) {
+                    st[k] = 0;
+                }
+            }
+            V::Bytes(i) => {
+                if let Some(k) = (i as usize).checked_sub(w.raw) {
+                    rw[k] = 0;
+                }
+            }
+            _ => {}
+        };
+        let items_of = |spans: &[Span], i: u32| {
+            let s = spans[i as usize];
+            s.start..s.start + s.len
+        };
+        for &v in kept.iter() {
+            see(v, &mut work);
+        }
+        for &s in &puts {
+            if let Some(v) = memo[s as usize] {
+                see(v, &mut work);
+            }
+        }
+        for &i in &older {
+            for k in items_of(&self.spans, i) {
+                see(self.items[k], &mut work);
+            }
+        }
+        while let Some(i) = work.pop() {
+            for k in items_of(&self.spans, i) {
+                see(self.items[k], &mut work);
+            }
+        }
+        let number = |table: &mut [u32], base: usize| {
+            let mut n = base as u32;
+            for x in table.iter_mut().filter(|x| **x != DEAD) {
+                *x = n;
+                n += 1;
+            }
+            n as usize
+        };
+        let spans_end = number(&mut sp, w.spans);
+        let strs_end = number(&mut st, w.strs);
+        let raw_end = number(&mut rw, w.raw);
+        // Pack the items of what is kept down to the water, in the order
+        // they lie (each moves down, never over one not yet moved). An
+        // older container whose items cross the water stays where it is.
+        let live: Vec<u32> = (w.spans..self.spans.len())
+            .filter(|&i| sp[i - w.spans] != DEAD)
+            .map(|i| i as u32)
+            .collect();
+        let mut moving: Vec<(usize, u32)> = live
+            .iter()
+            .chain(older.iter().filter(|&&i| {
+                let s = self.spans[i as usize];
+                s.start + s.len > w.items
+            }))
+            .map(|&i| (self.spans[i as usize].start, i))
+            .collect();
+        moving.sort_unstable();
+        let mut dst = w.items;
+        for &(start, i) in &moving {
+            let s = &mut self.spans[i as usize];
+            s.cap = s.len;
+            if start < dst {
+                dst = dst.max(start + s.len);
+                continue;
+            }
+            self.items.copy_within(start..start + s.len, dst);
+            s.start = dst;
+            dst += s.len;
+        }
+        self.items.truncate(dst);
+        let renumber = |v: V| match v {
+            V::List(i) if i as usize >= w.spans => V::List(sp[i as usize - w.spans]),
+            V::Dict(i) if i as usize >= w.spans => V::Dict(sp[i as usize - w.spans]),
+            V::Str(i) if i as usize >= w.strs => V::Str(st[i as usize - w.strs]),
+            V::Bytes(i) if i as usize >= w.raw => V::Bytes(rw[i as usize - w.raw]),
+            v => v,
+        };
+        for &(_, i) in &moving {
+            for k in items_of(&self.spans, i) {
+                self.items[k] = renumber(self.items[k]);
+            }
+        }
+        for &i in &older {
+            for k in items_of(&self.spans, i) {
+                self.items[k] = renumber(self.items[k]);
+            }
+        }
+        for v in kept.iter_mut() {
+            *v = renumber(*v);
+        }
+        for &s in &puts {
+            if let Some(v) = memo[s as usize].as_mut() {
+                *v = renumber(*v);
+            }
+        }
+        // They may name what a compaction further out lets go of.
+        self.puts.extend(puts);
+        for &i in &live {
+            let new = sp[i as usize - w.spans] as usize;
+            self.spans[new] = self.spans[i as usize];
+        }
+        self.spans.truncate(spans_end);
+        for (old, &new) in st.iter().enumerate().filter(|(_, n)| **n != DEAD) {
+            self.strs[new as usize] = self.strs[w.strs + old];
+        }
+        self.strs.truncate(strs_end);
+        for (old, &new) in rw.iter().enumerate().filter(|(_, n)| **n != DEAD) {
+            self.raw[new as usize] = self.raw[w.raw + old];
+        }
+        self.raw.truncate(raw_end);
+        // The newer containers extended are kept or gone, and renumbered:
+        // only older ones matter to a compaction further out.
+        log.truncate(w.touched);
+        log.extend(older);
+        self.touched = Some(log);
+        self.generation += 1;
     }
 }
 
@@ -216,11 +413,38 @@ impl V {
 struct Stack {
     vals: Vec<V>,
     marks: Vec<usize>,
+    /// The tree's extent when each mark was set.
+    waters: Vec<Water>,
+}
+
+/// How far the tree reached at a mark: what was added after it is what the
+/// items above the mark were made of.
+#[derive(Debug, Clone, Copy)]
+struct Water {
+    items: usize,
+    spans: usize,
+    strs: usize,
+    raw: usize,
+    touched: usize,
+    puts: usize,
 }
 
 impl Stack {
     fn push(&mut self, v: V) {
         self.vals.push(v);
+    }
+
+    fn push_mark(&mut self, w: Water) {
+        self.marks.push(self.vals.len());
+        self.waters.push(w);
+    }
+
+    /// The topmost mark's place and water, the mark removed.
+    fn pop_mark_water(&mut self) -> Result<(usize, Water), String> {
+        match (self.marks.pop(), self.waters.pop()) {
+            (Some(m), Some(w)) => Ok((m, w)),
+            _ => Err("no mark on the stack".into()),
+        }
     }
 
     /// Whether a mark sits above every value from `from` on.
@@ -243,9 +467,7 @@ impl Stack {
 
     /// Where the values above the topmost mark start; the mark removed.
     fn pop_mark(&mut self) -> Result<usize, String> {
-        self.marks
-            .pop()
-            .ok_or_else(|| "no mark on the stack".into())
+        self.pop_mark_water().map(|(m, _)| m)
     }
 
     /// Where the top `n` values start, if no mark lies among them.
@@ -266,28 +488,50 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Tree<'_>, String> {
     // Sized from the file (a dump holds about one item per 2-3 bytes):
     // growing by doubling copied and faulted in each item twice. Capped, so
     // that a large file does not reserve many times its size up front.
-    decode_into(bytes, Vec::with_capacity((bytes.len() / 2).min(1 << 23)))
+    decode_into(
+        bytes,
+        Vec::with_capacity((bytes.len() / 2).min(1 << 23)),
+        None,
+        None,
+    )
 }
 
-/// [`decode`] into an arena sized for `items` (what
-/// [`super::pickle_budget::check`] counted), with room for the containers
-/// moved as they grow: no copy of the whole arena as it doubles, which held
-/// the old and the new at once (a 71 MB memory snapshot peaked at 1.1 GB,
-/// 0.6 GB sized). Falls back to [`decode`]'s guess if that much cannot be
-/// reserved.
-pub(crate) fn decode_sized(bytes: &[u8], items: u64) -> Result<Tree<'_>, String> {
-    let want = usize::try_from(items.saturating_add(items / 4)).unwrap_or(usize::MAX);
-    let mut arena = Vec::new();
-    if arena.try_reserve_exact(want).is_err() {
-        return decode(bytes);
-    }
-    decode_into(bytes, arena)
+/// What a streaming reader takes: each item added to a list is offered to
+/// `take` (with the list's index), and an item it takes is not added.
+pub(crate) type Take<'f, 'a> = dyn FnMut(&Tree<'a>, u32, V) -> bool + 'f;
+
+/// [`decode`] for a reader that takes what it needs as the stream goes (a
+/// memory snapshot's history entries), so that the tree never holds the
+/// whole: once items added to a list in one batch (`APPENDS`) were taken,
+/// what the stream built for them since the batch's mark is let go, unless
+/// the memo can still name it (`gets`: the keys read back anywhere in the
+/// stream, from [`super::pickle_budget::check_gets`]) or an item left in
+/// the list holds it. Containers kept from that stretch are renumbered
+/// ([`Tree::generation`] changes).
+pub(crate) fn decode_taking<'a>(
+    bytes: &'a [u8],
+    gets: Gets,
+    take: &mut Take<'_, 'a>,
+) -> Result<Tree<'a>, String> {
+    decode_into(bytes, Vec::with_capacity(1 << 16), Some(gets), Some(take))
 }
 
-fn decode_into(bytes: &[u8], items: Vec<V>) -> Result<Tree<'_>, String> {
+fn decode_into<'a>(
+    bytes: &'a [u8],
+    items: Vec<V>,
+    gets: Option<Gets>,
+    mut take: Option<&mut Take<'_, 'a>>,
+) -> Result<Tree<'a>, String> {
     let mut t = Tree {
+        touched: take.as_ref().map(|_| Vec::new()),
+        puts: Vec::new(),
+        generation: 0,
         items,
-        spans: Vec::with_capacity((bytes.len() / 16).min(1 << 21)),
+        spans: Vec::with_capacity(if take.is_some() {
+            1 << 12
+        } else {
+            (bytes.len() / 16).min(1 << 21)
+        }),
         strs: Vec::new(),
         raw: Vec::new(),
         root: None,
@@ -301,8 +545,17 @@ fn decode_into(bytes: &[u8], items: Vec<V>) -> Result<Tree<'_>, String> {
     let mut st = Stack {
         vals: Vec::with_capacity(64),
         marks: Vec::new(),
+        waters: Vec::new(),
     };
-    let mut memo: Vec<Option<V>> = Vec::new();
+    // Streaming, only the keys read back are kept, each in its slot among
+    // them; else a slot per key.
+    let mut memo: Vec<Option<V>> = vec![None; gets.as_ref().map_or(0, Gets::len)];
+    let slot = |key: usize| match &gets {
+        Some(g) => g.slot(key),
+        None => Some(key),
+    };
+    let streaming = take.is_some();
+    let mut kept: Vec<V> = Vec::new();
     let mut at = 0usize;
     let ends = || "it ends inside an opcode".to_owned();
     macro_rules! take {
@@ -319,16 +572,32 @@ fn decode_into(bytes: &[u8], items: Vec<V>) -> Result<Tree<'_>, String> {
     fn text(b: &[u8]) -> Result<&str, String> {
         std::str::from_utf8(b).map_err(|_| "a string that is not UTF-8".to_owned())
     }
-    fn put(memo: &mut Vec<Option<V>>, key: usize, v: V) -> Result<(), String> {
-        if key > 1 << 28 {
+    let max_key = super::pickle_budget::max_memo(bytes);
+    // MEMOIZE's key: one past the largest key stored (as the pass that
+    // found `gets` numbers them).
+    let mut memo_next = 0usize;
+    let put = |memo: &mut Vec<Option<V>>,
+               puts: &mut Vec<u32>,
+               memo_next: &mut usize,
+               key: usize,
+               v: V|
+     -> Result<(), String> {
+        if key > max_key {
             return Err("a memo index out of range".into());
         }
+        *memo_next = (*memo_next).max(key + 1);
+        let Some(key) = slot(key) else {
+            return Ok(());
+        };
         if memo.len() <= key {
             memo.resize(key + 1, None);
         }
         memo[key] = Some(v);
+        if streaming {
+            puts.push(key as u32);
+        }
         Ok(())
-    }
+    };
     // The values from `from` up as a new container, in place of them.
     fn contain(t: &mut Tree, st: &mut Stack, from: usize) -> Result<u32, String> {
         let i = t.container(st.vals[from..].iter().copied())?;
@@ -344,6 +613,8 @@ fn decode_into(bytes: &[u8], items: Vec<V>) -> Result<Tree<'_>, String> {
     loop {
         let op = *bytes.get(at).ok_or("it ends before its STOP opcode")?;
         at += 1;
+        // Where this opcode is, as `gets` says where a key is read last.
+        let here = at as u64;
         match op {
             b'\x80' => at += 1,
             b'\x95' => at += 8,
@@ -351,7 +622,7 @@ fn decode_into(bytes: &[u8], items: Vec<V>) -> Result<Tree<'_>, String> {
                 t.root = Some(st.pop()?);
                 return Ok(t);
             }
-            b'(' => st.marks.push(st.vals.len()),
+            b'(' => st.push_mark(t.water()),
             b'N' => st.push(V::None),
             b'\x88' => st.push(V::Bool(true)),
             b'\x89' => st.push(V::Bool(false)),
@@ -454,10 +725,13 @@ fn decode_into(bytes: &[u8], items: Vec<V>) -> Result<Tree<'_>, String> {
             }
             b'a' | b's' | b'e' | b'u' | b'\x90' => {
                 // The items: the top one or two, or all above the mark.
-                let from = match op {
-                    b'a' => st.top_n(1)?,
-                    b's' => st.top_n(2)?,
-                    _ => st.pop_mark()?,
+                let (from, water) = match op {
+                    b'a' => (st.top_n(1)?, None),
+                    b's' => (st.top_n(2)?, None),
+                    _ => {
+                        let (m, w) = st.pop_mark_water()?;
+                        (m, Some(w))
+                    }
                 };
                 let dict = matches!(op, b's' | b'u');
                 // The container is the value below the items, and no mark
@@ -477,27 +751,46 @@ fn decode_into(bytes: &[u8], items: Vec<V>) -> Result<Tree<'_>, String> {
                 if dict && !(st.vals.len() - from).is_multiple_of(2) {
                     return Err("a dict with a key but no value".into());
                 }
+                if let Some(take) = take.as_mut().filter(|_| !dict) {
+                    kept.clear();
+                    let mut took = false;
+                    for &v in &st.vals[from..] {
+                        if take(&t, target, v) {
+                            took = true;
+                        } else {
+                            kept.push(v);
+                        }
+                    }
+                    if took {
+                        st.vals.truncate(from);
+                        if let Some(w) = water {
+                            t.compact(w, &mut kept, &mut memo);
+                        }
+                        t.extend(target, &kept);
+                        continue;
+                    }
+                }
                 t.extend(target, &st.vals[from..]);
                 st.vals.truncate(from);
             }
             b'q' => {
                 let k = usize::from(take!(1)[0]);
-                put(&mut memo, k, st.top()?)?;
+                put(&mut memo, &mut t.puts, &mut memo_next, k, st.top()?)?;
             }
             b'r' => {
                 let k = le(take!(4)) as usize;
-                put(&mut memo, k, st.top()?)?;
+                put(&mut memo, &mut t.puts, &mut memo_next, k, st.top()?)?;
             }
             b'p' => {
                 let k = text(line(&mut at)?)?
                     .trim()
                     .parse()
                     .map_err(|_| "a bad memo key".to_owned())?;
-                put(&mut memo, k, st.top()?)?;
+                put(&mut memo, &mut t.puts, &mut memo_next, k, st.top()?)?;
             }
             b'\x94' => {
-                let k = memo.len();
-                put(&mut memo, k, st.top()?)?;
+                let k = memo_next;
+                put(&mut memo, &mut t.puts, &mut memo_next, k, st.top()?)?;
             }
             b'h' | b'j' | b'g' => {
                 let k = match op {
@@ -508,17 +801,22 @@ fn decode_into(bytes: &[u8], items: Vec<V>) -> Result<Tree<'_>, String> {
                         .parse()
                         .map_err(|_| "a bad memo key".to_owned())?,
                 };
+                let slot = slot(k).ok_or("a memo reference to nothing")?;
                 let v = memo
-                    .get(k)
+                    .get(slot)
                     .copied()
                     .flatten()
                     .ok_or("a memo reference to nothing")?;
+                // Streaming, a value read for the last time is let go of.
+                if gets.as_ref().is_some_and(|g| g.last_read(slot) <= here) {
+                    memo[slot] = None;
+                }
                 st.push(v);
             }
             b'0' => {
                 // The top is a mark, or a value.
                 if st.marks.last() == Some(&st.vals.len()) {
-                    st.marks.pop();
+                    st.pop_mark()?;
                 } else {
                     st.vals.pop();
                 }
@@ -527,14 +825,13 @@ fn decode_into(bytes: &[u8], items: Vec<V>) -> Result<Tree<'_>, String> {
                 let m = st.pop_mark()?;
                 st.vals.truncate(m);
             }
-            b'2' => {
-                if st.marks.last() == Some(&st.vals.len()) {
-                    st.marks.push(st.vals.len());
-                } else {
+            b'2' => match (st.marks.last(), st.waters.last()) {
+                (Some(&m), Some(&w)) if m == st.vals.len() => st.push_mark(w),
+                _ => {
                     let top = st.top().map_err(|_| "DUP of an empty stack")?;
                     st.push(top);
                 }
-            }
+            },
             b'c' | b'i' | b'\x93' | b'R' | b'b' | b'\x81' | b'\x92' | b'o' | b'Q' | b'P' => {
                 return Err(format!(
                     "it refers to Python classes or calls them (opcode 0x{op:02x} at byte {}); only plain data is read",
@@ -647,5 +944,268 @@ mod tests {
             .unwrap_err()
             .contains("not a container"));
         assert!(decode(b"\x80\x02h\x05.").unwrap_err().contains("memo"));
+    }
+}
+
+#[cfg(test)]
+mod taking_tests {
+    use super::*;
+    use crate::synth::jit_pickle::{to_vec, to_vec_as_python, P};
+    use proptest::prelude::*;
+    use std::rc::Rc;
+
+    /// A value written out whole (shared values each time they are held);
+    /// lists and tuples alike, as the tree holds them.
+    fn show(t: &Tree, v: V) -> String {
+        match v {
+            V::None => "N".into(),
+            V::Bool(b) => b.to_string(),
+            V::Int(i) => i.to_string(),
+            V::Float(f) => format!("{f:?}"),
+            V::Str(_) | V::Bytes(_) => format!("{:?}", t.str(v).unwrap_or_default()),
+            V::List(_) => {
+                let items: Vec<String> = t.list(v).iter().map(|&x| show(t, x)).collect();
+                format!("[{}]", items.join(","))
+            }
+            V::Dict(_) => {
+                let pairs: Vec<String> = t
+                    .pairs(v)
+                    .map(|(k, x)| format!("{}:{}", show(t, k), show(t, x)))
+                    .collect();
+                format!("{{{}}}", pairs.join(","))
+            }
+        }
+    }
+
+    /// Whether a reader taking dicts with a `take` key takes `p` from a list.
+    fn taken(p: &P) -> bool {
+        match p {
+            P::Shared(rc) => taken(rc),
+            P::Dict(pairs) => pairs
+                .iter()
+                .any(|(k, _)| matches!(k, P::Str(s) if s == "take")),
+            _ => false,
+        }
+    }
+
+    /// `p` as [`show`] writes the tree left once such dicts are taken from
+    /// every list (not from tuples or dict values, which are not offered),
+    /// and what is taken, in `took` (`None`: nothing is taken). A shared
+    /// value is built once: what is taken inside it is taken once.
+    struct Expect {
+        took: Option<Vec<String>>,
+        built: std::collections::HashMap<*const P, String>,
+    }
+
+    fn expect(p: &P, took: &mut Option<Vec<String>>) -> String {
+        let mut e = Expect {
+            took: took.take(),
+            built: Default::default(),
+        };
+        let s = e.show(p);
+        *took = e.took;
+        s
+    }
+
+    impl Expect {
+        fn show(&mut self, p: &P) -> String {
+            match p {
+                P::None => "N".into(),
+                P::Bool(b) => b.to_string(),
+                P::Int(i) => i.to_string(),
+                P::Float(f) => format!("{f:?}"),
+                P::Str(s) => format!("{s:?}"),
+                P::Shared(rc) => {
+                    if let Some(s) = self.built.get(&Rc::as_ptr(rc)) {
+                        return s.clone();
+                    }
+                    let s = self.show(rc);
+                    self.built.insert(Rc::as_ptr(rc), s.clone());
+                    s
+                }
+                P::List(items) => {
+                    let mut kept = Vec::new();
+                    for x in items {
+                        let s = self.show(x);
+                        if let Some(took) = self.took.as_mut().filter(|_| taken(x)) {
+                            took.push(s);
+                        } else {
+                            kept.push(s);
+                        }
+                    }
+                    format!("[{}]", kept.join(","))
+                }
+                P::Tuple(items) => {
+                    let items: Vec<String> = items.iter().map(|x| self.show(x)).collect();
+                    format!("[{}]", items.join(","))
+                }
+                P::Dict(pairs) => {
+                    let pairs: Vec<String> = pairs
+                        .iter()
+                        .map(|(k, x)| format!("{}:{}", self.show(k), self.show(x)))
+                        .collect();
+                    format!("{{{}}}", pairs.join(","))
+                }
+            }
+        }
+    }
+
+    /// A random value from `seed`: lists, tuples and dicts nested a few
+    /// deep, some dicts to be taken, some values held in several places
+    /// (named again before, inside and after what is taken).
+    fn value(seed: u64) -> P {
+        struct Gen {
+            state: u64,
+            pool: Vec<Rc<P>>,
+        }
+        impl Gen {
+            fn next(&mut self, n: u64) -> u64 {
+                // splitmix64
+                self.state = self.state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+                let mut z = self.state;
+                z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+                z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+                (z ^ (z >> 31)) % n
+            }
+            fn value(&mut self, depth: u32) -> P {
+                let pick = if depth == 0 {
+                    self.next(3)
+                } else {
+                    self.next(10)
+                };
+                match pick {
+                    0 => P::Int(self.next(1000) as i64),
+                    1 => P::str(["a", "bb", "take", "frame"][self.next(4) as usize]),
+                    2 if !self.pool.is_empty() => {
+                        let i = self.next(self.pool.len() as u64) as usize;
+                        P::Shared(self.pool[i].clone())
+                    }
+                    2 | 3 => P::None,
+                    4 | 5 => {
+                        let n = self.next(6);
+                        P::List((0..n).map(|_| self.value(depth - 1)).collect())
+                    }
+                    6 => {
+                        let n = self.next(4);
+                        P::Tuple((0..n).map(|_| self.value(depth - 1)).collect())
+                    }
+                    7 | 8 => {
+                        let n = self.next(4);
+                        let mut pairs: Vec<(P, P)> = (0..n)
+                            .map(|i| (P::str(format!("k{i}")), self.value(depth - 1)))
+                            .collect();
+                        if self.next(2) == 0 {
+                            pairs.push((P::str("take"), P::Int(1)));
+                        }
+                        P::Dict(pairs)
+                    }
+                    _ => {
+                        let v = Rc::new(self.value(depth - 1));
+                        self.pool.push(v.clone());
+                        P::Shared(v)
+                    }
+                }
+            }
+        }
+        let mut g = Gen {
+            state: seed,
+            pool: Vec::new(),
+        };
+        let before = g.value(3);
+        let history: Vec<P> = (0..g.next(40)).map(|_| g.value(3)).collect();
+        let after = g.value(3);
+        // Values of the pool named again once the history was taken.
+        let again: Vec<P> = g.pool.iter().map(|v| P::Shared(v.clone())).collect();
+        P::dict([
+            ("before", before),
+            ("history", P::List(history)),
+            ("after", after),
+            ("again", P::Tuple(again)),
+        ])
+    }
+
+    fn takes(bytes: &[u8]) -> (String, Vec<String>) {
+        let gets = super::super::pickle_budget::check_gets(bytes).unwrap();
+        let mut took = Vec::new();
+        let mut take = |t: &Tree, _list: u32, v: V| {
+            let yes = matches!(v, V::Dict(_)) && t.get(v, "take").is_some();
+            if yes {
+                took.push(show(t, v));
+            }
+            yes
+        };
+        let t = decode_taking(bytes, gets, &mut take).unwrap();
+        let root = show(&t, t.root.unwrap());
+        (root, took)
+    }
+
+    proptest! {
+        /// What is left, and each item taken as it was taken, are what
+        /// the whole decoded value says, in both memo layouts.
+        #[test]
+        fn taking_leaves_the_rest_as_decoding_it_all(seed in any::<u64>()) {
+            let p = value(seed);
+            let mut want_took = Some(Vec::new());
+            let want = expect(&p, &mut want_took);
+            let mut want_took = want_took.unwrap_or_default();
+            want_took.sort();
+            for bytes in [to_vec(&p), to_vec_as_python(&p)] {
+                let (root, mut took) = takes(&bytes);
+                took.sort();
+                prop_assert_eq!(&root, &want);
+                prop_assert_eq!(&took, &want_took);
+                // Decoding it all agrees with the expectation's writing.
+                let t = decode(&bytes).unwrap();
+                prop_assert_eq!(show(&t, t.root.unwrap()), expect(&p, &mut None));
+            }
+        }
+    }
+
+    /// A long history of entries, each with a list of its own and frames
+    /// shared with later entries (as a memory snapshot): the tree holds
+    /// what is still named, not the history.
+    #[test]
+    fn what_was_taken_is_let_go() {
+        let frames: Vec<Rc<P>> = (0..50)
+            .map(|i| Rc::new(P::dict([("name", P::str(format!("f{i}")))])))
+            .collect();
+        let entry = |i: usize| {
+            let stack: Vec<P> = (0..20)
+                .map(|j| P::Shared(frames[(i + j) % 50].clone()))
+                .collect();
+            P::dict([("action", P::str("alloc")), ("frames", P::List(stack))])
+        };
+        let history: Vec<P> = (0..20_000).map(entry).collect();
+        let p = P::dict([("device_traces", P::List(vec![P::List(history)]))]);
+        let bytes = to_vec_as_python(&p);
+        let gets = super::super::pickle_budget::check_gets(&bytes).unwrap();
+        let mut n = 0;
+        let mut take = |t: &Tree, _: u32, v: V| {
+            let yes = t.get(v, "action").is_some();
+            n += usize::from(yes);
+            yes
+        };
+        let t = decode_taking(&bytes, gets, &mut take).unwrap();
+        assert_eq!(n, 20_000);
+        // 20,000 entries of 4 + 20 items were read; what is held is the
+        // last batch's at most, and the frames.
+        assert!(t.items.len() < 1000 * 24 + 50 * 2, "{}", t.items.len());
+        assert!(t.spans.len() < 2000 + 60, "{}", t.spans.len());
+        assert!(t.generation() >= 19);
+        let root = t.root.unwrap();
+        let traces = t.list(t.get(root, "device_traces").unwrap());
+        assert_eq!(traces.len(), 1);
+        assert!(t.list(traces[0]).is_empty());
+    }
+
+    #[test]
+    fn a_memo_key_past_the_file_is_refused_without_reserving_it() {
+        // BINPUT 2^28 - 1 in a 9-byte pickle: a dense memo up to it took 4 GB.
+        let bomb = b"\x80\x02Nr\xff\xff\xff\x0f.";
+        assert!(decode(bomb)
+            .unwrap_err()
+            .contains("memo index out of range"));
+        let e = super::super::pickle_budget::check_gets(bomb).unwrap_err();
+        assert!(e.contains("memo index out of range"), "{e}");
     }
 }

@@ -17,11 +17,6 @@ use crate::model::memory::{
 };
 use crate::model::strings::StrId;
 
-struct Snapshot {
-    segments: Vec<Segment>,
-    device_traces: Vec<Vec<Event>>,
-}
-
 struct Segment {
     device: i64,
     total_size: i64,
@@ -30,26 +25,11 @@ struct Segment {
     requested_size: i64,
 }
 
-struct Event {
-    action: String,
-    size: i64,
-    time_us: Option<i64>,
-    addr: Option<u64>,
-    /// Where it was allocated (see [`site`]), for allocations.
-    site: Option<Arc<str>>,
-    /// The part of the step that allocated it, for allocations.
-    phase: Phase,
-}
-
-struct Frame<'a> {
-    name: &'a str,
-    filename: &'a str,
-    line: i64,
-}
-
-/// The snapshot's fields from its decoded pickle: a dict with `segments`
-/// (a list) and, when history was recorded, `device_traces`.
-fn snapshot(t: &Tree) -> Result<Snapshot, String> {
+/// The snapshot's fields from its decoded pickle (the history taken out):
+/// a dict with `segments` (a list) and, when history was recorded,
+/// `device_traces`, a list per device (its index in the tree, or none where
+/// it is not a list).
+fn parts(t: &Tree) -> Result<(Vec<Segment>, Vec<Option<u32>>), String> {
     let root = t.root.ok_or("an empty pickle")?;
     let Some(segs @ V::List(_)) = t.get(root, "segments") else {
         return Err("no `segments` list".into());
@@ -66,78 +46,175 @@ fn snapshot(t: &Tree) -> Result<Snapshot, String> {
             requested_size: int(g, "requested_size"),
         })
         .collect();
-    // Site and phase by stack: PyTorch writes each frame dict once and
-    // names it again, so a stack is the list of its frames' containers, and
-    // most allocations repeat one of a few thousand stacks.
-    let mut by_stack: HashMap<Vec<u32>, (Arc<str>, Phase)> = HashMap::new();
-    let mut where_from = |frames: &[V]| -> (Arc<str>, Phase) {
-        let key: Option<Vec<u32>> = frames
-            .iter()
-            .map(|f| match f {
-                V::Dict(i) => Some(*i),
-                _ => None,
-            })
-            .collect();
-        if let Some(hit) = key.as_ref().and_then(|k| by_stack.get(k)) {
-            return hit.clone();
-        }
-        let frames: Vec<Frame> = frames
-            .iter()
-            .map(|&f| Frame {
-                name: t.get(f, "name").and_then(|v| t.str(v)).unwrap_or_default(),
-                filename: t
-                    .get(f, "filename")
-                    .and_then(|v| t.str(v))
-                    .unwrap_or_default(),
-                line: int(f, "line"),
-            })
-            .collect();
-        let phase = Phase::of_stack(frames.iter().map(|f| (f.filename, f.name)));
-        let found = (Arc::from(site(&frames)), phase);
-        if let Some(k) = key {
-            by_stack.insert(k, found.clone());
-        }
-        found
-    };
-    let device_traces = t
+    let traces = t
         .get(root, "device_traces")
         .map(|d| t.list(d))
         .unwrap_or_default()
         .iter()
-        .map(|&dev| {
-            t.list(dev)
-                .iter()
-                .map(|&e| {
-                    let action = t
-                        .get(e, "action")
-                        .and_then(|v| t.str(v))
-                        .unwrap_or_default();
-                    let mut phase = Phase::Before;
-                    let site = (action == "alloc").then(|| {
-                        let frames = t.get(e, "frames").map(|f| t.list(f)).unwrap_or_default();
-                        let (site, p) = where_from(frames);
-                        phase = p;
-                        site
-                    });
-                    Event {
-                        action: action.to_owned(),
-                        size: int(e, "size"),
-                        time_us: t.get(e, "time_us").and_then(V::int),
-                        addr: t
-                            .get(e, "addr")
-                            .and_then(V::int)
-                            .and_then(|a| u64::try_from(a).ok()),
-                        site,
-                        phase,
-                    }
-                })
-                .collect()
+        .map(|d| match d {
+            V::List(i) => Some(*i),
+            _ => None,
         })
         .collect();
-    Ok(Snapshot {
-        segments,
-        device_traces,
-    })
+    Ok((segments, traces))
+}
+
+/// One device's history as it is read (`device_traces[i]`): what the
+/// replay and the peak's sites need of each entry, in the entries' order.
+#[derive(Default)]
+struct History {
+    /// Entries of any action (the busiest device is the rank's).
+    entries: usize,
+    /// The last time seen: an entry without one happened then.
+    last_t: i64,
+    /// Each counted entry's (time, change in allocated, change in reserved,
+    /// phase), as [`replay`] takes them.
+    deltas: Vec<(i64, i64, i64, Phase)>,
+    /// Each counted entry's block, when it has an address.
+    blocks: Vec<Option<Block>>,
+    /// The phase of each block allocated in the history, for its free; a
+    /// block from before the history is freed from `Phase::Before`.
+    phase_of: foldhash::HashMap<u64, Phase>,
+    /// Allocation sites, each named once.
+    sites: crate::model::strings::Interner,
+    allocs: u64,
+    frees: u64,
+}
+
+impl History {
+    fn add(&mut self, action: &str, time_us: Option<i64>, size: i64, addr: Option<u64>, at: Site) {
+        self.entries += 1;
+        let t = time_us.unwrap_or(self.last_t);
+        self.last_t = t;
+        // A free counts when the block is back in the allocator, which is
+        // when `free_completed` comes (after streams using it are done).
+        let (d, block, phase) = match action {
+            "alloc" => {
+                self.allocs += 1;
+                let (site, phase) = at();
+                if let Some(a) = addr {
+                    self.phase_of.insert(a, phase);
+                }
+                let site = self.sites.intern(&site).0;
+                let block = addr.map(|addr| Block::Alloc { addr, size, site });
+                ((size, 0), block, phase)
+            }
+            "free_completed" => {
+                self.frees += 1;
+                let phase = addr
+                    .and_then(|a| self.phase_of.remove(&a))
+                    .unwrap_or(Phase::Before);
+                ((-size, 0), addr.map(|addr| Block::Free { addr }), phase)
+            }
+            "segment_alloc" | "segment_map" => ((0, size), None, Phase::Before),
+            "segment_free" | "segment_unmap" => ((0, -size), None, Phase::Before),
+            _ => return,
+        };
+        self.blocks.push(block);
+        self.deltas.push((t, d.0, d.1, phase));
+    }
+}
+
+/// An allocation's site and phase, worked out when asked.
+type Site<'s> = &'s mut dyn FnMut() -> (Arc<str>, Phase);
+
+#[derive(Clone, Copy)]
+struct Frame<'a> {
+    name: &'a str,
+    filename: &'a str,
+    line: i64,
+}
+
+/// Site and phase by stack: PyTorch writes each frame dict once and names
+/// it again, and most allocations repeat one of a few thousand stacks. A
+/// frame is numbered by its text, found once per frame dict; the decoder
+/// renumbers dicts as it lets others go, so the dicts' numbers are
+/// forgotten when it does, the frames' are kept.
+#[derive(Default)]
+struct Stacks<'a> {
+    generation: u32,
+    frame_of_dict: foldhash::HashMap<u32, u32>,
+    frames: foldhash::HashMap<(&'a str, &'a str, i64), u32>,
+    texts: Vec<Frame<'a>>,
+    by_stack: foldhash::HashMap<Vec<u32>, (Arc<str>, Phase)>,
+    key: Vec<u32>,
+}
+
+impl<'a> Stacks<'a> {
+    fn site(&mut self, t: &Tree<'a>, frames: &[V]) -> (Arc<str>, Phase) {
+        if t.generation() != self.generation {
+            self.generation = t.generation();
+            self.frame_of_dict.clear();
+        }
+        self.key.clear();
+        for &f in frames {
+            let dict = match f {
+                V::Dict(i) => self.frame_of_dict.get(&i).copied(),
+                _ => None,
+            };
+            let id = dict.unwrap_or_else(|| {
+                let text = |key: &str| t.get(f, key).and_then(|v| t.str(v)).unwrap_or_default();
+                let frame = Frame {
+                    name: text("name"),
+                    filename: text("filename"),
+                    line: t.get(f, "line").and_then(V::int).unwrap_or(0),
+                };
+                let next = self.texts.len() as u32;
+                let id = *self
+                    .frames
+                    .entry((frame.filename, frame.name, frame.line))
+                    .or_insert(next);
+                if id == next {
+                    self.texts.push(frame);
+                }
+                if let V::Dict(i) = f {
+                    self.frame_of_dict.insert(i, id);
+                }
+                id
+            });
+            self.key.push(id);
+        }
+        if let Some(hit) = self.by_stack.get(&self.key) {
+            return hit.clone();
+        }
+        let stack: Vec<Frame> = self.key.iter().map(|&i| self.texts[i as usize]).collect();
+        let phase = Phase::of_stack(stack.iter().map(|f| (f.filename, f.name)));
+        let found = (Arc::from(site(&stack)), phase);
+        self.by_stack.insert(self.key.clone(), found.clone());
+        found
+    }
+}
+
+/// A `device_traces` entry: a dict with an `action`. Taken from the stream
+/// into the history of the list it is added to.
+fn take_entry<'a>(
+    t: &Tree<'a>,
+    list: u32,
+    e: V,
+    histories: &mut HashMap<u32, History>,
+    stacks: &mut Stacks<'a>,
+) -> bool {
+    if !matches!(e, V::Dict(_)) {
+        return false;
+    }
+    let Some(action) = t.get(e, "action").and_then(|v| t.str(v)) else {
+        return false;
+    };
+    let size = t.get(e, "size").and_then(V::int).unwrap_or(0);
+    let addr = t
+        .get(e, "addr")
+        .and_then(V::int)
+        .and_then(|a| u64::try_from(a).ok());
+    let time_us = t.get(e, "time_us").and_then(V::int);
+    let mut at = || {
+        let frames = t.get(e, "frames").map(|f| t.list(f)).unwrap_or_default();
+        stacks.site(t, frames)
+    };
+    histories
+        .entry(list)
+        .or_default()
+        .add(action, time_us, size, addr, &mut at);
+    true
 }
 
 /// Where an allocation was made, as a person looks for it: the innermost
@@ -176,36 +253,48 @@ fn site(frames: &[Frame]) -> String {
 
 /// Reads one snapshot. The device with the most history is the rank's (a
 /// process normally uses one); `rank` is assigned by the caller.
-pub fn read(bytes: &[u8], path: &Path) -> Result<(MemoryTimeline, Vec<Warning>), Error> {
+pub fn read<'b>(bytes: &'b [u8], path: &Path) -> Result<(MemoryTimeline, Vec<Warning>), Error> {
     let not = |why: String| Error::NotATrace {
         path: path.to_owned(),
         why,
     };
     // Bounded before decoding: reading walks a reused value each time it is
     // named, and nesting a million deep is refused here rather than walked.
-    let items = super::pickle_budget::check(bytes).map_err(|why| {
+    let gets = super::pickle_budget::check_gets(bytes).map_err(|why| {
         not(format!(
             "a pickle that cannot be decoded within bounds: {why}"
         ))
     })?;
-    let snap = super::pickle_tree::decode_sized(bytes, items)
-        .and_then(|t| snapshot(&t))
-        .map_err(|e| {
-            not(format!(
-                "not a CUDA memory snapshot (torch.cuda.memory._dump_snapshot pickle with `segments`): {e}"
-            ))
-        })?;
+    // The history is taken entry by entry as the stream goes (a snapshot is
+    // mostly history, each entry with its stack): only the replay's figures
+    // are kept of it, never the decoded entries.
+    let mut histories: HashMap<u32, History> = HashMap::new();
+    let mut stacks = Stacks::default();
+    let mut take =
+        |t: &Tree<'b>, list: u32, v: V| take_entry(t, list, v, &mut histories, &mut stacks);
+    let notes = |e: String| {
+        not(format!(
+            "not a CUDA memory snapshot (torch.cuda.memory._dump_snapshot pickle with `segments`): {e}"
+        ))
+    };
+    let tree = super::pickle_tree::decode_taking(bytes, gets, &mut take).map_err(notes)?;
+    let (segments, traces) = parts(&tree).map_err(notes)?;
+    drop(tree);
+    // Each device's history, in `device_traces` order (empty where none).
+    let mut history: Vec<History> = traces
+        .iter()
+        .map(|id| id.and_then(|i| histories.remove(&i)).unwrap_or_default())
+        .collect();
     let mut warnings = Vec::new();
-    let device = snap
-        .device_traces
+    let device = history
         .iter()
         .enumerate()
-        .max_by_key(|(i, t)| (t.len(), std::cmp::Reverse(*i)))
-        .filter(|(_, t)| !t.is_empty())
+        .max_by_key(|(i, h)| (h.entries, std::cmp::Reverse(*i)))
+        .filter(|(_, h)| h.entries > 0)
         .map(|(i, _)| i as i64)
-        .or_else(|| snap.segments.first().map(|s| s.device))
+        .or_else(|| segments.first().map(|s| s.device))
         .unwrap_or(0);
-    let busy = snap.device_traces.iter().filter(|t| !t.is_empty()).count();
+    let busy = history.iter().filter(|h| h.entries > 0).count();
     if busy > 1 {
         warnings.push(Warning::reading(format!(
             "{}: allocator history on {busy} devices; showing device {device}, the busiest",
@@ -213,67 +302,32 @@ pub fn read(bytes: &[u8], path: &Path) -> Result<(MemoryTimeline, Vec<Warning>),
         )));
     }
     let mut end = MemState::default();
-    for s in snap.segments.iter().filter(|s| s.device == device) {
+    for s in segments.iter().filter(|s| s.device == device) {
         end.allocated += s.allocated_size;
         end.reserved += s.total_size;
         end.active += s.active_size;
         end.requested += s.requested_size;
     }
-    let history = usize::try_from(device)
+    let h = usize::try_from(device)
         .ok()
-        .and_then(|d| snap.device_traces.get(d))
-        .map_or(&[][..], |t| t.as_slice());
-    if history.is_empty() {
+        .and_then(|d| history.get_mut(d))
+        .map(std::mem::take)
+        .unwrap_or_default();
+    drop(history);
+    if h.entries == 0 {
         warnings.push(Warning::reading(format!(
             "{}: no allocator history (record it with torch.cuda.memory._record_memory_history()); peaks are the state at snapshot time",
             path.display()
         )));
     }
-    let (mut allocs, mut frees) = (0, 0);
-    let mut last_t = 0;
-    // Allocation sites, each named once.
-    let mut sites = crate::model::strings::Interner::default();
-    let mut blocks: Vec<Option<Block>> = Vec::new();
-    // The phase of each block allocated in the history, for its free; a
-    // block from before the history is freed from `Phase::Before`.
-    let mut phase_of: std::collections::HashMap<u64, Phase> = Default::default();
-    let deltas: Vec<(i64, i64, i64, Phase)> = history
-        .iter()
-        .filter_map(|e| {
-            let t = e.time_us.unwrap_or(last_t);
-            last_t = t;
-            // A free counts when the block is back in the allocator, which is
-            // when `free_completed` comes (after streams using it are done).
-            let (d, block, phase) = match e.action.as_str() {
-                "alloc" => {
-                    allocs += 1;
-                    if let Some(a) = e.addr {
-                        phase_of.insert(a, e.phase);
-                    }
-                    let site = sites.intern(e.site.as_deref().unwrap_or_default()).0;
-                    let block = e.addr.map(|addr| Block::Alloc {
-                        addr,
-                        size: e.size,
-                        site,
-                    });
-                    ((e.size, 0), block, e.phase)
-                }
-                "free_completed" => {
-                    frees += 1;
-                    let phase = e
-                        .addr
-                        .and_then(|a| phase_of.remove(&a))
-                        .unwrap_or(Phase::Before);
-                    ((-e.size, 0), e.addr.map(|addr| Block::Free { addr }), phase)
-                }
-                "segment_alloc" | "segment_map" => ((0, e.size), None, Phase::Before),
-                "segment_free" | "segment_unmap" => ((0, -e.size), None, Phase::Before),
-                _ => return None,
-            };
-            blocks.push(block);
-            Some((t, d.0, d.1, phase))
-        })
-        .collect();
+    let History {
+        deltas,
+        blocks,
+        sites,
+        allocs,
+        frees,
+        ..
+    } = h;
     let samples = replay(end, &deltas);
     if samples.iter().any(|s| s.allocated < 0 || s.reserved < 0) {
         warnings.push(Warning::damaged(format!(
@@ -293,12 +347,7 @@ pub fn read(bytes: &[u8], path: &Path) -> Result<(MemoryTimeline, Vec<Warning>),
     // Sample k follows event k - 1: the blocks live at the peak are those
     // of the events before it.
     if let Some(p) = m.peak_index() {
-        let upto: Vec<Block> = blocks[..p.min(blocks.len())]
-            .iter()
-            .flatten()
-            .copied()
-            .collect();
-        m.peak_sites = live_by_site(&upto)
+        m.peak_sites = live_by_site(blocks[..p.min(blocks.len())].iter().flatten())
             .into_iter()
             .take(PEAK_SITES)
             .map(|(id, bytes)| (sites.get(StrId(id)).to_owned(), bytes))
@@ -312,6 +361,80 @@ mod tests {
     use super::*;
     use crate::synth::jit_pickle::{to_vec, P};
     use std::rc::Rc;
+
+    /// A history of thousands of entries laid out as Python pickles it
+    /// (taken a batch of 1,000 at a time, the decoder renumbering what it
+    /// keeps in between), a stack's frames first written half-way, and an
+    /// allocation's frames list shared with its `free_requested`, as
+    /// PyTorch shares it: each allocation keeps its own stack's site.
+    #[test]
+    fn a_long_history_keeps_each_stack_across_batches() {
+        use crate::synth::jit_pickle::to_vec_as_python;
+        let frame = |name: &str, file: &str, line| {
+            Rc::new(P::dict([
+                ("name", P::str(name)),
+                ("filename", P::str(file)),
+                ("line", P::Int(line)),
+            ]))
+        };
+        let alloc = frame("malloc", "CUDACachingAllocator.cpp", 0);
+        let fwd = frame("forward", "/app/model.py", 45);
+        let step = frame("step", "/app/train.py", 12);
+        let mut trace = Vec::new();
+        // 3,000 allocations of 10 bytes, never freed; from the 1,500th on
+        // every other one from train.py's stack, written for the first
+        // time then. Each is followed by an unrelated block's free request
+        // sharing its frames list (a free of a block that is never freed:
+        // it changes no byte count).
+        for i in 0..3000i64 {
+            let top = if i >= 1500 && i % 2 == 1 { &step } else { &fwd };
+            let frames = Rc::new(P::List(vec![
+                P::Shared(alloc.clone()),
+                P::Shared(top.clone()),
+            ]));
+            let ev = |action: &str, addr: i64| {
+                P::dict([
+                    ("action", P::str(action)),
+                    ("addr", P::Int(addr)),
+                    ("size", P::Int(10)),
+                    ("stream", P::Int(0)),
+                    ("time_us", P::Int(i)),
+                    ("frames", P::Shared(frames.clone())),
+                ])
+            };
+            trace.push(ev("alloc", 0x1000 + 16 * i));
+            trace.push(ev("free_requested", 0x10_0000 + 16 * i));
+        }
+        let segment = P::dict([
+            ("device", P::Int(0)),
+            ("total_size", P::Int(2 << 20)),
+            ("allocated_size", P::Int(30_000)),
+            ("active_size", P::Int(30_000)),
+            ("requested_size", P::Int(30_000)),
+        ]);
+        let snap = P::dict([
+            ("segments", P::List(vec![segment])),
+            ("device_traces", P::List(vec![P::List(trace)])),
+        ]);
+        let (m, warnings) = read(
+            &to_vec_as_python(&snap),
+            Path::new("rank0_memory_snapshot.pickle"),
+        )
+        .unwrap();
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!((m.allocs, m.frees), (3000, 0));
+        // 2,250 from model.py (all of the first 1,500, then half), 750
+        // from train.py.
+        assert_eq!(
+            m.peak_sites,
+            [
+                ("model.py:45 forward".to_owned(), 22_500),
+                ("train.py:12 step".to_owned(), 7_500)
+            ]
+        );
+        assert_eq!(m.samples.first().map(|s| s.allocated), Some(0));
+        assert_eq!(m.samples.last().map(|s| s.allocated), Some(30_000));
+    }
 
     /// Allocations from two stacks, each frame dict written once and named
     /// again, as PyTorch's snapshot shares them: the site and phase of each

@@ -51,8 +51,25 @@ pub fn to_vec(v: &P) -> Vec<u8> {
     w.out
 }
 
+/// `v` laid out as Python's own pickler writes it (`pickle.dump`, as
+/// `torch.cuda.memory._dump_snapshot` does): every list and dict memoized as
+/// soon as it is made, before its items, and its items added in batches of
+/// 1,000 (`APPENDS`/`SETITEMS` after a mark; a batch of one without).
+pub fn to_vec_as_python(v: &P) -> Vec<u8> {
+    let mut w = Writer {
+        python: true,
+        ..Writer::default()
+    };
+    w.out.extend_from_slice(&[0x80, 2]);
+    w.push(v);
+    w.out.push(b'.');
+    w.out
+}
+
 #[derive(Default)]
 struct Writer {
+    /// Python's layout ([`to_vec_as_python`]).
+    python: bool,
     out: Vec<u8>,
     strings: HashMap<String, u32>,
     shared: HashMap<*const P, u32>,
@@ -102,6 +119,34 @@ impl Writer {
                     self.strings.insert(s.clone(), k);
                 }
             },
+            P::List(items) if self.python => {
+                self.out.push(b']');
+                self.put();
+                for batch in items.chunks(1000) {
+                    if let [one] = batch {
+                        self.push(one);
+                        self.out.push(b'a');
+                    } else {
+                        self.out.push(b'(');
+                        batch.iter().for_each(|x| self.push(x));
+                        self.out.push(b'e');
+                    }
+                }
+            }
+            P::Dict(pairs) if self.python => {
+                self.out.push(b'}');
+                self.put();
+                for batch in pairs.chunks(1000) {
+                    if batch.len() > 1 {
+                        self.out.push(b'(');
+                    }
+                    for (k, x) in batch {
+                        self.push(k);
+                        self.push(x);
+                    }
+                    self.out.push(if batch.len() > 1 { b'u' } else { b's' });
+                }
+            }
             // An empty container still gets its MARK and APPENDS/SETITEMS.
             P::List(items) => {
                 self.out.extend_from_slice(b"](");
@@ -132,6 +177,11 @@ impl Writer {
                 let ptr = Rc::as_ptr(rc);
                 match self.shared.get(&ptr) {
                     Some(&k) => self.get(k),
+                    // Python memoizes a list or dict before its items.
+                    None if self.python && matches!(**rc, P::List(_) | P::Dict(_)) => {
+                        self.shared.insert(ptr, self.next);
+                        self.push(rc);
+                    }
                     None => {
                         self.push(rc);
                         let k = self.put();
