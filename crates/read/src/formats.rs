@@ -212,7 +212,7 @@ pub static FORMATS: &[Format] = &[
         files: "rank{N}_memory_snapshot.pickle",
         sniff: None,
         role: Role::Memory(PerRank {
-            read: |f| read::snapshot::read(&f.bytes()?, f.path),
+            read: |f| read::snapshot::read(|counted| f.reread(counted), f.path),
             rank_of: crate::naming::rank_from_name,
             naming: "rank{N}_memory_snapshot.pickle",
         }),

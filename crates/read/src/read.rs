@@ -14,6 +14,7 @@ mod nsys_cpu;
 pub mod nsys_jax;
 pub mod nsys_json;
 pub mod pickle_budget;
+mod pickle_input;
 pub mod pickle_tree;
 pub mod snapshot;
 pub mod split;

@@ -87,6 +87,27 @@ impl<R: Read> Read for Counting<'_, R> {
     }
 }
 
+/// A stream that fails once it yields more than a limit: a gzip that
+/// expands without end, read a buffer at a time.
+pub struct Capped<R> {
+    inner: R,
+    left: u64,
+    limit: u64,
+}
+
+impl<R: Read> Read for Capped<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.left = self.left.checked_sub(n as u64).ok_or_else(|| {
+            std::io::Error::other(format!(
+                "it decompresses to over {} MiB, more than 100 times its size",
+                self.limit >> 20
+            ))
+        })?;
+        Ok(n)
+    }
+}
+
 impl<R> Drop for Counting<'_, R> {
     fn drop(&mut self) {
         self.bytes.fetch_add(self.pending, Ordering::Relaxed);
@@ -117,6 +138,24 @@ impl<'a> FileIn<'a> {
     /// The file's bytes as a stream.
     pub fn stream(&self) -> Result<Counting<'a, Source>> {
         Ok(Counting::new(open(self.path)?, self.counter))
+    }
+
+    /// The file's bytes from the start, decompressed, failing past
+    /// [`Self::limit`], for readers that read a file more than once rather
+    /// than hold it: `counted` adds them to the load's progress (the reading
+    /// that takes longest).
+    pub(crate) fn reread(&self, counted: bool) -> Result<Capped<Box<dyn Read + 'a>>> {
+        let inner: Box<dyn Read + 'a> = if counted {
+            Box::new(self.stream()?)
+        } else {
+            Box::new(open(self.path)?)
+        };
+        let limit = self.limit()?;
+        Ok(Capped {
+            inner,
+            left: limit,
+            limit,
+        })
     }
 
     /// The most a file is read to, decompressed: 100 times its size (and

@@ -342,7 +342,7 @@ fn json_entries_before_cut(bytes: &[u8]) -> Option<RawDump<'_>> {
 
 /// A decoded pickle as the dump's fields; a field of the wrong type is an
 /// error, as for the JSON reader.
-fn from_tree<'a>(t: &Tree<'a>) -> Result<RawDump<'a>, String> {
+fn from_tree<'a>(t: &'a Tree) -> Result<RawDump<'a>, String> {
     let root = t
         .root
         .filter(|r| matches!(r, V::Dict(_)))
@@ -439,7 +439,7 @@ impl<'a> EntryCache<'a> {
         }
     }
 
-    fn id(&mut self, t: &Tree<'a>, f: V) -> u32 {
+    fn id(&mut self, t: &'a Tree, f: V) -> u32 {
         let container = match f {
             V::Dict(c) => Some(c as usize),
             _ => None,
@@ -472,7 +472,7 @@ impl<'a> EntryCache<'a> {
 }
 
 fn entry_from_tree<'a>(
-    t: &Tree<'a>,
+    t: &'a Tree,
     e: V,
     frames: &mut EntryCache<'a>,
 ) -> Result<RawEntry<'a>, String> {

@@ -10,13 +10,8 @@
 /// The deepest nesting decoded.
 pub(crate) const MAX_DEPTH: u32 = 256;
 
-/// The largest memo key accepted (as the decoder's): a writer numbers its
-/// memo by count, and each store takes at least a byte, so a key past the
-/// file's length is no writer's (and a dense memo up to it would take 16
-/// bytes a key: a 9-byte file naming key 2^28 took 4 GB).
-pub(crate) fn max_memo(bytes: &[u8]) -> usize {
-    bytes.len().min(1 << 28)
-}
+use super::pickle_input::Input;
+use std::io::Read;
 
 /// Values decoded per byte of pickle (plus a floor for small files): real
 /// snapshots build fewer than one per byte.
@@ -38,14 +33,14 @@ const LEAF: Item = Item {
     list: false,
 };
 
-/// Checks that decoding `bytes` stays within the bounds (says why not), and
-/// finds the memo keys that are read back (`GET`), each
-/// with where it is read for the last time: a value stored under any other
-/// key, or past its last reading, is never named again, so a streaming
-/// reader need not keep it.
-pub(crate) fn check_gets(bytes: &[u8]) -> Result<Gets, String> {
+/// Checks that decoding a pickle stays within the bounds (says why not), and
+/// finds the memo keys that are read back (`GET`), each with where it is
+/// read for the last time: a value stored under any other key, or past its
+/// last reading, is never named again, so a streaming reader need not keep
+/// it. Reads `input` once, a buffer at a time.
+pub(crate) fn check_gets(input: impl Read) -> Result<Gets, String> {
     let mut last = Vec::new();
-    walk_with(bytes, &mut |_| {}, Some(&mut last))?;
+    walk_with(&mut Input::new(input), &mut |_| {}, Some(&mut last))?;
     Ok(Gets::new(&last))
 }
 
@@ -105,20 +100,29 @@ impl Gets {
     }
 }
 
-/// The bounds' check in the same pass as mending a pickle cut off before its end
-/// (a process killed while writing): such a stream is made whole at the
-/// last item completed in a list one level inside the top dict, `{...,
-/// "entries": [e1, e2, <cut>` becoming `{..., "entries": [e1, e2]}`.
+/// Whether a memo key can be a writer's after `read` bytes: writers number
+/// their memo by count, and each store takes at least a byte, so a larger
+/// key is no writer's (a dense memo up to it takes 16 bytes a key: a
+/// 9-byte file naming key 2^28 took 4 GB).
+pub(crate) fn memo_key_ok(key: u64, read: u64) -> bool {
+    key <= read
+}
+
+/// The bounds' check in the same pass as mending a pickle cut off before
+/// its end (a process killed while writing): such a stream is made whole
+/// at the last item completed in a list one level inside the top dict,
+/// `{..., "entries": [e1, e2, <cut>` becoming `{..., "entries": [e1, e2]}`.
 /// Returns the mended bytes (`None`: whole, or no such point to mend at),
 /// or why decoding would exceed the bounds.
 pub(crate) fn check_and_mend(bytes: &[u8]) -> Result<Option<Vec<u8>>, String> {
-    let cut = match walk(bytes) {
-        Ok(Walk { stopped: true, .. }) => return Ok(None),
-        Ok(Walk { cut, .. }) => cut,
+    let mut cut = None;
+    let walked = walk_with(&mut Input::new(bytes), &mut |c| cut = Some(c), None);
+    match walked {
+        Ok(true) => return Ok(None),
         // Bounds exceeded before the end: not a cut, a refusal.
         Err(e) if !e.contains("ends inside") => return Err(e),
-        Err(_) => walk_cut(bytes),
-    };
+        Ok(false) | Err(_) => {}
+    }
     Ok(cut.map(|cut| {
         let mut whole = bytes[..cut].to_vec();
         // APPENDS closes the list, SETITEMS the top dict, STOP ends.
@@ -127,49 +131,24 @@ pub(crate) fn check_and_mend(bytes: &[u8]) -> Result<Option<Vec<u8>>, String> {
     }))
 }
 
-/// The last safe cut of a stream that `walk` refused part way.
-fn walk_cut(bytes: &[u8]) -> Option<usize> {
-    let mut last = None;
-    let _ = walk_with(bytes, &mut |cut| last = Some(cut), None);
-    last
-}
-
-struct Walk {
-    /// The stream reached its STOP.
-    stopped: bool,
-    /// The end of the last item completed in a list one level inside the
-    /// top dict.
-    cut: Option<usize>,
-}
-
-fn walk(bytes: &[u8]) -> Result<Walk, String> {
-    let mut cut = None;
-    let stopped = walk_with(bytes, &mut |c| cut = Some(c), None)?;
-    Ok(Walk { stopped, cut })
-}
-
 /// Walks the opcodes; calls `safe` at each point a truncated stream can be
-/// closed; returns whether
-/// it reached STOP. With `gets`, notes for each memo key read back the
-/// offset just past the opcode that reads it last (never 0).
-fn walk_with(
-    bytes: &[u8],
+/// closed; returns whether it reached STOP. With `gets`, notes for each
+/// memo key read back the offset just past the opcode that reads it last
+/// (never 0).
+fn walk_with<R: Read>(
+    input: &mut Input<R>,
     safe: &mut dyn FnMut(usize),
     mut gets: Option<&mut Vec<u64>>,
 ) -> Result<bool, String> {
-    let max_nodes = (bytes.len() as u64)
-        .saturating_mul(NODES_PER_BYTE)
-        .max(MIN_NODES);
     let mut stack: Vec<Item> = Vec::new();
     let mut marks: Vec<usize> = Vec::new();
     // Memo keys are the writer's running count (0, 1, 2...), so a vector;
     // an unset key reads as a scalar, as before any PUT.
     let mut memo: Vec<Item> = Vec::new();
-    let max_key = max_memo(bytes);
-    let put = |memo: &mut Vec<Item>, key: u64, it: Item| -> Result<(), String> {
+    let put = |memo: &mut Vec<Item>, key: u64, it: Item, read: u64| -> Result<(), String> {
         let k = usize::try_from(key)
             .ok()
-            .filter(|&k| k <= max_key)
+            .filter(|_| memo_key_ok(key, read))
             .ok_or("a memo index out of range")?;
         if memo.len() <= k {
             memo.resize(k + 1, LEAF);
@@ -177,13 +156,13 @@ fn walk_with(
         memo[k] = it;
         Ok(())
     };
-    let mut get = |memo: &[Item], key: u64, at: usize| {
-        if let Some(last) = gets.as_deref_mut().filter(|_| key <= max_key as u64) {
+    let mut get = |memo: &[Item], key: u64, at: u64| {
+        if let Some(last) = gets.as_deref_mut().filter(|_| memo_key_ok(key, at)) {
             let k = key as usize;
             if last.len() <= k {
                 last.resize(k + 1, 0);
             }
-            last[k] = at as u64;
+            last[k] = at;
         }
         usize::try_from(key)
             .ok()
@@ -191,8 +170,9 @@ fn walk_with(
             .copied()
             .unwrap_or(LEAF)
     };
-    let mut at = 0usize;
-    let too_big = |it: &Item| {
+    // Values per byte read so far: a value is made of what came before it.
+    let too_big = |it: &Item, read: u64| {
+        let max_nodes = read.saturating_mul(NODES_PER_BYTE).max(MIN_NODES);
         if it.size > max_nodes {
             Err(format!(
                 "it would decode to over {max_nodes} values (a value reused over and over)"
@@ -205,89 +185,75 @@ fn walk_with(
     };
     // Where the items above the last mark start (the mark popped).
     let mark = |stack: &[Item], marks: &mut Vec<usize>| marks.pop().unwrap_or(0).min(stack.len());
-    while at < bytes.len() {
-        let op = bytes[at];
-        at += 1;
-        let fixed = |n: usize| -> Result<&[u8], String> {
-            bytes
-                .get(at..at + n)
-                .ok_or_else(|| "it ends inside an opcode".to_owned())
-        };
-        let len_le = |n: usize| -> Result<u64, String> {
-            let b = fixed(n)?;
-            Ok(b.iter().rev().fold(0u64, |v, &x| (v << 8) | u64::from(x)))
-        };
-        let mut arg = 0usize;
+    let le = |b: &[u8]| b.iter().rev().fold(0u64, |v, &x| (v << 8) | u64::from(x));
+    let key_of = |l: &[u8]| {
+        std::str::from_utf8(l)
+            .ok()
+            .and_then(|k| k.trim().parse().ok())
+            .unwrap_or(u64::MAX)
+    };
+    while let Some(op) = input.byte()? {
+        // Just past the opcode, as the decoder tells where it reads a key.
+        let at = input.at();
         match op {
             // Values with a newline-terminated argument.
             b'I' | b'L' | b'S' | b'V' | b'F' | b'P' => {
-                arg = line(&bytes[at..])?;
+                input.line()?;
                 stack.push(LEAF);
             }
             b'g' => {
-                arg = line(&bytes[at..])?;
-                let key = std::str::from_utf8(&bytes[at..at + arg - 1])
-                    .ok()
-                    .and_then(|k| k.trim().parse().ok())
-                    .unwrap_or(u64::MAX);
+                let key = key_of(input.line()?);
                 stack.push(get(&memo, key, at));
             }
             b'p' => {
-                arg = line(&bytes[at..])?;
-                let key = std::str::from_utf8(&bytes[at..at + arg - 1])
-                    .ok()
-                    .and_then(|k| k.trim().parse().ok())
-                    .unwrap_or(u64::MAX);
-                put(&mut memo, key, *stack.last().unwrap_or(&LEAF))?;
+                let key = key_of(input.line()?);
+                put(&mut memo, key, *stack.last().unwrap_or(&LEAF), at)?;
             }
             // GLOBAL and INST: two lines (module, name); refused by the
             // decoder later, only stepped over here.
             b'c' | b'i' => {
-                let first = line(&bytes[at..])?;
-                arg = first + line(&bytes[at + first..])?;
+                input.line()?;
+                input.line()?;
                 stack.push(LEAF);
             }
             // Fixed-size scalars.
             b'J' | b'K' | b'M' | b'G' | b'\x82' | b'\x83' | b'\x84' => {
-                arg = match op {
+                input.skip(match op {
                     b'K' | b'\x82' => 1,
                     b'M' | b'\x83' => 2,
                     b'J' | b'\x84' => 4,
                     _ => 8,
-                };
+                })?;
                 stack.push(LEAF);
             }
             b'N' | b'\x88' | b'\x89' => stack.push(LEAF),
             // Memo by index.
             b'h' | b'j' => {
-                arg = if op == b'h' { 1 } else { 4 };
-                let key = len_le(arg)?;
+                let key = le(input.take(if op == b'h' { 1 } else { 4 })?);
                 stack.push(get(&memo, key, at));
             }
             b'q' | b'r' => {
-                arg = if op == b'q' { 1 } else { 4 };
-                let key = len_le(arg)?;
-                put(&mut memo, key, *stack.last().unwrap_or(&LEAF))?;
+                let key = le(input.take(if op == b'q' { 1 } else { 4 })?);
+                put(&mut memo, key, *stack.last().unwrap_or(&LEAF), at)?;
             }
             b'\x94' => {
                 let key = memo.len() as u64;
-                put(&mut memo, key, *stack.last().unwrap_or(&LEAF))?;
+                put(&mut memo, key, *stack.last().unwrap_or(&LEAF), at)?;
             }
-            // Length-prefixed strings and bytes.
-            b'T' | b'X' | b'B' | b'\x8b' => {
-                arg = 4 + usize::try_from(len_le(4)?).unwrap_or(usize::MAX);
+            // Length-prefixed strings, bytes and long integers.
+            b'T' | b'X' | b'B' | b'\x8b' | b'U' | b'\x8c' | b'C' | b'\x8a' | b'\x8d' | b'\x8e'
+            | b'\x96' => {
+                let n = match op {
+                    b'T' | b'X' | b'B' | b'\x8b' => 4,
+                    b'U' | b'\x8c' | b'C' | b'\x8a' => 1,
+                    _ => 8,
+                };
+                let len = le(input.take(n)?);
+                input.skip(len)?;
                 stack.push(LEAF);
             }
-            b'U' | b'\x8c' | b'C' | b'\x8a' => {
-                arg = 1 + usize::try_from(len_le(1)?).unwrap_or(usize::MAX);
-                stack.push(LEAF);
-            }
-            b'\x8d' | b'\x8e' | b'\x96' => {
-                arg = 8usize.saturating_add(usize::try_from(len_le(8)?).unwrap_or(usize::MAX));
-                stack.push(LEAF);
-            }
-            b'\x80' => arg = 1,
-            b'\x95' => arg = 8,
+            b'\x80' => input.skip(1)?,
+            b'\x95' => input.skip(8)?,
             b'(' => marks.push(stack.len()),
             b'.' => return Ok(true),
             b'0' => {
@@ -306,22 +272,22 @@ fn walk_with(
             // Containers from the items above a mark.
             b'l' | b'd' | b't' | b'\x91' => {
                 let m = mark(&stack, &mut marks);
-                combine(&mut stack, m, &too_big)?;
+                combine(&mut stack, m, &|i| too_big(i, at))?;
             }
             b'\x85' | b'\x86' | b'\x87' => {
                 let n = usize::from(op - b'\x84');
                 let from = stack.len().saturating_sub(n);
-                combine(&mut stack, from, &too_big)?;
+                combine(&mut stack, from, &|i| too_big(i, at))?;
             }
             // Adding items to the container below them.
             b'a' | b's' => {
                 let n = if op == b'a' { 1 } else { 2 };
                 let from = stack.len().saturating_sub(n);
-                grow(&mut stack, from, &too_big)?;
+                grow(&mut stack, from, &|i| too_big(i, at))?;
             }
             b'e' | b'u' | b'\x90' => {
                 let m = mark(&stack, &mut marks);
-                grow(&mut stack, m, &too_big)?;
+                grow(&mut stack, m, &|i| too_big(i, at))?;
                 // A dict just completed as an item of a list that is itself
                 // a value of the top dict.
                 let below = |m: usize| m.checked_sub(1).and_then(|i| stack.get(i));
@@ -330,7 +296,7 @@ fn walk_with(
                     && below(marks[1]).is_some_and(|i| i.list)
                     && below(marks[0]).is_some_and(|i| !i.list)
                 {
-                    safe(at);
+                    safe(at as usize);
                 }
             }
             // REDUCE, BUILD, NEWOBJ and the like: the decoder refuses or
@@ -347,21 +313,13 @@ fn walk_with(
                 } else {
                     stack.len().saturating_sub(n)
                 };
-                combine(&mut stack, from, &too_big)?;
+                combine(&mut stack, from, &|i| too_big(i, at))?;
             }
             b'\x97' | b'\x98' => {}
             other => return Err(format!("unknown opcode 0x{other:02x} at byte {}", at - 1)),
         }
-        at = at.saturating_add(arg);
     }
     Ok(false)
-}
-
-/// The length of a newline-terminated argument, newline included.
-fn line(rest: &[u8]) -> Result<usize, String> {
-    memchr::memchr(b'\n', rest)
-        .map(|i| i + 1)
-        .ok_or_else(|| "it ends inside an opcode".to_owned())
 }
 
 /// Replaces the items from `from` up with one container of them (their
@@ -369,7 +327,7 @@ fn line(rest: &[u8]) -> Result<usize, String> {
 fn combine(
     stack: &mut Vec<Item>,
     from: usize,
-    too_big: &impl Fn(&Item) -> Result<(), String>,
+    too_big: &dyn Fn(&Item) -> Result<(), String>,
 ) -> Result<(), String> {
     let items = &stack[from..];
     let c = Item {
@@ -387,7 +345,7 @@ fn combine(
 fn grow(
     stack: &mut Vec<Item>,
     from: usize,
-    too_big: &impl Fn(&Item) -> Result<(), String>,
+    too_big: &dyn Fn(&Item) -> Result<(), String>,
 ) -> Result<(), String> {
     let (below, items) = stack.split_at_mut(from);
     if let Some(top) = below.last_mut() {
@@ -410,7 +368,7 @@ mod tests {
         // [1, 1, 1]: the list stored as key 0 and never read back, the int
         // stored as key 1 and read back twice, the last GET at offset 12.
         let p = b"\x80\x02]q\x00(K\x01q\x01h\x01h\x01e.";
-        let gets = check_gets(p).unwrap();
+        let gets = check_gets(&p[..]).unwrap();
         assert_eq!(gets.len(), 1);
         assert_eq!(
             (gets.slot(0), gets.slot(1), gets.slot(2)),
@@ -423,7 +381,7 @@ mod tests {
     fn real_pickles_pass_and_bombs_do_not() {
         // pickle.dumps({"segments": [1, 2], "x": "y"}, protocol=2)
         let ok = b"\x80\x02}q\x00(X\x08\x00\x00\x00segmentsq\x01]q\x02(K\x01K\x02eX\x01\x00\x00\x00xq\x03X\x01\x00\x00\x00yq\x04u.";
-        let gets = check_gets(ok).unwrap();
+        let gets = check_gets(&ok[..]).unwrap();
         // Nothing is read back from the memo.
         assert_eq!(gets.len(), 0);
         // A value paired with itself 70 times: 2^70 values once copied.
@@ -432,21 +390,21 @@ mod tests {
             bomb.extend_from_slice(b"2\x86");
         }
         bomb.push(b'.');
-        let e = check_gets(&bomb).unwrap_err();
+        let e = check_gets(&bomb[..]).unwrap_err();
         assert!(e.contains("would decode to over"), "{e}");
         // Lists nested a million deep.
         let mut deep = b"\x80\x02".to_vec();
         deep.extend(std::iter::repeat_n(b']', 1_000_000));
         deep.extend(std::iter::repeat_n(b'a', 999_999));
         deep.push(b'.');
-        let e = check_gets(&deep).unwrap_err();
+        let e = check_gets(&deep[..]).unwrap_err();
         assert!(e.contains("nested over 256 deep"), "{e}");
         // DUP and APPEND on a list, the 200-byte way to gigabytes.
         let mut dup = b"\x80\x02]".to_vec();
         for _ in 0..100 {
             dup.extend_from_slice(b"2a");
         }
-        let e = check_gets(&dup).unwrap_err();
+        let e = check_gets(&dup[..]).unwrap_err();
         assert!(e.contains("would decode to over"), "{e}");
     }
 }

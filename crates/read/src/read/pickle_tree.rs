@@ -16,7 +16,9 @@
 //! reused value is a reference, not a copy, and nothing recurses); reading
 //! the tree is bounded by the tree itself (see [`Tree`]).
 
-use super::pickle_budget::Gets;
+use super::pickle_budget::{memo_key_ok, Gets};
+use super::pickle_input::Input;
+use std::io::Read;
 
 /// A decoded value, in 16 bytes (a Flight Recorder dump decodes to tens of
 /// thousands):
@@ -56,14 +58,17 @@ struct Span {
 /// [`Tree::budget`]; once spent, containers read as empty and
 /// [`Tree::within_budget`] says so.
 #[derive(Debug)]
-pub(crate) struct Tree<'a> {
+pub(crate) struct Tree {
     items: Vec<V>,
     spans: Vec<Span>,
-    /// Each text opcode's string, borrowed from the input (a memo `GET`
-    /// names the same one again).
-    strs: Vec<&'a str>,
-    /// Each bytes opcode's bytes.
-    raw: Vec<&'a [u8]>,
+    /// Each text opcode's string, where it lies in `text` (a memo `GET`
+    /// names the same one again): texts are copied, so that the input can
+    /// be read a buffer at a time.
+    strs: Vec<(usize, usize)>,
+    text: String,
+    /// Each bytes opcode's bytes, where they lie in `raw_bytes`.
+    raw: Vec<(usize, usize)>,
+    raw_bytes: Vec<u8>,
     pub root: Option<V>,
     /// Streaming ([`decode_taking`]): the containers extended, in order
     /// (a compaction looks at those extended since its mark), and how many
@@ -75,6 +80,8 @@ pub(crate) struct Tree<'a> {
     generation: u32,
     /// Items that may still be handed out.
     budget: std::cell::Cell<u64>,
+    /// Items allowed so far, for the bytes read so far.
+    granted: std::cell::Cell<u64>,
     spent: std::cell::Cell<bool>,
 }
 
@@ -83,7 +90,27 @@ pub(crate) struct Tree<'a> {
 const ITEMS_PER_BYTE: u64 = 16;
 const MIN_ITEMS: u64 = 1 << 20;
 
-impl<'a> Tree<'a> {
+impl Tree {
+    /// Allows the reading of items for `read` bytes of pickle.
+    fn grant(&self, read: u64) {
+        let allowed = read.saturating_mul(ITEMS_PER_BYTE).max(MIN_ITEMS);
+        let more = allowed.saturating_sub(self.granted.get());
+        self.granted.set(self.granted.get() + more);
+        if !self.spent.get() {
+            self.budget.set(self.budget.get().saturating_add(more));
+        }
+    }
+
+    fn text_bytes(&self, i: u32) -> &[u8] {
+        let (s, e) = self.strs[i as usize];
+        &self.text.as_bytes()[s..e]
+    }
+
+    fn text_of(&self, i: u32) -> &str {
+        let (s, e) = self.strs[i as usize];
+        &self.text[s..e]
+    }
+
     fn items(&self, i: u32) -> &[V] {
         let s = self.spans[i as usize];
         let left = self.budget.get();
@@ -139,24 +166,24 @@ impl<'a> Tree<'a> {
     /// The value under a string key.
     pub(crate) fn get(&self, v: V, key: &str) -> Option<V> {
         self.pairs(v)
-            .find(|(k, _)| matches!(k, V::Str(s) if self.strs[*s as usize] == key))
+            .find(|(k, _)| matches!(k, V::Str(s) if self.text_bytes(*s) == key.as_bytes()))
             .map(|(_, v)| v)
     }
 
     /// A text value's string (bytes that are UTF-8 too).
-    pub(crate) fn str(&self, v: V) -> Option<&'a str> {
+    pub(crate) fn str(&self, v: V) -> Option<&str> {
         match v {
-            V::Str(i) => Some(self.strs[i as usize]),
-            V::Bytes(i) => std::str::from_utf8(self.raw[i as usize]).ok(),
+            V::Str(i) => Some(self.text_of(i)),
+            V::Bytes(i) => std::str::from_utf8(self.bytes_of(i)).ok(),
             _ => None,
         }
     }
 
     /// A bytes value's bytes.
     #[cfg(test)]
-    fn bytes(&self, v: V) -> Option<&'a [u8]> {
+    fn bytes(&self, v: V) -> Option<&[u8]> {
         match v {
-            V::Bytes(i) => Some(self.raw[i as usize]),
+            V::Bytes(i) => Some(self.bytes_of(i)),
             _ => None,
         }
     }
@@ -174,11 +201,26 @@ impl<'a> Tree<'a> {
         u32::try_from(self.spans.len() - 1).map_err(|_| "over 2^32 containers".to_owned())
     }
 
+    fn bytes_of(&self, i: u32) -> &[u8] {
+        let (s, e) = self.raw[i as usize];
+        &self.raw_bytes[s..e]
+    }
+
     /// A new text value.
-    fn text(&mut self, s: &'a str) -> Result<V, String> {
+    fn text(&mut self, s: &str) -> Result<V, String> {
         let i = u32::try_from(self.strs.len()).map_err(|_| "over 2^32 texts".to_owned())?;
-        self.strs.push(s);
+        self.strs.push((self.text.len(), self.text.len() + s.len()));
+        self.text.push_str(s);
         Ok(V::Str(i))
+    }
+
+    /// A new bytes value.
+    fn raw_value(&mut self, b: &[u8]) -> Result<V, String> {
+        let i = u32::try_from(self.raw.len()).map_err(|_| "over 2^32 bytes values")?;
+        let at = self.raw_bytes.len();
+        self.raw.push((at, at + b.len()));
+        self.raw_bytes.extend_from_slice(b);
+        Ok(V::Bytes(i))
     }
 
     /// Adds `new` to container `i`: in its room, at the end if it is last,
@@ -217,13 +259,15 @@ impl<'a> Tree<'a> {
 /// Marks a value no root reaches, in [`Tree::compact`]'s tables.
 const DEAD: u32 = u32::MAX;
 
-impl Tree<'_> {
+impl Tree {
     fn water(&self) -> Water {
         Water {
             items: self.items.len(),
             spans: self.spans.len(),
             strs: self.strs.len(),
             raw: self.raw.len(),
+            text: self.text.len(),
+            raw_bytes: self.raw_bytes.len(),
             touched: self.touched.as_ref().map_or(0, Vec::len),
             puts: self.puts.len(),
         }
@@ -371,14 +415,27 @@ impl Tree<'_> {
             self.spans[new] = self.spans[i as usize];
         }
         self.spans.truncate(spans_end);
+        // Texts and bytes kept are packed down the same way.
+        let mut tail = String::new();
         for (old, &new) in st.iter().enumerate().filter(|(_, n)| **n != DEAD) {
-            self.strs[new as usize] = self.strs[w.strs + old];
+            let (s, e) = self.strs[w.strs + old];
+            let at = w.text + tail.len();
+            tail.push_str(&self.text[s..e]);
+            self.strs[new as usize] = (at, at + e - s);
         }
         self.strs.truncate(strs_end);
+        self.text.truncate(w.text);
+        self.text.push_str(&tail);
+        let mut tail = Vec::new();
         for (old, &new) in rw.iter().enumerate().filter(|(_, n)| **n != DEAD) {
-            self.raw[new as usize] = self.raw[w.raw + old];
+            let (s, e) = self.raw[w.raw + old];
+            let at = w.raw_bytes + tail.len();
+            tail.extend_from_slice(&self.raw_bytes[s..e]);
+            self.raw[new as usize] = (at, at + e - s);
         }
         self.raw.truncate(raw_end);
+        self.raw_bytes.truncate(w.raw_bytes);
+        self.raw_bytes.extend_from_slice(&tail);
         // The newer containers extended are kept or gone, and renumbered:
         // only older ones matter to a compaction further out.
         log.truncate(w.touched);
@@ -425,6 +482,8 @@ struct Water {
     spans: usize,
     strs: usize,
     raw: usize,
+    text: usize,
+    raw_bytes: usize,
     touched: usize,
     puts: usize,
 }
@@ -484,13 +543,14 @@ impl Stack {
     }
 }
 
-pub(crate) fn decode(bytes: &[u8]) -> Result<Tree<'_>, String> {
+pub(crate) fn decode(bytes: &[u8]) -> Result<Tree, String> {
     // Sized from the file (a dump holds about one item per 2-3 bytes):
     // growing by doubling copied and faulted in each item twice. Capped, so
     // that a large file does not reserve many times its size up front.
     decode_into(
-        bytes,
+        Input::new(bytes),
         Vec::with_capacity((bytes.len() / 2).min(1 << 23)),
+        (bytes.len() / 16).min(1 << 21),
         None,
         None,
     )
@@ -498,48 +558,51 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Tree<'_>, String> {
 
 /// What a streaming reader takes: each item added to a list is offered to
 /// `take` (with the list's index), and an item it takes is not added.
-pub(crate) type Take<'f, 'a> = dyn FnMut(&Tree<'a>, u32, V) -> bool + 'f;
+pub(crate) type Take<'f> = dyn FnMut(&Tree, u32, V) -> bool + 'f;
 
-/// [`decode`] for a reader that takes what it needs as the stream goes (a
-/// memory snapshot's history entries), so that the tree never holds the
-/// whole: once items added to a list in one batch (`APPENDS`) were taken,
-/// what the stream built for them since the batch's mark is let go, unless
-/// the memo can still name it (`gets`: the keys read back anywhere in the
-/// stream, from [`super::pickle_budget::check_gets`]) or an item left in
-/// the list holds it. Containers kept from that stretch are renumbered
+/// [`decode`] from a stream, for a reader that takes what it needs as the
+/// stream goes (a memory snapshot's history entries), so that neither the
+/// input nor the tree is ever held whole: once items added to a list in
+/// one batch (`APPENDS`) were taken, what the stream built for them since
+/// the batch's mark is let go, unless the memo can still name it (`gets`:
+/// the keys read back later in the stream, from
+/// [`super::pickle_budget::check_gets`]) or an item left in the list holds
+/// it. Containers kept from that stretch are renumbered
 /// ([`Tree::generation`] changes).
-pub(crate) fn decode_taking<'a>(
-    bytes: &'a [u8],
+pub(crate) fn decode_taking(
+    input: impl Read,
     gets: Gets,
-    take: &mut Take<'_, 'a>,
-) -> Result<Tree<'a>, String> {
-    decode_into(bytes, Vec::with_capacity(1 << 16), Some(gets), Some(take))
+    take: &mut Take<'_>,
+) -> Result<Tree, String> {
+    decode_into(
+        Input::new(input),
+        Vec::with_capacity(1 << 16),
+        1 << 12,
+        Some(gets),
+        Some(take),
+    )
 }
 
-fn decode_into<'a>(
-    bytes: &'a [u8],
+fn decode_into<R: Read>(
+    mut input: Input<R>,
     items: Vec<V>,
+    containers: usize,
     gets: Option<Gets>,
-    mut take: Option<&mut Take<'_, 'a>>,
-) -> Result<Tree<'a>, String> {
+    mut take: Option<&mut Take<'_>>,
+) -> Result<Tree, String> {
     let mut t = Tree {
         touched: take.as_ref().map(|_| Vec::new()),
         puts: Vec::new(),
         generation: 0,
         items,
-        spans: Vec::with_capacity(if take.is_some() {
-            1 << 12
-        } else {
-            (bytes.len() / 16).min(1 << 21)
-        }),
+        spans: Vec::with_capacity(containers),
         strs: Vec::new(),
+        text: String::new(),
         raw: Vec::new(),
+        raw_bytes: Vec::new(),
         root: None,
-        budget: std::cell::Cell::new(
-            (bytes.len() as u64)
-                .saturating_mul(ITEMS_PER_BYTE)
-                .max(MIN_ITEMS),
-        ),
+        budget: std::cell::Cell::new(0),
+        granted: std::cell::Cell::new(0),
         spent: std::cell::Cell::new(false),
     };
     let mut st = Stack {
@@ -556,23 +619,11 @@ fn decode_into<'a>(
     };
     let streaming = take.is_some();
     let mut kept: Vec<V> = Vec::new();
-    let mut at = 0usize;
     let ends = || "it ends inside an opcode".to_owned();
-    macro_rules! take {
-        ($n:expr) => {{
-            let n: usize = $n;
-            let s = bytes
-                .get(at..at.checked_add(n).ok_or_else(ends)?)
-                .ok_or_else(ends)?;
-            at += n;
-            s
-        }};
-    }
     let le = |b: &[u8]| b.iter().rev().fold(0u64, |v, &x| (v << 8) | u64::from(x));
     fn text(b: &[u8]) -> Result<&str, String> {
         std::str::from_utf8(b).map_err(|_| "a string that is not UTF-8".to_owned())
     }
-    let max_key = super::pickle_budget::max_memo(bytes);
     // MEMOIZE's key: one past the largest key stored (as the pass that
     // found `gets` numbers them).
     let mut memo_next = 0usize;
@@ -580,9 +631,10 @@ fn decode_into<'a>(
                puts: &mut Vec<u32>,
                memo_next: &mut usize,
                key: usize,
-               v: V|
+               v: V,
+               read: u64|
      -> Result<(), String> {
-        if key > max_key {
+        if !memo_key_ok(key as u64, read) {
             return Err("a memo index out of range".into());
         }
         *memo_next = (*memo_next).max(key + 1);
@@ -604,43 +656,37 @@ fn decode_into<'a>(
         st.vals.truncate(from);
         Ok(i)
     }
-    let line = |at: &mut usize| -> Result<&[u8], String> {
-        let rest = &bytes[*at..];
-        let n = memchr::memchr(b'\n', rest).ok_or_else(ends)?;
-        *at += n + 1;
-        Ok(&rest[..n])
-    };
     loop {
-        let op = *bytes.get(at).ok_or("it ends before its STOP opcode")?;
-        at += 1;
-        // Where this opcode is, as `gets` says where a key is read last.
-        let here = at as u64;
+        let op = input.byte()?.ok_or("it ends before its STOP opcode")?;
+        // Just past this opcode, as `gets` says where a key is read last.
+        let here = input.at();
         match op {
-            b'\x80' => at += 1,
-            b'\x95' => at += 8,
+            b'\x80' => input.skip(1)?,
+            b'\x95' => input.skip(8)?,
             b'.' => {
                 t.root = Some(st.pop()?);
+                t.grant(input.at());
                 return Ok(t);
             }
             b'(' => st.push_mark(t.water()),
             b'N' => st.push(V::None),
             b'\x88' => st.push(V::Bool(true)),
             b'\x89' => st.push(V::Bool(false)),
-            b'K' => st.push(V::Int(i64::from(take!(1)[0]))),
-            b'M' => st.push(V::Int(le(take!(2)) as i64)),
+            b'K' => st.push(V::Int(i64::from(input.take(1)?[0]))),
+            b'M' => st.push(V::Int(le(input.take(2)?) as i64)),
             b'J' => {
-                let b = take!(4);
+                let b = input.take(4)?;
                 st.push(V::Int(i64::from(i32::from_le_bytes([
                     b[0], b[1], b[2], b[3],
                 ]))));
             }
             b'\x8a' | b'\x8b' => {
                 let n = if op == b'\x8a' {
-                    usize::from(take!(1)[0])
+                    usize::from(input.take(1)?[0])
                 } else {
-                    le(take!(4)) as usize
+                    le(input.take(4)?) as usize
                 };
-                let b = take!(n);
+                let b = input.take(n)?;
                 if n > 8 {
                     return Err("an integer wider than 64 bits".into());
                 }
@@ -652,11 +698,11 @@ fn decode_into<'a>(
                 st.push(V::Int(v));
             }
             b'G' => {
-                let b = take!(8);
+                let b = input.take(8)?;
                 st.push(V::Float(f64::from_be_bytes(b.try_into().expect("8 bytes"))));
             }
             b'I' | b'L' => {
-                let l = text(line(&mut at)?)?.trim_end_matches('L');
+                let l = text(input.line()?)?.trim_end_matches('L');
                 let v = match l {
                     "00" => V::Bool(false),
                     "01" => V::Bool(true),
@@ -665,34 +711,31 @@ fn decode_into<'a>(
                 st.push(v);
             }
             b'F' => {
-                let l = text(line(&mut at)?)?;
+                let l = text(input.line()?)?;
                 st.push(V::Float(
                     l.parse().map_err(|_| format!("not a float: {l:?}"))?,
                 ));
             }
             b'X' | b'\x8c' | b'\x8d' => {
                 let n = match op {
-                    b'\x8c' => usize::from(take!(1)[0]),
-                    b'X' => le(take!(4)) as usize,
-                    _ => usize::try_from(le(take!(8))).map_err(|_| ends())?,
+                    b'\x8c' => usize::from(input.take(1)?[0]),
+                    b'X' => le(input.take(4)?) as usize,
+                    _ => usize::try_from(le(input.take(8)?)).map_err(|_| ends())?,
                 };
-                let s = text(take!(n))?;
+                let s = text(input.take(n)?)?;
                 st.push(t.text(s)?);
             }
             b'V' => {
-                let l = line(&mut at)?;
+                let l = input.line()?;
                 st.push(t.text(text(l)?)?);
             }
             b'U' | b'T' | b'C' | b'B' | b'\x8e' => {
                 let n = match op {
-                    b'U' | b'C' => usize::from(take!(1)[0]),
-                    b'\x8e' => usize::try_from(le(take!(8))).map_err(|_| ends())?,
-                    _ => le(take!(4)) as usize,
+                    b'U' | b'C' => usize::from(input.take(1)?[0]),
+                    b'\x8e' => usize::try_from(le(input.take(8)?)).map_err(|_| ends())?,
+                    _ => le(input.take(4)?) as usize,
                 };
-                let b = take!(n);
-                let i = u32::try_from(t.raw.len()).map_err(|_| "over 2^32 bytes values")?;
-                t.raw.push(b);
-                st.push(V::Bytes(i));
+                st.push(t.raw_value(input.take(n)?)?);
             }
             b']' | b')' | b'\x8f' => {
                 let i = t.container(std::iter::empty())?;
@@ -752,6 +795,7 @@ fn decode_into<'a>(
                     return Err("a dict with a key but no value".into());
                 }
                 if let Some(take) = take.as_mut().filter(|_| !dict) {
+                    t.grant(here);
                     kept.clear();
                     let mut took = false;
                     for &v in &st.vals[from..] {
@@ -774,29 +818,29 @@ fn decode_into<'a>(
                 st.vals.truncate(from);
             }
             b'q' => {
-                let k = usize::from(take!(1)[0]);
-                put(&mut memo, &mut t.puts, &mut memo_next, k, st.top()?)?;
+                let k = usize::from(input.take(1)?[0]);
+                put(&mut memo, &mut t.puts, &mut memo_next, k, st.top()?, here)?;
             }
             b'r' => {
-                let k = le(take!(4)) as usize;
-                put(&mut memo, &mut t.puts, &mut memo_next, k, st.top()?)?;
+                let k = le(input.take(4)?) as usize;
+                put(&mut memo, &mut t.puts, &mut memo_next, k, st.top()?, here)?;
             }
             b'p' => {
-                let k = text(line(&mut at)?)?
+                let k = text(input.line()?)?
                     .trim()
                     .parse()
                     .map_err(|_| "a bad memo key".to_owned())?;
-                put(&mut memo, &mut t.puts, &mut memo_next, k, st.top()?)?;
+                put(&mut memo, &mut t.puts, &mut memo_next, k, st.top()?, here)?;
             }
             b'\x94' => {
                 let k = memo_next;
-                put(&mut memo, &mut t.puts, &mut memo_next, k, st.top()?)?;
+                put(&mut memo, &mut t.puts, &mut memo_next, k, st.top()?, here)?;
             }
             b'h' | b'j' | b'g' => {
                 let k = match op {
-                    b'h' => usize::from(take!(1)[0]),
-                    b'j' => le(take!(4)) as usize,
-                    _ => text(line(&mut at)?)?
+                    b'h' => usize::from(input.take(1)?[0]),
+                    b'j' => le(input.take(4)?) as usize,
+                    _ => text(input.line()?)?
                         .trim()
                         .parse()
                         .map_err(|_| "a bad memo key".to_owned())?,
@@ -835,10 +879,10 @@ fn decode_into<'a>(
             b'c' | b'i' | b'\x93' | b'R' | b'b' | b'\x81' | b'\x92' | b'o' | b'Q' | b'P' => {
                 return Err(format!(
                     "it refers to Python classes or calls them (opcode 0x{op:02x} at byte {}); only plain data is read",
-                    at - 1
+                    here - 1
                 ));
             }
-            other => return Err(format!("unknown opcode 0x{other:02x} at byte {}", at - 1)),
+            other => return Err(format!("unknown opcode 0x{other:02x} at byte {}", here - 1)),
         }
     }
 }
@@ -1178,14 +1222,14 @@ mod taking_tests {
         let history: Vec<P> = (0..20_000).map(entry).collect();
         let p = P::dict([("device_traces", P::List(vec![P::List(history)]))]);
         let bytes = to_vec_as_python(&p);
-        let gets = super::super::pickle_budget::check_gets(&bytes).unwrap();
+        let gets = super::super::pickle_budget::check_gets(&bytes[..]).unwrap();
         let mut n = 0;
         let mut take = |t: &Tree, _: u32, v: V| {
             let yes = t.get(v, "action").is_some();
             n += usize::from(yes);
             yes
         };
-        let t = decode_taking(&bytes, gets, &mut take).unwrap();
+        let t = decode_taking(&bytes[..], gets, &mut take).unwrap();
         assert_eq!(n, 20_000);
         // 20,000 entries of 4 + 20 items were read; what is held is the
         // last batch's at most, and the frames.
@@ -1205,7 +1249,7 @@ mod taking_tests {
         assert!(decode(bomb)
             .unwrap_err()
             .contains("memo index out of range"));
-        let e = super::super::pickle_budget::check_gets(bomb).unwrap_err();
+        let e = super::super::pickle_budget::check_gets(&bomb[..]).unwrap_err();
         assert!(e.contains("memo index out of range"), "{e}");
     }
 }

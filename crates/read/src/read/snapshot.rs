@@ -7,6 +7,7 @@
 
 use crate::model::Warning;
 use std::collections::HashMap;
+use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -118,10 +119,9 @@ impl History {
 /// An allocation's site and phase, worked out when asked.
 type Site<'s> = &'s mut dyn FnMut() -> (Arc<str>, Phase);
 
-#[derive(Clone, Copy)]
-struct Frame<'a> {
-    name: &'a str,
-    filename: &'a str,
+struct Frame {
+    name: String,
+    filename: String,
     line: i64,
 }
 
@@ -129,92 +129,143 @@ struct Frame<'a> {
 /// it again, and most allocations repeat one of a few thousand stacks. A
 /// frame is numbered by its text, found once per frame dict; the decoder
 /// renumbers dicts as it lets others go, so the dicts' numbers are
-/// forgotten when it does, the frames' are kept.
+/// forgotten when it does ([`Stacks::forget_dicts`]), the frames' are kept.
 #[derive(Default)]
-struct Stacks<'a> {
-    generation: u32,
+struct Stacks {
     frame_of_dict: foldhash::HashMap<u32, u32>,
-    frames: foldhash::HashMap<(&'a str, &'a str, i64), u32>,
-    texts: Vec<Frame<'a>>,
+    /// Frame numbers by a hash of their text (the next slot on a clash).
+    by_hash: foldhash::HashMap<u64, u32>,
+    frames: Vec<Frame>,
     by_stack: foldhash::HashMap<Vec<u32>, (Arc<str>, Phase)>,
     key: Vec<u32>,
 }
 
-impl<'a> Stacks<'a> {
-    fn site(&mut self, t: &Tree<'a>, frames: &[V]) -> (Arc<str>, Phase) {
-        if t.generation() != self.generation {
-            self.generation = t.generation();
-            self.frame_of_dict.clear();
+impl Stacks {
+    fn forget_dicts(&mut self) {
+        self.frame_of_dict.clear();
+    }
+
+    /// The number of the frame written as frame dict `f`.
+    fn frame(&mut self, t: &Tree, f: V) -> u32 {
+        let text = |key: &str| t.get(f, key).and_then(|v| t.str(v)).unwrap_or_default();
+        let (name, filename) = (text("name"), text("filename"));
+        let line = t.get(f, "line").and_then(V::int).unwrap_or(0);
+        let mut h = {
+            use std::hash::BuildHasher;
+            foldhash::fast::FixedState::with_seed(0).hash_one((filename, name, line))
+        };
+        loop {
+            match self.by_hash.get(&h) {
+                Some(&id) => {
+                    let g = &self.frames[id as usize];
+                    if (g.filename.as_str(), g.name.as_str(), g.line) == (filename, name, line) {
+                        return id;
+                    }
+                    h = h.wrapping_add(1);
+                }
+                None => {
+                    let id = self.frames.len() as u32;
+                    self.frames.push(Frame {
+                        name: name.to_owned(),
+                        filename: filename.to_owned(),
+                        line,
+                    });
+                    self.by_hash.insert(h, id);
+                    return id;
+                }
+            }
         }
-        self.key.clear();
+    }
+
+    fn site(&mut self, t: &Tree, frames: &[V]) -> (Arc<str>, Phase) {
+        let mut key = std::mem::take(&mut self.key);
+        key.clear();
         for &f in frames {
-            let dict = match f {
+            let known = match f {
                 V::Dict(i) => self.frame_of_dict.get(&i).copied(),
                 _ => None,
             };
-            let id = dict.unwrap_or_else(|| {
-                let text = |key: &str| t.get(f, key).and_then(|v| t.str(v)).unwrap_or_default();
-                let frame = Frame {
-                    name: text("name"),
-                    filename: text("filename"),
-                    line: t.get(f, "line").and_then(V::int).unwrap_or(0),
-                };
-                let next = self.texts.len() as u32;
-                let id = *self
-                    .frames
-                    .entry((frame.filename, frame.name, frame.line))
-                    .or_insert(next);
-                if id == next {
-                    self.texts.push(frame);
-                }
+            let id = known.unwrap_or_else(|| {
+                let id = self.frame(t, f);
                 if let V::Dict(i) = f {
                     self.frame_of_dict.insert(i, id);
                 }
                 id
             });
-            self.key.push(id);
+            key.push(id);
         }
-        if let Some(hit) = self.by_stack.get(&self.key) {
-            return hit.clone();
-        }
-        let stack: Vec<Frame> = self.key.iter().map(|&i| self.texts[i as usize]).collect();
-        let phase = Phase::of_stack(stack.iter().map(|f| (f.filename, f.name)));
-        let found = (Arc::from(site(&stack)), phase);
-        self.by_stack.insert(self.key.clone(), found.clone());
+        let found = match self.by_stack.get(&key) {
+            Some(hit) => hit.clone(),
+            None => {
+                let stack: Vec<&Frame> = key.iter().map(|&i| &self.frames[i as usize]).collect();
+                let phase =
+                    Phase::of_stack(stack.iter().map(|f| (f.filename.as_str(), f.name.as_str())));
+                let found = (Arc::from(site(&stack)), phase);
+                self.by_stack.insert(key.clone(), found.clone());
+                found
+            }
+        };
+        self.key = key;
         found
     }
 }
 
-/// A `device_traces` entry: a dict with an `action`. Taken from the stream
-/// into the history of the list it is added to.
-fn take_entry<'a>(
-    t: &Tree<'a>,
-    list: u32,
-    e: V,
-    histories: &mut HashMap<u32, History>,
-    stacks: &mut Stacks<'a>,
-) -> bool {
-    if !matches!(e, V::Dict(_)) {
-        return false;
+/// What the reader keeps as the stream goes.
+#[derive(Default)]
+struct Reading {
+    /// Each `device_traces` list's history, by the list's container.
+    histories: HashMap<u32, History>,
+    stacks: Stacks,
+    /// Dicts seen not to be history entries (frames, offered each time a
+    /// stack names them), by container, until the decoder renumbers them.
+    not_entries: Vec<u64>,
+    generation: u32,
+}
+
+impl Reading {
+    /// Takes a `device_traces` entry (a dict with an `action`) into the
+    /// history of the list it is added to.
+    fn take(&mut self, t: &Tree, list: u32, e: V) -> bool {
+        let V::Dict(i) = e else {
+            return false;
+        };
+        if t.generation() != self.generation {
+            self.generation = t.generation();
+            self.not_entries.clear();
+            self.stacks.forget_dicts();
+        }
+        let (w, b) = (i as usize / 64, i % 64);
+        if self
+            .not_entries
+            .get(w)
+            .is_some_and(|bits| bits >> b & 1 == 1)
+        {
+            return false;
+        }
+        let Some(action) = t.get(e, "action").and_then(|v| t.str(v)) else {
+            if self.not_entries.len() <= w {
+                self.not_entries.resize(w + 1, 0);
+            }
+            self.not_entries[w] |= 1 << b;
+            return false;
+        };
+        let size = t.get(e, "size").and_then(V::int).unwrap_or(0);
+        let addr = t
+            .get(e, "addr")
+            .and_then(V::int)
+            .and_then(|a| u64::try_from(a).ok());
+        let time_us = t.get(e, "time_us").and_then(V::int);
+        let stacks = &mut self.stacks;
+        let mut at = || {
+            let frames = t.get(e, "frames").map(|f| t.list(f)).unwrap_or_default();
+            stacks.site(t, frames)
+        };
+        self.histories
+            .entry(list)
+            .or_default()
+            .add(action, time_us, size, addr, &mut at);
+        true
     }
-    let Some(action) = t.get(e, "action").and_then(|v| t.str(v)) else {
-        return false;
-    };
-    let size = t.get(e, "size").and_then(V::int).unwrap_or(0);
-    let addr = t
-        .get(e, "addr")
-        .and_then(V::int)
-        .and_then(|a| u64::try_from(a).ok());
-    let time_us = t.get(e, "time_us").and_then(V::int);
-    let mut at = || {
-        let frames = t.get(e, "frames").map(|f| t.list(f)).unwrap_or_default();
-        stacks.site(t, frames)
-    };
-    histories
-        .entry(list)
-        .or_default()
-        .add(action, time_us, size, addr, &mut at);
-    true
 }
 
 /// Where an allocation was made, as a person looks for it: the innermost
@@ -222,16 +273,16 @@ fn take_entry<'a>(
 /// innermost Python frame, else (the autograd engine's C++-only stacks) the
 /// innermost C++ function past the allocator's own (`C++
 /// at::native::structured_sum_out::impl`).
-fn site(frames: &[Frame]) -> String {
-    let py = |f: &&Frame| f.filename.ends_with(".py");
-    let own = |f: &&Frame| !f.filename.contains("/torch/") && !f.filename.contains("\\torch\\");
+fn site(frames: &[&Frame]) -> String {
+    let py = |f: &&&Frame| f.filename.ends_with(".py");
+    let own = |f: &&&Frame| !f.filename.contains("/torch/") && !f.filename.contains("\\torch\\");
     let f = frames
         .iter()
         .filter(py)
         .find(own)
         .or_else(|| frames.iter().find(py));
     if let Some(f) = f {
-        let file = f.filename.rsplit(['/', '\\']).next().unwrap_or(f.filename);
+        let file = f.filename.rsplit(['/', '\\']).next().unwrap_or(&f.filename);
         return format!("{file}:{} {}", f.line, f.name);
     }
     // The stack capture and the caching allocator come first in every stack.
@@ -247,20 +298,27 @@ fn site(frames: &[Frame]) -> String {
         .find(|f| !ALLOCATOR.iter().any(|a| f.name.contains(a)))
         .map_or_else(
             || "no stack recorded".to_owned(),
-            |f| format!("C++ {}", crate::model::classify::bare_name(f.name)),
+            |f| format!("C++ {}", crate::model::classify::bare_name(&f.name)),
         )
 }
 
-/// Reads one snapshot. The device with the most history is the rank's (a
-/// process normally uses one); `rank` is assigned by the caller.
-pub fn read<'b>(bytes: &'b [u8], path: &Path) -> Result<(MemoryTimeline, Vec<Warning>), Error> {
+/// Reads one snapshot, from `open`, which gives its bytes from the start
+/// (`true`: the reading to count as the load's progress). It is read twice,
+/// a buffer at a time and never held whole: for the bounds and the memo's
+/// keys read back, then to take each history entry as it comes. The device
+/// with the most history is the rank's (a process normally uses one);
+/// `rank` is assigned by the caller.
+pub fn read<R: Read>(
+    open: impl Fn(bool) -> Result<R, Error>,
+    path: &Path,
+) -> Result<(MemoryTimeline, Vec<Warning>), Error> {
     let not = |why: String| Error::NotATrace {
         path: path.to_owned(),
         why,
     };
     // Bounded before decoding: reading walks a reused value each time it is
     // named, and nesting a million deep is refused here rather than walked.
-    let gets = super::pickle_budget::check_gets(bytes).map_err(|why| {
+    let gets = super::pickle_budget::check_gets(open(false)?).map_err(|why| {
         not(format!(
             "a pickle that cannot be decoded within bounds: {why}"
         ))
@@ -268,22 +326,23 @@ pub fn read<'b>(bytes: &'b [u8], path: &Path) -> Result<(MemoryTimeline, Vec<War
     // The history is taken entry by entry as the stream goes (a snapshot is
     // mostly history, each entry with its stack): only the replay's figures
     // are kept of it, never the decoded entries.
-    let mut histories: HashMap<u32, History> = HashMap::new();
-    let mut stacks = Stacks::default();
-    let mut take =
-        |t: &Tree<'b>, list: u32, v: V| take_entry(t, list, v, &mut histories, &mut stacks);
+    let mut reading = Reading::default();
+    let mut take = |t: &Tree, list: u32, v: V| reading.take(t, list, v);
     let notes = |e: String| {
         not(format!(
             "not a CUDA memory snapshot (torch.cuda.memory._dump_snapshot pickle with `segments`): {e}"
         ))
     };
-    let tree = super::pickle_tree::decode_taking(bytes, gets, &mut take).map_err(notes)?;
+    let tree = super::pickle_tree::decode_taking(open(true)?, gets, &mut take).map_err(notes)?;
     let (segments, traces) = parts(&tree).map_err(notes)?;
     drop(tree);
     // Each device's history, in `device_traces` order (empty where none).
     let mut history: Vec<History> = traces
         .iter()
-        .map(|id| id.and_then(|i| histories.remove(&i)).unwrap_or_default())
+        .map(|id| {
+            id.and_then(|i| reading.histories.remove(&i))
+                .unwrap_or_default()
+        })
         .collect();
     let mut warnings = Vec::new();
     let device = history
@@ -416,8 +475,9 @@ mod tests {
             ("segments", P::List(vec![segment])),
             ("device_traces", P::List(vec![P::List(trace)])),
         ]);
+        let bytes = to_vec_as_python(&snap);
         let (m, warnings) = read(
-            &to_vec_as_python(&snap),
+            |_| Ok(&bytes[..]),
             Path::new("rank0_memory_snapshot.pickle"),
         )
         .unwrap();
@@ -487,8 +547,12 @@ mod tests {
             ("segments", P::List(vec![segment])),
             ("device_traces", P::List(vec![trace])),
         ]);
-        let (m, warnings) =
-            read(&to_vec(&snap), Path::new("rank0_memory_snapshot.pickle")).unwrap();
+        let bytes = to_vec(&snap);
+        let (m, warnings) = read(
+            |_| Ok(&bytes[..]),
+            Path::new("rank0_memory_snapshot.pickle"),
+        )
+        .unwrap();
         assert!(warnings.is_empty(), "{warnings:?}");
         assert_eq!((m.allocs, m.frees), (3, 1));
         // The peak (175 B, before the free) holds both model.py allocations.
