@@ -199,7 +199,7 @@ mod tests {
         ];
         MemoryTimeline {
             rank,
-            samples: replay(end, &ev),
+            samples: replay(end, ev.iter().copied()),
             end,
             ..MemoryTimeline::default()
         }

@@ -171,10 +171,10 @@ pub enum Block {
 
 /// The bytes live after `events`, by site, largest first (then by site).
 /// A free of a block allocated before them changes nothing here.
-pub fn live_by_site<'a>(events: impl IntoIterator<Item = &'a Block>) -> Vec<(u32, i64)> {
+pub fn live_by_site(events: impl IntoIterator<Item = Block>) -> Vec<(u32, i64)> {
     let mut live: std::collections::HashMap<u64, (i64, u32)> = Default::default();
     for e in events {
-        match *e {
+        match e {
             Block::Alloc { addr, size, site } => {
                 live.insert(addr, (size, site));
             }
@@ -217,20 +217,27 @@ impl MemoryTimeline {
 /// Replays allocator events backwards from the end state: the history is a
 /// ring buffer that may begin after the first allocations, so the state before
 /// it is the end state minus what the history added. `events` are
-/// (time µs, Δallocated, Δreserved, phase of the block) in order.
-pub fn replay(end: MemState, events: &[(i64, i64, i64, Phase)]) -> Vec<MemSample> {
+/// (time µs, Δallocated, Δreserved, phase of the block) in order, walked
+/// twice (a reader's own records, seen as such).
+pub fn replay<I>(end: MemState, events: I) -> Vec<MemSample>
+where
+    I: IntoIterator<Item = (i64, i64, i64, Phase)> + Clone,
+{
     let (net_alloc, net_reserved) = events
-        .iter()
+        .clone()
+        .into_iter()
         .fold((0i64, 0i64), |(a, r), e| (a + e.1, r + e.2));
+    let events = events.into_iter();
+    let mut events = events.peekable();
     let mut s = MemSample {
-        time_us: events.first().map_or(0, |e| e.0),
+        time_us: events.peek().map_or(0, |e| e.0),
         allocated: end.allocated - net_alloc,
         reserved: end.reserved - net_reserved,
         phase: Phase::Before,
     };
-    let mut out = Vec::with_capacity(events.len() + 1);
+    let mut out = Vec::with_capacity(events.size_hint().0 + 1);
     out.push(s);
-    for &(t, da, dr, phase) in events {
+    for (t, da, dr, phase) in events {
         s = MemSample {
             time_us: t,
             allocated: s.allocated + da,
@@ -259,7 +266,7 @@ mod tests {
         let b = Phase::Before;
         let s = replay(
             end,
-            &[(1, 0, 200, b), (2, 80, 0, b), (3, 50, 0, b), (4, -30, 0, b)],
+            [(1, 0, 200, b), (2, 80, 0, b), (3, 50, 0, b), (4, -30, 0, b)],
         );
         let alloc: Vec<i64> = s.iter().map(|x| x.allocated).collect();
         assert_eq!(alloc, vec![0, 0, 80, 130, 100]);
@@ -333,7 +340,7 @@ mod tests {
             (4, 10, 0, Phase::Optimizer),
             (5, -40, 0, Phase::Before),
         ];
-        let s = replay(end, &ev);
+        let s = replay(end, ev.iter().copied());
         let p = by_phase(&s);
         assert_eq!(s[0].allocated, 100);
         assert_eq!(p[0], [100, 0, 0, 0, 0]);
@@ -367,7 +374,10 @@ mod tests {
             Block::Free { addr: 1 },
             Block::Free { addr: 99 },
         ];
-        assert_eq!(live_by_site(&ev[..3]), vec![(0, 100), (1, 50)]);
-        assert_eq!(live_by_site(&ev), vec![(1, 50), (0, 20)]);
+        assert_eq!(
+            live_by_site(ev[..3].iter().copied()),
+            vec![(0, 100), (1, 50)]
+        );
+        assert_eq!(live_by_site(ev.iter().copied()), vec![(1, 50), (0, 20)]);
     }
 }

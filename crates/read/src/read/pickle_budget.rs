@@ -18,20 +18,34 @@ use std::io::Read;
 const NODES_PER_BYTE: u64 = 16;
 const MIN_NODES: u64 = 1 << 20;
 
+/// What a value expands to: the values in it, itself included (saturating
+/// past any file's bound), how deep it nests (to 511), and whether it is an
+/// empty list to be filled (what a truncated stream's cut closes). In 8
+/// bytes: the pass keeps one per memo key, a million for a 70 MB snapshot.
 #[derive(Clone, Copy)]
-struct Item {
-    /// Values in it, itself included.
-    size: u64,
-    depth: u32,
-    /// An empty list to be filled (what a truncated stream's cut closes).
-    list: bool,
+struct Item(u64);
+
+impl Item {
+    const SIZE: u64 = (1 << 54) - 1;
+
+    fn new(size: u64, depth: u32, list: bool) -> Item {
+        Item(size.min(Self::SIZE) | u64::from(depth.min(511)) << 54 | u64::from(list) << 63)
+    }
+
+    fn size(self) -> u64 {
+        self.0 & Self::SIZE
+    }
+
+    fn depth(self) -> u32 {
+        (self.0 >> 54 & 511) as u32
+    }
+
+    fn list(self) -> bool {
+        self.0 >> 63 == 1
+    }
 }
 
-const LEAF: Item = Item {
-    size: 1,
-    depth: 1,
-    list: false,
-};
+const LEAF: Item = Item(1 | 1 << 54);
 
 /// Checks that decoding a pickle stays within the bounds (says why not), and
 /// finds the memo keys that are read back (`GET`), each with where it is
@@ -173,11 +187,11 @@ fn walk_with<R: Read>(
     // Values per byte read so far: a value is made of what came before it.
     let too_big = |it: &Item, read: u64| {
         let max_nodes = read.saturating_mul(NODES_PER_BYTE).max(MIN_NODES);
-        if it.size > max_nodes {
+        if it.size() > max_nodes {
             Err(format!(
                 "it would decode to over {max_nodes} values (a value reused over and over)"
             ))
-        } else if it.depth > MAX_DEPTH {
+        } else if it.depth() > MAX_DEPTH {
             Err(format!("values nested over {MAX_DEPTH} deep"))
         } else {
             Ok(())
@@ -267,7 +281,7 @@ fn walk_with<R: Read>(
                 let top = *stack.last().unwrap_or(&LEAF);
                 stack.push(top);
             }
-            b']' => stack.push(Item { list: true, ..LEAF }),
+            b']' => stack.push(Item::new(1, 1, true)),
             b'}' | b')' | b'\x8f' => stack.push(LEAF),
             // Containers from the items above a mark.
             b'l' | b'd' | b't' | b'\x91' => {
@@ -293,8 +307,8 @@ fn walk_with<R: Read>(
                 let below = |m: usize| m.checked_sub(1).and_then(|i| stack.get(i));
                 if op == b'u'
                     && marks.len() == 2
-                    && below(marks[1]).is_some_and(|i| i.list)
-                    && below(marks[0]).is_some_and(|i| !i.list)
+                    && below(marks[1]).is_some_and(|i| i.list())
+                    && below(marks[0]).is_some_and(|i| !i.list())
                 {
                     safe(at as usize);
                 }
@@ -330,11 +344,11 @@ fn combine(
     too_big: &dyn Fn(&Item) -> Result<(), String>,
 ) -> Result<(), String> {
     let items = &stack[from..];
-    let c = Item {
-        size: items.iter().fold(1u64, |s, i| s.saturating_add(i.size)),
-        depth: items.iter().map(|i| i.depth).max().unwrap_or(0) + 1,
-        list: false,
-    };
+    let c = Item::new(
+        items.iter().fold(1u64, |s, i| s.saturating_add(i.size())),
+        items.iter().map(|i| i.depth()).max().unwrap_or(0) + 1,
+        false,
+    );
     too_big(&c)?;
     stack.truncate(from);
     stack.push(c);
@@ -350,8 +364,11 @@ fn grow(
     let (below, items) = stack.split_at_mut(from);
     if let Some(top) = below.last_mut() {
         for i in items.iter() {
-            top.size = top.size.saturating_add(i.size);
-            top.depth = top.depth.max(i.depth + 1);
+            *top = Item::new(
+                top.size().saturating_add(i.size()),
+                top.depth().max(i.depth() + 1),
+                top.list(),
+            );
         }
         too_big(top)?;
     }

@@ -68,11 +68,8 @@ struct History {
     entries: usize,
     /// The last time seen: an entry without one happened then.
     last_t: i64,
-    /// Each counted entry's (time, change in allocated, change in reserved,
-    /// phase), as [`replay`] takes them.
-    deltas: Vec<(i64, i64, i64, Phase)>,
-    /// Each counted entry's block, when it has an address.
-    blocks: Vec<Option<Block>>,
+    /// Each entry that changes a byte count, in order.
+    counted: Vec<Counted>,
     /// The phase of each block allocated in the history, for its free; a
     /// block from before the history is freed from `Phase::Before`.
     phase_of: foldhash::HashMap<u64, Phase>,
@@ -89,30 +86,91 @@ impl History {
         self.last_t = t;
         // A free counts when the block is back in the allocator, which is
         // when `free_completed` comes (after streams using it are done).
-        let (d, block, phase) = match action {
+        let (kind, site, phase) = match action {
             "alloc" => {
                 self.allocs += 1;
                 let (site, phase) = at();
                 if let Some(a) = addr {
                     self.phase_of.insert(a, phase);
                 }
-                let site = self.sites.intern(&site).0;
-                let block = addr.map(|addr| Block::Alloc { addr, size, site });
-                ((size, 0), block, phase)
+                (Kind::Alloc, self.sites.intern(&site).0, phase)
             }
             "free_completed" => {
                 self.frees += 1;
                 let phase = addr
                     .and_then(|a| self.phase_of.remove(&a))
                     .unwrap_or(Phase::Before);
-                ((-size, 0), addr.map(|addr| Block::Free { addr }), phase)
+                (Kind::Free, 0, phase)
             }
-            "segment_alloc" | "segment_map" => ((0, size), None, Phase::Before),
-            "segment_free" | "segment_unmap" => ((0, -size), None, Phase::Before),
+            "segment_alloc" | "segment_map" => (Kind::Map, 0, Phase::Before),
+            "segment_free" | "segment_unmap" => (Kind::Unmap, 0, Phase::Before),
             _ => return,
         };
-        self.blocks.push(block);
-        self.deltas.push((t, d.0, d.1, phase));
+        self.counted.push(Counted {
+            t,
+            size,
+            addr: addr.unwrap_or(0),
+            has_addr: addr.is_some(),
+            site,
+            kind,
+            phase,
+        });
+    }
+}
+
+/// An entry that changes a byte count, in 32 bytes (a snapshot's history
+/// holds up to hundreds of thousands).
+struct Counted {
+    t: i64,
+    size: i64,
+    addr: u64,
+    has_addr: bool,
+    /// An allocation's site.
+    site: u32,
+    kind: Kind,
+    phase: Phase,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    Alloc,
+    /// A block back in the allocator (`free_completed`: after the streams
+    /// using it are done).
+    Free,
+    /// A segment taken from the driver, or given back.
+    Map,
+    Unmap,
+}
+
+const _: () = assert!(std::mem::size_of::<Counted>() == 32);
+
+impl Counted {
+    /// (time, change in allocated, change in reserved, phase), as
+    /// [`replay`] takes it.
+    fn delta(&self) -> (i64, i64, i64, Phase) {
+        match self.kind {
+            Kind::Alloc => (self.t, self.size, 0, self.phase),
+            Kind::Free => (self.t, -self.size, 0, self.phase),
+            Kind::Map => (self.t, 0, self.size, self.phase),
+            Kind::Unmap => (self.t, 0, -self.size, self.phase),
+        }
+    }
+
+    /// The block it allocates or frees, when it has an address.
+    fn block(&self) -> Option<Block> {
+        let addr = self.addr;
+        if !self.has_addr {
+            return None;
+        }
+        match self.kind {
+            Kind::Alloc => Some(Block::Alloc {
+                addr,
+                size: self.size,
+                site: self.site,
+            }),
+            Kind::Free => Some(Block::Free { addr }),
+            Kind::Map | Kind::Unmap => None,
+        }
     }
 }
 
@@ -380,14 +438,13 @@ pub fn read<R: Read>(
         )));
     }
     let History {
-        deltas,
-        blocks,
+        counted,
         sites,
         allocs,
         frees,
         ..
     } = h;
-    let samples = replay(end, &deltas);
+    let samples = replay(end, counted.iter().map(Counted::delta));
     if samples.iter().any(|s| s.allocated < 0 || s.reserved < 0) {
         warnings.push(Warning::damaged(format!(
             "{}: the allocator history does not add up to the snapshot's state (negative bytes in the replay); the memory chart is approximate",
@@ -406,11 +463,15 @@ pub fn read<R: Read>(
     // Sample k follows event k - 1: the blocks live at the peak are those
     // of the events before it.
     if let Some(p) = m.peak_index() {
-        m.peak_sites = live_by_site(blocks[..p.min(blocks.len())].iter().flatten())
-            .into_iter()
-            .take(PEAK_SITES)
-            .map(|(id, bytes)| (sites.get(StrId(id)).to_owned(), bytes))
-            .collect();
+        m.peak_sites = live_by_site(
+            counted[..p.min(counted.len())]
+                .iter()
+                .filter_map(Counted::block),
+        )
+        .into_iter()
+        .take(PEAK_SITES)
+        .map(|(id, bytes)| (sites.get(StrId(id)).to_owned(), bytes))
+        .collect();
     }
     Ok((m, warnings))
 }
