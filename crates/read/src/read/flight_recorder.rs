@@ -421,8 +421,9 @@ fn scalar(t: &Tree, v: V) -> Option<Scalar> {
 /// the container it was decoded to, then by its text), and the previous
 /// entry's keys.
 struct EntryCache<'a> {
-    /// The last entry's keys: (address, length) of each, and its field.
-    keys: Vec<((usize, usize), Field)>,
+    /// The last entry's keys: each as decoded (the same memo string is the
+    /// same value), and its field.
+    keys: Vec<(V, Field)>,
     table: Vec<RawFrame<'a>>,
     /// Per container of the tree, its frame's id (`u32::MAX`: not seen).
     by_container: Vec<u32>,
@@ -511,23 +512,26 @@ fn entry_from_tree<'a>(
             })
             .collect()
     };
-    for (n, (k, v)) in t.pairs(e).enumerate() {
-        let Some(k) = t.str(k) else { continue };
+    for (n, (key, v)) in t.pairs(e).enumerate() {
         // Every entry names its keys in the same order, by the same memo
-        // strings: the key at the same place and address as the previous
-        // entry's is the same field, found without comparing text.
-        let at = (k.as_ptr() as usize, k.len());
+        // strings: the key at the same place, the same string as the
+        // previous entry's, is the same field, found without its text.
         let field = match frames.keys.get(n) {
-            Some(&(same, f)) if same == at => f,
+            Some(&(same, f)) if same == key => f,
             _ => {
+                let Some(k) = t.str(key) else { continue };
                 let f = Field::of(k);
                 if frames.keys.len() <= n {
-                    frames.keys.resize(n + 1, ((0, 0), Field::Other));
+                    frames.keys.resize(n + 1, (V::None, Field::Other));
                 }
-                frames.keys[n] = (at, f);
+                frames.keys[n] = (key, f);
                 f
             }
         };
+        if field == Field::Other {
+            continue;
+        }
+        let k = t.str(key).unwrap_or_default();
         match field {
             Field::RecordId => r.record_id = int(k, v)?,
             Field::PgId => r.pg_id = int(k, v)?,
@@ -556,7 +560,7 @@ fn entry_from_tree<'a>(
 }
 
 /// An entry's keys that are read.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq)]
 enum Field {
     RecordId,
     PgId,
