@@ -223,19 +223,20 @@ pub fn replay<I>(end: MemState, events: I) -> Vec<MemSample>
 where
     I: IntoIterator<Item = (i64, i64, i64, Phase)> + Clone,
 {
-    let (net_alloc, net_reserved) = events
+    let (net_alloc, net_reserved, n) = events
         .clone()
         .into_iter()
-        .fold((0i64, 0i64), |(a, r), e| (a + e.1, r + e.2));
-    let events = events.into_iter();
-    let mut events = events.peekable();
+        .fold((0i64, 0i64, 0usize), |(a, r, n), e| {
+            (a + e.1, r + e.2, n + 1)
+        });
+    let mut events = events.into_iter().peekable();
     let mut s = MemSample {
         time_us: events.peek().map_or(0, |e| e.0),
         allocated: end.allocated - net_alloc,
         reserved: end.reserved - net_reserved,
         phase: Phase::Before,
     };
-    let mut out = Vec::with_capacity(events.size_hint().0 + 1);
+    let mut out = Vec::with_capacity(n + 1);
     out.push(s);
     for (t, da, dr, phase) in events {
         s = MemSample {

@@ -2,6 +2,7 @@
 //! (timelines, memory timelines, execution traces, the workload card). Which
 //! reader a file gets is decided by `formats`; `load` runs them.
 
+mod blocks;
 pub mod card;
 pub mod chrome;
 pub mod events;

@@ -10,6 +10,7 @@
 /// The deepest nesting decoded.
 pub(crate) const MAX_DEPTH: u32 = 256;
 
+use super::blocks::Blocks;
 use super::pickle_input::Input;
 use std::io::Read;
 
@@ -53,7 +54,7 @@ const LEAF: Item = Item(1 | 1 << 54);
 /// last reading, is never named again, so a streaming reader need not keep
 /// it. Reads `input` once, a buffer at a time.
 pub(crate) fn check_gets(input: impl Read) -> Result<Gets, String> {
-    let mut last = Vec::new();
+    let mut last = Blocks::default();
     walk_with(&mut Input::new(input), &mut |_| {}, Some(&mut last))?;
     Ok(Gets::new(&last))
 }
@@ -70,7 +71,7 @@ pub(crate) struct Gets {
 
 impl Gets {
     /// From each key's last reading (0: never read).
-    fn new(last_by_key: &[u64]) -> Gets {
+    fn new(last_by_key: &Blocks<u64>) -> Gets {
         let mut words = vec![0u64; last_by_key.len().div_ceil(64)];
         let mut last = Vec::new();
         for (k, &at) in last_by_key.iter().enumerate().filter(|(_, &at)| at > 0) {
@@ -130,7 +131,7 @@ pub(crate) fn memo_key_ok(key: u64, read: u64) -> bool {
 /// or why decoding would exceed the bounds.
 pub(crate) fn check_and_mend(bytes: &[u8]) -> Result<Option<Vec<u8>>, String> {
     let mut cut = None;
-    let walked = walk_with(&mut Input::new(bytes), &mut |c| cut = Some(c), None);
+    let walked = walk_with(&mut Input::slice(bytes), &mut |c| cut = Some(c), None);
     match walked {
         Ok(true) => return Ok(None),
         // Bounds exceeded before the end: not a cut, a refusal.
@@ -150,38 +151,37 @@ pub(crate) fn check_and_mend(bytes: &[u8]) -> Result<Option<Vec<u8>>, String> {
 /// memo key read back the offset just past the opcode that reads it last
 /// (never 0).
 fn walk_with<R: Read>(
-    input: &mut Input<R>,
+    input: &mut Input<'_, R>,
     safe: &mut dyn FnMut(usize),
-    mut gets: Option<&mut Vec<u64>>,
+    mut gets: Option<&mut Blocks<u64>>,
 ) -> Result<bool, String> {
     let mut stack: Vec<Item> = Vec::new();
     let mut marks: Vec<usize> = Vec::new();
     // Memo keys are the writer's running count (0, 1, 2...), so a vector;
     // an unset key reads as a scalar, as before any PUT.
-    let mut memo: Vec<Item> = Vec::new();
-    let put = |memo: &mut Vec<Item>, key: u64, it: Item, read: u64| -> Result<(), String> {
+    let mut memo: Blocks<Item> = Blocks::default();
+    let put = |memo: &mut Blocks<Item>, key: u64, it: Item, read: u64| -> Result<(), String> {
         let k = usize::try_from(key)
             .ok()
             .filter(|_| memo_key_ok(key, read))
             .ok_or("a memo index out of range")?;
-        if memo.len() <= k {
-            memo.resize(k + 1, LEAF);
+        memo.resize(k + 1, LEAF);
+        if let Some(m) = memo.get_mut(k) {
+            *m = it;
         }
-        memo[k] = it;
         Ok(())
     };
-    let mut get = |memo: &[Item], key: u64, at: u64| {
+    let mut get = |memo: &Blocks<Item>, key: u64, at: u64| {
         if let Some(last) = gets.as_deref_mut().filter(|_| memo_key_ok(key, at)) {
             let k = key as usize;
-            if last.len() <= k {
-                last.resize(k + 1, 0);
+            last.resize(k + 1, 0);
+            if let Some(l) = last.get_mut(k) {
+                *l = at;
             }
-            last[k] = at;
         }
         usize::try_from(key)
             .ok()
             .and_then(|k| memo.get(k))
-            .copied()
             .unwrap_or(LEAF)
     };
     // Values per byte read so far: a value is made of what came before it.

@@ -2,16 +2,18 @@
 //! and its argument at a time, from a slice (borrowed as it is) or a stream
 //! (read a buffer at a time, so that a large file is never held whole).
 
+use std::borrow::Cow;
 use std::io::Read;
 
 /// Read at a time: small enough that a stream is never held, large enough
 /// that a read is rare.
 const CHUNK: usize = 64 << 10;
 
-pub(crate) struct Input<R> {
+pub(crate) struct Input<'s, R> {
     r: R,
-    /// Bytes read in, `buf[pos..len]` not yet handed out.
-    buf: Vec<u8>,
+    /// Bytes read in, `buf[pos..len]` not yet handed out; a slice's bytes
+    /// are borrowed as they are, all of them read in.
+    buf: Cow<'s, [u8]>,
     pos: usize,
     len: usize,
     /// Bytes handed out before `buf[0]`.
@@ -26,11 +28,23 @@ fn io(e: std::io::Error) -> String {
     format!("reading it failed: {e}")
 }
 
-impl<R: Read> Input<R> {
+impl<'s> Input<'s, std::io::Empty> {
+    pub(crate) fn slice(bytes: &'s [u8]) -> Self {
+        Input {
+            r: std::io::empty(),
+            buf: Cow::Borrowed(bytes),
+            pos: 0,
+            len: bytes.len(),
+            base: 0,
+        }
+    }
+}
+
+impl<R: Read> Input<'_, R> {
     pub(crate) fn new(r: R) -> Self {
         Input {
             r,
-            buf: vec![0; CHUNK],
+            buf: Cow::Owned(vec![0; CHUNK]),
             pos: 0,
             len: 0,
             base: 0,
@@ -48,17 +62,20 @@ impl<R: Read> Input<R> {
     /// length that claims more than the stream holds costs what it holds.
     #[cold]
     fn fill(&mut self, n: usize) -> Result<bool, String> {
-        self.buf.copy_within(self.pos..self.len, 0);
+        let Cow::Owned(buf) = &mut self.buf else {
+            return Ok(self.len - self.pos >= n);
+        };
+        buf.copy_within(self.pos..self.len, 0);
         self.base += self.pos as u64;
         self.len -= self.pos;
         self.pos = 0;
         while self.len < n {
-            if self.len == self.buf.len() {
-                let more = self.buf.len().min(n - self.len).max(CHUNK);
-                self.buf.resize(self.buf.len() + more, 0);
+            if self.len == buf.len() {
+                let more = buf.len().min(n - self.len).max(CHUNK);
+                buf.resize(buf.len() + more, 0);
             }
             let k = loop {
-                match self.r.read(&mut self.buf[self.len..]) {
+                match self.r.read(&mut buf[self.len..]) {
                     Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                     r => break r.map_err(io)?,
                 }
@@ -147,6 +164,12 @@ mod tests {
             got
         };
         let whole = read(Input::new(&mut &bytes[..]));
+        let mut borrowed = Input::slice(bytes);
+        assert_eq!(borrowed.take(9).unwrap(), b"abcdefgh\n");
+        assert_eq!(borrowed.line().unwrap(), b"ijklmnop");
+        assert_eq!(borrowed.take(11).unwrap_err(), ends());
+        assert_eq!(borrowed.take(10).unwrap(), b"qrstuvwxyz");
+        assert_eq!(borrowed.byte(), Ok(None));
         // A reader that hands out 3 bytes at a time, and a buffer smaller
         // than an argument.
         struct Trickle<'a>(&'a [u8]);
@@ -160,7 +183,7 @@ mod tests {
         }
         let mut trickle = Trickle(bytes);
         let mut small = Input::new(&mut trickle as &mut dyn Read);
-        small.buf = vec![0; 4];
+        small.buf = Cow::Owned(vec![0; 4]);
         assert_eq!(read(small), whole);
         assert_eq!(
             whole,

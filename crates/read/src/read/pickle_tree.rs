@@ -548,7 +548,7 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Tree, String> {
     // growing by doubling copied and faulted in each item twice. Capped, so
     // that a large file does not reserve many times its size up front.
     decode_into(
-        Input::new(bytes),
+        Input::slice(bytes),
         Vec::with_capacity((bytes.len() / 2).min(1 << 23)),
         (bytes.len() / 16).min(1 << 21),
         None,
@@ -584,7 +584,7 @@ pub(crate) fn decode_taking(
 }
 
 fn decode_into<R: Read>(
-    mut input: Input<R>,
+    mut input: Input<'_, R>,
     items: Vec<V>,
     containers: usize,
     gets: Option<Gets>,

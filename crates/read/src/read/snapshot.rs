@@ -11,6 +11,7 @@ use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
 
+use super::blocks::Blocks;
 use super::pickle_tree::{Tree, V};
 use crate::error::Error;
 use crate::model::memory::{
@@ -69,7 +70,7 @@ struct History {
     /// The last time seen: an entry without one happened then.
     last_t: i64,
     /// Each entry that changes a byte count, in order.
-    counted: Vec<Counted>,
+    counted: Blocks<Counted>,
     /// The phase of each block allocated in the history, for its free; a
     /// block from before the history is freed from `Phase::Before`.
     phase_of: foldhash::HashMap<u64, Phase>,
@@ -120,6 +121,7 @@ impl History {
 
 /// An entry that changes a byte count, in 32 bytes (a snapshot's history
 /// holds up to hundreds of thousands).
+#[derive(Clone, Copy)]
 struct Counted {
     t: i64,
     size: i64,
@@ -463,15 +465,11 @@ pub fn read<R: Read>(
     // Sample k follows event k - 1: the blocks live at the peak are those
     // of the events before it.
     if let Some(p) = m.peak_index() {
-        m.peak_sites = live_by_site(
-            counted[..p.min(counted.len())]
-                .iter()
-                .filter_map(Counted::block),
-        )
-        .into_iter()
-        .take(PEAK_SITES)
-        .map(|(id, bytes)| (sites.get(StrId(id)).to_owned(), bytes))
-        .collect();
+        m.peak_sites = live_by_site(counted.iter().take(p).filter_map(Counted::block))
+            .into_iter()
+            .take(PEAK_SITES)
+            .map(|(id, bytes)| (sites.get(StrId(id)).to_owned(), bytes))
+            .collect();
     }
     Ok((m, warnings))
 }
