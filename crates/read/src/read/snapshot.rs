@@ -379,9 +379,11 @@ pub fn read<R: Read>(
     // Bounded before decoding: reading walks a reused value each time it is
     // named, and nesting a million deep is refused here rather than walked.
     let gets = super::pickle_budget::check_gets(open(false)?).map_err(|why| {
-        not(format!(
-            "a pickle that cannot be decoded within bounds: {why}"
-        ))
+        not(if why.starts_with("it ends") {
+            format!("a pickle cut off before its end ({why}): written only in part?")
+        } else {
+            format!("a pickle that cannot be decoded within bounds: {why}")
+        })
     })?;
     // The history is taken entry by entry as the stream goes (a snapshot is
     // mostly history, each entry with its stack): only the replay's figures
@@ -479,6 +481,21 @@ mod tests {
     use super::*;
     use crate::synth::jit_pickle::{to_vec, P};
     use std::rc::Rc;
+
+    /// A snapshot cut off part way is refused as such, naming the file.
+    #[test]
+    fn a_snapshot_cut_off_says_so() {
+        let snap = P::dict([("segments", P::List(vec![P::str("x".repeat(100))]))]);
+        let bytes = to_vec(&snap);
+        let cut = &bytes[..bytes.len() - 60];
+        let e = read(|_| Ok(cut), Path::new("rank0_memory_snapshot.pickle"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("rank0_memory_snapshot.pickle") && e.contains("cut off before its end"),
+            "{e}"
+        );
+    }
 
     /// A history of thousands of entries laid out as Python pickles it
     /// (taken a batch of 1,000 at a time, the decoder renumbering what it
