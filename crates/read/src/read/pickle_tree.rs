@@ -416,23 +416,12 @@ impl Tree {
         }
         self.spans.truncate(spans_end);
         // Texts and bytes kept are packed down the same way.
-        let mut tail = String::new();
-        for (old, &new) in st.iter().enumerate().filter(|(_, n)| **n != DEAD) {
-            let (s, e) = self.strs[w.strs + old];
-            let at = w.text + tail.len();
-            tail.push_str(&self.text[s..e]);
-            self.strs[new as usize] = (at, at + e - s);
-        }
+        let tail = pack(&mut self.strs, w.strs, &st, self.text.as_bytes(), w.text);
         self.strs.truncate(strs_end);
         self.text.truncate(w.text);
-        self.text.push_str(&tail);
-        let mut tail = Vec::new();
-        for (old, &new) in rw.iter().enumerate().filter(|(_, n)| **n != DEAD) {
-            let (s, e) = self.raw[w.raw + old];
-            let at = w.raw_bytes + tail.len();
-            tail.extend_from_slice(&self.raw_bytes[s..e]);
-            self.raw[new as usize] = (at, at + e - s);
-        }
+        // Whole texts, so never lossy.
+        self.text.push_str(&String::from_utf8_lossy(&tail));
+        let tail = pack(&mut self.raw, w.raw, &rw, &self.raw_bytes, w.raw_bytes);
         self.raw.truncate(raw_end);
         self.raw_bytes.truncate(w.raw_bytes);
         self.raw_bytes.extend_from_slice(&tail);
@@ -443,6 +432,26 @@ impl Tree {
         self.touched = Some(log);
         self.generation += 1;
     }
+}
+
+/// The bytes of the kept ones among `ranges[base..]` (`numbers`: each
+/// one's new number, or [`DEAD`]) in one run that is to lie at `at`, their
+/// ranges rewritten to their new numbers and places.
+fn pack(
+    ranges: &mut [(usize, usize)],
+    base: usize,
+    numbers: &[u32],
+    bytes: &[u8],
+    at: usize,
+) -> Vec<u8> {
+    let mut tail = Vec::new();
+    for (old, &new) in numbers.iter().enumerate().filter(|(_, n)| **n != DEAD) {
+        let (s, e) = ranges[base + old];
+        let start = at + tail.len();
+        tail.extend_from_slice(&bytes[s..e]);
+        ranges[new as usize] = (start, start + e - s);
+    }
+    tail
 }
 
 impl V {

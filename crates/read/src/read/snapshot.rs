@@ -482,15 +482,17 @@ mod tests {
     use crate::synth::jit_pickle::{to_vec, P};
     use std::rc::Rc;
 
+    fn read_pickle(bytes: &[u8]) -> Result<(MemoryTimeline, Vec<Warning>), Error> {
+        read(|_| Ok(bytes), Path::new("rank0_memory_snapshot.pickle"))
+    }
+
     /// A snapshot cut off part way is refused as such, naming the file.
     #[test]
     fn a_snapshot_cut_off_says_so() {
         let snap = P::dict([("segments", P::List(vec![P::str("x".repeat(100))]))]);
         let bytes = to_vec(&snap);
         let cut = &bytes[..bytes.len() - 60];
-        let e = read(|_| Ok(cut), Path::new("rank0_memory_snapshot.pickle"))
-            .unwrap_err()
-            .to_string();
+        let e = read_pickle(cut).unwrap_err().to_string();
         assert!(
             e.contains("rank0_memory_snapshot.pickle") && e.contains("cut off before its end"),
             "{e}"
@@ -552,11 +554,7 @@ mod tests {
             ("device_traces", P::List(vec![P::List(trace)])),
         ]);
         let bytes = to_vec_as_python(&snap);
-        let (m, warnings) = read(
-            |_| Ok(&bytes[..]),
-            Path::new("rank0_memory_snapshot.pickle"),
-        )
-        .unwrap();
+        let (m, warnings) = read_pickle(&bytes).unwrap();
         assert!(warnings.is_empty(), "{warnings:?}");
         assert_eq!((m.allocs, m.frees), (3000, 0));
         // 2,250 from model.py (all of the first 1,500, then half), 750
@@ -624,11 +622,7 @@ mod tests {
             ("device_traces", P::List(vec![trace])),
         ]);
         let bytes = to_vec(&snap);
-        let (m, warnings) = read(
-            |_| Ok(&bytes[..]),
-            Path::new("rank0_memory_snapshot.pickle"),
-        )
-        .unwrap();
+        let (m, warnings) = read_pickle(&bytes).unwrap();
         assert!(warnings.is_empty(), "{warnings:?}");
         assert_eq!((m.allocs, m.frees), (3, 1));
         // The peak (175 B, before the free) holds both model.py allocations.
