@@ -7,6 +7,8 @@ use std::num::NonZeroI64;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use super::op::Slot;
+
 /// How far a call got when the rank dumped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum CallState {
@@ -78,44 +80,53 @@ impl std::fmt::Debug for Name {
     }
 }
 
-/// One recorded call.
+/// One recorded call. What a training loop repeats in every call of a kind
+/// (group, op, peer, tensors, timeout) is one shared [`FrCall`]; the entry
+/// keeps what differs between calls: numbers, times, state, stack.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FrEntry {
     /// Position in the rank's ring buffer (0 = oldest kept).
     pub record_id: u64,
-    /// The group's name (`process_group[0]`, the `pg_config` key). Names
-    /// repeat in every entry: each is one shared string per dump.
-    pub group: Name,
-    /// The group's description (`default_pg`, `undefined`, a user's name).
-    pub desc: Name,
     /// Collectives of the group so far, this one included (the same count
     /// on every member); for a send or recv, the count before it.
     pub collective_seq: u64,
     /// Point-to-point calls of the group so far on this rank.
     pub p2p_seq: u64,
-    /// The operation without the backend prefix: `all_reduce`, `send`.
-    pub op: Name,
-    /// For a send or recv: (source, destination) as group ranks.
-    pub peer: Option<(u32, u32)>,
-    pub is_p2p: bool,
-    /// Its tensors' shapes and dtypes: one shared value per distinct
-    /// combination in the dump (a training loop repeats a few).
-    pub io: Arc<CallIo>,
-    pub state: CallState,
     /// Wall-clock ns since the Unix epoch (the rank's host clock).
     pub created_ns: i64,
     /// When the kernel was seen to start and to end, on the same clock;
     /// times after the epoch only (the niche keeps each to 8 bytes).
     pub started_ns: Option<NonZeroI64>,
     pub completed_ns: Option<NonZeroI64>,
-    /// The watchdog's timeout; a positive one only.
-    pub timeout_ms: Option<NonZeroI64>,
+    /// What it was: one shared value per distinct kind of call in the dump.
+    pub call: Arc<FrCall>,
     /// Index into the dump's `stacks`.
-    pub stack: Option<u32>,
+    pub stack: Slot,
+    pub state: CallState,
 }
 
-// Held for every entry of every dump at once.
-const _: () = assert!(std::mem::size_of::<FrEntry>() == 112);
+// Held for every entry of every dump at once: 256 dumps of 2,000 entries
+// are half a million.
+const _: () = assert!(std::mem::size_of::<FrEntry>() == 64);
+
+/// What a call was, as one rank's dump states it: shared by every entry of
+/// the same kind (a training loop repeats a few).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct FrCall {
+    /// The group's name (`process_group[0]`, the `pg_config` key).
+    pub group: Name,
+    /// The group's description (`default_pg`, `undefined`, a user's name).
+    pub desc: Name,
+    /// The operation without the backend prefix: `all_reduce`, `send`.
+    pub op: Name,
+    /// For a send or recv: (source, destination) as group ranks.
+    pub peer: Option<(u32, u32)>,
+    pub is_p2p: bool,
+    /// Its tensors' shapes and dtypes.
+    pub io: Arc<CallIo>,
+    /// The watchdog's timeout; a positive one only.
+    pub timeout_ms: Option<NonZeroI64>,
+}
 
 /// A call's tensors: one size list per tensor, and each tensor's dtype.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
@@ -175,6 +186,7 @@ pub struct FrDump {
 impl FrDump {
     pub fn stack(&self, e: &FrEntry) -> &[Frame] {
         e.stack
+            .get()
             .and_then(|i| self.stacks.get(i as usize))
             .map_or(&[], Vec::as_slice)
     }

@@ -187,15 +187,15 @@ pub struct RankLast {
 
 fn call_ref(e: &FrEntry) -> CallRef {
     CallRef {
-        group: e.group.to_string(),
-        desc: e.desc.to_string(),
-        op: e.op.to_string(),
-        seq: if e.is_p2p {
+        group: e.call.group.to_string(),
+        desc: e.call.desc.to_string(),
+        op: e.call.op.to_string(),
+        seq: if e.call.is_p2p {
             e.p2p_seq
         } else {
             e.collective_seq
         },
-        p2p: e.is_p2p,
+        p2p: e.call.is_p2p,
         state: e.state.name(),
         at_ns: e.last_seen_ns(),
     }
@@ -268,15 +268,15 @@ fn call_state(call: &[&FrEntry]) -> CallState {
 /// The entries that describe what a call did (a coalesced group's marker
 /// entry adds nothing when its items are there).
 fn real<'a, 'd>(call: &'a [&'d FrEntry]) -> impl Iterator<Item = &'d FrEntry> + 'a {
-    let only_marker = call.iter().all(|e| &*e.op == "coalesced");
+    let only_marker = call.iter().all(|e| &*e.call.op == "coalesced");
     call.iter()
         .copied()
-        .filter(move |e| only_marker || &*e.op != "coalesced")
+        .filter(move |e| only_marker || &*e.call.op != "coalesced")
 }
 
 fn dtypes(e: &FrEntry) -> Vec<String> {
-    let mut d = e.io.input_dtypes.clone();
-    d.extend_from_slice(&e.io.output_dtypes);
+    let mut d = e.call.io.input_dtypes.clone();
+    d.extend_from_slice(&e.call.io.output_dtypes);
     d
 }
 
@@ -301,9 +301,9 @@ pub fn analyze(dumps: &[FrDump]) -> HangReport {
         .map(|d| {
             let mut out: Vec<(&str, Vec<&FrEntry>)> = Vec::new();
             for e in &d.entries {
-                match out.iter_mut().find(|(g, _)| **g == *e.group) {
+                match out.iter_mut().find(|(g, _)| **g == *e.call.group) {
                     Some((_, list)) => list.push(e),
-                    None => out.push((&e.group, vec![e])),
+                    None => out.push((&e.call.group, vec![e])),
                 }
             }
             out
@@ -333,7 +333,7 @@ pub fn analyze(dumps: &[FrDump]) -> HangReport {
     for (d, mine) in dumps.iter().zip(&by_group) {
         for (name, entries) in mine {
             let key = key_of(d.rank, name, d).unwrap_or_else(|| {
-                guessed.push(entries[0].group.clone());
+                guessed.push(entries[0].call.group.clone());
                 GroupKey {
                     name: name.to_string(),
                     members: users[name].iter().copied().collect(),
@@ -341,7 +341,7 @@ pub fn analyze(dumps: &[FrDump]) -> HangReport {
             });
             descs
                 .entry(key.clone())
-                .or_insert_with(|| entries[0].desc.to_string());
+                .or_insert_with(|| entries[0].call.desc.to_string());
             let rc = groups
                 .entry(key)
                 .or_default()
@@ -354,7 +354,7 @@ pub fn analyze(dumps: &[FrDump]) -> HangReport {
                     completed: 0,
                 });
             for &e in entries {
-                if e.is_p2p {
+                if e.call.is_p2p {
                     rc.p2p.push(e);
                 } else {
                     rc.calls.push(e);
@@ -460,7 +460,7 @@ pub fn analyze(dumps: &[FrDump]) -> HangReport {
             && f.missing.iter().all(|m| {
                 pending
                     .get(m)
-                    .is_some_and(|p| !(*p.group == *f.group && p.collective_seq == f.seq))
+                    .is_some_and(|p| !(*p.call.group == *f.group && p.collective_seq == f.seq))
             });
     }
     findings.sort_by_key(|f| {
@@ -619,9 +619,9 @@ fn collective_finding(
         desc: desc.to_owned(),
         members: key.members.clone(),
         seq,
-        op: e.map_or_else(String::new, |e| e.op.to_string()),
-        input_sizes: e.map_or_else(Vec::new, |e| e.io.input_sizes.clone()),
-        dtypes: e.map_or_else(Vec::new, |e| e.io.input_dtypes.clone()),
+        op: e.map_or_else(String::new, |e| e.call.op.to_string()),
+        input_sizes: e.map_or_else(Vec::new, |e| e.call.io.input_sizes.clone()),
+        dtypes: e.map_or_else(Vec::new, |e| e.call.io.input_dtypes.clone()),
         missing,
         waiting,
         unknown,
@@ -651,10 +651,10 @@ fn first_mismatch(ranks: &BTreeMap<u32, RankCalls>, last: u64) -> Option<Mismatc
         let sig = |c: &[&FrEntry], field: &str| -> Vec<String> {
             real(c)
                 .map(|e| match field {
-                    "operation" => e.op.to_string(),
+                    "operation" => e.call.op.to_string(),
                     "dtypes" => format!("{:?}", dtypes(e)),
-                    _ if sizes_may_differ(&e.op) => String::new(),
-                    _ => format!("{:?} {:?}", e.io.input_sizes, e.io.output_sizes),
+                    _ if sizes_may_differ(&e.call.op) => String::new(),
+                    _ => format!("{:?} {:?}", e.call.io.input_sizes, e.call.io.output_sizes),
                 })
                 .collect()
         };
@@ -672,12 +672,12 @@ fn first_mismatch(ranks: &BTreeMap<u32, RankCalls>, last: u64) -> Option<Mismatc
                     let c = calls.iter().find(|(r, _)| *r == ranks[0]).map(|x| x.1);
                     let e = c.and_then(|c| real(c).next());
                     let ops: Vec<&str> =
-                        c.map_or_else(Vec::new, |c| real(c).map(|e| &*e.op).collect());
+                        c.map_or_else(Vec::new, |c| real(c).map(|e| &*e.call.op).collect());
                     Variant {
                         // A coalesced call: every op in it.
                         op: ops.join("+"),
-                        input_sizes: e.map_or_else(Vec::new, |e| e.io.input_sizes.clone()),
-                        output_sizes: e.map_or_else(Vec::new, |e| e.io.output_sizes.clone()),
+                        input_sizes: e.map_or_else(Vec::new, |e| e.call.io.input_sizes.clone()),
+                        output_sizes: e.map_or_else(Vec::new, |e| e.call.io.output_sizes.clone()),
                         dtypes: e.map_or_else(Vec::new, dtypes),
                         ranks,
                     }
@@ -702,10 +702,10 @@ fn same(a: &[&FrEntry], b: &[&FrEntry]) -> bool {
         match (a.next(), b.next()) {
             (None, None) => return true,
             (Some(x), Some(y)) => {
-                let (a, b) = (&x.io, &y.io);
-                let sizes = sizes_may_differ(&x.op)
+                let (a, b) = (&x.call.io, &y.call.io);
+                let sizes = sizes_may_differ(&x.call.op)
                     || (a.input_sizes == b.input_sizes && a.output_sizes == b.output_sizes);
-                if x.op != y.op
+                if x.call.op != y.call.op
                     || a.input_dtypes != b.input_dtypes
                     || a.output_dtypes != b.output_dtypes
                     || !sizes
@@ -733,13 +733,17 @@ fn p2p_findings(
     let mut open: BTreeMap<(u32, u32), (Pending, Pending)> = BTreeMap::new();
     for (&r, rc) in ranks {
         for e in rc.p2p.iter().filter(|e| e.state != CallState::Completed) {
-            let Some((s, d)) = e.peer.and_then(|(s, d)| Some((global(s)?, global(d)?))) else {
+            let Some((s, d)) = e
+                .call
+                .peer
+                .and_then(|(s, d)| Some((global(s)?, global(d)?)))
+            else {
                 continue;
             };
             let side = open.entry((s, d)).or_default();
-            if &*e.op == "send" && s == r {
+            if &*e.call.op == "send" && s == r {
                 side.0.push((r, e));
-            } else if &*e.op == "recv" && d == r {
+            } else if &*e.call.op == "recv" && d == r {
                 side.1.push((r, e));
             }
         }
@@ -781,9 +785,9 @@ fn p2p_findings(
             desc: desc.to_owned(),
             members: key.members.clone(),
             seq: e.p2p_seq,
-            op: format!("{} {s}->{d}", e.op),
-            input_sizes: e.io.input_sizes.clone(),
-            dtypes: e.io.input_dtypes.clone(),
+            op: format!("{} {s}->{d}", e.call.op),
+            input_sizes: e.call.io.input_sizes.clone(),
+            dtypes: e.call.io.input_dtypes.clone(),
             missing: if has_dump { vec![peer] } else { Vec::new() },
             waiting: vec![Waiting {
                 rank: r,
@@ -999,6 +1003,7 @@ pub fn ranges(ranks: &[u32]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::flight::FrCall;
     use crate::synth::flight::{Call, FrRun};
     use std::path::Path;
 
@@ -1021,22 +1026,25 @@ mod tests {
     /// order they came.
     #[test]
     fn calls_are_found_by_number_whatever_the_order_pushed() {
-        let entry = |record_id, seq| FrEntry {
-            record_id,
+        let call = std::sync::Arc::new(FrCall {
             group: "0".into(),
             desc: "default_pg".into(),
-            collective_seq: seq,
-            p2p_seq: 0,
             op: "all_reduce".into(),
             peer: None,
             is_p2p: false,
             io: Default::default(),
-            state: CallState::Completed,
+            timeout_ms: None,
+        });
+        let entry = |record_id, seq| FrEntry {
+            record_id,
+            collective_seq: seq,
+            p2p_seq: 0,
             created_ns: 0,
             started_ns: None,
             completed_ns: None,
-            timeout_ms: None,
-            stack: None,
+            call: call.clone(),
+            stack: None.into(),
+            state: CallState::Completed,
         };
         let entries = [entry(0, 3), entry(1, 1), entry(2, 3), entry(3, 2)];
         let mut calls = Calls::default();

@@ -17,7 +17,9 @@ use serde::Deserialize;
 
 use super::pickle_tree::{Tree, V};
 use crate::error::Error;
-use crate::model::flight::{CallIo, CallState, FrDump, FrEntry, FrGroup, FrStatus, Frame, Name};
+use crate::model::flight::{
+    CallIo, CallState, FrCall, FrDump, FrEntry, FrGroup, FrStatus, Frame, Name,
+};
 
 /// A number or a string holding one: the JSON dump writes `pg_status` and
 /// `pg_config` values as strings, the pickle as numbers.
@@ -643,6 +645,7 @@ fn convert(
         a
     };
     let mut ios = Ios::default();
+    let mut calls = Calls::default();
     let mut entries = Vec::with_capacity(raw.entries.len());
     let mut nameless = 0usize;
     // Whether each group's last entry was point-to-point: before 2.6 a
@@ -725,13 +728,20 @@ fn convert(
         } || &*op == "send"
             || &*op == "recv";
         last_p2p.insert(group.to_string(), is_p2p);
+        let call = calls.get(FrCall {
+            group,
+            desc,
+            op,
+            peer,
+            is_p2p,
+            io,
+            timeout_ms: positive(e.timeout_ms),
+        });
         entries.push(FrEntry {
             record_id: e
                 .record_id
                 .and_then(|r| u64::try_from(r).ok())
                 .unwrap_or(i as u64),
-            group,
-            desc,
             collective_seq: e
                 .collective_seq_id
                 .or(e.seq_id)
@@ -741,16 +751,12 @@ fn convert(
                 .p2p_seq_id
                 .and_then(|s| u64::try_from(s).ok())
                 .unwrap_or(0),
-            op,
-            peer,
-            is_p2p,
-            io,
-            state,
             created_ns: time(e.time_created_ns).unwrap_or(0),
             started_ns: positive(e.time_discovered_started_ns),
             completed_ns: positive(e.time_discovered_completed_ns),
-            timeout_ms: positive(e.timeout_ms),
-            stack,
+            call,
+            stack: stack.into(),
+            state,
         });
     }
     if nameless > 0 {
@@ -804,6 +810,32 @@ fn convert(
         stacks,
         truncated: false,
     })
+}
+
+/// Each distinct kind of call in a dump, made once. Its names and tensors
+/// are already shared within the dump, so they are told apart by address.
+#[derive(Default)]
+struct Calls(foldhash::HashMap<CallKey, Arc<FrCall>>);
+
+type CallKey = (
+    [*const str; 3],
+    *const CallIo,
+    Option<(u32, u32)>,
+    bool,
+    Option<NonZeroI64>,
+);
+
+impl Calls {
+    fn get(&mut self, c: FrCall) -> Arc<FrCall> {
+        let key = (
+            [&*c.group, &*c.desc, &*c.op].map(|n| n as *const str),
+            Arc::as_ptr(&c.io),
+            c.peer,
+            c.is_p2p,
+            c.timeout_ms,
+        );
+        self.0.entry(key).or_insert_with(|| Arc::new(c)).clone()
+    }
 }
 
 /// Each distinct combination of an entry's tensor sizes and dtypes, made
@@ -978,12 +1010,12 @@ mod tests {
             (e[0].collective_seq, e[0].completed_ns, e[0].started_ns),
             (1, NonZeroI64::new(20), None)
         );
-        assert!(e[0].io.input_dtypes.is_empty() && !e[0].is_p2p);
+        assert!(e[0].call.io.input_dtypes.is_empty() && !e[0].call.is_p2p);
         assert_eq!(
-            (&*e[1].op, e[1].peer, e[1].is_p2p),
+            (&*e[1].call.op, e[1].call.peer, e[1].call.is_p2p),
             ("send", Some((0, 1)), true)
         );
-        assert!(e[2].is_p2p);
+        assert!(e[2].call.is_p2p);
         assert!(d.status.is_empty());
     }
 
@@ -1032,12 +1064,54 @@ mod tests {
         assert!(w.is_empty(), "{w:?}");
         let seqs: Vec<u64> = d.entries.iter().map(|e| e.collective_seq).collect();
         assert_eq!(seqs, [1, 2, 3, 4]);
-        assert!(d.entries.iter().all(|e| e.io.input_sizes == [vec![4]]));
-        let stacks: Vec<Option<u32>> = d.entries.iter().map(|e| e.stack).collect();
+        assert!(d.entries.iter().all(|e| e.call.io.input_sizes == [vec![4]]));
+        let stacks: Vec<Option<u32>> = d.entries.iter().map(|e| e.stack.get()).collect();
         assert_eq!(stacks, [Some(0), Some(0), Some(0), Some(1)]);
         let lines: Vec<i64> = d.stacks[0].iter().map(|f| f.line).collect();
         assert_eq!(lines, [7, 9]);
         assert_eq!(d.stacks.len(), 2);
+    }
+
+    /// Entries of one kind share one `FrCall`; a different timeout or
+    /// peer makes another kind, and what each entry keeps stays its own.
+    #[test]
+    fn entries_of_one_kind_share_their_call() {
+        let entry = |seq: u64, name: &str, timeout: u64, t: u64| {
+            format!(
+                r#"{{"record_id": {seq}, "pg_id": 0, "process_group": ["0", "default_pg"],
+                "collective_seq_id": {seq}, "profiling_name": "nccl:{name}", "time_created_ns": {t},
+                "input_sizes": [[4]], "output_sizes": [[4]], "input_dtypes": ["Float"],
+                "output_dtypes": ["Float"], "state": "completed", "timeout_ms": {timeout}}}"#
+            )
+        };
+        let entries = [
+            entry(1, "all_reduce", 600000, 10),
+            entry(2, "all_reduce", 600000, 20),
+            entry(3, "all_reduce", 1000, 30),
+            entry(4, "send 0->1", 600000, 40),
+            entry(5, "send 0->2", 600000, 50),
+        ];
+        let dump = format!(
+            r#"{{"version": "2.4", "entries": [{}]}}"#,
+            entries.join(",")
+        );
+        let (d, w) = read(dump.as_bytes(), Path::new("nccl_trace_rank_0")).unwrap();
+        assert!(w.is_empty(), "{w:?}");
+        let e = &d.entries;
+        let same = |a: usize, b: usize| Arc::ptr_eq(&e[a].call, &e[b].call);
+        assert!(same(0, 1));
+        assert!(!same(0, 2) && !same(3, 4) && !same(0, 3));
+        assert_eq!(e[2].call.timeout_ms, NonZeroI64::new(1000));
+        assert_eq!(
+            (e[3].call.peer, e[4].call.peer),
+            (Some((0, 1)), Some((0, 2)))
+        );
+        assert!(e.iter().all(|x| Arc::ptr_eq(&x.call.io, &e[0].call.io)));
+        let own: Vec<(u64, u64, i64)> = e
+            .iter()
+            .map(|x| (x.record_id, x.collective_seq, x.created_ns))
+            .collect();
+        assert_eq!(own[..2], [(1, 1, 10), (2, 2, 20)]);
     }
 
     #[test]
