@@ -25,12 +25,78 @@ pub(super) struct Cpu {
 
 /// A call that may have issued a device op, while the ops are not all read
 /// (a JSON export is in time order: a call comes before its op): its launch
-/// time alone, 24 bytes where a whole call takes 64.
+/// time alone.
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
 struct Maybe {
     order: u32,
     pid: u32,
     correlation: i64,
     start: Ns,
+}
+
+/// The waiting calls, most of a run's (its polling), as they came: each as
+/// its difference from the one before, field by field, in zigzag varints
+/// (prost's). Consecutive calls of a process differ by little, so a call
+/// takes 5-8 bytes where its values take 24, and only the few that issued
+/// an op are ever made values again. Chunks are never moved.
+#[derive(Default)]
+struct Waiting {
+    chunks: Vec<Vec<u8>>,
+    last: Maybe,
+    len: usize,
+}
+
+impl Waiting {
+    const CHUNK: usize = 1 << 20;
+    /// The most one call takes: four varints of 10 bytes.
+    const MOST: usize = 40;
+
+    fn push(&mut self, m: Maybe) {
+        let room = |c: &Vec<u8>| c.capacity() - c.len() >= Self::MOST;
+        if !self.chunks.last().is_some_and(room) {
+            // Each chunk counts from zero: it reads back on its own.
+            self.chunks.push(Vec::with_capacity(Self::CHUNK));
+            self.last = Maybe::default();
+        }
+        let Some(chunk) = self.chunks.last_mut() else {
+            return;
+        };
+        let l = self.last;
+        for d in [
+            i64::from(m.order).wrapping_sub(i64::from(l.order)),
+            i64::from(m.pid).wrapping_sub(i64::from(l.pid)),
+            m.correlation.wrapping_sub(l.correlation),
+            m.start.get().wrapping_sub(l.start.get()),
+        ] {
+            prost::encoding::encode_varint(((d << 1) ^ (d >> 63)) as u64, chunk);
+        }
+        self.last = m;
+        self.len += 1;
+    }
+
+    fn iter(&self) -> impl Iterator<Item = Maybe> + '_ {
+        self.chunks.iter().flat_map(|c| {
+            let mut rest: &[u8] = c;
+            let mut last = Maybe::default();
+            std::iter::from_fn(move || {
+                if rest.is_empty() {
+                    return None;
+                }
+                let mut next = || {
+                    let z = prost::encoding::decode_varint(&mut rest).ok()?;
+                    Some(((z >> 1) as i64) ^ -((z & 1) as i64))
+                };
+                let d = [next()?, next()?, next()?, next()?];
+                last = Maybe {
+                    order: (i64::from(last.order).wrapping_add(d[0])) as u32,
+                    pid: (i64::from(last.pid).wrapping_add(d[1])) as u32,
+                    correlation: last.correlation.wrapping_add(d[2]),
+                    start: Ns(last.start.get().wrapping_add(d[3])),
+                };
+                Some(last)
+            })
+        })
+    }
 }
 
 pub(super) struct Calls<'a> {
@@ -44,7 +110,7 @@ pub(super) struct Calls<'a> {
     /// calls (apart: only a merge with waiting calls reads them).
     whole: Vec<(Cpu, i64)>,
     order: Vec<u32>,
-    maybe: Vec<Maybe>,
+    maybe: Waiting,
     /// Each process's earliest and latest call of the others, nameless.
     ends: BTreeMap<i64, [Cpu; 2]>,
     count: u32,
@@ -69,7 +135,7 @@ impl<'a> Calls<'a> {
             issued,
             whole: Vec::new(),
             order: Vec::new(),
-            maybe: Vec::new(),
+            maybe: Waiting::default(),
             ends: BTreeMap::new(),
             count: 0,
             none: Arc::from(""),
@@ -142,13 +208,19 @@ impl<'a> Calls<'a> {
             none,
             ..
         } = self;
-        let issued: HashSet<(i64, i64)> = if maybe.is_empty() {
-            HashSet::new()
+        // The few waiting calls that issued an op, in the order they came;
+        // the rest let go before the calls kept are merged with them.
+        let found: Vec<Maybe> = if maybe.len == 0 {
+            Vec::new()
         } else {
-            ops.collect()
+            let issued: HashSet<(i64, i64)> = ops.collect();
+            (maybe.iter())
+                .filter(|m| issued.contains(&(i64::from(m.pid), m.correlation)))
+                .collect()
         };
-        let mut found = (maybe.into_iter())
-            .filter(|m| issued.contains(&(i64::from(m.pid), m.correlation)))
+        drop(maybe);
+        let found_len = found.len();
+        let mut found = (found.into_iter())
             .map(|m| {
                 let call = Cpu {
                     pid: i64::from(m.pid),
@@ -167,7 +239,7 @@ impl<'a> Calls<'a> {
             whole.extend(ends);
             return whole;
         }
-        let mut out = Vec::with_capacity(whole.len() + ends.size_hint().0);
+        let mut out = Vec::with_capacity(whole.len() + found_len + ends.size_hint().0);
         for ((call, correlation), at) in whole.into_iter().zip(order) {
             while let Some((_, c, corr)) = found.next_if(|f| f.0 < at) {
                 out.push((c, corr));
@@ -199,6 +271,42 @@ mod tests {
         (calls.finish(ops.iter().copied()).into_iter())
             .map(|(c, corr)| (c.pid, c.start.get(), c.end.get(), c.name.to_string(), corr))
             .collect()
+    }
+
+    /// The waiting calls read back as they were written, whatever their
+    /// differences (extremes included) and across chunks; a real run's
+    /// polling takes a few bytes a call.
+    #[test]
+    fn waiting_calls_read_back_as_written() {
+        use proptest::prelude::*;
+        let maybe = (any::<u32>(), any::<u32>(), any::<i64>(), any::<i64>()).prop_map(
+            |(order, pid, correlation, start)| Maybe {
+                order,
+                pid,
+                correlation,
+                start: Ns(start),
+            },
+        );
+        proptest!(|(v in proptest::collection::vec(maybe, 0..200))| {
+            let mut w = Waiting::default();
+            v.iter().for_each(|&m| w.push(m));
+            prop_assert_eq!(w.iter().collect::<Vec<_>>(), v);
+        });
+        // Polling: a call every 3 µs, correlation ids one apart, past two
+        // chunks.
+        let mut w = Waiting::default();
+        let polling: Vec<Maybe> = (0..400_000u32)
+            .map(|i| Maybe {
+                order: i * 2,
+                pid: 4242,
+                correlation: 1_000_000 + i64::from(i),
+                start: Ns(1_700_000_000_000_000_000 + i64::from(i) * 3_000),
+            })
+            .collect();
+        polling.iter().for_each(|&m| w.push(m));
+        let bytes: usize = w.chunks.iter().map(Vec::len).sum();
+        assert!(w.chunks.len() >= 2 && bytes <= 6 * polling.len(), "{bytes}");
+        assert!(w.iter().eq(polling.iter().copied()));
     }
 
     /// A copy call (correlation 5) issues an op, a launch (6) another; an
