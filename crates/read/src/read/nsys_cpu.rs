@@ -126,7 +126,13 @@ impl<'a> Calls<'a> {
     /// For calls read after the ops, whose (process, correlation) pairs
     /// are `issued` (SQLite).
     pub(super) fn after(lanes: bool, issued: &'a HashSet<(i64, i64)>) -> Self {
-        Self::with(lanes, Some(issued))
+        let mut calls = Self::with(lanes, Some(issued));
+        // Each op's issuer is kept: room for them at once, where doubling
+        // would hold two copies (launches that issued nothing are few).
+        if !lanes {
+            let _ = calls.whole.try_reserve_exact(issued.len());
+        }
+        calls
     }
 
     fn with(lanes: bool, issued: Option<&'a HashSet<(i64, i64)>>) -> Self {

@@ -335,7 +335,7 @@ pub fn read(
         path.display()
     )));
     let runtime = runtime.finish(raw.iter().map(|o| (o.pid, o.correlation)));
-    let mut files = assemble(path, name_rank, raw, (&runtime, &nvtx, cpu_ranges), &[]);
+    let mut files = assemble(path, name_rank, raw, (runtime, nvtx, cpu_ranges), &[]);
     if let Some((_, first)) = files.first_mut() {
         first.warnings = warnings;
     }
