@@ -21,15 +21,50 @@ use crate::model::timeline::SourceFormat;
 use crate::model::Slot;
 use crate::model::{Activity, CpuKind, DeviceInfo, DeviceOp, KernelClass, Ns, PackedWork, Work};
 
-/// CUPTI copy kinds (`ENUM_CUDA_MEMCPY_OPER`), named as Kineto names them.
-pub(super) fn copy_name(kind: i64) -> &'static str {
-    match kind {
-        1 => "Memcpy HtoD",
-        2 => "Memcpy DtoH",
-        8 => "Memcpy DtoD",
-        9 => "Memcpy HtoH",
-        10 => "Memcpy PtoP",
-        _ => "Memcpy",
+/// The names the reader gives ops itself, made once an export: each op
+/// holds a pointer to one rather than a copy of its own (an export has a
+/// copy or a set for every few kernels).
+pub(super) struct OwnNames([Arc<str>; 8]);
+
+impl Default for OwnNames {
+    fn default() -> Self {
+        OwnNames(
+            [
+                "Memcpy HtoD",
+                "Memcpy DtoH",
+                "Memcpy DtoD",
+                "Memcpy HtoH",
+                "Memcpy PtoP",
+                "Memcpy",
+                "Memset (Device)",
+                "unknown kernel",
+            ]
+            .map(Arc::from),
+        )
+    }
+}
+
+impl OwnNames {
+    /// A copy's name from CUPTI's copy kind (`ENUM_CUDA_MEMCPY_OPER`), as
+    /// Kineto names it.
+    pub(super) fn copy(&self, kind: i64) -> Arc<str> {
+        let i = match kind {
+            1 => 0,
+            2 => 1,
+            8 => 2,
+            9 => 3,
+            10 => 4,
+            _ => 5,
+        };
+        self.0[i].clone()
+    }
+
+    pub(super) fn memset(&self) -> Arc<str> {
+        self.0[6].clone()
+    }
+
+    pub(super) fn unknown_kernel(&self) -> Arc<str> {
+        self.0[7].clone()
     }
 }
 
@@ -162,14 +197,14 @@ const _: () = assert!(std::mem::size_of::<Raw>() == 80);
 impl Raw {
     /// The columns every activity query selects first: deviceId, globalPid,
     /// correlationId, start, end; the rest left empty for the caller to fill.
-    fn placed(row: &Row) -> rusqlite::Result<Self> {
+    fn placed(row: &Row, name: Arc<str>) -> rusqlite::Result<Self> {
         Ok(Self {
             device: row.get(0)?,
             pid: pid(row.get::<_, Option<i64>>(1)?.unwrap_or(0)),
             correlation: row.get::<_, Option<i64>>(2)?.unwrap_or(-1),
             start: Ns(row.get(3)?),
             end: Ns(row.get(4)?),
-            name: Arc::from(""),
+            name,
             activity: Activity::Kernel,
             stream: 0,
             work: PackedWork::NONE,
@@ -281,6 +316,7 @@ pub fn read(
         .fold(0, i64::saturating_add);
     let size = std::fs::metadata(path).map_or(0, |m| m.len());
     let room = u64::try_from(stated).unwrap_or(0).min(size / 16);
+    let own = OwnNames::default();
     let mut raw: Vec<Raw> = Vec::new();
     let _ = raw.try_reserve_exact(usize::try_from(room).unwrap_or(0));
     if r.has("CUPTI_ACTIVITY_KIND_KERNEL") {
@@ -298,14 +334,13 @@ pub fn read(
             let name = r
                 .text(row.get_ref(5)?)
                 .or_else(|| r.text(row.get_ref(6).ok()?))
-                .unwrap_or_else(|| "unknown kernel".into());
+                .unwrap_or_else(|| own.unknown_kernel());
             let blocks = row.get::<_, Option<f64>>(8)?;
             raw.push(Raw {
-                name,
                 activity: Activity::Kernel,
                 stream: row.get::<_, Option<i64>>(7)?.unwrap_or(0),
                 work: Work::of(Activity::Kernel, blocks, None).into(),
-                ..Raw::placed(row)?
+                ..Raw::placed(row, name)?
             });
             Ok(())
         })?;
@@ -327,17 +362,15 @@ pub fn read(
         );
         r.each(&sql, |row| {
             let bytes = (row.get::<_, Option<i64>>(7)?).and_then(|b| u64::try_from(b).ok());
+            let name = match activity {
+                Activity::Memcpy => own.copy(row.get::<_, Option<i64>>(5)?.unwrap_or(0)),
+                _ => own.memset(),
+            };
             raw.push(Raw {
-                name: match activity {
-                    Activity::Memcpy => {
-                        copy_name(row.get::<_, Option<i64>>(5)?.unwrap_or(0)).into()
-                    }
-                    _ => "Memset (Device)".into(),
-                },
                 activity,
                 stream: row.get::<_, Option<i64>>(6)?.unwrap_or(0),
                 work: Work::of(activity, None, bytes).into(),
-                ..Raw::placed(row)?
+                ..Raw::placed(row, name)?
             });
             Ok(())
         })?;
@@ -476,7 +509,8 @@ fn cpu_side(path: &Path, nvtx: &[&Cpu], runtime: &[&Cpu], lanes: bool) -> Shared
 }
 
 /// Each runtime call's start by (process, correlation id): an op's launch
-/// time. Sorted, 24 bytes a call, where a hash map took 40.
+/// time. Sorted, 24 bytes a call, where a hash map took 40; of two calls
+/// with the same ids (none in a real export), the one that started later.
 struct Launches(Vec<(i64, i64, Ns)>);
 
 impl Launches {
@@ -484,8 +518,7 @@ impl Launches {
         let mut v: Vec<(i64, i64, Ns)> = (runtime.iter())
             .map(|(c, correlation)| (c.pid, *correlation, c.start))
             .collect();
-        // Stable: of calls with the same ids, the last read is found.
-        v.sort_by_key(|&(pid, correlation, _)| (pid, correlation));
+        v.sort_unstable();
         Launches(v)
     }
 
@@ -617,7 +650,7 @@ mod tests {
     use super::*;
 
     /// An op's launch is the call with its process and correlation id; of
-    /// two such calls, the later read, as a map filled in order gives.
+    /// two such calls, the one that started later.
     #[test]
     fn launches_by_process_and_correlation() {
         let call = |pid, start| Cpu {
@@ -633,6 +666,7 @@ mod tests {
             (call(1, 20), 3),
             (call(1, 30), 7),
             (call(1, 40), i64::MIN),
+            (call(2, 45), 7),
         ];
         let l = Launches::new(&runtime);
         let got = [

@@ -128,9 +128,10 @@ impl<'a> Calls<'a> {
     pub(super) fn after(lanes: bool, issued: &'a HashSet<(i64, i64)>) -> Self {
         let mut calls = Self::with(lanes, Some(issued));
         // Each op's issuer is kept: room for them at once, where doubling
-        // would hold two copies (launches that issued nothing are few).
+        // would hold two copies (launches that issued nothing are few), and
+        // for the ends of 128 processes, added last.
         if !lanes {
-            let _ = calls.whole.try_reserve_exact(issued.len());
+            let _ = calls.whole.try_reserve_exact(issued.len() + 256);
         }
         calls
     }

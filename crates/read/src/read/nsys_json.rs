@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
-use super::nsys::{assemble, copy_name, pid, tid, Raw};
+use super::nsys::{assemble, pid, tid, OwnNames, Raw};
 use super::nsys_cpu::{Calls, Cpu};
 use super::split::Splitter;
 use super::RankFile;
@@ -141,6 +141,7 @@ pub fn read(
     cpu_ranges: bool,
 ) -> Result<Vec<(Option<u32>, RankFile)>, Error> {
     let mut strings: Vec<Arc<str>> = Vec::new();
+    let own = OwnNames::default();
     let mut raw = Vec::new();
     // Which calls issued a device op is known only once the ops are read.
     let mut runtime = Calls::new(cpu_ranges);
@@ -251,7 +252,7 @@ pub fn read(
                 correlation: c.correlation_id.0.unwrap_or(-1),
                 start: Ns(start),
                 end: Ns(end),
-                name: Arc::from(""),
+                name: own.unknown_kernel(),
                 activity: Activity::Kernel,
                 stream: c.stream_id.0.unwrap_or(0),
                 work: PackedWork::NONE,
@@ -259,7 +260,7 @@ pub fn read(
             if let Some(k) = c.kernel {
                 op.name = name(k.demangled_name)
                     .or_else(|| name(k.short_name))
-                    .unwrap_or_else(|| "unknown kernel".into());
+                    .unwrap_or_else(|| own.unknown_kernel());
                 // In floating point: a damaged grid cannot overflow.
                 let blocks = match (k.grid_x.0, k.grid_y.0, k.grid_z.0) {
                     (Some(x), Some(y), Some(z)) => Some(x as f64 * y as f64 * z as f64),
@@ -268,12 +269,12 @@ pub fn read(
                 op.work = Work::of(Activity::Kernel, blocks, None).into();
             } else if let Some(m) = c.memcpy {
                 op.activity = Activity::Memcpy;
-                op.name = copy_name(m.copy_kind.0.unwrap_or(0)).into();
+                op.name = own.copy(m.copy_kind.0.unwrap_or(0));
                 let bytes = m.sizebytes.0.and_then(|b| u64::try_from(b).ok());
                 op.work = Work::of(Activity::Memcpy, None, bytes).into();
             } else if let Some(m) = c.memset {
                 op.activity = Activity::Memset;
-                op.name = "Memset (Device)".into();
+                op.name = own.memset();
                 let bytes = m.sizebytes.0.and_then(|b| u64::try_from(b).ok());
                 op.work = Work::of(Activity::Memset, None, bytes).into();
             } else {
