@@ -233,22 +233,29 @@ impl<T: Copy> Unions<T> {
 /// lengths (whole, within the window), the compute set and comm − compute.
 fn measured_unions(t: &RankTimeline, window: &IntervalSet) -> (Unions, Unions, Sets) {
     let (mut whole, mut in_window) = (Unions::default(), Unions::default());
-    let mut measure = |s: &IntervalSet, field: fn(&mut Unions) -> &mut Ns| {
-        *field(&mut whole) = s.total();
-        *field(&mut in_window) = s.overlap_len(window);
+    let mut measure = |(all, within): (Ns, Ns), field: fn(&mut Unions) -> &mut Ns| {
+        *field(&mut whole) = all;
+        *field(&mut in_window) = within;
     };
-    measure(&t.busy(|_| true), |u| &mut u.busy);
+    measure(t.busy(|_| true).lengths(window), |u| &mut u.busy);
     let compute = t.busy(|o| o.is_compute());
-    measure(&compute, |u| &mut u.compute);
+    measure(compute.lengths(window), |u| &mut u.compute);
+    // Sets only measured are measured as they are walked, not built.
     let memory = t.busy(|o| o.is_memory());
-    measure(&compute.union(&memory), |u| &mut u.compute_or_memory);
-    measure(&memory.subtract(&compute), |u| &mut u.exposed_memory);
+    measure(compute.union_lengths(&memory, window), |u| {
+        &mut u.compute_or_memory
+    });
+    measure(memory.subtract_lengths(&compute, window), |u| {
+        &mut u.exposed_memory
+    });
     drop(memory);
     let comm = t.busy(|o| o.is_comm());
-    measure(&comm, |u| &mut u.comm);
-    measure(&comm.intersect(&compute), |u| &mut u.comm_under_compute);
+    measure(comm.lengths(window), |u| &mut u.comm);
+    measure(comm.intersect_lengths(&compute, window), |u| {
+        &mut u.comm_under_compute
+    });
     let exposed = comm.subtract(&compute);
-    measure(&exposed, |u| &mut u.exposed_comm);
+    measure(exposed.lengths(window), |u| &mut u.exposed_comm);
     (whole, in_window, Sets { compute, exposed })
 }
 
@@ -265,17 +272,16 @@ struct Sets {
 fn step_overlap(t: &RankTimeline, compute: &IntervalSet) -> (Ns, Ns) {
     let comm = t.busy(|o| o.is_kernel() && o.is_comm());
     if t.steps.is_empty() {
-        return (comm.intersect(compute).total(), comm.total());
+        let (under, _) = comm.intersect_lengths(compute, &IntervalSet::default());
+        return (under, comm.total());
     }
     let steps = IntervalSet::from_iter_unsorted(
         t.measured_steps()
             .iter()
             .map(|s| Interval::new(s.start, s.end)),
     );
-    (
-        comm.intersect(compute).overlap_len(&steps),
-        comm.overlap_len(&steps),
-    )
+    let (_, under) = comm.intersect_lengths(compute, &steps);
+    (under, comm.overlap_len(&steps))
 }
 
 /// The CPU ops CCL-Bench's `traffic_window` counts iterations by.

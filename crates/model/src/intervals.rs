@@ -122,8 +122,66 @@ impl IntervalSet {
 
     /// Time covered by `self` and not by `other`.
     pub fn subtract(&self, other: &Self) -> Self {
-        let b = &other.0[..];
         let mut out = Vec::new();
+        self.each_difference(other, |i| out.push(i));
+        Self(out.into())
+    }
+
+    /// The union's lengths, (whole, within `window`), without building it.
+    pub fn union_lengths(&self, other: &Self, window: &Self) -> (Ns, Ns) {
+        let mut m = Lengths::within(window);
+        let (a, b) = (&self.0[..], &other.0[..]);
+        let (mut i, mut j) = (0, 0);
+        let mut open: Option<Interval> = None;
+        while i < a.len() || j < b.len() {
+            let next = if j == b.len() || (i < a.len() && a[i].start <= b[j].start) {
+                i += 1;
+                a[i - 1]
+            } else {
+                j += 1;
+                b[j - 1]
+            };
+            open = match open {
+                Some(o) if next.start <= o.end => Some(Interval::new(o.start, o.end.max(next.end))),
+                Some(o) => {
+                    m.add(o);
+                    Some(next)
+                }
+                None => Some(next),
+            };
+        }
+        if let Some(o) = open {
+            m.add(o);
+        }
+        m.both()
+    }
+
+    /// The intersection's lengths, (whole, within `window`), without
+    /// building it.
+    pub fn intersect_lengths(&self, other: &Self, window: &Self) -> (Ns, Ns) {
+        let mut m = Lengths::within(window);
+        self.each_overlap(other, |i| m.add(i));
+        m.both()
+    }
+
+    /// The difference's lengths, (whole, within `window`), without
+    /// building it.
+    pub fn subtract_lengths(&self, other: &Self, window: &Self) -> (Ns, Ns) {
+        let mut m = Lengths::within(window);
+        self.each_difference(other, |i| m.add(i));
+        m.both()
+    }
+
+    /// The set's own lengths, (whole, within `window`).
+    pub fn lengths(&self, window: &Self) -> (Ns, Ns) {
+        let mut m = Lengths::within(window);
+        self.0.iter().for_each(|&i| m.add(i));
+        m.both()
+    }
+
+    /// Gives `f` each interval of `self` − `other`, in order.
+    fn each_difference(&self, other: &Self, mut f: impl FnMut(Interval)) {
+        let b = &other.0[..];
         let mut j = 0;
         for &iv in &self.0[..] {
             let mut start = iv.start;
@@ -134,16 +192,15 @@ impl IntervalSet {
             let mut k = j;
             while k < b.len() && b[k].start < iv.end {
                 if b[k].start > start {
-                    out.push(Interval::new(start, b[k].start));
+                    f(Interval::new(start, b[k].start));
                 }
                 start = start.max(b[k].end);
                 k += 1;
             }
             if start < iv.end {
-                out.push(Interval::new(start, iv.end));
+                f(Interval::new(start, iv.end));
             }
         }
-        Self(out.into())
     }
 
     /// Length of the intersection, without building it (a device's
@@ -152,6 +209,45 @@ impl IntervalSet {
         let mut sum = Ns::ZERO;
         self.each_overlap(other, |i| sum += i.len());
         sum
+    }
+}
+
+/// The lengths of a set given an interval at a time, in order and
+/// disjoint: the whole, and the part within a window. What a rank's figures
+/// need of the unions of its ops that they do not keep: a device's millions
+/// of ops make sets of millions of intervals, built only to be summed.
+struct Lengths<'w> {
+    whole: Ns,
+    within: Ns,
+    window: &'w [Interval],
+    /// The first window interval that can still meet what comes next.
+    next: usize,
+}
+
+impl<'w> Lengths<'w> {
+    fn within(window: &'w IntervalSet) -> Self {
+        Lengths {
+            whole: Ns::ZERO,
+            within: Ns::ZERO,
+            window: &window.0,
+            next: 0,
+        }
+    }
+
+    fn both(&self) -> (Ns, Ns) {
+        (self.whole, self.within)
+    }
+
+    /// Adds an interval after (and apart from) those added before.
+    fn add(&mut self, i: Interval) {
+        self.whole += i.len();
+        let w = self.window;
+        while self.next < w.len() && w[self.next].end <= i.start {
+            self.next += 1;
+        }
+        for x in w[self.next..].iter().take_while(|x| x.start < i.end) {
+            self.within += x.end.min(i.end) - x.start.max(i.start);
+        }
     }
 }
 
@@ -662,6 +758,24 @@ mod tests {
             let (a, b) = (set(&a), set(&b));
             prop_assert_eq!(a.overlap_len(&b), a.intersect(&b).total());
             prop_assert_eq!(a.overlap_len(&b), b.overlap_len(&a));
+        }
+
+        #[test]
+        fn lengths_are_those_of_the_sets_built(
+            a in proptest::collection::vec((-100i64..200, 0i64..60), 0..30),
+            b in proptest::collection::vec((-100i64..200, 0i64..60), 0..30),
+            w in proptest::collection::vec((-100i64..200, 0i64..60), 0..6),
+        ) {
+            let set = |v: &[(i64, i64)]| IntervalSet::from_unsorted(
+                v.iter().map(|&(a, l)| Interval::new(Ns(a), Ns(a + l))).collect(),
+            );
+            let (a, b, w) = (set(&a), set(&b), set(&w));
+            let of = |s: &IntervalSet| (s.total(), s.overlap_len(&w));
+            prop_assert_eq!(a.lengths(&w), of(&a));
+            prop_assert_eq!(a.union_lengths(&b, &w), of(&a.union(&b)));
+            prop_assert_eq!(b.union_lengths(&a, &w), of(&a.union(&b)));
+            prop_assert_eq!(a.intersect_lengths(&b, &w), of(&a.intersect(&b)));
+            prop_assert_eq!(a.subtract_lengths(&b, &w), of(&a.subtract(&b)));
         }
 
         #[test]
