@@ -475,6 +475,13 @@ fn each_plane<T>(
                     skip(&mut r, len - head).map_err(|_| "a plane longer than the file")?;
                     continue;
                 }
+                // Room for the whole plane at once (its length is within
+                // the limit): grown by doubling, a quarter of the file was
+                // held twice while the last copy was made.
+                let rest = usize::try_from(len - head).map_err(|_| "a plane too large")?;
+                plane
+                    .try_reserve_exact(rest)
+                    .map_err(|_| format!("no memory for a plane of {len} bytes"))?;
                 (&mut r)
                     .take(len - head)
                     .read_to_end(&mut plane)
