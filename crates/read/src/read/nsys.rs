@@ -301,88 +301,36 @@ pub fn read(
         })?
         .into_iter()
         .collect();
-    // Room for every device op at once: grown by doubling, the vector held
-    // its old copies too (more than the ops themselves at the peak). The
-    // largest row id is the row count of an export (rows are only ever
-    // appended), found without reading the rows; a crafted one is bounded
-    // by the file's bytes (a row takes more than 16).
-    let stated: i64 = (ACTIVITY.iter().filter(|t| r.has(t)))
-        .filter_map(|t| {
-            let sql = format!("SELECT max(rowid) FROM {t}");
-            r.rows(&sql, |row| row.get::<_, Option<i64>>(0))
-                .ok()?
-                .pop()?
-        })
-        .fold(0, i64::saturating_add);
-    let size = std::fs::metadata(path).map_or(0, |m| m.len());
-    let room = u64::try_from(stated).unwrap_or(0).min(size / 16);
-    let own = OwnNames::default();
-    let mut raw: Vec<Raw> = Vec::new();
-    let _ = raw.try_reserve_exact(usize::try_from(room).unwrap_or(0));
-    if r.has("CUPTI_ACTIVITY_KIND_KERNEL") {
-        let cols = r.columns("CUPTI_ACTIVITY_KIND_KERNEL")?;
-        let name_col = if cols.contains("demangledName") {
-            "demangledName"
-        } else {
-            "shortName"
-        };
-        let sql = format!(
-            "SELECT deviceId, globalPid, correlationId, start, end, {name_col}, shortName, streamId, \
-             gridX * gridY * gridZ FROM CUPTI_ACTIVITY_KIND_KERNEL"
-        );
+    // The ops are read twice: first each one's device, process and
+    // correlation id (how many ops each device has, which processes drove
+    // it, which calls issued one), then, once the calls are read and let go,
+    // whole, straight onto their device's timeline. Held at once, the ops
+    // as read (80 bytes), the calls and the model's ops were the peak.
+    let mut devices: std::collections::BTreeMap<i64, Device> = Default::default();
+    let mut issued: HashSet<(i64, i64)> = HashSet::new();
+    for table in ACTIVITY.iter().filter(|t| r.has(t)) {
+        let sql = format!("SELECT deviceId, globalPid, correlationId FROM {table}");
         r.each(&sql, |row| {
-            let name = r
-                .text(row.get_ref(5)?)
-                .or_else(|| r.text(row.get_ref(6).ok()?))
-                .unwrap_or_else(|| own.unknown_kernel());
-            let blocks = row.get::<_, Option<f64>>(8)?;
-            raw.push(Raw {
-                activity: Activity::Kernel,
-                stream: row.get::<_, Option<i64>>(7)?.unwrap_or(0),
-                work: Work::of(Activity::Kernel, blocks, None).into(),
-                ..Raw::placed(row, name)?
+            let device: i64 = row.get(0)?;
+            let pid = pid(row.get::<_, Option<i64>>(1)?.unwrap_or(0));
+            let d = devices.entry(device).or_insert_with(|| Device {
+                id: device,
+                ops: 0,
+                pids: Vec::new(),
             });
-            Ok(())
-        })?;
-    }
-    for (table, activity) in [
-        ("CUPTI_ACTIVITY_KIND_MEMCPY", Activity::Memcpy),
-        ("CUPTI_ACTIVITY_KIND_MEMSET", Activity::Memset),
-    ] {
-        if !r.has(table) {
-            continue;
-        }
-        let kind = if activity == Activity::Memcpy {
-            "copyKind"
-        } else {
-            "0"
-        };
-        let sql = format!(
-            "SELECT deviceId, globalPid, correlationId, start, end, {kind}, streamId, bytes FROM {table}"
-        );
-        r.each(&sql, |row| {
-            let bytes = (row.get::<_, Option<i64>>(7)?).and_then(|b| u64::try_from(b).ok());
-            let name = match activity {
-                Activity::Memcpy => own.copy(row.get::<_, Option<i64>>(5)?.unwrap_or(0)),
-                _ => own.memset(),
-            };
-            raw.push(Raw {
-                activity,
-                stream: row.get::<_, Option<i64>>(6)?.unwrap_or(0),
-                work: Work::of(activity, None, bytes).into(),
-                ..Raw::placed(row, name)?
-            });
+            d.ops += 1;
+            if !d.pids.contains(&pid) {
+                d.pids.push(pid);
+            }
+            if !cpu_ranges {
+                issued.insert((pid, row.get::<_, Option<i64>>(2)?.unwrap_or(-1)));
+            }
             Ok(())
         })?;
     }
     // Runtime calls: without CPU lanes, only those a metric reads are kept
     // whole (see `Calls`); which calls issued a device op is known here
     // before the calls are read.
-    let issued: HashSet<(i64, i64)> = if cpu_ranges {
-        HashSet::new()
-    } else {
-        raw.iter().map(|o| (o.pid, o.correlation)).collect()
-    };
     let mut calls = Calls::after(cpu_ranges, &issued);
     if r.has("CUPTI_ACTIVITY_KIND_RUNTIME") {
         r.each(
@@ -402,7 +350,7 @@ pub fn read(
             },
         )?;
     }
-    let runtime = calls.finish(raw.iter().map(|o| (o.pid, o.correlation)));
+    let runtime = calls.finish(issued.iter().copied());
     drop(issued);
     // Ranges only (push/pop 59, start/end 60); marks have no end.
     let nvtx: Vec<Cpu> = if r.has("NVTX_EVENTS") {
@@ -454,7 +402,66 @@ pub fn read(
     } else {
         None
     };
-    let mut files = assemble(path, name_rank, raw, (runtime, nvtx, cpu_ranges), &gpus);
+    let devices: Vec<Device> = devices.into_values().collect();
+    let mut placing = Placing::new(path, &devices, (runtime, nvtx, cpu_ranges));
+    let own = OwnNames::default();
+    if r.has("CUPTI_ACTIVITY_KIND_KERNEL") {
+        let cols = r.columns("CUPTI_ACTIVITY_KIND_KERNEL")?;
+        let name_col = if cols.contains("demangledName") {
+            "demangledName"
+        } else {
+            "shortName"
+        };
+        let sql = format!(
+            "SELECT deviceId, globalPid, correlationId, start, end, {name_col}, shortName, streamId, \
+             gridX * gridY * gridZ FROM CUPTI_ACTIVITY_KIND_KERNEL"
+        );
+        r.each(&sql, |row| {
+            let name = r
+                .text(row.get_ref(5)?)
+                .or_else(|| r.text(row.get_ref(6).ok()?))
+                .unwrap_or_else(|| own.unknown_kernel());
+            let blocks = row.get::<_, Option<f64>>(8)?;
+            placing.place(&Raw {
+                activity: Activity::Kernel,
+                stream: row.get::<_, Option<i64>>(7)?.unwrap_or(0),
+                work: Work::of(Activity::Kernel, blocks, None).into(),
+                ..Raw::placed(row, name)?
+            });
+            Ok(())
+        })?;
+    }
+    for (table, activity) in [
+        ("CUPTI_ACTIVITY_KIND_MEMCPY", Activity::Memcpy),
+        ("CUPTI_ACTIVITY_KIND_MEMSET", Activity::Memset),
+    ] {
+        if !r.has(table) {
+            continue;
+        }
+        let kind = if activity == Activity::Memcpy {
+            "copyKind"
+        } else {
+            "0"
+        };
+        let sql = format!(
+            "SELECT deviceId, globalPid, correlationId, start, end, {kind}, streamId, bytes FROM {table}"
+        );
+        r.each(&sql, |row| {
+            let bytes = (row.get::<_, Option<i64>>(7)?).and_then(|b| u64::try_from(b).ok());
+            let name = match activity {
+                Activity::Memcpy => own.copy(row.get::<_, Option<i64>>(5)?.unwrap_or(0)),
+                _ => own.memset(),
+            };
+            placing.place(&Raw {
+                activity,
+                stream: row.get::<_, Option<i64>>(6)?.unwrap_or(0),
+                work: Work::of(activity, None, bytes).into(),
+                ..Raw::placed(row, name)?
+            });
+            Ok(())
+        })?;
+    }
+    let mut files = placing.finish(name_rank, &gpus);
     for (_, f) in &mut files {
         f.timeline.epoch = epoch;
     }
@@ -529,15 +536,23 @@ impl Launches {
     }
 }
 
-/// One rank per GPU from the ops of a whole export (SQLite or JSON).
-/// `cpu`: the runtime calls (with their correlation ids), the NVTX ranges,
-/// and whether the launching threads become CPU lanes (the UI's; a metric
-/// alone does not need them).
+/// A device of an export as its ops are counted before they are placed:
+/// how many, and which processes issued them (in the order first seen).
+pub(super) struct Device {
+    pub id: i64,
+    pub ops: usize,
+    pub pids: Vec<i64>,
+}
+
+/// One rank per GPU from the ops of a whole export (SQLite or JSON), the ops
+/// held as read. `cpu`: the runtime calls (with their correlation ids), the
+/// NVTX ranges, and whether the launching threads become CPU lanes (the
+/// UI's; a metric alone does not need them).
 pub(super) fn assemble(
     path: &Path,
     name_rank: Option<u32>,
     mut raw: Vec<Raw>,
-    (runtime, nvtx, cpu_ranges): (Vec<(Cpu, i64)>, Vec<Cpu>, bool),
+    cpu: (Vec<(Cpu, i64)>, Vec<Cpu>, bool),
     gpus: &[(i64, String, Option<u32>)],
 ) -> Vec<(Option<u32>, RankFile)> {
     // Each device's ops together, in the order read (a stable sort, where
@@ -545,104 +560,162 @@ pub(super) fn assemble(
     if !raw.is_sorted_by_key(|o| o.device) {
         raw.sort_by_key(|o| o.device);
     }
-    let by_device: Vec<&[Raw]> = raw.chunk_by(|a, b| a.device == b.device).collect();
-    let launches = Launches::new(&runtime);
-    let devices = by_device.len() as u32;
-    let several = devices > 1;
-    // NVTX ranges and runtime calls belong to a process, not a device: indexed
-    // by process once, and built once per set of processes, then shared by
-    // every device those processes drove (a process driving 2,000 GPUs does
-    // not copy its 20,000 ranges 2,000 times).
-    let mut nvtx_of: HashMap<i64, Vec<&Cpu>> = HashMap::new();
-    for c in &nvtx {
-        nvtx_of.entry(c.pid).or_default().push(c);
-    }
-    let mut runtime_of: HashMap<i64, Vec<&Cpu>> = HashMap::new();
-    for (c, _) in &runtime {
-        runtime_of.entry(c.pid).or_default().push(c);
-    }
-    // One device: every process's CPU side is its own.
-    let pid_sets: Vec<Vec<i64>> = (by_device.iter())
+    let devices: Vec<Device> = (raw.chunk_by(|a, b| a.device == b.device))
         .map(|ops| {
-            let mut pids: Vec<i64> = if several {
-                ops.iter().map(|o| o.pid).collect()
-            } else {
-                nvtx_of.keys().chain(runtime_of.keys()).copied().collect()
-            };
+            let mut pids: Vec<i64> = ops.iter().map(|o| o.pid).collect();
             pids.sort_unstable();
             pids.dedup();
-            pids
+            Device {
+                id: ops[0].device,
+                ops: ops.len(),
+                pids,
+            }
         })
         .collect();
-    // CPU lanes go with a set of processes only one device has: a process
-    // driving several GPUs would otherwise copy its threads to each.
-    let mut devices_of: HashMap<&[i64], usize> = HashMap::new();
-    for pids in &pid_sets {
-        *devices_of.entry(pids).or_default() += 1;
-    }
-    // Every set's CPU side before any device's ops, so that the calls and
-    // ranges they are made of are let go first.
-    let mut shared: HashMap<&[i64], SharedCpu> = (devices_of.iter())
-        .map(|(&pids, &n)| {
-            let cpu = cpu_side(
-                path,
-                &rows_of(&nvtx_of, pids),
-                &rows_of(&runtime_of, pids),
-                cpu_ranges && n == 1,
-            );
-            (pids, cpu)
-        })
-        .collect();
-    drop((nvtx_of, runtime_of));
-    drop((nvtx, runtime));
-    let mut out = Vec::new();
-    for (index, (ops, pids)) in by_device.into_iter().zip(&pid_sets).enumerate() {
-        let device = ops[0].device;
-        let Some(cpu) = shared.get_mut(pids.as_slice()) else {
-            continue;
-        };
-        let mut t = TimelineBuilder::new(path, SourceFormat::Nsys);
-        t.share(cpu);
-        t.reserve_ops(ops.len());
-        let mut classes: HashMap<(Arc<str>, Activity), KernelClass> = HashMap::new();
-        for o in ops {
-            let class = *classes
-                .entry((o.name.clone(), o.activity))
-                .or_insert_with(|| classify(&o.name, o.activity));
-            let launch = launches.get(o.pid, o.correlation).unwrap_or(o.start);
-            let name = t.intern(&o.name);
-            // Damaged times are skipped and counted by the builder.
-            let _ = t.push_op(DeviceOp {
-                start: o.start,
-                dur: o.end.saturating_sub(o.start).max(Ns::ZERO),
-                name,
-                activity: o.activity,
-                class,
-                coll: (class == KernelClass::Communication).then(|| coll_kind(&o.name)),
-                stream: u32::try_from(o.stream).unwrap_or(0),
-                device: u32::try_from(device).unwrap_or(0),
-                work: o.work,
-                meta: Slot::NONE,
-                step: Slot::NONE,
-                launch,
-            });
+    let mut placing = Placing::new(path, &devices, cpu);
+    raw.iter().for_each(|o| placing.place(o));
+    drop(raw);
+    placing.finish(name_rank, gpus)
+}
+
+/// The ranks of an export while its ops are placed: one timeline per
+/// device, in device order, each with the CPU side of the processes that
+/// drove it.
+struct Placing {
+    ids: Vec<i64>,
+    timelines: Vec<TimelineBuilder>,
+    launches: Launches,
+    classes: HashMap<(Arc<str>, Activity), KernelClass>,
+}
+
+impl Placing {
+    /// `devices` in device order.
+    fn new(
+        path: &Path,
+        devices: &[Device],
+        (runtime, nvtx, cpu_ranges): (Vec<(Cpu, i64)>, Vec<Cpu>, bool),
+    ) -> Self {
+        let launches = Launches::new(&runtime);
+        let several = devices.len() > 1;
+        // NVTX ranges and runtime calls belong to a process, not a device:
+        // indexed by process once, and built once per set of processes, then
+        // shared by every device those processes drove (a process driving
+        // 2,000 GPUs does not copy its 20,000 ranges 2,000 times).
+        let mut nvtx_of: HashMap<i64, Vec<&Cpu>> = HashMap::new();
+        for c in &nvtx {
+            nvtx_of.entry(c.pid).or_default().push(c);
         }
-        if let Some((id, name, sms)) = gpus.iter().find(|g| g.0 == device) {
-            t.push_device(DeviceInfo {
-                id: u32::try_from(*id).unwrap_or(0),
-                name: name.clone(),
-                num_sms: *sms,
-            });
+        let mut runtime_of: HashMap<i64, Vec<&Cpu>> = HashMap::new();
+        for (c, _) in &runtime {
+            runtime_of.entry(c.pid).or_default().push(c);
         }
-        let rank = match (several, name_rank) {
-            (false, r) => r,
-            // A node's export with k GPUs, named rank r: ranks r·k .. r·k + k − 1.
-            (true, Some(r)) => Some(r * devices + index as u32),
-            (true, None) => Some(index as u32),
-        };
-        out.push((rank, RankFile::built(t)));
+        // One device: every process's CPU side is its own.
+        let pid_sets: Vec<Vec<i64>> = (devices.iter())
+            .map(|d| {
+                let mut pids: Vec<i64> = if several {
+                    d.pids.clone()
+                } else {
+                    nvtx_of.keys().chain(runtime_of.keys()).copied().collect()
+                };
+                pids.sort_unstable();
+                pids.dedup();
+                pids
+            })
+            .collect();
+        // CPU lanes go with a set of processes only one device has: a
+        // process driving several GPUs would otherwise copy its threads to
+        // each.
+        let mut devices_of: HashMap<&[i64], usize> = HashMap::new();
+        for pids in &pid_sets {
+            *devices_of.entry(pids).or_default() += 1;
+        }
+        // Every set's CPU side before any device's ops, so that the calls
+        // and ranges they are made of are let go first.
+        let mut shared: HashMap<&[i64], SharedCpu> = (devices_of.iter())
+            .map(|(&pids, &n)| {
+                let cpu = cpu_side(
+                    path,
+                    &rows_of(&nvtx_of, pids),
+                    &rows_of(&runtime_of, pids),
+                    cpu_ranges && n == 1,
+                );
+                (pids, cpu)
+            })
+            .collect();
+        drop((nvtx_of, runtime_of));
+        drop((nvtx, runtime));
+        let mut timelines = Vec::with_capacity(devices.len());
+        for (d, pids) in devices.iter().zip(&pid_sets) {
+            let mut t = TimelineBuilder::new(path, SourceFormat::Nsys);
+            if let Some(cpu) = shared.get_mut(pids.as_slice()) {
+                t.share(cpu);
+            }
+            t.reserve_ops(d.ops);
+            timelines.push(t);
+        }
+        Placing {
+            ids: devices.iter().map(|d| d.id).collect(),
+            timelines,
+            launches,
+            classes: HashMap::new(),
+        }
     }
-    out
+
+    /// Puts an op on its device's timeline; an op of a device not counted
+    /// is not placed.
+    fn place(&mut self, o: &Raw) {
+        let Ok(i) = self.ids.binary_search(&o.device) else {
+            return;
+        };
+        let t = &mut self.timelines[i];
+        let class = *(self.classes)
+            .entry((o.name.clone(), o.activity))
+            .or_insert_with(|| classify(&o.name, o.activity));
+        let launch = self.launches.get(o.pid, o.correlation).unwrap_or(o.start);
+        let name = t.intern(&o.name);
+        // Damaged times are skipped and counted by the builder.
+        let _ = t.push_op(DeviceOp {
+            start: o.start,
+            dur: o.end.saturating_sub(o.start).max(Ns::ZERO),
+            name,
+            activity: o.activity,
+            class,
+            coll: (class == KernelClass::Communication).then(|| coll_kind(&o.name)),
+            stream: u32::try_from(o.stream).unwrap_or(0),
+            device: u32::try_from(o.device).unwrap_or(0),
+            work: o.work,
+            meta: Slot::NONE,
+            step: Slot::NONE,
+            launch,
+        });
+    }
+
+    fn finish(
+        self,
+        name_rank: Option<u32>,
+        gpus: &[(i64, String, Option<u32>)],
+    ) -> Vec<(Option<u32>, RankFile)> {
+        let devices = self.ids.len() as u32;
+        let several = devices > 1;
+        let mut out = Vec::with_capacity(self.ids.len());
+        for (index, (device, mut t)) in self.ids.into_iter().zip(self.timelines).enumerate() {
+            if let Some((id, name, sms)) = gpus.iter().find(|g| g.0 == device) {
+                t.push_device(DeviceInfo {
+                    id: u32::try_from(*id).unwrap_or(0),
+                    name: name.clone(),
+                    num_sms: *sms,
+                });
+            }
+            let rank = match (several, name_rank) {
+                (false, r) => r,
+                // A node's export with k GPUs, named rank r: ranks r·k .. r·k + k − 1.
+                (true, Some(r)) => Some(r * devices + index as u32),
+                (true, None) => Some(index as u32),
+            };
+            out.push((rank, RankFile::built(t)));
+        }
+        out
+    }
 }
 
 #[cfg(test)]
@@ -719,6 +792,90 @@ mod tests {
             assert_eq!((t.ops[0].launch.get(), t.launch_calls), (900, 1));
             let calls: usize = t.cpu.iter().map(|th| th.ops.len()).sum();
             assert_eq!(calls, if lanes { 4 } else { 0 });
+        }
+    }
+
+    /// An export of two GPUs driven by two processes, kernels interleaved
+    /// and a copy on each: read in two passes, each GPU is a rank in device
+    /// order (the file's rank times two and up), with its own ops, each
+    /// launched by the call with its process and correlation id (a copy
+    /// by its `cudaMemcpyAsync`), and with the CPU side of its process.
+    #[test]
+    fn a_two_gpu_export_places_each_op_on_its_device() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("node3.sqlite");
+        let db = Connection::open(&path).unwrap();
+        let (p1, p2) = (1i64 << 24, 2i64 << 24);
+        let (t1, t2) = (p1 | 5, p2 | 6);
+        db.execute_batch(&format!(
+            "CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);
+             INSERT INTO StringIds VALUES (1, 'gemm'), (2, 'ncclKernel_AllReduce'),
+                 (3, 'cudaLaunchKernel'), (4, 'cudaMemcpyAsync'), (5, 'cudaEventQuery');
+             CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER,
+                 deviceId INTEGER, streamId INTEGER, correlationId INTEGER, globalPid INTEGER,
+                 demangledName INTEGER, shortName INTEGER, gridX INTEGER, gridY INTEGER, gridZ INTEGER);
+             INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES
+                 (1000, 1100, 1, 7, 11, {p2}, 1, 1, 2, 1, 1),
+                 (1050, 1150, 0, 7, 21, {p1}, 1, 1, 4, 1, 1),
+                 (1200, 1300, 1, 8, 12, {p2}, 2, 2, 1, 1, 1),
+                 (1250, 1350, 0, 8, 22, {p1}, 2, 2, 1, 1, 1);
+             CREATE TABLE CUPTI_ACTIVITY_KIND_MEMCPY (start INTEGER, end INTEGER,
+                 deviceId INTEGER, streamId INTEGER, correlationId INTEGER, globalPid INTEGER,
+                 copyKind INTEGER, bytes INTEGER);
+             INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY VALUES
+                 (900, 950, 0, 9, 23, {p1}, 1, 4096), (905, 955, 1, 9, 13, {p2}, 2, 64);
+             CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER, end INTEGER,
+                 globalTid INTEGER, correlationId INTEGER, nameId INTEGER);
+             INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES
+                 (800, 810, {t1}, 23, 4), (801, 811, {t2}, 13, 4),
+                 (850, 860, {t2}, 11, 3), (851, 861, {t1}, 21, 3),
+                 (852, 862, {t2}, 12, 3), (853, 863, {t1}, 22, 3),
+                 (870, 871, {t1}, 30, 5), (1400, 1401, {t2}, 31, 5);"
+        ))
+        .unwrap();
+        drop(db);
+        for lanes in [false, true] {
+            let files = read(&path, Some(3), lanes).unwrap();
+            // Each rank's ops: name, launch time, device.
+            type Ops = Vec<(String, i64, u32)>;
+            let got: Vec<(Option<u32>, Ops)> = (files.iter())
+                .map(|(rank, f)| {
+                    let t = &f.timeline;
+                    let ops = (t.ops.iter())
+                        .map(|o| (t.name(o.name).to_string(), o.launch.get(), o.device))
+                        .collect();
+                    (*rank, ops)
+                })
+                .collect();
+            let op = |n: &str, launch, device| (n.to_string(), launch, device);
+            assert_eq!(
+                got,
+                [
+                    (
+                        Some(6),
+                        vec![
+                            op("Memcpy HtoD", 800, 0),
+                            op("gemm", 851, 0),
+                            op("ncclKernel_AllReduce", 853, 0)
+                        ]
+                    ),
+                    (
+                        Some(7),
+                        vec![
+                            op("Memcpy DtoH", 801, 1),
+                            op("gemm", 850, 1),
+                            op("ncclKernel_AllReduce", 852, 1)
+                        ]
+                    ),
+                ],
+                "lanes {lanes}"
+            );
+            let t = &files[0].1.timeline;
+            assert_eq!(t.ops[0].bytes(), Some(4096));
+            assert_eq!(t.launch_calls, 2, "lanes {lanes}");
+            // Each process's calls span its GPU's trace, polling included.
+            let w = files[1].1.timeline.window.unwrap();
+            assert_eq!((w.start.get(), w.end.get()), (801, 1401), "lanes {lanes}");
         }
     }
 
