@@ -306,22 +306,17 @@ pub fn read(
     // it, which calls issued one), then, once the calls are read and let go,
     // whole, straight onto their device's timeline. Held at once, the ops
     // as read (80 bytes), the calls and the model's ops were the peak.
-    let mut devices: std::collections::BTreeMap<i64, Device> = Default::default();
+    // Each device's op count and processes.
+    let mut counted: std::collections::BTreeMap<i64, (usize, HashSet<i64>)> = Default::default();
     let mut issued: HashSet<(i64, i64)> = HashSet::new();
     for table in ACTIVITY.iter().filter(|t| r.has(t)) {
         let sql = format!("SELECT deviceId, globalPid, correlationId FROM {table}");
         r.each(&sql, |row| {
             let device: i64 = row.get(0)?;
             let pid = pid(row.get::<_, Option<i64>>(1)?.unwrap_or(0));
-            let d = devices.entry(device).or_insert_with(|| Device {
-                id: device,
-                ops: 0,
-                pids: Vec::new(),
-            });
-            d.ops += 1;
-            if !d.pids.contains(&pid) {
-                d.pids.push(pid);
-            }
+            let (ops, pids) = counted.entry(device).or_default();
+            *ops += 1;
+            pids.insert(pid);
             if !cpu_ranges {
                 issued.insert((pid, row.get::<_, Option<i64>>(2)?.unwrap_or(-1)));
             }
@@ -402,7 +397,13 @@ pub fn read(
     } else {
         None
     };
-    let devices: Vec<Device> = devices.into_values().collect();
+    let devices: Vec<Device> = (counted.into_iter())
+        .map(|(id, (ops, pids))| Device {
+            id,
+            ops,
+            pids: pids.into_iter().collect(),
+        })
+        .collect();
     let mut placing = Placing::new(path, &devices, (runtime, nvtx, cpu_ranges));
     let own = OwnNames::default();
     if r.has("CUPTI_ACTIVITY_KIND_KERNEL") {
@@ -537,7 +538,7 @@ impl Launches {
 }
 
 /// A device of an export as its ops are counted before they are placed:
-/// how many, and which processes issued them (in the order first seen).
+/// how many, and which processes issued them (in no particular order).
 pub(super) struct Device {
     pub id: i64,
     pub ops: usize,
