@@ -645,7 +645,7 @@ fn convert(
         a
     };
     let mut ios = Ios::default();
-    let mut calls = Calls::default();
+    let mut calls = CallKinds::default();
     let mut entries = Vec::with_capacity(raw.entries.len());
     let mut nameless = 0usize;
     // Whether each group's last entry was point-to-point: before 2.6 a
@@ -815,7 +815,7 @@ fn convert(
 /// Each distinct kind of call in a dump, made once. Its names and tensors
 /// are already shared within the dump, so they are told apart by address.
 #[derive(Default)]
-struct Calls(foldhash::HashMap<CallKey, Arc<FrCall>>);
+struct CallKinds(foldhash::HashMap<CallKey, Arc<FrCall>>);
 
 type CallKey = (
     [*const str; 3],
@@ -825,7 +825,7 @@ type CallKey = (
     Option<NonZeroI64>,
 );
 
-impl Calls {
+impl CallKinds {
     fn get(&mut self, c: FrCall) -> Arc<FrCall> {
         let key = (
             [&*c.group, &*c.desc, &*c.op].map(|n| n as *const str),
