@@ -110,8 +110,70 @@ struct Ranges {
     /// where no range has them.
     orig: Vec<(Ns, Ns)>,
     /// Each range's id and its parent's, indexed like `list`, until linked.
-    ids: Vec<i64>,
+    ids: Ids,
     parents: Vec<i64>,
+}
+
+/// Each range's id, in the order read, as runs of consecutive ids: nsys
+/// numbers ranges as it writes them, so an archive's ids are one run, or a
+/// few where rows are left out, where a column took 8 bytes a range.
+#[derive(Default)]
+struct Ids {
+    /// Where each run begins in the list, and its first id.
+    at: Vec<u32>,
+    first: Vec<i64>,
+    len: u32,
+}
+
+impl Ids {
+    fn push(&mut self, id: i64) {
+        let next = match (self.at.last(), self.first.last()) {
+            (Some(&at), Some(&first)) => first.checked_add(i64::from(self.len - at)),
+            _ => None,
+        };
+        if next != Some(id) {
+            self.at.push(self.len);
+            self.first.push(id);
+        }
+        self.len += 1;
+    }
+
+    /// Each run: its place, its first id and its length.
+    fn runs(&self) -> impl Iterator<Item = (u32, i64, u32)> + '_ {
+        let ends = self.at.iter().skip(1).copied().chain([self.len]);
+        (self.at.iter().zip(&self.first).zip(ends))
+            .map(|((&at, &first), end)| (at, first, end - at))
+    }
+
+    fn iter(&self) -> impl Iterator<Item = i64> + '_ {
+        self.runs()
+            .flat_map(|(_, first, n)| (0..n).map(move |k| first + i64::from(k)))
+    }
+
+    /// Whether the ids never go down (runs in order, a run's first id at
+    /// or past the last one's end).
+    fn is_sorted(&self) -> bool {
+        self.runs()
+            .zip(self.runs().skip(1))
+            .all(|((_, a, n), (_, b, _))| a + i64::from(n) - 1 <= b)
+    }
+
+    /// In ids that never go down, the place of the last range with `id`.
+    fn find_sorted(&self, id: i64) -> Option<u32> {
+        let k = self.first.partition_point(|&f| f <= id).checked_sub(1)?;
+        let (at, first) = (self.at[k], self.first[k]);
+        let end = self.at.get(k + 1).copied().unwrap_or(self.len);
+        let off = u32::try_from(id.checked_sub(first)?).ok()?;
+        (off < end - at).then_some(at + off)
+    }
+
+    /// In ids that never go down, whether one repeats (only where a run
+    /// begins with the id the one before it ended with).
+    fn repeats_sorted(&self) -> bool {
+        self.runs()
+            .zip(self.runs().skip(1))
+            .any(|((_, a, n), (_, b, _))| a + i64::from(n) - 1 == b)
+    }
 }
 
 impl Ranges {
@@ -145,14 +207,14 @@ impl Ranges {
         );
         // The ids in order with their places, searched by halving: 16
         // bytes a range, where a hash map of them took 36 (a third of the
-        // peak). Rows in id order, as nsys numbers ranges, are searched as
-        // they are, with nothing more.
+        // peak). Rows in id order, as nsys numbers ranges, are searched in
+        // their runs, with nothing more.
         let sorted = ids.is_sorted();
         let by_id: Vec<(i64, u32)> = if sorted {
             Vec::new()
         } else {
             let mut v: Vec<(i64, u32)> = (ids.iter().enumerate())
-                .map(|(i, &id)| (id, i as u32))
+                .map(|(i, id)| (id, i as u32))
                 .collect();
             v.sort_unstable();
             v
@@ -160,8 +222,7 @@ impl Ranges {
         // The last range with `id`.
         let find = |id: i64| -> Option<u32> {
             if sorted {
-                let k = ids.partition_point(|&x| x <= id).checked_sub(1)?;
-                (ids[k] == id).then_some(k as u32)
+                ids.find_sorted(id)
             } else {
                 let k = by_id.partition_point(|e| e.0 <= id).checked_sub(1)?;
                 (by_id[k].0 == id).then_some(by_id[k].1)
@@ -172,11 +233,11 @@ impl Ranges {
             r.up = Slot::from(up.flatten());
         }
         let repeated = if sorted {
-            ids.windows(2).any(|w| w[0] == w[1])
+            ids.repeats_sorted()
         } else {
             by_id.windows(2).any(|w| w[0].0 == w[1].0)
         };
-        repeated.then(|| ids.iter().filter_map(|&id| find(id)).collect())
+        repeated.then(|| ids.iter().filter_map(find).collect())
     }
 }
 
@@ -499,7 +560,6 @@ fn ranges(bytes: Vec<u8>, path: &Path) -> Result<(Ranges, u64, u64)> {
         if out.list.capacity() == 0 {
             let n = usize::try_from(b.expected).unwrap_or(0);
             let _ = out.list.try_reserve_exact(n);
-            let _ = out.ids.try_reserve_exact(n);
             let _ = out.parents.try_reserve_exact(n);
             if b.column(&["Orig Start"]).is_some() {
                 let _ = out.orig.try_reserve_exact(n);
@@ -1392,6 +1452,47 @@ mod tests {
     /// Thunk 3 sits in the second thunk 2, so both thunks 2 hold another and
     /// are not ops; NCCL range 5 names id 4, which no range has: it is a
     /// collective of its own.
+    /// Ids kept as runs read back as pushed, and are found as a search of
+    /// the ids themselves finds them.
+    #[test]
+    fn ids_as_runs() {
+        let of = |v: &[i64]| {
+            let mut ids = Ids::default();
+            v.iter().for_each(|&i| ids.push(i));
+            ids
+        };
+        let v = [5, 6, 7, 9, 10, 10, 11, i64::MAX - 1, i64::MAX, i64::MIN, 3];
+        let ids = of(&v);
+        assert!(ids.iter().eq(v.iter().copied()));
+        assert_eq!(ids.at, [0, 3, 5, 7, 9, 10]);
+        assert!(!ids.is_sorted());
+        let sorted = of(&[5, 6, 7, 9, 10, 10, 11, 20]);
+        assert!(sorted.is_sorted() && sorted.repeats_sorted());
+        let found: Vec<Option<u32>> = [4, 5, 7, 8, 9, 10, 11, 12, 20, i64::MIN, i64::MAX]
+            .map(|id| sorted.find_sorted(id))
+            .to_vec();
+        assert_eq!(
+            found,
+            [
+                None,
+                Some(0),
+                Some(2),
+                None,
+                Some(3),
+                Some(5),
+                Some(6),
+                None,
+                Some(7),
+                None,
+                None
+            ]
+        );
+        let one = of(&[1, 2, 3, 4]);
+        assert!(one.is_sorted() && !one.repeats_sorted() && one.at.len() == 1);
+        assert_eq!(one.find_sorted(4), Some(3));
+        assert!(Ids::default().is_sorted() && Ids::default().find_sorted(0).is_none());
+    }
+
     #[test]
     fn a_shared_id_is_its_last_range() {
         use crate::model::CollKind::{AllGather, AllReduce};
