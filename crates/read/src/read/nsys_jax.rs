@@ -111,7 +111,47 @@ struct Ranges {
     orig: Vec<(Ns, Ns)>,
     /// Each range's id and its parent's, indexed like `list`, until linked.
     ids: Ids,
-    parents: Vec<i64>,
+    parents: Parents,
+}
+
+/// Each range's parent id, in the order read, as its difference from the
+/// range's own id in 4 bytes (a thunk is numbered near the range holding
+/// it); one further away is kept apart.
+#[derive(Default)]
+struct Parents {
+    near: Vec<i32>,
+    far: Vec<i64>,
+}
+
+impl Parents {
+    /// In `near`: the parent is in `far`.
+    const FAR: i32 = i32::MIN;
+
+    fn push(&mut self, id: i64, parent: i64) {
+        let near = (id.checked_sub(parent))
+            .and_then(|d| i32::try_from(d).ok())
+            .filter(|&d| d != Self::FAR);
+        match near {
+            Some(d) => self.near.push(d),
+            None => {
+                self.far.push(parent);
+                self.near.push(Self::FAR);
+            }
+        }
+    }
+
+    /// The parent ids, given the ranges' own ids in order.
+    fn iter<'a>(&'a self, ids: impl Iterator<Item = i64> + 'a) -> impl Iterator<Item = i64> + 'a {
+        let mut far = self.far.iter().copied();
+        (self.near.iter().zip(ids)).map(move |(&d, id)| {
+            if d == Self::FAR {
+                far.next().unwrap_or(0)
+            } else {
+                // `id − (id − parent)`: the parent, which is in range.
+                id - i64::from(d)
+            }
+        })
+    }
 }
 
 /// Each range's id, in the order read, as runs of consecutive ids: nsys
@@ -228,7 +268,7 @@ impl Ranges {
                 (by_id[k].0 == id).then_some(by_id[k].1)
             }
         };
-        for (r, p) in self.list.iter_mut().zip(parents) {
+        for (r, p) in self.list.iter_mut().zip(parents.iter(ids.iter())) {
             let up = (r.flags & Range::PARENT != 0).then(|| find(p));
             r.up = Slot::from(up.flatten());
         }
@@ -560,7 +600,7 @@ fn ranges(bytes: Vec<u8>, path: &Path) -> Result<(Ranges, u64, u64)> {
         if out.list.capacity() == 0 {
             let n = usize::try_from(b.expected).unwrap_or(0);
             let _ = out.list.try_reserve_exact(n);
-            let _ = out.parents.try_reserve_exact(n);
+            let _ = out.parents.near.try_reserve_exact(n);
             if b.column(&["Orig Start"]).is_some() {
                 let _ = out.orig.try_reserve_exact(n);
             }
@@ -627,7 +667,7 @@ fn ranges(bytes: Vec<u8>, path: &Path) -> Result<(Ranges, u64, u64)> {
                         out.orig.push(o);
                     }
                     out.ids.push(id);
-                    out.parents.push(parent.unwrap_or(0));
+                    out.parents.push(id, parent.unwrap_or(0));
                     out.list.push(Range {
                         start: Ns(start),
                         end: Ns(end),
@@ -1491,6 +1531,26 @@ mod tests {
         assert!(one.is_sorted() && !one.repeats_sorted() && one.at.len() == 1);
         assert_eq!(one.find_sorted(4), Some(3));
         assert!(Ids::default().is_sorted() && Ids::default().find_sorted(0).is_none());
+    }
+
+    /// Parent ids read back as pushed, near their ranges' ids or not.
+    #[test]
+    fn parents_near_and_far() {
+        let pairs = [
+            (10, 9),
+            (11, 0),
+            (12, 12),
+            (13, 20),
+            (i64::MAX, i64::MIN),
+            (5, 5 - i64::from(i32::MAX)),
+            (5, 5 - i64::from(i32::MIN)),
+            (5, 5 + i64::from(i32::MAX) + 1),
+        ];
+        let mut p = Parents::default();
+        pairs.iter().for_each(|&(id, parent)| p.push(id, parent));
+        let back: Vec<i64> = p.iter(pairs.iter().map(|x| x.0)).collect();
+        assert_eq!(back, pairs.map(|x| x.1));
+        assert_eq!(p.far.len(), 3);
     }
 
     #[test]
