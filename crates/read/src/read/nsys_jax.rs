@@ -195,7 +195,7 @@ impl Ids {
     fn is_sorted(&self) -> bool {
         self.runs()
             .zip(self.runs().skip(1))
-            .all(|((_, a, n), (_, b, _))| a + i64::from(n) - 1 <= b)
+            .all(|((_, a, n), (_, b, _))| a + i64::from(n - 1) <= b)
     }
 
     /// In ids that never go down, the place of the last range with `id`.
@@ -212,7 +212,7 @@ impl Ids {
     fn repeats_sorted(&self) -> bool {
         self.runs()
             .zip(self.runs().skip(1))
-            .any(|((_, a, n), (_, b, _))| a + i64::from(n) - 1 == b)
+            .any(|((_, a, n), (_, b, _))| a + i64::from(n - 1) == b)
     }
 }
 
