@@ -482,6 +482,22 @@ mod tests {
     use crate::synth::jit_pickle::{to_vec, P};
     use std::rc::Rc;
 
+    /// A snapshot of one 2 MiB segment with `allocated` bytes in use, and
+    /// `trace` as device 0's history.
+    fn snapshot(trace: P, allocated: i64) -> P {
+        let segment = P::dict([
+            ("device", P::Int(0)),
+            ("total_size", P::Int(2 << 20)),
+            ("allocated_size", P::Int(allocated)),
+            ("active_size", P::Int(allocated)),
+            ("requested_size", P::Int(allocated)),
+        ]);
+        P::dict([
+            ("segments", P::List(vec![segment])),
+            ("device_traces", P::List(vec![trace])),
+        ])
+    }
+
     fn read_pickle(bytes: &[u8]) -> Result<(MemoryTimeline, Vec<Warning>), Error> {
         read(|_| Ok(bytes), Path::new("rank0_memory_snapshot.pickle"))
     }
@@ -542,17 +558,7 @@ mod tests {
             trace.push(ev("alloc", 0x1000 + 16 * i));
             trace.push(ev("free_requested", 0x10_0000 + 16 * i));
         }
-        let segment = P::dict([
-            ("device", P::Int(0)),
-            ("total_size", P::Int(2 << 20)),
-            ("allocated_size", P::Int(30_000)),
-            ("active_size", P::Int(30_000)),
-            ("requested_size", P::Int(30_000)),
-        ]);
-        let snap = P::dict([
-            ("segments", P::List(vec![segment])),
-            ("device_traces", P::List(vec![P::List(trace)])),
-        ]);
+        let snap = snapshot(P::List(trace), 30_000);
         let bytes = to_vec_as_python(&snap);
         let (m, warnings) = read_pickle(&bytes).unwrap();
         assert!(warnings.is_empty(), "{warnings:?}");
@@ -610,17 +616,7 @@ mod tests {
             ev(3, 0x3000, 25, &[&alloc, &fwd, &step], "alloc"),
             ev(4, 0x2000, 50, &[], "free_completed"),
         ]);
-        let segment = P::dict([
-            ("device", P::Int(0)),
-            ("total_size", P::Int(2 << 20)),
-            ("allocated_size", P::Int(125)),
-            ("active_size", P::Int(125)),
-            ("requested_size", P::Int(125)),
-        ]);
-        let snap = P::dict([
-            ("segments", P::List(vec![segment])),
-            ("device_traces", P::List(vec![trace])),
-        ]);
+        let snap = snapshot(trace, 125);
         let bytes = to_vec(&snap);
         let (m, warnings) = read_pickle(&bytes).unwrap();
         assert!(warnings.is_empty(), "{warnings:?}");
