@@ -18,6 +18,7 @@ use std::collections::HashMap;
 use rayon::prelude::*;
 
 use crate::model::collectives::{self, Instances, WaitSplit};
+use crate::model::intervals::{difference, Lengths, Meeting, Merging};
 use crate::model::{Activity, Interval, IntervalSet, KernelClass, Ns, RankTimeline, StrId, Trace};
 
 /// Everything derived for the ranks in scope.
@@ -226,62 +227,144 @@ impl<T: Copy> Unions<T> {
     }
 }
 
-/// A rank's unions of ops, each measured over the whole trace and within
-/// `window` as soon as it is made, and let go once no other is made of it:
-/// a device's millions of ops make sets of millions of intervals, and all
-/// seven held at once were a third of an XSpace device's peak. Gives the
-/// lengths (whole, within the window), the compute set and comm − compute.
-fn measured_unions(t: &RankTimeline, window: &IntervalSet) -> (Unions, Unions, Sets) {
-    let (mut whole, mut in_window) = (Unions::default(), Unions::default());
-    let mut measure = |(all, within): (Ns, Ns), field: fn(&mut Unions) -> &mut Ns| {
-        *field(&mut whole) = all;
-        *field(&mut in_window) = within;
-    };
-    measure(t.busy(|_| true).lengths(window), |u| &mut u.busy);
-    let compute = t.busy(|o| o.is_compute());
-    measure(compute.lengths(window), |u| &mut u.compute);
-    // Sets only measured are measured as they are walked, not built.
-    let memory = t.busy(|o| o.is_memory());
-    measure(compute.union_lengths(&memory, window), |u| {
-        &mut u.compute_or_memory
+/// A rank's unions of ops, measured over the whole trace and within
+/// `window` (lengths, whole and within), in two walks through its ops in
+/// time order that merge them as they come: a device's millions of ops
+/// make unions of millions of intervals, which were built (twice over, to
+/// sort them) only to be measured. The first walk measures the unions of
+/// all ops, compute, and compute or memory, and builds those of memory,
+/// communication and communication kernels (a few of a rank's ops); the
+/// second meets each of those with compute as compute is merged. Also gives
+/// comm − compute, the one set later figures keep, and the step overlap.
+fn measured_unions(t: &RankTimeline, window: &IntervalSet) -> Measured {
+    let steps = step_window(t);
+    let (mut busy, mut compute, mut compute_or_memory) = (
+        Measuring::new(window),
+        Measuring::new(window),
+        Measuring::new(window),
+    );
+    let (mut memory, mut comm, mut comm_kernels) = (Vec::new(), Vec::new(), Vec::new());
+    t.each_op_by_start(|o| {
+        let i = o.interval();
+        busy.push(i);
+        if o.is_compute() {
+            compute.push(i);
+        }
+        if o.is_compute() || o.is_memory() {
+            compute_or_memory.push(i);
+        }
+        if o.is_memory() {
+            memory.push(i);
+        }
+        if o.is_comm() {
+            comm.push(i);
+            if o.is_kernel() {
+                comm_kernels.push(i);
+            }
+        }
     });
-    measure(memory.subtract_lengths(&compute, window), |u| {
+    let [memory, comm, comm_kernels] = [memory, comm, comm_kernels].map(IntervalSet::from_unsorted);
+    // Each of those under compute.
+    let (mut memory_under, mut comm_under, mut kernels_under) = (
+        Lengths::within(window),
+        Lengths::within(window),
+        Lengths::within(&steps),
+    );
+    let mut comm_under_set = Vec::new();
+    let (mut meet_memory, mut meet_comm, mut meet_kernels) = (
+        Meeting::new(&memory),
+        Meeting::new(&comm),
+        Meeting::new(&comm_kernels),
+    );
+    let mut under_compute = |c: Interval| {
+        meet_memory.meet(c, |i| memory_under.add(i));
+        meet_comm.meet(c, |i| {
+            comm_under.add(i);
+            comm_under_set.push(i);
+        });
+        meet_kernels.meet(c, |i| kernels_under.add(i));
+    };
+    let mut merging = Merging::default();
+    t.each_op_by_start(|o| {
+        if o.is_compute() {
+            merging.push(o.interval(), &mut under_compute);
+        }
+    });
+    merging.finish(&mut under_compute);
+    let minus = |(a, b): (Ns, Ns), (c, d): (Ns, Ns)| (a - c, b - d);
+    let mut m = Measured::default();
+    let mut measure = |(all, within): (Ns, Ns), field: fn(&mut Unions) -> &mut Ns| {
+        *field(&mut m.whole) = all;
+        *field(&mut m.in_window) = within;
+    };
+    measure(busy.lengths(), |u| &mut u.busy);
+    measure(compute.lengths(), |u| &mut u.compute);
+    measure(compute_or_memory.lengths(), |u| &mut u.compute_or_memory);
+    // What is not under compute is the rest of the set.
+    measure(minus(memory.lengths(window), memory_under.both()), |u| {
         &mut u.exposed_memory
     });
-    drop(memory);
-    let comm = t.busy(|o| o.is_comm());
     measure(comm.lengths(window), |u| &mut u.comm);
-    measure(comm.intersect_lengths(&compute, window), |u| {
-        &mut u.comm_under_compute
-    });
-    let exposed = comm.subtract(&compute);
+    measure(comm_under.both(), |u| &mut u.comm_under_compute);
+    let exposed = difference(comm.walk(), comm_under_set.into_iter());
     measure(exposed.lengths(window), |u| &mut u.exposed_comm);
-    (whole, in_window, Sets { compute, exposed })
+    m.exposed = exposed;
+    m.step_overlap = if t.steps.is_empty() {
+        (kernels_under.both().0, comm_kernels.total())
+    } else {
+        (kernels_under.both().1, comm_kernels.lengths(&steps).1)
+    };
+    m
 }
 
-/// The unions a rank's figures keep making use of after they are measured.
-struct Sets {
-    compute: IntervalSet,
+/// What [`measured_unions`] gives.
+#[derive(Default)]
+struct Measured {
+    whole: Unions,
+    in_window: Unions,
+    /// Communication not under compute.
     exposed: IntervalSet,
+    /// (communication kernels under compute kernels, communication
+    /// kernels) within the measured steps' CPU ranges ([`step_window`]);
+    /// the whole trace without steps. Kernels only: copies are neither.
+    step_overlap: (Ns, Ns),
 }
 
-/// (communication kernels under compute kernels, communication kernels)
-/// within the measured steps' CPU ranges, as CCL-Bench's
-/// `compute_comm_overlap` clips kernels to each step; the whole trace
-/// without steps. Kernels only: copies are neither.
-fn step_overlap(t: &RankTimeline, compute: &IntervalSet) -> (Ns, Ns) {
-    let comm = t.busy(|o| o.is_kernel() && o.is_comm());
-    if t.steps.is_empty() {
-        let (under, _) = comm.intersect_lengths(compute, &IntervalSet::default());
-        return (under, comm.total());
+/// A union measured as its intervals come, merged (see [`Merging`]).
+struct Measuring<'w> {
+    merging: Merging,
+    lengths: Lengths<'w>,
+}
+
+impl<'w> Measuring<'w> {
+    fn new(window: &'w IntervalSet) -> Self {
+        Self {
+            merging: Merging::default(),
+            lengths: Lengths::within(window),
+        }
     }
-    let steps = IntervalSet::from_iter_unsorted(
+
+    fn push(&mut self, i: Interval) {
+        let lengths = &mut self.lengths;
+        self.merging.push(i, |m| lengths.add(m));
+    }
+
+    fn lengths(mut self) -> (Ns, Ns) {
+        let lengths = &mut self.lengths;
+        self.merging.finish(|m| lengths.add(m));
+        self.lengths.both()
+    }
+}
+
+/// The window of the step overlap: the measured steps' CPU ranges, as
+/// CCL-Bench's `compute_comm_overlap` clips kernels to each step; none
+/// (the whole trace) without steps.
+fn step_window(t: &RankTimeline) -> IntervalSet {
+    IntervalSet::from_iter_unsorted(
         t.measured_steps()
             .iter()
             .map(|s| Interval::new(s.start, s.end)),
-    );
-    let (_, under) = comm.intersect_lengths(compute, &steps);
-    (under, comm.overlap_len(&steps))
+    )
 }
 
 /// The CPU ops CCL-Bench's `traffic_window` counts iterations by.
@@ -331,9 +414,12 @@ impl RankStats {
             }
         }
         let window = gpu_step_windows(t);
-        let (whole, in_window, Sets { compute, exposed }) = measured_unions(t, &window);
-        let step_overlap = step_overlap(t, &compute);
-        drop(compute);
+        let Measured {
+            whole,
+            in_window,
+            exposed,
+            step_overlap,
+        } = measured_unions(t, &window);
         Self {
             rank: t.rank,
             ops: t.ops.len(),
@@ -637,6 +723,85 @@ mod tests {
             s.device_window,
             Some(Interval::new(Ns(11 * US), Ns(221 * US)))
         );
+    }
+
+    /// [`measured_unions`] as the sets it no longer builds define it.
+    fn unions_built(t: &RankTimeline, window: &IntervalSet) -> Measured {
+        let busy = t.busy(|_| true);
+        let compute = t.busy(|o| o.is_compute());
+        let memory = t.busy(|o| o.is_memory());
+        let comm = t.busy(|o| o.is_comm());
+        let kernels = t.busy(|o| o.is_kernel() && o.is_comm());
+        let exposed = comm.subtract(&compute);
+        let sets = [
+            &busy,
+            &comm,
+            &compute,
+            &compute.union(&memory),
+            &comm.intersect(&compute),
+            &exposed,
+            &memory.subtract(&compute),
+        ];
+        let steps = step_window(t);
+        let under = kernels.intersect(&compute);
+        Measured {
+            whole: Unions::from_array(sets.map(IntervalSet::total)),
+            in_window: Unions::from_array(sets.map(|s| s.overlap_len(window))),
+            step_overlap: if t.steps.is_empty() {
+                (under.total(), kernels.total())
+            } else {
+                (under.overlap_len(&steps), kernels.overlap_len(&steps))
+            },
+            exposed,
+        }
+    }
+
+    proptest::proptest! {
+        /// Ops of every kind overlapping at random, in time order and not,
+        /// with or without steps: the walks give what the sets built give.
+        #[test]
+        fn unions_walked_are_those_of_the_sets_built(
+            ops in proptest::collection::vec((0u8..5, 0u32..300, 0u32..40), 0..40),
+            steps in proptest::collection::vec(0u32..100, 0..5),
+            window in proptest::collection::vec((0i64..300, 0i64..80), 0..4),
+            shuffle in proptest::prelude::any::<u64>(),
+        ) {
+            let mut r = RankTrace::new(Some(0), 1, 10);
+            for (n, &d) in steps.iter().enumerate() {
+                r.step(n as u32 + 1, 100.0 * n as f64, f64::from(d) + 1.0);
+            }
+            for &(kind, at, dur) in &ops {
+                let (at, dur) = (f64::from(at), f64::from(dur));
+                match kind {
+                    0 => r.kernel("sm90_gemm_bf16", at, dur, 7, 1),
+                    1 => r.kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL", at, dur, 20, 1),
+                    2 => r.memcpy("Memcpy DtoD (Device -> Device)", at, dur, 9, 1000),
+                    3 => r.kernel("mystery", at, dur, 8, 1),
+                    _ => r.kernel("ncclDevKernel_SendRecv", at, dur, 21, 1),
+                };
+            }
+            let mut t = trace(&[r]).ranks.remove(0);
+            let window = IntervalSet::from_iter_unsorted(
+                window.iter().map(|&(s, l)| Interval::new(Ns(s * US), Ns((s + l) * US))),
+            );
+            let built = unions_built(&t, &window);
+            let check = |t: &RankTimeline| {
+                let walked = measured_unions(t, &window);
+                proptest::prop_assert_eq!(walked.whole, built.whole);
+                proptest::prop_assert_eq!(walked.in_window, built.in_window);
+                proptest::prop_assert_eq!(&walked.exposed, &built.exposed);
+                proptest::prop_assert_eq!(walked.step_overlap, built.step_overlap);
+                Ok(())
+            };
+            check(&t)?;
+            // Out of time order: walked through a sorted list of places.
+            let n = t.ops.len();
+            if n > 1 {
+                t.ops.rotate_left((shuffle % n as u64) as usize);
+                t.ops.swap(0, n - 1);
+                check(&t)?;
+            }
+        }
     }
 
     #[test]

@@ -98,117 +98,179 @@ impl IntervalSet {
     /// Time covered by both sets (a linear merge of two sorted lists).
     pub fn intersect(&self, other: &Self) -> Self {
         let mut out = Vec::new();
-        self.each_overlap(other, |i| out.push(i));
+        each_overlap(self.walk(), other.walk(), |i| out.push(i));
         Self(out.into())
-    }
-
-    /// Gives `f` each interval of the intersection, in order.
-    fn each_overlap(&self, other: &Self, mut f: impl FnMut(Interval)) {
-        let (a, b) = (&self.0[..], &other.0[..]);
-        let (mut i, mut j) = (0, 0);
-        while i < a.len() && j < b.len() {
-            let start = a[i].start.max(b[j].start);
-            let end = a[i].end.min(b[j].end);
-            if start < end {
-                f(Interval::new(start, end));
-            }
-            if a[i].end < b[j].end {
-                i += 1;
-            } else {
-                j += 1;
-            }
-        }
     }
 
     /// Time covered by `self` and not by `other`.
     pub fn subtract(&self, other: &Self) -> Self {
-        let mut out = Vec::new();
-        self.each_difference(other, |i| out.push(i));
-        Self(out.into())
+        difference(self.walk(), other.walk())
+    }
+
+    /// The intervals in order, walked (the sets below take such walks).
+    pub fn walk(&self) -> impl Iterator<Item = Interval> + '_ {
+        self.0.iter().copied()
     }
 
     /// The union's lengths, (whole, within `window`), without building it.
     pub fn union_lengths(&self, other: &Self, window: &Self) -> (Ns, Ns) {
-        let mut m = Lengths::within(window);
-        let (a, b) = (&self.0[..], &other.0[..]);
-        let (mut i, mut j) = (0, 0);
-        let mut open: Option<Interval> = None;
-        while i < a.len() || j < b.len() {
-            let next = if j == b.len() || (i < a.len() && a[i].start <= b[j].start) {
-                i += 1;
-                a[i - 1]
-            } else {
-                j += 1;
-                b[j - 1]
-            };
-            open = match open {
-                Some(o) if next.start <= o.end => Some(Interval::new(o.start, o.end.max(next.end))),
-                Some(o) => {
-                    m.add(o);
-                    Some(next)
-                }
-                None => Some(next),
-            };
-        }
-        if let Some(o) = open {
-            m.add(o);
-        }
-        m.both()
+        let (mut a, mut b) = (self.walk().peekable(), other.walk().peekable());
+        // The two in order of their starts, merged as they come.
+        let both = std::iter::from_fn(|| match (a.peek(), b.peek()) {
+            (Some(x), Some(y)) if y.start < x.start => b.next(),
+            (Some(_), _) => a.next(),
+            (None, _) => b.next(),
+        });
+        lengths(Merged::new(both), window)
     }
 
     /// The intersection's lengths, (whole, within `window`), without
     /// building it.
     pub fn intersect_lengths(&self, other: &Self, window: &Self) -> (Ns, Ns) {
-        let mut m = Lengths::within(window);
-        self.each_overlap(other, |i| m.add(i));
-        m.both()
+        intersect_lengths(self.walk(), other.walk(), window)
     }
 
     /// The difference's lengths, (whole, within `window`), without
     /// building it.
     pub fn subtract_lengths(&self, other: &Self, window: &Self) -> (Ns, Ns) {
-        let mut m = Lengths::within(window);
-        self.each_difference(other, |i| m.add(i));
-        m.both()
+        subtract_lengths(self.walk(), other.walk(), window)
     }
 
     /// The set's own lengths, (whole, within `window`).
     pub fn lengths(&self, window: &Self) -> (Ns, Ns) {
-        let mut m = Lengths::within(window);
-        self.0.iter().for_each(|&i| m.add(i));
-        m.both()
-    }
-
-    /// Gives `f` each interval of `self` − `other`, in order.
-    fn each_difference(&self, other: &Self, mut f: impl FnMut(Interval)) {
-        let b = &other.0[..];
-        let mut j = 0;
-        for &iv in &self.0[..] {
-            let mut start = iv.start;
-            // Skip subtrahends that end before this interval starts.
-            while j < b.len() && b[j].end <= start {
-                j += 1;
-            }
-            let mut k = j;
-            while k < b.len() && b[k].start < iv.end {
-                if b[k].start > start {
-                    f(Interval::new(start, b[k].start));
-                }
-                start = start.max(b[k].end);
-                k += 1;
-            }
-            if start < iv.end {
-                f(Interval::new(start, iv.end));
-            }
-        }
+        lengths(self.walk(), window)
     }
 
     /// Length of the intersection, without building it (a device's
     /// millions of ops within its steps' window were copied to be summed).
     pub fn overlap_len(&self, other: &Self) -> Ns {
         let mut sum = Ns::ZERO;
-        self.each_overlap(other, |i| sum += i.len());
+        each_overlap(self.walk(), other.walk(), |i| sum += i.len());
         sum
+    }
+}
+
+/// The union of intervals that come in order of their starts, merged as
+/// they come (see [`Merging`]): what [`IntervalSet::from_unsorted`] would
+/// hold, walked without being built.
+struct Merged<I> {
+    it: I,
+    merging: Merging,
+}
+
+impl<I> Merged<I> {
+    fn new(it: I) -> Self {
+        Self {
+            it,
+            merging: Merging::default(),
+        }
+    }
+}
+
+impl<I: Iterator<Item = Interval>> Iterator for Merged<I> {
+    type Item = Interval;
+    fn next(&mut self) -> Option<Interval> {
+        let mut closed = None;
+        for i in self.it.by_ref() {
+            self.merging.push(i, |o| closed = Some(o));
+            if closed.is_some() {
+                return closed;
+            }
+        }
+        self.merging.finish(|o| closed = Some(o));
+        closed
+    }
+}
+
+// Below, a walk is the intervals of a set in order: sorted, disjoint and
+// not touching (an `IntervalSet`'s, or a `Merged`).
+
+/// A walk's lengths, (whole, within `window`).
+fn lengths(a: impl Iterator<Item = Interval>, window: &IntervalSet) -> (Ns, Ns) {
+    let mut m = Lengths::within(window);
+    a.for_each(|i| m.add(i));
+    m.both()
+}
+
+/// The lengths of two walks' intersection, (whole, within `window`).
+fn intersect_lengths(
+    a: impl Iterator<Item = Interval>,
+    b: impl Iterator<Item = Interval>,
+    window: &IntervalSet,
+) -> (Ns, Ns) {
+    let mut m = Lengths::within(window);
+    each_overlap(a, b, |i| m.add(i));
+    m.both()
+}
+
+/// The lengths of `a` − `b`, (whole, within `window`).
+fn subtract_lengths(
+    a: impl Iterator<Item = Interval>,
+    b: impl Iterator<Item = Interval>,
+    window: &IntervalSet,
+) -> (Ns, Ns) {
+    let mut m = Lengths::within(window);
+    each_difference(a, b, |i| m.add(i));
+    m.both()
+}
+
+/// `a` − `b`, built.
+pub fn difference(
+    a: impl Iterator<Item = Interval>,
+    b: impl Iterator<Item = Interval>,
+) -> IntervalSet {
+    let mut out = Vec::new();
+    each_difference(a, b, |i| out.push(i));
+    IntervalSet(out.into())
+}
+
+/// Gives `f` each interval of the intersection of two walks, in order (a
+/// linear merge).
+fn each_overlap(
+    a: impl Iterator<Item = Interval>,
+    b: impl Iterator<Item = Interval>,
+    mut f: impl FnMut(Interval),
+) {
+    let (mut a, mut b) = (a.peekable(), b.peekable());
+    while let (Some(&x), Some(&y)) = (a.peek(), b.peek()) {
+        let start = x.start.max(y.start);
+        let end = x.end.min(y.end);
+        if start < end {
+            f(Interval::new(start, end));
+        }
+        if x.end < y.end {
+            a.next();
+        } else {
+            b.next();
+        }
+    }
+}
+
+/// Gives `f` each interval of `a` − `b`, in order.
+fn each_difference(
+    a: impl Iterator<Item = Interval>,
+    b: impl Iterator<Item = Interval>,
+    mut f: impl FnMut(Interval),
+) {
+    let mut b = b.peekable();
+    for iv in a {
+        let mut start = iv.start;
+        // Subtrahends that end before this interval starts.
+        while b.next_if(|x| x.end <= start).is_some() {}
+        while let Some(&x) = b.peek().filter(|x| x.start < iv.end) {
+            if x.start > start {
+                f(Interval::new(start, x.start));
+            }
+            start = start.max(x.end);
+            // One that runs past this interval may cut the next one too.
+            if x.end > iv.end {
+                break;
+            }
+            b.next();
+        }
+        if start < iv.end {
+            f(Interval::new(start, iv.end));
+        }
     }
 }
 
@@ -216,37 +278,92 @@ impl IntervalSet {
 /// disjoint: the whole, and the part within a window. What a rank's figures
 /// need of the unions of its ops that they do not keep: a device's millions
 /// of ops make sets of millions of intervals, built only to be summed.
-struct Lengths<'w> {
+pub struct Lengths<'w> {
     whole: Ns,
     within: Ns,
-    window: &'w [Interval],
-    /// The first window interval that can still meet what comes next.
-    next: usize,
+    window: Meeting<'w>,
 }
 
 impl<'w> Lengths<'w> {
-    fn within(window: &'w IntervalSet) -> Self {
+    pub fn within(window: &'w IntervalSet) -> Self {
         Lengths {
             whole: Ns::ZERO,
             within: Ns::ZERO,
-            window: &window.0,
-            next: 0,
+            window: Meeting::new(window),
         }
     }
 
-    fn both(&self) -> (Ns, Ns) {
+    /// (whole, within the window).
+    pub fn both(&self) -> (Ns, Ns) {
         (self.whole, self.within)
     }
 
     /// Adds an interval after (and apart from) those added before.
-    fn add(&mut self, i: Interval) {
+    pub fn add(&mut self, i: Interval) {
         self.whole += i.len();
-        let w = self.window;
-        while self.next < w.len() && w[self.next].end <= i.start {
+        let within = &mut self.within;
+        self.window.meet(i, |x| *within += x.len());
+    }
+}
+
+/// A set met by intervals that come in order, disjoint: gives the overlaps
+/// of each with the set, in a walk of both.
+pub struct Meeting<'s> {
+    set: &'s [Interval],
+    /// The first of the set's intervals that can still meet what comes next.
+    next: usize,
+}
+
+impl<'s> Meeting<'s> {
+    pub fn new(set: &'s IntervalSet) -> Self {
+        Self {
+            set: &set.0,
+            next: 0,
+        }
+    }
+
+    /// Gives `f` each part of `i` the set covers, in order.
+    pub fn meet(&mut self, i: Interval, mut f: impl FnMut(Interval)) {
+        let s = self.set;
+        while self.next < s.len() && s[self.next].end <= i.start {
             self.next += 1;
         }
-        for x in w[self.next..].iter().take_while(|x| x.start < i.end) {
-            self.within += x.end.min(i.end) - x.start.max(i.start);
+        for x in s[self.next..].iter().take_while(|x| x.start < i.end) {
+            f(Interval::new(x.start.max(i.start), x.end.min(i.end)));
+        }
+    }
+}
+
+/// Intervals given in order of their starts, merged as they come: each
+/// merged one is given on once nothing later can extend it.
+#[derive(Debug, Default)]
+pub struct Merging {
+    open: Option<Interval>,
+}
+
+impl Merging {
+    /// Takes `i` (starting no earlier than those before); gives `out` the
+    /// merged interval it closes, if any.
+    pub fn push(&mut self, i: Interval, mut out: impl FnMut(Interval)) {
+        if i.is_empty() {
+            return;
+        }
+        match self.open {
+            Some(o) if i.start <= o.end => {
+                self.open = Some(Interval::new(o.start, o.end.max(i.end)))
+            }
+            Some(o) => {
+                self.open = Some(i);
+                out(o);
+            }
+            None => self.open = Some(i),
+        }
+    }
+
+    /// Gives `out` the last merged interval.
+    pub fn finish(&mut self, mut out: impl FnMut(Interval)) {
+        if let Some(o) = self.open.take() {
+            out(o);
         }
     }
 }
@@ -646,6 +763,25 @@ mod tests {
     }
 
     proptest! {
+        /// Merged as they come in order of their starts, or met in a walk:
+        /// the sets built.
+        #[test]
+        fn merging_and_meeting_are_the_sets_built(a in intervals(), b in intervals()) {
+            let mut sorted: Vec<Interval> = a.iter().map(|&(s, e)| Interval::new(s, e)).collect();
+            sorted.sort_by_key(|i| i.start);
+            let merged: Vec<Interval> = Merged::new(sorted.iter().copied()).collect();
+            let (sa, sb) = (set(&a), set(&b));
+            prop_assert_eq!(&merged[..], sa.intervals());
+            let mut meeting = Meeting::new(&sb);
+            let mut met = Vec::new();
+            for &i in sa.intervals() {
+                meeting.meet(i, |x| met.push(x));
+            }
+            let both = sa.intersect(&sb);
+            prop_assert_eq!(&met[..], both.intervals());
+            prop_assert_eq!(difference(sa.walk(), sb.walk()), sa.subtract(&sb));
+        }
+
         #[test]
         fn operations_match_bitmap(a in intervals(), b in intervals()) {
             let (ma, mb) = (bitmap(&a), bitmap(&b));

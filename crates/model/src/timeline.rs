@@ -319,6 +319,19 @@ impl RankTimeline {
         IntervalSet::from_iter_unsorted(self.ops.iter().filter(|o| keep(o)).map(DeviceOp::interval))
     }
 
+    /// Gives `f` each op in order of its start: as they are held, since
+    /// every reader leaves them so, or through a sorted list of their places
+    /// where they are not. What a walk that merges ops as they come needs.
+    pub fn each_op_by_start(&self, mut f: impl FnMut(&DeviceOp)) {
+        if self.ops.is_sorted_by_key(|o| o.start) {
+            self.ops.iter().for_each(f);
+            return;
+        }
+        let mut order: Vec<u32> = (0..self.ops.len() as u32).collect();
+        order.sort_by_key(|&i| self.ops[i as usize].start);
+        order.iter().for_each(|&i| f(&self.ops[i as usize]));
+    }
+
     /// The steps that per-step averages use (indexes into `steps`): with three
     /// or more steps the first (warm-up) and the last (it runs until the
     /// profiler stops, often 2-3x longer) are left out, as CCL-Bench does;
