@@ -39,10 +39,31 @@ pub fn xla_json(data: &[u8]) {
     }
 }
 
-/// Bytes as an XSpace protobuf (`.xplane.pb`).
+/// Bytes as an XSpace protobuf (`.xplane.pb`), read held and, as a load
+/// reads a file, with each plane's lines read where they lie: the same
+/// ranks, or the same error.
 pub fn xplane(data: &[u8]) {
-    if let Ok(files) = read::xplane::read(data, Path::new("fuzz/host.xplane.pb")) {
-        check_files(files);
+    let path = Path::new("fuzz/host.xplane.pb");
+    let held = read::xplane::read(data, path);
+    let mut placed = Vec::new();
+    let file = Some(std::io::Cursor::new(data));
+    let read = read::xplane::read_each(data, path, (data.len() as u64, file), &mut |f| {
+        placed.push(f)
+    });
+    let ops = |files: &[(Option<u32>, read::RankFile)]| -> Vec<(Option<u32>, usize)> {
+        files
+            .iter()
+            .map(|(r, f)| (*r, f.timeline.ops.len()))
+            .collect()
+    };
+    match (held, read) {
+        (Ok(files), Ok(())) => {
+            assert_eq!(ops(&files), ops(&placed), "read held and in place differ");
+            check_files(files);
+            check_files(placed);
+        }
+        (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string()),
+        (a, b) => panic!("read held: {:?}; in place: {:?}", a.map(|f| ops(&f)), b),
     }
 }
 

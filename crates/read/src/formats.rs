@@ -202,7 +202,10 @@ pub static FORMATS: &[Format] = &[
         sniff: None,
         role: Role::Timeline {
             precedence: 3,
-            read: |f, each| read::xplane::read_each(f.stream()?, f.path, f.limit()?, each),
+            read: |f, each| {
+                let (stream, file) = f.stream_and_file()?;
+                read::xplane::read_each(stream, f.path, (f.limit()?, file), each)
+            },
             devices_per_host: true,
         },
     },

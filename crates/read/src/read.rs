@@ -17,6 +17,7 @@ pub mod nsys_json;
 pub mod pickle_budget;
 mod pickle_input;
 pub mod pickle_tree;
+mod protowire;
 pub mod snapshot;
 pub mod split;
 pub mod xla_json;

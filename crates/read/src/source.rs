@@ -140,6 +140,22 @@ impl<'a> FileIn<'a> {
         Ok(Counting::new(open(self.path)?, self.counter))
     }
 
+    /// [`Self::stream`], and the file opened again beside it where the
+    /// stream gives the bytes as they lie in it (no gzip): for readers that
+    /// read parts of it again where they lie rather than hold them. Its
+    /// offsets are the stream's.
+    pub(crate) fn stream_and_file(&self) -> Result<(Counting<'a, Source>, Option<File>)> {
+        let stream = self.stream()?;
+        let file = match &stream.inner {
+            Source::Plain(_) => Some(File::open(self.path).map_err(|source| Error::Io {
+                path: self.path.to_owned(),
+                source,
+            })?),
+            Source::Gzip(_) => None,
+        };
+        Ok((stream, file))
+    }
+
     /// The file's bytes from the start, decompressed, failing past
     /// [`Self::limit`], for readers that read a file more than once rather
     /// than hold it: `counted` adds them to the load's progress (the reading

@@ -9,13 +9,15 @@
 //! begin to the done's end, the time the transfer was in flight.
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Read};
+use std::fs::File;
+use std::io::{BufRead, BufReader, Cursor, Read, Seek, SeekFrom};
 use std::path::Path;
 use std::sync::LazyLock;
 
 use prost::Message;
 use regex::Regex;
 
+use super::protowire::{keep, varint, Fields, Value};
 use super::RankFile;
 use crate::error::Error;
 use crate::model::build::TimelineBuilder;
@@ -362,79 +364,120 @@ struct LineHead {
     timestamp_ns: i64,
 }
 
-/// Gives `f` the bytes of each field numbered `tag` of the message `msg`
-/// (of a repeated message field, each element), in order; the other fields
-/// are skipped.
-fn each_field<'a>(
-    mut msg: &'a [u8],
-    tag: u64,
-    mut f: impl FnMut(&'a [u8]) -> Result<(), String>,
+/// A plane's name and event texts, and where its lines lie with their
+/// names and starts: what one pass over its fields finds, the events
+/// stepped over. Their events are then read one at a time where they lie
+/// (see [`Lines`]), not held: a device's lines are a quarter of a file.
+struct PlaneScan {
+    head: PlaneHead,
+    lines: Vec<LineScan>,
+}
+
+/// A line's name and start, how many events it holds, and its place (from
+/// the plane's first byte) and length.
+struct LineScan {
+    head: LineHead,
+    events: usize,
+    at: u64,
+    len: u64,
+}
+
+/// Reads the plane of `len` bytes that `r` holds: its lines' heads and
+/// places, and every other field, as prost decodes them.
+fn scan_plane(r: impl BufRead, len: u64) -> Result<PlaneScan, String> {
+    const LINES: u64 = 3;
+    let mut fields = Fields::new(r, len);
+    let (mut kept, mut lines) = (Vec::new(), Vec::new());
+    while let Some((tag, value)) = fields.next()? {
+        match (tag, value) {
+            (LINES, Value::Bytes(n)) => {
+                let at = fields.at();
+                let (head, events) = scan_line(fields.inner(n)?)?;
+                lines.push(LineScan {
+                    head,
+                    events,
+                    at,
+                    len: n,
+                });
+            }
+            _ => fields.keep(tag, value, &mut kept)?,
+        }
+    }
+    let head = PlaneHead::decode(&kept[..]).map_err(|e| e.to_string())?;
+    Ok(PlaneScan { head, lines })
+}
+
+/// A line's name and start, read as prost reads them (its fields may come
+/// in any order), and how many events it holds.
+fn scan_line(mut fields: Fields<impl BufRead>) -> Result<(LineHead, usize), String> {
+    const EVENTS: u64 = 4;
+    let (mut kept, mut events) = (Vec::new(), 0);
+    fields.each(|tag, value, bytes| {
+        match (tag, value) {
+            (EVENTS, Value::Bytes(_)) => events += 1,
+            _ => keep(tag, value, bytes, &mut kept)?,
+        }
+        Ok(())
+    })?;
+    let head = LineHead::decode(&kept[..]).map_err(|e| e.to_string())?;
+    Ok((head, events))
+}
+
+/// Where a plane's lines are read from: the plane's bytes held (a gzip's,
+/// or a slice), or the file, at the plane's place in it.
+trait Lines: BufRead + Seek {}
+
+impl<T: BufRead + Seek> Lines for T {}
+
+/// Gives `f` each event of the line at `at` of `len` bytes, decoded one at
+/// a time.
+fn line_events(
+    src: &mut dyn Lines,
+    (at, len): (u64, u64),
+    mut f: impl FnMut(XEvent),
 ) -> Result<(), String> {
-    let short = || "a message ends inside a field".to_owned();
-    let next = |r: &mut &'a [u8]| varint(r).ok().flatten().ok_or_else(short);
-    while !msg.is_empty() {
-        let key = next(&mut msg)?;
-        match key & 7 {
-            0 => drop(next(&mut msg)?),
-            1 | 5 => {
-                let n = if key & 7 == 1 { 8 } else { 4 };
-                msg = msg.get(n..).ok_or_else(short)?;
-            }
-            2 => {
-                let len = usize::try_from(next(&mut msg)?).map_err(|_| short())?;
-                let (field, rest) = msg.split_at_checked(len).ok_or_else(short)?;
-                msg = rest;
-                if key >> 3 == tag {
-                    f(field)?;
-                }
-            }
-            w => return Err(format!("field {} of wire type {w}", key >> 3)),
+    const EVENTS: u64 = 4;
+    src.seek(SeekFrom::Start(at)).map_err(|e| e.to_string())?;
+    Fields::new(src, len).each(|tag, value, bytes| {
+        if let (EVENTS, Value::Bytes(_)) = (tag, value) {
+            f(XEvent::decode(bytes).map_err(|e| e.to_string())?);
         }
-    }
-    Ok(())
+        Ok(())
+    })
 }
 
-/// One base-128 varint of the stream; `None` at the end of the stream
-/// before its first byte.
-fn varint(r: &mut impl BufRead) -> std::io::Result<Option<u64>> {
-    let mut v = 0u64;
-    for shift in (0..64).step_by(7) {
-        let byte = match r.fill_buf()?.first() {
-            Some(&b) => b,
-            None if shift == 0 => return Ok(None),
-            None => return Err(std::io::ErrorKind::UnexpectedEof.into()),
-        };
-        r.consume(1);
-        v |= u64::from(byte & 0x7f) << shift;
-        if byte < 0x80 {
-            return Ok(Some(v));
-        }
-    }
-    Err(std::io::Error::other("a varint longer than 10 bytes"))
-}
-
-/// Gives `f` the bytes of each plane of the XSpace `r` whose name `wanted`
-/// takes, one at a time, and `emit` what it makes of them, and skips the space's other fields: neither the
-/// file nor a space of millions of planes is held at once (as
-/// `XSpace::decode` would, some 100 bytes a plane for 2 on disk), only the
-/// plane being read. A plane's name is read from its first bytes (writers
-/// put it before its lines), so a plane not wanted (the host's, often the
-/// largest) is skipped unread. A plane may take at most `limit` bytes.
+/// Gives `f` each plane of the XSpace `r` whose name `wanted` takes, one at
+/// a time, and `emit` what it makes of them, and skips the space's other
+/// fields: neither the file nor a space of millions of planes is held at
+/// once (as `XSpace::decode` would, some 100 bytes a plane for 2 on disk).
+/// A plane's name is read from its first bytes (writers put it before its
+/// lines), so a plane not wanted (the host's, often the largest) is skipped
+/// unread. A plane may take at most `limit` bytes.
+///
+/// `file` is the file `r` reads, when `r` gives its bytes as they lie (no
+/// gzip): a plane is then scanned as it streams, and `f` reads its lines
+/// from the file where they lie. Otherwise the plane's bytes are held while
+/// `f` reads them.
 fn each_plane<T>(
     r: impl Read,
     limit: u64,
+    file: Option<impl Read + Seek>,
     wanted: impl Fn(&str) -> bool,
-    mut f: impl FnMut(&[u8]) -> Result<Option<T>, String>,
+    mut f: impl FnMut(PlaneScan, &mut dyn Lines) -> Result<Option<T>, String>,
     mut emit: impl FnMut(T),
 ) -> Result<(), String> {
     const PLANES: u64 = 1;
-    let mut r = BufReader::with_capacity(64 << 10, r);
+    let mut r = Placed {
+        r: BufReader::with_capacity(64 << 10, r),
+        at: 0,
+    };
+    let mut file = file.map(|f| BufReader::with_capacity(64 << 10, f));
     let mut plane = Vec::new();
     let short = |e: std::io::Error| match e.kind() {
         std::io::ErrorKind::UnexpectedEof => "the file ends inside a field".to_owned(),
         _ => e.to_string(),
     };
-    let skip = |r: &mut BufReader<_>, n: u64| -> Result<(), String> {
+    let skip = |r: &mut Placed<_>, n: u64| -> Result<(), String> {
         let skipped =
             std::io::copy(&mut r.by_ref().take(n), &mut std::io::sink()).map_err(short)?;
         if skipped < n {
@@ -465,6 +508,7 @@ fn each_plane<T>(
                         "a plane of {len} bytes, more than the {limit} read"
                     ));
                 }
+                let from = r.at;
                 plane.clear();
                 let head = len.min(HEAD);
                 (&mut r).take(head).read_to_end(&mut plane).map_err(short)?;
@@ -475,21 +519,35 @@ fn each_plane<T>(
                     skip(&mut r, len - head).map_err(|_| "a plane longer than the file")?;
                     continue;
                 }
-                // Room for the whole plane at once (its length is within
-                // the limit): grown by doubling, a quarter of the file was
-                // held twice while the last copy was made.
-                let rest = usize::try_from(len - head).map_err(|_| "a plane too large")?;
-                plane
-                    .try_reserve_exact(rest)
-                    .map_err(|_| format!("no memory for a plane of {len} bytes"))?;
-                (&mut r)
-                    .take(len - head)
-                    .read_to_end(&mut plane)
-                    .map_err(short)?;
-                if (plane.len() as u64) < len {
-                    return Err("a plane longer than the file".into());
-                }
-                let made = f(&plane)?;
+                let made = match &mut file {
+                    Some(file) => {
+                        let rest = (&mut r).take(len - head);
+                        let mut scan = scan_plane(Cursor::new(&plane[..]).chain(rest), len)
+                            .map_err(|e| too_short(e, r.at - from < len))?;
+                        for line in &mut scan.lines {
+                            line.at += from;
+                        }
+                        f(scan, file)?
+                    }
+                    None => {
+                        // Room for the whole plane at once (its length is
+                        // within the limit): grown by doubling, a quarter of
+                        // the file was held twice while the last copy was made.
+                        let rest = usize::try_from(len - head).map_err(|_| "a plane too large")?;
+                        plane
+                            .try_reserve_exact(rest)
+                            .map_err(|_| format!("no memory for a plane of {len} bytes"))?;
+                        (&mut r)
+                            .take(len - head)
+                            .read_to_end(&mut plane)
+                            .map_err(short)?;
+                        if (plane.len() as u64) < len {
+                            return Err("a plane longer than the file".into());
+                        }
+                        let scan = scan_plane(&plane[..], len)?;
+                        f(scan, &mut Cursor::new(&plane[..]))?
+                    }
+                };
                 // The plane's bytes are let go before what was made of them
                 // is used (a device's figures are made then): a plane can be
                 // a quarter of the file.
@@ -502,6 +560,41 @@ fn each_plane<T>(
         }
     }
     Ok(())
+}
+
+/// A plane that the file ends inside is said as such, as when it is held.
+fn too_short(e: String, cut: bool) -> String {
+    if cut {
+        "a plane longer than the file".into()
+    } else {
+        e
+    }
+}
+
+/// A stream that counts the bytes taken from it: where in the file the
+/// next one lies.
+struct Placed<R> {
+    r: BufReader<R>,
+    at: u64,
+}
+
+impl<R: Read> Read for Placed<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.r.read(buf)?;
+        self.at += n as u64;
+        Ok(n)
+    }
+}
+
+impl<R: Read> BufRead for Placed<R> {
+    fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
+        self.r.fill_buf()
+    }
+
+    fn consume(&mut self, n: usize) {
+        self.r.consume(n);
+        self.at += n as u64;
+    }
 }
 
 /// Bytes of a plane read before its name decides whether the rest is.
@@ -544,28 +637,27 @@ pub fn read_from(
     limit: u64,
 ) -> Result<Vec<(Option<u32>, RankFile)>, Error> {
     let mut out = Vec::new();
-    read_each(r, path, limit, &mut |f| out.push(f))?;
+    read_each(r, path, (limit, None::<File>), &mut |f| out.push(f))?;
     Ok(out)
 }
 
 /// [`read_from`], giving each device's rank to `each` as soon as its plane
-/// is read: one device's ops at a time, not the host's.
+/// is read: one device's ops at a time, not the host's. With `file`, the
+/// file `r` streams as it lies (see [`each_plane`]), no plane's bytes are
+/// held.
 pub fn read_each(
     r: impl Read,
     path: &Path,
-    limit: u64,
+    (limit, file): (u64, Option<impl Read + Seek>),
     each: &mut dyn FnMut((Option<u32>, RankFile)),
 ) -> Result<(), Error> {
     let mut ranks = 0;
     let device = |name: &str| device_number(name).is_some();
-    let ops = |p: &[u8]| {
-        let head = PlaneHead::decode(p).map_err(|e| e.to_string())?;
-        match device_number(&head.name) {
-            Some(device) => device_ops(p, &head, device, path),
-            None => Ok(None),
-        }
+    let ops = |p: PlaneScan, lines: &mut dyn Lines| match device_number(&p.head.name) {
+        Some(device) => device_ops(&p, lines, device, path),
+        None => Ok(None),
     };
-    each_plane(r, limit, device, ops, |f| {
+    each_plane(r, limit, file, device, ops, |f| {
         ranks += 1;
         each(f);
     })
@@ -582,43 +674,36 @@ pub fn read_each(
     Ok(())
 }
 
-/// The ops of one device plane, `plane` its bytes and `head` its name and
-/// texts, as that device's rank. Events are decoded one at a time.
+/// The ops of one device plane, its lines read from `lines`, as that
+/// device's rank. Events are decoded one at a time.
 fn device_ops(
-    plane: &[u8],
-    head: &PlaneHead,
+    plane: &PlaneScan,
+    lines: &mut dyn Lines,
     device: u32,
     path: &Path,
 ) -> Result<Option<(Option<u32>, RankFile)>, String> {
-    let mut lines = Vec::new();
-    each_field(plane, 3, |line| {
-        let h = LineHead::decode(line).map_err(|e| e.to_string())?;
-        let stream = op_stream(&h.name);
-        if stream.is_some() || h.name == MODULES {
-            lines.push((h, stream, line));
-        }
-        Ok(())
-    })?;
-    let mut ops = DeviceOps::new(device, &head.name, path);
+    let head = &plane.head;
+    let mut kept = Vec::new();
     // Each event of an op line is at most one op.
     let mut events = 0;
-    for (_, _, line) in lines.iter().filter(|l| l.1.is_some()) {
-        each_field(line, 4, |_| {
-            events += 1;
-            Ok(())
-        })?;
+    for line in &plane.lines {
+        let stream = op_stream(&line.head.name);
+        if stream.is_some() || line.head.name == MODULES {
+            events += if stream.is_some() { line.events } else { 0 };
+            kept.push((line, stream));
+        }
     }
+    let mut ops = DeviceOps::new(device, &head.name, path);
     ops.reserve(events);
     // Parsed texts (and the texts) by metadata id and copy line or not: one
     // lookup of an id per event, where its text would be hashed.
     let mut by_id: foldhash::HashMap<(i64, bool), (usize, &str)> = Default::default();
     let text = |id: i64| (head.event_metadata.get(&id)).map_or("", |m| m.name.as_str());
-    for (line, stream, bytes) in &lines {
-        let memcpy = line.name.contains("Memcpy");
-        each_field(bytes, 4, |e| {
-            let e = XEvent::decode(e).map_err(|e| e.to_string())?;
+    for (line, stream) in &kept {
+        let memcpy = line.head.name.contains("Memcpy");
+        line_events(lines, (line.at, line.len), |e| {
             // Out of i64 is out of range too: the builder skips and counts it.
-            let start = Ns(line.timestamp_ns)
+            let start = Ns(line.head.timestamp_ns)
                 .checked_add(ps_to_ns(e.offset_ps))
                 .unwrap_or(Ns::MAX);
             let end = start.saturating_add(ps_to_ns(e.duration_ps).max(Ns::ZERO));
@@ -632,7 +717,6 @@ fn device_ops(
                 }
                 None => ops.module(text(e.metadata_id), start, end),
             }
-            Ok(())
         })?;
     }
     Ok(ops.finish())
@@ -893,39 +977,67 @@ mod tests {
         two.extend(&bytes);
         two.truncate(two.len() - 3);
         let mut given = Vec::new();
-        let read = read_each(&two[..], p, 1 << 20, &mut |f| {
+        let read = read_each(&two[..], p, (1 << 20, None::<File>), &mut |f| {
             given.push(f.1.timeline.ops.len())
         });
         assert!(read.is_err());
         assert_eq!(given, [1]);
     }
 
-    /// Fields of every wire type are stepped over; only the asked-for
-    /// field's bytes are given; a field cut short is an error.
+    /// `bytes` read from a file of their own, each plane's lines where they
+    /// lie (`read_each` with the file, as a load reads an XSpace).
+    fn from_file(bytes: &[u8], limit: u64) -> Result<Vec<(Option<u32>, RankFile)>, Error> {
+        use std::io::Write;
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        f.write_all(bytes).unwrap();
+        let open = || File::open(f.path()).unwrap();
+        let mut out = Vec::new();
+        read_each(
+            open(),
+            Path::new("h.xplane.pb"),
+            (limit, Some(open())),
+            &mut |r| out.push(r),
+        )?;
+        Ok(out)
+    }
+
+    /// A plane's lines read where they lie in the file give what reading
+    /// the plane held gives, and fail where it fails, with its message.
     #[test]
-    fn each_field_steps_over_every_wire_type() {
-        // 1: varint 300; 2: fixed64; 3: bytes "ab"; 4: fixed32; 3: bytes "c".
-        let msg = [
-            0x08, 0xac, 0x02, 0x11, 1, 2, 3, 4, 5, 6, 7, 8, 0x1a, 2, b'a', b'b', 0x25, 1, 2, 3, 4,
-            0x1a, 1, b'c',
-        ];
-        let mut got = Vec::new();
-        each_field(&msg, 3, |f| {
-            got.push(f.to_vec());
-            Ok(())
-        })
-        .unwrap();
-        assert_eq!(got, [b"ab".to_vec(), b"c".to_vec()]);
-        for cut in [2, 5, 14, 19] {
-            assert!(
-                each_field(&msg[..cut], 3, |_| Ok(())).is_err(),
-                "cut at {cut}"
+    fn lines_read_where_they_lie_are_those_read_held() {
+        let ops = |files: Result<Vec<(Option<u32>, RankFile)>, Error>| match files {
+            Ok(files) => Ok((files.iter())
+                .map(|(r, f)| {
+                    let t = &f.timeline;
+                    let ops: Vec<_> = (t.ops.iter())
+                        .map(|o| (t.strings.get(o.name).to_owned(), o.start, o.dur, o.stream))
+                        .collect();
+                    (*r, ops, t.annotations.len())
+                })
+                .collect::<Vec<_>>()),
+            Err(Error::NotATrace { why, .. }) => Err(why),
+            Err(e) => panic!("{e}"),
+        };
+        let mut tpu3 = tpu2_async_pair().planes.remove(0);
+        tpu3.name = "/device:TPU:3".into();
+        let two = XSpace {
+            planes: vec![tpu2_async_pair().planes.remove(0), tpu3],
+            hostnames: vec!["h".into()],
+        }
+        .encode_to_vec();
+        let held = ops(read(&two, Path::new("h.xplane.pb")));
+        assert_eq!(held.as_ref().map(Vec::len), Ok(2));
+        assert_eq!(ops(from_file(&two, two.len() as u64)), held);
+        for cut in [5, 40, two.len() / 2] {
+            let bytes = &two[..two.len() - cut];
+            let held = ops(read(bytes, Path::new("h.xplane.pb")));
+            assert!(held.is_err(), "cut by {cut}");
+            assert_eq!(
+                ops(from_file(bytes, bytes.len() as u64)),
+                held,
+                "cut by {cut}"
             );
         }
-        // Wire type 3 (a group): in no XSpace.
-        assert!(each_field(&[0x0b], 3, |_| Ok(()))
-            .unwrap_err()
-            .contains("wire type 3"));
     }
 
     /// Protobuf fields may come in any order, and a message written in two
@@ -955,6 +1067,14 @@ mod tests {
         };
         let expected = ops(&usual.encode_to_vec());
         assert_eq!(expected.len(), 2);
+        // Read with its lines where they lie in the file, the same.
+        let in_file = |bytes: &[u8]| {
+            let files = from_file(bytes, bytes.len() as u64).unwrap();
+            let t = &files[0].1.timeline;
+            (t.ops.iter())
+                .map(|o| (t.strings.get(o.name).to_owned(), o.start.get(), o.dur.get()))
+                .collect::<Vec<_>>()
+        };
         let part = |lines, event_metadata| XPlane {
             id: 1,
             name: "/device:TPU:2".into(),
@@ -979,6 +1099,7 @@ mod tests {
         line.extend(line_name.encode_to_vec());
         plane.extend(wrap(3, &line));
         assert_eq!(ops(&wrap(1, &plane)), expected);
+        assert_eq!(in_file(&wrap(1, &plane)), expected);
         // An event cut short inside its line.
         let mut line = line_name.encode_to_vec();
         line.extend(wrap(4, &[0x08]));
