@@ -70,30 +70,39 @@ static COLLECTIVE: LazyLock<Regex> = LazyLock::new(|| {
     .expect("valid regex")
 });
 
-/// One projected NVTX range, in 32 bytes (an archive of 20 MB holds 4
-/// million): its name and thread are places in its [`Ranges`]' tables, its
-/// ids and CPU times in columns beside it.
+/// One projected NVTX range, in 24 bytes (an archive of 20 MB holds 4
+/// million): its name and thread are places in its [`Ranges`]' tables,
+/// what only some ranges have (CPU times, a parent) is said by two bits of
+/// its thread's place, and its ids, parent and CPU times are in columns
+/// beside it.
 struct Range {
     start: Ns,
     end: Ns,
     /// In [`Ranges::names`].
     name: u32,
-    /// In [`Ranges::threads`].
+    /// In [`Ranges::threads`], below [`Range::FLAGS`]; the flags above.
     thread: u32,
-    /// Where its parent is in the list (the last range with the parent's
-    /// id), once [`Ranges::link`]ed.
-    up: Slot,
-    flags: u8,
 }
 
 // Held for every range at once: kept from growing unnoticed.
-const _: () = assert!(std::mem::size_of::<Range>() == 32);
+const _: () = assert!(std::mem::size_of::<Range>() == 24);
 
 impl Range {
     /// Its CPU times are in [`Ranges::orig`].
-    const ORIG: u8 = 1;
+    const ORIG: u32 = 1 << 31;
     /// Its parent's id is in [`Ranges::parents`].
-    const PARENT: u8 = 2;
+    const PARENT: u32 = 1 << 30;
+    const FLAGS: u32 = Self::ORIG | Self::PARENT;
+    /// Threads past this many are not told apart (a crafted table's).
+    const THREADS: usize = (1 << 30) - 1;
+
+    fn thread(&self) -> usize {
+        (self.thread & !Self::FLAGS) as usize
+    }
+
+    fn has(&self, flag: u32) -> bool {
+        self.thread & flag != 0
+    }
 }
 
 /// The projected ranges of an archive, with the names and threads they
@@ -112,6 +121,9 @@ struct Ranges {
     /// Each range's id and its parent's, indexed like `list`, until linked.
     ids: Ids,
     parents: Parents,
+    /// Where each range's parent is in `list` (the last range with the
+    /// parent's id), once linked.
+    up: Vec<Slot>,
 }
 
 /// Each range's parent id, in the order read, as its difference from the
@@ -222,18 +234,19 @@ impl Ranges {
     }
 
     fn thread(&self, r: &Range) -> (i64, i64) {
-        self.threads[r.thread as usize]
+        self.threads[r.thread()]
     }
 
     /// The `i`th range's CPU times.
     fn orig(&self, i: usize) -> Option<(Ns, Ns)> {
         let r = &self.list[i];
-        (r.flags & Range::ORIG != 0).then(|| self.orig[i])
+        r.has(Range::ORIG).then(|| self.orig[i])
     }
 
-    /// The range above `r`, once linked.
-    fn up(&self, r: &Range) -> Option<&Range> {
-        self.list.get(r.up.get()? as usize)
+    /// The range above the `i`th, once linked.
+    fn up(&self, i: usize) -> Option<(usize, &Range)> {
+        let up = self.up.get(i)?.get()? as usize;
+        Some((up, self.list.get(up)?))
     }
 
     /// Points each range at its parent: the last range with the parent's
@@ -268,10 +281,10 @@ impl Ranges {
                 (by_id[k].0 == id).then_some(by_id[k].1)
             }
         };
-        for (r, p) in self.list.iter_mut().zip(parents.iter(ids.iter())) {
-            let up = (r.flags & Range::PARENT != 0).then(|| find(p));
-            r.up = Slot::from(up.flatten());
-        }
+        self.up = (self.list.iter().zip(parents.iter(ids.iter())))
+            .map(|(r, p)| Slot::from(r.has(Range::PARENT).then(|| find(p)).flatten()))
+            .collect();
+        drop(parents);
         let repeated = if sorted {
             ids.repeats_sorted()
         } else {
@@ -654,7 +667,9 @@ fn ranges(bytes: Vec<u8>, path: &Path) -> Result<(Ranges, u64, u64)> {
                 // the whole session, real PAX and MaxText archives alike): not
                 // a range, and not damage.
                 (None, _, _, None) => {}
-                (Some(id), Some(start), Some(end), Some(name)) if end >= start => {
+                (Some(id), Some(start), Some(end), Some(name))
+                    if end >= start && out.threads.len() < Range::THREADS =>
+                {
                     let at = (pid(i).unwrap_or(0), tid(i).unwrap_or(0));
                     let next = out.threads.len() as u32;
                     let thread = *threads.entry(at).or_insert_with(|| {
@@ -672,9 +687,8 @@ fn ranges(bytes: Vec<u8>, path: &Path) -> Result<(Ranges, u64, u64)> {
                         start: Ns(start),
                         end: Ns(end),
                         name,
-                        thread,
-                        up: Slot::NONE,
-                        flags: if orig.is_some() { Range::ORIG } else { 0 }
+                        thread: thread
+                            | if orig.is_some() { Range::ORIG } else { 0 }
                             | if parent.is_some() { Range::PARENT } else { 0 },
                     })
                 }
@@ -927,19 +941,19 @@ fn assemble(
     // What each name says, worked out once.
     let said: Vec<Said> = ranges.names.iter().map(|n| Said::of(n)).collect();
     let said_of = |r: &Range| &said[r.name as usize];
-    // The dumped program a range ran in: its nearest module range's.
-    let program_of = |r: &Range| {
+    // The dumped program the `i`th range ran in: its nearest module range's.
+    let program_of = |i: usize| {
         // Most archives keep no dumps: no walk up for every range then.
         if dumps.is_empty() {
             return None;
         }
-        let mut p = ranges.up(r);
+        let mut p = ranges.up(i);
         let mut depth = 0;
-        while let (Some(up), true) = (p, depth < 64) {
+        while let (Some((at, up)), true) = (p, depth < 64) {
             if let Some((module, id)) = &said_of(up).module {
                 return program(dumps, module, *id);
             }
-            p = ranges.up(up);
+            p = ranges.up(at);
             depth += 1;
         }
         None
@@ -949,24 +963,24 @@ fn assemble(
     // Thunks nest (a command buffer's thunk holds others): the innermost are
     // the ops. Marked at the place of the id a thunk names as its parent.
     let mut outer = vec![false; ranges.list.len()];
-    for r in ranges.list.iter().filter(|r| is_thunk(r)) {
-        if let Some(up) = r.up.get().filter(|&u| is_thunk(&ranges.list[u as usize])) {
-            outer[up as usize] = true;
+    for (i, _) in ranges.list.iter().enumerate().filter(|(_, r)| is_thunk(r)) {
+        if let Some((up, _)) = ranges.up(i).filter(|(_, u)| is_thunk(u)) {
+            outer[up] = true;
         }
     }
     let is_outer = |i: usize| outer[canon.as_ref().map_or(i, |c| c[i] as usize)];
     // A NCCL range inside a collective's thunk is that collective.
-    let in_collective = |r: &Range| {
-        let mut p = ranges.up(r);
+    let in_collective = |i: usize| {
+        let mut p = ranges.up(i);
         let mut depth = 0;
-        while let (Some(up), true) = (p, depth < 64) {
+        while let (Some((at, up)), true) = (p, depth < 64) {
             if is_thunk(up)
-                && op_of(ranges.name(up), program_of(up))
+                && op_of(ranges.name(up), program_of(at))
                     .is_none_or(|o| o.class == KernelClass::Communication)
             {
                 return true;
             }
-            p = ranges.up(up);
+            p = ranges.up(at);
             depth += 1;
         }
         false
@@ -1010,7 +1024,7 @@ fn assemble(
     let place_of: Vec<usize> = (thread_device.iter())
         .map(|d| order.binary_search(d).unwrap_or(0))
         .collect();
-    let place = |r: &Range| place_of[r.thread as usize];
+    let place = |r: &Range| place_of[r.thread()];
     let mut from = vec![0usize; order.len() + 1];
     for r in &ranges.list {
         from[place(r) + 1] += 1;
@@ -1050,9 +1064,9 @@ fn assemble(
         let t = &mut b;
         for &i in mine {
             let (i, r) = (i as usize, &ranges.list[i as usize]);
-            let is_op = (is_thunk(r) && !is_outer(i)) || (is_nccl(r) && !in_collective(r));
+            let is_op = (is_thunk(r) && !is_outer(i)) || (is_nccl(r) && !in_collective(i));
             let op = if is_op {
-                let program = program_of(r);
+                let program = program_of(i);
                 let key = (
                     r.name,
                     program.map_or(0, |p| std::ptr::from_ref(p) as usize),
