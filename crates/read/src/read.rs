@@ -14,6 +14,7 @@ pub mod nsys;
 mod nsys_cpu;
 pub mod nsys_jax;
 pub mod nsys_json;
+mod parquet_stream;
 pub mod pickle_budget;
 mod pickle_input;
 pub mod pickle_tree;

@@ -26,6 +26,7 @@ use arrow_array::{Array, DictionaryArray, LargeStringArray, RecordBatch, StringA
 use arrow_schema::{DataType, Field, Schema};
 use regex::Regex;
 
+use super::parquet_stream::{self, Reopen, Table, Window};
 use super::{hlo, RankFile};
 use crate::error::{Error, Result};
 use crate::model::build::TimelineBuilder;
@@ -308,15 +309,55 @@ fn member<R: Read + Seek>(
     path: &Path,
     limit: u64,
 ) -> Result<Option<Vec<u8>>> {
-    let Some(name) = zip
-        .file_names()
-        .filter_map(|n| n.ok())
-        .find(|n| n.ends_with(suffix))
-        .map(|n| n.into_owned())
-    else {
+    let Some(name) = member_name(zip, suffix) else {
         return Ok(None);
     };
     named(zip, &name, path, limit).map(Some)
+}
+
+/// The name of the archive member whose name ends with `suffix`.
+fn member_name<R: Read + Seek>(zip: &zip::ZipArchive<R>, suffix: &str) -> Option<String> {
+    zip.file_names()
+        .filter_map(|n| n.ok())
+        .find(|n| n.ends_with(suffix))
+        .map(|n| n.into_owned())
+}
+
+/// Member `name` of an archive, read from its start as often as asked.
+struct Member<'z, R> {
+    zip: &'z mut zip::ZipArchive<R>,
+    name: &'z str,
+}
+
+impl<R: Read + Seek> Reopen for Member<'_, R> {
+    fn open(&mut self) -> std::io::Result<Box<dyn Read + '_>> {
+        let f = self.zip.by_name(self.name).map_err(std::io::Error::other)?;
+        Ok(Box::new(f))
+    }
+}
+
+/// Member `name`'s stated size, refused past `limit`.
+fn stated_size<R: Read + Seek>(
+    zip: &mut zip::ZipArchive<R>,
+    name: &str,
+    path: &Path,
+    limit: u64,
+) -> Result<u64> {
+    let size = zip
+        .by_name(name)
+        .map_err(|e| bad(path, format!("{name}: {e}")))?
+        .size();
+    if size > limit {
+        return Err(too_big(path, name, size, limit));
+    }
+    Ok(size)
+}
+
+fn too_big(path: &Path, name: &str, n: u64, limit: u64) -> Error {
+    bad(
+        path,
+        format!("{name} unpacks to {n} bytes or more, over the {limit} read (100 times the archive, at least 64 MiB)"),
+    )
 }
 
 /// The bytes of member `name`, read up to `limit`.
@@ -326,18 +367,11 @@ fn named<R: Read + Seek>(
     path: &Path,
     limit: u64,
 ) -> Result<Vec<u8>> {
+    stated_size(zip, name, path, limit)?;
     let mut f = zip
         .by_name(name)
         .map_err(|e| bad(path, format!("{name}: {e}")))?;
-    let too_big = |n: u64| {
-        bad(
-            path,
-            format!("{name} unpacks to {n} bytes or more, over the {limit} read (100 times the archive, at least 64 MiB)"),
-        )
-    };
-    if f.size() > limit {
-        return Err(too_big(f.size()));
-    }
+    let too_big = |n: u64| too_big(path, name, n, limit);
     // The stated size only hints the capacity (an archive can lie about it,
     // within the limit): reserved whole, where growing by doubling from less
     // held twice a large member; if that much cannot be reserved, grown.
@@ -506,7 +540,8 @@ impl<'a> Rows<'a> {
 /// they would take apart (its text, or 8 for a number), as a reader
 /// building each row would hold them.
 fn rows(
-    bytes: Vec<u8>,
+    file: &mut dyn Reopen,
+    (limit, hold): (u64, u64),
     what: &str,
     path: &Path,
     mut each: impl FnMut(&Rows, usize),
@@ -515,11 +550,21 @@ fn rows(
         ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
     };
     let why = |e: parquet::errors::ParquetError| bad(path, format!("{what}: {e}"));
-    let bytes = bytes::Bytes::from(bytes);
+    let said = |e: String| bad(path, format!("{what}: {e}"));
+    // A row group at a time where the table is large and laid out so (see
+    // `parquet_stream`), else held whole.
+    let table = parquet_stream::open(file, limit, hold).map_err(said)?;
+    let meta = match &table {
+        Table::Held(whole) => ArrowReaderMetadata::load(whole, ArrowReaderOptions::new())
+            .map_err(why)?
+            .metadata()
+            .clone(),
+        Table::Groups { meta, .. } => meta.clone(),
+    };
     // The footer parsed once; text columns then asked for as
     // dictionary-encoded, the other columns as the file states them.
-    let stated = ArrowReaderMetadata::load(&bytes, ArrowReaderOptions::new()).map_err(why)?;
-    let meta = stated.metadata().clone();
+    let stated =
+        ArrowReaderMetadata::try_new(meta.clone(), ArrowReaderOptions::new()).map_err(why)?;
     let fields: Vec<Field> = (stated.schema().fields().iter())
         .map(|f| match f.data_type() {
             DataType::Utf8 | DataType::LargeUtf8 => f.as_ref().clone().with_data_type(
@@ -530,10 +575,6 @@ fn rows(
         .collect();
     let options = ArrowReaderOptions::new().with_schema(std::sync::Arc::new(Schema::new(fields)));
     let dictionaries = ArrowReaderMetadata::try_new(meta.clone(), options).map_err(why)?;
-    let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(bytes, dictionaries)
-        .with_batch_size(8192)
-        .build()
-        .map_err(why)?;
     // What the column chunks take, not the file: metadata padding the file
     // out holds no rows and must not raise the budget.
     let data: u64 = (meta.row_groups().iter())
@@ -541,42 +582,68 @@ fn rows(
         .fold(0, u64::saturating_add);
     let budget = Budget::of(data);
     let stated = u64::try_from(meta.file_metadata().num_rows()).unwrap_or(0);
+    let expected = stated.min(budget.rows);
     let (mut n, mut decoded) = (0u64, 0u64);
-    for batch in reader {
-        let batch = batch.map_err(|e| bad(path, format!("{what}: {e}")))?;
-        let texts: Vec<Text> = batch
-            .columns()
-            .iter()
-            .map(|c| Text::of(c.as_ref()))
-            .collect();
-        let numbers = 8 * batch.num_columns() as u64;
-        let mut take = 0;
-        for i in 0..batch.num_rows() {
-            if n >= budget.rows || decoded > budget.decoded {
-                break;
-            }
-            let text: u64 = texts
-                .iter()
-                .filter_map(|t| t.get(i))
-                .map(|(s, _)| s.len() as u64)
-                .sum();
-            decoded += numbers + text;
-            n += 1;
-            take += 1;
+    // The rows of one part of the file (a row group, or all): false once
+    // the budget is spent.
+    let mut part = |bytes: Window, group: Option<usize>| -> Result<bool> {
+        let mut reader =
+            ParquetRecordBatchReaderBuilder::new_with_metadata(bytes, dictionaries.clone())
+                .with_batch_size(8192);
+        if let Some(g) = group {
+            reader = reader.with_row_groups(vec![g]);
         }
-        let expected = stated.min(budget.rows);
-        each(
-            &Rows {
+        for batch in reader.build().map_err(why)? {
+            let batch = batch.map_err(|e| bad(path, format!("{what}: {e}")))?;
+            let texts: Vec<Text> = (batch.columns().iter())
+                .map(|c| Text::of(c.as_ref()))
+                .collect();
+            let numbers = 8 * batch.num_columns() as u64;
+            let mut take = 0;
+            for i in 0..batch.num_rows() {
+                if n >= budget.rows || decoded > budget.decoded {
+                    break;
+                }
+                let text: u64 = (texts.iter())
+                    .filter_map(|t| t.get(i))
+                    .map(|(s, _)| s.len() as u64)
+                    .sum();
+                decoded += numbers + text;
+                n += 1;
+                take += 1;
+            }
+            let rows = Rows {
                 batch: &batch,
                 expected,
-            },
-            take,
-        );
-        if take < batch.num_rows() {
-            return Ok(stated.saturating_sub(n).max(1));
+            };
+            each(&rows, take);
+            if take < batch.num_rows() {
+                return Ok(false);
+            }
         }
-    }
-    Ok(0)
+        Ok(true)
+    };
+    let whole = match table {
+        Table::Held(whole) => part(whole, None)?,
+        Table::Groups { groups, len, .. } => {
+            let mut whole = true;
+            parquet_stream::each_group(
+                file,
+                (&groups, len),
+                |g, bytes| {
+                    whole = part(bytes, Some(g))?;
+                    Ok(whole)
+                },
+                said,
+            )?;
+            whole
+        }
+    };
+    Ok(if whole {
+        0
+    } else {
+        stated.saturating_sub(n).max(1)
+    })
 }
 
 /// What a Parquet table is read up to, for `data` bytes of column chunks:
@@ -601,13 +668,17 @@ impl Budget {
 
 /// The projected ranges of `trace.parquet`, in either layout.
 /// Also returns how many rows were damaged and how many were left unread.
-fn ranges(bytes: Vec<u8>, path: &Path) -> Result<(Ranges, u64, u64)> {
+fn ranges(
+    file: &mut dyn Reopen,
+    (limit, hold): (u64, u64),
+    path: &Path,
+) -> Result<(Ranges, u64, u64)> {
     let mut out = Ranges::default();
     let mut skipped = 0u64;
     // Names and threads shared: a program's thunks repeat every step.
     let mut names: foldhash::HashMap<Arc<str>, u32> = Default::default();
     let mut threads: foldhash::HashMap<(i64, i64), u32> = Default::default();
-    let unread = rows(bytes, TRACE, path, |b, take| {
+    let unread = rows(file, (limit, hold), TRACE, path, |b, take| {
         // Sized once for every row the table states: growing by doubling
         // held the old and the new vector at once (a third of the peak).
         if out.list.capacity() == 0 {
@@ -702,21 +773,27 @@ fn ranges(bytes: Vec<u8>, path: &Path) -> Result<(Ranges, u64, u64)> {
 /// Global device by (PID, TID) of XLA's launcher threads.
 fn launchers(bytes: Vec<u8>, path: &Path) -> Result<HashMap<(i64, i64), u32>> {
     let mut out = HashMap::new();
-    rows(bytes, THREADS, path, |b, take| {
-        let text = b.text(&["Name", "Thread Name"]);
-        let (pid, tid) = (b.int(&["PID"]), b.int(&["TID"]));
-        for i in 0..take {
-            let Some((name, _)) = text.get(i) else {
-                continue;
-            };
-            let Some(c) = LAUNCHER.captures(name) else {
-                continue;
-            };
-            if let (Some(pid), Some(tid), Ok(global)) = (pid(i), tid(i), c[1].parse()) {
-                out.insert((pid, tid), global);
+    rows(
+        &mut &bytes[..],
+        (u64::MAX, u64::MAX),
+        THREADS,
+        path,
+        |b, take| {
+            let text = b.text(&["Name", "Thread Name"]);
+            let (pid, tid) = (b.int(&["PID"]), b.int(&["TID"]));
+            for i in 0..take {
+                let Some((name, _)) = text.get(i) else {
+                    continue;
+                };
+                let Some(c) = LAUNCHER.captures(name) else {
+                    continue;
+                };
+                if let (Some(pid), Some(tid), Ok(global)) = (pid(i), tid(i), c[1].parse()) {
+                    out.insert((pid, tid), global);
+                }
             }
-        }
-    })?;
+        },
+    )?;
     Ok(out)
 }
 
@@ -766,19 +843,26 @@ pub(crate) fn read_each(
     let limit = member_limit(size);
     let mut zip =
         zip::ZipArchive::new(archive).map_err(|e| bad(path, format!("not a zip archive: {e}")))?;
-    let Some(trace) = member(&mut zip, TRACE, path, limit)? else {
+    let Some(trace) = member_name(&zip, TRACE) else {
         return Err(bad(
             path,
             format!("a zip archive without {TRACE}: not an nsys-jax archive (or one made without the nvtx_gpu_proj_trace recipe)"),
         ));
     };
+    // Refused by its stated size before a byte is inflated.
+    stated_size(&mut zip, &trace, path, limit)?;
     let devices = match member(&mut zip, THREADS, path, limit)? {
         Some(bytes) => launchers(bytes, path)?,
         None => HashMap::new(),
     };
     let mut told = Vec::new();
     let dumps = dumps(&mut zip, path, limit, &mut told)?;
-    let (ranges, skipped, unread) = ranges(trace, path)?;
+    let mut member = Member {
+        zip: &mut zip,
+        name: &trace,
+    };
+    // A table of up to 16 MiB is held: reading it twice would cost more.
+    let (ranges, skipped, unread) = ranges(&mut member, (limit, 16 << 20), path)?;
     let count = ranges.list.len();
     // Said of the archive: on its first rank, after what assembling it says.
     let mut after = told;
@@ -1303,7 +1387,9 @@ mod tests {
         super::read(path, (rank, cpu_ranges), &mut |f| out.push(f))?;
         Ok(out)
     }
-    use crate::synth::nsys_jax::{archive, thread_table, trace_table, Layout, ProjRange};
+    use crate::synth::nsys_jax::{
+        archive, thread_table, trace_table, trace_table_in, Layout, ProjRange,
+    };
 
     /// A projected range of process `pid`'s thread 7.
     fn range(
@@ -2002,19 +2088,67 @@ mod tests {
         assert_eq!(Text::of(&numbers).get(0), None);
     }
 
+    /// A table of several row groups read a group at a time, as a large
+    /// one is, gives what it gives held; so does one whose footer says its
+    /// groups lie out of order (held then).
+    #[test]
+    fn row_groups_read_one_at_a_time_are_the_table_held() {
+        let rows: Vec<ProjRange> = (0..10)
+            .map(|i| {
+                let name = if i % 3 == 0 {
+                    "XlaModule:#hlo_module=m#"
+                } else {
+                    "Thunk:#hlo_op=fusion.1#"
+                };
+                range(
+                    1,
+                    10 + i,
+                    (i % 3 != 0).then_some(10 + i - i % 3),
+                    name,
+                    100 * i,
+                    100 * i + 50,
+                )
+            })
+            .collect();
+        let seen = |r: &Ranges| -> Vec<(i64, i64, String, Option<usize>)> {
+            (0..r.list.len())
+                .map(|i| {
+                    let x = &r.list[i];
+                    (
+                        x.start.get(),
+                        x.end.get(),
+                        r.name(x).to_string(),
+                        r.up(i).map(|u| u.0),
+                    )
+                })
+                .collect()
+        };
+        for layout in [Layout::Projected, Layout::StartEnd] {
+            let table = trace_table_in(&rows, layout, 3);
+            let read = |hold| {
+                let (mut r, skipped, unread) =
+                    ranges(&mut &table[..], (u64::MAX, hold), Path::new("t.zip")).unwrap();
+                assert_eq!((skipped, unread), (0, 0));
+                r.link();
+                seen(&r)
+            };
+            let held = read(u64::MAX);
+            assert_eq!(held.len(), 10);
+            assert_eq!(read(0), held);
+        }
+    }
+
     #[test]
     fn ranges_of_one_name_share_it() {
-        let (ranges, _, _) = ranges(
-            trace_table(
-                &[
-                    range(1, 1, None, "Thunk:#hlo_op=fusion.1#", 0, 10),
-                    range(1, 2, None, "Thunk:#hlo_op=fusion.1#", 20, 30),
-                ],
-                Layout::StartEnd,
-            ),
-            Path::new("t.zip"),
-        )
-        .unwrap();
+        let table = trace_table(
+            &[
+                range(1, 1, None, "Thunk:#hlo_op=fusion.1#", 0, 10),
+                range(1, 2, None, "Thunk:#hlo_op=fusion.1#", 20, 30),
+            ],
+            Layout::StartEnd,
+        );
+        let (ranges, _, _) =
+            ranges(&mut &table[..], (u64::MAX, u64::MAX), Path::new("t.zip")).unwrap();
         assert_eq!(ranges.list.len(), 2);
         assert_eq!(ranges.list[0].name, ranges.list[1].name);
         assert_eq!(&*ranges.names[0], "Thunk:#hlo_op=fusion.1#");
@@ -2065,7 +2199,8 @@ mod tests {
         rg.close().unwrap();
         let bytes = w.into_inner().unwrap();
         assert!(bytes.len() > 8 << 20, "padded");
-        let (ranges, skipped, unread) = ranges(bytes, Path::new("t.zip")).unwrap();
+        let (ranges, skipped, unread) =
+            ranges(&mut &bytes[..], (u64::MAX, u64::MAX), Path::new("t.zip")).unwrap();
         let read = ranges.list.len() as u64 + skipped;
         assert!(
             (1_000_000..1_500_000).contains(&read),

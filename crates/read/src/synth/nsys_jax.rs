@@ -42,7 +42,21 @@ enum Col {
     OptInt(&'static str, Vec<Option<i64>>),
 }
 
-fn parquet(cols: Vec<Col>) -> Vec<u8> {
+impl Col {
+    fn len(&self) -> usize {
+        match self {
+            Col::Text(_, v) => v.len(),
+            Col::OptText(_, v) => v.len(),
+            Col::Int(_, v) => v.len(),
+            Col::OptInt(_, v) => v.len(),
+        }
+    }
+}
+
+/// Rows per row group: pyarrow's default since version 13.
+pub const ROW_GROUP: usize = 1 << 20;
+
+fn parquet(cols: Vec<Col>, group: usize) -> Vec<u8> {
     use parquet::basic::{ConvertedType, Repetition, Type as Physical};
     use parquet::schema::types::Type;
     let fields = cols
@@ -89,48 +103,63 @@ fn parquet(cols: Vec<Col>) -> Vec<u8> {
         .expect("a schema");
     let props = Arc::new(WriterProperties::builder().build());
     let mut w = SerializedFileWriter::new(Vec::new(), Arc::new(schema), props).expect("writer");
-    let mut rg = w.next_row_group().expect("row group");
-    for c in &cols {
-        let mut col = rg.next_column().expect("column").expect("a column left");
-        match c {
-            Col::Text(_, v) => {
-                let v: Vec<ByteArray> = v.iter().map(|s| ByteArray::from(s.as_str())).collect();
-                col.typed::<ByteArrayType>()
-                    .write_batch(&v, None, None)
-                    .expect("write");
+    let rows = cols.first().map_or(0, Col::len);
+    // Row groups of 1 Mi rows, as pyarrow (and so pandas) writes them.
+    for from in (0..rows.max(1)).step_by(group.max(1)) {
+        let part = from..(from + group.max(1)).min(rows);
+        let mut rg = w.next_row_group().expect("row group");
+        for c in &cols {
+            let mut col = rg.next_column().expect("column").expect("a column left");
+            match c {
+                Col::Text(_, v) => {
+                    let v: Vec<ByteArray> = v[part.clone()]
+                        .iter()
+                        .map(|s| ByteArray::from(s.as_str()))
+                        .collect();
+                    col.typed::<ByteArrayType>()
+                        .write_batch(&v, None, None)
+                        .expect("write");
+                }
+                Col::OptText(_, v) => {
+                    let v = &v[part.clone()];
+                    let values: Vec<ByteArray> = v
+                        .iter()
+                        .flatten()
+                        .map(|s| ByteArray::from(s.as_str()))
+                        .collect();
+                    let def: Vec<i16> = v.iter().map(|x| i16::from(x.is_some())).collect();
+                    col.typed::<ByteArrayType>()
+                        .write_batch(&values, Some(&def), None)
+                        .expect("write");
+                }
+                Col::Int(_, v) => {
+                    col.typed::<Int64Type>()
+                        .write_batch(&v[part.clone()], None, None)
+                        .expect("write");
+                }
+                Col::OptInt(_, v) => {
+                    let v = &v[part.clone()];
+                    let values: Vec<i64> = v.iter().flatten().copied().collect();
+                    let def: Vec<i16> = v.iter().map(|x| i16::from(x.is_some())).collect();
+                    col.typed::<Int64Type>()
+                        .write_batch(&values, Some(&def), None)
+                        .expect("write");
+                }
             }
-            Col::OptText(_, v) => {
-                let values: Vec<ByteArray> = v
-                    .iter()
-                    .flatten()
-                    .map(|s| ByteArray::from(s.as_str()))
-                    .collect();
-                let def: Vec<i16> = v.iter().map(|x| i16::from(x.is_some())).collect();
-                col.typed::<ByteArrayType>()
-                    .write_batch(&values, Some(&def), None)
-                    .expect("write");
-            }
-            Col::Int(_, v) => {
-                col.typed::<Int64Type>()
-                    .write_batch(v, None, None)
-                    .expect("write");
-            }
-            Col::OptInt(_, v) => {
-                let values: Vec<i64> = v.iter().flatten().copied().collect();
-                let def: Vec<i16> = v.iter().map(|x| i16::from(x.is_some())).collect();
-                col.typed::<Int64Type>()
-                    .write_batch(&values, Some(&def), None)
-                    .expect("write");
-            }
+            col.close().expect("close column");
         }
-        col.close().expect("close column");
+        rg.close().expect("close row group");
     }
-    rg.close().expect("close row group");
     w.into_inner().expect("parquet bytes")
 }
 
 /// The projected trace table.
 pub fn trace_table(ranges: &[ProjRange], layout: Layout) -> Vec<u8> {
+    trace_table_in(ranges, layout, ROW_GROUP)
+}
+
+/// [`trace_table`] in row groups of `group` rows.
+pub fn trace_table_in(ranges: &[ProjRange], layout: Layout, group: usize) -> Vec<u8> {
     let names = ranges.iter().map(|r| r.name.clone()).collect();
     let ids = ranges.iter().map(|r| r.id).collect();
     let parents = ranges.iter().map(|r| r.parent).collect();
@@ -175,7 +204,7 @@ pub fn trace_table(ranges: &[ProjRange], layout: Layout) -> Vec<u8> {
             Col::Int("TID", tids),
         ],
     };
-    parquet(cols)
+    parquet(cols, group)
 }
 
 /// The projected trace table in the older layout as the recipe writes it
@@ -198,24 +227,30 @@ pub fn trace_table_as_written(ranges: &[ProjRange]) -> Vec<u8> {
     durs.push(last - first);
     pids.push(0);
     tids.push(0);
-    parquet(vec![
-        Col::OptText("Name", names),
-        Col::Int("Projected Start", starts),
-        Col::Int("Projected Duration", durs),
-        Col::OptInt("RangeId", ids),
-        Col::OptInt("ParentId", parents),
-        Col::Int("PID", pids),
-        Col::Int("TID", tids),
-    ])
+    parquet(
+        vec![
+            Col::OptText("Name", names),
+            Col::Int("Projected Start", starts),
+            Col::Int("Projected Duration", durs),
+            Col::OptInt("RangeId", ids),
+            Col::OptInt("ParentId", parents),
+            Col::Int("PID", pids),
+            Col::Int("TID", tids),
+        ],
+        ROW_GROUP,
+    )
 }
 
 /// The thread table: (PID, TID, thread name).
 pub fn thread_table(threads: &[(i64, i64, &str)]) -> Vec<u8> {
-    parquet(vec![
-        Col::Int("PID", threads.iter().map(|t| t.0).collect()),
-        Col::Int("TID", threads.iter().map(|t| t.1).collect()),
-        Col::Text("Name", threads.iter().map(|t| t.2.to_owned()).collect()),
-    ])
+    parquet(
+        vec![
+            Col::Int("PID", threads.iter().map(|t| t.0).collect()),
+            Col::Int("TID", threads.iter().map(|t| t.1).collect()),
+            Col::Text("Name", threads.iter().map(|t| t.2.to_owned()).collect()),
+        ],
+        ROW_GROUP,
+    )
 }
 
 /// A zip of the two tables under `prefix/`, as nsys-jax writes it.
