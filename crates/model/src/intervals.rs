@@ -121,24 +121,32 @@ impl IntervalSet {
             (Some(_), _) => a.next(),
             (None, _) => b.next(),
         });
-        lengths(Merged::new(both), window)
+        let mut m = Lengths::within(window);
+        Merged::new(both).for_each(|i| m.add(i));
+        m.both()
     }
 
     /// The intersection's lengths, (whole, within `window`), without
     /// building it.
     pub fn intersect_lengths(&self, other: &Self, window: &Self) -> (Ns, Ns) {
-        intersect_lengths(self.walk(), other.walk(), window)
+        let mut m = Lengths::within(window);
+        each_overlap(self.walk(), other.walk(), |i| m.add(i));
+        m.both()
     }
 
     /// The difference's lengths, (whole, within `window`), without
     /// building it.
     pub fn subtract_lengths(&self, other: &Self, window: &Self) -> (Ns, Ns) {
-        subtract_lengths(self.walk(), other.walk(), window)
+        let mut m = Lengths::within(window);
+        each_difference(self.walk(), other.walk(), |i| m.add(i));
+        m.both()
     }
 
     /// The set's own lengths, (whole, within `window`).
     pub fn lengths(&self, window: &Self) -> (Ns, Ns) {
-        lengths(self.walk(), window)
+        let mut m = Lengths::within(window);
+        self.walk().for_each(|i| m.add(i));
+        m.both()
     }
 
     /// Length of the intersection, without building it (a device's
@@ -184,35 +192,6 @@ impl<I: Iterator<Item = Interval>> Iterator for Merged<I> {
 
 // Below, a walk is the intervals of a set in order: sorted, disjoint and
 // not touching (an `IntervalSet`'s, or a `Merged`).
-
-/// A walk's lengths, (whole, within `window`).
-fn lengths(a: impl Iterator<Item = Interval>, window: &IntervalSet) -> (Ns, Ns) {
-    let mut m = Lengths::within(window);
-    a.for_each(|i| m.add(i));
-    m.both()
-}
-
-/// The lengths of two walks' intersection, (whole, within `window`).
-fn intersect_lengths(
-    a: impl Iterator<Item = Interval>,
-    b: impl Iterator<Item = Interval>,
-    window: &IntervalSet,
-) -> (Ns, Ns) {
-    let mut m = Lengths::within(window);
-    each_overlap(a, b, |i| m.add(i));
-    m.both()
-}
-
-/// The lengths of `a` − `b`, (whole, within `window`).
-fn subtract_lengths(
-    a: impl Iterator<Item = Interval>,
-    b: impl Iterator<Item = Interval>,
-    window: &IntervalSet,
-) -> (Ns, Ns) {
-    let mut m = Lengths::within(window);
-    each_difference(a, b, |i| m.add(i));
-    m.both()
-}
 
 /// `a` − `b`, built.
 pub fn difference(
