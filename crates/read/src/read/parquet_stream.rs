@@ -108,6 +108,14 @@ pub(crate) fn open(file: &mut dyn Reopen, limit: u64, hold: u64) -> Result<Table
         return Err(too_big(len));
     }
     if len <= hold {
+        // Up to twice `TAIL`, what was kept is the whole file.
+        if tail.len() as u64 == len {
+            return Ok(Table::Held(Window {
+                len,
+                at: 0,
+                bytes: Bytes::from(tail),
+            }));
+        }
         return held(file, len);
     }
     let groups = footer(&tail).and_then(|meta| {
