@@ -31,8 +31,9 @@ pub struct TimelineBuilder {
     t: RankTimeline,
     /// Launch calls' (start, CPU duration), put into steps at the end.
     launch_spans: Vec<(Ns, Ns)>,
-    /// Those of a process's CPU side shared with its other devices' ranks.
-    shared_launches: Arc<Vec<(Ns, Ns)>>,
+    /// Those of a process's CPU side shared with its other devices' ranks,
+    /// already counted by step.
+    shared_by_step: Vec<(u64, Ns)>,
     /// The CPU side came from [`Self::share`], steps decided there.
     cpu_shared: bool,
     out_of_range: u64,
@@ -61,7 +62,9 @@ pub struct SharedCpu {
     steps: Vec<Step>,
     /// The steps are inference engine steps found in the annotations.
     engine_steps: bool,
-    launch_spans: Arc<Vec<(Ns, Ns)>>,
+    /// Its launch calls counted by step (of `steps`): not kept one by one
+    /// while its devices' ops are placed.
+    launch_by_step: Vec<(u64, Ns)>,
     launch_calls: u64,
     launch_time: Ns,
     window: Option<Interval>,
@@ -97,7 +100,7 @@ impl TimelineBuilder {
                 ..Default::default()
             },
             launch_spans: Vec::new(),
-            shared_launches: Arc::default(),
+            shared_by_step: Vec::new(),
             cpu_shared: false,
             out_of_range: 0,
             op_time: Ns::ZERO,
@@ -242,6 +245,8 @@ impl TimelineBuilder {
 
     /// Adds a step whose range went through [`Self::span`].
     pub fn push_step(&mut self, number: i64, start: Ns, end: Ns) {
+        // A shared CPU side's launches were counted by its steps.
+        debug_assert!(!self.cpu_shared, "a step added to a shared CPU side");
         self.t.steps.push(Step { number, start, end });
     }
 
@@ -291,6 +296,11 @@ impl TimelineBuilder {
         let _ = self.t.ops.vec_mut().try_reserve_exact(n);
     }
 
+    /// Room for `n` more launch calls (see [`Self::reserve_ops`]).
+    pub fn reserve_launch_calls(&mut self, n: usize) {
+        let _ = self.launch_spans.try_reserve_exact(n);
+    }
+
     /// Drops every event added so far, keeping the rank, its devices and the
     /// names interned (a second event array replaces the first).
     pub fn drop_events(&mut self) {
@@ -326,14 +336,16 @@ impl TimelineBuilder {
         if !t.annotations.is_sorted_by_key(|a| a.start) {
             Arc::make_mut(&mut t.annotations).sort_by_key(|a| a.start);
         }
+        settle_steps(&mut t.steps);
         // Found once here, not by every rank sharing them.
         let engine_steps = engine_steps(t);
+        let launch_by_step = launches_by_step(&t.steps, self.launch_spans.iter());
         SharedCpu {
             names: std::mem::take(&mut t.strings).into_shared(),
             engine_steps,
             annotations: std::mem::take(&mut t.annotations),
             steps: std::mem::take(&mut t.steps),
-            launch_spans: Arc::new(std::mem::take(&mut self.launch_spans)),
+            launch_by_step,
             launch_calls: t.launch_calls,
             launch_time: t.launch_time,
             window: t.window,
@@ -355,7 +367,7 @@ impl TimelineBuilder {
         self.t.steps.clone_from(&cpu.steps);
         self.t.engine_steps = cpu.engine_steps;
         self.cpu_shared = true;
-        self.shared_launches = Arc::clone(&cpu.launch_spans);
+        self.shared_by_step.clone_from(&cpu.launch_by_step);
         self.t.launch_calls = cpu.launch_calls;
         self.t.launch_time = cpu.launch_time;
         self.t.window = cpu.window;
@@ -365,10 +377,7 @@ impl TimelineBuilder {
     /// The finished timeline, and a warning when events were skipped.
     pub fn finish(mut self) -> (RankTimeline, Vec<Warning>) {
         let t = &mut self.t;
-        t.steps.sort_by_key(|s| (s.start, s.number));
-        // The same range recorded twice is one step; the same number at another
-        // time is a second instance (a restarted profiler), kept as its own step.
-        t.steps.dedup_by_key(|s| (s.number, s.start));
+        settle_steps(&mut t.steps);
         // (Found once in `into_shared` for a shared CPU side.)
         if !self.cpu_shared {
             t.engine_steps = engine_steps(t);
@@ -389,10 +398,12 @@ impl TimelineBuilder {
             let at = if device_steps { op.start } else { op.launch };
             op.step = step_at(&t.steps, at).into();
         }
-        t.launch_by_step = launches_by_step(
-            &t.steps,
-            self.launch_spans.iter().chain(self.shared_launches.iter()),
-        );
+        t.launch_by_step = launches_by_step(&t.steps, self.launch_spans.iter());
+        // A shared side's steps are these (settled there, none added since).
+        for (own, shared) in t.launch_by_step.iter_mut().zip(&self.shared_by_step) {
+            own.0 += shared.0;
+            own.1 = own.1.saturating_add(shared.1);
+        }
         // The timeline is kept for the whole run; growth slack is not.
         t.ops.vec_mut().shrink_to_fit();
         sort_ops(&mut t.ops);
@@ -456,6 +467,14 @@ pub(crate) fn step_at(steps: &[Step], t: Ns) -> Option<u32> {
 
 /// Kernel-launch calls (start, CPU duration) counted and summed per step,
 /// by the step during which each call started.
+/// Steps in time order, each once: the same range recorded twice is one
+/// step; the same number at another time is a second instance (a restarted
+/// profiler), kept as its own step.
+fn settle_steps(steps: &mut Vec<Step>) {
+    steps.sort_by_key(|s| (s.start, s.number));
+    steps.dedup_by_key(|s| (s.number, s.start));
+}
+
 fn launches_by_step<'a>(
     steps: &[Step],
     calls: impl Iterator<Item = &'a (Ns, Ns)>,
@@ -540,6 +559,27 @@ mod tests {
             warnings[0].text.contains("5 device op(s) skipped"),
             "{warnings:?}"
         );
+    }
+
+    /// A shared CPU side's launch calls are counted by its steps where it
+    /// is made; a rank sharing it adds its own calls to those counts.
+    #[test]
+    fn shared_launch_calls_are_counted_by_step_with_the_rank_s_own() {
+        let mut cpu = TimelineBuilder::new(Path::new("r.sqlite"), SourceFormat::Nsys);
+        for (n, s, e) in [(2, 100, 200), (1, 0, 100), (2, 100, 200)] {
+            cpu.span(Ns(s), Ns(e - s)).unwrap();
+            cpu.push_step(n, Ns(s), Ns(e));
+        }
+        for (start, dur) in [(120, 5), (10, 3), (500, 1)] {
+            cpu.launch_call(Ns(start), Ns(dur));
+        }
+        let mut shared = cpu.into_shared();
+        let mut rank = TimelineBuilder::new(Path::new("r.sqlite"), SourceFormat::Nsys);
+        rank.share(&mut shared);
+        rank.launch_call(Ns(150), Ns(7));
+        let (t, _) = rank.finish();
+        assert_eq!(t.steps.len(), 2);
+        assert_eq!(t.launch_by_step, vec![(1, Ns(3)), (2, Ns(12))]);
     }
 
     #[test]

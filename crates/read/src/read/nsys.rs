@@ -12,7 +12,7 @@ use rusqlite::limits::Limit;
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags, Row};
 
-use super::nsys_cpu::{Calls, Cpu};
+use super::nsys_cpu::{Call, Calls, Cpu, Kept, Lanes};
 use super::RankFile;
 use crate::error::Error;
 use crate::model::build::{SharedCpu, TimelineBuilder};
@@ -309,6 +309,18 @@ pub fn read(
     // Each device's op count and processes.
     let mut counted: std::collections::BTreeMap<i64, (usize, HashSet<i64>)> = Default::default();
     let mut issued: HashSet<(i64, i64)> = HashSet::new();
+    if !cpu_ranges {
+        // Made once at its size: grown by doubling, the sets it outgrew
+        // stayed with the process (the allocator keeps what it frees).
+        let mut ops = 0usize;
+        for table in ACTIVITY.iter().filter(|t| r.has(t)) {
+            let n = r.rows(&format!("SELECT count(*) FROM {table}"), |row| {
+                row.get::<_, i64>(0)
+            })?;
+            ops = ops.saturating_add(n.first().map_or(0, |&n| usize::try_from(n).unwrap_or(0)));
+        }
+        let _ = issued.try_reserve(ops);
+    }
     for table in ACTIVITY.iter().filter(|t| r.has(t)) {
         let sql = format!("SELECT deviceId, globalPid, correlationId FROM {table}");
         r.each(&sql, |row| {
@@ -345,8 +357,9 @@ pub fn read(
             },
         )?;
     }
-    let runtime = calls.finish(issued.iter().copied());
+    let Kept { calls, lanes } = calls.finish(std::iter::empty());
     drop(issued);
+    let launches = Launches::new(calls);
     // Ranges only (push/pop 59, start/end 60); marks have no end.
     let nvtx: Vec<Cpu> = if r.has("NVTX_EVENTS") {
         r.rows(
@@ -404,7 +417,27 @@ pub fn read(
             pids: pids.into_iter().collect(),
         })
         .collect();
-    let mut placing = Placing::new(path, &devices, (runtime, nvtx, cpu_ranges));
+    // Each op's launch time, in the order the ops are read below: held
+    // while they are placed instead of the calls (8 bytes an op, where the
+    // calls kept take 32 and their index 24).
+    let mut launch_of: Vec<Ns> = Vec::new();
+    let _ = launch_of.try_reserve_exact(devices.iter().map(|d| d.ops).sum());
+    for table in ACTIVITY.iter().filter(|t| r.has(t)) {
+        // `NOT INDEXED`: every pass reads a table in its own order.
+        let sql = format!("SELECT globalPid, correlationId, start FROM {table} NOT INDEXED");
+        r.each(&sql, |row| {
+            let pid = pid(row.get::<_, Option<i64>>(0)?.unwrap_or(0));
+            let correlation = row.get::<_, Option<i64>>(1)?.unwrap_or(-1);
+            let start = Ns(row.get(2)?);
+            launch_of.push(launches.get(pid, correlation).unwrap_or(start));
+            Ok(())
+        })?;
+    }
+    let mut placing = Placing::new(path, &devices, &launches, (nvtx, lanes, cpu_ranges));
+    drop(launches);
+    placing.make_room(&devices);
+    let mut launch_of = launch_of.into_iter();
+    let mut place = |o: &Raw| placing.place(o, launch_of.next().unwrap_or(o.start));
     let own = OwnNames::default();
     if r.has("CUPTI_ACTIVITY_KIND_KERNEL") {
         let cols = r.columns("CUPTI_ACTIVITY_KIND_KERNEL")?;
@@ -415,7 +448,7 @@ pub fn read(
         };
         let sql = format!(
             "SELECT deviceId, globalPid, correlationId, start, end, {name_col}, shortName, streamId, \
-             gridX * gridY * gridZ FROM CUPTI_ACTIVITY_KIND_KERNEL"
+             gridX * gridY * gridZ FROM CUPTI_ACTIVITY_KIND_KERNEL NOT INDEXED"
         );
         r.each(&sql, |row| {
             let name = r
@@ -423,7 +456,7 @@ pub fn read(
                 .or_else(|| r.text(row.get_ref(6).ok()?))
                 .unwrap_or_else(|| own.unknown_kernel());
             let blocks = row.get::<_, Option<f64>>(8)?;
-            placing.place(&Raw {
+            place(&Raw {
                 activity: Activity::Kernel,
                 stream: row.get::<_, Option<i64>>(7)?.unwrap_or(0),
                 work: Work::of(Activity::Kernel, blocks, None).into(),
@@ -445,7 +478,7 @@ pub fn read(
             "0"
         };
         let sql = format!(
-            "SELECT deviceId, globalPid, correlationId, start, end, {kind}, streamId, bytes FROM {table}"
+            "SELECT deviceId, globalPid, correlationId, start, end, {kind}, streamId, bytes FROM {table} NOT INDEXED"
         );
         r.each(&sql, |row| {
             let bytes = (row.get::<_, Option<i64>>(7)?).and_then(|b| u64::try_from(b).ok());
@@ -453,7 +486,7 @@ pub fn read(
                 Activity::Memcpy => own.copy(row.get::<_, Option<i64>>(5)?.unwrap_or(0)),
                 _ => own.memset(),
             };
-            placing.place(&Raw {
+            place(&Raw {
                 activity,
                 stream: row.get::<_, Option<i64>>(6)?.unwrap_or(0),
                 work: Work::of(activity, None, bytes).into(),
@@ -469,8 +502,9 @@ pub fn read(
     Ok(files)
 }
 
-/// The rows of `pids`, in the export's order (by start) whatever the process.
-fn rows_of<'a>(of: &HashMap<i64, Vec<&'a Cpu>>, pids: &[i64]) -> Vec<&'a Cpu> {
+/// The NVTX ranges of `pids`, in the export's order (by start) whatever
+/// the process.
+fn ranges_of<'a>(of: &HashMap<i64, Vec<&'a Cpu>>, pids: &[i64]) -> Vec<&'a Cpu> {
     let mut v: Vec<&Cpu> = pids
         .iter()
         .filter_map(|p| of.get(p))
@@ -481,12 +515,27 @@ fn rows_of<'a>(of: &HashMap<i64, Vec<&'a Cpu>>, pids: &[i64]) -> Vec<&'a Cpu> {
     v
 }
 
+/// The runtime calls of `pids`, in the export's order (by start, then as
+/// read) whatever the process.
+fn calls_of<'a>(launches: &'a Launches, pids: &[i64]) -> Vec<&'a Call> {
+    let mut v: Vec<&Call> = Vec::with_capacity(pids.iter().map(|&p| launches.of(p).len()).sum());
+    v.extend(pids.iter().flat_map(|&p| launches.of(p)));
+    v.sort_unstable_by_key(|c| (c.start, c.order));
+    v
+}
+
 /// A process's CPU side: NVTX ranges (`ProfilerStep#N` ranges are steps)
-/// and kernel-launch calls; with `lanes`, also each launching thread's NVTX
-/// ranges and CUDA API calls as its CPU lane (as the PyTorch profiler's
-/// threads are).
-fn cpu_side(path: &Path, nvtx: &[&Cpu], runtime: &[&Cpu], lanes: bool) -> SharedCpu {
+/// and kernel-launch calls; with `lanes` (each call's thread and name, by
+/// its order), also each launching thread's NVTX ranges and CUDA API calls
+/// as its CPU lane (as the PyTorch profiler's threads are).
+fn cpu_side(
+    path: &Path,
+    nvtx: &[&Cpu],
+    runtime: &[&Call],
+    lanes: Option<&[(u64, Arc<str>)]>,
+) -> SharedCpu {
     let mut t = TimelineBuilder::new(path, SourceFormat::Nsys);
+    t.reserve_launch_calls(runtime.iter().filter(|c| c.launch()).count());
     for c in nvtx {
         let Ok(dur) = t.between(c.start, c.end) else {
             continue;
@@ -496,7 +545,7 @@ fn cpu_side(path: &Path, nvtx: &[&Cpu], runtime: &[&Cpu], lanes: bool) -> Shared
             Some(number) => t.push_step(number, c.start, c.start + dur),
             None => t.push_annotation(name, c.start, c.start + dur, false),
         }
-        if lanes {
+        if lanes.is_some() {
             t.push_cpu(c.tid, name, CpuKind::Annotation, c.start, dur, false);
         }
     }
@@ -504,36 +553,46 @@ fn cpu_side(path: &Path, nvtx: &[&Cpu], runtime: &[&Cpu], lanes: bool) -> Shared
         let Ok(dur) = t.between(c.start, c.end) else {
             continue;
         };
-        let launch = c.name.contains("Launch");
+        let launch = c.launch();
         if launch {
             t.launch_call(c.start, dur);
         }
-        if lanes {
-            let name = t.intern(&c.name);
-            t.push_cpu(c.tid, name, CpuKind::Runtime, c.start, dur, launch);
+        if let Some((tid, name)) = lanes.and_then(|l| l.get(c.order as usize)) {
+            let name = t.intern(name);
+            t.push_cpu(*tid, name, CpuKind::Runtime, c.start, dur, launch);
         }
     }
     t.into_shared()
 }
 
-/// Each runtime call's start by (process, correlation id): an op's launch
-/// time. Sorted, 24 bytes a call, where a hash map took 40; of two calls
-/// with the same ids (none in a real export), the one that started later.
-struct Launches(Vec<(i64, i64, Ns)>);
+/// The runtime calls kept, sorted by process, correlation id, start and
+/// order: an op's launch time is found by its process and correlation id,
+/// and a process's calls lie together. Of two calls with the same ids (none
+/// in a real export), the one that started later.
+struct Launches(Vec<Call>);
 
 impl Launches {
-    fn new(runtime: &[(Cpu, i64)]) -> Self {
-        let mut v: Vec<(i64, i64, Ns)> = (runtime.iter())
-            .map(|(c, correlation)| (c.pid, *correlation, c.start))
-            .collect();
-        v.sort_unstable();
-        Launches(v)
+    fn new(mut calls: Vec<Call>) -> Self {
+        calls.sort_unstable_by_key(|c| (c.pid(), c.correlation, c.start, c.order));
+        Launches(calls)
     }
 
     fn get(&self, pid: i64, correlation: i64) -> Option<Ns> {
-        let after = (self.0).partition_point(|&(p, c, _)| (p, c) <= (pid, correlation));
-        let &(p, c, start) = self.0.get(after.checked_sub(1)?)?;
-        (p == pid && c == correlation).then_some(start)
+        let after = (self.0).partition_point(|c| (c.pid(), c.correlation) <= (pid, correlation));
+        let c = self.0.get(after.checked_sub(1)?)?;
+        (c.pid() == pid && c.correlation == correlation).then_some(c.start)
+    }
+
+    /// The calls of process `pid`.
+    fn of(&self, pid: i64) -> &[Call] {
+        let from = self.0.partition_point(|c| c.pid() < pid);
+        let to = self.0.partition_point(|c| c.pid() <= pid);
+        &self.0[from..to]
+    }
+
+    /// The processes with calls, each once, in order.
+    fn pids(&self) -> impl Iterator<Item = i64> + '_ {
+        (self.0.chunk_by(|a, b| a.pid() == b.pid())).map(|c| c[0].pid())
     }
 }
 
@@ -546,14 +605,14 @@ pub(super) struct Device {
 }
 
 /// One rank per GPU from the ops of a whole export (SQLite or JSON), the ops
-/// held as read. `cpu`: the runtime calls (with their correlation ids), the
-/// NVTX ranges, and whether the launching threads become CPU lanes (the
-/// UI's; a metric alone does not need them).
+/// held as read. `cpu`: the runtime calls kept, the NVTX ranges, and
+/// whether the launching threads become CPU lanes (the UI's; a metric alone
+/// does not need them).
 pub(super) fn assemble(
     path: &Path,
     name_rank: Option<u32>,
     mut raw: Vec<Raw>,
-    cpu: (Vec<(Cpu, i64)>, Vec<Cpu>, bool),
+    (kept, nvtx, cpu_ranges): (Kept, Vec<Cpu>, bool),
     gpus: &[(i64, String, Option<u32>)],
 ) -> Vec<(Option<u32>, RankFile)> {
     // Each device's ops together, in the order read (a stable sort, where
@@ -573,8 +632,12 @@ pub(super) fn assemble(
             }
         })
         .collect();
-    let mut placing = Placing::new(path, &devices, cpu);
-    raw.iter().for_each(|o| placing.place(o));
+    let launches = Launches::new(kept.calls);
+    let mut placing = Placing::new(path, &devices, &launches, (nvtx, kept.lanes, cpu_ranges));
+    placing.make_room(&devices);
+    for o in &raw {
+        placing.place(o, launches.get(o.pid, o.correlation).unwrap_or(o.start));
+    }
     drop(raw);
     placing.finish(name_rank, gpus)
 }
@@ -585,18 +648,18 @@ pub(super) fn assemble(
 struct Placing {
     ids: Vec<i64>,
     timelines: Vec<TimelineBuilder>,
-    launches: Launches,
     classes: HashMap<(Arc<str>, Activity), KernelClass>,
 }
 
 impl Placing {
-    /// `devices` in device order.
+    /// `devices` in device order; `cpu`: the NVTX ranges, each call's thread
+    /// and name with CPU lanes, and whether they are wanted.
     fn new(
         path: &Path,
         devices: &[Device],
-        (runtime, nvtx, cpu_ranges): (Vec<(Cpu, i64)>, Vec<Cpu>, bool),
+        launches: &Launches,
+        (nvtx, lanes, cpu_ranges): (Vec<Cpu>, Lanes, bool),
     ) -> Self {
-        let launches = Launches::new(&runtime);
         let several = devices.len() > 1;
         // NVTX ranges and runtime calls belong to a process, not a device:
         // indexed by process once, and built once per set of processes, then
@@ -606,17 +669,13 @@ impl Placing {
         for c in &nvtx {
             nvtx_of.entry(c.pid).or_default().push(c);
         }
-        let mut runtime_of: HashMap<i64, Vec<&Cpu>> = HashMap::new();
-        for (c, _) in &runtime {
-            runtime_of.entry(c.pid).or_default().push(c);
-        }
         // One device: every process's CPU side is its own.
         let pid_sets: Vec<Vec<i64>> = (devices.iter())
             .map(|d| {
                 let mut pids: Vec<i64> = if several {
                     d.pids.clone()
                 } else {
-                    nvtx_of.keys().chain(runtime_of.keys()).copied().collect()
+                    nvtx_of.keys().copied().chain(launches.pids()).collect()
                 };
                 pids.sort_unstable();
                 pids.dedup();
@@ -634,37 +693,44 @@ impl Placing {
         // and ranges they are made of are let go first.
         let mut shared: HashMap<&[i64], SharedCpu> = (devices_of.iter())
             .map(|(&pids, &n)| {
+                let lanes = (cpu_ranges && n == 1).then_some(lanes.as_slice());
                 let cpu = cpu_side(
                     path,
-                    &rows_of(&nvtx_of, pids),
-                    &rows_of(&runtime_of, pids),
-                    cpu_ranges && n == 1,
+                    &ranges_of(&nvtx_of, pids),
+                    &calls_of(launches, pids),
+                    lanes,
                 );
                 (pids, cpu)
             })
             .collect();
-        drop((nvtx_of, runtime_of));
-        drop((nvtx, runtime));
+        drop(nvtx_of);
+        drop((nvtx, lanes));
         let mut timelines = Vec::with_capacity(devices.len());
-        for (d, pids) in devices.iter().zip(&pid_sets) {
+        for pids in &pid_sets {
             let mut t = TimelineBuilder::new(path, SourceFormat::Nsys);
             if let Some(cpu) = shared.get_mut(pids.as_slice()) {
                 t.share(cpu);
             }
-            t.reserve_ops(d.ops);
             timelines.push(t);
         }
         Placing {
             ids: devices.iter().map(|d| d.id).collect(),
             timelines,
-            launches,
             classes: HashMap::new(),
         }
     }
 
-    /// Puts an op on its device's timeline; an op of a device not counted
-    /// is not placed.
-    fn place(&mut self, o: &Raw) {
+    /// Room for each device's ops, `devices` as given to [`Self::new`]:
+    /// made once the calls are let go, whose memory the ops can then take.
+    fn make_room(&mut self, devices: &[Device]) {
+        for (t, d) in self.timelines.iter_mut().zip(devices) {
+            t.reserve_ops(d.ops);
+        }
+    }
+
+    /// Puts an op, launched at `launch`, on its device's timeline; an op of
+    /// a device not counted is not placed.
+    fn place(&mut self, o: &Raw, launch: Ns) {
         let Ok(i) = self.ids.binary_search(&o.device) else {
             return;
         };
@@ -672,7 +738,6 @@ impl Placing {
         let class = *(self.classes)
             .entry((o.name.clone(), o.activity))
             .or_insert_with(|| classify(&o.name, o.activity));
-        let launch = self.launches.get(o.pid, o.correlation).unwrap_or(o.start);
         let name = t.intern(&o.name);
         // Damaged times are skipped and counted by the builder.
         let _ = t.push_op(DeviceOp {
@@ -723,6 +788,15 @@ impl Placing {
 mod tests {
     use super::*;
 
+    /// Runtime calls as [`Calls`] keeps them, read before their ops.
+    fn kept(runtime: Vec<(Cpu, i64)>, lanes: bool) -> Kept {
+        let mut calls = Calls::new(lanes);
+        runtime
+            .into_iter()
+            .for_each(|(c, corr)| calls.push(c, corr));
+        calls.finish(std::iter::empty())
+    }
+
     /// An op's launch is the call with its process and correlation id; of
     /// two such calls, the one that started later.
     #[test]
@@ -742,7 +816,10 @@ mod tests {
             (call(1, 40), i64::MIN),
             (call(2, 45), 7),
         ];
-        let l = Launches::new(&runtime);
+        let l = Launches::new(kept(runtime, false).calls);
+        assert_eq!(l.pids().collect::<Vec<_>>(), [1, 2]);
+        assert_eq!(l.of(2).len(), 2);
+        assert!(l.of(3).is_empty());
         let got = [
             (1, 7),
             (2, 7),
@@ -908,7 +985,7 @@ mod tests {
             Path::new("x.sqlite"),
             None,
             raw,
-            (vec![], vec![], false),
+            (kept(vec![], false), vec![], false),
             &[],
         );
         let names: Vec<(Option<u32>, Vec<&str>)> = (files.iter())
@@ -959,7 +1036,13 @@ mod tests {
             .map(|d| (cpu(1, Ns(900), "cudaLaunchKernel"), d))
             .collect();
         runtime.push((cpu(2, Ns(950), "cudaLaunchKernel"), 200));
-        let files = assemble(Path::new("x.sqlite"), None, raw, (runtime, nvtx, true), &[]);
+        let files = assemble(
+            Path::new("x.sqlite"),
+            None,
+            raw,
+            (kept(runtime, true), nvtx, true),
+            &[],
+        );
         assert_eq!(files.len(), 201);
         let first = &files[0].1.timeline;
         for (_, f) in &files[..200] {

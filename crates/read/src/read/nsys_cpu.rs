@@ -99,6 +99,59 @@ impl Waiting {
     }
 }
 
+/// A runtime call as kept: 32 bytes, where a [`Cpu`] and its correlation
+/// id took 56. Its thread and name are kept apart, with CPU lanes only
+/// (without them, a metric reads a call's process, times, correlation id
+/// and whether it launched a kernel).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Call {
+    /// The process (24 bits, as [`super::nsys::pid`] reads it) and, in the
+    /// top bit, whether the call is a launch.
+    who: u32,
+    /// Its place among the calls as read (each process's ends after them
+    /// all); with CPU lanes, where its thread and name are in [`Kept::lanes`].
+    pub order: u32,
+    pub correlation: i64,
+    pub start: Ns,
+    pub end: Ns,
+}
+
+const _: () = assert!(std::mem::size_of::<Call>() == 32);
+
+impl Call {
+    const LAUNCH: u32 = 1 << 31;
+
+    fn new(pid: i64, launch: bool, order: u32, correlation: i64, start: Ns, end: Ns) -> Self {
+        let pid = (pid & 0xFF_FFFF) as u32;
+        Call {
+            who: if launch { pid | Self::LAUNCH } else { pid },
+            order,
+            correlation,
+            start,
+            end,
+        }
+    }
+
+    pub(super) fn pid(&self) -> i64 {
+        i64::from(self.who & !Self::LAUNCH)
+    }
+
+    /// A kernel launch (`cudaLaunchKernel`, `cuLaunchKernelEx`, ...).
+    pub(super) fn launch(&self) -> bool {
+        self.who & Self::LAUNCH != 0
+    }
+}
+
+/// Each call's thread and name, by its order (with CPU lanes).
+pub(super) type Lanes = Vec<(u64, Arc<str>)>;
+
+/// The calls kept from an export: see [`Calls`].
+pub(super) struct Kept {
+    pub calls: Vec<Call>,
+    /// With CPU lanes, each call's thread and name, by its order.
+    pub lanes: Lanes,
+}
+
 pub(super) struct Calls<'a> {
     lanes: bool,
     /// The (process, correlation) pairs of every device op, where they are
@@ -106,15 +159,12 @@ pub(super) struct Calls<'a> {
     /// a launch nor damaged waits for [`Calls::finish`] as its launch time
     /// alone.
     issued: Option<&'a HashSet<(i64, i64)>>,
-    /// Kept whole, with their correlation ids, and their places among all
-    /// calls (apart: only a merge with waiting calls reads them).
-    whole: Vec<(Cpu, i64)>,
-    order: Vec<u32>,
+    kept: Vec<Call>,
+    names: Lanes,
     maybe: Waiting,
-    /// Each process's earliest and latest call of the others, nameless.
-    ends: BTreeMap<i64, [Cpu; 2]>,
+    /// Each process's earliest and latest call of the others.
+    ends: BTreeMap<i64, [Call; 2]>,
     count: u32,
-    none: Arc<str>,
 }
 
 impl<'a> Calls<'a> {
@@ -131,7 +181,7 @@ impl<'a> Calls<'a> {
         // would hold two copies (launches that issued nothing are few), and
         // for the ends of 128 processes, added last.
         if !lanes {
-            let _ = calls.whole.try_reserve_exact(issued.len() + 256);
+            let _ = calls.kept.try_reserve_exact(issued.len() + 256);
         }
         calls
     }
@@ -140,33 +190,34 @@ impl<'a> Calls<'a> {
         Calls {
             lanes,
             issued,
-            whole: Vec::new(),
-            order: Vec::new(),
+            kept: Vec::new(),
+            names: Vec::new(),
             maybe: Waiting::default(),
             ends: BTreeMap::new(),
             count: 0,
-            none: Arc::from(""),
         }
     }
 
     /// Takes one call.
     pub(super) fn push(&mut self, call: Cpu, correlation: i64) {
         // Past 4 G calls, the latest share a place: only the order of calls
-        // with the same correlation id could change, which no export has.
+        // with the same start could change, which no export has.
         let order = self.count;
         self.count = self.count.saturating_add(1);
         // What `TimelineBuilder::between` counts as damaged.
         let damaged = !in_range(call.start)
             || !in_range(call.end)
             || !in_range((call.end - call.start).max(Ns::ZERO));
+        let launch = call.name.contains("Launch");
+        let kept = Call::new(call.pid, launch, order, correlation, call.start, call.end);
         let whole = self.lanes
             || damaged
-            || call.name.contains("Launch")
+            || launch
             || (self.issued).is_some_and(|s| s.contains(&(call.pid, correlation)));
         if whole {
-            self.whole.push((call, correlation));
-            if self.issued.is_none() {
-                self.order.push(order);
+            self.kept.push(kept);
+            if self.lanes {
+                self.names.push((call.tid, call.name));
             }
             return;
         }
@@ -180,82 +231,62 @@ impl<'a> Calls<'a> {
                 });
             }
         }
-        let last = |c: &Cpu| c.end.max(c.start);
-        let bare = Cpu {
-            name: self.none.clone(),
-            ..call
-        };
-        match self.ends.get_mut(&bare.pid) {
+        let last = |c: &Call| c.end.max(c.start);
+        match self.ends.get_mut(&call.pid) {
             Some([first, latest]) => {
-                if bare.start < first.start {
-                    *first = bare.clone();
+                if kept.start < first.start {
+                    *first = kept;
                 }
-                if last(&bare) > last(latest) {
-                    *latest = bare;
+                if last(&kept) > last(latest) {
+                    *latest = kept;
                 }
             }
             None => {
-                self.ends.insert(bare.pid, [bare.clone(), bare]);
+                self.ends.insert(call.pid, [kept; 2]);
             }
         }
     }
 
-    /// The calls to keep, in the order they came, then each process's
-    /// earliest and latest other call (whose correlation, `i64::MIN`, is
-    /// none a device op has). `ops`: the (process, correlation) pair of each
-    /// device op. A waiting call that issued one of them is kept
-    /// as a moment at its start: its span is within its process's ends, and
-    /// only a launch's name is read without lanes.
-    pub(super) fn finish(self, ops: impl Iterator<Item = (i64, i64)>) -> Vec<(Cpu, i64)> {
+    /// The calls to keep: those kept whole, then each waiting call that
+    /// issued one of `ops` (the (process, correlation) pair of each device
+    /// op), then each process's earliest and latest other call (whose
+    /// correlation, `i64::MIN`, is none a device op has, and whose order
+    /// comes after every call's). A waiting call is kept as a moment at its
+    /// start: its span is within its process's ends, and it is no launch.
+    pub(super) fn finish(self, ops: impl Iterator<Item = (i64, i64)>) -> Kept {
         let Calls {
-            mut whole,
-            order,
+            mut kept,
+            names,
             maybe,
             ends,
-            none,
+            count,
             ..
         } = self;
-        // The few waiting calls that issued an op, in the order they came;
-        // the rest let go before the calls kept are merged with them.
-        let found: Vec<Maybe> = if maybe.len == 0 {
-            Vec::new()
-        } else {
+        if maybe.len > 0 {
             let issued: HashSet<(i64, i64)> = ops.collect();
-            (maybe.iter())
-                .filter(|m| issued.contains(&(i64::from(m.pid), m.correlation)))
-                .collect()
-        };
+            kept.extend(
+                (maybe.iter())
+                    .filter(|m| issued.contains(&(i64::from(m.pid), m.correlation)))
+                    .map(|m| {
+                        let pid = i64::from(m.pid);
+                        Call::new(pid, false, m.order, m.correlation, m.start, m.start)
+                    }),
+            );
+        }
         drop(maybe);
-        let found_len = found.len();
-        let mut found = (found.into_iter())
-            .map(|m| {
-                let call = Cpu {
-                    pid: i64::from(m.pid),
-                    tid: 0,
-                    start: m.start,
-                    end: m.start,
-                    name: none.clone(),
-                };
-                (m.order, call, m.correlation)
-            })
-            .peekable();
-        let ends = ends.into_values().flatten().map(|c| (c, i64::MIN));
-        if found.peek().is_none() {
-            // The calls kept whole are the answer, not copied (SQLite's
-            // launches can be millions).
-            whole.extend(ends);
-            return whole;
+        kept.extend(
+            (ends.into_values().flatten())
+                .zip(0u32..)
+                .map(|(c, i)| Call {
+                    order: count.saturating_add(i),
+                    correlation: i64::MIN,
+                    ..c
+                }),
+        );
+        Kept {
+            calls: kept,
+            lanes: names,
         }
-        let mut out = Vec::with_capacity(whole.len() + found_len + ends.size_hint().0);
-        for ((call, correlation), at) in whole.into_iter().zip(order) {
-            while let Some((_, c, corr)) = found.next_if(|f| f.0 < at) {
-                out.push((c, corr));
-            }
-            out.push((call, correlation));
-        }
-        out.extend(found.map(|(_, c, corr)| (c, corr)));
-        out.extend(ends);
-        out
     }
 }
 
@@ -273,10 +304,21 @@ mod tests {
         }
     }
 
-    /// (process, start, end, name, correlation) of each call kept.
-    fn kept(calls: Calls, ops: &[(i64, i64)]) -> Vec<(i64, i64, i64, String, i64)> {
-        (calls.finish(ops.iter().copied()).into_iter())
-            .map(|(c, corr)| (c.pid, c.start.get(), c.end.get(), c.name.to_string(), corr))
+    /// (process, start, end, launch, correlation) of each call kept, in
+    /// their order.
+    fn kept(calls: Calls, ops: &[(i64, i64)]) -> Vec<(i64, i64, i64, bool, i64)> {
+        let mut calls = calls.finish(ops.iter().copied()).calls;
+        calls.sort_by_key(|c| c.order);
+        (calls.iter())
+            .map(|c| {
+                (
+                    c.pid(),
+                    c.start.get(),
+                    c.end.get(),
+                    c.launch(),
+                    c.correlation,
+                )
+            })
             .collect()
     }
 
@@ -327,6 +369,21 @@ mod tests {
         calls.push(call(2, 10, i64::MAX, "cudaFree"), 9);
     }
 
+    /// A kept call's process is the 24 bits a global id has, its launch
+    /// flag beside it.
+    #[test]
+    fn a_call_holds_its_process_and_whether_it_launched() {
+        for (pid, launch) in [
+            (0, true),
+            (0xFF_FFFF, true),
+            (0xFF_FFFF, false),
+            (4242, false),
+        ] {
+            let c = Call::new(pid, launch, 3, -1, Ns(1), Ns(2));
+            assert_eq!((c.pid(), c.launch(), c.order), (pid, launch, 3));
+        }
+    }
+
     #[test]
     fn calls_before_their_ops_keep_launches_issuers_and_ends() {
         let mut calls = Calls::new(false);
@@ -336,13 +393,13 @@ mod tests {
             kept(calls, &[(1, 5), (1, 6)]),
             [
                 // The copy, as a moment at its start: it came first.
-                (1, 100, 100, String::new(), 5),
-                (1, 120, 125, "cudaLaunchKernel".into(), 6),
-                (2, 10, i64::MAX, "cudaFree".into(), 9),
+                (1, 100, 100, false, 5),
+                (1, 120, 125, true, 6),
+                (2, 10, i64::MAX, false, 9),
                 // Process 1's earliest and latest other call: the copy's
                 // span (100..110) is within them.
-                (1, 50, 60, String::new(), min),
-                (1, 200, 400, String::new(), min),
+                (1, 50, 60, false, min),
+                (1, 200, 400, false, min),
             ]
         );
     }
@@ -356,11 +413,11 @@ mod tests {
         assert_eq!(
             kept(calls, &[]),
             [
-                (1, 100, 110, "cudaMemcpyAsync".into(), 5),
-                (1, 120, 125, "cudaLaunchKernel".into(), 6),
-                (2, 10, i64::MAX, "cudaFree".into(), 9),
-                (1, 50, 60, String::new(), min),
-                (1, 200, 400, String::new(), min),
+                (1, 100, 110, false, 5),
+                (1, 120, 125, true, 6),
+                (2, 10, i64::MAX, false, 9),
+                (1, 50, 60, false, min),
+                (1, 200, 400, false, min),
             ]
         );
     }
@@ -369,10 +426,12 @@ mod tests {
     fn with_lanes_every_call_is_kept_whole_in_order() {
         let mut calls = Calls::new(true);
         push_all(&mut calls);
-        let kept = kept(calls, &[]);
-        let corr: Vec<i64> = kept.iter().map(|k| k.4).collect();
-        assert_eq!(corr, [5, 6, 7, 8, 9]);
-        assert_eq!(kept[2].3, "cudaEventQuery");
+        let Kept { calls, lanes } = calls.finish(std::iter::empty());
+        let corr: Vec<(u32, i64)> = calls.iter().map(|c| (c.order, c.correlation)).collect();
+        assert_eq!(corr, [(0, 5), (1, 6), (2, 7), (3, 8), (4, 9)]);
+        // Each call's thread and name, by its order.
+        assert_eq!(lanes.len(), 5);
+        assert_eq!((lanes[2].0, &*lanes[2].1), (7, "cudaEventQuery"));
     }
 
     /// Two calls with one correlation id (the second wins a launch-time
