@@ -18,19 +18,25 @@ pub struct SmCoverage {
 
 impl SmCoverage {
     pub(crate) fn of(t: &RankTimeline) -> Self {
-        let ks: Vec<(Ns, f64)> = t
-            .kernels()
-            .filter_map(|k| Some((k.dur, k.sm_coverage(t.num_sms(k.device))?)))
-            .collect();
-        let mut durs: Vec<Ns> = ks.iter().map(|k| k.0).collect();
-        durs.sort_unstable();
-        let median = durs.get(durs.len() / 2).copied().unwrap_or(Ns::ZERO);
+        let covered =
+            || (t.kernels()).filter_map(|k| Some((k.dur, k.sm_coverage(t.num_sms(k.device))?)));
+        // The durations alone, made once at their count: the median is all
+        // they are ordered for (a rank has up to millions of kernels).
+        let mut durs: Vec<Ns> = Vec::with_capacity(covered().count());
+        durs.extend(covered().map(|k| k.0));
+        let mid = durs.len() / 2;
+        let median = durs
+            .get(mid)
+            .is_some()
+            .then(|| *durs.select_nth_unstable(mid).1);
+        drop(durs);
+        let median = median.unwrap_or(Ns::ZERO);
         let time = |pick: &dyn Fn(Ns, f64) -> bool| -> Ns {
-            ks.iter().filter(|(d, c)| pick(*d, *c)).map(|k| k.0).sum()
+            covered().filter(|(d, c)| pick(*d, *c)).map(|k| k.0).sum()
         };
         Self {
-            total: durs.iter().sum(),
-            weighted: ks.iter().map(|(d, c)| d.as_f64() * c).sum(),
+            total: covered().map(|k| k.0).sum(),
+            weighted: covered().map(|(d, c)| d.as_f64() * c).sum(),
             compute_bound: time(&|d, c| c > 0.7 && d > median),
             memory_bound: time(&|_, c| c < 0.5),
         }
