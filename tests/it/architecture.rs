@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[&str] = &[
     // Leaves every layer may use (crate ccl-read; crate ccl-store's way of
     // writing files).
-    "error", "naming", "human", "safe", "progress", "source", "confined", "atomic",
+    "error", "naming", "human", "safe", "progress", "memory", "source", "confined", "atomic",
     // The timeline model (crate ccl-model).
     "model",
     // Synthetic traces, readers, the format table, discovery (crate ccl-read).

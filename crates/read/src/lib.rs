@@ -10,6 +10,7 @@ pub mod discover;
 pub mod error;
 pub mod formats;
 pub mod human;
+pub mod memory;
 pub mod naming;
 pub mod progress;
 pub mod read;
