@@ -12,7 +12,7 @@ use rusqlite::limits::Limit;
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags, Row};
 
-use super::nsys_cpu::{Call, Calls, Cpu, Kept, Lanes};
+use super::nsys_cpu::{damaged, Call, Calls, Cpu, Issued, Kept};
 use super::RankFile;
 use crate::error::Error;
 use crate::model::build::{SharedCpu, TimelineBuilder};
@@ -308,19 +308,17 @@ pub fn read(
     // as read (80 bytes), the calls and the model's ops were the peak.
     // Each device's op count and processes.
     let mut counted: std::collections::BTreeMap<i64, (usize, HashSet<i64>)> = Default::default();
-    let mut issued: HashSet<(i64, i64)> = HashSet::new();
-    if !cpu_ranges {
-        // Made once at its size: grown by doubling, the sets it outgrew
-        // stayed with the process (the allocator keeps what it frees).
-        let mut ops = 0usize;
-        for table in ACTIVITY.iter().filter(|t| r.has(t)) {
-            let n = r.rows(&format!("SELECT count(*) FROM {table}"), |row| {
-                row.get::<_, i64>(0)
-            })?;
-            ops = ops.saturating_add(n.first().map_or(0, |&n| usize::try_from(n).unwrap_or(0)));
-        }
-        let _ = issued.try_reserve(ops);
+    let mut issued = Issued::default();
+    // Made once at its size: grown by doubling, the sets it outgrew stayed
+    // with the process (the allocator keeps what it frees).
+    let mut ops = 0usize;
+    for table in ACTIVITY.iter().filter(|t| r.has(t)) {
+        let n = r.rows(&format!("SELECT count(*) FROM {table}"), |row| {
+            row.get::<_, i64>(0)
+        })?;
+        ops = ops.saturating_add(n.first().map_or(0, |&n| usize::try_from(n).unwrap_or(0)));
     }
+    issued.reserve(ops);
     for table in ACTIVITY.iter().filter(|t| r.has(t)) {
         let sql = format!("SELECT deviceId, globalPid, correlationId FROM {table}");
         r.each(&sql, |row| {
@@ -329,37 +327,17 @@ pub fn read(
             let (ops, pids) = counted.entry(device).or_default();
             *ops += 1;
             pids.insert(pid);
-            if !cpu_ranges {
-                issued.insert((pid, row.get::<_, Option<i64>>(2)?.unwrap_or(-1)));
-            }
+            issued.insert(pid, row.get::<_, Option<i64>>(2)?.unwrap_or(-1));
             Ok(())
         })?;
     }
-    // Runtime calls: without CPU lanes, only those a metric reads are kept
-    // whole (see `Calls`); which calls issued a device op is known here
-    // before the calls are read.
-    let mut calls = Calls::after(cpu_ranges, &issued);
-    if r.has("CUPTI_ACTIVITY_KIND_RUNTIME") {
-        r.each(
-            "SELECT globalTid, correlationId, start, end, nameId FROM CUPTI_ACTIVITY_KIND_RUNTIME",
-            |row| {
-                let global = row.get::<_, Option<i64>>(0)?.unwrap_or(0);
-                let correlation = row.get::<_, Option<i64>>(1)?.unwrap_or(-1);
-                let call = Cpu {
-                    pid: pid(global),
-                    tid: tid(global),
-                    start: Ns(row.get(2)?),
-                    end: Ns(row.get(3)?),
-                    name: r.text(row.get_ref(4)?).unwrap_or_default(),
-                };
-                calls.push(call, correlation);
-                Ok(())
-            },
-        )?;
-    }
-    let Kept { calls, lanes } = calls.finish(std::iter::empty());
-    drop(issued);
-    let launches = Launches::new(calls);
+    let devices: Vec<Device> = (counted.into_iter())
+        .map(|(id, (ops, pids))| Device {
+            id,
+            ops,
+            pids: pids.into_iter().collect(),
+        })
+        .collect();
     // Ranges only (push/pop 59, start/end 60); marks have no end.
     let nvtx: Vec<Cpu> = if r.has("NVTX_EVENTS") {
         r.rows(
@@ -383,6 +361,36 @@ pub fn read(
     } else {
         Vec::new()
     };
+    let mut sides = CpuSides::new(path, &devices, &nvtx, cpu_ranges);
+    drop(nvtx);
+    // Runtime calls: only those a metric reads are kept whole (see
+    // `Calls`); which calls issued a device op is known here before the
+    // calls are read. With CPU lanes, each call goes straight onto its
+    // thread's lane as it is read (the model keeps those of threads that
+    // launched a kernel).
+    let mut calls = Calls::after(&issued);
+    if r.has("CUPTI_ACTIVITY_KIND_RUNTIME") {
+        r.each(
+            "SELECT globalTid, correlationId, start, end, nameId FROM CUPTI_ACTIVITY_KIND_RUNTIME",
+            |row| {
+                let global = row.get::<_, Option<i64>>(0)?.unwrap_or(0);
+                let correlation = row.get::<_, Option<i64>>(1)?.unwrap_or(-1);
+                let call = Cpu {
+                    pid: pid(global),
+                    tid: tid(global),
+                    start: Ns(row.get(2)?),
+                    end: Ns(row.get(3)?),
+                    name: r.text(row.get_ref(4)?).unwrap_or_default(),
+                };
+                sides.call(&call);
+                calls.push(call, correlation);
+                Ok(())
+            },
+        )?;
+    }
+    let calls = calls.finish(std::iter::empty()).calls;
+    drop(issued);
+    let launches = Launches::new(calls);
     let gpus: Vec<(i64, String, Option<u32>)> = if r.has("TARGET_INFO_GPU") {
         r.rows("SELECT id, name, smCount FROM TARGET_INFO_GPU", |row| {
             Ok((
@@ -410,13 +418,6 @@ pub fn read(
     } else {
         None
     };
-    let devices: Vec<Device> = (counted.into_iter())
-        .map(|(id, (ops, pids))| Device {
-            id,
-            ops,
-            pids: pids.into_iter().collect(),
-        })
-        .collect();
     // Each op's launch time, in the order the ops are read below: held
     // while they are placed instead of the calls (8 bytes an op, where the
     // calls kept take 32 and their index 24).
@@ -433,7 +434,8 @@ pub fn read(
             Ok(())
         })?;
     }
-    let mut placing = Placing::new(path, &devices, &launches, (nvtx, lanes, cpu_ranges));
+    let shared = sides.finish(&launches);
+    let mut placing = Placing::new(path, &devices, shared);
     drop(launches);
     // The calls (32 bytes each) go back before the ops (56) take their room.
     crate::memory::let_go();
@@ -505,9 +507,18 @@ pub fn read(
     Ok(files)
 }
 
-/// The NVTX ranges of `pids`, in the export's order (by start) whatever
-/// the process.
-fn ranges_of<'a>(of: &HashMap<i64, Vec<&'a Cpu>>, pids: &[i64]) -> Vec<&'a Cpu> {
+/// The NVTX ranges of `pids` (every process's: `None`), in the export's
+/// order (by start) whatever the process.
+fn ranges_of<'a>(of: &HashMap<i64, Vec<&'a Cpu>>, pids: Option<&[i64]>) -> Vec<&'a Cpu> {
+    let mut all: Vec<i64>;
+    let pids = match pids {
+        Some(p) => p,
+        None => {
+            all = of.keys().copied().collect();
+            all.sort_unstable();
+            &all
+        }
+    };
     let mut v: Vec<&Cpu> = pids
         .iter()
         .filter_map(|p| of.get(p))
@@ -518,54 +529,130 @@ fn ranges_of<'a>(of: &HashMap<i64, Vec<&'a Cpu>>, pids: &[i64]) -> Vec<&'a Cpu> 
     v
 }
 
-/// The runtime calls of `pids`, in the export's order (by start, then as
-/// read) whatever the process.
-fn calls_of<'a>(launches: &'a Launches, pids: &[i64]) -> Vec<&'a Call> {
-    let mut v: Vec<&Call> = Vec::with_capacity(pids.iter().map(|&p| launches.of(p).len()).sum());
-    v.extend(pids.iter().flat_map(|&p| launches.of(p)));
-    v.sort_unstable_by_key(|c| (c.start, c.order));
-    v
+/// The CPU side of each set of processes that drove a device: NVTX ranges
+/// (`ProfilerStep#N` ranges are steps) and kernel-launch calls, made once
+/// per set and shared by every device it drove (a process driving 2,000
+/// GPUs does not copy its 20,000 ranges 2,000 times); with one device,
+/// every process's. With CPU lanes (the UI's; a metric alone does not need
+/// them), also each launching thread's NVTX ranges and CUDA API calls as
+/// its lane (as the PyTorch profiler's threads are), on a set only one
+/// device has (a process driving several GPUs would otherwise copy its
+/// threads to each).
+struct CpuSides {
+    /// Each device's set, by its place in `sides`.
+    of_device: Vec<usize>,
+    /// Each set's processes (`None`: every process, one device), its
+    /// builder, and whether it takes lanes.
+    sides: Vec<(Option<Vec<i64>>, TimelineBuilder, bool)>,
+    /// The sets a process is in.
+    of_pid: HashMap<i64, Vec<usize>>,
 }
 
-/// A process's CPU side: NVTX ranges (`ProfilerStep#N` ranges are steps)
-/// and kernel-launch calls; with `lanes` (each call's thread and name, by
-/// its order), also each launching thread's NVTX ranges and CUDA API calls
-/// as its CPU lane (as the PyTorch profiler's threads are).
-fn cpu_side(
-    path: &Path,
-    nvtx: &[&Cpu],
-    runtime: &[&Call],
-    lanes: Option<&[(u64, Arc<str>)]>,
-) -> SharedCpu {
-    let mut t = TimelineBuilder::new(path, SourceFormat::Nsys);
-    t.reserve_launch_calls(runtime.iter().filter(|c| c.launch()).count());
-    for c in nvtx {
-        let Ok(dur) = t.between(c.start, c.end) else {
-            continue;
-        };
-        let name = t.intern(&c.name);
-        match step_number(&c.name) {
-            Some(number) => t.push_step(number, c.start, c.start + dur),
-            None => t.push_annotation(name, c.start, c.start + dur, false),
+impl CpuSides {
+    /// Each set's builder, with its NVTX ranges. `devices` in device order.
+    fn new(path: &Path, devices: &[Device], nvtx: &[Cpu], lanes: bool) -> Self {
+        let several = devices.len() > 1;
+        let mut nvtx_of: HashMap<i64, Vec<&Cpu>> = HashMap::new();
+        for c in nvtx {
+            nvtx_of.entry(c.pid).or_default().push(c);
         }
-        if lanes.is_some() {
-            t.push_cpu(c.tid, name, CpuKind::Annotation, c.start, dur, false);
+        let mut sets: Vec<Option<Vec<i64>>> = Vec::new();
+        let mut devices_of: Vec<usize> = Vec::new();
+        let of_device: Vec<usize> = (devices.iter())
+            .map(|d| {
+                let pids = several.then(|| {
+                    let mut p = d.pids.clone();
+                    p.sort_unstable();
+                    p.dedup();
+                    p
+                });
+                let i = sets.iter().position(|s| *s == pids).unwrap_or_else(|| {
+                    sets.push(pids);
+                    devices_of.push(0);
+                    sets.len() - 1
+                });
+                devices_of[i] += 1;
+                i
+            })
+            .collect();
+        let mut of_pid: HashMap<i64, Vec<usize>> = HashMap::new();
+        let mut sides = Vec::with_capacity(sets.len());
+        for (i, (pids, n)) in sets.into_iter().zip(devices_of).enumerate() {
+            for &p in pids.iter().flatten() {
+                of_pid.entry(p).or_default().push(i);
+            }
+            let lanes = lanes && n == 1;
+            let mut t = TimelineBuilder::new(path, SourceFormat::Nsys);
+            for c in ranges_of(&nvtx_of, pids.as_deref()) {
+                let Ok(dur) = t.between(c.start, c.end) else {
+                    continue;
+                };
+                let name = t.intern(&c.name);
+                match step_number(&c.name) {
+                    Some(number) => t.push_step(number, c.start, c.start + dur),
+                    None => t.push_annotation(name, c.start, c.start + dur, false),
+                }
+                if lanes {
+                    t.push_cpu(c.tid, name, CpuKind::Annotation, c.start, dur, false);
+                }
+            }
+            sides.push((pids, t, lanes));
+        }
+        CpuSides {
+            of_device,
+            sides,
+            of_pid,
         }
     }
-    for c in runtime {
-        let Ok(dur) = t.between(c.start, c.end) else {
-            continue;
-        };
-        let launch = c.launch();
-        if launch {
-            t.launch_call(c.start, dur);
+
+    /// A call onto its thread's lane, on each set with lanes it is in. Its
+    /// span and damage are counted by [`Self::finish`] (damaged calls are
+    /// among those kept).
+    fn call(&mut self, c: &Cpu) {
+        if damaged(c.start, c.end) {
+            return;
         }
-        if let Some((tid, name)) = lanes.and_then(|l| l.get(c.order as usize)) {
-            let name = t.intern(name);
-            t.push_cpu(*tid, name, CpuKind::Runtime, c.start, dur, launch);
+        let dur = (c.end - c.start).max(Ns::ZERO);
+        let launch = c.name.contains("Launch");
+        let one = [0];
+        let sets = match self.sides.first() {
+            Some((None, ..)) => &one[..],
+            _ => self.of_pid.get(&c.pid).map_or(&[][..], Vec::as_slice),
+        };
+        for &i in sets {
+            let (_, t, lanes) = &mut self.sides[i];
+            if *lanes {
+                let name = t.intern(&c.name);
+                t.push_cpu(c.tid, name, CpuKind::Runtime, c.start, dur, launch);
+            }
         }
     }
-    t.into_shared()
+
+    /// Each set's CPU side, with the calls kept (launches, issuers, each
+    /// process's earliest and latest other call: the trace's span), and
+    /// each device's set.
+    fn finish(self, launches: &Launches) -> (Vec<usize>, Vec<SharedCpu>) {
+        let shared = (self.sides.into_iter())
+            .map(|(pids, mut t, _)| {
+                let calls: Vec<&[Call]> = match &pids {
+                    None => vec![&launches.0],
+                    Some(pids) => pids.iter().map(|&p| launches.of(p)).collect(),
+                };
+                let each = || calls.iter().flat_map(|c| c.iter());
+                t.reserve_launch_calls(each().filter(|c| c.launch()).count());
+                for c in each() {
+                    let Ok(dur) = t.between(c.start, c.end) else {
+                        continue;
+                    };
+                    if c.launch() {
+                        t.launch_call(c.start, dur);
+                    }
+                }
+                t.into_shared()
+            })
+            .collect();
+        (self.of_device, shared)
+    }
 }
 
 /// The runtime calls kept, sorted by process, correlation id, start and
@@ -592,11 +679,6 @@ impl Launches {
         let to = self.0.partition_point(|c| c.pid() <= pid);
         &self.0[from..to]
     }
-
-    /// The processes with calls, each once, in order.
-    fn pids(&self) -> impl Iterator<Item = i64> + '_ {
-        (self.0.chunk_by(|a, b| a.pid() == b.pid())).map(|c| c[0].pid())
-    }
 }
 
 /// A device of an export as its ops are counted before they are placed:
@@ -607,10 +689,10 @@ pub(super) struct Device {
     pub pids: Vec<i64>,
 }
 
-/// One rank per GPU from the ops of a whole export (SQLite or JSON), the ops
-/// held as read. `cpu`: the runtime calls kept, the NVTX ranges, and
-/// whether the launching threads become CPU lanes (the UI's; a metric alone
-/// does not need them).
+/// One rank per GPU from the ops of a whole export (JSON), the ops held as
+/// read. `cpu`: the runtime calls kept, the NVTX ranges, and whether the
+/// launching threads become CPU lanes (the UI's; a metric alone does not
+/// need them).
 pub(super) fn assemble(
     path: &Path,
     name_rank: Option<u32>,
@@ -635,8 +717,25 @@ pub(super) fn assemble(
             }
         })
         .collect();
-    let launches = Launches::new(kept.calls);
-    let mut placing = Placing::new(path, &devices, &launches, (nvtx, kept.lanes, cpu_ranges));
+    // With lanes, every call was kept with its thread and name for them.
+    let Kept { calls, lanes } = kept;
+    let mut sides = CpuSides::new(path, &devices, &nvtx, cpu_ranges);
+    drop(nvtx);
+    if cpu_ranges {
+        let with_lanes = (calls.iter()).filter_map(|c| Some((c, lanes.get(c.order as usize)?)));
+        for (c, (tid, name)) in with_lanes {
+            sides.call(&Cpu {
+                pid: c.pid(),
+                tid: *tid,
+                start: c.start,
+                end: c.end,
+                name: name.clone(),
+            });
+        }
+    }
+    drop(lanes);
+    let launches = Launches::new(calls);
+    let mut placing = Placing::new(path, &devices, sides.finish(&launches));
     placing.make_room(&devices);
     for o in &raw {
         placing.place(o, launches.get(o.pid, o.correlation).unwrap_or(o.start));
@@ -655,67 +754,22 @@ struct Placing {
 }
 
 impl Placing {
-    /// `devices` in device order; `cpu`: the NVTX ranges, each call's thread
-    /// and name with CPU lanes, and whether they are wanted.
+    /// `devices` in device order; `cpu`: each device's CPU side, by its
+    /// place among the sides (see [`CpuSides::finish`]).
     fn new(
         path: &Path,
         devices: &[Device],
-        launches: &Launches,
-        (nvtx, lanes, cpu_ranges): (Vec<Cpu>, Lanes, bool),
+        (of_device, mut sides): (Vec<usize>, Vec<SharedCpu>),
     ) -> Self {
-        let several = devices.len() > 1;
-        // NVTX ranges and runtime calls belong to a process, not a device:
-        // indexed by process once, and built once per set of processes, then
-        // shared by every device those processes drove (a process driving
-        // 2,000 GPUs does not copy its 20,000 ranges 2,000 times).
-        let mut nvtx_of: HashMap<i64, Vec<&Cpu>> = HashMap::new();
-        for c in &nvtx {
-            nvtx_of.entry(c.pid).or_default().push(c);
-        }
-        // One device: every process's CPU side is its own.
-        let pid_sets: Vec<Vec<i64>> = (devices.iter())
-            .map(|d| {
-                let mut pids: Vec<i64> = if several {
-                    d.pids.clone()
-                } else {
-                    nvtx_of.keys().copied().chain(launches.pids()).collect()
-                };
-                pids.sort_unstable();
-                pids.dedup();
-                pids
+        let timelines = (of_device.iter())
+            .map(|&i| {
+                let mut t = TimelineBuilder::new(path, SourceFormat::Nsys);
+                if let Some(cpu) = sides.get_mut(i) {
+                    t.share(cpu);
+                }
+                t
             })
             .collect();
-        // CPU lanes go with a set of processes only one device has: a
-        // process driving several GPUs would otherwise copy its threads to
-        // each.
-        let mut devices_of: HashMap<&[i64], usize> = HashMap::new();
-        for pids in &pid_sets {
-            *devices_of.entry(pids).or_default() += 1;
-        }
-        // Every set's CPU side before any device's ops, so that the calls
-        // and ranges they are made of are let go first.
-        let mut shared: HashMap<&[i64], SharedCpu> = (devices_of.iter())
-            .map(|(&pids, &n)| {
-                let lanes = (cpu_ranges && n == 1).then_some(lanes.as_slice());
-                let cpu = cpu_side(
-                    path,
-                    &ranges_of(&nvtx_of, pids),
-                    &calls_of(launches, pids),
-                    lanes,
-                );
-                (pids, cpu)
-            })
-            .collect();
-        drop(nvtx_of);
-        drop((nvtx, lanes));
-        let mut timelines = Vec::with_capacity(devices.len());
-        for pids in &pid_sets {
-            let mut t = TimelineBuilder::new(path, SourceFormat::Nsys);
-            if let Some(cpu) = shared.get_mut(pids.as_slice()) {
-                t.share(cpu);
-            }
-            timelines.push(t);
-        }
         Placing {
             ids: devices.iter().map(|d| d.id).collect(),
             timelines,
@@ -820,7 +874,6 @@ mod tests {
             (call(2, 45), 7),
         ];
         let l = Launches::new(kept(runtime, false).calls);
-        assert_eq!(l.pids().collect::<Vec<_>>(), [1, 2]);
         assert_eq!(l.of(2).len(), 2);
         assert!(l.of(3).is_empty());
         let got = [
@@ -842,13 +895,15 @@ mod tests {
     /// Without CPU lanes, only the runtime calls a metric reads are kept:
     /// the launch, and the earliest and latest call, which the trace's time
     /// span counts (the polling between them is dropped); the span and each
-    /// op's launch are what keeping every call gives.
+    /// op's launch are what keeping every call gives. With lanes, only the
+    /// launching thread's calls and ranges are on one; another thread's
+    /// still span the trace.
     #[test]
     fn unused_runtime_calls_are_dropped_but_still_span_the_trace() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("r.sqlite");
         let db = Connection::open(&path).unwrap();
-        let (gpid, gtid) = (7i64 << 24, (7i64 << 24) | 12);
+        let (gpid, gtid, idle) = (7i64 << 24, (7i64 << 24) | 12, (7i64 << 24) | 13);
         db.execute_batch(&format!(
             "CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);
              INSERT INTO StringIds VALUES (1, 'gemm'), (2, 'cudaLaunchKernel'),
@@ -861,7 +916,12 @@ mod tests {
                  globalTid INTEGER, correlationId INTEGER, nameId INTEGER);
              INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES
                  (100, 120, {gtid}, 6, 3), (900, 910, {gtid}, 5, 2),
-                 (1500, 1510, {gtid}, 8, 4), (2000, 2500, {gtid}, 7, 4);"
+                 (1500, 1510, {gtid}, 8, 4), (2000, 2500, {gtid}, 7, 4),
+                 (50, 60, {idle}, 9, 4), (3000, 3100, {idle}, 10, 4);
+             CREATE TABLE NVTX_EVENTS (start INTEGER, end INTEGER, eventType INTEGER,
+                 globalTid INTEGER, text TEXT, textId INTEGER);
+             INSERT INTO NVTX_EVENTS VALUES (200, 800, 59, {gtid}, 'forward', NULL),
+                 (70, 80, 59, {idle}, 'wait', NULL);"
         ))
         .unwrap();
         drop(db);
@@ -869,10 +929,12 @@ mod tests {
             let files = read(&path, None, lanes).unwrap();
             let t = &files[0].1.timeline;
             let w = t.window.unwrap();
-            assert_eq!((w.start.get(), w.end.get()), (100, 2500), "lanes {lanes}");
+            assert_eq!((w.start.get(), w.end.get()), (50, 3100), "lanes {lanes}");
             assert_eq!((t.ops[0].launch.get(), t.launch_calls), (900, 1));
-            let calls: usize = t.cpu.iter().map(|th| th.ops.len()).sum();
-            assert_eq!(calls, if lanes { 4 } else { 0 });
+            assert_eq!(t.annotations.len(), 2);
+            let threads: Vec<(u64, usize)> =
+                t.cpu.iter().map(|th| (th.tid, th.ops.len())).collect();
+            assert_eq!(threads, if lanes { vec![(12, 5)] } else { vec![] });
         }
     }
 
