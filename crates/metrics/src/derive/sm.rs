@@ -20,23 +20,24 @@ impl SmCoverage {
     pub(crate) fn of(t: &RankTimeline) -> Self {
         let covered =
             || (t.kernels()).filter_map(|k| Some((k.dur, k.sm_coverage(t.num_sms(k.device))?)));
-        // The durations alone, made once at their count: the median is all
-        // they are ordered for (a rank has up to millions of kernels).
-        let mut durs: Vec<Ns> = Vec::with_capacity(covered().count());
-        durs.extend(covered().map(|k| k.0));
-        let mid = durs.len() / 2;
-        let median = durs
-            .get(mid)
-            .is_some()
-            .then(|| *durs.select_nth_unstable(mid).1);
-        drop(durs);
-        let median = median.unwrap_or(Ns::ZERO);
+        // Made once at their count (a rank has up to millions of kernels;
+        // none has a coverage without its device's SM count).
+        let n = covered().count();
+        if n == 0 {
+            return Self::default();
+        }
+        let mut ks: Vec<(Ns, f64)> = Vec::with_capacity(n);
+        ks.extend(covered());
+        // Summed in the kernels' order, before the median reorders them.
+        let total = ks.iter().map(|k| k.0).sum();
+        let weighted = ks.iter().map(|(d, c)| d.as_f64() * c).sum();
+        let median = ks.select_nth_unstable_by_key(n / 2, |k| k.0).1 .0;
         let time = |pick: &dyn Fn(Ns, f64) -> bool| -> Ns {
-            covered().filter(|(d, c)| pick(*d, *c)).map(|k| k.0).sum()
+            ks.iter().filter(|(d, c)| pick(*d, *c)).map(|k| k.0).sum()
         };
         Self {
-            total: covered().map(|k| k.0).sum(),
-            weighted: covered().map(|(d, c)| d.as_f64() * c).sum(),
+            total,
+            weighted,
             compute_bound: time(&|d, c| c > 0.7 && d > median),
             memory_bound: time(&|_, c| c < 0.5),
         }
