@@ -338,31 +338,13 @@ pub fn read(
             pids: pids.into_iter().collect(),
         })
         .collect();
-    // Ranges only (push/pop 59, start/end 60); marks have no end.
-    let nvtx: Vec<Cpu> = if r.has("NVTX_EVENTS") {
-        r.rows(
-            "SELECT globalTid, start, end, text, textId FROM NVTX_EVENTS \
-             WHERE eventType IN (59, 60) AND end IS NOT NULL AND end >= start",
-            |row| {
-                let name = r
-                    .text(row.get_ref(3)?)
-                    .or_else(|| r.text(row.get_ref(4).ok()?))
-                    .unwrap_or_default();
-                let global = row.get::<_, Option<i64>>(0)?.unwrap_or(0);
-                Ok(Cpu {
-                    pid: pid(global),
-                    tid: tid(global),
-                    start: Ns(row.get(1)?),
-                    end: Ns(row.get(2)?),
-                    name,
-                })
-            },
-        )?
-    } else {
-        Vec::new()
+    // With CPU lanes, the CPU sides take each call as it is read; without,
+    // they are made once the calls are (their NVTX ranges not held beside
+    // the calls and the set of issuing ops, the peak).
+    let mut sides = match cpu_ranges {
+        true => Some(CpuSides::new(path, &devices, &nvtx_ranges(&r)?, true)),
+        false => None,
     };
-    let mut sides = CpuSides::new(path, &devices, &nvtx, cpu_ranges);
-    drop(nvtx);
     // Runtime calls: only those a metric reads are kept whole (see
     // `Calls`); which calls issued a device op is known here before the
     // calls are read. With CPU lanes, each call goes straight onto its
@@ -382,7 +364,9 @@ pub fn read(
                     end: Ns(row.get(3)?),
                     name: r.text(row.get_ref(4)?).unwrap_or_default(),
                 };
-                sides.call(&call);
+                if let Some(sides) = sides.as_mut() {
+                    sides.call(&call);
+                }
                 calls.push(call, correlation);
                 Ok(())
             },
@@ -391,6 +375,10 @@ pub fn read(
     let calls = calls.finish(std::iter::empty()).calls;
     drop(issued);
     let launches = Launches::new(calls);
+    let sides = match sides {
+        Some(sides) => sides,
+        None => CpuSides::new(path, &devices, &nvtx_ranges(&r)?, false),
+    };
     let gpus: Vec<(i64, String, Option<u32>)> = if r.has("TARGET_INFO_GPU") {
         r.rows("SELECT id, name, smCount FROM TARGET_INFO_GPU", |row| {
             Ok((
@@ -500,11 +488,39 @@ pub fn read(
         })?;
     }
     drop(launch_of);
+    // And the launch times, before the rank's figures are made.
+    crate::memory::let_go();
     let mut files = placing.finish(name_rank, &gpus);
     for (_, f) in &mut files {
         f.timeline.epoch = epoch;
     }
     Ok(files)
+}
+
+/// An export's NVTX ranges: push/pop (59) and start/end (60); marks have
+/// no end.
+fn nvtx_ranges(r: &Reader) -> Result<Vec<Cpu>, Error> {
+    if !r.has("NVTX_EVENTS") {
+        return Ok(Vec::new());
+    }
+    r.rows(
+        "SELECT globalTid, start, end, text, textId FROM NVTX_EVENTS \
+         WHERE eventType IN (59, 60) AND end IS NOT NULL AND end >= start",
+        |row| {
+            let name = r
+                .text(row.get_ref(3)?)
+                .or_else(|| r.text(row.get_ref(4).ok()?))
+                .unwrap_or_default();
+            let global = row.get::<_, Option<i64>>(0)?.unwrap_or(0);
+            Ok(Cpu {
+                pid: pid(global),
+                tid: tid(global),
+                start: Ns(row.get(1)?),
+                end: Ns(row.get(2)?),
+                name,
+            })
+        },
+    )
 }
 
 /// The NVTX ranges of `pids` (every process's: `None`), in the export's
