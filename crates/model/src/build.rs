@@ -561,15 +561,22 @@ mod tests {
         );
     }
 
+    /// A builder with steps 1 (0-100) and 2 (100-200), out of order and
+    /// step 2 recorded twice.
+    fn with_steps() -> TimelineBuilder {
+        let mut b = TimelineBuilder::new(Path::new("r.sqlite"), SourceFormat::Nsys);
+        for (n, s, e) in [(2, 100, 200), (1, 0, 100), (2, 100, 200)] {
+            b.span(Ns(s), Ns(e - s)).unwrap();
+            b.push_step(n, Ns(s), Ns(e));
+        }
+        b
+    }
+
     /// A shared CPU side's launch calls are counted by its steps where it
     /// is made; a rank sharing it adds its own calls to those counts.
     #[test]
     fn shared_launch_calls_are_counted_by_step_with_the_rank_s_own() {
-        let mut cpu = TimelineBuilder::new(Path::new("r.sqlite"), SourceFormat::Nsys);
-        for (n, s, e) in [(2, 100, 200), (1, 0, 100), (2, 100, 200)] {
-            cpu.span(Ns(s), Ns(e - s)).unwrap();
-            cpu.push_step(n, Ns(s), Ns(e));
-        }
+        let mut cpu = with_steps();
         for (start, dur) in [(120, 5), (10, 3), (500, 1)] {
             cpu.launch_call(Ns(start), Ns(dur));
         }
@@ -584,12 +591,7 @@ mod tests {
 
     #[test]
     fn finish_sorts_and_places_ops_in_their_launch_step() {
-        let mut b = TimelineBuilder::new(Path::new("r.json"), SourceFormat::Nsys);
-        // Steps out of order and one recorded twice.
-        for (n, s, e) in [(2, 100, 200), (1, 0, 100), (2, 100, 200)] {
-            b.span(Ns(s), Ns(e - s)).unwrap();
-            b.push_step(n, Ns(s), Ns(e));
-        }
+        let mut b = with_steps();
         let late = op(&mut b, Ns(150), Ns(10), Ns(50));
         b.push_op(late).unwrap();
         let early = op(&mut b, Ns(20), Ns(10), Ns(10));
