@@ -630,10 +630,11 @@ impl CpuSides {
         }
         let dur = (c.end - c.start).max(Ns::ZERO);
         let launch = c.name.contains("Launch");
-        let one = [0];
-        let sets = match self.sides.first() {
-            Some((None, ..)) => &one[..],
-            _ => self.of_pid.get(&c.pid).map_or(&[][..], Vec::as_slice),
+        // One device: its set is every process.
+        let every = matches!(self.sides.first(), Some((None, ..)));
+        let sets = match every {
+            true => &[0][..],
+            false => self.of_pid.get(&c.pid).map_or(&[][..], Vec::as_slice),
         };
         for &i in sets {
             let (_, t, lanes) = &mut self.sides[i];

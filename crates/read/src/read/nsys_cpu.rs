@@ -1,7 +1,9 @@
 //! The CPU side of an Nsight Systems export (SQLite or JSON): NVTX ranges and
-//! CUDA runtime and driver calls, the calls as far as the model uses them. With CPU lanes (the UI's) every call
-//! is kept whole. Without, a metric reads only kernel launches and the calls
-//! that issued a device op (for its launch time); a run's synchronize and
+//! CUDA runtime and driver calls, the calls as far as the model uses them. A
+//! metric reads only kernel launches and the calls that issued a device op
+//! (for its launch time); the UI's CPU lanes take the others as they are
+//! read (SQLite) or kept whole with their threads and names (JSON, whose
+//! processes are known only at its end); a run's synchronize and
 //! event-query polling, most of its calls and four times the memory of its
 //! device ops, is reduced to each process's earliest and latest call, which
 //! the trace's time span counts. A call with damaged times is kept whole, so
