@@ -370,34 +370,68 @@ fn read_dir(dir: &Path) -> Result<Vec<PathBuf>> {
         .map(|e| e.map(|e| e.path()))
         .collect::<std::io::Result<Vec<_>>>()
         .map_err(io)?;
-    v.sort();
+    // One folder's entries: their paths differ in the last part alone, so
+    // comparing bytes orders them as comparing components would, at a
+    // fraction of the cost for a thousand ranks.
+    v.sort_unstable_by(|a, b| a.as_os_str().cmp(b.as_os_str()));
     Ok(v)
 }
 
+/// What a look at one file of a folder found.
+enum Seen {
+    /// A folder, or anything else not a regular file.
+    NotAFile,
+    /// A dangling link or a link loop.
+    Gone(String),
+    /// A name that is not UTF-8 text.
+    NotText,
+    Sniffed(Result<Option<Format>>),
+}
+
 fn scan_folder(dir: &Path, sniffer: Sniffer, d: &mut Discovery) -> Result<()> {
+    use rayon::prelude::*;
+    // Each file looked at (and its head read, when not known) in parallel:
+    // on a cluster file system a look is a round trip, and there is one per
+    // rank.
+    let seen: Vec<(PathBuf, Seen)> = (read_dir(dir)?.into_par_iter())
+        .map(|path| {
+            let seen = match fs::metadata(&path) {
+                Ok(m) if m.is_file() => {
+                    // Matching a name needs text: a name that is not UTF-8
+                    // would otherwise be passed over without a word.
+                    if path.file_name().is_some_and(|n| n.to_str().is_none()) {
+                        Seen::NotText
+                    } else {
+                        Seen::Sniffed(sniffer.sniff(&path, Some(&m)))
+                    }
+                }
+                Ok(_) => Seen::NotAFile,
+                Err(e) => Seen::Gone(e.to_string()),
+            };
+            (path, seen)
+        })
+        .collect();
     let mut skipped = Skipped::default();
-    for path in read_dir(dir)? {
-        let meta = match fs::metadata(&path) {
-            Ok(m) if m.is_file() => m,
-            Ok(_) => continue,
-            // A dangling link or a link loop: say so only where a trace was likely meant.
-            Err(e) => {
+    for (path, seen) in seen {
+        let sniffed: Result<Option<Format>> = match seen {
+            Seen::NotAFile => continue,
+            // Said only where a trace was likely meant.
+            Seen::Gone(why) => {
                 if looks_like_trace(&path) {
-                    skipped.add(&path, e.to_string());
+                    skipped.add(&path, why);
                 }
                 continue;
             }
+            Seen::NotText => {
+                skipped.add(
+                    &path,
+                    "its name is not UTF-8 text; rename it to read it".into(),
+                );
+                continue;
+            }
+            Seen::Sniffed(s) => s,
         };
-        // Matching a name needs text: a name that is not UTF-8 would
-        // otherwise be passed over without a word.
-        if path.file_name().is_some_and(|n| n.to_str().is_none()) {
-            skipped.add(
-                &path,
-                "its name is not UTF-8 text; rename it to read it".into(),
-            );
-            continue;
-        }
-        match sniffer.sniff(&path, Some(&meta)) {
+        match sniffed {
             Ok(Some(format)) => d.inputs.push(Input {
                 rank: rank_from_name(&path),
                 path,
