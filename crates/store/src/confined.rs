@@ -39,7 +39,11 @@ fn checked(root: &Path, rel: &str, unchecked: usize) -> Result<PathBuf, String> 
     let folders = path.components().count().saturating_sub(unchecked);
     for c in path.components().take(folders) {
         at.push(c);
+        if recently_a_folder(&at) {
+            continue;
+        }
         match std::fs::symlink_metadata(&at) {
+            Ok(m) if m.is_dir() => remember_folder(&at),
             Ok(m) if m.file_type().is_symlink() => {
                 return Err(format!(
                     "{} is a link; the folder's own folders are never links",
@@ -53,6 +57,33 @@ fn checked(root: &Path, rel: &str, unchecked: usize) -> Result<PathBuf, String> 
         }
     }
     Ok(root.join(path))
+}
+
+/// Folders this thread found to be folders (not links) in the last
+/// [`FOLDER_SEEN`]: a summary's 1,024 ranks name the same few table
+/// folders, and a look at each for each rank cost a tenth of opening it.
+/// A folder swapped for a link within that time is a race, which these
+/// checks do not cover anyway (see the module's doc).
+const FOLDER_SEEN: std::time::Duration = std::time::Duration::from_secs(1);
+const FOLDERS_KEPT: usize = 16;
+
+thread_local! {
+    static FOLDERS: std::cell::RefCell<Vec<(PathBuf, std::time::Instant)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+fn recently_a_folder(at: &Path) -> bool {
+    FOLDERS.with_borrow(|f| (f.iter()).any(|(p, when)| p == at && when.elapsed() < FOLDER_SEEN))
+}
+
+fn remember_folder(at: &Path) {
+    FOLDERS.with_borrow_mut(|f| {
+        f.retain(|(p, when)| p != at && when.elapsed() < FOLDER_SEEN);
+        if f.len() == FOLDERS_KEPT {
+            f.remove(0);
+        }
+        f.push((at.to_owned(), std::time::Instant::now()));
+    });
 }
 
 /// The entries of `dir` that are links, by name: a folder the tool writes
