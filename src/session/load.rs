@@ -512,6 +512,8 @@ pub(crate) struct SummaryUsed {
     pub digest: u64,
     /// The traces it stands for, where they are (or were).
     pub originals: Vec<PathBuf>,
+    /// Its index of entries and gathered tables, when it has one.
+    pub reduce: Option<std::sync::Arc<crate::summary::reduce::Reduce>>,
 }
 
 /// The run's inputs, and where its traces are: a summary's inputs when
@@ -530,6 +532,7 @@ pub(super) fn inputs(path: &Path, opts: &LoadOptions) -> Result<Found> {
                 originals: (o.manifest.inputs.iter())
                     .map(|i| o.manifest.root.join(&i.path))
                     .collect(),
+                reduce: o.reduce,
             }),
         })
     };
@@ -713,6 +716,7 @@ fn load(
     run: Option<u32>,
 ) -> Result<Loaded> {
     let (discovery, summary) = (&found.discovery, found.summary.is_some());
+    let reduce = (found.summary.as_ref()).and_then(|s| s.reduce.as_deref());
     let mut report = LoadReport {
         warnings: discovery.notes.clone(),
         inputs: discovery.inputs.clone(),
@@ -740,6 +744,10 @@ fn load(
         *windows.entry(i.rank).or_default() += 1;
     }
     let several_windows = |i: &Input| i.window.is_some() && windows[&i.rank] > 1;
+    let lean = summary && prepare.default_lean();
+    if let Some(r) = reduce.filter(|_| lean) {
+        r.gather(&progress.bytes)?;
+    }
     let results: Vec<Result<Vec<Prepared>>> = inputs
         .par_iter()
         .map(|input| {
@@ -752,8 +760,8 @@ fn load(
             // preparation, the figures the map step made of the ops.
             // A rank as read, prepared (one window of several: once joined).
             let prepared = |f| if several { (f, None) } else { prepare.file(f) };
-            let files: Vec<Prepared> = if summary && prepare.default_lean() && !several {
-                (crate::summary::read::lean_timelines(&file)?.into_iter())
+            let files: Vec<Prepared> = if lean && !several {
+                (crate::summary::read::lean_timelines(&file, reduce)?.into_iter())
                     .map(|(mut f, stats)| match stats {
                         // Made in the map step; the timeline is already slim.
                         Some(mut stats) => {

@@ -1198,18 +1198,33 @@ fn a_summarys_stored_stats_give_every_metric_of_a_full_load() {
         let sum = out.path().join("run.sum");
         summarize_into(traces, &sum);
         // Every timeline entry holds stats equal to those of its whole
-        // timeline, made as a lean load makes them.
+        // timeline, made as a lean load makes them, and so does the index
+        // the reduce reads them from.
         let entries = sum.join(summary::manifest::ENTRIES);
+        let opened =
+            summary::open::discover(&sum, Default::default(), ccl_bench::formats::FORMATS, None)
+                .unwrap();
+        assert!(
+            opened.reduce.is_some(),
+            "{name}: a whole summary has an index"
+        );
         let mut parts = 0;
-        for e in std::fs::read_dir(&entries).unwrap().flatten() {
+        for (e, reduce) in std::fs::read_dir(&entries)
+            .unwrap()
+            .flatten()
+            .flat_map(|e| [(e.path(), None), (e.path(), opened.reduce.as_deref())])
+        {
             let counter = Default::default();
             let file = ccl_bench::source::FileIn {
-                path: &e.path(),
+                path: &e,
                 rank: None,
                 counter: &counter,
                 cpu_ranges: false,
             };
-            let read = (summary::read::lean_timelines(&file), all_timelines(&file));
+            let read = (
+                summary::read::lean_timelines(&file, reduce),
+                all_timelines(&file),
+            );
             let (Ok(lean), Ok(whole)) = read else {
                 continue;
             };

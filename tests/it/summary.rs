@@ -307,6 +307,22 @@ fn a_damaged_table_is_refused_with_its_name() {
         ])
     };
     refused(all_steps(&sum));
+    // The reduce reads small ranks' collectives and figures where
+    // `summarize` gathered them: a damaged copy is refused by name...
+    let gathered = sum.join("reduce/comm.parquet");
+    let kept = std::fs::read(&gathered).unwrap();
+    spoil(&gathered);
+    let o = metric(&sum, "avg_step_time");
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("damaged summary") && e.contains("reduce/comm.parquet"),
+        "{e}"
+    );
+    std::fs::write(&gathered, kept).unwrap();
+    assert!(metric(&sum, "avg_step_time").status.success());
+    // ...and, without the index, each rank's own.
+    std::fs::remove_file(sum.join("reduce/index.json")).unwrap();
     spoil(&first("comm"));
     refused(metric(&sum, "avg_step_time"));
     spoil(&first("stats"));
@@ -383,18 +399,24 @@ fn a_summary_keeps_its_results_for_the_same_question_only() {
         (stdout(&first), stderr(&first))
     );
     // It is the kept file that answers: with rank 0's collectives table
-    // moved away the summary cannot compute, yet the answer is printed.
+    // and the gathered one moved away the summary cannot compute, yet the
+    // answer is printed.
     let comm = std::fs::read_dir(sum.join("comm"))
         .unwrap()
         .next()
         .unwrap()
         .unwrap()
         .path();
+    let gathered = sum.join("reduce/comm.parquet");
     let answered_kept = || {
-        let away = comm.with_extension("away");
-        std::fs::rename(&comm, &away).unwrap();
+        let away = |p: &Path| p.with_extension("away");
+        for p in [&comm, &gathered] {
+            std::fs::rename(p, away(p)).unwrap();
+        }
         let o = run(&all);
-        std::fs::rename(&away, &comm).unwrap();
+        for p in [&comm, &gathered] {
+            std::fs::rename(away(p), p).unwrap();
+        }
         o.status.success() && stdout(&o) == stdout(&first)
     };
     assert!(answered_kept());
@@ -639,12 +661,13 @@ fn spilled_collectives_give_the_traces_metrics() {
     assert!(!stderr(&o).contains("not spilled"), "{}", stderr(&o));
 }
 
-/// The table files (not entries, results or the manifest) of a summary.
+/// The table files (not entries, results, the reduce's index and
+/// gathered tables or the manifest) of a summary.
 fn table_files(sum: &Path) -> Vec<String> {
     let mut out = Vec::new();
     for dir in std::fs::read_dir(sum).unwrap().flatten() {
         let name = dir.file_name().to_string_lossy().into_owned();
-        if !dir.path().is_dir() || ["inputs", "results"].contains(&name.as_str()) {
+        if !dir.path().is_dir() || ["inputs", "results", "reduce"].contains(&name.as_str()) {
             continue;
         }
         for f in std::fs::read_dir(dir.path()).unwrap().flatten() {
@@ -771,7 +794,11 @@ fn tables_read_on_every_open_are_stored_uncompressed() {
     let o = summarize(dir.path(), &sum, &[]);
     assert!(o.status.success(), "{}", stderr(&o));
     let mut seen = std::collections::BTreeSet::new();
-    for rel in table_files(&sum) {
+    let gathered = std::fs::read_dir(sum.join("reduce"))
+        .unwrap()
+        .flatten()
+        .map(|f| format!("reduce/{}", f.file_name().to_string_lossy()));
+    for rel in table_files(&sum).into_iter().chain(gathered) {
         let Some((table, file)) = rel.split_once('/') else {
             continue;
         };
@@ -780,7 +807,8 @@ fn tables_read_on_every_open_are_stored_uncompressed() {
         }
         let f = std::fs::File::open(sum.join(&rel)).unwrap();
         let r = parquet::file::reader::SerializedFileReader::new(f).unwrap();
-        let on_open = ["names", "colls", "steps", "annotations", "comm"].contains(&table);
+        let on_open = ["names", "colls", "steps", "annotations", "comm"].contains(&table)
+            || table == "reduce";
         for g in r.metadata().row_groups() {
             for c in g.columns() {
                 let want = if on_open {
@@ -796,7 +824,7 @@ fn tables_read_on_every_open_are_stored_uncompressed() {
                 if distinct {
                     assert!(!dictionary, "{rel}: {column} has a dictionary");
                 }
-                if column == "name" && c.num_values() > 0 && table != "names" {
+                if column == "name" && c.num_values() > 0 && !["names", "reduce"].contains(&table) {
                     assert!(dictionary, "{rel}: {column} has no dictionary");
                 }
             }

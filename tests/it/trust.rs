@@ -260,6 +260,21 @@ fn a_card_entry_is_read_only_inside_its_summary_and_as_copied() {
         card.replace("1300000000", "13000000000"),
     )
     .unwrap();
+    // The index of entries the reduce reads is checked alike: its card
+    // entry pointed outside is refused (the entry files left as written).
+    let index = sum.join("reduce/index.json");
+    let text = std::fs::read_to_string(&index).unwrap();
+    let copied = v["files"][0][0].as_str().unwrap();
+    assert!(text.contains(copied), "the index holds the card entry");
+    std::fs::write(
+        &index,
+        text.replace(copied, "../outside/workload_card.yaml"),
+    )
+    .unwrap();
+    let o = mfu(&sum);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(stderr(&o).contains("not a path inside"), "{}", stderr(&o));
+    std::fs::write(&index, text).unwrap();
     let mut escaped = v.clone();
     escaped["files"][0][0] = "../outside/workload_card.yaml".into();
     std::fs::write(&entry, escaped.to_string()).unwrap();

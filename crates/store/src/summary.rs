@@ -10,17 +10,22 @@
 //! `annotations/...`, `cpu/...`, plus `memory/`, `et/` and `card/`; and for
 //! the reduce, each timeline's collectives (`comm/...`) and figures
 //! (`stats/<pack>.json`, a list); for wide views, each lane's time per time
-//! bin (`coverage/...`).
+//! bin (`coverage/...`). A whole summary also holds every entry in one
+//! index, beside the small ranks' tables the reduce reads, gathered
+//! (`reduce/`).
 
 pub mod annex;
 pub mod columns;
 pub mod kept;
+mod listed;
 pub mod manifest;
 pub mod open;
 pub mod pages;
 pub mod parquet_file;
+mod placed;
 pub mod read;
 mod recent;
+pub mod reduce;
 pub mod shard;
 pub mod stats;
 pub mod write;

@@ -3,10 +3,12 @@
 //! its tables), after checking that it is complete, undamaged and, where the
 //! traces are reachable, current.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use super::manifest::{self, damaged, Entry, Manifest, ENTRIES, MANIFEST, VERSION};
+use super::reduce::Reduce;
 use crate::discover::{Discovery, Input, Pick, Window};
 use crate::error::{Error, Result};
 use crate::formats::{Format, PerRank, Role};
@@ -28,14 +30,29 @@ pub struct Opened {
     pub discovery: Discovery,
     pub manifest: Manifest,
     pub digest: u64,
+    /// Its index, when one was made beside these entries: a lean load
+    /// reads its entries and gathered tables from it.
+    pub reduce: Option<std::sync::Arc<Reduce>>,
 }
 
 /// An input's entry as read: not read by loads, missing, or there and intact
-/// (with the XXH3-64 of its bytes).
-enum Got {
+/// (with the XXH3-64 of its bytes), read or the index's (see `reduce`).
+enum Got<'a> {
     Unread,
     Missing,
     Entry(PathBuf, Box<Entry>, u64),
+    Indexed(PathBuf, &'a Entry, u64),
+}
+
+impl Got<'_> {
+    /// The entry got, and its path.
+    fn entry(&self) -> Option<(&Path, &Entry)> {
+        match self {
+            Got::Entry(path, e, _) => Some((path, e)),
+            Got::Indexed(path, e, _) => Some((path, e)),
+            Got::Unread | Got::Missing => None,
+        }
+    }
 }
 
 /// The summary's inputs as a discovery. `named` is the traces' path when
@@ -87,6 +104,9 @@ pub fn discover(
             ),
         });
     }
+    // The index, when there is one beside these entries, stands for them.
+    let reduce = Reduce::open(sum, &m, m_hash);
+    let indexed = |name: &str| reduce.as_ref()?.entry(name);
     // Entries read in parallel: on a cluster file system each look is a
     // round trip, and there is one per rank.
     let got: Vec<Result<Got>> = m
@@ -100,18 +120,22 @@ pub fn discover(
                 return Err(damaged(&sum.join(MANIFEST), format!("entry name {name}")));
             }
             let entry_path = sum.join(ENTRIES).join(name);
-            if !entry_path.is_file() {
-                return Ok(Got::Missing);
-            }
-            let (entry, hash): (Entry, u64) = manifest::read_json_hashed(&entry_path)?;
+            let got = match indexed(name) {
+                Some((entry, Some(hash))) => Got::Indexed(entry_path, entry, hash),
+                _ if !entry_path.is_file() => return Ok(Got::Missing),
+                _ => {
+                    let (entry, hash): (Entry, u64) = manifest::read_json_hashed(&entry_path)?;
+                    Got::Entry(entry_path, Box::new(entry), hash)
+                }
+            };
             // Its tables are checked (size and hash) where they are read.
-            if entry.path != rec.path {
-                return Err(damaged(
-                    &entry_path,
+            match got.entry() {
+                Some((path, entry)) if entry.path != rec.path => Err(damaged(
+                    path,
                     format!("it describes {}, not {}", entry.path, rec.path),
-                ));
+                )),
+                _ => Ok(got),
             }
-            Ok(Got::Entry(entry_path, Box::new(entry), hash))
         })
         .collect();
     let mut digest = xxhash_rust::xxh3::Xxh3::new();
@@ -151,7 +175,11 @@ pub fn discover(
             }
             Got::Entry(path, entry, hash) => {
                 digest.update(&hash.to_le_bytes());
-                (path, *entry)
+                (path, Cow::Owned(*entry))
+            }
+            Got::Indexed(path, entry, hash) => {
+                digest.update(&hash.to_le_bytes());
+                (path, Cow::Borrowed(entry))
             }
         };
         let path = match format.role {
@@ -193,6 +221,7 @@ pub fn discover(
         },
         manifest: m,
         digest: digest.digest(),
+        reduce: reduce.map(std::sync::Arc::new),
     })
 }
 
@@ -272,7 +301,7 @@ fn check_current(
     sum: &Path,
     m: &Manifest,
     root: &Path,
-    entries: &[(PathBuf, Entry)],
+    entries: &[(PathBuf, Cow<Entry>)],
     table: &'static [Format],
 ) -> Result<()> {
     let trace = if m.trace.is_empty() {

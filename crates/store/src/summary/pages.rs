@@ -115,7 +115,7 @@ pub fn rebin(t: &RankTimeline, dir: &Path, name: &str) -> Result<TableFile, Stri
     let table = columns::coverage_table(t).map_err(|e| why(&e))?;
     let rows = (0, table.num_rows() as u64);
     let table = columns::packed(&table, Some(t.rank), name).map_err(|e| why(&e))?;
-    super::write::write_parquet(&path, &[table], name, super::write::Codec::Snappy)
+    super::placed::write_parquet(&path, &[table], name, super::placed::Codec::Snappy)
         .map_err(|e| why(&e))?;
     let size = std::fs::metadata(&path).map_err(|e| why(&e))?.len();
     Ok(TableFile { path, size, rows })

@@ -7,7 +7,9 @@ use std::sync::atomic::Ordering;
 
 use arrow_array::RecordBatch;
 
+use super::listed::{checked, Listed};
 use super::manifest::{self, damaged, Entry, Part};
+use super::reduce::{At, Reduce};
 use crate::derive::RankStats;
 use crate::error::{Error, Result};
 use crate::formats::Ranked;
@@ -21,16 +23,25 @@ use crate::source::FileIn;
 /// The entry at `f.path` and the summary folder holding it.
 fn entry(f: &FileIn) -> Result<(Entry, PathBuf)> {
     let e: Entry = manifest::read_json(f.path)?;
-    if let Some(text) = e.error {
-        return Err(Error::Recorded { text });
+    recorded(&e)?;
+    Ok((e, sum_of(f)))
+}
+
+/// The reader's error an entry recorded, replayed.
+fn recorded(e: &Entry) -> Result<()> {
+    match &e.error {
+        Some(text) => Err(Error::Recorded { text: text.clone() }),
+        None => Ok(()),
     }
-    let sum = f
-        .path
+}
+
+/// The summary folder holding the entry at `f.path`.
+fn sum_of(f: &FileIn) -> PathBuf {
+    f.path
         .parent()
         .and_then(Path::parent)
         .map(Path::to_owned)
-        .unwrap_or_default();
-    Ok((e, sum))
+        .unwrap_or_default()
 }
 
 /// The trace a summary entry at `path` was made of (its first timeline's
@@ -42,9 +53,6 @@ pub fn source_of(path: &Path) -> Option<PathBuf> {
     let e: Entry = manifest::read_json(path).ok()?;
     e.parts.first().map(|p| PathBuf::from(&p.source))
 }
-
-/// A file an entry lists: its path in the summary, size and XXH3-64.
-type Listed = (String, u64, String);
 
 /// One table file's batches, after checking its size and hash.
 fn table(f: &FileIn, sum: &Path, file: &Listed, name: &str) -> Result<Vec<RecordBatch>> {
@@ -95,52 +103,6 @@ fn rows_of(f: &FileIn, p: &Part, table: &str) -> Result<(u64, u64)> {
         .ok_or_else(|| damaged(f.path, format!("{}: no rows of {table}", p.stem)))
 }
 
-/// One file's bytes, after checking its size and hash against those
-/// written; its bytes are counted as read. (Opening a summary looks at no
-/// table: on a cluster file system, a look at each of a run's thousands of
-/// tables would cost more than the answer kept for it.)
-fn checked(f: &FileIn, path: &Path, (_, size, xxh3): &Listed) -> Result<bytes::Bytes> {
-    if let Some(super::recent::Kept::Bytes(bytes)) = super::recent::get(path, *size, xxh3) {
-        f.counter.fetch_add(bytes.len() as u64, Ordering::Relaxed);
-        return Ok(bytes);
-    }
-    let bytes = match crate::confined::read_file(path, *size) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(damaged(path, "missing or changed: the file is gone"));
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
-            return Err(damaged(
-                path,
-                format!("missing or changed: more than the {size} bytes written"),
-            ));
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => return Err(damaged(path, e)),
-        Err(source) => {
-            return Err(Error::Io {
-                path: path.to_owned(),
-                source,
-            })
-        }
-    };
-    if bytes.len() as u64 != *size {
-        return Err(damaged(
-            path,
-            format!(
-                "missing or changed: {} bytes where {size} were written",
-                bytes.len()
-            ),
-        ));
-    }
-    if format!("{:016x}", xxhash_rust::xxh3::xxh3_64(&bytes)) != *xxh3 {
-        return Err(damaged(path, "its content changed since it was written"));
-    }
-    f.counter.fetch_add(bytes.len() as u64, Ordering::Relaxed);
-    let bytes = bytes::Bytes::from(bytes);
-    super::recent::put(path, *size, xxh3, super::recent::Kept::Bytes(bytes.clone()));
-    Ok(bytes)
-}
-
 /// Where `rel`, a file an entry lists, lies in the summary `sum`: inside
 /// it, through no link.
 fn place(f: &FileIn, sum: &Path, rel: &str) -> Result<PathBuf> {
@@ -170,13 +132,31 @@ pub fn timelines(f: &FileIn, each: &mut dyn FnMut(Ranked)) -> Result<()> {
 /// rules, the measured steps): each timeline's collectives alone, with the
 /// figures the map step made of its ops, where the summary holds them
 /// (else the whole timeline, and no figures).
-pub fn lean_timelines(f: &FileIn) -> Result<Vec<(Ranked, Option<RankStats>)>> {
-    let (e, sum) = entry(f)?;
-    (e.parts.iter())
-        .map(|p| {
-            Ok(match lean(f, &e, &sum, p)? {
+///
+/// With the summary's `reduce` index, the entry is the index's and the
+/// parts gathered there are read from its tables.
+pub fn lean_timelines(
+    f: &FileIn,
+    reduce: Option<&Reduce>,
+) -> Result<Vec<(Ranked, Option<RankStats>)>> {
+    let read;
+    let (e, at) = match reduce.and_then(|r| r.of_path(f.path)) {
+        Some((e, at)) => {
+            recorded(e)?;
+            (e, at)
+        }
+        None => {
+            read = entry(f)?.0;
+            (&read, &[][..])
+        }
+    };
+    let sum = sum_of(f);
+    (e.parts.iter().enumerate())
+        .map(|(j, p)| {
+            let gathered = reduce.zip(at.get(j).and_then(Option::as_ref));
+            Ok(match lean(f, e, &sum, p, gathered)? {
                 Some((t, stats)) => (ranked(p, t), Some(stats)),
-                None => (ranked(p, whole(f, &e, &sum, p)?), None),
+                None => (ranked(p, whole(f, e, &sum, p)?), None),
             })
         })
         .collect()
@@ -223,8 +203,13 @@ fn read_part(
         let rows = rows_of(f, p, from)?;
         tables.insert(name, part_rows(f, sum, listed(f, e, &rel)?, from, rows)?);
     }
+    filled(f, p, &tables)
+}
+
+/// A part's timeline: its scalars, then its `tables` read back.
+fn filled(f: &FileIn, p: &Part, tables: &HashMap<&str, Vec<RecordBatch>>) -> Result<RankTimeline> {
     let mut t = scalars(p).map_err(|why| damaged(f.path, why))?;
-    super::columns::fill(&mut t, &tables, &p.threads)
+    super::columns::fill(&mut t, tables, &p.threads)
         .map_err(|why| damaged(f.path, format!("{}: {why}", p.stem)))?;
     Ok(t)
 }
@@ -246,26 +231,48 @@ fn whole(f: &FileIn, e: &Entry, sum: &Path, p: &Part) -> Result<(RankTimeline, O
 /// reads neither its ops nor its CPU ranges.
 type Lean = ((RankTimeline, Option<Tables>), RankStats);
 
-fn lean(f: &FileIn, e: &Entry, sum: &Path, p: &Part) -> Result<Option<Lean>> {
+/// The tables a lean load reads (`ops` from the collectives' own table).
+const LEAN: [&str; 5] = ["names", "ops", "colls", "steps", "annotations"];
+
+fn lean(
+    f: &FileIn,
+    e: &Entry,
+    sum: &Path,
+    p: &Part,
+    gathered: Option<(&Reduce, &At)>,
+) -> Result<Option<Lean>> {
     use super::stats::{COMM, STATS};
-    let (comm_rel, stats_rel) = (rel_of(f, p, COMM, "parquet")?, rel_of(f, p, STATS, "json")?);
-    let find = |rel: &str| e.files.iter().find(|x| x.0 == rel);
-    let (Some(_), Some(stats_file)) = (find(&comm_rel), find(&stats_rel)) else {
-        return Ok(None);
+    let (path, one, mut t) = match gathered {
+        Some((r, at)) => {
+            let mut tables = HashMap::new();
+            for name in LEAN {
+                let from = if name == "ops" { COMM } else { name };
+                tables.insert(name, r.rows(f, from, at)?);
+            }
+            (r.index_path(), r.stats(f, at)?, filled(f, p, &tables)?)
+        }
+        None => {
+            let (comm_rel, stats_rel) =
+                (rel_of(f, p, COMM, "parquet")?, rel_of(f, p, STATS, "json")?);
+            let find = |rel: &str| e.files.iter().find(|x| x.0 == rel);
+            let (Some(_), Some(stats_file)) = (find(&comm_rel), find(&stats_rel)) else {
+                return Ok(None);
+            };
+            let path = place(f, sum, &stats_rel)?;
+            // The pack's timelines' figures, in a list: this part's alone is parsed.
+            let bytes = checked(f, &path, stats_file)?;
+            let (a, z) = p.stats;
+            let one = usize::try_from(a)
+                .ok()
+                .zip(usize::try_from(z).ok())
+                .filter(|&(a, z)| a <= z && z <= bytes.len())
+                .map(|(a, z)| bytes.slice(a..z))
+                .ok_or_else(|| damaged(&path, format!("no figures at {a}..{z} for {}", p.stem)))?;
+            (path, one, read_part(f, e, sum, p, &LEAN, COMM)?)
+        }
     };
-    let path = place(f, sum, &stats_rel)?;
-    // The pack's timelines' figures, in a list: this part's alone is parsed.
-    let bytes = checked(f, &path, stats_file)?;
-    let (a, z) = p.stats;
-    let one = usize::try_from(a)
-        .ok()
-        .zip(usize::try_from(z).ok())
-        .and_then(|(a, z)| bytes.get(a..z))
-        .ok_or_else(|| damaged(&path, format!("no figures at {a}..{z} for {}", p.stem)))?;
     let stored: super::stats::Stored =
-        serde_json::from_slice(one).map_err(|e| damaged(&path, e))?;
-    let names = ["names", "ops", "colls", "steps", "annotations"];
-    let mut t = read_part(f, e, sum, p, &names, COMM)?;
+        serde_json::from_slice(&one).map_err(|e| damaged(&path, e))?;
     let Some(stats) = super::stats::from_stored(stored, t.rank, t.strings.len())
         .map_err(|why| damaged(&path, why))?
     else {

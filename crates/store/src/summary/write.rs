@@ -5,14 +5,12 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use parquet::basic::Compression;
-use parquet::file::metadata::KeyValue;
-use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use rayon::prelude::*;
 
 use super::manifest::{
     self, Device, Entry, Fingerprint, Group, InputRec, Manifest, Part, ENTRIES, MANIFEST, VERSION,
 };
+use super::placed::{make_parent, place, write_parquet, written, Codec};
 use super::shard::Shard;
 use crate::discover::{Discovery, Input, Pick};
 use crate::error::{Error, Result};
@@ -48,10 +46,6 @@ pub struct Report {
     pub bytes_out: u64,
 }
 
-/// Row groups of 64 Ki rows: a reader can skip by their start-time
-/// statistics without holding a whole rank's ops.
-const ROW_GROUP: usize = 64 * 1024;
-
 /// Summarizes the run at `trace` into `opts.out`: this shard's inputs, plus
 /// the manifest every shard writes alike.
 pub fn summarize(trace: &Path, opts: &Options) -> Result<Report> {
@@ -71,6 +65,8 @@ pub fn summarize_with(
         move |source| Error::Io { path, source }
     };
     super::open::refuse_links(out)?;
+    // Before any entry changes: an index is only ever beside its entries.
+    super::reduce::forget(out);
     std::fs::create_dir_all(out.join(ENTRIES)).map_err(io(out))?;
     let root = if trace.is_dir() {
         trace.to_owned()
@@ -191,6 +187,7 @@ pub fn summarize_with(
     }
     if opts.shard.count == 1 && opts.only.is_empty() {
         collect_packs(out, &m);
+        super::reduce::write(out)?;
     }
     Ok(report)
 }
@@ -744,14 +741,6 @@ fn output_error(out: &Path, input: &str, e: impl std::fmt::Display) -> Error {
     }
 }
 
-fn make_parent(path: &Path) -> Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(|source| Error::Io {
-        path: dir.to_owned(),
-        source,
-    })
-}
-
 /// Writes an input's one table `b` (a memory snapshot's, an execution
 /// trace's) as `<folder>/<key>.parquet`; returns it as its entry lists it.
 fn write_annex(
@@ -766,25 +755,6 @@ fn write_annex(
     written(out, rel)
 }
 
-/// A file written for an entry: its path, size and hash.
-fn written(out: &Path, rel: String) -> Result<(String, u64, String)> {
-    let path = out.join(&rel);
-    let size = manifest::stat(&path)?.size;
-    let hash = manifest::hash(&path)?;
-    Ok((rel, size, hash))
-}
-
-/// How a table is stored. The tables every first open reads (a rank's
-/// collectives and communication ops, names, steps, annotations) are left
-/// uncompressed: decoding them is most of that open, and Snappy took 7 % of
-/// it for 1.5x their bytes. The rest (every op, CPU ranges, bins, annexes),
-/// read only by the UI and exports, are compressed.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(super) enum Codec {
-    Plain,
-    Snappy,
-}
-
 /// The tables a summary's first open reads (see [`Codec`]).
 const READ_ON_OPEN: [&str; 5] = ["names", "colls", "steps", "annotations", super::stats::COMM];
 
@@ -794,59 +764,6 @@ fn codec_of(table: &str) -> Codec {
     } else {
         Codec::Snappy
     }
-}
-
-/// Columns whose values are (nearly) all distinct, besides times (`*_ns`).
-const DISTINCT: [&str; 4] = ["id", "index", "coll_index", "seq"];
-
-/// Writes one table atomically.
-pub(super) fn write_parquet(
-    path: &Path,
-    batches: &[arrow_array::RecordBatch],
-    input: &str,
-    codec: Codec,
-) -> Result<()> {
-    make_parent(path)?;
-    let mut props = WriterProperties::builder()
-        .set_compression(match codec {
-            Codec::Plain => Compression::UNCOMPRESSED,
-            Codec::Snappy => Compression::SNAPPY,
-        })
-        .set_max_row_group_row_count(Some(ROW_GROUP))
-        // Row-group statistics (min/max per column chunk) let a reader skip
-        // by time; a page index beside them doubled a small rank's footers.
-        .set_statistics_enabled(EnabledStatistics::Chunk)
-        .set_key_value_metadata(Some(vec![
-            KeyValue::new("ccl_bench.summary".to_owned(), VERSION.to_string()),
-            KeyValue::new("ccl_bench.input".to_owned(), input.to_owned()),
-        ]));
-    // Times, durations (`*_ns`), ids and sequence numbers hardly repeat: a
-    // dictionary of them is as large as the values and costs a lookup per
-    // value to decode.
-    if let Some(first) = batches.first() {
-        for f in first.schema().fields() {
-            let name = f.name().as_str();
-            if name.ends_with("_ns") || DISTINCT.contains(&name) {
-                props = props.set_column_dictionary_enabled(f.name().as_str().into(), false);
-            }
-        }
-    }
-    let props = props.build();
-    let Some(first) = batches.first() else {
-        return Err(Error::Output {
-            path: path.to_owned(),
-            why: "a table of no batch".into(),
-        });
-    };
-    super::parquet_file::write_file(path, &first.schema(), batches, props)
-}
-
-/// Where `rel` is written in the summary `out`: inside it, through no link.
-fn place(out: &Path, rel: &str) -> Result<PathBuf> {
-    crate::confined::inside(out, rel).map_err(|why| Error::Output {
-        path: out.to_owned(),
-        why: format!("will not write {rel}: {why}"),
-    })
 }
 
 /// Whether every file an entry lists is there, at the size written.
@@ -970,6 +887,7 @@ pub fn check_out(out: &Path) -> Result<()> {
                 super::manifest::RESULTS,
                 super::stats::COMM,
                 super::stats::STATS,
+                super::reduce::REDUCE,
             ]
             .contains(&name)
             || super::columns::TABLES.contains(&name)

@@ -1,0 +1,699 @@
+//! What the reduce reads, in one place (`reduce/`): every entry of the run
+//! in one index, and the tables a first open reads of the small ranks
+//! (names, collectives, communication ops, steps, annotations and figures)
+//! gathered into one file each. A first open of 1,024 small ranks otherwise
+//! reads 1,024 entries and decodes a hundred packs' files, table by table,
+//! which costs more than the reduce itself.
+//!
+//! A whole `summarize` writes it last, from the entries and packs it just
+//! left; every `summarize` removes the index first, so an index is only
+//! ever beside the entries it was made of, and it names the manifest's hash
+//! too. An open finding no index, or one of another manifest or layout,
+//! reads the entries, as it does for a summary written before there was
+//! one. The per-rank files stay what a query reads: this is a copy of the
+//! small ranks' few tables (a rank's own files, over [`SMALL`], are not
+//! copied: their looks cost nothing beside their bytes).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use arrow_array::RecordBatch;
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use super::listed::Listed;
+use super::manifest::{self, damaged, Entry, Manifest, ENTRIES, MANIFEST};
+use super::stats::{COMM, STATS};
+use crate::error::{Error, Result};
+use crate::source::FileIn;
+
+/// The folder, inside the summary.
+pub(crate) const REDUCE: &str = "reduce";
+/// The index's path in the summary.
+const INDEX: &str = "reduce/index.json";
+/// The index's layout; another is not read.
+const LAYOUT: u32 = 1;
+/// The tables gathered, as a lean load names them (`comm` stands for the
+/// ops), and the figures' file after them.
+pub(crate) const GATHERED: [&str; 5] = ["names", "colls", "steps", "annotations", COMM];
+/// A pack's file larger than this is a large rank's own (see
+/// `recent::keeps`): its ranks are read from their pack.
+const SMALL: u64 = 1 << 20;
+/// The largest index read: entries list inputs and warnings, not events.
+const MAX_INDEX: u64 = 1 << 30;
+
+#[derive(Serialize, Deserialize)]
+struct Index {
+    /// [`LAYOUT`].
+    ccl_bench_reduce: u32,
+    /// The XXH3-64 of the manifest's bytes it was made beside, hex.
+    manifest: String,
+    /// The manifest's inputs that have an entry, in its order.
+    entries: Vec<Indexed>,
+    /// The gathered tables and figures, when any rank was gathered.
+    files: Vec<Listed>,
+}
+
+/// An [`Index`] as read, its entries not yet parsed.
+#[derive(Deserialize)]
+struct Raw<'a> {
+    ccl_bench_reduce: u32,
+    manifest: String,
+    #[serde(borrow)]
+    entries: Vec<&'a serde_json::value::RawValue>,
+    files: Vec<Listed>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Indexed {
+    /// Its file name in `inputs/`.
+    name: String,
+    /// The XXH3-64 of the entry file's bytes, hex: what a summary's digest
+    /// (and so its kept results) is made of.
+    xxh3: String,
+    /// The entry file's size and modification time: an entry changed,
+    /// removed or rewritten since sets the index aside.
+    stamp: (u64, u64),
+    entry: Entry,
+    /// For each of its parts, where its rows lie in the gathered tables,
+    /// when they were gathered.
+    at: Vec<Option<At>>,
+}
+
+/// A part's rows in each gathered table, `[start, end)`, and its figures'
+/// bytes in the gathered figures.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct At {
+    pub rows: Vec<(String, u64, u64)>,
+    pub stats: (u64, u64),
+}
+
+/// An opened index, with the gathered tables decoded when first asked for.
+pub struct Reduce {
+    sum: PathBuf,
+    index: Index,
+    by_name: HashMap<String, usize>,
+    gathered: OnceLock<std::result::Result<Gathered, (PathBuf, String)>>,
+}
+
+impl std::fmt::Debug for Reduce {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Reduce")
+            .field("sum", &self.sum)
+            .field("entries", &self.index.entries.len())
+            .finish()
+    }
+}
+
+/// The gathered tables, by [`GATHERED`], and the figures' bytes.
+struct Gathered {
+    tables: Vec<Vec<RecordBatch>>,
+    stats: bytes::Bytes,
+}
+
+impl Reduce {
+    /// The index of the summary `sum` whose manifest `m` has the hash
+    /// `manifest_hash`, when one was made beside it: `None` (read the
+    /// entries) for none, another layout, another manifest, or one that
+    /// does not list the manifest's entries.
+    pub(crate) fn open(sum: &Path, m: &Manifest, manifest_hash: u64) -> Option<Reduce> {
+        let path = crate::confined::inside(sum, INDEX).ok()?;
+        let bytes = crate::confined::read_file(&path, MAX_INDEX).ok()?;
+        // Its entries parsed in parallel: 1,024 of them take 8 ms on one core.
+        let raw: Raw = serde_json::from_slice(&bytes).ok()?;
+        if raw.ccl_bench_reduce != LAYOUT || raw.manifest != format!("{manifest_hash:016x}") {
+            return None;
+        }
+        let entries: Vec<Indexed> = (raw.entries.par_iter())
+            .map(|e| serde_json::from_str(e.get()))
+            .collect::<std::result::Result<_, _>>()
+            .ok()?;
+        let index = Index {
+            ccl_bench_reduce: raw.ccl_bench_reduce,
+            manifest: raw.manifest,
+            entries,
+            files: raw.files,
+        };
+        let names = m.inputs.iter().filter_map(|i| i.entry.as_ref());
+        let fits = names.clone().count() == index.entries.len()
+            && names.zip(&index.entries).all(|(n, e)| *n == e.name)
+            && (index.entries.iter()).all(|e| e.at.len() == e.entry.parts.len());
+        // Each entry file as it was when indexed, looked at in parallel (a
+        // look is a round trip on a cluster file system): one edited or
+        // removed since is read, or found missing, as without an index.
+        let entries = sum.join(ENTRIES);
+        if !fits
+            || !(index.entries.par_iter()).all(|e| {
+                manifest::safe_name(&e.name) && stamp(&entries.join(&e.name)).ok() == Some(e.stamp)
+            })
+        {
+            return None;
+        }
+        let by_name = (index.entries.iter().enumerate())
+            .map(|(i, e)| (e.name.clone(), i))
+            .collect();
+        Some(Reduce {
+            sum: sum.to_owned(),
+            index,
+            by_name,
+            gathered: OnceLock::new(),
+        })
+    }
+
+    /// The entry named `name` and the XXH3-64 of its file's bytes.
+    pub(crate) fn entry(&self, name: &str) -> Option<(&Entry, Option<u64>)> {
+        let e = &self.index.entries[*self.by_name.get(name)?];
+        Some((&e.entry, u64::from_str_radix(&e.xxh3, 16).ok()))
+    }
+
+    /// The entry a lean load of `path` (an entry's path in this summary)
+    /// reads, and where its parts' rows were gathered.
+    pub(crate) fn of_path(&self, path: &Path) -> Option<(&Entry, &[Option<At>])> {
+        let name = path.file_name()?.to_str()?;
+        if path.parent()? != self.sum.join(ENTRIES) {
+            return None;
+        }
+        let e = &self.index.entries[*self.by_name.get(name)?];
+        Some((&e.entry, &e.at))
+    }
+
+    /// The rows `rows` of gathered table `table` (one of [`GATHERED`]),
+    /// read and checked on the first call.
+    pub(crate) fn rows(&self, f: &FileIn, table: &str, at: &At) -> Result<Vec<RecordBatch>> {
+        let g = self.gathered(f)?;
+        let k = GATHERED.iter().position(|&t| t == table);
+        let rows = at.rows.iter().find(|r| r.0 == table);
+        let (Some(k), Some((_, a, b))) = (k, rows) else {
+            return Err(damaged(&self.index_path(), format!("no rows of {table}")));
+        };
+        super::columns::slice_rows(&g.tables[k], (*a, *b))
+            .map_err(|why| damaged(&self.index_path(), format!("{table}: {why}")))
+    }
+
+    /// A part's figures' bytes in the gathered figures.
+    pub(crate) fn stats(&self, f: &FileIn, at: &At) -> Result<bytes::Bytes> {
+        let g = self.gathered(f)?;
+        let (a, z) = at.stats;
+        usize::try_from(a)
+            .ok()
+            .zip(usize::try_from(z).ok())
+            .filter(|&(a, z)| a <= z && z <= g.stats.len())
+            .map(|(a, z)| g.stats.slice(a..z))
+            .ok_or_else(|| damaged(&self.index_path(), format!("no figures at {a}..{z}")))
+    }
+
+    pub(crate) fn index_path(&self) -> PathBuf {
+        self.sum.join(INDEX)
+    }
+
+    /// Reads, checks and decodes the gathered files, in parallel, for the
+    /// lean load about to read its ranks (counting their bytes in
+    /// `counter`): else the first rank read decodes them alone while the
+    /// others wait.
+    pub fn gather(&self, counter: &std::sync::atomic::AtomicU64) -> Result<()> {
+        // No rank small enough to be gathered: nothing to read.
+        if self.index.files.is_empty() {
+            return Ok(());
+        }
+        if self.gathered.get().is_none() {
+            let path = self.index_path();
+            let f = FileIn {
+                path: &path,
+                rank: None,
+                counter,
+                cpu_ranges: false,
+            };
+            let files: Vec<Result<Got>> = (0..=GATHERED.len())
+                .into_par_iter()
+                .map(|k| self.read_one(&f, k))
+                .collect();
+            // Set here, outside any wait: a rank that came first made its own.
+            let _ = self.gathered.set(gathered_of(&path, files));
+        }
+        self.gathered(&FileIn {
+            path: &self.index_path(),
+            rank: None,
+            counter,
+            cpu_ranges: false,
+        })
+        .map(|_| ())
+    }
+
+    /// The gathered files, read, checked (size and hash) and decoded once:
+    /// by [`Reduce::gather`], or else here by the first caller while the
+    /// others wait. (Not in parallel here: a rayon worker waiting inside
+    /// its own `OnceLock` could be handed the load of another rank, which
+    /// waits on it.)
+    fn gathered(&self, f: &FileIn) -> Result<&Gathered> {
+        let got = self.gathered.get_or_init(|| {
+            gathered_of(
+                &self.index_path(),
+                (0..=GATHERED.len()).map(|k| self.read_one(f, k)).collect(),
+            )
+        });
+        got.as_ref().map_err(|(path, why)| Error::NotATrace {
+            path: path.clone(),
+            why: why.clone(),
+        })
+    }
+
+    /// Gathered file `k`: table `GATHERED[k]`, decoded, or past them the
+    /// figures' bytes.
+    fn read_one(&self, f: &FileIn, k: usize) -> Result<Got> {
+        let rel = match GATHERED.get(k) {
+            Some(table) => format!("{REDUCE}/{table}.parquet"),
+            None => format!("{REDUCE}/{STATS}.json"),
+        };
+        let listed = (self.index.files.iter())
+            .find(|x| x.0 == rel)
+            .ok_or_else(|| damaged(&self.index_path(), format!("{rel} not among its files")))?;
+        let path = crate::confined::inside(&self.sum, &rel)
+            .map_err(|why| damaged(&self.index_path(), why))?;
+        let bytes = super::listed::checked(f, &path, listed)?;
+        Ok(match GATHERED.get(k) {
+            Some(table) => {
+                let size = bytes.len() as u64;
+                Got::Table(
+                    super::columns::decode(bytes, size, table)
+                        .map_err(|why| damaged(&path, why))?,
+                )
+            }
+            None => Got::Stats(bytes),
+        })
+    }
+}
+
+/// One gathered file, read.
+enum Got {
+    Table(Vec<RecordBatch>),
+    Stats(bytes::Bytes),
+}
+
+/// The gathered files from each one's reading (in [`Reduce::read_one`]'s
+/// order), or the first one's error, as its path (else the `index`'s) and
+/// why.
+fn gathered_of(
+    index: &Path,
+    files: Vec<Result<Got>>,
+) -> std::result::Result<Gathered, (PathBuf, String)> {
+    let mut tables = Vec::with_capacity(GATHERED.len());
+    let mut stats = None;
+    for got in files {
+        match got {
+            Ok(Got::Table(t)) => tables.push(t),
+            Ok(Got::Stats(b)) => stats = Some(b),
+            Err(Error::NotATrace { path, why }) => return Err((path, why)),
+            Err(e) => return Err((index.to_owned(), e.to_string())),
+        }
+    }
+    match stats {
+        Some(stats) if tables.len() == GATHERED.len() => Ok(Gathered { tables, stats }),
+        _ => Err((
+            index.to_owned(),
+            "damaged summary (a gathered file is missing)".into(),
+        )),
+    }
+}
+
+/// An entry file's size and modification time, of the file itself (a
+/// link has its own: never the entry's).
+fn stamp(path: &Path) -> std::io::Result<(u64, u64)> {
+    let crate::discover::Stamp { size, mtime_ns } =
+        crate::discover::Stamp::of(&std::fs::symlink_metadata(path)?);
+    Ok((size, mtime_ns))
+}
+
+/// Removes the index (see the module's doc), when it is one: every
+/// `summarize` does before writing an entry.
+pub(crate) fn forget(out: &Path) {
+    crate::confined::remove_own(out, INDEX, MAX_INDEX, |bytes| {
+        serde_json::from_slice::<Head>(bytes).is_ok()
+    });
+}
+
+/// An index's first field: enough to know one.
+#[derive(Deserialize)]
+struct Head {
+    #[allow(dead_code)]
+    ccl_bench_reduce: u32,
+}
+
+/// Writes the index of the whole summary `out`, and the small ranks'
+/// tables gathered: after every entry is written, by the task that writes
+/// the whole summary. Nothing is written where an entry or pack cannot be
+/// read as written (the open then reads the entries, and says why).
+pub(crate) fn write(out: &Path) -> Result<()> {
+    let (m, m_hash): (Manifest, u64) = manifest::read_json_hashed(&out.join(MANIFEST))?;
+    let mut entries = Vec::new();
+    for name in m.inputs.iter().filter_map(|i| i.entry.as_ref()) {
+        if !manifest::safe_name(name) {
+            return Err(damaged(&out.join(MANIFEST), format!("entry name {name}")));
+        }
+        let path = out.join(ENTRIES).join(name);
+        let (entry, hash): (Entry, u64) = manifest::read_json_hashed(&path)?;
+        entries.push(Indexed {
+            name: name.clone(),
+            xxh3: format!("{hash:016x}"),
+            stamp: stamp(&path).map_err(|source| Error::Io {
+                path: path.clone(),
+                source,
+            })?,
+            at: vec![None; entry.parts.len()],
+            entry,
+        });
+    }
+    // The packs whose files are all small, each read once.
+    let mut packs: Vec<&str> = Vec::new();
+    for e in &entries {
+        for p in &e.entry.parts {
+            if small(&e.entry, &p.pack) && !packs.contains(&p.pack.as_str()) {
+                packs.push(&p.pack);
+            }
+        }
+    }
+    let decoded: Vec<(String, Pack)> = packs
+        .par_iter()
+        .map(|&pack| {
+            let e = (entries.iter())
+                .find(|e| e.entry.parts.iter().any(|p| p.pack == pack))
+                .expect("a pack comes from an entry");
+            Ok((pack.to_owned(), Pack::read(out, &e.entry, pack)?))
+        })
+        .collect::<Result<_>>()?;
+    let decoded: HashMap<String, Pack> = decoded.into_iter().collect();
+    let mut tables: Vec<Vec<RecordBatch>> = vec![Vec::new(); GATHERED.len()];
+    let mut rows = [0u64; GATHERED.len()];
+    let mut stats = Vec::new();
+    for e in &mut entries {
+        for (p, at) in e.entry.parts.iter().zip(&mut e.at) {
+            let Some(pack) = decoded.get(&p.pack) else {
+                continue;
+            };
+            let mut mine = Vec::with_capacity(GATHERED.len());
+            for (k, table) in GATHERED.into_iter().enumerate() {
+                let (_, a, b) = (p.rows.iter()).find(|r| r.0 == table).ok_or_else(|| {
+                    damaged(
+                        &out.join(ENTRIES).join(&e.name),
+                        format!("no rows of {table}"),
+                    )
+                })?;
+                let got = super::columns::slice_rows(&pack.tables[k], (*a, *b))
+                    .map_err(|why| damaged(&out.join(ENTRIES).join(&e.name), why))?;
+                let n: u64 = got.iter().map(|b| b.num_rows() as u64).sum();
+                mine.push((table.to_owned(), rows[k], rows[k] + n));
+                rows[k] += n;
+                tables[k].extend(got);
+            }
+            let one = usize::try_from(p.stats.0)
+                .ok()
+                .zip(usize::try_from(p.stats.1).ok())
+                .and_then(|(a, z)| pack.stats.get(a..z))
+                .ok_or_else(|| damaged(&out.join(ENTRIES).join(&e.name), "no figures"))?;
+            stats.push(if stats.is_empty() { b'[' } else { b',' });
+            let a = stats.len() as u64;
+            stats.extend_from_slice(one);
+            *at = Some(At {
+                rows: mine,
+                stats: (a, stats.len() as u64),
+            });
+        }
+    }
+    let mut files = Vec::new();
+    if stats.is_empty() {
+        remove_gathered(out);
+    } else {
+        stats.push(b']');
+        for (table, batches) in GATHERED.iter().zip(&mut tables) {
+            // A table no rank has a row of (annotations, often) is written
+            // with its columns alone.
+            if batches.is_empty() {
+                let schema = super::columns::schema_of(table).expect("a gathered table's schema");
+                batches.push(RecordBatch::new_empty(schema));
+            }
+            let rel = format!("{REDUCE}/{table}.parquet");
+            let path = super::placed::place(out, &rel)?;
+            super::placed::write_parquet(&path, batches, REDUCE, super::placed::Codec::Plain)?;
+            files.push(super::placed::written(out, rel)?);
+        }
+        let rel = format!("{REDUCE}/{STATS}.json");
+        crate::atomic::write(&super::placed::place(out, &rel)?, &stats)?;
+        files.push(super::placed::written(out, rel)?);
+    }
+    let index = Index {
+        ccl_bench_reduce: LAYOUT,
+        manifest: format!("{m_hash:016x}"),
+        entries,
+        files,
+    };
+    let path = super::placed::place(out, INDEX)?;
+    super::placed::make_parent(&path)?;
+    manifest::write_json(&path, &index)
+}
+
+/// Removes gathered files a summary of small ranks left, once none is
+/// gathered: regular files of the names written, and of a gathered file's
+/// content (a Parquet file with this layout's mark, or a JSON list).
+fn remove_gathered(out: &Path) {
+    for rel in lean_files_in(REDUCE) {
+        crate::confined::remove_own(out, &rel, MAX_INDEX, |bytes| {
+            if rel.ends_with(".json") {
+                serde_json::from_slice::<Vec<&serde_json::value::RawValue>>(bytes).is_ok()
+            } else {
+                bytes.starts_with(b"PAR1")
+                    && bytes.ends_with(b"PAR1")
+                    && (bytes.windows(b"ccl_bench.summary".len()))
+                        .any(|w| w == b"ccl_bench.summary")
+            }
+        });
+    }
+}
+
+/// The gathered files' paths in the folder `dir`.
+fn lean_files_in(dir: &str) -> Vec<String> {
+    (GATHERED.iter())
+        .map(|t| format!("{dir}/{t}.parquet"))
+        .chain([format!("{dir}/{STATS}.json")])
+        .collect()
+}
+
+/// Whether every file of `pack` that a first open reads is small.
+fn small(e: &Entry, pack: &str) -> bool {
+    (lean_files(pack).iter())
+        .all(|rel| (e.files.iter()).any(|(r, size, _)| r == rel && *size <= SMALL))
+}
+
+/// The files of `pack` a first open reads, [`GATHERED`] then the figures.
+fn lean_files(pack: &str) -> Vec<String> {
+    (GATHERED.iter())
+        .map(|t| format!("{t}/{pack}.parquet"))
+        .chain([format!("{STATS}/{pack}.json")])
+        .collect()
+}
+
+/// A pack's gathered tables, decoded whole, and its figures' bytes.
+struct Pack {
+    tables: Vec<Vec<RecordBatch>>,
+    stats: bytes::Bytes,
+}
+
+impl Pack {
+    fn read(out: &Path, e: &Entry, pack: &str) -> Result<Pack> {
+        let counter = std::sync::atomic::AtomicU64::new(0);
+        let mut files = lean_files(pack).into_iter().map(|rel| {
+            let listed = (e.files.iter())
+                .find(|x| x.0 == rel)
+                .ok_or_else(|| damaged(&out.join(MANIFEST), format!("{rel} not listed")))?;
+            let path = crate::confined::inside(out, &rel).map_err(|why| damaged(out, why))?;
+            let f = FileIn {
+                path: &path,
+                rank: None,
+                counter: &counter,
+                cpu_ranges: false,
+            };
+            Ok((path.clone(), super::listed::checked(&f, &path, listed)?))
+        });
+        let mut tables = Vec::with_capacity(GATHERED.len());
+        for table in GATHERED {
+            let (path, bytes) = files.next().expect("a file per table")?;
+            let size = bytes.len() as u64;
+            tables.push(
+                super::columns::decode(bytes, size, table).map_err(|why| damaged(&path, why))?,
+            );
+        }
+        let (_, stats) = files.next().expect("the figures' file")?;
+        Ok(Pack { tables, stats })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::discover::Pick;
+    use crate::summary::write::{summarize, Options};
+    use crate::summary::Shard;
+
+    /// Six ranks of the synthetic run, summarized whole (or as `shard`).
+    fn summarized(traces: &Path, sum: &Path, shard: Shard) {
+        let opts = Options {
+            out: sum.to_owned(),
+            shard,
+            only: Vec::new(),
+            pick: Pick::default(),
+            formats: crate::formats::FORMATS,
+        };
+        summarize(traces, &opts).expect("the synthetic run summarizes");
+    }
+
+    fn traces() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        let run = crate::synth::training_run(&crate::synth::RunShape {
+            ranks: 6,
+            steps: 3,
+            ..Default::default()
+        });
+        for (i, r) in run.iter().enumerate() {
+            std::fs::write(dir.path().join(format!("rank{i}_trace.json")), r.to_json()).unwrap();
+        }
+        dir
+    }
+
+    fn opened(sum: &Path) -> super::super::open::Opened {
+        super::super::open::discover(sum, Pick::default(), crate::formats::FORMATS, None)
+            .expect("the summary opens")
+    }
+
+    /// Every rank's lean timeline and figures, as `Debug` text.
+    fn lean(o: &super::super::open::Opened) -> Vec<String> {
+        let counter = std::sync::atomic::AtomicU64::new(0);
+        (o.discovery.inputs.iter())
+            .flat_map(|i| {
+                let f = FileIn {
+                    path: &i.path,
+                    rank: i.rank,
+                    counter: &counter,
+                    cpu_ranges: false,
+                };
+                super::super::read::lean_timelines(&f, o.reduce.as_deref()).expect("a rank reads")
+            })
+            .map(|((rank, file), stats)| {
+                // Less the interner's map, whose order is the hasher's.
+                let t = format!("{:?}", file.timeline);
+                let (a, b) = (t.find("ids: {").unwrap(), t.find("}, strings: [").unwrap());
+                format!("{rank:?} {}{} {stats:?}", &t[..a], &t[b..])
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_index_stands_for_the_entries_and_a_share_removes_it() {
+        let dir = traces();
+        let out = tempfile::tempdir().unwrap();
+        let sum = out.path().join("s");
+        summarized(dir.path(), &sum, Shard::default());
+        let with = opened(&sum);
+        let r = with.reduce.as_ref().expect("a whole summary has an index");
+        // Small ranks: each was gathered, and each part is read from there.
+        assert_eq!(r.index.entries.len(), 6);
+        assert!((r.index.entries.iter()).all(|e| e.at.iter().all(Option::is_some)));
+        assert_eq!(r.index.files.len(), GATHERED.len() + 1);
+        let from_index = lean(&with);
+        assert_eq!(from_index.len(), 6);
+
+        // Without it, the entries give the same ranks and the same digest
+        // (the results kept for one are the other's).
+        std::fs::rename(sum.join(INDEX), out.path().join("index.json")).unwrap();
+        let without = opened(&sum);
+        assert!(without.reduce.is_none());
+        assert_eq!(without.digest, with.digest);
+        assert_eq!(lean(&without), from_index);
+
+        // An index of another manifest is not read.
+        let mut m: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(sum.join(MANIFEST)).unwrap()).unwrap();
+        std::fs::rename(out.path().join("index.json"), sum.join(INDEX)).unwrap();
+        m["tool"] = "another".into();
+        std::fs::write(sum.join(MANIFEST), m.to_string()).unwrap();
+        assert!(opened(&sum).reduce.is_none());
+
+        // A share rewrites entries: it removes the index first, and the
+        // whole summarize after it makes it again.
+        summarized(dir.path(), &sum, Shard { index: 0, count: 2 });
+        assert!(!sum.join(INDEX).exists());
+        assert!(opened(&sum).reduce.is_none());
+        summarized(dir.path(), &sum, Shard::default());
+        assert_eq!(lean(&opened(&sum)), from_index);
+    }
+
+    #[test]
+    fn a_damaged_gathered_table_is_refused_with_its_name() {
+        let dir = traces();
+        let out = tempfile::tempdir().unwrap();
+        let sum = out.path().join("s");
+        summarized(dir.path(), &sum, Shard::default());
+        let comm = sum.join(REDUCE).join("comm.parquet");
+        let size = std::fs::metadata(&comm).unwrap().len() as usize;
+        std::fs::write(&comm, vec![0x5a; size]).unwrap();
+        let o = opened(&sum);
+        let counter = std::sync::atomic::AtomicU64::new(0);
+        let e = o
+            .reduce
+            .as_ref()
+            .unwrap()
+            .gather(&counter)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("reduce/comm.parquet") && e.contains("damaged summary"),
+            "{e}"
+        );
+        // And so is each rank read after it.
+        let i = &o.discovery.inputs[0];
+        let f = FileIn {
+            path: &i.path,
+            rank: i.rank,
+            counter: &counter,
+            cpu_ranges: false,
+        };
+        let e = super::super::read::lean_timelines(&f, o.reduce.as_deref())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("reduce/comm.parquet"), "{e}");
+    }
+
+    #[test]
+    fn rows_past_the_gathered_tables_are_refused() {
+        let dir = traces();
+        let out = tempfile::tempdir().unwrap();
+        let sum = out.path().join("s");
+        summarized(dir.path(), &sum, Shard::default());
+        let text = std::fs::read_to_string(sum.join(INDEX)).unwrap();
+        let edit = |f: &dyn Fn(&mut serde_json::Value)| {
+            let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+            f(&mut v["entries"][2]["at"][0]);
+            std::fs::write(sum.join(INDEX), v.to_string()).unwrap();
+            let o = opened(&sum);
+            assert!(o.reduce.is_some());
+            let counter = std::sync::atomic::AtomicU64::new(0);
+            let i = &o.discovery.inputs[2];
+            let f = FileIn {
+                path: &i.path,
+                rank: i.rank,
+                counter: &counter,
+                cpu_ranges: false,
+            };
+            super::super::read::lean_timelines(&f, o.reduce.as_deref())
+                .unwrap_err()
+                .to_string()
+        };
+        let e = edit(&|at| at["rows"][4][2] = serde_json::json!(1u64 << 40));
+        assert!(
+            e.contains("damaged summary") && e.contains("of a table of"),
+            "{e}"
+        );
+        let e = edit(&|at| at["stats"] = serde_json::json!([1u64 << 40, (1u64 << 40) + 5]));
+        assert!(e.contains("no figures at"), "{e}");
+        let e = edit(&|at| at["rows"] = serde_json::json!([]));
+        assert!(e.contains("no rows of"), "{e}");
+    }
+}
