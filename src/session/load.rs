@@ -782,6 +782,9 @@ fn load(
             Ok(files)
         })
         .collect();
+    if let Some(r) = reduce {
+        r.let_go();
+    }
     let mut files: Vec<Prepared> = Vec::with_capacity(results.len());
     let mut next_device_rank = 0;
     let mut group: Vec<Ranked> = Vec::new();

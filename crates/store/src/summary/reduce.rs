@@ -16,7 +16,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex};
 
 use arrow_array::RecordBatch;
 use rayon::prelude::*;
@@ -94,8 +94,13 @@ pub struct Reduce {
     sum: PathBuf,
     index: Index,
     by_name: HashMap<String, usize>,
-    gathered: OnceLock<std::result::Result<Gathered, (PathBuf, String)>>,
+    /// Held from the lean load's [`Reduce::gather`] to its
+    /// [`Reduce::let_go`] (and made again by a later load).
+    gathered: Mutex<Option<Gotten>>,
 }
+
+/// The gathered files as read: or the first one's error, its path and why.
+type Gotten = std::result::Result<Arc<Gathered>, (PathBuf, String)>;
 
 impl std::fmt::Debug for Reduce {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -157,7 +162,7 @@ impl Reduce {
             sum: sum.to_owned(),
             index,
             by_name,
-            gathered: OnceLock::new(),
+            gathered: Mutex::new(None),
         })
     }
 
@@ -210,52 +215,63 @@ impl Reduce {
     /// Reads, checks and decodes the gathered files, in parallel, for the
     /// lean load about to read its ranks (counting their bytes in
     /// `counter`): else the first rank read decodes them alone while the
-    /// others wait.
+    /// others wait. They are held until [`Reduce::let_go`].
     pub fn gather(&self, counter: &std::sync::atomic::AtomicU64) -> Result<()> {
         // No rank small enough to be gathered: nothing to read.
         if self.index.files.is_empty() {
             return Ok(());
         }
-        if self.gathered.get().is_none() {
-            let path = self.index_path();
-            let f = FileIn {
-                path: &path,
-                rank: None,
-                counter,
-                cpu_ranges: false,
-            };
+        let path = self.index_path();
+        let f = FileIn {
+            path: &path,
+            rank: None,
+            counter,
+            cpu_ranges: false,
+        };
+        if self.held().is_none() {
             let files: Vec<Result<Got>> = (0..=GATHERED.len())
                 .into_par_iter()
                 .map(|k| self.read_one(&f, k))
                 .collect();
-            // Set here, outside any wait: a rank that came first made its own.
-            let _ = self.gathered.set(gathered_of(&path, files));
+            let mut held = self.gathered.lock().unwrap_or_else(|e| e.into_inner());
+            held.get_or_insert_with(|| gathered_of(&path, files).map(Arc::new));
         }
-        self.gathered(&FileIn {
-            path: &self.index_path(),
-            rank: None,
-            counter,
-            cpu_ranges: false,
-        })
-        .map(|_| ())
+        self.gathered(&f).map(|_| ())
     }
 
-    /// The gathered files, read, checked (size and hash) and decoded once:
-    /// by [`Reduce::gather`], or else here by the first caller while the
-    /// others wait. (Not in parallel here: a rayon worker waiting inside
-    /// its own `OnceLock` could be handed the load of another rank, which
-    /// waits on it.)
-    fn gathered(&self, f: &FileIn) -> Result<&Gathered> {
-        let got = self.gathered.get_or_init(|| {
-            gathered_of(
-                &self.index_path(),
-                (0..=GATHERED.len()).map(|k| self.read_one(f, k)).collect(),
-            )
-        });
-        got.as_ref().map_err(|(path, why)| Error::NotATrace {
-            path: path.clone(),
-            why: why.clone(),
-        })
+    /// Lets the gathered files go, once every rank is read: the timelines
+    /// hold what they took of them.
+    pub fn let_go(&self) {
+        *self.gathered.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+
+    fn held(&self) -> Option<Gotten> {
+        self.gathered
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// The gathered files, read, checked (size and hash) and decoded: by
+    /// [`Reduce::gather`], or else here by the first caller while the
+    /// others wait. (Not in parallel here: a rayon worker waiting on the
+    /// lock could be handed the load of another rank, which waits on it.)
+    fn gathered(&self, f: &FileIn) -> Result<Arc<Gathered>> {
+        let got = match self.held() {
+            Some(got) => got,
+            None => {
+                let mut held = self.gathered.lock().unwrap_or_else(|e| e.into_inner());
+                (held.get_or_insert_with(|| {
+                    gathered_of(
+                        &self.index_path(),
+                        (0..=GATHERED.len()).map(|k| self.read_one(f, k)).collect(),
+                    )
+                    .map(Arc::new)
+                }))
+                .clone()
+            }
+        };
+        got.map_err(|(path, why)| Error::NotATrace { path, why })
     }
 
     /// Gathered file `k`: table `GATHERED[k]`, decoded, or past them the
@@ -599,6 +615,13 @@ mod tests {
         assert_eq!(r.index.files.len(), GATHERED.len() + 1);
         let from_index = lean(&with);
         assert_eq!(from_index.len(), 6);
+        // Let go, gathered at once (as a load does), and read again.
+        r.let_go();
+        assert!(r.held().is_none());
+        let counter = std::sync::atomic::AtomicU64::new(0);
+        r.gather(&counter).unwrap();
+        assert!(counter.into_inner() > 0, "the gathered files' bytes are counted");
+        assert_eq!(lean(&with), from_index);
 
         // Without it, the entries give the same ranks and the same digest
         // (the results kept for one are the other's).
