@@ -620,7 +620,10 @@ mod tests {
         assert!(r.held().is_none());
         let counter = std::sync::atomic::AtomicU64::new(0);
         r.gather(&counter).unwrap();
-        assert!(counter.into_inner() > 0, "the gathered files' bytes are counted");
+        assert!(
+            counter.into_inner() > 0,
+            "the gathered files' bytes are counted"
+        );
         assert_eq!(lean(&with), from_index);
 
         // Without it, the entries give the same ranks and the same digest
