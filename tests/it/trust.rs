@@ -262,7 +262,7 @@ fn a_card_entry_is_read_only_inside_its_summary_and_as_copied() {
     .unwrap();
     // The index of entries the reduce reads is checked alike: its card
     // entry pointed outside is refused (the entry files left as written).
-    let index = sum.join("reduce/index.json");
+    let index = sum.join("reduce/index.jsonl");
     let text = std::fs::read_to_string(&index).unwrap();
     let copied = v["files"][0][0].as_str().unwrap();
     assert!(text.contains(copied), "the index holds the card entry");

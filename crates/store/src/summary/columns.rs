@@ -890,6 +890,21 @@ pub(crate) fn slice_rows(
     Ok(out)
 }
 
+/// The number of rows of each row group of a table file (its footer
+/// parsed), to decode its groups apart.
+pub(crate) fn group_rows<R: parquet::file::reader::ChunkReader + 'static>(
+    reader: &R,
+) -> Result<Vec<u64>, String> {
+    let meta = guarded(|| {
+        parquet::file::metadata::ParquetMetaDataReader::new()
+            .parse_and_finish(reader)
+            .map_err(|e| e.to_string())
+    })?;
+    (meta.row_groups().iter())
+        .map(|g| u64::try_from(g.num_rows()).map_err(|_| "a negative row count".to_owned()))
+        .collect()
+}
+
 /// Of row groups `groups` (ascending; every group when `None`), of
 /// `group_rows` rows each, those holding rows in `rows`, and which of
 /// their rows those are.

@@ -11,8 +11,8 @@
 //! too. An open finding no index, or one of another manifest or layout,
 //! reads the entries, as it does for a summary written before there was
 //! one. The per-rank files stay what a query reads: this is a copy of the
-//! small ranks' few tables (a rank's own files, over [`SMALL`], are not
-//! copied: their looks cost nothing beside their bytes).
+//! small ranks' few tables (a pack's files over [`SMALL`] are not copied:
+//! their looks cost little beside their bytes).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -31,37 +31,40 @@ use crate::source::FileIn;
 /// The folder, inside the summary.
 pub(crate) const REDUCE: &str = "reduce";
 /// The index's path in the summary.
-const INDEX: &str = "reduce/index.json";
+const INDEX: &str = "reduce/index.jsonl";
 /// The index's layout; another is not read.
 const LAYOUT: u32 = 1;
 /// The tables gathered, as a lean load names them (`comm` stands for the
 /// ops), and the figures' file after them.
 pub(crate) const GATHERED: [&str; 5] = ["names", "colls", "steps", "annotations", COMM];
-/// A pack's file larger than this is a large rank's own (see
-/// `recent::keeps`): its ranks are read from their pack.
-const SMALL: u64 = 1 << 20;
+/// A pack whose first-open files are all at most this small is gathered;
+/// the others are read from their own files. Opening, checking and
+/// decoding a table file costs about what decoding 64 KiB of it does, so
+/// larger files gain little, and one gathered table of larger ranks
+/// (8.5 MB of 64 ranks' collectives) was read and checked on one thread
+/// where the ranks' own files were read on every core: that open took 7 %
+/// longer.
+const SMALL: u64 = 64 << 10;
 /// The largest index read: entries list inputs and warnings, not events.
 const MAX_INDEX: u64 = 1 << 30;
 
-#[derive(Serialize, Deserialize)]
+/// The index: its head, then its entries. Stored as JSON lines, the head
+/// on the first and an entry on each of the others, so that the entries
+/// are parsed in parallel without a pass to find them.
 struct Index {
+    head: Head,
+    /// The manifest's inputs that have an entry, in its order.
+    entries: Vec<Indexed>,
+}
+
+/// The index's first line.
+#[derive(Serialize, Deserialize)]
+struct Head {
     /// [`LAYOUT`].
     ccl_bench_reduce: u32,
     /// The XXH3-64 of the manifest's bytes it was made beside, hex.
     manifest: String,
-    /// The manifest's inputs that have an entry, in its order.
-    entries: Vec<Indexed>,
     /// The gathered tables and figures, when any rank was gathered.
-    files: Vec<Listed>,
-}
-
-/// An [`Index`] as read, its entries not yet parsed.
-#[derive(Deserialize)]
-struct Raw<'a> {
-    ccl_bench_reduce: u32,
-    manifest: String,
-    #[serde(borrow)]
-    entries: Vec<&'a serde_json::value::RawValue>,
     files: Vec<Listed>,
 }
 
@@ -125,21 +128,18 @@ impl Reduce {
     pub(crate) fn open(sum: &Path, m: &Manifest, manifest_hash: u64) -> Option<Reduce> {
         let path = crate::confined::inside(sum, INDEX).ok()?;
         let bytes = crate::confined::read_file(&path, MAX_INDEX).ok()?;
-        // Its entries parsed in parallel: 1,024 of them take 8 ms on one core.
-        let raw: Raw = serde_json::from_slice(&bytes).ok()?;
-        if raw.ccl_bench_reduce != LAYOUT || raw.manifest != format!("{manifest_hash:016x}") {
+        let mut lines = bytes.split(|&b| b == b'\n').filter(|l| !l.is_empty());
+        let head: Head = serde_json::from_slice(lines.next()?).ok()?;
+        if head.ccl_bench_reduce != LAYOUT || head.manifest != format!("{manifest_hash:016x}") {
             return None;
         }
-        let entries: Vec<Indexed> = (raw.entries.par_iter())
-            .map(|e| serde_json::from_str(e.get()))
+        // Its entries parsed in parallel: 1,024 of them take 8 ms on one core.
+        let lines: Vec<&[u8]> = lines.collect();
+        let entries: Vec<Indexed> = (lines.par_iter())
+            .map(|l| serde_json::from_slice(l))
             .collect::<std::result::Result<_, _>>()
             .ok()?;
-        let index = Index {
-            ccl_bench_reduce: raw.ccl_bench_reduce,
-            manifest: raw.manifest,
-            entries,
-            files: raw.files,
-        };
+        let index = Index { head, entries };
         let names = m.inputs.iter().filter_map(|i| i.entry.as_ref());
         let fits = names.clone().count() == index.entries.len()
             && names.zip(&index.entries).all(|(n, e)| *n == e.name)
@@ -218,7 +218,7 @@ impl Reduce {
     /// others wait. They are held until [`Reduce::let_go`].
     pub fn gather(&self, counter: &std::sync::atomic::AtomicU64) -> Result<()> {
         // No rank small enough to be gathered: nothing to read.
-        if self.index.files.is_empty() {
+        if self.index.head.files.is_empty() {
             return Ok(());
         }
         let path = self.index_path();
@@ -229,14 +229,59 @@ impl Reduce {
             cpu_ranges: false,
         };
         if self.held().is_none() {
-            let files: Vec<Result<Got>> = (0..=GATHERED.len())
-                .into_par_iter()
-                .map(|k| self.read_one(&f, k))
-                .collect();
+            let files = self.read_apart(&f);
             let mut held = self.gathered.lock().unwrap_or_else(|e| e.into_inner());
             held.get_or_insert_with(|| gathered_of(&path, files).map(Arc::new));
         }
         self.gathered(&f).map(|_| ())
+    }
+
+    /// The gathered files read and checked in parallel, then each table's
+    /// row groups decoded in parallel: one table holds every small rank's
+    /// collectives (8.5 MB at 64 ranks), which one thread took longer to
+    /// decode than the ranks' own files on every core.
+    fn read_apart(&self, f: &FileIn) -> Vec<Result<Got>> {
+        let read: Vec<Result<(PathBuf, bytes::Bytes)>> = (0..=GATHERED.len())
+            .into_par_iter()
+            .map(|k| self.read_bytes(f, k))
+            .collect();
+        // Each table's row groups: (table, group, the table's rows).
+        let footers: Vec<Option<std::result::Result<Vec<u64>, String>>> = (read.iter())
+            .take(GATHERED.len())
+            .map(|r| r.as_ref().ok().map(|(_, b)| super::columns::group_rows(b)))
+            .collect();
+        let mut groups = Vec::new();
+        for (k, footer) in footers.iter().enumerate() {
+            if let Some(Ok(rows)) = footer {
+                let total: u64 = rows.iter().sum();
+                groups.extend((0..rows.len()).map(|g| (k, g, total)));
+            }
+        }
+        let mut decoded = (groups.par_iter())
+            .map(|&(k, g, total)| {
+                let Ok((path, bytes)) = &read[k] else {
+                    unreachable!("only the groups of tables read")
+                };
+                let size = bytes.len() as u64;
+                super::columns::decode_groups(bytes.clone(), size, GATHERED[k], vec![g], (0, total))
+                    .map_err(|why| damaged(path, why))
+            })
+            .collect::<Vec<_>>()
+            .into_iter();
+        let mut out = Vec::with_capacity(read.len());
+        for (k, r) in read.into_iter().enumerate() {
+            let got = match (r, footers.get(k)) {
+                (Err(e), _) => Err(e),
+                (Ok((_, bytes)), None) => Ok(Got::Stats(bytes)),
+                (Ok((path, _)), Some(Some(Err(why)))) => Err(damaged(&path, why)),
+                (Ok(_), Some(Some(Ok(rows)))) => (decoded.by_ref().take(rows.len()))
+                    .collect::<Result<Vec<_>>>()
+                    .map(|g| Got::Table(g.concat())),
+                (Ok(_), Some(None)) => unreachable!("a footer for every table read"),
+            };
+            out.push(got);
+        }
+        out
     }
 
     /// Lets the gathered files go, once every rank is read: the timelines
@@ -277,16 +322,7 @@ impl Reduce {
     /// Gathered file `k`: table `GATHERED[k]`, decoded, or past them the
     /// figures' bytes.
     fn read_one(&self, f: &FileIn, k: usize) -> Result<Got> {
-        let rel = match GATHERED.get(k) {
-            Some(table) => format!("{REDUCE}/{table}.parquet"),
-            None => format!("{REDUCE}/{STATS}.json"),
-        };
-        let listed = (self.index.files.iter())
-            .find(|x| x.0 == rel)
-            .ok_or_else(|| damaged(&self.index_path(), format!("{rel} not among its files")))?;
-        let path = crate::confined::inside(&self.sum, &rel)
-            .map_err(|why| damaged(&self.index_path(), why))?;
-        let bytes = super::listed::checked(f, &path, listed)?;
+        let (path, bytes) = self.read_bytes(f, k)?;
         Ok(match GATHERED.get(k) {
             Some(table) => {
                 let size = bytes.len() as u64;
@@ -297,6 +333,21 @@ impl Reduce {
             }
             None => Got::Stats(bytes),
         })
+    }
+
+    /// Gathered file `k`'s bytes (see [`Reduce::read_one`]), checked.
+    fn read_bytes(&self, f: &FileIn, k: usize) -> Result<(PathBuf, bytes::Bytes)> {
+        let rel = match GATHERED.get(k) {
+            Some(table) => format!("{REDUCE}/{table}.parquet"),
+            None => format!("{REDUCE}/{STATS}.json"),
+        };
+        let listed = (self.index.head.files.iter())
+            .find(|x| x.0 == rel)
+            .ok_or_else(|| damaged(&self.index_path(), format!("{rel} not among its files")))?;
+        let path = crate::confined::inside(&self.sum, &rel)
+            .map_err(|why| damaged(&self.index_path(), why))?;
+        let bytes = super::listed::checked(f, &path, listed)?;
+        Ok((path, bytes))
     }
 }
 
@@ -344,15 +395,9 @@ fn stamp(path: &Path) -> std::io::Result<(u64, u64)> {
 /// `summarize` does before writing an entry.
 pub(crate) fn forget(out: &Path) {
     crate::confined::remove_own(out, INDEX, MAX_INDEX, |bytes| {
-        serde_json::from_slice::<Head>(bytes).is_ok()
+        let first = bytes.split(|&b| b == b'\n').next().unwrap_or_default();
+        serde_json::from_slice::<Head>(first).is_ok()
     });
-}
-
-/// An index's first field: enough to know one.
-#[derive(Deserialize)]
-struct Head {
-    #[allow(dead_code)]
-    ccl_bench_reduce: u32,
 }
 
 /// Writes the index of the whole summary `out`, and the small ranks'
@@ -456,15 +501,25 @@ pub(crate) fn write(out: &Path) -> Result<()> {
         crate::atomic::write(&super::placed::place(out, &rel)?, &stats)?;
         files.push(super::placed::written(out, rel)?);
     }
-    let index = Index {
+    let head = Head {
         ccl_bench_reduce: LAYOUT,
         manifest: format!("{m_hash:016x}"),
-        entries,
         files,
     };
     let path = super::placed::place(out, INDEX)?;
+    let output = |e: serde_json::Error| Error::Output {
+        path: path.clone(),
+        why: e.to_string(),
+    };
+    // Compact JSON holds no raw newline: each value is one line.
+    let mut text = serde_json::to_vec(&head).map_err(output)?;
+    for e in &entries {
+        text.push(b'\n');
+        serde_json::to_writer(&mut text, e).map_err(output)?;
+    }
+    text.push(b'\n');
     super::placed::make_parent(&path)?;
-    manifest::write_json(&path, &index)
+    crate::atomic::write(&path, &text)
 }
 
 /// Removes gathered files a summary of small ranks left, once none is
@@ -612,7 +667,7 @@ mod tests {
         // Small ranks: each was gathered, and each part is read from there.
         assert_eq!(r.index.entries.len(), 6);
         assert!((r.index.entries.iter()).all(|e| e.at.iter().all(Option::is_some)));
-        assert_eq!(r.index.files.len(), GATHERED.len() + 1);
+        assert_eq!(r.index.head.files.len(), GATHERED.len() + 1);
         let from_index = lean(&with);
         assert_eq!(from_index.len(), 6);
         // Let go, gathered at once (as a load does), and read again.
@@ -695,9 +750,12 @@ mod tests {
         summarized(dir.path(), &sum, Shard::default());
         let text = std::fs::read_to_string(sum.join(INDEX)).unwrap();
         let edit = |f: &dyn Fn(&mut serde_json::Value)| {
-            let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
-            f(&mut v["entries"][2]["at"][0]);
-            std::fs::write(sum.join(INDEX), v.to_string()).unwrap();
+            // The head, then an entry a line: the third entry's.
+            let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+            let mut v: serde_json::Value = serde_json::from_str(&lines[3]).unwrap();
+            f(&mut v["at"][0]);
+            lines[3] = v.to_string();
+            std::fs::write(sum.join(INDEX), lines.join("\n")).unwrap();
             let o = opened(&sum);
             assert!(o.reduce.is_some());
             let counter = std::sync::atomic::AtomicU64::new(0);
