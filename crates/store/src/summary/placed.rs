@@ -96,3 +96,16 @@ pub(super) fn written(out: &Path, rel: String) -> Result<(String, u64, String)> 
     let hash = manifest::hash(&path)?;
     Ok((rel, size, hash))
 }
+
+/// Whether `bytes`, of the file `rel` in a summary, are of the tool's own
+/// content: a JSON list (`.json`) or a Parquet file with this layout's mark.
+/// What may be removed by name is removed only then.
+pub(super) fn ours(rel: &str, bytes: &[u8]) -> bool {
+    if rel.ends_with(".json") {
+        serde_json::from_slice::<Vec<&serde_json::value::RawValue>>(bytes).is_ok()
+    } else {
+        bytes.starts_with(b"PAR1")
+            && bytes.ends_with(b"PAR1")
+            && (bytes.windows(b"ccl_bench.summary".len())).any(|w| w == b"ccl_bench.summary")
+    }
+}

@@ -528,14 +528,7 @@ pub(crate) fn write(out: &Path) -> Result<()> {
 fn remove_gathered(out: &Path) {
     for rel in lean_files_in(REDUCE) {
         crate::confined::remove_own(out, &rel, MAX_INDEX, |bytes| {
-            if rel.ends_with(".json") {
-                serde_json::from_slice::<Vec<&serde_json::value::RawValue>>(bytes).is_ok()
-            } else {
-                bytes.starts_with(b"PAR1")
-                    && bytes.ends_with(b"PAR1")
-                    && (bytes.windows(b"ccl_bench.summary".len()))
-                        .any(|w| w == b"ccl_bench.summary")
-            }
+            super::placed::ours(&rel, bytes)
         });
     }
 }
@@ -629,6 +622,25 @@ mod tests {
         dir
     }
 
+    fn file_in<'a>(path: &'a Path, counter: &'a std::sync::atomic::AtomicU64) -> FileIn<'a> {
+        FileIn {
+            path,
+            rank: None,
+            counter,
+            cpu_ranges: false,
+        }
+    }
+
+    /// The traces, the folder holding their summary, and the summary,
+    /// written whole.
+    fn whole() -> (tempfile::TempDir, tempfile::TempDir, std::path::PathBuf) {
+        let dir = traces();
+        let out = tempfile::tempdir().unwrap();
+        let sum = out.path().join("s");
+        summarized(dir.path(), &sum, Shard::default());
+        (dir, out, sum)
+    }
+
     fn opened(sum: &Path) -> super::super::open::Opened {
         super::super::open::discover(sum, Pick::default(), crate::formats::FORMATS, None)
             .expect("the summary opens")
@@ -639,12 +651,7 @@ mod tests {
         let counter = std::sync::atomic::AtomicU64::new(0);
         (o.discovery.inputs.iter())
             .flat_map(|i| {
-                let f = FileIn {
-                    path: &i.path,
-                    rank: i.rank,
-                    counter: &counter,
-                    cpu_ranges: false,
-                };
+                let f = file_in(&i.path, &counter);
                 super::super::read::lean_timelines(&f, o.reduce.as_deref()).expect("a rank reads")
             })
             .map(|((rank, file), stats)| {
@@ -658,10 +665,7 @@ mod tests {
 
     #[test]
     fn the_index_stands_for_the_entries_and_a_share_removes_it() {
-        let dir = traces();
-        let out = tempfile::tempdir().unwrap();
-        let sum = out.path().join("s");
-        summarized(dir.path(), &sum, Shard::default());
+        let (dir, out, sum) = whole();
         let with = opened(&sum);
         let r = with.reduce.as_ref().expect("a whole summary has an index");
         // Small ranks: each was gathered, and each part is read from there.
@@ -708,10 +712,7 @@ mod tests {
 
     #[test]
     fn a_damaged_gathered_table_is_refused_with_its_name() {
-        let dir = traces();
-        let out = tempfile::tempdir().unwrap();
-        let sum = out.path().join("s");
-        summarized(dir.path(), &sum, Shard::default());
+        let (_traces, _out, sum) = whole();
         let comm = sum.join(REDUCE).join("comm.parquet");
         let size = std::fs::metadata(&comm).unwrap().len() as usize;
         std::fs::write(&comm, vec![0x5a; size]).unwrap();
@@ -730,12 +731,7 @@ mod tests {
         );
         // And so is each rank read after it.
         let i = &o.discovery.inputs[0];
-        let f = FileIn {
-            path: &i.path,
-            rank: i.rank,
-            counter: &counter,
-            cpu_ranges: false,
-        };
+        let f = file_in(&i.path, &counter);
         let e = super::super::read::lean_timelines(&f, o.reduce.as_deref())
             .unwrap_err()
             .to_string();
@@ -744,10 +740,7 @@ mod tests {
 
     #[test]
     fn rows_past_the_gathered_tables_are_refused() {
-        let dir = traces();
-        let out = tempfile::tempdir().unwrap();
-        let sum = out.path().join("s");
-        summarized(dir.path(), &sum, Shard::default());
+        let (_traces, _out, sum) = whole();
         let text = std::fs::read_to_string(sum.join(INDEX)).unwrap();
         let edit = |f: &dyn Fn(&mut serde_json::Value)| {
             // The head, then an entry a line: the third entry's.
@@ -760,12 +753,7 @@ mod tests {
             assert!(o.reduce.is_some());
             let counter = std::sync::atomic::AtomicU64::new(0);
             let i = &o.discovery.inputs[2];
-            let f = FileIn {
-                path: &i.path,
-                rank: i.rank,
-                counter: &counter,
-                cpu_ranges: false,
-            };
+            let f = file_in(&i.path, &counter);
             super::super::read::lean_timelines(&f, o.reduce.as_deref())
                 .unwrap_err()
                 .to_string()

@@ -582,17 +582,7 @@ fn collect_packs(out: &Path, m: &Manifest) {
                 continue;
             }
             let size = std::fs::symlink_metadata(f.path()).map_or(0, |m| m.len());
-            crate::confined::remove_own(out, &rel, size, |bytes| {
-                if name.ends_with(".json") {
-                    serde_json::from_slice::<Vec<&serde_json::value::RawValue>>(bytes).is_ok()
-                } else {
-                    bytes.starts_with(b"PAR1")
-                        && bytes.ends_with(b"PAR1")
-                        && bytes
-                            .windows(b"ccl_bench.summary".len())
-                            .any(|w| w == b"ccl_bench.summary")
-                }
-            });
+            crate::confined::remove_own(out, &rel, size, |bytes| super::placed::ours(&rel, bytes));
         }
     }
 }
