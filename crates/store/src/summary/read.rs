@@ -249,7 +249,7 @@ fn lean(
                 let from = if name == "ops" { COMM } else { name };
                 tables.insert(name, r.rows(f, from, at)?);
             }
-            (r.index_path(), r.stats(f, at)?, filled(f, p, &tables)?)
+            (r.stats_path(), r.stats(f, at)?, filled(f, p, &tables)?)
         }
         None => {
             let (comm_rel, stats_rel) =
@@ -262,11 +262,7 @@ fn lean(
             // The pack's timelines' figures, in a list: this part's alone is parsed.
             let bytes = checked(f, &path, stats_file)?;
             let (a, z) = p.stats;
-            let one = usize::try_from(a)
-                .ok()
-                .zip(usize::try_from(z).ok())
-                .filter(|&(a, z)| a <= z && z <= bytes.len())
-                .map(|(a, z)| bytes.slice(a..z))
+            let one = super::listed::part_of(&bytes, p.stats)
                 .ok_or_else(|| damaged(&path, format!("no figures at {a}..{z} for {}", p.stem)))?;
             (path, one, read_part(f, e, sum, p, &LEAN, COMM)?)
         }

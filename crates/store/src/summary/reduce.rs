@@ -200,12 +200,13 @@ impl Reduce {
     pub(crate) fn stats(&self, f: &FileIn, at: &At) -> Result<bytes::Bytes> {
         let g = self.gathered(f)?;
         let (a, z) = at.stats;
-        usize::try_from(a)
-            .ok()
-            .zip(usize::try_from(z).ok())
-            .filter(|&(a, z)| a <= z && z <= g.stats.len())
-            .map(|(a, z)| g.stats.slice(a..z))
+        super::listed::part_of(&g.stats, at.stats)
             .ok_or_else(|| damaged(&self.index_path(), format!("no figures at {a}..{z}")))
+    }
+
+    /// The gathered figures' file, which a part's figures are parsed from.
+    pub(crate) fn stats_path(&self) -> PathBuf {
+        self.sum.join(REDUCE).join(format!("{STATS}.json"))
     }
 
     pub(crate) fn index_path(&self) -> PathBuf {
@@ -402,8 +403,7 @@ pub(crate) fn forget(out: &Path) {
 
 /// Writes the index of the whole summary `out`, and the small ranks'
 /// tables gathered: after every entry is written, by the task that writes
-/// the whole summary. Nothing is written where an entry or pack cannot be
-/// read as written (the open then reads the entries, and says why).
+/// the whole summary.
 pub(crate) fn write(out: &Path) -> Result<()> {
     let (m, m_hash): (Manifest, u64) = manifest::read_json_hashed(&out.join(MANIFEST))?;
     let mut entries = Vec::new();
@@ -424,25 +424,19 @@ pub(crate) fn write(out: &Path) -> Result<()> {
             entry,
         });
     }
-    // The packs whose files are all small, each read once.
-    let mut packs: Vec<&str> = Vec::new();
+    // The packs whose files are all small, each read once, with an entry
+    // that lists its files. One that cannot be read as it was written is
+    // not gathered: its ranks are read from it, and its damage said, when
+    // the summary is opened.
+    let mut packs: HashMap<&str, &Entry> = HashMap::new();
     for e in &entries {
-        for p in &e.entry.parts {
-            if small(&e.entry, &p.pack) && !packs.contains(&p.pack.as_str()) {
-                packs.push(&p.pack);
-            }
+        for p in e.entry.parts.iter().filter(|p| small(&e.entry, &p.pack)) {
+            packs.entry(&p.pack).or_insert(&e.entry);
         }
     }
-    let decoded: Vec<(String, Pack)> = packs
-        .par_iter()
-        .map(|&pack| {
-            let e = (entries.iter())
-                .find(|e| e.entry.parts.iter().any(|p| p.pack == pack))
-                .expect("a pack comes from an entry");
-            Ok((pack.to_owned(), Pack::read(out, &e.entry, pack)?))
-        })
-        .collect::<Result<_>>()?;
-    let decoded: HashMap<String, Pack> = decoded.into_iter().collect();
+    let decoded: HashMap<String, Pack> = (packs.into_par_iter())
+        .filter_map(|(pack, e)| Some((pack.to_owned(), Pack::read(out, e, pack).ok()?)))
+        .collect();
     let mut tables: Vec<Vec<RecordBatch>> = vec![Vec::new(); GATHERED.len()];
     let mut rows = [0u64; GATHERED.len()];
     let mut stats = Vec::new();
@@ -466,14 +460,11 @@ pub(crate) fn write(out: &Path) -> Result<()> {
                 rows[k] += n;
                 tables[k].extend(got);
             }
-            let one = usize::try_from(p.stats.0)
-                .ok()
-                .zip(usize::try_from(p.stats.1).ok())
-                .and_then(|(a, z)| pack.stats.get(a..z))
+            let one = super::listed::part_of(&pack.stats, p.stats)
                 .ok_or_else(|| damaged(&out.join(ENTRIES).join(&e.name), "no figures"))?;
             stats.push(if stats.is_empty() { b'[' } else { b',' });
             let a = stats.len() as u64;
-            stats.extend_from_slice(one);
+            stats.extend_from_slice(&one);
             *at = Some(At {
                 rows: mine,
                 stats: (a, stats.len() as u64),
@@ -563,19 +554,13 @@ struct Pack {
 
 impl Pack {
     fn read(out: &Path, e: &Entry, pack: &str) -> Result<Pack> {
-        let counter = std::sync::atomic::AtomicU64::new(0);
         let mut files = lean_files(pack).into_iter().map(|rel| {
             let listed = (e.files.iter())
                 .find(|x| x.0 == rel)
                 .ok_or_else(|| damaged(&out.join(MANIFEST), format!("{rel} not listed")))?;
             let path = crate::confined::inside(out, &rel).map_err(|why| damaged(out, why))?;
-            let f = FileIn {
-                path: &path,
-                rank: None,
-                counter: &counter,
-                cpu_ranges: false,
-            };
-            Ok((path.clone(), super::listed::checked(&f, &path, listed)?))
+            let bytes = super::listed::as_written(&path, listed)?;
+            Ok((path, bytes))
         });
         let mut tables = Vec::with_capacity(GATHERED.len());
         for table in GATHERED {
@@ -736,6 +721,41 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("reduce/comm.parquet"), "{e}");
+    }
+
+    #[test]
+    fn a_damaged_pack_is_not_gathered_and_is_refused_where_read() {
+        let (traces, _out, sum) = whole();
+        let comm = std::fs::read_dir(sum.join(COMM))
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
+        let size = std::fs::metadata(&comm).unwrap().len() as usize;
+        std::fs::write(&comm, vec![0x5a; size]).unwrap();
+        // Its inputs unchanged, the pack is kept (of its size), and the
+        // index made again without its ranks.
+        summarized(traces.path(), &sum, Shard::default());
+        let o = opened(&sum);
+        let r = o.reduce.as_ref().expect("an index");
+        let name = comm.file_stem().unwrap().to_str().unwrap();
+        let (gathered, not): (Vec<&Indexed>, Vec<&Indexed>) =
+            (r.index.entries.iter()).partition(|e| e.entry.parts.iter().all(|p| p.pack != name));
+        // These six small ranks share one pack: none is gathered.
+        assert_eq!((not.len(), gathered.len()), (6, 0));
+        assert!(not.iter().all(|e| e.at.iter().all(Option::is_none)));
+        assert!(r.index.head.files.is_empty());
+        assert!(
+            !sum.join(REDUCE).join("comm.parquet").exists(),
+            "the old copy goes"
+        );
+        let counter = std::sync::atomic::AtomicU64::new(0);
+        let path = sum.join(ENTRIES).join(&not[0].name);
+        let e = super::super::read::lean_timelines(&file_in(&path, &counter), Some(r))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("damaged summary") && e.contains(name), "{e}");
     }
 
     #[test]
