@@ -463,9 +463,9 @@ fn name_ids(
     b: &RecordBatch,
     table: &str,
     name: &str,
-    names: &HashMap<&str, StrId>,
+    names: &Interner,
 ) -> Result<Vec<Option<StrId>>, String> {
-    enums(b, table, name, |s| names.get(s).copied())
+    enums(b, table, name, |s| names.id(s))
 }
 
 /// A text column as values of `T` (a small enum, or a name's id), each
@@ -534,26 +534,23 @@ pub fn fill(
             }
         }
     }
-    let map: HashMap<&str, StrId> = strings
-        .iter()
-        .enumerate()
-        .map(|(i, s)| (s, StrId(i as u32)))
-        .collect();
-
+    // Names are looked up in the interner's own map, not in a second one
+    // made of it.
+    let map = &strings;
     for b in get("ops") {
-        ops_of(b, &|s| map.get(s).copied(), t.ops.vec_mut())?;
+        ops_of(b, &|s| map.id(s), t.ops.vec_mut())?;
     }
 
     for b in get("colls") {
         let tb = "colls";
         let kind = enums(b, tb, "kind", CollKind::from_name)?;
-        let name = name_ids(b, tb, "name", &map)?;
+        let name = name_ids(b, tb, "name", map)?;
         let in_n = options::<UInt64Type>(b, tb, "in_nelems")?;
         let out_n = options::<UInt64Type>(b, tb, "out_nelems")?;
         let dtype = options::<UInt64Type>(b, tb, "dtype_size")?;
         let group = options::<UInt32Type>(b, tb, "group_size")?;
-        let pg_name = name_ids(b, tb, "pg_name", &map)?;
-        let pg_ranks = name_ids(b, tb, "pg_ranks", &map)?;
+        let pg_name = name_ids(b, tb, "pg_name", map)?;
+        let pg_ranks = name_ids(b, tb, "pg_ranks", map)?;
         // Absent from summaries made before they were stored.
         let has = |c: &str| b.schema().column_with_name(c).is_some();
         let seq = if has("seq") {
@@ -600,7 +597,7 @@ pub fn fill(
     let mut annotations = Vec::new();
     for b in get("annotations") {
         let tb = "annotations";
-        let name = name_ids(b, tb, "name", &map)?;
+        let name = name_ids(b, tb, "name", map)?;
         let start = values::<Int64Type>(b, tb, "start_ns")?;
         let end = values::<Int64Type>(b, tb, "end_ns")?;
         let gpu = col(b, tb, "on_gpu")?
@@ -624,7 +621,7 @@ pub fn fill(
             let tid = values::<UInt64Type>(b, tb, "tid")?;
             let start = values::<Int64Type>(b, tb, "start_ns")?;
             let dur = values::<Int64Type>(b, tb, "dur_ns")?;
-            let name = name_ids(b, tb, "name", &map)?;
+            let name = name_ids(b, tb, "name", map)?;
             let kind = enums(b, tb, "kind", cpu_kind)?;
             let depth = values::<UInt8Type>(b, tb, "depth")?;
             let parent = options::<UInt32Type>(b, tb, "parent")?;
