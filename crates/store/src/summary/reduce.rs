@@ -166,9 +166,13 @@ impl Reduce {
         })
     }
 
+    fn indexed(&self, name: &str) -> Option<&Indexed> {
+        Some(&self.index.entries[*self.by_name.get(name)?])
+    }
+
     /// The entry named `name` and the XXH3-64 of its file's bytes.
     pub(crate) fn entry(&self, name: &str) -> Option<(&Entry, Option<u64>)> {
-        let e = &self.index.entries[*self.by_name.get(name)?];
+        let e = self.indexed(name)?;
         Some((&e.entry, u64::from_str_radix(&e.xxh3, 16).ok()))
     }
 
@@ -179,12 +183,13 @@ impl Reduce {
         if path.parent()? != self.sum.join(ENTRIES) {
             return None;
         }
-        let e = &self.index.entries[*self.by_name.get(name)?];
+        let e = self.indexed(name)?;
         Some((&e.entry, &e.at))
     }
 
-    /// The rows `rows` of gathered table `table` (one of [`GATHERED`]),
-    /// read and checked on the first call.
+    /// A part's rows `at` of gathered table `table` (one of [`GATHERED`]),
+    /// the gathered files read and checked first when no load gathered
+    /// them.
     pub(crate) fn rows(&self, f: &FileIn, table: &str, at: &At) -> Result<Vec<RecordBatch>> {
         let g = self.gathered(f)?;
         let k = GATHERED.iter().position(|&t| t == table);
@@ -238,9 +243,9 @@ impl Reduce {
     }
 
     /// The gathered files read and checked in parallel, then each table's
-    /// row groups decoded in parallel: one table holds every small rank's
-    /// collectives (8.5 MB at 64 ranks), which one thread took longer to
-    /// decode than the ranks' own files on every core.
+    /// row groups (64 Ki rows each) decoded in parallel: one table holds
+    /// every small rank's collectives, and one thread decoding it would
+    /// leave the other cores idle.
     fn read_apart(&self, f: &FileIn) -> Vec<Result<Got>> {
         let read: Vec<Result<(PathBuf, bytes::Bytes)>> = (0..=GATHERED.len())
             .into_par_iter()
