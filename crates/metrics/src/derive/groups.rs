@@ -104,13 +104,19 @@ pub(crate) fn infer(trace: &Trace) -> Vec<GroupInfo> {
         // A rank's ops gathered by group first (kinds, and the first rank
         // list that parses, each list parsed once): the run's map is
         // visited once per group a rank issues in, not once per op.
-        type Mine = (BTreeSet<CollKind>, Option<Vec<u32>>);
+        // A group whose list an earlier rank gave is not parsed again: at
+        // 1,024 ranks, every rank states the same list of 1,024.
+        type Mine = (BTreeSet<CollKind>, Option<Vec<u32>>, bool);
         let mut mine: foldhash::HashMap<&str, Mine> = Default::default();
         let mut parsed = std::collections::HashMap::new();
         for op in t.ops.iter().filter(|o| o.is_comm() && o.is_kernel()) {
-            let m = mine.entry(group_of(t, op)).or_default();
+            let g = group_of(t, op);
+            let m = mine.entry(g).or_insert_with(|| {
+                let listed = seen.get(g).is_some_and(|s| s.listed.is_some());
+                (BTreeSet::new(), None, listed)
+            });
             m.0.extend(op.coll);
-            if m.1.is_none() {
+            if m.1.is_none() && !m.2 {
                 m.1 = t.coll_meta(op).and_then(|m| m.pg_ranks).and_then(|id| {
                     parsed
                         .entry(id)
@@ -119,7 +125,7 @@ pub(crate) fn infer(trace: &Trace) -> Vec<GroupInfo> {
                 });
             }
         }
-        for (g, (kinds, listed)) in mine {
+        for (g, (kinds, listed, _)) in mine {
             let s = seen.entry(g.to_owned()).or_insert_with(|| Seen {
                 desc: None,
                 listed: None,
