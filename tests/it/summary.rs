@@ -322,7 +322,7 @@ fn a_damaged_table_is_refused_with_its_name() {
     std::fs::write(&gathered, kept).unwrap();
     assert!(metric(&sum, "avg_step_time").status.success());
     // ...and, without the index, each rank's own.
-    std::fs::remove_file(sum.join("reduce/index.jsonl")).unwrap();
+    std::fs::remove_file(sum.join("reduce/index.bin")).unwrap();
     spoil(&first("comm"));
     refused(metric(&sum, "avg_step_time"));
     spoil(&first("stats"));

@@ -262,15 +262,17 @@ fn a_card_entry_is_read_only_inside_its_summary_and_as_copied() {
     .unwrap();
     // The index of entries the reduce reads is checked alike: its card
     // entry pointed outside is refused (the entry files left as written).
-    let index = sum.join("reduce/index.jsonl");
-    let text = std::fs::read_to_string(&index).unwrap();
+    // (Postcard: a text is its length, one byte under 128, then its bytes.)
+    let index = sum.join("reduce/index.bin");
+    let text = std::fs::read(&index).unwrap();
     let copied = v["files"][0][0].as_str().unwrap();
-    assert!(text.contains(copied), "the index holds the card entry");
-    std::fs::write(
-        &index,
-        text.replace(copied, "../outside/workload_card.yaml"),
-    )
-    .unwrap();
+    let stated = |s: &str| [&[s.len() as u8][..], s.as_bytes()].concat();
+    let (from, to) = (stated(copied), stated("../outside/workload_card.yaml"));
+    let at = (text.windows(from.len()))
+        .position(|w| w == from)
+        .expect("the index holds the card entry");
+    let crafted = [&text[..at], &to, &text[at + from.len()..]].concat();
+    std::fs::write(&index, crafted).unwrap();
     let o = mfu(&sum);
     assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
     assert!(stderr(&o).contains("not a path inside"), "{}", stderr(&o));

@@ -254,7 +254,8 @@ impl RankPages {
             .map_err(|e| damaged(path, e))?;
         let mut ops = Vec::new();
         for b in &batches {
-            columns::ops_of(b, &|s| t.strings.id(s), &mut ops).map_err(|e| damaged(path, e))?;
+            columns::ops_of(&columns::Rows::whole(b), &|s| t.strings.id(s), &mut ops)
+                .map_err(|e| damaged(path, e))?;
         }
         for o in &mut ops {
             o.meta = Slot::NONE;

@@ -100,8 +100,14 @@ pub(super) fn written(out: &Path, rel: String) -> Result<(String, u64, String)> 
 /// Whether `bytes`, of the file `rel` in a summary, are of the tool's own
 /// content: a JSON list (`.json`) or a Parquet file with this layout's mark.
 /// What may be removed by name is removed only then.
+/// The first bytes of a file of ours in an encoding that does not say
+/// what it is (the reduce's index and gathered figures, in postcard).
+pub(super) const MARK: &[u8] = b"ccl-bench summary\0";
+
 pub(super) fn ours(rel: &str, bytes: &[u8]) -> bool {
-    if rel.ends_with(".json") {
+    if rel.ends_with(".bin") {
+        bytes.starts_with(MARK)
+    } else if rel.ends_with(".json") {
         serde_json::from_slice::<Vec<&serde_json::value::RawValue>>(bytes).is_ok()
     } else {
         bytes.starts_with(b"PAR1")

@@ -7,6 +7,7 @@ use std::sync::atomic::Ordering;
 
 use arrow_array::RecordBatch;
 
+use super::columns::Rows;
 use super::listed::{checked, Listed};
 use super::manifest::{self, damaged, Entry, Part};
 use super::reduce::{At, Reduce};
@@ -203,13 +204,16 @@ fn read_part(
         let rows = rows_of(f, p, from)?;
         tables.insert(name, part_rows(f, sum, listed(f, e, &rel)?, from, rows)?);
     }
-    filled(f, p, &tables)
+    let rows = (tables.iter())
+        .map(|(&name, all)| (name, all.iter().map(Rows::whole).collect()))
+        .collect();
+    filled(f, p, &rows)
 }
 
 /// A part's timeline: its scalars, then its `tables` read back.
-fn filled(f: &FileIn, p: &Part, tables: &HashMap<&str, Vec<RecordBatch>>) -> Result<RankTimeline> {
+fn filled(f: &FileIn, p: &Part, tables: &HashMap<&str, Vec<Rows>>) -> Result<RankTimeline> {
     let mut t = scalars(p).map_err(|why| damaged(f.path, why))?;
-    super::columns::fill(&mut t, tables, &p.threads)
+    super::columns::fill_rows(&mut t, tables, &p.threads)
         .map_err(|why| damaged(f.path, format!("{}: {why}", p.stem)))?;
     Ok(t)
 }
@@ -242,14 +246,15 @@ fn lean(
     gathered: Option<(&Reduce, &At)>,
 ) -> Result<Option<Lean>> {
     use super::stats::{COMM, STATS};
-    let (path, one, mut t) = match gathered {
+    let (path, stored, mut t) = match gathered {
         Some((r, at)) => {
+            let g = r.gathered(f)?;
             let mut tables = HashMap::new();
             for name in LEAN {
                 let from = if name == "ops" { COMM } else { name };
-                tables.insert(name, r.rows(f, from, at)?);
+                tables.insert(name, r.rows(&g, from, at)?);
             }
-            (r.stats_path(), r.stats(f, at)?, filled(f, p, &tables)?)
+            (r.stats_path(), r.stats(&g, at)?, filled(f, p, &tables)?)
         }
         None => {
             let (comm_rel, stats_rel) =
@@ -264,11 +269,11 @@ fn lean(
             let (a, z) = p.stats;
             let one = super::listed::part_of(&bytes, p.stats)
                 .ok_or_else(|| damaged(&path, format!("no figures at {a}..{z} for {}", p.stem)))?;
-            (path, one, read_part(f, e, sum, p, &LEAN, COMM)?)
+            let stored: super::stats::Stored =
+                serde_json::from_slice(&one).map_err(|e| damaged(&path, e))?;
+            (path, stored, read_part(f, e, sum, p, &LEAN, COMM)?)
         }
     };
-    let stored: super::stats::Stored =
-        serde_json::from_slice(&one).map_err(|e| damaged(&path, e))?;
     let Some(stats) = super::stats::from_stored(stored, t.rank, t.strings.len())
         .map_err(|why| damaged(&path, why))?
     else {

@@ -48,10 +48,12 @@ pub struct Stored {
     copied: (u64, Ns),
     device_window: Option<(Ns, Ns)>,
     /// First kernel start to last kernel end (absent from older files).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Written even when empty, as every field: the reduce's gathered
+    /// copy is in an encoding that does not name its fields.
+    #[serde(default)]
     kernel_window: Option<(Ns, Ns)>,
     /// `RedistributeBackward` CPU ops (absent from older files: none).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default)]
     iteration_marks: Vec<(Ns, Ns)>,
     window: Vec<(Ns, Ns)>,
     /// busy, comm, compute, compute or memory, comm under compute, exposed
@@ -69,7 +71,7 @@ pub struct Stored {
     kernel_names: Vec<(u32, String, String, u64, Ns, Ns)>,
     kernel_classes: Vec<(u64, Ns, Ns)>,
     /// Per step, the device hull of its ops (absent from older files).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     step_hulls: Option<Vec<Option<(Ns, Ns)>>>,
 }
 
