@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::model::card::Parallelism;
 use crate::model::collectives::{group_of, DEFAULT};
-use crate::model::{CollKind, Trace};
+use crate::model::{CollKind, StrId, Trace};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Role {
@@ -100,32 +100,44 @@ pub(crate) fn infer(trace: &Trace) -> Vec<GroupInfo> {
         kinds: BTreeSet<CollKind>,
     }
     let mut seen: BTreeMap<String, Seen> = BTreeMap::new();
+    // Each distinct list parsed once in the run: every rank of a group
+    // states it (1,024 ranks: 1,024 times 5 kB, cut short or not).
+    let mut by_text: foldhash::HashMap<&str, Option<Vec<u32>>> = Default::default();
     for t in &trace.ranks {
         // A rank's ops gathered by group first (kinds, and the first rank
-        // list that parses, each list parsed once): the run's map is
-        // visited once per group a rank issues in, not once per op.
-        // A group whose list an earlier rank gave is not parsed again: at
-        // 1,024 ranks, every rank states the same list of 1,024.
-        type Mine = (BTreeSet<CollKind>, Option<Vec<u32>>, bool);
+        // list that parses): the run's map is visited once per group a rank
+        // issues in, not once per op. A group whose list an earlier rank
+        // gave is not looked up again, nor the same list twice in a row.
+        struct Mine {
+            kinds: Vec<CollKind>,
+            listed: Option<Vec<u32>>,
+            done: bool,
+            tried: Option<StrId>,
+        }
         let mut mine: foldhash::HashMap<&str, Mine> = Default::default();
-        let mut parsed = std::collections::HashMap::new();
         for op in t.ops.iter().filter(|o| o.is_comm() && o.is_kernel()) {
             let g = group_of(t, op);
-            let m = mine.entry(g).or_insert_with(|| {
-                let listed = seen.get(g).is_some_and(|s| s.listed.is_some());
-                (BTreeSet::new(), None, listed)
+            let m = mine.entry(g).or_insert_with(|| Mine {
+                kinds: Vec::new(),
+                listed: None,
+                done: seen.get(g).is_some_and(|s| s.listed.is_some()),
+                tried: None,
             });
-            m.0.extend(op.coll);
-            if m.1.is_none() && !m.2 {
-                m.1 = t.coll_meta(op).and_then(|m| m.pg_ranks).and_then(|id| {
-                    parsed
-                        .entry(id)
-                        .or_insert_with(|| parse_ranks(t.name(id)))
-                        .clone()
-                });
+            if let Some(k) = op.coll.filter(|k| !m.kinds.contains(k)) {
+                m.kinds.push(k);
             }
+            let id = t.coll_meta(op).and_then(|c| c.pg_ranks);
+            if m.done || id.is_none() || id == m.tried {
+                continue;
+            }
+            m.tried = id;
+            let text = id.map_or("", |id| t.name(id));
+            m.listed = (by_text.entry(text))
+                .or_insert_with(|| parse_ranks(text))
+                .clone();
+            m.done = m.listed.is_some();
         }
-        for (g, (kinds, listed, _)) in mine {
+        for (g, Mine { kinds, listed, .. }) in mine {
             let s = seen.entry(g.to_owned()).or_insert_with(|| Seen {
                 desc: None,
                 listed: None,
