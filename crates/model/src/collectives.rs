@@ -985,17 +985,29 @@ impl<T: Unset> BySeq<T> {
     /// in op order.
     pub(crate) fn walk<'t>(&self, t: &'t super::RankTimeline, mut f: impl FnMut(&'t DeviceOp, T)) {
         // Per channel: the rank's calls in it so far, the calls it made
-        // before the others' traces begin, and the channel's values; one
-        // lookup per op.
+        // before the others' traces begin, and the channel's values. An
+        // op's channel follows from its collective record, so each record's
+        // is found once (a rank has a few records and thousands of ops).
         type Channel<'a, T> = (usize, usize, Option<&'a [T]>);
-        let mut seen: HashMap<std::borrow::Cow<'t, str>, Channel<'_, T>> = HashMap::new();
+        let mut channels: Vec<Channel<'_, T>> = Vec::new();
+        let mut named: HashMap<std::borrow::Cow<'t, str>, usize> = HashMap::new();
+        // By record, and for ops without one (the last place).
+        let mut of_record = vec![usize::MAX; t.colls.len() + 1];
         for op in t.ops.iter().filter(|op| op.is_comm() && op.is_kernel()) {
-            let (at, lead, values) = seen.entry(channel_of(t, op)).or_insert_with_key(|g| {
-                let lead = (self.leads.get(&**g))
-                    .and_then(|l| l.iter().find(|l| l.0 == t.rank))
-                    .map_or(0, |l| l.1 as usize);
-                (0, lead, self.by_group.get(&**g).map(Vec::as_slice))
-            });
+            let record = (op.meta.get().map(|m| m as usize))
+                .filter(|&m| m < t.colls.len())
+                .unwrap_or(t.colls.len());
+            if of_record[record] == usize::MAX {
+                let n = channels.len();
+                of_record[record] = *named.entry(channel_of(t, op)).or_insert_with_key(|g| {
+                    let lead = (self.leads.get(&**g))
+                        .and_then(|l| l.iter().find(|l| l.0 == t.rank))
+                        .map_or(0, |l| l.1 as usize);
+                    channels.push((0, lead, self.by_group.get(&**g).map(Vec::as_slice)));
+                    n
+                });
+            }
+            let (at, lead, values) = &mut channels[of_record[record]];
             let value = (at.checked_sub(*lead))
                 .and_then(|p| (*values)?.get(p).copied())
                 .filter(|&v| v != T::UNSET);
