@@ -12,7 +12,7 @@ use super::outcome::Outcome;
 use crate::derive::instances::{fits, FitRow};
 use crate::model::collectives::group_of;
 use crate::model::time::ns_to_s;
-use crate::model::{DeviceOp, Ns, RankTimeline, StrId};
+use crate::model::{DeviceOp, Ns, RankTimeline};
 
 const NO_COMM: &str = "the trace has no communication kernels";
 const NO_MATCHES: &str =
@@ -108,8 +108,9 @@ struct LabelSums<'a> {
     labels: &'a Labels,
     t: &'a RankTimeline,
     sums: Vec<Ns>,
-    /// Label by the op's group id: one lookup per group, not per op.
-    index: foldhash::HashMap<Option<StrId>, usize>,
+    /// Label by the op's collective record (the last place: ops without
+    /// one), found once per record: a rank has a few and thousands of ops.
+    index: Vec<usize>,
 }
 
 impl<'a> LabelSums<'a> {
@@ -118,16 +119,20 @@ impl<'a> LabelSums<'a> {
             labels,
             t,
             sums: vec![Ns::ZERO; labels.names.len()],
-            index: Default::default(),
+            index: vec![usize::MAX; t.colls.len() + 1],
         }
     }
 
     fn add(&mut self, op: &DeviceOp, d: Ns) {
         let (t, l) = (self.t, self.labels);
-        let key = t.coll_meta(op).and_then(|m| m.pg_name);
-        let i = *(self.index.entry(key))
-            .or_insert_with(|| l.of_group.get(group_of(t, op)).copied().unwrap_or(0));
-        self.sums[i] += d;
+        let record = (op.meta.get().map(|m| m as usize))
+            .filter(|&m| m < t.colls.len())
+            .unwrap_or(t.colls.len());
+        let i = &mut self.index[record];
+        if *i == usize::MAX {
+            *i = l.of_group.get(group_of(t, op)).copied().unwrap_or(0);
+        }
+        self.sums[*i] += d;
     }
 
     /// Seconds per measured step, per label.
