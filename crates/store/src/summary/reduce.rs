@@ -58,7 +58,8 @@ const MAX_INDEX: u64 = 1 << 30;
 
 /// The index: its head, then its entries, in postcard (a compact serde
 /// encoding: 1,024 entries' JSON took a tenth of a first open to parse)
-/// after [`MARK`].
+/// after [`MARK`], each entry in a frame of its own so that they are
+/// decoded in parallel.
 struct Index {
     head: Head,
     /// The manifest's inputs that have an entry, in its order.
@@ -140,7 +141,12 @@ impl Reduce {
         if head.ccl_bench_reduce != LAYOUT || head.manifest != format!("{manifest_hash:016x}") {
             return None;
         }
-        let entries: Vec<Indexed> = postcard::from_bytes(rest).ok()?;
+        // Each entry its own frame, decoded in parallel.
+        let frames: Vec<&[u8]> = postcard::from_bytes(rest).ok()?;
+        let entries: Vec<Indexed> = (frames.par_iter())
+            .map(|b| postcard::from_bytes(b))
+            .collect::<std::result::Result<_, _>>()
+            .ok()?;
         let index = Index { head, entries };
         let names = m.inputs.iter().filter_map(|i| i.entry.as_ref());
         let fits = names.clone().count() == index.entries.len()
@@ -521,9 +527,14 @@ pub(crate) fn write(out: &Path) -> Result<()> {
         why: e.to_string(),
     };
     let text = postcard::to_extend(&head, MARK.to_vec()).map_err(output)?;
-    let text = postcard::to_extend(&entries, text).map_err(output)?;
+    let text = postcard::to_extend(&framed(&entries).map_err(output)?, text).map_err(output)?;
     super::placed::make_parent(&path)?;
     crate::atomic::write(&path, &text)
+}
+
+/// Each entry encoded on its own (read back as a list of byte strings).
+fn framed(entries: &[Indexed]) -> postcard::Result<Vec<Vec<u8>>> {
+    entries.iter().map(postcard::to_stdvec).collect()
 }
 
 /// Removes gathered files a summary of small ranks left, once none is
@@ -795,7 +806,9 @@ mod tests {
     fn index_of(sum: &Path) -> (Head, Vec<Indexed>) {
         let bytes = std::fs::read(sum.join(INDEX)).unwrap();
         let (head, rest) = postcard::take_from_bytes(bytes.strip_prefix(MARK).unwrap()).unwrap();
-        (head, postcard::from_bytes(rest).unwrap())
+        let frames: Vec<&[u8]> = postcard::from_bytes(rest).unwrap();
+        let entries = frames.iter().map(|b| postcard::from_bytes(b).unwrap());
+        (head, entries.collect())
     }
 
     #[test]
@@ -808,7 +821,7 @@ mod tests {
             let (head, mut entries) = index_of(&sum);
             f(entries[2].at[0].as_mut().unwrap());
             let bytes = postcard::to_extend(&head, MARK.to_vec()).unwrap();
-            let bytes = postcard::to_extend(&entries, bytes).unwrap();
+            let bytes = postcard::to_extend(&framed(&entries).unwrap(), bytes).unwrap();
             std::fs::write(sum.join(INDEX), bytes).unwrap();
             let o = opened(&sum);
             assert!(o.reduce.is_some());
