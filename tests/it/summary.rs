@@ -259,6 +259,11 @@ fn a_changed_input_makes_its_summary_stale_until_rebuilt() {
         .unwrap();
     f.set_modified(std::time::SystemTime::now() + std::time::Duration::from_secs(5))
         .unwrap();
+    // Opened as it is (its bytes are those summarized), and summarized
+    // again without reading it.
+    let o = metric(&sum, "avg_step_time");
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), raw);
     let o = run(&["summarize", dir.path().to_str().unwrap()]);
     assert!(
         stderr(&o).contains("0 written, 6 unchanged"),

@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use std::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::LazyLock;
 
 use regex::Regex;
@@ -91,11 +92,13 @@ impl Stamp {
     }
 }
 
-/// The formats a scan recognises, and the files it already knows.
+/// The formats a scan recognises, the files it already knows, and how
+/// many of those it found as they were.
 #[derive(Clone, Copy)]
 struct Sniffer<'a> {
     table: &'a [Format],
     known: Option<&'a Known>,
+    same: &'a AtomicUsize,
 }
 
 impl Sniffer<'_> {
@@ -108,6 +111,7 @@ impl Sniffer<'_> {
                 None => fs::metadata(path).ok().map(|m| Stamp::of(&m)),
             };
             if now == Some(*stamp) {
+                self.same.fetch_add(1, Ordering::Relaxed);
                 return Ok(Some(*format));
             }
         }
@@ -122,7 +126,30 @@ pub fn discover_known(
     table: &[Format],
     known: Option<&Known>,
 ) -> Result<Discovery> {
-    let sniffer = Sniffer { table, known };
+    discover_counting(path, pick, table, known, &AtomicUsize::new(0))
+}
+
+/// [`discover_known`], with how many files of `known` it found of the size
+/// and time they had: all of them, when nothing changed.
+pub fn discover_checked(
+    path: &Path,
+    pick: Pick,
+    table: &[Format],
+    known: &Known,
+) -> Result<(Discovery, usize)> {
+    let same = AtomicUsize::new(0);
+    let found = discover_counting(path, pick, table, Some(known), &same)?;
+    Ok((found, same.into_inner()))
+}
+
+fn discover_counting(
+    path: &Path,
+    pick: Pick,
+    table: &[Format],
+    known: Option<&Known>,
+    same: &AtomicUsize,
+) -> Result<Discovery> {
+    let sniffer = Sniffer { table, known, same };
     let iteration = pick.iteration;
     let meta = fs::metadata(path).map_err(|source| Error::Io {
         path: path.to_owned(),
@@ -216,7 +243,7 @@ pub fn discover_known(
         // A run folder copied or unpacked into one of its own (`job/run_1/`):
         // read it, and say so (never through a link).
         if let (true, Some(inner)) = (d.inputs.is_empty(), only_folder(path)) {
-            if let Ok(mut found) = discover_known(&inner, pick, table, known) {
+            if let Ok(mut found) = discover_counting(&inner, pick, table, known, same) {
                 found.notes.insert(
                     0,
                     Warning::reading(format!(
