@@ -262,16 +262,19 @@ fn a_card_entry_is_read_only_inside_its_summary_and_as_copied() {
     .unwrap();
     // The index of entries the reduce reads is checked alike: its card
     // entry pointed outside is refused (the entry files left as written).
-    // (Postcard: a text is its length, one byte under 128, then its bytes.)
+    // Its path replaced in place by one of the same length (every length
+    // in the index stays as written; slashes pad it).
     let index = sum.join("reduce/index.bin");
     let text = std::fs::read(&index).unwrap();
     let copied = v["files"][0][0].as_str().unwrap();
-    let stated = |s: &str| [&[s.len() as u8][..], s.as_bytes()].concat();
-    let (from, to) = (stated(copied), stated("../outside/workload_card.yaml"));
-    let at = (text.windows(from.len()))
-        .position(|w| w == from)
+    let outside = "../outside/workload_card.yaml";
+    assert!(copied.len() >= outside.len(), "{copied}");
+    let pad = "/".repeat(copied.len() - outside.len());
+    let outside = format!("../outside/{pad}workload_card.yaml");
+    let at = (text.windows(copied.len()))
+        .position(|w| w == copied.as_bytes())
         .expect("the index holds the card entry");
-    let crafted = [&text[..at], &to, &text[at + from.len()..]].concat();
+    let crafted = [&text[..at], outside.as_bytes(), &text[at + copied.len()..]].concat();
     std::fs::write(&index, crafted).unwrap();
     let o = mfu(&sum);
     assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
