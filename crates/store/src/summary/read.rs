@@ -257,20 +257,28 @@ fn lean(
             (r.stats_path(), r.stats(&g, at)?, filled(f, p, &tables)?)
         }
         None => {
-            let (comm_rel, stats_rel) =
-                (rel_of(f, p, COMM, "parquet")?, rel_of(f, p, STATS, "json")?);
             let find = |rel: &str| e.files.iter().find(|x| x.0 == rel);
-            let (Some(_), Some(stats_file)) = (find(&comm_rel), find(&stats_rel)) else {
+            if find(&rel_of(f, p, COMM, "parquet")?).is_none() {
                 return Ok(None);
+            }
+            // The pack's timelines' figures in postcard, or in a JSON list
+            // as summaries before them wrote them: this part's alone is read.
+            let (bin, json) = (rel_of(f, p, STATS, "bin")?, rel_of(f, p, STATS, "json")?);
+            let (stats_rel, stats_file, is_json) = match (find(&bin), find(&json)) {
+                (Some(x), _) => (bin, x, false),
+                (None, Some(x)) => (json, x, true),
+                (None, None) => return Ok(None),
             };
             let path = place(f, sum, &stats_rel)?;
-            // The pack's timelines' figures, in a list: this part's alone is parsed.
             let bytes = checked(f, &path, stats_file)?;
             let (a, z) = p.stats;
             let one = super::listed::part_of(&bytes, p.stats)
                 .ok_or_else(|| damaged(&path, format!("no figures at {a}..{z} for {}", p.stem)))?;
-            let stored: super::stats::Stored =
-                serde_json::from_slice(&one).map_err(|e| damaged(&path, e))?;
+            let stored: super::stats::Stored = if is_json {
+                serde_json::from_slice(&one).map_err(|e| damaged(&path, e))?
+            } else {
+                postcard::from_bytes(&one).map_err(|e| damaged(&path, e))?
+            };
             (path, stored, read_part(f, e, sum, p, &LEAN, COMM)?)
         }
     };

@@ -479,14 +479,20 @@ pub(crate) fn write(out: &Path) -> Result<()> {
             }
             let one = super::listed::part_of(&pack.stats, p.stats)
                 .ok_or_else(|| damaged(&out.join(ENTRIES).join(&e.name), "no figures"))?;
-            let one: super::stats::Stored = serde_json::from_slice(&one)
-                .map_err(|why| damaged(&out.join(ENTRIES).join(&e.name), why))?;
             if stats.is_empty() {
                 stats.extend_from_slice(MARK);
             }
             let a = stats.len() as u64;
-            stats = postcard::to_extend(&one, stats)
-                .map_err(|why| damaged(&out.join(ENTRIES).join(&e.name), why))?;
+            // Figures in postcard are copied; a pack from before them has
+            // its JSON's encoded.
+            if pack.json {
+                let one: super::stats::Stored = serde_json::from_slice(&one)
+                    .map_err(|why| damaged(&out.join(ENTRIES).join(&e.name), why))?;
+                stats = postcard::to_extend(&one, stats)
+                    .map_err(|why| damaged(&out.join(ENTRIES).join(&e.name), why))?;
+            } else {
+                stats.extend_from_slice(&one);
+            }
             *at = Some(At {
                 rows: mine,
                 stats: (a, stats.len() as u64),
@@ -559,27 +565,37 @@ fn lean_files_in(dir: &str) -> Vec<String> {
 
 /// Whether every file of `pack` that a first open reads is small.
 fn small(e: &Entry, pack: &str) -> bool {
-    (lean_files(pack).iter())
+    (lean_files(e, pack).iter())
         .all(|rel| (e.files.iter()).any(|(r, size, _)| r == rel && *size <= SMALL))
 }
 
-/// The files of `pack` a first open reads, [`GATHERED`] then the figures.
-fn lean_files(pack: &str) -> Vec<String> {
+/// The files of `pack` a first open reads, [`GATHERED`] then the figures
+/// (in postcard, or JSON where the entry `e` lists those).
+fn lean_files(e: &Entry, pack: &str) -> Vec<String> {
+    let json = format!("{STATS}/{pack}.json");
+    let figures = match e.files.iter().any(|f| f.0 == json) {
+        true => json,
+        false => format!("{STATS}/{pack}.bin"),
+    };
     (GATHERED.iter())
         .map(|t| format!("{t}/{pack}.parquet"))
-        .chain([format!("{STATS}/{pack}.json")])
+        .chain([figures])
         .collect()
 }
 
-/// A pack's gathered tables, decoded whole, and its figures' bytes.
+/// A pack's gathered tables, decoded whole, and its figures' bytes (JSON
+/// or not).
 struct Pack {
     tables: Vec<Vec<RecordBatch>>,
     stats: bytes::Bytes,
+    json: bool,
 }
 
 impl Pack {
     fn read(out: &Path, e: &Entry, pack: &str) -> Result<Pack> {
-        let mut files = lean_files(pack).into_iter().map(|rel| {
+        let lean = lean_files(e, pack);
+        let json = lean.last().is_some_and(|rel| rel.ends_with(".json"));
+        let mut files = lean.into_iter().map(|rel| {
             let listed = (e.files.iter())
                 .find(|x| x.0 == rel)
                 .ok_or_else(|| damaged(&out.join(MANIFEST), format!("{rel} not listed")))?;
@@ -596,7 +612,11 @@ impl Pack {
             );
         }
         let (_, stats) = files.next().expect("the figures' file")?;
-        Ok(Pack { tables, stats })
+        Ok(Pack {
+            tables,
+            stats,
+            json,
+        })
     }
 }
 
@@ -800,6 +820,63 @@ mod tests {
         std::fs::write(sum.join(OLD_STATS), "{\"mine\": 1}").unwrap();
         summarized(traces.path(), &sum, Shard::default());
         assert!(sum.join(OLD_INDEX).exists() && sum.join(OLD_STATS).exists());
+    }
+
+    /// A summary whose figures are JSON lists, as summaries wrote them
+    /// before postcard: its ranks read the same, with its index and
+    /// without, and the index's gathered figures are encoded from them.
+    #[test]
+    fn figures_in_json_are_read_as_before() {
+        let (_traces, out, sum) = whole();
+        let from_bin = lean(&opened(&sum));
+        // Each pack's figures rewritten as a JSON list, its entries'
+        // ranges and file lists to match.
+        let names: Vec<PathBuf> = (std::fs::read_dir(sum.join(ENTRIES)).unwrap())
+            .map(|e| e.unwrap().path())
+            .collect();
+        let mut entries: Vec<Entry> = (names.iter())
+            .map(|p| manifest::read_json(p).unwrap())
+            .collect();
+        let mut lists: HashMap<String, Vec<u8>> = HashMap::new();
+        for e in &mut entries {
+            for p in &mut e.parts {
+                let bin = std::fs::read(sum.join(format!("{STATS}/{}.bin", p.pack))).unwrap();
+                let (a, z) = (p.stats.0 as usize, p.stats.1 as usize);
+                let one: super::super::stats::Stored = postcard::from_bytes(&bin[a..z]).unwrap();
+                let list = lists.entry(p.pack.clone()).or_default();
+                list.push(if list.is_empty() { b'[' } else { b',' });
+                let a = list.len() as u64;
+                serde_json::to_writer(&mut *list, &one).unwrap();
+                p.stats = (a, list.len() as u64);
+            }
+        }
+        for (pack, mut list) in lists {
+            list.push(b']');
+            std::fs::write(sum.join(format!("{STATS}/{pack}.json")), list).unwrap();
+            std::fs::remove_file(sum.join(format!("{STATS}/{pack}.bin"))).unwrap();
+        }
+        for (path, e) in names.iter().zip(&mut entries) {
+            for f in &mut e.files {
+                if let Some(pack) =
+                    (f.0.strip_prefix(&format!("{STATS}/"))).and_then(|n| n.strip_suffix(".bin"))
+                {
+                    let rel = format!("{STATS}/{pack}.json");
+                    let bytes = std::fs::read(sum.join(&rel)).unwrap();
+                    let hash = format!("{:016x}", xxhash_rust::xxh3::xxh3_64(&bytes));
+                    *f = (rel, bytes.len() as u64, hash);
+                }
+            }
+            manifest::write_json(path, e).unwrap();
+        }
+        // Entries rewritten: the index is set aside, the packs are read.
+        assert!(opened(&sum).reduce.is_none());
+        assert_eq!(lean(&opened(&sum)), from_bin);
+        // The reduce made again of them, its figures from the JSON.
+        write(&sum).unwrap();
+        let with = opened(&sum);
+        assert!(with.reduce.is_some());
+        assert_eq!(lean(&with), from_bin);
+        drop(out);
     }
 
     /// The index `sum` holds, decoded.
