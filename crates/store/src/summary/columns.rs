@@ -428,7 +428,7 @@ impl<'a> Rows<'a> {
     }
 
     /// The rows `rows` (`[start, end)`) of a table decoded whole, batch by
-    /// batch, as [`slice_rows`] gives them.
+    /// batch; rows past the table are refused.
     pub(crate) fn of(all: &'a [RecordBatch], (a, b): (u64, u64)) -> Result<Vec<Self>, String> {
         let total: u64 = all.iter().map(|x| x.num_rows() as u64).sum();
         if a > b || b > total {
@@ -933,23 +933,11 @@ pub(crate) fn decode_groups<R: parquet::file::reader::ChunkReader + 'static>(
 /// [`decode_rows`] gives them: slices of its batches, not copies.
 pub(crate) fn slice_rows(
     all: &[RecordBatch],
-    (a, b): (u64, u64),
+    rows: (u64, u64),
 ) -> Result<Vec<RecordBatch>, String> {
-    let total: u64 = all.iter().map(|x| x.num_rows() as u64).sum();
-    if a > b || b > total {
-        return Err(format!("rows {a}..{b} of a table of {total}"));
-    }
-    let mut out = Vec::new();
-    let mut at = 0u64;
-    for x in all {
-        let (s, e) = (at, at + x.num_rows() as u64);
-        at = e;
-        let (lo, hi) = (a.max(s), b.min(e));
-        if lo < hi {
-            out.push(x.slice((lo - s) as usize, (hi - lo) as usize));
-        }
-    }
-    Ok(out)
+    Ok((Rows::of(all, rows)?.into_iter())
+        .map(|r| r.batch.slice(r.at.start, r.at.len()))
+        .collect())
 }
 
 /// The number of rows of each row group of a table file (its footer
