@@ -245,7 +245,7 @@ fn lean(
     p: &Part,
     gathered: Option<(&Reduce, &At)>,
 ) -> Result<Option<Lean>> {
-    use super::stats::{COMM, STATS};
+    use super::stats::COMM;
     let (path, stored, mut t) = match gathered {
         Some((r, at)) => {
             let g = r.gathered(f)?;
@@ -261,24 +261,16 @@ fn lean(
             if find(&rel_of(f, p, COMM, "parquet")?).is_none() {
                 return Ok(None);
             }
-            // The pack's timelines' figures in postcard, or in a JSON list
-            // as summaries before them wrote them: this part's alone is read.
-            let (bin, json) = (rel_of(f, p, STATS, "bin")?, rel_of(f, p, STATS, "json")?);
-            let (stats_rel, stats_file, is_json) = match (find(&bin), find(&json)) {
-                (Some(x), _) => (bin, x, false),
-                (None, Some(x)) => (json, x, true),
-                (None, None) => return Ok(None),
+            // The pack's timelines' figures: this part's alone is read.
+            let Some((stats_file, json)) = super::stats::figures_file(e, &p.pack) else {
+                return Ok(None);
             };
-            let path = place(f, sum, &stats_rel)?;
+            let path = place(f, sum, &stats_file.0)?;
             let bytes = checked(f, &path, stats_file)?;
             let (a, z) = p.stats;
             let one = super::listed::part_of(&bytes, p.stats)
                 .ok_or_else(|| damaged(&path, format!("no figures at {a}..{z} for {}", p.stem)))?;
-            let stored: super::stats::Stored = if is_json {
-                serde_json::from_slice(&one).map_err(|e| damaged(&path, e))?
-            } else {
-                postcard::from_bytes(&one).map_err(|e| damaged(&path, e))?
-            };
+            let stored = super::stats::decode(&one, json).map_err(|why| damaged(&path, why))?;
             (path, stored, read_part(f, e, sum, p, &LEAN, COMM)?)
         }
     };

@@ -486,7 +486,7 @@ pub(crate) fn write(out: &Path) -> Result<()> {
             // Figures in postcard are copied; a pack from before them has
             // its JSON's encoded.
             if pack.json {
-                let one: super::stats::Stored = serde_json::from_slice(&one)
+                let one = super::stats::decode(&one, true)
                     .map_err(|why| damaged(&out.join(ENTRIES).join(&e.name), why))?;
                 stats = postcard::to_extend(&one, stats)
                     .map_err(|why| damaged(&out.join(ENTRIES).join(&e.name), why))?;
@@ -570,13 +570,10 @@ fn small(e: &Entry, pack: &str) -> bool {
 }
 
 /// The files of `pack` a first open reads, [`GATHERED`] then the figures
-/// (in postcard, or JSON where the entry `e` lists those).
+/// the entry `e` lists.
 fn lean_files(e: &Entry, pack: &str) -> Vec<String> {
-    let json = format!("{STATS}/{pack}.json");
-    let figures = match e.files.iter().any(|f| f.0 == json) {
-        true => json,
-        false => format!("{STATS}/{pack}.bin"),
-    };
+    let figures = super::stats::figures_file(e, pack)
+        .map_or_else(|| format!("{STATS}/{pack}.bin"), |f| f.0 .0.clone());
     (GATHERED.iter())
         .map(|t| format!("{t}/{pack}.parquet"))
         .chain([figures])
@@ -594,7 +591,7 @@ struct Pack {
 impl Pack {
     fn read(out: &Path, e: &Entry, pack: &str) -> Result<Pack> {
         let lean = lean_files(e, pack);
-        let json = lean.last().is_some_and(|rel| rel.ends_with(".json"));
+        let json = super::stats::figures_file(e, pack).is_some_and(|f| f.1);
         let mut files = lean.into_iter().map(|rel| {
             let listed = (e.files.iter())
                 .find(|x| x.0 == rel)

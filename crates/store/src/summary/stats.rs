@@ -24,6 +24,28 @@ pub(crate) const COMM: &str = "comm";
 /// The folder of the stats files.
 pub(crate) const STATS: &str = "stats";
 
+/// The file of `pack`'s figures that the entry `e` lists (relative to the
+/// summary): postcard (`.bin`), or a JSON list as summaries wrote them
+/// before; and whether it is JSON.
+pub(crate) fn figures_file<'e>(
+    e: &'e super::manifest::Entry,
+    pack: &str,
+) -> Option<(&'e super::listed::Listed, bool)> {
+    let file = |ext: &str| {
+        let rel = format!("{STATS}/{pack}.{ext}");
+        e.files.iter().find(|f| f.0 == rel)
+    };
+    (file("bin").map(|f| (f, false))).or_else(|| file("json").map(|f| (f, true)))
+}
+
+/// One timeline's figures, from its bytes in a file [`figures_file`] names.
+pub(crate) fn decode(bytes: &[u8], json: bool) -> Result<Stored, String> {
+    match json {
+        true => serde_json::from_slice(bytes).map_err(|e| e.to_string()),
+        false => postcard::from_bytes(bytes).map_err(|e| e.to_string()),
+    }
+}
+
 /// The most ops (or ops of one name) a rank is taken to hold: 2^40.
 const MAX_COUNT: u64 = 1 << 40;
 /// The most bytes a rank's copies are taken to move: 2^52 (4 PiB).
