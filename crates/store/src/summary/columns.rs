@@ -491,6 +491,7 @@ struct Nullable<'a, T: arrow_array::ArrowPrimitiveType>(
 );
 
 impl<T: arrow_array::ArrowPrimitiveType> Nullable<'_, T> {
+    #[inline(always)]
     fn at(&self, i: usize) -> Option<T::Native> {
         let i = self.1 + i;
         self.0.filter(|a| a.is_valid(i)).map(|a| a.value(i))
@@ -561,8 +562,18 @@ fn enums<T: Copy>(
         .collect()
 }
 
+// Called per row and column: inlined, its error made apart.
+#[inline(always)]
 fn required<T>(v: Option<T>, table: &str, what: &str) -> Result<T, String> {
-    v.ok_or_else(|| bad(table, format!("a missing or unknown {what}")))
+    match v {
+        Some(v) => Ok(v),
+        None => Err(missing(table, what)),
+    }
+}
+
+#[cold]
+fn missing(table: &str, what: &str) -> String {
+    bad(table, format!("a missing or unknown {what}"))
 }
 
 /// Fills `t` (whose scalar fields the caller set) from the tables read
