@@ -1,7 +1,7 @@
 //! Collective sizes: volumes, achieved bus bandwidth (the nccl-tests
 //! definition), peer-to-peer link utilization, and a Hockney α-β fit.
 
-use super::ctx::Ctx;
+use super::ctx::{BusSum, BusSums, Ctx};
 use super::outcome::{Lack, Outcome};
 use crate::model::{CollKind, DeviceOp, Ns, RankTimeline};
 
@@ -57,60 +57,41 @@ pub(crate) fn sized(t: &RankTimeline) -> impl Iterator<Item = SizedColl> + '_ {
 const NO_SIZES: &str =
     "no communication op has size metadata (Kineto collective args or record_param_comms)";
 
-/// Per collective kind, over its ops on the ranks in scope that took time
-/// in a group of 2 or more: Σ size × bus factor, Σ size, Σ time and how
-/// many; and whether any op of any kind had a size. One pass for every
-/// kind, in the ops' order (each kind's sums add up as a pass for it alone
-/// would).
-#[derive(Debug, Default)]
-pub(crate) struct BusSums {
-    any_sized: bool,
-    by_kind: Vec<(CollKind, BusSum)>,
-}
-
-#[derive(Debug, Default, Clone, Copy)]
-struct BusSum {
-    bytes: f64,
-    alg_bytes: u64,
-    time: Ns,
-    ops: usize,
-}
-
-impl BusSums {
-    pub(crate) fn of(ctx: &Ctx) -> Self {
-        let mut s = Self::default();
-        for t in &ctx.ranks {
-            for c in sized(t) {
-                s.any_sized = true;
-                if c.dur <= Ns::ZERO {
-                    continue;
-                }
-                // A group of one moves nothing over a link.
-                let Some(f) = c.bus_factor().filter(|&f| f > 0.0) else {
-                    continue;
-                };
-                let at = match s.by_kind.iter().position(|k| k.0 == c.kind) {
-                    Some(at) => at,
-                    None => {
-                        s.by_kind.push((c.kind, BusSum::default()));
-                        s.by_kind.len() - 1
-                    }
-                };
-                let k = &mut s.by_kind[at].1;
-                k.bytes += c.data_bytes as f64 * f;
-                k.alg_bytes += c.data_bytes;
-                k.time += c.dur;
-                k.ops += 1;
+/// [`BusSums`] in one pass for every kind, in the ops' order (each kind's
+/// sums add up as a pass for it alone would).
+fn bus_sums(ctx: &Ctx) -> BusSums {
+    let mut s = BusSums::default();
+    for t in &ctx.ranks {
+        for c in sized(t) {
+            s.any_sized = true;
+            if c.dur <= Ns::ZERO {
+                continue;
             }
+            // A group of one moves nothing over a link.
+            let Some(f) = c.bus_factor().filter(|&f| f > 0.0) else {
+                continue;
+            };
+            let at = match s.by_kind.iter().position(|k| k.0 == c.kind) {
+                Some(at) => at,
+                None => {
+                    s.by_kind.push((c.kind, BusSum::default()));
+                    s.by_kind.len() - 1
+                }
+            };
+            let k = &mut s.by_kind[at].1;
+            k.bytes += c.data_bytes as f64 * f;
+            k.alg_bytes += c.data_bytes;
+            k.time += c.dur;
+            k.ops += 1;
         }
-        s
     }
+    s
 }
 
 /// Achieved bus bandwidth of one collective kind: Σ S × factor / Σ time over
 /// its ops on the ranks in scope (duration-weighted), in GB/s.
 fn busbw(ctx: &Ctx, kind: CollKind) -> Outcome {
-    let sums = ctx.bus_sums();
+    let sums = ctx.bus_sums(|| bus_sums(ctx));
     let any_sized = sums.any_sized;
     let BusSum {
         bytes,
@@ -278,21 +259,21 @@ pub(crate) fn hockney_fit(ctx: &Ctx) -> Result<(f64, f64, usize), String> {
 }
 
 pub(crate) fn hockney_alpha(ctx: &Ctx) -> Outcome {
-    match ctx.hockney().clone() {
+    match ctx.hockney(|| hockney_fit(ctx)).clone() {
         Ok((a, _, n)) => Outcome::value(a).with_note(format!("fit over {n} all-reduce ops")),
         Err(e) => Outcome::na(e),
     }
 }
 
 pub(crate) fn hockney_beta(ctx: &Ctx) -> Outcome {
-    match ctx.hockney().clone() {
+    match ctx.hockney(|| hockney_fit(ctx)).clone() {
         Ok((_, b, n)) => Outcome::value(b).with_note(format!("fit over {n} all-reduce ops")),
         Err(e) => Outcome::na(e),
     }
 }
 
 pub(crate) fn hockney_inverse_beta(ctx: &Ctx) -> Outcome {
-    match ctx.hockney().clone() {
+    match ctx.hockney(|| hockney_fit(ctx)).clone() {
         Ok((_, b, _)) if b > 0.0 => Outcome::value(1.0 / b),
         Ok((_, b, _)) => Outcome::na(format!(
             "the fitted β is {b:e} s/B (time does not grow with size), so 1/β is meaningless"

@@ -15,6 +15,24 @@ pub struct Options {
     pub model_params: Option<f64>,
 }
 
+/// Per collective kind, over its ops on the ranks in scope that took time
+/// in a group of 2 or more: Σ size × bus factor, Σ size, Σ time and how
+/// many; and whether any op of any kind had a size (`collectives` makes
+/// them).
+#[derive(Debug, Default)]
+pub(crate) struct BusSums {
+    pub(crate) any_sized: bool,
+    pub(crate) by_kind: Vec<(crate::model::CollKind, BusSum)>,
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct BusSum {
+    pub(crate) bytes: f64,
+    pub(crate) alg_bytes: u64,
+    pub(crate) time: Ns,
+    pub(crate) ops: usize,
+}
+
 pub struct Ctx<'a> {
     pub trace: &'a Trace,
     pub opts: Options,
@@ -27,10 +45,9 @@ pub struct Ctx<'a> {
     only: Option<u32>,
     derived: Derived,
     /// Sums over every sized collective, made by the first metric that
-    /// asks (see `collectives::BusSums`): four metrics read them, each a
-    /// pass over every communication op otherwise (4.4 million in a run
-    /// of 64 ranks).
-    bus: std::sync::OnceLock<super::collectives::BusSums>,
+    /// asks: four metrics read them, each a pass over every communication
+    /// op otherwise (4.4 million in a run of 64 ranks).
+    bus: std::sync::OnceLock<BusSums>,
     /// The all-reduces' Hockney fit, made once for the three metrics of it.
     hockney: std::sync::OnceLock<Result<(f64, f64, usize), String>>,
 }
@@ -148,16 +165,19 @@ impl<'a> Ctx<'a> {
     }
 
     /// The sums over every sized collective (see the `bus` field), made
-    /// without rayon: a metric waiting for them blocks only until they are.
-    pub(crate) fn bus_sums(&self) -> &super::collectives::BusSums {
-        self.bus
-            .get_or_init(|| super::collectives::BusSums::of(self))
+    /// by `make` the first time: without rayon, so that a metric waiting
+    /// for them blocks only until they are.
+    pub(crate) fn bus_sums(&self, make: impl FnOnce() -> BusSums) -> &BusSums {
+        self.bus.get_or_init(make)
     }
 
-    /// The all-reduces' Hockney fit (made without rayon, as `bus_sums`).
-    pub(crate) fn hockney(&self) -> &Result<(f64, f64, usize), String> {
-        self.hockney
-            .get_or_init(|| super::collectives::hockney_fit(self))
+    /// The all-reduces' Hockney fit, made by `make` the first time (as
+    /// [`Ctx::bus_sums`]).
+    pub(crate) fn hockney(
+        &self,
+        make: impl FnOnce() -> Result<(f64, f64, usize), String>,
+    ) -> &Result<(f64, f64, usize), String> {
+        self.hockney.get_or_init(make)
     }
 
     /// Derived data of every rank in scope, in the same order as `ranks`.
