@@ -100,8 +100,8 @@ pub(crate) fn infer(trace: &Trace) -> Vec<GroupInfo> {
         kinds: BTreeSet<CollKind>,
     }
     let mut seen: BTreeMap<String, Seen> = BTreeMap::new();
-    // Each distinct list parsed once in the run: every rank of a group
-    // states it (1,024 ranks: 1,024 times 5 kB, cut short or not).
+    // Each distinct list parsed once in the run: every member of a group
+    // states it (a group of 1,024 ranks: its list 1,024 times).
     let mut by_text: foldhash::HashMap<&str, Option<Vec<u32>>> = Default::default();
     for t in &trace.ranks {
         // A rank's ops gathered by group first (kinds, and the first rank
