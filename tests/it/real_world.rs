@@ -704,9 +704,8 @@ fn memory_history_lands_in_the_phases_its_stacks_name() {
         })
         .collect();
     let mut found = std::collections::BTreeMap::new();
-    for w in m.samples.windows(2) {
-        let s = w[1];
-        if s.allocated <= w[0].allocated {
+    for (before, &s) in m.samples.iter().zip(m.samples.iter().skip(1)) {
+        if s.allocated <= before.allocated {
             continue;
         }
         let at = s.time_us * 1000 - t.epoch.unwrap().get();

@@ -11,7 +11,7 @@ use arrow_schema::{ArrowError, DataType, Field, Schema};
 
 use super::manifest::{EtMeta, MemoryMeta};
 use crate::model::exec_trace::{EtColl, EtRank};
-use crate::model::memory::{MemSample, MemState, MemoryTimeline, Phase};
+use crate::model::memory::{MemSample, MemState, MemoryTimeline, Phase, Samples};
 use crate::model::CollKind;
 
 fn schema(fields: &[(&str, DataType)]) -> Arc<Schema> {
@@ -71,7 +71,8 @@ pub(crate) fn memory_from(
     meta: &MemoryMeta,
     batches: &[RecordBatch],
 ) -> Result<MemoryTimeline, String> {
-    let mut samples = Vec::new();
+    // A chunk per batch: never a vector grown by doubling.
+    let mut samples = Samples::default();
     for b in batches {
         let (t, a, r) = (
             ints(b, "time_us")?,
@@ -84,18 +85,20 @@ pub(crate) fn memory_from(
             .column_by_name("phase")
             .map(|_| ints(b, "phase"))
             .transpose()?;
+        let mut chunk = Vec::with_capacity(t.len());
         for i in 0..t.len() {
             let phase = match phase {
                 Some(p) => Phase::from_index(p[i]).ok_or("a phase out of range")?,
                 None => Phase::Before,
             };
-            samples.push(MemSample {
+            chunk.push(MemSample {
                 time_us: t[i],
                 allocated: a[i],
                 reserved: r[i],
                 phase,
             });
         }
+        samples.push_chunk(chunk);
     }
     let [allocated, reserved, active, requested] = meta.end;
     Ok(MemoryTimeline {
