@@ -301,7 +301,15 @@ pub static FORMATS: &[Format] = &[
         files: "nccl_trace_rank_{N} (TORCH_NCCL_TRACE_BUFFER_SIZE, pickle or JSON)",
         sniff: Some(|h| read::flight_recorder::sniff(&h.bytes, |k| h.has(k))),
         role: Role::Flight(PerRank {
-            read: |f| read::flight_recorder::read(&f.bytes()?, f.path),
+            // Hundreds of small dumps, every entry kept: what each one's
+            // decoding freed lies among them, kept resident by the
+            // allocator unless let go (256 pickled dumps: 75 -> 62 MB).
+            read: |f| {
+                let bytes = f.bytes()?;
+                let dump = read::flight_recorder::read(&bytes, f.path);
+                crate::memory::let_go_after(bytes.len());
+                dump
+            },
             rank_of: read::flight_recorder::rank_of,
             naming: "nccl_trace_rank_{N}, or any prefix ending in the rank",
         }),

@@ -22,23 +22,52 @@ pub(crate) fn let_go() {
     }
 }
 
+// Read by this thread since it last let go.
+thread_local!(static READ: std::cell::Cell<usize> = const { std::cell::Cell::new(0) });
+
+/// Lets go once a thread has read `EVERY` bytes of many small files since
+/// it last did, each file's transient values freed among the values kept.
+pub(crate) fn let_go_after(bytes: usize) {
+    const EVERY: usize = 8 << 20;
+    let read = READ.with(|r| {
+        let n = r.get().saturating_add(bytes);
+        r.set(if n >= EVERY { 0 } else { n });
+        n
+    });
+    if read >= EVERY {
+        let_go();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::cell::Cell;
 
-    static GIVEN: AtomicUsize = AtomicUsize::new(0);
+    thread_local!(static GIVEN: Cell<usize> = const { Cell::new(0) });
 
-    /// What the program set runs each time a reader lets go; set twice,
-    /// the first stays.
+    fn given() -> usize {
+        GIVEN.with(Cell::get)
+    }
+
+    /// What the program set runs each time a reader lets go (counted per
+    /// thread, as it runs on the thread that let go); set twice, the first
+    /// stays. After many small files, once every 8 MiB read.
     #[test]
     fn letting_go_runs_what_the_program_set() {
-        on_let_go(|| {
-            GIVEN.fetch_add(1, Ordering::Relaxed);
-        });
+        on_let_go(|| GIVEN.with(|g| g.set(g.get() + 1)));
         on_let_go(|| panic!("set once"));
         let_go();
         let_go();
-        assert_eq!(GIVEN.load(Ordering::Relaxed), 2);
+        assert_eq!(given(), 2);
+        let_go_after((8 << 20) - 1);
+        assert_eq!(given(), 2);
+        let_go_after(1);
+        assert_eq!(given(), 3);
+        let_go_after(4 << 20);
+        let_go_after((4 << 20) - 1);
+        assert_eq!(given(), 3);
+        let_go_after(1 << 30);
+        assert_eq!(given(), 4);
     }
 }
