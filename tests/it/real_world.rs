@@ -704,7 +704,7 @@ fn memory_history_lands_in_the_phases_its_stacks_name() {
         })
         .collect();
     let mut found = std::collections::BTreeMap::new();
-    for (before, &s) in m.samples.iter().zip(m.samples.iter().skip(1)) {
+    for (before, s) in m.samples.iter().zip(m.samples.iter().skip(1)) {
         if s.allocated <= before.allocated {
             continue;
         }

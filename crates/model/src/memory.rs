@@ -129,27 +129,60 @@ pub fn by_phase(samples: &Samples) -> Vec<[i64; 5]> {
     out
 }
 
-/// A rank's samples in time order, held in chunks: a reader turns each
-/// chunk of the history it read into samples where it lies, so that a
-/// snapshot's history and its samples (300,000 of each for a 71 MB file,
-/// 32 bytes apiece) are never held at once.
+/// A rank's samples in time order, by column: each sample's time, allocated
+/// bytes and phase (17 bytes), and the reserved bytes only where they change
+/// (segment events: a few in a thousand). A snapshot's history can hold
+/// millions of events; as [`MemSample`]s they took 32 bytes each. Grown a
+/// chunk at a time, never by doubling.
 #[derive(Debug, Clone, Default)]
 pub struct Samples {
-    chunks: Vec<Vec<MemSample>>,
-    /// The index of each chunk's first sample.
-    starts: Vec<usize>,
+    chunks: Vec<Chunk>,
     len: usize,
+    /// (the first sample with it, reserved bytes), in order; the first at 0.
+    reserved: Vec<(usize, i64)>,
 }
 
+#[derive(Debug, Clone)]
+struct Chunk {
+    time_us: Vec<i64>,
+    allocated: Vec<i64>,
+    phase: Vec<Phase>,
+}
+
+/// Samples a chunk holds (every chunk but the last is full).
+const CHUNK: usize = 1 << 16;
+
 impl Samples {
-    /// Appends a chunk (an empty one is dropped).
-    pub fn push_chunk(&mut self, chunk: Vec<MemSample>) {
-        if chunk.is_empty() {
-            return;
+    pub fn push(&mut self, s: MemSample) {
+        if self.reserved.last().is_none_or(|&(_, r)| r != s.reserved) {
+            self.reserved.push((self.len, s.reserved));
         }
-        self.starts.push(self.len);
-        self.len += chunk.len();
-        self.chunks.push(chunk);
+        if self.len.is_multiple_of(CHUNK) {
+            self.chunks.push(Chunk {
+                time_us: Vec::with_capacity(CHUNK),
+                allocated: Vec::with_capacity(CHUNK),
+                phase: Vec::with_capacity(CHUNK),
+            });
+        }
+        if let Some(c) = self.chunks.last_mut() {
+            c.time_us.push(s.time_us);
+            c.allocated.push(s.allocated);
+            c.phase.push(s.phase);
+        }
+        self.len += 1;
+    }
+
+    /// Adds `allocated` and `reserved` bytes to every sample (a reader
+    /// that learns the state before its history at the end).
+    pub fn add(&mut self, allocated: i64, reserved: i64) {
+        for c in &mut self.chunks {
+            for a in &mut c.allocated {
+                *a = a.wrapping_add(allocated);
+            }
+        }
+        for (_, r) in &mut self.reserved {
+            *r = r.wrapping_add(reserved);
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -160,23 +193,76 @@ impl Samples {
         self.len == 0
     }
 
-    pub fn get(&self, i: usize) -> Option<&MemSample> {
-        let c = self.starts.partition_point(|&s| s <= i).checked_sub(1)?;
-        self.chunks[c].get(i - self.starts[c])
+    pub fn get(&self, i: usize) -> Option<MemSample> {
+        let c = self.chunks.get(i / CHUNK)?;
+        let j = i % CHUNK;
+        let r = self.reserved.partition_point(|&(at, _)| at <= i);
+        Some(MemSample {
+            time_us: *c.time_us.get(j)?,
+            allocated: c.allocated[j],
+            reserved: self.reserved[r.checked_sub(1)?].1,
+            phase: c.phase[j],
+        })
     }
 
-    pub fn first(&self) -> Option<&MemSample> {
-        self.chunks.first()?.first()
+    pub fn first(&self) -> Option<MemSample> {
+        self.get(0)
     }
 
-    pub fn last(&self) -> Option<&MemSample> {
-        self.chunks.last()?.last()
+    pub fn last(&self) -> Option<MemSample> {
+        self.get(self.len.checked_sub(1)?)
     }
 
-    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &MemSample> + Clone {
-        self.chunks.iter().flatten()
+    pub fn iter(&self) -> SampleIter<'_> {
+        SampleIter {
+            samples: self,
+            next: 0,
+            reserved: 0,
+        }
     }
 }
+
+/// The samples in order, each made from its columns.
+#[derive(Clone)]
+pub struct SampleIter<'a> {
+    samples: &'a Samples,
+    next: usize,
+    /// The place in `samples.reserved` of the next sample's.
+    reserved: usize,
+}
+
+impl Iterator for SampleIter<'_> {
+    type Item = MemSample;
+
+    fn next(&mut self) -> Option<MemSample> {
+        let s = self.samples;
+        let i = self.next;
+        let c = s.chunks.get(i / CHUNK)?;
+        let j = i % CHUNK;
+        let time_us = *c.time_us.get(j)?;
+        while s
+            .reserved
+            .get(self.reserved + 1)
+            .is_some_and(|&(at, _)| at <= i)
+        {
+            self.reserved += 1;
+        }
+        self.next += 1;
+        Some(MemSample {
+            time_us,
+            allocated: c.allocated[j],
+            reserved: s.reserved.get(self.reserved).map_or(0, |r| r.1),
+            phase: c.phase[j],
+        })
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let n = self.samples.len - self.next;
+        (n, Some(n))
+    }
+}
+
+impl ExactSizeIterator for SampleIter<'_> {}
 
 impl PartialEq for Samples {
     fn eq(&self, other: &Self) -> bool {
@@ -186,34 +272,28 @@ impl PartialEq for Samples {
 
 impl Eq for Samples {}
 
-impl std::ops::Index<usize> for Samples {
-    type Output = MemSample;
-
-    fn index(&self, i: usize) -> &MemSample {
-        self.get(i).expect("a sample index within the samples")
-    }
-}
-
 impl From<Vec<MemSample>> for Samples {
     fn from(v: Vec<MemSample>) -> Self {
-        let mut s = Samples::default();
-        s.push_chunk(v);
-        s
+        v.into_iter().collect()
     }
 }
 
 impl FromIterator<MemSample> for Samples {
     fn from_iter<I: IntoIterator<Item = MemSample>>(it: I) -> Self {
-        Vec::from_iter(it).into()
+        let mut s = Samples::default();
+        for x in it {
+            s.push(x);
+        }
+        s
     }
 }
 
 impl<'a> IntoIterator for &'a Samples {
-    type Item = &'a MemSample;
-    type IntoIter = std::iter::Flatten<std::slice::Iter<'a, Vec<MemSample>>>;
+    type Item = MemSample;
+    type IntoIter = SampleIter<'a>;
 
-    fn into_iter(self) -> Self::IntoIter {
-        self.chunks.iter().flatten()
+    fn into_iter(self) -> SampleIter<'a> {
+        self.iter()
     }
 }
 
@@ -248,42 +328,10 @@ pub struct MemoryTimeline {
 /// Allocation sites kept for the peak.
 pub const PEAK_SITES: usize = 5;
 
-/// An allocator event, for what is live at a moment: an allocation of
-/// `size` bytes at `addr` from site `site`, or the completed free of the
-/// block at `addr`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Block {
-    Alloc { addr: u64, size: i64, site: u32 },
-    Free { addr: u64 },
-}
-
-/// The bytes live after `events`, by site, largest first (then by site).
-/// A free of a block allocated before them changes nothing here.
-pub fn live_by_site(events: impl IntoIterator<Item = Block>) -> Vec<(u32, i64)> {
-    let mut live: std::collections::HashMap<u64, (i64, u32)> = Default::default();
-    for e in events {
-        match e {
-            Block::Alloc { addr, size, site } => {
-                live.insert(addr, (size, site));
-            }
-            Block::Free { addr } => {
-                live.remove(&addr);
-            }
-        }
-    }
-    let mut by: std::collections::HashMap<u32, i64> = Default::default();
-    for (size, site) in live.into_values() {
-        *by.entry(site).or_default() += size;
-    }
-    let mut out: Vec<(u32, i64)> = by.into_iter().collect();
-    out.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    out
-}
-
 impl MemoryTimeline {
     /// The sample with the most allocated bytes (the first of equals).
     pub fn peak_allocated(&self) -> Option<MemSample> {
-        self.samples.get(self.peak_index()?).copied()
+        self.samples.get(self.peak_index()?)
     }
 
     /// The index of [`Self::peak_allocated`] in `samples`.
@@ -311,12 +359,10 @@ pub fn replay<I>(end: MemState, events: I) -> Samples
 where
     I: IntoIterator<Item = (i64, i64, i64, Phase)> + Clone,
 {
-    let (net_alloc, net_reserved, n) = events
+    let (net_alloc, net_reserved) = events
         .clone()
         .into_iter()
-        .fold((0i64, 0i64, 0usize), |(a, r, n), e| {
-            (a + e.1, r + e.2, n + 1)
-        });
+        .fold((0i64, 0i64), |(a, r), e| (a + e.1, r + e.2));
     let mut events = events.into_iter().peekable();
     let mut s = MemSample {
         time_us: events.peek().map_or(0, |e| e.0),
@@ -324,7 +370,7 @@ where
         reserved: end.reserved - net_reserved,
         phase: Phase::Before,
     };
-    let mut out = Vec::with_capacity(n + 1);
+    let mut out = Samples::default();
     out.push(s);
     for (t, da, dr, phase) in events {
         s = MemSample {
@@ -335,45 +381,64 @@ where
         };
         out.push(s);
     }
-    out.into()
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// Samples in chunks of any size read as one sequence; empty chunks
-    /// are dropped.
+    /// Samples read back as pushed, across chunks, reserved bytes from
+    /// their change points; adding bytes to all shifts both.
     #[test]
-    fn samples_in_chunks_read_as_one_sequence() {
-        let at = |t| MemSample {
-            time_us: t,
+    fn samples_by_column_read_back_as_pushed() {
+        let n = CHUNK as i64 + 3;
+        // Reserved changes at 0, at 5 and at CHUNK + 1 (not in between).
+        let reserved = |t: i64| match t {
+            0..5 => 100,
+            t if t <= CHUNK as i64 => 300,
+            _ => 200,
+        };
+        let at = |t: i64| MemSample {
+            time_us: 1_000 + t,
             allocated: 10 * t,
-            reserved: 0,
-            phase: Phase::Before,
+            reserved: reserved(t),
+            phase: Phase::ALL[(t % 5) as usize],
         };
         let mut s = Samples::default();
         assert_eq!(
             (s.len(), s.first(), s.last(), s.get(0)),
             (0, None, None, None)
         );
-        s.push_chunk(vec![at(0)]);
-        s.push_chunk(Vec::new());
-        s.push_chunk(vec![at(1), at(2), at(3)]);
-        s.push_chunk(vec![at(4), at(5)]);
-        assert_eq!(s.len(), 6);
-        let times: Vec<i64> = s.iter().map(|x| x.time_us).collect();
-        assert_eq!(times, vec![0, 1, 2, 3, 4, 5]);
+        assert_eq!(s.iter().next(), None);
+        for t in 0..n {
+            s.push(at(t));
+        }
+        assert_eq!(s.len(), n as usize);
+        assert_eq!(s.reserved, vec![(0, 100), (5, 300), (CHUNK + 1, 200)]);
+        assert!(s.iter().eq((0..n).map(at)));
+        assert_eq!(s.iter().len(), n as usize);
+        for t in [
+            0,
+            4,
+            5,
+            6,
+            CHUNK as i64 - 1,
+            CHUNK as i64,
+            CHUNK as i64 + 1,
+            n - 1,
+        ] {
+            assert_eq!(s.get(t as usize), Some(at(t)), "sample {t}");
+        }
+        assert_eq!(s.get(n as usize), None);
+        assert_eq!((s.first(), s.last()), (Some(at(0)), Some(at(n - 1))));
+        assert_eq!(s, (0..n).map(at).collect::<Samples>());
+        s.add(7, -50);
+        assert_eq!(s.get(6).map(|x| (x.allocated, x.reserved)), Some((67, 250)));
         assert_eq!(
-            (0..7)
-                .map(|i| s.get(i).map(|x| x.time_us))
-                .collect::<Vec<_>>(),
-            vec![Some(0), Some(1), Some(2), Some(3), Some(4), Some(5), None]
+            s.last().map(|x| (x.allocated, x.reserved)),
+            Some((10 * (n - 1) + 7, 150))
         );
-        assert_eq!((s[3].allocated, s.last().map(|x| x.time_us)), (30, Some(5)));
-        assert_eq!(s.iter().next_back().map(|x| x.time_us), Some(5));
-        // Equal as sequences, however chunked.
-        assert_eq!(s, (0..6).map(at).collect::<Samples>());
     }
 
     #[test]
@@ -393,7 +458,7 @@ mod tests {
         );
         let alloc: Vec<i64> = s.iter().map(|x| x.allocated).collect();
         assert_eq!(alloc, vec![0, 0, 80, 130, 100]);
-        assert_eq!(s[0].reserved, 100);
+        assert_eq!(s.get(0).map(|x| x.reserved), Some(100));
         assert_eq!(s.last().unwrap().reserved, 300);
         let t = MemoryTimeline {
             samples: s,
@@ -465,42 +530,12 @@ mod tests {
         ];
         let s = replay(end, ev.iter().copied());
         let p = by_phase(&s);
-        assert_eq!(s[0].allocated, 100);
+        assert_eq!(s.get(0).map(|x| x.allocated), Some(100));
         assert_eq!(p[0], [100, 0, 0, 0, 0]);
         assert_eq!(p[2], [100, 60, 30, 0, 0]);
         assert_eq!(p[5], [60, 0, 30, 10, 0]);
         for (s, p) in s.iter().zip(&p) {
             assert_eq!(p.iter().sum::<i64>(), s.allocated);
         }
-    }
-
-    #[test]
-    fn live_bytes_by_site() {
-        // Site 0 allocates 80 at a, site 1 50 at b, site 0 20 at c; a is
-        // freed, and a block from before the history at z.
-        let ev = [
-            Block::Alloc {
-                addr: 1,
-                size: 80,
-                site: 0,
-            },
-            Block::Alloc {
-                addr: 2,
-                size: 50,
-                site: 1,
-            },
-            Block::Alloc {
-                addr: 3,
-                size: 20,
-                site: 0,
-            },
-            Block::Free { addr: 1 },
-            Block::Free { addr: 99 },
-        ];
-        assert_eq!(
-            live_by_site(ev[..3].iter().copied()),
-            vec![(0, 100), (1, 50)]
-        );
-        assert_eq!(live_by_site(ev.iter().copied()), vec![(1, 50), (0, 20)]);
     }
 }

@@ -4,7 +4,7 @@
 //! while after (a 71 MB memory snapshot peaked at 71 MB growing three such
 //! vectors by doubling, 41 MB in blocks).
 
-pub(crate) const BLOCK: usize = 1 << 16;
+const BLOCK: usize = 1 << 16;
 
 #[derive(Debug)]
 pub(crate) struct Blocks<T> {
@@ -53,12 +53,6 @@ impl<T: Copy> Blocks<T> {
 
     pub(crate) fn iter(&self) -> impl Iterator<Item = &T> + Clone {
         self.blocks.iter().flatten()
-    }
-
-    /// The blocks, in order, to be turned into something else a block at
-    /// a time.
-    pub(crate) fn into_blocks(self) -> Vec<Vec<T>> {
-        self.blocks
     }
 }
 

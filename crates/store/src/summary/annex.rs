@@ -24,7 +24,7 @@ fn schema(fields: &[(&str, DataType)]) -> Arc<Schema> {
 }
 
 pub(crate) fn memory_table(m: &MemoryTimeline) -> Result<RecordBatch, ArrowError> {
-    let col = |f: fn(&MemSample) -> i64| -> ArrayRef {
+    let col = |f: fn(MemSample) -> i64| -> ArrayRef {
         Arc::new(Int64Array::from_iter_values(m.samples.iter().map(f)))
     };
     RecordBatch::try_new(
@@ -71,7 +71,6 @@ pub(crate) fn memory_from(
     meta: &MemoryMeta,
     batches: &[RecordBatch],
 ) -> Result<MemoryTimeline, String> {
-    // A chunk per batch: never a vector grown by doubling.
     let mut samples = Samples::default();
     for b in batches {
         let (t, a, r) = (
@@ -85,20 +84,18 @@ pub(crate) fn memory_from(
             .column_by_name("phase")
             .map(|_| ints(b, "phase"))
             .transpose()?;
-        let mut chunk = Vec::with_capacity(t.len());
         for i in 0..t.len() {
             let phase = match phase {
                 Some(p) => Phase::from_index(p[i]).ok_or("a phase out of range")?,
                 None => Phase::Before,
             };
-            chunk.push(MemSample {
+            samples.push(MemSample {
                 time_us: t[i],
                 allocated: a[i],
                 reserved: r[i],
                 phase,
             });
         }
-        samples.push_chunk(chunk);
     }
     let [allocated, reserved, active, requested] = meta.end;
     Ok(MemoryTimeline {
