@@ -97,7 +97,9 @@ impl IntervalSet {
 
     /// Time covered by both sets (a linear merge of two sorted lists).
     pub fn intersect(&self, other: &Self) -> Self {
-        let mut out = Vec::new();
+        // Usually no more pieces than the smaller set: grown by doubling,
+        // a rank's exposed communication was copied over and over.
+        let mut out = Vec::with_capacity(self.0.len().min(other.0.len()));
         each_overlap(self.walk(), other.walk(), |i| out.push(i));
         Self(out.into())
     }
