@@ -133,7 +133,7 @@ pub fn by_phase(samples: &Samples) -> Vec<[i64; 5]> {
 /// bytes and phase (17 bytes), and the reserved bytes only where they change
 /// (segment events: a few in a thousand). A snapshot's history can hold
 /// millions of events; as [`MemSample`]s they took 32 bytes each. Grown a
-/// chunk at a time, never by doubling.
+/// chunk at a time, never by doubling the whole.
 #[derive(Debug, Clone, Default)]
 pub struct Samples {
     chunks: Vec<Chunk>,
@@ -157,11 +157,13 @@ impl Samples {
         if self.reserved.last().is_none_or(|&(_, r)| r != s.reserved) {
             self.reserved.push((self.len, s.reserved));
         }
+        // A chunk grows by doubling up to its size (a short history takes
+        // little), then the next begins.
         if self.len.is_multiple_of(CHUNK) {
             self.chunks.push(Chunk {
-                time_us: Vec::with_capacity(CHUNK),
-                allocated: Vec::with_capacity(CHUNK),
-                phase: Vec::with_capacity(CHUNK),
+                time_us: Vec::new(),
+                allocated: Vec::new(),
+                phase: Vec::new(),
             });
         }
         if let Some(c) = self.chunks.last_mut() {

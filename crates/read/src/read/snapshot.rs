@@ -157,7 +157,8 @@ impl History {
         *c = (c.0.wrapping_add(bytes), c.1 + blocks);
     }
 
-    /// The samples of a history that ends in `end` (as [`replay`] makes
+    /// The samples of a history that ends in `end` (as
+    /// [`replay`](crate::model::memory::replay) makes
     /// them) and the bytes live at the allocation peak by site, largest
     /// first.
     fn finish(self, end: MemState) -> (Samples, Vec<(String, i64)>) {
