@@ -274,12 +274,6 @@ impl PartialEq for Samples {
 
 impl Eq for Samples {}
 
-impl From<Vec<MemSample>> for Samples {
-    fn from(v: Vec<MemSample>) -> Self {
-        v.into_iter().collect()
-    }
-}
-
 impl FromIterator<MemSample> for Samples {
     fn from_iter<I: IntoIterator<Item = MemSample>>(it: I) -> Self {
         let mut s = Samples::default();
