@@ -133,25 +133,16 @@ impl Instances {
         min: usize,
         mut f: impl FnMut(usize, Instance<'s>, &[MemberOp]),
     ) {
-        let mut members: Vec<MemberOp> = Vec::new();
         for seqs in &self.groups {
-            let mut readers = member_readers(trace, &seqs.ranks, &seqs.ops, bytes, min);
+            let readers = member_readers(trace, &seqs.ranks, &seqs.ops, bytes, min);
+            let mut gather = Gather::new(readers, seqs.positions(), bytes);
             for seq in 0..seqs.positions() {
-                members.clear();
-                for (r, seq_of, op_of) in &mut readers {
-                    let o = seq_of.get(seq) as usize;
-                    members.push(MemberOp {
-                        r: *r,
-                        o,
-                        op: op_of.get(o),
-                    });
-                }
                 let i = Instance {
                     group: &seqs.name,
                     seq,
                     seqs,
                 };
-                f(seqs.first + seq, i, &members);
+                f(seqs.first + seq, i, gather.at(seq));
             }
         }
     }
@@ -176,6 +167,8 @@ impl Instances {
 pub const WALK_BYTES: usize = 4 << 20;
 pub const MIN_VALUES: usize = 256;
 
+type MemberReaders<'a> = Vec<(usize, Reader<'a, u32>, Reader<'a, DeviceOp>)>;
+
 /// Each member's rank index (`ranks[k]`) with readers of its sequence
 /// (`ops[k]`) and of its rank's ops, reading as many of each a block:
 /// `bytes` over the members, at least `min` each.
@@ -185,7 +178,7 @@ fn member_readers<'a>(
     ops: &'a [Slab<u32>],
     bytes: usize,
     min: usize,
-) -> Vec<(usize, Reader<'a, u32>, Reader<'a, DeviceOp>)> {
+) -> MemberReaders<'a> {
     let each = std::mem::size_of::<u32>() + std::mem::size_of::<DeviceOp>();
     let values = (bytes / ranks.len().max(1) / each).max(min);
     ranks
@@ -202,6 +195,74 @@ fn member_readers<'a>(
             )
         })
         .collect()
+}
+
+/// The bytes of members' ops gathered at a time (see [`Gather`]): well
+/// inside a core's L2 cache.
+const GATHER_BYTES: usize = 256 << 10;
+/// The most positions gathered at a time.
+const GATHER_POSITIONS: usize = 64;
+
+/// Each position's members, gathered a few positions at a time one member
+/// after another. Read position by position, a collective's members lie in
+/// as many places as it has members, each a cache miss on a large run (a
+/// fifth of a summary's first open was spent waiting on them); read member
+/// by member, each member's next ops lie side by side, and the processor
+/// fetches them ahead.
+struct Gather<'a> {
+    readers: MemberReaders<'a>,
+    /// `block[s * members + k]`: member `k` at position `from + s`.
+    block: Vec<MemberOp>,
+    from: usize,
+    held: usize,
+    /// Positions in the sequences, and gathered at a time.
+    positions: usize,
+    per_block: usize,
+}
+
+impl<'a> Gather<'a> {
+    /// At most `bytes` (and [`GATHER_BYTES`]) of members at a time.
+    fn new(readers: MemberReaders<'a>, positions: usize, bytes: usize) -> Self {
+        let per_position = readers.len().max(1) * std::mem::size_of::<MemberOp>();
+        Self {
+            readers,
+            block: Vec::new(),
+            from: 0,
+            held: 0,
+            positions,
+            per_block: (bytes.min(GATHER_BYTES) / per_position).clamp(1, GATHER_POSITIONS),
+        }
+    }
+
+    /// The members at position `seq` (below `positions`), in the readers'
+    /// order. Cheapest at rising positions.
+    fn at(&mut self, seq: usize) -> &[MemberOp] {
+        let m = self.readers.len();
+        if !(self.from..self.from + self.held).contains(&seq) {
+            let n = self.per_block.min(self.positions - seq);
+            for (k, (r, seq_of, op_of)) in self.readers.iter_mut().enumerate() {
+                for s in 0..n {
+                    let o = seq_of.get(seq + s) as usize;
+                    let member = MemberOp {
+                        r: *r,
+                        o,
+                        op: op_of.get(o),
+                    };
+                    let at = s * m + k;
+                    // Grown once, by the first block; places not yet
+                    // written hold copies until their member's turn.
+                    if at >= self.block.len() {
+                        self.block.resize(at + 1, member.clone());
+                    }
+                    self.block[at] = member;
+                }
+            }
+            self.from = seq;
+            self.held = n;
+        }
+        let s = seq - self.from;
+        &self.block[s * m..(s + 1) * m]
+    }
 }
 
 /// A member of a matched collective as [`Instances::walk`] gives it: its
@@ -572,26 +633,21 @@ pub fn instances(trace: &Trace) -> Instances {
         // starts or ends mid-iteration, or the ranks issued different
         // calls): everything from there on would pair different calls, so
         // matching stops there, and says so.
-        let mut readers = member_readers(trace, &ranks, &ops, WALK_BYTES, MIN_VALUES);
+        let readers = member_readers(trace, &ranks, &ops, WALK_BYTES, MIN_VALUES);
+        let mut gather = Gather::new(readers, n, WALK_BYTES);
         let mut stopped = None;
-        let mut at = Vec::with_capacity(ranks.len());
         'positions: for seq in 0..n {
-            at.clear();
-            at.extend(
-                readers
-                    .iter_mut()
-                    .map(|(r, seq_of, op_of)| (*r, op_of.get(seq_of.get(seq) as usize))),
-            );
-            let (r0, first) = &at[0];
-            let m0 = trace.ranks[*r0].coll_meta(first);
-            for (r, op) in &at[1..] {
-                if let Err(what) = agree(first, m0, op, trace.ranks[*r].coll_meta(op)) {
+            let at = gather.at(seq);
+            let first = &at[0];
+            let m0 = trace.ranks[first.r].coll_meta(&first.op);
+            for m in &at[1..] {
+                if let Err(what) = agree(&first.op, m0, &m.op, trace.ranks[m.r].coll_meta(&m.op)) {
                     stopped = Some((u32::try_from(seq).expect("ops fit in u32"), what));
                     break 'positions;
                 }
             }
         }
-        drop(readers);
+        drop(gather);
         let n = stopped.map_or(n, |(at, _)| at as usize);
         for o in &mut ops {
             o.truncate(n);
