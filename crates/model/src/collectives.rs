@@ -340,9 +340,7 @@ impl Blame {
         let mut ends: Vec<Ns> = members.iter().map(|m| m.0 + m.1).collect();
         starts.sort_unstable();
         ends.sort_unstable();
-        let mut points: Vec<Ns> = starts.iter().chain(&ends).copied().collect();
-        points.sort_unstable();
-        points.dedup();
+        let points = merged(&starts, &ends);
         Self {
             points,
             starts,
@@ -364,11 +362,16 @@ impl Blame {
         let mut out = Vec::with_capacity(self.points.len());
         let mut sum = 0.0;
         out.push(0.0);
+        // Arrived by p, and of them those whose wait ended by p: counts
+        // that only grow as p does.
+        let (mut arrived, mut done) = (0, 0);
         for w in self.points.windows(2) {
             let (p, q) = (w[0], w[1]);
-            // Arrived by p, and of them those whose wait ended by p.
-            let arrived = self.starts.partition_point(|&s| s <= p);
-            let done = self.ends.partition_point(|&e| e <= p);
+            arrived += self.starts[arrived..]
+                .iter()
+                .take_while(|&&s| s <= p)
+                .count();
+            done += self.ends[done..].iter().take_while(|&&e| e <= p).count();
             let (waiting, absent) = (arrived - done, n - arrived);
             if waiting > 0 && absent > 0 {
                 sum += per_stretch((q - p).as_f64(), waiting as f64, absent as f64, p);
@@ -414,6 +417,33 @@ impl Blame {
             .map(|&(s, w)| Ns::rounded(cum[self.at(s + w)] - cum[self.at(s)]))
             .collect()
     }
+}
+
+/// The values of two ascending lists, ascending, each once.
+fn merged(a: &[Ns], b: &[Ns]) -> Vec<Ns> {
+    let mut out = Vec::with_capacity(a.len() + b.len());
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() || j < b.len() {
+        let v = match (a.get(i), b.get(j)) {
+            (Some(&x), Some(&y)) if x <= y => {
+                i += 1;
+                x
+            }
+            (_, Some(&y)) => {
+                j += 1;
+                y
+            }
+            (Some(&x), None) => {
+                i += 1;
+                x
+            }
+            (None, None) => unreachable!("one list is left"),
+        };
+        if out.last() != Some(&v) {
+            out.push(v);
+        }
+    }
+    out
 }
 
 /// One collective call seen on several ranks (a view into [`Instances`]).
@@ -1217,6 +1247,67 @@ impl Trace {
             if let Some(e) = &mut t.epoch {
                 *e -= d;
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The wait charged to each member as its definition says it, point by
+    /// point: over each stretch between two successive points, counting
+    /// the members arrived and still waiting afresh.
+    fn charged_plainly(members: &[(Ns, Ns)]) -> Vec<Ns> {
+        let mut points: Vec<Ns> = members.iter().flat_map(|&(s, w)| [s, s + w]).collect();
+        points.sort_unstable();
+        points.dedup();
+        let n = members.len();
+        let mut cum = vec![0.0];
+        for w in points.windows(2) {
+            let (p, q) = (w[0], w[1]);
+            let arrived = members.iter().filter(|m| m.0 <= p).count();
+            let done = members.iter().filter(|m| m.0 + m.1 <= p).count();
+            let (waiting, absent) = (arrived - done, n - arrived);
+            let add = if waiting > 0 && absent > 0 {
+                (q - p).as_f64() * waiting as f64 / absent as f64
+            } else {
+                0.0
+            };
+            cum.push(cum.last().unwrap() + add);
+        }
+        members
+            .iter()
+            .map(|&(s, _)| Ns::rounded(cum[points.partition_point(|&p| p < s)]))
+            .collect()
+    }
+
+    proptest! {
+        /// Ties (members starting together, waits ending where another
+        /// starts) are the cases the counts carried from point to point
+        /// must get right.
+        #[test]
+        fn blame_counts_as_its_definition(
+            members in prop::collection::vec((0i64..40, 0i64..40), 1..12)
+        ) {
+            let members: Vec<(Ns, Ns)> = members.into_iter().map(|(s, w)| (Ns(s), Ns(w))).collect();
+            let b = Blame::of_waits(members.clone());
+            prop_assert_eq!(b.charged(), charged_plainly(&members));
+        }
+
+        #[test]
+        fn merged_is_sorted_and_deduplicated(
+            mut a in prop::collection::vec(0i64..20, 0..10),
+            mut b in prop::collection::vec(0i64..20, 0..10),
+        ) {
+            a.sort_unstable();
+            b.sort_unstable();
+            let (a, b): (Vec<Ns>, Vec<Ns>) = (a.into_iter().map(Ns).collect(), b.into_iter().map(Ns).collect());
+            let mut want: Vec<Ns> = a.iter().chain(&b).copied().collect();
+            want.sort_unstable();
+            want.dedup();
+            prop_assert_eq!(merged(&a, &b), want);
         }
     }
 }
