@@ -336,9 +336,8 @@ fn rows_in_chunks(trace: &Trace, inst: &Instances, groups: &[GroupInfo], per_chu
         // The others' waits charged to the last member (see `Blame`).
         let caused = members
             .iter()
-            .zip(Blame::of(members).charged())
-            .find(|(m, _)| (m.r, m.o) == (lr, lo))
-            .map_or(Ns::ZERO, |(_, c)| c);
+            .position(|m| (m.r, m.o) == (lr, lo))
+            .map_or(Ns::ZERO, |k| Blame::of(members).charged_to(k));
         let Some(m0) = members.first() else {
             return;
         };
