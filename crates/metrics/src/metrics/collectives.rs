@@ -186,8 +186,7 @@ pub(crate) fn link_gbps(ctx: &Ctx) -> Result<(f64, &'static str), Outcome> {
 /// GB a rank sends per step in collectives of `kind` (all kinds when `None`):
 /// message bytes of the ops launched in steps / steps, on rank 0 (or `--rank`).
 fn volume(ctx: &Ctx, kind: Option<CollKind>) -> Outcome {
-    let all: Vec<SizedColl> = ctx.focus.map(|t| sized(t).collect()).unwrap_or_default();
-    let Some(t) = ctx.focus.filter(|_| !all.is_empty()) else {
+    let Some(t) = ctx.focus.filter(|t| sized(t).next().is_some()) else {
         // No sizes in the profiler trace: the execution trace's nodes have them.
         return match ctx
             .focus_et()
@@ -209,8 +208,7 @@ fn volume(ctx: &Ctx, kind: Option<CollKind>) -> Outcome {
             None => Outcome::lacks(Lack::CollSizes, NO_SIZES),
         };
     };
-    let bytes: u64 = all
-        .iter()
+    let bytes: u64 = sized(t)
         .filter(|c| kind.is_none_or(|k| c.kind == k) && t.counts(c.step))
         .map(|c| c.msg_bytes)
         .sum();
