@@ -63,8 +63,17 @@ pub struct Matched {
 
 impl Matched {
     pub fn of(trace: &Trace) -> Self {
-        let (instances, groups) =
-            rayon::join(|| collectives::instances(trace), || groups::infer(trace));
+        // Each rank's sequences side by side: made one rank after another,
+        // they were the longest part of an open that uses one core.
+        let matched = || {
+            let spill = trace.spilled_to();
+            let per_rank = (0..trace.ranks.len())
+                .into_par_iter()
+                .map(|ri| collectives::sequences_of(trace, ri, spill))
+                .collect();
+            collectives::instances_of(trace, per_rank)
+        };
+        let (instances, groups) = rayon::join(matched, || groups::infer(trace));
         Self { instances, groups }
     }
 }

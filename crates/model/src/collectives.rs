@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use foldhash::{HashMap, HashMapExt};
 use std::sync::Arc;
 
-use super::slab::{Reader, Slab};
+use super::slab::{Reader, Slab, Spill};
 use super::time::{median, Ns};
 use super::trace::{Offset, Trace};
 use super::DeviceOp;
@@ -579,52 +579,78 @@ const SPILLED_SEQ: usize = 1024;
 /// be made they stay held.
 pub fn instances(trace: &Trace) -> Instances {
     let spill = trace.spilled_to();
+    let per_rank = (0..trace.ranks.len())
+        .map(|ri| sequences_of(trace, ri, spill))
+        .collect();
+    instances_of(trace, per_rank)
+}
+
+/// One rank's communication kernels by the channel they are matched in (see
+/// [`channel_of`]): (channel, op indices in start order, the first's `Seq`),
+/// by channel. Made for each rank on its own, so that callers can make them
+/// side by side, then [`instances_of`] matches them.
+pub struct RankSequences(Vec<(String, Slab<u32>, Option<u64>)>);
+
+/// Rank index `ri`'s sequences, spilled to `spill` (see
+/// [`Trace::spilled_to`]) when long.
+pub fn sequences_of(trace: &Trace, ri: usize, spill: Option<&dyn Spill>) -> RankSequences {
+    let t = &trace.ranks[ri];
+    // The rank's groups by their name's id: a lookup of 4 bytes per op,
+    // the names compared once per group.
+    // Point-to-point ops (a meta naming a peer) by their channel.
+    let mut mine: foldhash::HashMap<Option<super::StrId>, Vec<u32>> = Default::default();
+    let mut p2p: BTreeMap<String, Vec<u32>> = BTreeMap::new();
+    // Indices fit: ops are numbered in u32 slots.
+    for (oi, op) in (0u32..).zip(&t.ops) {
+        if op.is_comm() && op.is_kernel() {
+            let meta = t.coll_meta(op);
+            if meta.is_some_and(|m| m.peer.is_some()) {
+                let c = channel_of(t, op);
+                if c.contains(" p2p ") {
+                    p2p.entry(c.into_owned()).or_default().push(oi);
+                    continue;
+                }
+            }
+            mine.entry(meta.and_then(|m| m.pg_name))
+                .or_default()
+                .push(oi);
+        }
+    }
+    let mut named: BTreeMap<String, Vec<u32>> = p2p;
+    for (pg, ops) in mine {
+        let g = pg.map_or(DEFAULT, |id| t.name(id));
+        // Ops naming no group and ops of a group named `default` are one
+        // sequence, joined in op order.
+        let all = named.entry(g.to_owned()).or_default();
+        all.extend(ops);
+        all.sort_unstable();
+    }
+    let named = named.into_iter().map(|(g, ops)| {
+        let first_seq = ops
+            .first()
+            .and_then(|&o| t.coll_meta(&t.ops[o as usize])?.seq);
+        let mut ops = Slab::from(ops);
+        // Spilled as each rank's are made, so that the run's are never
+        // held at once. A map costs a file and a page: shorter
+        // sequences stay held. So does one whose file cannot be made:
+        // it is a fourteenth of the collectives' size, and what is
+        // computed from it the same.
+        if let Some(to) = spill.filter(|_| ops.len() >= SPILLED_SEQ) {
+            let _ = ops.spill(to);
+        }
+        (g, ops, first_seq)
+    });
+    RankSequences(named.collect())
+}
+
+/// The collectives matched across ranks from each rank's sequences
+/// (`per_rank[ri]`: rank index `ri`'s, see [`sequences_of`]).
+pub fn instances_of(trace: &Trace, per_rank: Vec<RankSequences>) -> Instances {
     // channel -> (rank index, its op indices in start order, the first's Seq).
     let mut seqs: BTreeMap<String, Members> = BTreeMap::new();
-    // Indices fit: ranks and ops are numbered in u32 slots.
-    for (ri, t) in (0u32..).zip(&trace.ranks) {
-        // The rank's groups by their name's id: a lookup of 4 bytes per op,
-        // the names compared once per group.
-        // Point-to-point ops (a meta naming a peer) by their channel.
-        let mut mine: foldhash::HashMap<Option<super::StrId>, Vec<u32>> = Default::default();
-        let mut p2p: BTreeMap<String, Vec<u32>> = BTreeMap::new();
-        for (oi, op) in (0u32..).zip(&t.ops) {
-            if op.is_comm() && op.is_kernel() {
-                let meta = t.coll_meta(op);
-                if meta.is_some_and(|m| m.peer.is_some()) {
-                    let c = channel_of(t, op);
-                    if c.contains(" p2p ") {
-                        p2p.entry(c.into_owned()).or_default().push(oi);
-                        continue;
-                    }
-                }
-                mine.entry(meta.and_then(|m| m.pg_name))
-                    .or_default()
-                    .push(oi);
-            }
-        }
-        let mut named: BTreeMap<String, Vec<u32>> = p2p;
-        for (pg, ops) in mine {
-            let g = pg.map_or(DEFAULT, |id| t.name(id));
-            // Ops naming no group and ops of a group named `default` are one
-            // sequence, joined in op order.
-            let all = named.entry(g.to_owned()).or_default();
-            all.extend(ops);
-            all.sort_unstable();
-        }
-        for (g, ops) in named {
-            let first_seq = ops
-                .first()
-                .and_then(|&o| t.coll_meta(&t.ops[o as usize])?.seq);
-            let mut ops = Slab::from(ops);
-            // Spilled as each rank's are made, so that the run's are never
-            // held at once. A map costs a file and a page: shorter
-            // sequences stay held. So does one whose file cannot be made:
-            // it is a fourteenth of the collectives' size, and what is
-            // computed from it the same.
-            if let Some(to) = spill.filter(|_| ops.len() >= SPILLED_SEQ) {
-                let _ = ops.spill(to);
-            }
+    // Indices fit: ranks are numbered in u32 slots.
+    for (ri, RankSequences(named)) in (0u32..).zip(per_rank) {
+        for (g, ops, first_seq) in named {
             seqs.entry(g).or_default().push((ri, ops, first_seq));
         }
     }
