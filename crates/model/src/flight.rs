@@ -85,8 +85,6 @@ impl std::fmt::Debug for Name {
 /// keeps what differs between calls: numbers, times, state, stack.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FrEntry {
-    /// Position in the rank's ring buffer (0 = oldest kept).
-    pub record_id: u64,
     /// Collectives of the group so far, this one included (the same count
     /// on every member); for a send or recv, the count before it.
     pub collective_seq: u64,
@@ -94,10 +92,12 @@ pub struct FrEntry {
     pub p2p_seq: u64,
     /// Wall-clock ns since the Unix epoch (the rank's host clock).
     pub created_ns: i64,
-    /// When the kernel was seen to start and to end, on the same clock;
-    /// times after the epoch only (the niche keeps each to 8 bytes).
-    pub started_ns: Option<NonZeroI64>,
-    pub completed_ns: Option<NonZeroI64>,
+    /// The last time the watchdog saw the kernel make progress, on the
+    /// same clock: when it was seen to end, else to start (`state` says
+    /// which); a time after the epoch only (the niche keeps it to 8 bytes).
+    /// The analysis asks no more of the two times, and every entry of every
+    /// dump is held at once.
+    pub seen_ns: Option<NonZeroI64>,
     /// What it was: one shared value per distinct kind of call in the dump.
     pub call: Arc<FrCall>,
     /// Index into the dump's `stacks`.
@@ -107,7 +107,7 @@ pub struct FrEntry {
 
 // Held for every entry of every dump at once: 256 dumps of 2,000 entries
 // are half a million.
-const _: () = assert!(std::mem::size_of::<FrEntry>() == 64);
+const _: () = assert!(std::mem::size_of::<FrEntry>() == 48);
 
 /// What a call was, as one rank's dump states it: shared by every entry of
 /// the same kind (a training loop repeats a few).
@@ -140,7 +140,7 @@ pub struct CallIo {
 impl FrEntry {
     /// The latest time the rank saw this call make progress.
     pub fn last_seen_ns(&self) -> i64 {
-        (self.completed_ns.or(self.started_ns)).map_or(self.created_ns, NonZeroI64::get)
+        self.seen_ns.map_or(self.created_ns, NonZeroI64::get)
     }
 }
 

@@ -1035,13 +1035,12 @@ mod tests {
             io: Default::default(),
             timeout_ms: None,
         });
-        let entry = |record_id, seq| FrEntry {
-            record_id,
+        // Told apart by when they were made.
+        let entry = |created_ns, seq| FrEntry {
             collective_seq: seq,
             p2p_seq: 0,
-            created_ns: 0,
-            started_ns: None,
-            completed_ns: None,
+            created_ns,
+            seen_ns: None,
             call: call.clone(),
             stack: None.into(),
             state: CallState::Completed,
@@ -1052,8 +1051,8 @@ mod tests {
             calls.push(e);
         }
         calls.sort();
-        let ids = |c: &[&FrEntry]| c.iter().map(|e| e.record_id).collect::<Vec<_>>();
-        let all: Vec<(u64, Vec<u64>)> = calls.iter().map(|(s, c)| (s, ids(c))).collect();
+        let ids = |c: &[&FrEntry]| c.iter().map(|e| e.created_ns).collect::<Vec<_>>();
+        let all: Vec<(u64, Vec<i64>)> = calls.iter().map(|(s, c)| (s, ids(c))).collect();
         assert_eq!(all, [(1, vec![1]), (2, vec![3]), (3, vec![0, 2])]);
         assert_eq!(calls.get(3).map(ids), Some(vec![0, 2]));
         assert_eq!(calls.get(0), None);

@@ -125,7 +125,6 @@ enum RawRanks {
 #[derive(Deserialize, Default)]
 #[serde(default)]
 struct RawEntry<'a> {
-    record_id: Option<i64>,
     pg_id: Option<i64>,
     #[serde(borrow)]
     process_group: Option<Vec<Text<'a>>>,
@@ -535,7 +534,6 @@ fn entry_from_tree<'a>(
         }
         let k = t.str(key).unwrap_or_default();
         match field {
-            Field::RecordId => r.record_id = int(k, v)?,
             Field::PgId => r.pg_id = int(k, v)?,
             Field::CollectiveSeqId => r.collective_seq_id = int(k, v)?,
             Field::SeqId => r.seq_id = int(k, v)?,
@@ -564,7 +562,6 @@ fn entry_from_tree<'a>(
 /// An entry's keys that are read.
 #[derive(Clone, Copy, PartialEq)]
 enum Field {
-    RecordId,
     PgId,
     CollectiveSeqId,
     SeqId,
@@ -588,7 +585,6 @@ enum Field {
 impl Field {
     fn of(k: &str) -> Self {
         match k {
-            "record_id" => Self::RecordId,
             "pg_id" => Self::PgId,
             "collective_seq_id" => Self::CollectiveSeqId,
             "seq_id" => Self::SeqId,
@@ -738,10 +734,6 @@ fn convert(
             timeout_ms: positive(e.timeout_ms),
         });
         entries.push(FrEntry {
-            record_id: e
-                .record_id
-                .and_then(|r| u64::try_from(r).ok())
-                .unwrap_or(i as u64),
             collective_seq: e
                 .collective_seq_id
                 .or(e.seq_id)
@@ -752,8 +744,8 @@ fn convert(
                 .and_then(|s| u64::try_from(s).ok())
                 .unwrap_or(0),
             created_ns: time(e.time_created_ns).unwrap_or(0),
-            started_ns: positive(e.time_discovered_started_ns),
-            completed_ns: positive(e.time_discovered_completed_ns),
+            seen_ns: positive(e.time_discovered_completed_ns)
+                .or(positive(e.time_discovered_started_ns)),
             call,
             stack: stack.into(),
             state,
@@ -1007,8 +999,8 @@ mod tests {
         assert_eq!(d.groups[0].ranks, Some(vec![0, 1]));
         let e = &d.entries;
         assert_eq!(
-            (e[0].collective_seq, e[0].completed_ns, e[0].started_ns),
-            (1, NonZeroI64::new(20), None)
+            (e[0].collective_seq, e[0].seen_ns),
+            (1, NonZeroI64::new(20))
         );
         assert!(e[0].call.io.input_dtypes.is_empty() && !e[0].call.is_p2p);
         assert_eq!(
@@ -1107,11 +1099,8 @@ mod tests {
             (Some((0, 1)), Some((0, 2)))
         );
         assert!(e.iter().all(|x| Arc::ptr_eq(&x.call.io, &e[0].call.io)));
-        let own: Vec<(u64, u64, i64)> = e
-            .iter()
-            .map(|x| (x.record_id, x.collective_seq, x.created_ns))
-            .collect();
-        assert_eq!(own[..2], [(1, 1, 10), (2, 2, 20)]);
+        let own: Vec<(u64, i64)> = e.iter().map(|x| (x.collective_seq, x.created_ns)).collect();
+        assert_eq!(own[..2], [(1, 10), (2, 20)]);
     }
 
     #[test]
