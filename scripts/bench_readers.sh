@@ -17,7 +17,7 @@
 # The nsys-jax archive is a tenth of $MB (its rows take 5 bytes each: 20 MB
 # are 4 M ranges); the memory snapshot about $MB like the others (copies of
 # 0.7 MB; it was 100 copies, 71 MB, where the process's fixed 14 MB weighed
-# twice as much).
+# three times as much).
 # The nsys, execution trace and memory snapshot inputs repeat the real files
 # of ../shared/corpus (skipped with a message when it is absent).
 set -euo pipefail
